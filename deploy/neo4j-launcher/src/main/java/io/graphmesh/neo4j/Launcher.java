@@ -1,0 +1,56 @@
+package io.graphmesh.neo4j;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.HttpConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+
+/**
+ * Runs Neo4j Community embedded with Bolt on 127.0.0.1 until SIGTERM.
+ *
+ * <p>Usage: {@code java -cp ... io.graphmesh.neo4j.Launcher DATA_DIR BOLT_PORT}. Authentication is
+ * off: the server listens on loopback only and is meant for one developer machine or CI. Prints
+ * {@code NEO4J_READY bolt://127.0.0.1:PORT} on stdout once Bolt accepts connections.
+ */
+public final class Launcher {
+  private Launcher() {}
+
+  public static void main(String[] args) throws InterruptedException {
+    if (args.length != 2) {
+      System.err.println("usage: Launcher DATA_DIR BOLT_PORT");
+      System.exit(2);
+    }
+    Path home = Path.of(args[0]).toAbsolutePath();
+    int boltPort = Integer.parseInt(args[1]);
+
+    DatabaseManagementService service =
+        new DatabaseManagementServiceBuilder(home)
+            .setConfig(BoltConnector.enabled, true)
+            .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
+            .setConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", boltPort))
+            .setConfig(HttpConnector.enabled, false)
+            .setConfig(GraphDatabaseSettings.auth_enabled, false)
+            .setConfig(GraphDatabaseSettings.pagecache_memory, 256L * 1024 * 1024)
+            .setConfig(GraphDatabaseSettings.shutdown_transaction_end_timeout, Duration.ofSeconds(5))
+            .build();
+    service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  service.shutdown();
+                  stopped.countDown();
+                }));
+    System.out.println("NEO4J_READY bolt://127.0.0.1:" + boltPort);
+    System.out.flush();
+    stopped.await();
+  }
+}

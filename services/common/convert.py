@@ -1,0 +1,94 @@
+"""Conversions between store records, fuser items and protobuf messages."""
+from __future__ import annotations
+
+from graphmesh.common.v1 import types_pb2
+from services.common.records import ChunkRecord, DocumentRecord, Hit, IngestFailureRecord
+from services.fuser.core import Item, Scored
+
+
+def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> list[types_pb2.Candidate]:
+    """Groups hits by chunk id into candidates; each channel's rank is the
+    hit's 1-based position among that channel's hits. The candidate's source
+    is that of its first channel listed in ``source_by_channel`` order."""
+    ranks: dict[str, int] = {}
+    order: list[str] = []
+    by_id: dict[str, types_pb2.Candidate] = {}
+    channels_of: dict[str, list[str]] = {}
+    for hit in hits:
+        ranks[hit.channel] = ranks.get(hit.channel, 0) + 1
+        cand = by_id.get(hit.chunk_id)
+        if cand is None:
+            cand = types_pb2.Candidate(
+                id=hit.chunk_id, document_id=hit.document_id, title=hit.title,
+                heading_path=hit.heading_path, text=hit.text, ordinal=hit.ordinal,
+            )
+            by_id[hit.chunk_id] = cand
+            order.append(hit.chunk_id)
+            channels_of[hit.chunk_id] = []
+        if hit.embedding and not cand.embedding:
+            cand.embedding.extend(hit.embedding)
+        cand.channel_scores.append(
+            types_pb2.ChannelScore(channel=hit.channel, score=hit.score, rank=ranks[hit.channel], evidence=hit.evidence)
+        )
+        channels_of[hit.chunk_id].append(hit.channel)
+    priority = list(source_by_channel)
+    for cid, cand in by_id.items():
+        chans = sorted(channels_of[cid], key=lambda c: priority.index(c) if c in priority else len(priority))
+        cand.source = source_by_channel.get(chans[0], types_pb2.SOURCE_DOCUMENT_CHUNK)
+    return [by_id[cid] for cid in order]
+
+
+def candidate_to_item(c: types_pb2.Candidate) -> Item:
+    """Protobuf candidate -> fuser item."""
+    return Item(
+        id=c.id, document_id=c.document_id, title=c.title, heading_path=list(c.heading_path), text=c.text,
+        source=int(c.source) or types_pb2.SOURCE_DOCUMENT_CHUNK, ordinal=c.ordinal,
+        scores=[Scored(s.channel, s.score, s.rank, s.evidence) for s in c.channel_scores],
+        embedding=list(c.embedding), fused=c.fused_score,
+    )
+
+
+def item_to_candidate(it: Item, with_embedding: bool = False) -> types_pb2.Candidate:
+    """Fuser item -> protobuf candidate (embedding dropped unless asked)."""
+    return types_pb2.Candidate(
+        id=it.id, document_id=it.document_id, title=it.title, heading_path=it.heading_path, text=it.text,
+        source=it.source, ordinal=it.ordinal, fused_score=it.fused,
+        channel_scores=[types_pb2.ChannelScore(channel=s.channel, score=s.score, rank=s.rank, evidence=s.evidence) for s in it.scores],
+        embedding=it.embedding if with_embedding else [],
+    )
+
+
+def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord:
+    """Protobuf chunked document -> store record."""
+    d = doc.document
+    return DocumentRecord(
+        id=d.id, title=d.title, heading_path=list(d.heading_path), metadata=dict(d.metadata),
+        content_hash=doc.content_hash,
+        chunks=[
+            ChunkRecord(
+                id=c.id, document_id=c.document_id or d.id, ordinal=c.ordinal, heading_path=list(c.heading_path),
+                text=c.text, parent_context=c.parent_context, embedding=list(c.embedding), terms=list(c.keyword_tokens),
+            )
+            for c in doc.chunks
+        ],
+    )
+
+
+def record_to_chunked_document(rec: DocumentRecord, text: str) -> types_pb2.ChunkedDocument:
+    """Store record (with embeddings filled) -> protobuf chunked document."""
+    return types_pb2.ChunkedDocument(
+        document=types_pb2.Document(id=rec.id, title=rec.title, text=text, heading_path=rec.heading_path, metadata=rec.metadata),
+        content_hash=rec.content_hash,
+        chunks=[
+            types_pb2.Chunk(
+                id=c.id, document_id=c.document_id, ordinal=c.ordinal, heading_path=c.heading_path, text=c.text,
+                parent_context=c.parent_context, embedding=c.embedding, keyword_tokens=c.terms,
+            )
+            for c in rec.chunks
+        ],
+    )
+
+
+def failures_to_proto(failures: list[IngestFailureRecord]) -> list[types_pb2.IngestFailure]:
+    """Store failures -> protobuf failures."""
+    return [types_pb2.IngestFailure(index=f.index, id=f.id, reason=f.reason) for f in failures]

@@ -1,0 +1,90 @@
+"""Rich gRPC errors (google.rpc.Status) with stable reasons (AIP-193).
+
+Bad input aborts with INVALID_ARGUMENT carrying a google.rpc.BadRequest that
+names the offending field, plus an ErrorInfo whose reason is stable.
+"""
+from __future__ import annotations
+
+from typing import NoReturn
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+ERROR_DOMAIN = "graphmesh.io"
+
+
+class InvalidArgument(ValueError):
+    """Raised by pure logic for a bad request field; servicers turn it into
+    INVALID_ARGUMENT.
+
+    Attributes:
+        field: the request field path, e.g. "query" or "top_k".
+        description: what is wrong, for the caller.
+    """
+
+    def __init__(self, field: str, description: str) -> None:
+        super().__init__(f"{field}: {description}")
+        self.field = field
+        self.description = description
+
+
+def _status(code: int, message: str, reason: str, details: list) -> status_pb2.Status:
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN)
+    packed = []
+    for detail in [info, *details]:
+        any_detail = any_pb2.Any()
+        any_detail.Pack(detail)
+        packed.append(any_detail)
+    return status_pb2.Status(code=code, message=message, details=packed)
+
+
+async def abort_invalid_argument(context: grpc.aio.ServicerContext, field: str, description: str) -> NoReturn:
+    """Aborts the RPC with INVALID_ARGUMENT, a BadRequest naming ``field``
+    and ErrorInfo reason "INVALID_FIELD"."""
+    bad_request = error_details_pb2.BadRequest(
+        field_violations=[error_details_pb2.BadRequest.FieldViolation(field=field, description=description)]
+    )
+    status = _status(code_pb2.INVALID_ARGUMENT, f"{field}: {description}", "INVALID_FIELD", [bad_request])
+    await context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable")  # abort_with_status always raises
+
+
+async def abort_with(context: grpc.aio.ServicerContext, code: grpc.StatusCode, reason: str, message: str) -> NoReturn:
+    """Aborts the RPC with ``code`` and an ErrorInfo carrying the stable ``reason``."""
+    status = _status(code.value[0], message, reason, [])
+    await context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable")
+
+
+def field_violations(err: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
+    """(field, description) pairs of a BadRequest inside ``err``, if any."""
+    status = rpc_status.from_call(err)
+    if status is None:
+        return []
+    out = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            out.extend((v.field, v.description) for v in bad.field_violations)
+    return out
+
+
+def validate_query(query: str, max_chars: int, field: str = "query") -> str:
+    """Returns ``query`` stripped; raises InvalidArgument when it is empty,
+    only whitespace, or longer than ``max_chars`` characters."""
+    stripped = query.strip()
+    if not stripped:
+        raise InvalidArgument(field, "must not be empty or only whitespace")
+    if len(query) > max_chars:
+        raise InvalidArgument(field, f"is {len(query)} characters; the maximum is {max_chars}")
+    return stripped
+
+
+def validate_range(value: int, low: int, high: int, field: str) -> int:
+    """Returns ``value``; raises InvalidArgument unless low <= value <= high."""
+    if not low <= value <= high:
+        raise InvalidArgument(field, f"must be between {low} and {high}, got {value}")
+    return value

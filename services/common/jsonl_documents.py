@@ -1,0 +1,91 @@
+"""Reads documents from JSONL bytes, one record a line.
+
+A record is {"id", "text"} plus optional "title", "heading_path" (list), the
+law-corpus fields "law", "chapter", "section", "article", "status", and
+"metadata" (object of strings). Without "heading_path" the headings are
+[law or title, chapter, section, article] with empty parts dropped.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+_LAW_FIELDS = ("chapter", "section", "article")
+_METADATA_FIELDS = ("status", "source")
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """One readable record."""
+
+    index: int
+    id: str
+    title: str
+    heading_path: list[str]
+    text: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ParseFailure:
+    """One unreadable record: its 0-based line, id if known, the JSON field
+    at fault ("" for the whole line) and why."""
+
+    index: int
+    id: str
+    field: str
+    reason: str
+
+
+def parse_jsonl(payload: bytes) -> tuple[list[ParsedDocument], list[ParseFailure]]:
+    """Parses every non-blank line of ``payload``; bad lines become failures
+    and do not stop the others."""
+    docs: list[ParsedDocument] = []
+    failures: list[ParseFailure] = []
+    for index, raw in enumerate(payload.split(b"\n")):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            failures.append(ParseFailure(index, "", "", f"line is not UTF-8 (byte {err.start})"))
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            failures.append(ParseFailure(index, "", "", f"invalid JSON: {err.msg}"))
+            continue
+        parsed = parse_record(index, record)
+        (docs if isinstance(parsed, ParsedDocument) else failures).append(parsed)
+    return docs, failures
+
+
+def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
+    """Validates one decoded record."""
+    if not isinstance(record, dict):
+        return ParseFailure(index, "", "", "record must be a JSON object")
+    raw_id = record.get("id")
+    if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
+        return ParseFailure(index, "", "id", "must be a non-empty string or integer")
+    doc_id = str(raw_id).strip()
+    text = record.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return ParseFailure(index, doc_id, "text", "must be a non-empty string")
+    if "\x00" in text:
+        return ParseFailure(index, doc_id, "text", "must not contain NUL characters")
+    title = str(record.get("title") or record.get("law") or "").strip()
+    headings = record.get("heading_path")
+    if headings is not None:
+        if not isinstance(headings, list) or not all(isinstance(h, str) for h in headings):
+            return ParseFailure(index, doc_id, "heading_path", "must be a list of strings")
+        heading_path = [h.strip() for h in headings if h.strip()]
+    else:
+        heading_path = [p for p in [title, *(str(record.get(f) or "").strip() for f in _LAW_FIELDS)] if p]
+    metadata_raw = record.get("metadata") or {}
+    if not isinstance(metadata_raw, dict):
+        return ParseFailure(index, doc_id, "metadata", "must be an object")
+    metadata = {str(k): str(v) for k, v in metadata_raw.items()}
+    for key in _METADATA_FIELDS:
+        if record.get(key):
+            metadata.setdefault(key, str(record[key]))
+    return ParsedDocument(index, doc_id, title or (heading_path[0] if heading_path else doc_id), heading_path, text, metadata)

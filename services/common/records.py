@@ -1,0 +1,96 @@
+"""Plain records passed between the gRPC layer and the stores.
+
+The stores (PostgreSQL, Neo4j) take and return these dataclasses, never
+protobuf messages, so they can be tested without gRPC.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class ChunkRecord:
+    """One chunk of a document, ready to store.
+
+    Attributes:
+        id: "<document id>#<ordinal>".
+        document_id: id of the owning document.
+        ordinal: 0-based position inside the document.
+        heading_path: headings from the document root down, outermost first.
+        text: chunk text (characters).
+        parent_context: headings and document opening, for the LLM.
+        embedding: passage-side embedding (unit norm), may be empty.
+        terms: keyword terms of heading path + text (see ``text.document_terms``).
+    """
+
+    id: str
+    document_id: str
+    ordinal: int
+    heading_path: list[str]
+    text: str
+    parent_context: str = ""
+    embedding: list[float] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DocumentRecord:
+    """A document with its chunks.
+
+    Attributes:
+        id: caller's stable id (gold labels refer to it).
+        title: document title (a law's name for law articles).
+        heading_path: headings above the text, outermost first.
+        metadata: free-form string metadata.
+        content_hash: SHA-256 hex of title, headings and text.
+        chunks: chunks in order.
+    """
+
+    id: str
+    title: str
+    heading_path: list[str]
+    metadata: dict[str, str]
+    content_hash: str
+    chunks: list[ChunkRecord] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Hit:
+    """A chunk found by one retrieval channel.
+
+    Attributes:
+        chunk_id / document_id / title / heading_path / text / ordinal: as stored.
+        channel: "<store>.<method>", e.g. "pg.vector", "pg.keyword", "graph.heading".
+        score: the channel's raw score (cosine similarity, BM25, fulltext score).
+        evidence: what matched (keywords, heading, edge), for the caller.
+        embedding: stored embedding when the channel returns it, else empty.
+    """
+
+    chunk_id: str
+    document_id: str
+    title: str
+    heading_path: list[str]
+    text: str
+    ordinal: int
+    channel: str
+    score: float
+    evidence: str = ""
+    embedding: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class IngestFailureRecord:
+    """A document that could not be stored; the others were."""
+
+    index: int
+    id: str
+    reason: str
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """Outcome of storing a batch of documents."""
+
+    stored: int = 0
+    unchanged: int = 0
+    failures: list[IngestFailureRecord] = field(default_factory=list)

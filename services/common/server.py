@@ -1,0 +1,154 @@
+"""Shared bootstrap for every GraphMesh service.
+
+``create_server`` builds a grpc.aio server with the metrics and error
+interceptors, the standard health service and reflection, and returns it with
+its bound port. ``run_service`` adds the Prometheus endpoint and graceful
+shutdown on SIGTERM/SIGINT: health goes NOT_SERVING, in-flight RPCs drain for
+``grace_seconds``, then the service's ``on_stop`` hook closes its pools.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from services.common.errors import InvalidArgument, abort_invalid_argument, abort_with
+from services.common.metrics import ServerMetricsInterceptor
+from services.common.settings import ServiceSettings
+
+log = logging.getLogger("graphmesh")
+
+Registrar = Callable[[grpc.aio.Server], None]
+
+
+class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
+    """Turns ``InvalidArgument`` into INVALID_ARGUMENT with a BadRequest, and
+    any other unexpected exception into INTERNAL without a stack trace (the
+    trace goes to the log)."""
+
+    async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner = handler.unary_unary
+        method = handler_call_details.method
+
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await inner(request, context)
+            except InvalidArgument as err:
+                await abort_invalid_argument(context, err.field, err.description)
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                raise
+            except Exception:
+                log.exception("unhandled error in %s", method)
+                await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
+
+        return grpc.unary_unary_rpc_method_handler(
+            unary,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+@dataclass
+class Service:
+    """A servicer bundle ready to serve.
+
+    Attributes:
+        name: short name, e.g. "fuser" (used in logs).
+        full_names: fully qualified gRPC service names it registers, for
+            health and reflection, e.g. ["graphmesh.fuser.v1.FuserService"].
+        register: adds the servicers to a server.
+        on_start / on_stop: async hooks (open and close pools, load models).
+    """
+
+    name: str
+    full_names: list[str]
+    register: Registrar
+    on_start: Callable[[], Awaitable[None]] | None = None
+    on_stop: Callable[[], Awaitable[None]] | None = None
+    extra_tasks: list[Callable[[int], Awaitable[Any]]] = field(default_factory=list)
+
+
+async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+    """Builds and starts the gRPC server for ``service``.
+
+    Returns:
+        (server, bound port, health servicer). Port 0 binds a free port.
+    Raises:
+        RuntimeError: when the address cannot be bound.
+    """
+    server = grpc.aio.server(
+        interceptors=[ServerMetricsInterceptor(), ErrorTranslationInterceptor()],
+        options=[("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", 64 * 1024 * 1024)],
+    )
+    service.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection([*service.full_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise RuntimeError(f"cannot bind {host}:{port}")
+    await server.start()
+    for name in [*service.full_names, ""]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, bound, health_servicer
+
+
+async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Event | None = None) -> None:
+    """Runs ``service`` until SIGTERM or SIGINT, then shuts down gracefully.
+
+    Starts the Prometheus endpoint on ``settings.metrics_port`` (unless -1),
+    runs ``on_start`` before accepting RPCs and ``on_stop`` after draining.
+    Prints ``READY <service> grpc=<port> metrics=<port>`` once serving.
+    """
+    if service.on_start is not None:
+        await service.on_start()
+    server, port, health_servicer = await create_server(service, settings.host, settings.port)
+    metrics_port = -1
+    if settings.metrics_port >= 0:
+        http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        metrics_port = http_server.server_port
+    tasks = [asyncio.create_task(task(port)) for task in service.extra_tasks]
+    print(f"READY {service.name} grpc={port} metrics={metrics_port}", flush=True)
+    if ready is not None:
+        ready.set()
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("%s: shutting down", service.name)
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(settings.grace_seconds)
+    for task in tasks:
+        task.cancel()
+    if service.on_stop is not None:
+        await service.on_stop()
+
+
+def main(build: Callable[[], tuple[Service, ServiceSettings]]) -> None:
+    """Entry point of ``python -m services.<name>``: builds the service and
+    serves it until SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    async def run() -> None:
+        service, settings = build()
+        await serve(service, settings)
+
+    asyncio.run(run())
+
+
+def service_names(descriptors: Iterable[Any]) -> list[str]:
+    """Full names of the given service descriptors."""
+    return [d.full_name for d in descriptors]

@@ -1,0 +1,99 @@
+"""Chinese text utilities shared by ingestion and querying.
+
+Documents and queries must be tokenised the same way for keyword search to
+match, so both sides call this module.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import jieba
+
+jieba.setLogLevel(60)
+
+# Function words and question words that carry no retrieval signal.
+STOP_WORDS = frozenset(
+    """
+    的 了 和 与 及 或 是 在 有 被 把 对 为 以 将 由 于 从 向 之 其 该 此 这 那 这个 那个 这些 那些
+    我 你 他 她 它 我们 你们 他们 自己 本人 某 某某 甲 乙 丙 丁
+    吗 呢 吧 啊 呀 么 什么 怎么 怎样 如何 为什么 哪些 哪个 哪里 多少 是否 能否 可以 可否 能 会 应该 应当 需要 要
+    一个 一些 没有 不 也 都 就 还 又 而 但 但是 并 并且 如果 因为 所以 因此 等 等等 后 前 时 中 上 下
+    请问 问 请 规定 法律 根据 按照 依照 依据 情况 问题 行为 有关 相关 进行
+    """.split()
+)
+
+_PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)
+_SENTENCE_END = "。！？!?；;\n"
+
+
+def normalize(text: str) -> str:
+    """Returns ``text`` in NFKC form (full-width to half-width) with runs of
+    whitespace collapsed to one space and the ends stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _is_term(token: str) -> bool:
+    return bool(token.strip()) and not _PUNCT_OR_SPACE.match(token)
+
+
+@lru_cache(maxsize=4096)
+def _cut(text: str) -> tuple[str, ...]:
+    return tuple(t.lower() for t in jieba.cut_for_search(normalize(text)) if _is_term(t))
+
+
+def document_terms(text: str) -> list[str]:
+    """Keyword terms of a stored text: jieba search-mode tokens, lower-cased,
+    punctuation and whitespace dropped, duplicates kept (term frequency)."""
+    return list(_cut(text))
+
+
+def query_keywords(text: str) -> list[str]:
+    """Content keywords of a query: search-mode tokens without stop words,
+    deduplicated, in first-seen order."""
+    seen: dict[str, None] = {}
+    for term in _cut(text):
+        if term not in STOP_WORDS and term not in seen:
+            seen[term] = None
+    return list(seen)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Splits ``text`` after each sentence end (。！？!?；; or newline), keeping
+    the terminator with its sentence. Concatenating the result gives ``text``."""
+    sentences: list[str] = []
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in _SENTENCE_END:
+            sentences.append(text[start : i + 1])
+            start = i + 1
+    if start < len(text):
+        sentences.append(text[start:])
+    return sentences
+
+
+TRUNCATION_MARK = "[TRUNCATED]"
+
+
+def truncate_at_boundary(text: str, max_chars: int, mark: str = TRUNCATION_MARK) -> tuple[str, bool]:
+    """Cuts ``text`` to at most ``max_chars`` characters, mark included.
+
+    The cut falls at the last newline or sentence end inside the limit; only
+    when there is none does it fall mid-sentence. A cut text ends with
+    ``mark`` (MarxSphere appendWithCap: "最接近换行或句号处切断", marked
+    [TRUNCATED]).
+
+    Returns:
+        (text, truncated). ``("", True)`` when ``max_chars`` cannot hold the mark.
+    """
+    if len(text) <= max_chars:
+        return text, False
+    room = max_chars - len(mark)
+    if room <= 0:
+        return "", True
+    head = text[:room]
+    cut = max(head.rfind(ch) for ch in _SENTENCE_END)
+    if cut > 0:
+        head = head[: cut + 1]
+    return head + mark, True

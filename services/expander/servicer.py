@@ -1,0 +1,64 @@
+"""ExpanderService: thin gRPC layer over ``core`` and the embedder."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import grpc
+
+from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
+from services.common.errors import InvalidArgument, validate_query
+from services.expander import core
+from services.expander.config import ExpanderSettings
+from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder
+
+
+class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
+    """Loads the embedding model lazily, once per process."""
+
+    def __init__(self, settings: ExpanderSettings) -> None:
+        self._settings = settings
+        self._embedder: CachedEmbedder | None = None
+        self._load_lock = asyncio.Lock()
+
+    async def embedder(self) -> CachedEmbedder:
+        """The embedder, loaded on first use."""
+        async with self._load_lock:
+            if self._embedder is None:
+                s = self._settings
+                inner = await asyncio.to_thread(build_embedder, s.embedding_model, s.embedding_threads)
+                cache = EmbeddingCache(Path(s.embedding_cache), inner.name) if s.embedding_cache else None
+                self._embedder = CachedEmbedder(inner, cache)
+            return self._embedder
+
+    async def Expand(self, request: expander_pb2.ExpandRequest, context: grpc.aio.ServicerContext) -> expander_pb2.ExpandResponse:
+        query = validate_query(request.query, self._settings.max_query_chars)
+        analysis = core.analyse(query)
+        response = expander_pb2.ExpandResponse(
+            normalized_query=analysis.normalized_query,
+            keywords=analysis.keywords,
+            question_type=expander_pb2.QuestionType.Value(analysis.question_type),
+            question_type_confidence=analysis.confidence,
+            expansions=[expander_pb2.Expansion(text=t, origin=o) for t, o in analysis.expansions],
+        )
+        if request.embed:
+            embedder = await self.embedder()
+            vectors, _ = await asyncio.to_thread(embedder.embed_with_stats, [analysis.normalized_query], query=True)
+            response.embedding.extend(vectors[0].tolist())
+            response.embedding_model = embedder.name
+        return response
+
+    async def Embed(self, request: expander_pb2.EmbedRequest, context: grpc.aio.ServicerContext) -> expander_pb2.EmbedResponse:
+        if not request.texts:
+            raise InvalidArgument("texts", "must not be empty")
+        if len(request.texts) > self._settings.max_batch:
+            raise InvalidArgument("texts", f"at most {self._settings.max_batch} texts per call")
+        embedder = await self.embedder()
+        query = request.kind == expander_pb2.EMBED_KIND_QUERY
+        vectors, hits = await asyncio.to_thread(embedder.embed_with_stats, list(request.texts), query=query)
+        return expander_pb2.EmbedResponse(
+            vectors=[expander_pb2.Vector(values=v.tolist()) for v in vectors],
+            model=embedder.name,
+            dimension=embedder.dimension,
+            cache_hits=hits,
+        )

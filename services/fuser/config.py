@@ -1,0 +1,21 @@
+"""Fuser settings (environment prefix GRAPHMESH_FUSER_)."""
+from __future__ import annotations
+
+from pydantic_settings import SettingsConfigDict
+
+from services.common.settings import DEFAULT_PORTS, ServiceSettings
+
+
+class FuserSettings(ServiceSettings):
+    """Attributes:
+    rrf_k: the k of reciprocal rank fusion (60).
+    max_top_k: largest accepted top_k.
+    max_budget_chars: largest accepted context budget (characters).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")
+
+    port: int = DEFAULT_PORTS["fuser"]
+    rrf_k: int = 60
+    max_top_k: int = 200
+    max_budget_chars: int = 100_000

@@ -1,0 +1,201 @@
+"""Candidate fusion and context packing, without gRPC.
+
+- ``merge``: union of candidate lists by id, keeping every channel's score.
+- ``rrf_scores`` / ``weighted_scores``: one score per candidate from its
+  channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
+  DocumentJoiner; weighted = sum of weight x min-max normalised score).
+- ``pack_context``: per-source quotas of a character budget, each text cut at
+  the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
+  fuseResults V42, reference 000 section 4).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from services.common.text import TRUNCATION_MARK, truncate_at_boundary
+
+RRF_K = 60
+
+# Source numbers follow graphmesh.common.v1.Source.
+SOURCE_DOCUMENT_CHUNK = 1
+SOURCE_PG_ENTITY = 2
+SOURCE_GRAPH = 3
+SOURCE_FULLTEXT = 4
+SOURCE_ENTITY_NAME = 5
+
+# MarxSphere fuseResults V42: Cognee 35%, PG 25%, Graphiti 25%, PG full-text
+# 10%, entity names 5% of 6,000 characters (reference 000 section 4).
+DEFAULT_QUOTAS: dict[int, float] = {
+    SOURCE_DOCUMENT_CHUNK: 0.35,
+    SOURCE_PG_ENTITY: 0.25,
+    SOURCE_GRAPH: 0.25,
+    SOURCE_FULLTEXT: 0.10,
+    SOURCE_ENTITY_NAME: 0.05,
+}
+DEFAULT_BUDGET_CHARS = 6000
+PACKING_ORDER = (SOURCE_DOCUMENT_CHUNK, SOURCE_PG_ENTITY, SOURCE_FULLTEXT, SOURCE_GRAPH, SOURCE_ENTITY_NAME)
+
+
+@dataclass(slots=True)
+class Scored:
+    """One channel's view of a candidate."""
+
+    channel: str
+    score: float
+    rank: int
+    evidence: str = ""
+
+
+@dataclass(slots=True)
+class Item:
+    """A merged candidate: one id, every channel that found it."""
+
+    id: str
+    document_id: str
+    title: str
+    heading_path: list[str]
+    text: str
+    source: int
+    ordinal: int = 0
+    scores: list[Scored] = field(default_factory=list)
+    embedding: list[float] = field(default_factory=list)
+    fused: float = 0.0
+
+
+def merge(lists: list[list[Item]]) -> list[Item]:
+    """Union of ``lists`` by id, in first-seen order. A candidate seen in
+    several lists keeps all their channel scores (a channel reported twice
+    keeps its best score); the first non-empty embedding is kept, and the
+    source of the list that ranked it best wins."""
+    merged: dict[str, Item] = {}
+    for items in lists:
+        for item in items:
+            known = merged.get(item.id)
+            if known is None:
+                merged[item.id] = Item(
+                    item.id, item.document_id, item.title, list(item.heading_path), item.text,
+                    item.source, item.ordinal, list(item.scores), list(item.embedding),
+                )
+                continue
+            by_channel = {s.channel: s for s in known.scores}
+            for s in item.scores:
+                if s.channel not in by_channel or s.score > by_channel[s.channel].score:
+                    by_channel[s.channel] = s
+            if _best_rank(item) < _best_rank(known):
+                known.source = item.source
+            known.scores = list(by_channel.values())
+            if not known.embedding and item.embedding:
+                known.embedding = list(item.embedding)
+    return list(merged.values())
+
+
+def _best_rank(item: Item) -> int:
+    return min((s.rank for s in item.scores), default=10**9)
+
+
+def rrf_scores(items: list[Item], weights: dict[str, float], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion: sum over channels of weight / (k + rank)."""
+    return {
+        it.id: sum(weights.get(s.channel, 1.0) / (k + s.rank) for s in it.scores if s.rank > 0)
+        for it in items
+    }
+
+
+def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, float]:
+    """Sum over channels of weight x the score min-max normalised within the
+    channel (a channel whose scores are all equal contributes 1.0 each)."""
+    by_channel: dict[str, list[float]] = defaultdict(list)
+    for it in items:
+        for s in it.scores:
+            by_channel[s.channel].append(s.score)
+    bounds = {c: (min(v), max(v)) for c, v in by_channel.items()}
+    fused = {}
+    for it in items:
+        total = 0.0
+        for s in it.scores:
+            low, high = bounds[s.channel]
+            norm = 1.0 if math.isclose(high, low) else (s.score - low) / (high - low)
+            total += weights.get(s.channel, 1.0) * norm
+        fused[it.id] = total
+    return fused
+
+
+def rank(items: list[Item], fused: dict[str, float], top_k: int, one_per_document: bool = False) -> list[Item]:
+    """Sorts by fused score (ties: best channel rank, then id), keeps the best
+    chunk per document when asked, and cuts to ``top_k``."""
+    for it in items:
+        it.fused = fused.get(it.id, 0.0)
+    ordered = sorted(items, key=lambda it: (-it.fused, _best_rank(it), it.id))
+    if one_per_document:
+        seen: set[str] = set()
+        unique = []
+        for it in ordered:
+            if it.document_id not in seen:
+                seen.add(it.document_id)
+                unique.append(it)
+        ordered = unique
+    return ordered[:top_k]
+
+
+@dataclass(slots=True)
+class Section:
+    """One source's block of packed context."""
+
+    source: int
+    quota_chars: int
+    used_chars: int = 0
+    truncated: bool = False
+    candidate_ids: list[str] = field(default_factory=list)
+    text: str = ""
+
+
+def source_label(item: Item) -> str:
+    """Header of a packed item: title and headings below it."""
+    parts = [item.title] + [h for h in item.heading_path if h and h != item.title]
+    return " ".join(parts)
+
+
+def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, quotas: dict[int, float] | None = None) -> tuple[str, list[Section]]:
+    """Packs ranked candidates into a context of at most ``budget_chars``.
+
+    Each source gets ceil(budget x share) characters; its candidates are
+    appended in rank order as "[n] label\\ntext"; a text that overflows the
+    quota is cut at a sentence boundary and marked [TRUNCATED], and the
+    source takes no more. Sources with no candidates leave their share
+    unused. Citation numbers n run across sections in packing order.
+
+    Returns:
+        (context text, sections in packing order).
+    """
+    quotas = quotas or DEFAULT_QUOTAS
+    sections = {src: Section(src, math.ceil(budget_chars * quotas.get(src, 0.0))) for src in PACKING_ORDER}
+    by_source: dict[int, list[Item]] = defaultdict(list)
+    for item in ranked:
+        by_source[item.source if item.source in sections else SOURCE_DOCUMENT_CHUNK].append(item)
+
+    number = 0
+    blocks: list[str] = []
+    for src in PACKING_ORDER:
+        section = sections[src]
+        parts: list[str] = []
+        for item in by_source.get(src, []):
+            header = f"[{number + 1}] {source_label(item)}\n"
+            room = section.quota_chars - section.used_chars - len(header)
+            if room <= len(TRUNCATION_MARK):
+                section.truncated = True
+                break
+            body, cut = truncate_at_boundary(item.text, room)
+            number += 1
+            parts.append(header + body)
+            section.used_chars += len(header) + len(body)
+            section.candidate_ids.append(item.id)
+            if cut:
+                section.truncated = True
+                break
+        section.text = "\n".join(parts)
+        if section.text:
+            blocks.append(section.text)
+    context = "\n\n".join(blocks)[:budget_chars]
+    return context, [sections[s] for s in PACKING_ORDER]

@@ -1,0 +1,5 @@
+"""python -m services.gateway"""
+from services.common.server import main
+from services.gateway.server import build
+
+main(build)

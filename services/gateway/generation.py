@@ -1,0 +1,89 @@
+"""Answer generation: the grounded prompt, the LLM call and the extractive
+fallback. Pure helpers (prompt, cleaning, extractive) need no network."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from services.common.text import split_sentences
+
+SYSTEM_PROMPT = (
+    "你是严谨的检索增强问答助手。只依据给出的编号资料回答问题，"
+    "在用到的句子后用 [编号] 标注出处，例如 [1]。资料不足时直说。不要输出 JSON 或代码块。"
+)
+EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
+
+_FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+def build_messages(question: str, context: str) -> list[dict[str, str]]:
+    """Chat messages for a grounded answer over the packed ``context``
+    (whose items are numbered [n])."""
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n回答："},
+    ]
+
+
+@dataclass(slots=True)
+class CleanedAnswer:
+    """An answer after post-processing."""
+
+    text: str
+    invalid_citations_removed: int
+    fences_removed: int
+
+
+def clean_answer(answer: str, n_sources: int) -> CleanedAnswer:
+    """Strips code/JSON fences and removes citations [n] with n outside
+    1..n_sources, counting both."""
+    fences = len(_FENCE.findall(answer))
+    text = _FENCE.sub("", answer)
+    removed = 0
+
+    def keep_or_drop(match: re.Match) -> str:
+        nonlocal removed
+        if 1 <= int(match.group(1)) <= n_sources:
+            return match.group(0)
+        removed += 1
+        return ""
+
+    text = _CITATION.sub(keep_or_drop, text).strip()
+    return CleanedAnswer(text, removed, fences)
+
+
+def extractive_answer(texts: list[str], max_sources: int = 3, max_chars_per_source: int = 160) -> str:
+    """An answer quoted from the first ``max_sources`` packed texts: the
+    leading whole sentences of each, up to ``max_chars_per_source``
+    characters, each followed by its citation [n]."""
+    lines = [EXTRACTIVE_LABEL]
+    for number, text in enumerate(texts[:max_sources], start=1):
+        quote = ""
+        for sentence in split_sentences(text.strip()):
+            if quote and len(quote) + len(sentence) > max_chars_per_source:
+                break
+            quote += sentence
+        quote = quote.strip()[:max_chars_per_source]
+        if quote:
+            lines.append(f"{quote} [{number}]")
+    return "\n".join(lines)
+
+
+async def generate(base_url: str, api_key: str, model: str, question: str, context: str, timeout: float, max_tokens: int) -> str:
+    """Calls an OpenAI-compatible chat endpoint once and returns its text.
+
+    Raises:
+        openai.APIError (and subclasses) on HTTP errors; openai.APITimeoutError
+        after ``timeout`` seconds.
+    """
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
+    try:
+        completion = await client.chat.completions.create(
+            model=model, messages=build_messages(question, context), max_tokens=max_tokens, temperature=0.1
+        )
+    finally:
+        await client.close()
+    return completion.choices[0].message.content or ""

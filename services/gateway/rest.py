@@ -1,0 +1,149 @@
+"""REST/JSON transcoding of the gateway's gRPC API.
+
+Routes come from the ``google.api.http`` annotations of GatewayService
+(e.g. POST /v1/query:search with body "*"). Each request is parsed into the
+RPC's request message (unknown fields rejected), sent to the gateway's own
+gRPC port over loopback (so metrics, deadlines and errors are the same as for
+gRPC callers), and the reply is written as JSON (proto3 JSON mapping). Errors
+follow the google.rpc.Status JSON shape with the HTTP code of AIP-193.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from aiohttp import web
+from google.api import annotations_pb2
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from grpc_status import rpc_status
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.clients import channel
+
+# gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
+HTTP_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.FAILED_PRECONDITION: 400, grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNAUTHENTICATED: 401, grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409, grpc.StatusCode.ABORTED: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.CANCELLED: 499, grpc.StatusCode.UNIMPLEMENTED: 501, grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504, grpc.StatusCode.INTERNAL: 500, grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.DATA_LOSS: 500,
+}
+
+
+def http_routes() -> list[tuple[str, str, str]]:
+    """(HTTP verb, path, RPC name) for every annotated GatewayService method."""
+    routes = []
+    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+    for method in service.methods:
+        rule = method.GetOptions().Extensions[annotations_pb2.http]
+        verb = rule.WhichOneof("pattern")
+        if verb:
+            routes.append((verb.upper(), getattr(rule, verb), method.name))
+    return routes
+
+
+def _error(status: int, code: str, message: str, details: list | None = None) -> web.Response:
+    body = {"error": {"code": status, "status": code, "message": message, "details": details or []}}
+    return web.json_response(body, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+def _rpc_error(err: grpc.aio.AioRpcError) -> web.Response:
+    status = rpc_status.from_call(err)
+    details = []
+    if status is not None:
+        for detail in status.details:
+            try:
+                details.append(json.loads(json_format.MessageToJson(detail)))
+            except Exception:  # unknown detail type: report its type only
+                details.append({"@type": detail.type_url})
+    return _error(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
+
+
+def build_app(grpc_target: str) -> web.Application:
+    """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``."""
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    state: dict[str, Any] = {}
+
+    async def on_startup(_: web.Application) -> None:
+        state["channel"] = channel(grpc_target)
+        state["stub"] = gateway_pb2_grpc.GatewayServiceStub(state["channel"])
+
+    async def on_cleanup(_: web.Application) -> None:
+        await state["channel"].close()
+
+    def handler(rpc_name: str) -> Callable:
+        method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
+        request_cls = _message_class(method.input_type.name)
+
+        async def handle(request: web.Request) -> web.Response:
+            raw = await request.read()
+            try:
+                message: Message = json_format.Parse(raw.decode("utf-8") if raw else "{}", request_cls())
+            except UnicodeDecodeError:
+                return _bad_request("body", "must be UTF-8 JSON")
+            except json_format.ParseError as err:
+                return _bad_request(_field_of(str(err)), str(err))
+            timeout = _timeout_header(request)
+            try:
+                reply = await getattr(state["stub"], rpc_name)(message, timeout=timeout)
+            except grpc.aio.AioRpcError as err:
+                return _rpc_error(err)
+            body = json_format.MessageToJson(reply, ensure_ascii=False, preserving_proto_field_name=False)
+            return web.Response(text=body, content_type="application/json")
+
+        return handle
+
+    for verb, path, rpc_name in http_routes():
+        app.router.add_route(verb, path, handler(rpc_name))
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+def _message_class(name: str) -> type[Message]:
+    return getattr(gateway_pb2, name)
+
+
+def _bad_request(field: str, description: str) -> web.Response:
+    violation = {
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        "fieldViolations": [{"field": field, "description": description}],
+    }
+    return _error(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
+
+
+def _field_of(parse_error: str) -> str:
+    # json_format messages look like: Message type "x" has no field named "foo" at ...
+    marker = 'has no field named "'
+    if marker in parse_error:
+        return parse_error.split(marker, 1)[1].split('"', 1)[0]
+    if 'for field "' in parse_error.lower():
+        return parse_error.lower().split('for field "', 1)[1].split('"', 1)[0]
+    return "body"
+
+
+def _timeout_header(request: web.Request) -> float | None:
+    value = request.headers.get("grpc-timeout") or request.headers.get("X-Timeout-Seconds")
+    try:
+        return float(value.rstrip("S")) if value else None
+    except ValueError:
+        return None
+
+
+async def run_rest(grpc_port: int, host: str, port: int) -> None:
+    """Serves the REST app on host:port until cancelled."""
+    import asyncio
+
+    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    print(f"READY gateway-rest http://{host}:{port}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,45 @@
+"""GatewayService: validates requests and hands them to the Pipeline."""
+from __future__ import annotations
+
+import grpc
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.gateway.config import GatewaySettings
+from services.gateway.pipeline import Deadline, Pipeline
+
+MAX_TOP_K = 100
+
+
+class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
+    def __init__(self, settings: GatewaySettings, pipeline: Pipeline) -> None:
+        self._settings = settings
+        self._pipeline = pipeline
+
+    def _deadline(self, context: grpc.aio.ServicerContext) -> Deadline:
+        left = context.time_remaining()
+        return Deadline(self._settings.default_deadline if left is None else left)
+
+    def _validate(self, query: str, top_k: int) -> tuple[str, int]:
+        return validate_query(query, self._settings.max_query_chars), validate_range(top_k or 10, 1, MAX_TOP_K, "top_k")
+
+    async def Search(self, request: gateway_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        rerank = request.rerank if request.HasField("rerank") else None
+        outcome = await self._pipeline.search(query, top_k, rerank, self._deadline(context))
+        return outcome.response
+
+    async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        rerank = request.rerank if request.HasField("rerank") else None
+        return await self._pipeline.answer(query, top_k, rerank, self._deadline(context))
+
+    async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
+        if not request.jsonl.strip():
+            raise InvalidArgument("jsonl", "must hold at least one JSON record")
+        response, parse_failures = await self._pipeline.ingest(request.jsonl, self._deadline(context))
+        if response.received and len(parse_failures) == response.received:
+            first = parse_failures[0]
+            field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
+            raise InvalidArgument(field, first.reason + ("" if len(parse_failures) == 1 else f" (and {len(parse_failures) - 1} more records)"))
+        return response

@@ -1,0 +1,5 @@
+"""python -m services.judge"""
+from services.common.server import main
+from services.judge.server import build
+
+main(build)

@@ -1,0 +1,5 @@
+"""python -m services.retriever_pg"""
+from services.common.server import main
+from services.retriever_pg.server import build
+
+main(build)
