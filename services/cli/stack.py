@@ -49,6 +49,13 @@ def _write_pids(pids: dict[str, int]) -> None:
 
 def _alive(pid: int) -> bool:
     try:
+        # Reap our own exited children first: a zombie still answers kill(0).
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
         os.kill(pid, 0)
         return True
     except OSError:

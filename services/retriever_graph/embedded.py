@@ -1,0 +1,160 @@
+"""Embedded Neo4j 5.26 Community for development and tests.
+
+The Maven project in ``deploy/neo4j-launcher`` wraps Neo4j's embedded
+``DatabaseManagementService`` in a tiny ``Launcher`` main class that serves
+Bolt on 127.0.0.1 with authentication off and prints
+``NEO4J_READY bolt://127.0.0.1:PORT`` once it accepts connections. This module
+builds that project when needed, starts it as a detached process and stops it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+LAUNCHER_DIR = Path("deploy") / "neo4j-launcher"
+LAUNCHER_JAR = "neo4j-launcher-0.1.0.jar"
+LAUNCHER_MAIN = "io.graphmesh.neo4j.Launcher"
+READY_MARK = "NEO4J_READY"
+DEFAULT_READY_TIMEOUT_S = 180.0
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def build_launcher(repo_root: Path | str | None = None) -> list[str]:
+    """Builds the launcher if its jar is missing and returns the command prefix.
+
+    Runs ``mvn -q -B package -DskipTests`` in ``deploy/neo4j-launcher`` when
+    ``target/neo4j-launcher-0.1.0.jar`` or ``target/lib`` is absent.
+
+    Args:
+        repo_root: repository root; defaults to the one holding this module.
+
+    Returns:
+        ``["java", "-Xmx1g", "-cp", CLASSPATH, MAIN_CLASS]``: append the data
+        directory and the Bolt port to get a full command.
+
+    Raises:
+        RuntimeError: Maven failed or did not produce the jar.
+    """
+    root = Path(repo_root) if repo_root is not None else _repo_root()
+    project = root / LAUNCHER_DIR
+    target = project / "target"
+    jar = target / LAUNCHER_JAR
+    lib = target / "lib"
+    if not jar.is_file() or not lib.is_dir():
+        proc = subprocess.run(
+            ["mvn", "-q", "-B", "package", "-DskipTests"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0 or not jar.is_file():
+            tail = (proc.stdout + proc.stderr)[-4000:]
+            raise RuntimeError(f"building {project} failed (exit {proc.returncode}):\n{tail}")
+    classpath = f"{jar}{os.pathsep}{lib}{os.sep}*"
+    return ["java", "-Xmx1g", "-cp", classpath, LAUNCHER_MAIN]
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+def start_embedded_neo4j(
+    data_dir: Path,
+    bolt_port: int,
+    log_path: Path,
+    *,
+    repo_root: Path | str | None = None,
+    timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+) -> subprocess.Popen:
+    """Starts embedded Neo4j detached and waits until Bolt is ready.
+
+    The process runs in its own session (``start_new_session=True``) so it
+    survives the caller and is not hit by the caller's terminal signals;
+    stop it with :func:`stop_process`. Its stdout and stderr go to
+    ``log_path``.
+
+    Args:
+        data_dir: Neo4j home directory (created if missing).
+        bolt_port: loopback port for Bolt.
+        log_path: file receiving the process output.
+        repo_root: repository root; defaults to the one holding this module.
+        timeout_s: how long to wait for the ready line.
+
+    Returns:
+        The running process; Bolt listens on ``bolt://127.0.0.1:<bolt_port>``.
+
+    Raises:
+        RuntimeError: the process exited early or was not ready in time
+            (the process is stopped); the message holds the log tail.
+    """
+    command = build_launcher(repo_root) + [str(Path(data_dir).resolve()), str(bolt_port)]
+    Path(data_dir).mkdir(parents=True, exist_ok=True)
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if READY_MARK in _tail(log_path, limit=1_000_000):
+            return proc
+        code = proc.poll()
+        if code is not None:
+            raise RuntimeError(
+                f"embedded Neo4j exited with {code} before it was ready; log {log_path}:\n"
+                + _tail(log_path)
+            )
+        if time.monotonic() > deadline:
+            stop_process(proc.pid)
+            raise RuntimeError(
+                f"embedded Neo4j not ready after {timeout_s:.0f} s; log {log_path}:\n" + _tail(log_path)
+            )
+        time.sleep(0.5)
+
+
+def stop_process(pid: int, timeout_s: float = 30.0) -> None:
+    """Stops a process started by :func:`start_embedded_neo4j`.
+
+    Sends SIGTERM (Neo4j shuts down cleanly from its shutdown hook), waits up
+    to ``timeout_s``, then sends SIGKILL. A process that is already gone is
+    ignored.
+    """
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return
+        except ChildProcessError:
+            # Not our child: poll for existence instead.
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.2)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass

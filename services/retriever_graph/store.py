@@ -1,0 +1,694 @@
+"""Neo4j storage for the graph retriever: schema, ingestion and retrieval.
+
+Graph model::
+
+    (:Heading {id, name, level, keys, next_position})
+        -[:PARENT_OF]->(:Heading)             nested headings (law > chapter > section)
+        -[:PARENT_OF]->(:Document {id, title, content_hash, heading_path, metadata, position})
+    (:Document)-[:HAS_CHUNK]->(:Chunk {id, document_id, ordinal, text, heading_path,
+                                        parent_context, search_text})
+    (:Chunk)-[:NEXT]->(:Chunk)                consecutive chunks of one document
+
+A document's heading path is ``[law, chapter, section, article]`` (empty parts
+omitted). Every element but the last becomes a Heading whose id is the path
+prefix joined with ``/`` (``"劳动法/第一章 总则"``); the last element (the
+article, ``"第十条"``) belongs to the Document. A document whose path has no
+element above the last hangs under a Heading named after its title, when it
+has one. ``Document.position`` is the order in which documents were first
+stored under their parent heading, so the previous and next articles of a
+document are its siblings at ``position - 1`` and ``position + 1``.
+
+Full-text indexes use Neo4j's ``cjk`` analyzer (Lucene CJKAnalyzer): Chinese
+text is indexed as overlapping character bigrams, so a word inside a sentence
+matches without any word segmentation at index time. Each keyword is searched
+as a quoted phrase (its bigrams adjacent and in order), so ``劳动者`` does not
+match a text that only contains ``劳动``. A single Chinese character never
+matches (the index holds no unigrams for runs of Chinese text).
+
+All Cypher takes user data as parameters; query strings are constants.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from neo4j import (
+    AsyncDriver,
+    AsyncGraphDatabase,
+    AsyncManagedTransaction,
+    NotificationDisabledClassification,
+    RoutingControl,
+)
+from neo4j.exceptions import DriverError
+
+from services.common.records import DocumentRecord, Hit, IngestFailureRecord, IngestResult
+
+log = logging.getLogger(__name__)
+
+CHUNK_INDEX = "graph_chunk_search"
+HEADING_INDEX = "graph_heading_name"
+FULLTEXT_ANALYZER = "cjk"
+HEADING_SEPARATOR = "/"
+DEFAULT_BATCH_SIZE = 500
+
+CHANNEL_HEADING = "graph.heading"
+CHANNEL_FULLTEXT = "graph.fulltext"
+CHANNEL_NEIGHBOUR = "graph.neighbour"
+# Tie-break when two channels give a chunk the same score.
+_CHANNEL_RANK = {CHANNEL_HEADING: 0, CHANNEL_FULLTEXT: 1, CHANNEL_NEIGHBOUR: 2}
+
+_CONSTRAINTS = (
+    "CREATE CONSTRAINT graph_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
+    "CREATE CONSTRAINT graph_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT graph_heading_id IF NOT EXISTS FOR (h:Heading) REQUIRE h.id IS UNIQUE",
+)
+# Index names cannot be parameters; these are constants, not user data.
+_FULLTEXT_INDEXES = {
+    CHUNK_INDEX: (
+        f"CREATE FULLTEXT INDEX {CHUNK_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.search_text] "
+        f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
+    ),
+    HEADING_INDEX: (
+        f"CREATE FULLTEXT INDEX {HEADING_INDEX} IF NOT EXISTS FOR (h:Heading) ON EACH [h.name] "
+        f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
+    ),
+}
+
+# Characters with a meaning in Lucene's classic query syntax.
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+# Official prefix of PRC law names, often left out in questions.
+_LAW_NAME_PREFIX = "中华人民共和国"
+
+
+def escape_lucene(term: str) -> str:
+    """Backslash-escapes Lucene query syntax characters
+    (``+ - && || ! ( ) { } [ ] ^ " ~ * ? : \\ /``) so ``term`` is searched
+    as text."""
+    return _LUCENE_SPECIAL.sub(r"\\\1", term)
+
+
+def keyword_query(keywords: Iterable[str]) -> str:
+    """Lucene query matching any of ``keywords``, each as an escaped quoted
+    phrase; ``""`` when no keyword has visible characters."""
+    phrases = [f'"{escape_lucene(k)}"' for k in _clean_keywords(keywords)]
+    return " OR ".join(phrases)
+
+
+def name_key(text: str) -> str:
+    """Comparison form of a name: NFKC, lower case, whitespace removed."""
+    return "".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def heading_keys(name: str) -> list[str]:
+    """Keys a Heading name is matched by exactly: the name itself and, for a
+    law named ``中华人民共和国X``, also ``X``."""
+    key = name_key(name)
+    keys = [key]
+    if key.startswith(_LAW_NAME_PREFIX) and len(key) > len(_LAW_NAME_PREFIX) + 1:
+        keys.append(key[len(_LAW_NAME_PREFIX) :])
+    return keys
+
+
+def _clean_keywords(keywords: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for k in keywords:
+        k = " ".join(str(k).split())
+        if k and k not in seen:
+            seen[k] = None
+    return list(seen)
+
+
+def document_headings(doc: DocumentRecord) -> list[tuple[str, str, int]]:
+    """The Heading nodes above ``doc``, outermost first, as (id, name, level).
+
+    Level 1 is the outermost heading. The last heading is the document's
+    parent."""
+    path = [" ".join(p.split()) for p in doc.heading_path if p and p.strip()]
+    names = path[:-1]
+    if not names and doc.title.strip():
+        names = [" ".join(doc.title.split())]
+    headings = []
+    for i, name in enumerate(names):
+        headings.append((HEADING_SEPARATOR.join(names[: i + 1]), name, i + 1))
+    return headings
+
+
+def _search_text(heading_path: list[str], text: str) -> str:
+    return f"{' '.join(heading_path)}\n{text}"
+
+
+@dataclass(slots=True)
+class _Row:
+    """A retrieved chunk before it becomes a Hit."""
+
+    chunk_id: str
+    document_id: str
+    title: str
+    heading_path: list[str]
+    text: str
+    ordinal: int
+
+    def hit(self, channel: str, score: float, evidence: str) -> Hit:
+        return Hit(
+            chunk_id=self.chunk_id,
+            document_id=self.document_id,
+            title=self.title,
+            heading_path=list(self.heading_path),
+            text=self.text,
+            ordinal=self.ordinal,
+            channel=channel,
+            score=float(score),
+            evidence=evidence,
+        )
+
+
+def _row(record: Any) -> _Row:
+    return _Row(
+        chunk_id=record["chunk_id"],
+        document_id=record["document_id"],
+        title=record["title"] or "",
+        heading_path=list(record["heading_path"] or []),
+        text=record["text"] or "",
+        ordinal=int(record["ordinal"] or 0),
+    )
+
+
+_HIT_FIELDS = """
+    c.id AS chunk_id, d.id AS document_id, d.title AS title,
+    c.heading_path AS heading_path, c.text AS text, c.ordinal AS ordinal
+"""
+
+_EXISTING = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+OPTIONAL MATCH (p:Heading)-[:PARENT_OF]->(d)
+RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent
+"""
+
+_MERGE_HEADINGS = """
+UNWIND $headings AS h
+MERGE (x:Heading {id: h.id})
+ON CREATE SET x.name = h.name, x.level = h.level, x.keys = h.keys, x.next_position = 0
+"""
+
+_MERGE_HEADING_EDGES = """
+UNWIND $edges AS e
+MATCH (p:Heading {id: e.parent}), (c:Heading {id: e.child})
+MERGE (p)-[:PARENT_OF]->(c)
+"""
+
+# The first statement write-locks the headings, so the second reads the
+# latest committed counters.
+_LOCK_HEADINGS = """
+UNWIND $ids AS id
+MATCH (h:Heading {id: id})
+SET h.next_position = coalesce(h.next_position, 0)
+"""
+
+_ALLOCATE_POSITIONS = """
+UNWIND $groups AS g
+MATCH (h:Heading {id: g.id})
+WITH h, g, h.next_position AS base
+SET h.next_position = base + g.n
+RETURN h.id AS id, base
+"""
+
+_WRITE_DOCUMENTS = """
+UNWIND $docs AS doc
+MERGE (d:Document {id: doc.id})
+SET d.title = doc.title, d.content_hash = doc.hash, d.heading_path = doc.heading_path,
+    d.metadata = doc.metadata, d.position = doc.position
+WITH d, doc
+CALL (d) {
+  MATCH (d)-[:HAS_CHUNK]->(old:Chunk)
+  DETACH DELETE old
+}
+CALL (d, doc) {
+  MATCH (p:Heading)-[r:PARENT_OF]->(d)
+  WHERE doc.parent IS NULL OR p.id <> doc.parent
+  DELETE r
+}
+CALL (d, doc) {
+  MATCH (p:Heading {id: doc.parent})
+  MERGE (p)-[:PARENT_OF]->(d)
+}
+CALL (d, doc) {
+  UNWIND doc.chunks AS ch
+  CREATE (c:Chunk {id: ch.id, document_id: doc.id, ordinal: ch.ordinal, text: ch.text,
+                   heading_path: ch.heading_path, parent_context: ch.parent_context,
+                   search_text: ch.search_text})
+  CREATE (d)-[:HAS_CHUNK]->(c)
+}
+CALL (doc) {
+  UNWIND range(0, size(doc.chunks) - 2) AS i
+  MATCH (a:Chunk {id: doc.chunks[i].id}), (b:Chunk {id: doc.chunks[i + 1].id})
+  CREATE (a)-[:NEXT]->(b)
+}
+"""
+
+_HEADING_LOOKUP = """
+CALL db.index.fulltext.queryNodes($index, $q, {limit: $limit}) YIELD node AS h, score
+RETURN h.id AS id, h.name AS name, h.level AS level, score, [] AS keys
+UNION ALL
+MATCH (h:Heading)
+WITH h, [k IN h.keys WHERE size(k) >= 2 AND ($query_key CONTAINS k OR k IN $keyword_keys)] AS keys
+WHERE size(keys) > 0
+RETURN h.id AS id, h.name AS name, h.level AS level, 0.0 AS score, keys
+"""
+
+# Full-text hits over chunks, with the matching headings above each one. The
+# first $ft_limit rows feed graph.fulltext; rows under a matched heading
+# (from a deeper pool) feed graph.heading.
+_CHUNK_SEARCH = f"""
+CALL db.index.fulltext.queryNodes($index, $q, {{limit: $pool}}) YIELD node AS c, score
+MATCH (d:Document)-[:HAS_CHUNK]->(c)
+WITH c, d, score,
+     CASE WHEN size($heading_ids) = 0 THEN []
+          ELSE [(h:Heading)-[:PARENT_OF*1..8]->(d) WHERE h.id IN $heading_ids | h.id] END AS heads
+WITH collect({{c: c, d: d, score: score, heads: heads}}) AS rows
+UNWIND range(0, size(rows) - 1) AS i
+WITH i, rows[i] AS r
+WHERE i < $ft_limit OR size(r.heads) > 0
+WITH i, r.c AS c, r.d AS d, r.score AS score, r.heads AS heads
+RETURN {_HIT_FIELDS}, score, heads, i < $ft_limit AS in_fulltext,
+       [k IN $keywords WHERE toLower(c.search_text) CONTAINS toLower(k)] AS matched
+ORDER BY i
+"""
+
+# Reading-order neighbours of chunks: the previous/next chunk of the same
+# document, else the last chunk of the previous article / the first chunk of
+# the next article under the same heading.
+_NEIGHBOURS = f"""
+UNWIND $sources AS src
+MATCH (s:Chunk {{id: src}})<-[:HAS_CHUNK]-(sd:Document)
+CALL (s, sd) {{
+  MATCH (c:Chunk)-[:NEXT]->(s) RETURN c
+  UNION
+  MATCH (s)-[:NEXT]->(c:Chunk) RETURN c
+  UNION
+  MATCH (s) WHERE NOT EXISTS {{ (:Chunk)-[:NEXT]->(s) }}
+  MATCH (h:Heading)-[:PARENT_OF]->(sd), (h)-[:PARENT_OF]->(nd:Document)
+  WHERE nd.position = sd.position - 1
+  MATCH (nd)-[:HAS_CHUNK]->(c:Chunk)
+  WHERE NOT EXISTS {{ (c)-[:NEXT]->(:Chunk) }}
+  RETURN c
+  UNION
+  MATCH (s) WHERE NOT EXISTS {{ (s)-[:NEXT]->(:Chunk) }}
+  MATCH (h:Heading)-[:PARENT_OF]->(sd), (h)-[:PARENT_OF]->(nd:Document)
+  WHERE nd.position = sd.position + 1
+  MATCH (nd)-[:HAS_CHUNK]->(c:Chunk)
+  WHERE NOT EXISTS {{ (:Chunk)-[:NEXT]->(c) }}
+  RETURN c
+}}
+MATCH (d:Document)-[:HAS_CHUNK]->(c)
+RETURN src AS source, {_HIT_FIELDS}
+"""
+
+
+class GraphStore:
+    """Chunks of documents in Neo4j under their heading tree, searched by
+    heading names, Chinese full text and reading-order neighbours.
+
+    Args:
+        uri: Bolt or Neo4j URI, e.g. ``bolt://127.0.0.1:7687``.
+        user, password: basic auth; no auth when ``user`` is None.
+        database: database name.
+        batch_size: documents per write transaction.
+        heading_limit: heading full-text matches considered per query.
+        heading_pool: full-text chunk hits searched for chunks under a
+            matched heading.
+        neighbour_sources: top hits whose neighbours are added.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        user: str | None = None,
+        password: str | None = None,
+        database: str = "neo4j",
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        heading_limit: int = 10,
+        heading_pool: int = 2000,
+        neighbour_sources: int = 3,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError("batch_size must be positive")
+        self.uri = uri
+        self.database = database
+        self.batch_size = batch_size
+        self.heading_limit = heading_limit
+        self.heading_pool = heading_pool
+        self.neighbour_sources = neighbour_sources
+        self._auth = (user, password or "") if user is not None else None
+        self._driver: AsyncDriver | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def open(self) -> None:
+        """Creates the driver and checks that the server answers."""
+        if self._driver is not None:
+            return
+        driver = AsyncGraphDatabase.driver(
+            self.uri,
+            auth=self._auth,
+            # An empty graph names unknown labels and types in every query,
+            # and IF NOT EXISTS reports existing indexes: not worth a log line.
+            notifications_disabled_classifications=[
+                NotificationDisabledClassification.UNRECOGNIZED,
+                NotificationDisabledClassification.SCHEMA,
+                NotificationDisabledClassification.PERFORMANCE,
+            ],
+        )
+        try:
+            await driver.verify_connectivity()
+        except BaseException:
+            await driver.close()
+            raise
+        self._driver = driver
+
+    async def close(self) -> None:
+        """Closes the driver; the store can be opened again."""
+        if self._driver is not None:
+            driver, self._driver = self._driver, None
+            await driver.close()
+
+    async def __aenter__(self) -> "GraphStore":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def driver(self) -> AsyncDriver:
+        if self._driver is None:
+            raise RuntimeError("GraphStore is not open; call open() first")
+        return self._driver
+
+    async def _query(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False) -> list:
+        result = await self.driver.execute_query(
+            query,
+            parameters_=params or {},
+            routing_=RoutingControl.WRITE if write else RoutingControl.READ,
+            database_=self.database,
+        )
+        return result.records
+
+    # -- schema --------------------------------------------------------------
+
+    async def migrate(self) -> None:
+        """Creates the uniqueness constraints and the ``cjk`` full-text
+        indexes, and waits until they are online. Idempotent; a full-text
+        index found with another analyzer is dropped and recreated."""
+        for statement in _CONSTRAINTS:
+            await self._query(statement, write=True)
+        existing = {
+            r["name"]: r["options"]
+            for r in await self._query(
+                "SHOW INDEXES YIELD name, type, options WHERE type = 'FULLTEXT' RETURN name, options"
+            )
+        }
+        for name, statement in _FULLTEXT_INDEXES.items():
+            options = existing.get(name)
+            if options is not None:
+                analyzer = (options.get("indexConfig") or {}).get("fulltext.analyzer")
+                if analyzer != FULLTEXT_ANALYZER:
+                    log.warning("recreating full-text index %s (analyzer %s)", name, analyzer)
+                    await self._query(f"DROP INDEX {name}", write=True)
+            await self._query(statement, write=True)
+        await self._query("CALL db.awaitIndexes(300)")
+
+    # -- ingestion -----------------------------------------------------------
+
+    async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
+        """Stores documents with their chunks and headings.
+
+        Writes batches of ``batch_size`` documents, one transaction each. A
+        document whose id and content hash are already stored is left alone
+        (counted as unchanged); a changed one has its chunks replaced. When a
+        batch fails, its documents are retried one per transaction, so a bad
+        document is reported in ``failures`` and the others are stored.
+
+        Raises:
+            neo4j.exceptions.DriverError: the server could not be reached
+                (e.g. ``ServiceUnavailable``); batches committed before stay.
+        """
+        result = IngestResult()
+        for start in range(0, len(docs), self.batch_size):
+            batch = list(enumerate(docs[start : start + self.batch_size], start))
+            try:
+                stored, unchanged = await self._write(batch)
+            except DriverError:
+                raise  # connection lost or driver misuse: not the documents' fault
+            except Exception as exc:  # noqa: BLE001 - fall back to one by one
+                log.warning("batch at %d failed (%s); retrying one by one", start, exc)
+                for index, doc in batch:
+                    try:
+                        stored, unchanged = await self._write([(index, doc)])
+                    except DriverError:
+                        raise
+                    except Exception as one_exc:  # noqa: BLE001 - reported to the caller
+                        result.failures.append(
+                            IngestFailureRecord(index=index, id=str(doc.id), reason=_reason(one_exc))
+                        )
+                    else:
+                        result.stored += stored
+                        result.unchanged += unchanged
+            else:
+                result.stored += stored
+                result.unchanged += unchanged
+        return result
+
+    async def _write(self, batch: list[tuple[int, DocumentRecord]]) -> tuple[int, int]:
+        docs = [doc for _, doc in batch]
+        ids = [doc.id for doc in docs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate document ids in one batch")
+        for doc in docs:
+            _validate(doc)
+        async with self.driver.session(database=self.database) as session:
+            return await session.execute_write(_write_batch, docs)
+
+    # -- retrieval -----------------------------------------------------------
+
+    async def retrieve(self, query: str, keywords: list[str], top_k: int) -> list[Hit]:
+        """Finds chunks for a query through three channels.
+
+        - ``graph.heading``: headings whose name full-text matches a keyword,
+          or whose name (or a law name without ``中华人民共和国``) equals a
+          keyword or appears in the query; their chunks that also full-text
+          match the keywords. Score: the chunk's full-text score times
+          ``1 + w``, ``w`` = 1 for an exact name match, else 0.5 times the
+          heading's full-text score relative to the best heading. Evidence
+          ``heading:<name>``.
+        - ``graph.fulltext``: full-text search of the keywords over heading
+          path + chunk text. Score: Lucene's. Evidence: the keywords the chunk
+          contains, space separated.
+        - ``graph.neighbour``: reading-order neighbours of the best hits (the
+          previous/next chunk, across article boundaries under the same
+          heading). Score: half the source's. Evidence
+          ``neighbour-of:<chunk id>``.
+
+        A chunk found by several channels keeps its best-scored hit. Returns
+        at most ``2 * top_k`` hits, best first; ``[]`` when ``keywords`` has
+        no usable keyword or ``top_k`` < 1.
+        """
+        clean = _clean_keywords(keywords)
+        lucene = keyword_query(clean)
+        if not lucene or top_k < 1:
+            return []
+        limit = 2 * top_k
+
+        headings = await self._matching_headings(query, clean, lucene)
+        records = await self._query(
+            _CHUNK_SEARCH,
+            {
+                "index": CHUNK_INDEX,
+                "q": lucene,
+                "pool": max(self.heading_pool, limit) if headings else limit,
+                "ft_limit": limit,
+                "heading_ids": list(headings),
+                "keywords": clean,
+            },
+        )
+        best: dict[str, Hit] = {}
+        for record in records:
+            row = _row(record)
+            score = float(record["score"])
+            if record["in_fulltext"]:
+                evidence = " ".join(record["matched"]) or " ".join(clean)
+                _keep(best, row.hit(CHANNEL_FULLTEXT, score, evidence))
+            if record["heads"]:
+                head = max((headings[h] for h in record["heads"]), key=lambda m: (m.weight, m.level))
+                _keep(best, row.hit(CHANNEL_HEADING, score * (1.0 + head.weight), f"heading:{head.name}"))
+
+        ranked = sorted(best.values(), key=_order)
+        sources = ranked[: self.neighbour_sources]
+        if sources:
+            score_of = {h.chunk_id: h.score for h in sources}
+            for record in await self._query(_NEIGHBOURS, {"sources": list(score_of)}):
+                source = record["source"]
+                _keep(
+                    best,
+                    _row(record).hit(CHANNEL_NEIGHBOUR, 0.5 * score_of[source], f"neighbour-of:{source}"),
+                )
+        return sorted(best.values(), key=_order)[:limit]
+
+    async def _matching_headings(self, query: str, keywords: list[str], lucene: str) -> dict[str, "_Heading"]:
+        records = await self._query(
+            _HEADING_LOOKUP,
+            {
+                "index": HEADING_INDEX,
+                "q": lucene,
+                "limit": self.heading_limit,
+                "query_key": name_key(query),
+                "keyword_keys": [name_key(k) for k in keywords],
+            },
+        )
+        exact = {r["id"]: r for r in records if r["keys"]}
+        # A name inside a longer matched name (保险法 in 社会保险法) is not
+        # what the query names.
+        matched = {hid: max(r["keys"], key=len) for hid, r in exact.items()}
+        shadowed = {
+            hid
+            for hid, key in matched.items()
+            if any(key != other and key in other for other in matched.values())
+        }
+        fulltext = [r for r in records if not r["keys"]]
+        top = max((float(r["score"]) for r in fulltext), default=0.0) or 1.0
+        found: dict[str, _Heading] = {}
+        for r in fulltext:
+            found[r["id"]] = _Heading(r["name"], int(r["level"] or 0), 0.5 * float(r["score"]) / top)
+        for hid, r in exact.items():
+            if hid not in shadowed:
+                found[hid] = _Heading(r["name"], int(r["level"] or 0), 1.0)
+        return found
+
+    # -- lookups -------------------------------------------------------------
+
+    async def document_hashes(self, ids: Iterable[str]) -> dict[str, str]:
+        """Stored content hashes of the given document ids that exist."""
+        records = await self._query(
+            "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.content_hash AS hash",
+            {"ids": list(ids)},
+        )
+        return {r["id"]: r["hash"] for r in records}
+
+    async def count_documents(self) -> int:
+        """Number of stored documents."""
+        records = await self._query("MATCH (d:Document) RETURN count(d) AS n")
+        return int(records[0]["n"])
+
+
+@dataclass(slots=True)
+class _Heading:
+    name: str
+    level: int
+    weight: float
+
+
+def _order(hit: Hit) -> tuple[float, int, str]:
+    return (-hit.score, _CHANNEL_RANK.get(hit.channel, 9), hit.chunk_id)
+
+
+def _keep(best: dict[str, Hit], hit: Hit) -> None:
+    current = best.get(hit.chunk_id)
+    if current is None or _order(hit) < _order(current):
+        best[hit.chunk_id] = hit
+
+
+def _reason(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _validate(doc: DocumentRecord) -> None:
+    if not isinstance(doc.id, str) or not doc.id:
+        raise ValueError("document id must be a non-empty string")
+    for chunk in doc.chunks:
+        if chunk.document_id != doc.id:
+            raise ValueError(f"chunk {chunk.id!r} belongs to {chunk.document_id!r}, not {doc.id!r}")
+
+
+async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) -> tuple[int, int]:
+    """One transaction: skips unchanged documents, writes the others."""
+    result = await tx.run(_EXISTING, ids=[d.id for d in docs])
+    existing = {r["id"]: r async for r in result}
+
+    to_write: list[tuple[DocumentRecord, list[tuple[str, str, int]]]] = []
+    unchanged = 0
+    for doc in docs:
+        old = existing.get(doc.id)
+        if old is not None and old["hash"] == doc.content_hash:
+            unchanged += 1
+        else:
+            to_write.append((doc, document_headings(doc)))
+    if not to_write:
+        return 0, unchanged
+
+    headings: dict[str, dict[str, Any]] = {}
+    edges: dict[tuple[str, str], None] = {}
+    for _, path in to_write:
+        for i, (hid, name, level) in enumerate(path):
+            headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name)})
+            if i:
+                edges[(path[i - 1][0], hid)] = None
+    if headings:
+        await (await tx.run(_MERGE_HEADINGS, headings=list(headings.values()))).consume()
+    if edges:
+        await (
+            await tx.run(_MERGE_HEADING_EDGES, edges=[{"parent": p, "child": c} for p, c in edges])
+        ).consume()
+
+    # Keep a document's position while it stays under the same heading.
+    positions: dict[str, int | None] = {}
+    needs: dict[str, list[str]] = {}
+    for doc, path in to_write:
+        parent = path[-1][0] if path else None
+        old = existing.get(doc.id)
+        if parent is None:
+            positions[doc.id] = None
+        elif old is not None and old["parent"] == parent and old["position"] is not None:
+            positions[doc.id] = int(old["position"])
+        else:
+            needs.setdefault(parent, []).append(doc.id)
+    if needs:
+        await (await tx.run(_LOCK_HEADINGS, ids=list(needs))).consume()
+        result = await tx.run(_ALLOCATE_POSITIONS, groups=[{"id": h, "n": len(d)} for h, d in needs.items()])
+        bases = {r["id"]: int(r["base"]) async for r in result}
+        for hid, doc_ids in needs.items():
+            for offset, doc_id in enumerate(doc_ids):
+                positions[doc_id] = bases[hid] + offset
+
+    rows = []
+    for doc, path in to_write:
+        chunks = sorted(doc.chunks, key=lambda c: c.ordinal)
+        rows.append(
+            {
+                "id": doc.id,
+                "title": doc.title,
+                "hash": doc.content_hash,
+                "heading_path": list(doc.heading_path),
+                "metadata": json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True),
+                "position": positions[doc.id],
+                "parent": path[-1][0] if path else None,
+                "chunks": [
+                    {
+                        "id": c.id,
+                        "ordinal": c.ordinal,
+                        "text": c.text,
+                        "heading_path": list(c.heading_path),
+                        "parent_context": c.parent_context,
+                        "search_text": _search_text(c.heading_path, c.text),
+                    }
+                    for c in chunks
+                ],
+            }
+        )
+    await (await tx.run(_WRITE_DOCUMENTS, docs=rows)).consume()
+    return len(to_write), unchanged

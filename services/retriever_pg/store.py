@@ -1,0 +1,857 @@
+"""PostgreSQL storage for retriever_pg: schema migrations, ingestion writes,
+pgvector HNSW search and Okapi BM25 keyword search over chunks.
+
+Pure asyncio (asyncpg); no gRPC. Takes and returns the plain records of
+``services.common.records``.
+
+Schema (migration 1):
+
+- ``documents(id, title, heading_path, metadata, content_hash, ingested_at)``
+- ``chunks(id, document_id → documents, ordinal, heading_path, text,
+  parent_context, embedding vector(D), term_count)``, HNSW index
+  (``vector_cosine_ops``) on ``embedding``.
+- ``chunk_terms(term, chunk_id → chunks, tf, doc_len)``, one row per distinct
+  term of a chunk; index on ``term`` INCLUDE ``(chunk_id, tf, doc_len)`` so a
+  BM25 query reads postings with index-only scans.
+
+Keyword terms come from ``services.common.text`` (jieba); PostgreSQL text
+search configurations are not used.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import struct
+import time
+from collections import Counter
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Iterable, Sequence
+
+import asyncpg
+import numpy as np
+
+from services.common.records import (
+    DocumentRecord,
+    Hit,
+    IngestFailureRecord,
+    IngestResult,
+)
+
+__all__ = ["PgStore", "LATEST_SCHEMA_VERSION", "MAX_TERM_CHARS"]
+
+_log = logging.getLogger(__name__)
+
+#: Advisory lock key (bigint form) held while migrations run.
+_MIGRATION_LOCK_KEY = 0x4752_4D53_4D49_47  # "GRMSMIG"
+#: Seed for the per-document advisory locks taken while ingesting.
+_DOC_LOCK_SEED = 0x4744_4F43  # "GDOC"
+
+#: Terms longer than this (characters) are not stored or searched: they carry
+#: no retrieval value and could exceed the btree row size limit.
+MAX_TERM_CHARS = 256
+#: pgvector's HNSW index supports at most 2000 dimensions for ``vector``.
+_MAX_HNSW_DIM = 2000
+#: pgvector caps hnsw.ef_search at 1000.
+_MAX_EF_SEARCH = 1000
+#: Cached corpus stats are reloaded after this many seconds (other replicas
+#: may have ingested meanwhile).
+_STATS_TTL_S = 60.0
+#: Ingestion writes documents in one transaction per batch of this many
+#: documents (or chunks), falling back to one transaction per document when
+#: a batch fails.
+_BATCH_DOCS = 200
+_BATCH_CHUNKS = 4000
+#: ingest_documents loads without the HNSW index (rebuilt at the end, much
+#: faster than incremental inserts) when a call brings at least this many
+#: chunks and at least as many as are already stored.
+_BULK_MIN_CHUNKS = 2000
+#: maintenance_work_mem for HNSW builds (graph built in memory when it fits).
+_INDEX_BUILD_MEM = "512MB"
+
+_HNSW_INDEX = "chunks_embedding_hnsw_idx"
+_HNSW_INDEX_SQL = (
+    f"CREATE INDEX IF NOT EXISTS {_HNSW_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
+)
+
+_WRITE_ERRORS = (asyncpg.PostgresError, ValueError, TypeError, OverflowError, struct.error)
+
+_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash"]
+_CHUNK_COLUMNS = [
+    "id", "document_id", "ordinal", "heading_path", "text",
+    "parent_context", "embedding", "term_count",
+]
+_TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len"]
+
+
+def _migrations(dim: int) -> list[tuple[int, list[str]]]:
+    """Ordered (version, statements). Append new versions; never edit old ones."""
+    return [
+        (
+            1,
+            [
+                "CREATE EXTENSION IF NOT EXISTS vector",
+                "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+                """
+                CREATE TABLE IF NOT EXISTS documents (
+                    id           text PRIMARY KEY,
+                    title        text NOT NULL DEFAULT '',
+                    heading_path text[] NOT NULL DEFAULT '{}',
+                    metadata     jsonb NOT NULL DEFAULT '{}'::jsonb,
+                    content_hash text NOT NULL,
+                    ingested_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                f"""
+                CREATE TABLE IF NOT EXISTS chunks (
+                    id             text PRIMARY KEY,
+                    document_id    text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+                    ordinal        int NOT NULL,
+                    heading_path   text[] NOT NULL DEFAULT '{{}}',
+                    text           text NOT NULL,
+                    parent_context text NOT NULL DEFAULT '',
+                    embedding      vector({int(dim)}),
+                    term_count     int NOT NULL DEFAULT 0
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS chunks_document_idx ON chunks (document_id, ordinal)",
+                _HNSW_INDEX_SQL,
+                """
+                CREATE TABLE IF NOT EXISTS chunk_terms (
+                    term     text COLLATE "C" NOT NULL,
+                    chunk_id text NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+                    tf       int NOT NULL,
+                    doc_len  int NOT NULL,
+                    PRIMARY KEY (chunk_id, term)
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS chunk_terms_term_idx "
+                "ON chunk_terms (term) INCLUDE (chunk_id, tf, doc_len)",
+                "CREATE INDEX IF NOT EXISTS documents_title_trgm_idx "
+                "ON documents USING gin (title gin_trgm_ops)",
+            ],
+        ),
+    ]
+
+
+#: Highest schema version this code knows.
+LATEST_SCHEMA_VERSION = max(v for v, _ in _migrations(1))
+
+
+# ---------------------------------------------------------------- codecs
+
+
+def _encode_vector(value: Any) -> bytes:
+    """pgvector binary input: uint16 dim, uint16 unused, dim big-endian float4."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)  # already encoded by _vector_bytes
+    arr = np.asarray(value, dtype=">f4")
+    if arr.ndim != 1:
+        raise ValueError("vector must be one-dimensional")
+    return struct.pack(">HH", arr.shape[0], 0) + arr.tobytes()
+
+
+def _decode_vector(data: bytes) -> list[float]:
+    dim, _ = struct.unpack_from(">HH", data)
+    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(float).tolist()
+
+
+def _encode_jsonb(value: Any) -> bytes:
+    return b"\x01" + json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _decode_jsonb(data: bytes) -> Any:
+    return json.loads(data[1:])
+
+
+async def _register_codecs(conn: asyncpg.Connection) -> None:
+    """Binary codecs for jsonb and (when the extension exists) pgvector's
+    ``vector``; binary so that COPY can send them."""
+    await conn.set_type_codec(
+        "jsonb", schema="pg_catalog", encoder=_encode_jsonb, decoder=_decode_jsonb, format="binary"
+    )
+    schema = await conn.fetchval(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    )
+    if schema is not None:
+        await conn.set_type_codec(
+            "vector", schema=schema, encoder=_encode_vector, decoder=_decode_vector, format="binary"
+        )
+
+
+# ------------------------------------------------------------ validation
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _check_str(value: Any, what: str) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character")
+    if not _storable(value):
+        raise ValueError(f"{what} is not valid UTF-8 (lone surrogate)")
+
+
+def _check_str_list(value: Any, what: str) -> None:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{what} must be a list of strings")
+    for i, item in enumerate(value):
+        _check_str(item, f"{what}[{i}]")
+
+
+def _vector_bytes(values: Sequence[float], dim: int, what: str) -> bytes:
+    """Validates and encodes one embedding.
+
+    Raises:
+        ValueError: wrong length, non-finite value, zero norm.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.shape[0] != dim:
+        raise ValueError(f"{what} has dimension {arr.size}, expected {dim}")
+    arr32 = arr.astype(">f4")
+    if not np.isfinite(arr32).all():
+        raise ValueError(f"{what} contains NaN or infinite values (as float4)")
+    if not np.any(arr32):
+        raise ValueError(f"{what} is the zero vector (cosine undefined)")
+    return struct.pack(">HH", dim, 0) + arr32.tobytes()
+
+
+def _storable(value: Any) -> bool:
+    """True for a str PostgreSQL can hold (no NUL, valid UTF-8)."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _usable_term(term: Any) -> bool:
+    return bool(term) and _storable(term) and len(term) <= MAX_TERM_CHARS
+
+
+@dataclass(slots=True)
+class _Prepared:
+    index: int
+    id: str
+    content_hash: str
+    doc_row: tuple
+    chunk_rows: list[tuple]
+    term_rows: list[tuple]
+
+
+def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
+    """Validates ``doc`` and builds its COPY rows.
+
+    Raises:
+        ValueError: a field PostgreSQL would reject or that breaks the schema's
+            invariants (NUL characters, wrong embedding dimension, NaN,
+            duplicate chunk ids, chunk of another document).
+    """
+    _check_str(doc.id, "document id")
+    if not doc.id:
+        raise ValueError("document id is empty")
+    _check_str(doc.title, "title")
+    _check_str(doc.content_hash, "content_hash")
+    _check_str_list(doc.heading_path, "heading_path")
+    if not isinstance(doc.metadata, dict):
+        raise ValueError("metadata must be a dict")
+    if _has_nul(doc.metadata):
+        raise ValueError("metadata contains a NUL character")
+    # TypeError when not JSON-able, UnicodeEncodeError (a ValueError) on lone surrogates
+    json.dumps(doc.metadata, ensure_ascii=False).encode("utf-8")
+    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash)
+
+    chunk_rows: list[tuple] = []
+    term_rows: list[tuple] = []
+    seen: set[str] = set()
+    for pos, chunk in enumerate(doc.chunks):
+        what = f"chunk {pos}"
+        _check_str(chunk.id, f"{what} id")
+        if not chunk.id:
+            raise ValueError(f"{what} has an empty id")
+        if chunk.id in seen:
+            raise ValueError(f"duplicate chunk id {chunk.id!r}")
+        seen.add(chunk.id)
+        if chunk.document_id and chunk.document_id != doc.id:
+            raise ValueError(f"{what} ({chunk.id!r}) belongs to document {chunk.document_id!r}")
+        if not isinstance(chunk.ordinal, int) or isinstance(chunk.ordinal, bool):
+            raise ValueError(f"{what} ordinal must be an int")
+        _check_str(chunk.text, f"{what} text")
+        _check_str(chunk.parent_context, f"{what} parent_context")
+        _check_str_list(chunk.heading_path, f"{what} heading_path")
+        _check_str_list(chunk.terms, f"{what} terms")
+        embedding = (
+            _vector_bytes(chunk.embedding, dim, f"{what} embedding") if len(chunk.embedding) else None
+        )
+        terms = chunk.terms
+        doc_len = len(terms)
+        chunk_rows.append(
+            (chunk.id, doc.id, chunk.ordinal, list(chunk.heading_path), chunk.text,
+             chunk.parent_context, embedding, doc_len)
+        )
+        for term, tf in Counter(t for t in terms if _usable_term(t)).items():
+            term_rows.append((term, chunk.id, tf, doc_len))
+    return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows)
+
+
+def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") -> Hit:
+    return Hit(
+        chunk_id=row["id"],
+        document_id=row["document_id"],
+        title=row["title"],
+        heading_path=list(row["heading_path"] or []),
+        text=row["text"],
+        ordinal=row["ordinal"],
+        channel=channel,
+        score=float(score),
+        evidence=evidence,
+        embedding=list(row["embedding"]) if row["embedding"] is not None else [],
+    )
+
+
+_HIT_COLUMNS = "c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, c.embedding"
+
+
+# ----------------------------------------------------------------- store
+
+
+class PgStore:
+    """Chunk store on PostgreSQL + pgvector.
+
+    Args:
+        dsn: asyncpg DSN, e.g. ``postgresql://user:pw@host:5432/db`` or, for
+            the embedded server, ``postgresql://postgres@/postgres?host=/sock/dir``.
+        embedding_dim: dimension of stored and query embeddings (1..2000).
+        ef_search: HNSW candidate list size per query (raised to top_k when
+            smaller, capped at 1000).
+        pool_min / pool_max: asyncpg pool size (connections).
+        bm25_k1 / bm25_b: Okapi BM25 parameters (k1 >= 0, 0 <= b <= 1).
+
+    Raises:
+        ValueError: a parameter out of range.
+
+    Use ``await open()`` then ``await migrate()`` before anything else;
+    ``await close()`` at the end (or ``async with PgStore(...) as store``,
+    which opens and closes but does not migrate).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        embedding_dim: int,
+        *,
+        ef_search: int = 64,
+        pool_min: int = 1,
+        pool_max: int = 8,
+        bm25_k1: float = 1.2,
+        bm25_b: float = 0.75,
+    ) -> None:
+        if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= _MAX_HNSW_DIM:
+            raise ValueError(f"embedding_dim must be an int in 1..{_MAX_HNSW_DIM}, got {embedding_dim!r}")
+        if not 1 <= ef_search <= _MAX_EF_SEARCH:
+            raise ValueError(f"ef_search must be in 1..{_MAX_EF_SEARCH}, got {ef_search}")
+        if pool_min < 0 or pool_max < 1 or pool_min > pool_max:
+            raise ValueError(f"invalid pool size min={pool_min} max={pool_max}")
+        if bm25_k1 < 0 or not 0 <= bm25_b <= 1:
+            raise ValueError(f"invalid BM25 parameters k1={bm25_k1} b={bm25_b}")
+        self._dsn = dsn
+        self.embedding_dim = embedding_dim
+        self.ef_search = ef_search
+        self._pool_min = pool_min
+        self._pool_max = pool_max
+        self.bm25_k1 = float(bm25_k1)
+        self.bm25_b = float(bm25_b)
+        self._pool: asyncpg.Pool | None = None
+        self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
+        self._stats_at = 0.0
+        self._bulk_depth = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Creates the connection pool (no-op when already open).
+
+        Raises:
+            OSError: the server cannot be reached.
+            asyncpg.PostgresError: authentication failed, database missing, ...
+        """
+        if self._pool is not None:
+            return
+        self._pool = await asyncpg.create_pool(
+            self._dsn,
+            min_size=self._pool_min,
+            max_size=self._pool_max,
+            init=_register_codecs,
+        )
+
+    async def close(self) -> None:
+        """Closes the pool, waiting for borrowed connections to be released.
+        No-op when not open."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> "PgStore":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        if self._pool is None:
+            raise RuntimeError("PgStore is not open; call await store.open() first")
+        async with self._pool.acquire() as conn:
+            yield conn
+
+    # ------------------------------------------------------------ migrations
+
+    async def _embedding_typmod(self, conn: asyncpg.Connection) -> int | None:
+        return await conn.fetchval(
+            "SELECT a.atttypmod FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass('chunks') AND a.attname = 'embedding' "
+            "AND NOT a.attisdropped"
+        )
+
+    async def _check_dimension(self, conn: asyncpg.Connection) -> None:
+        typmod = await self._embedding_typmod(conn)
+        if typmod is not None and typmod != self.embedding_dim:
+            raise ValueError(
+                f"chunks.embedding in this database has dimension {typmod}, but the store "
+                f"was configured with embedding_dim={self.embedding_dim}; use the embedding "
+                f"model the corpus was ingested with, or a fresh database"
+            )
+
+    async def migrate(self) -> list[int]:
+        """Applies pending schema migrations, idempotently.
+
+        Runs in one transaction under a transaction-level advisory lock, so
+        concurrent callers (several replicas starting at once) serialise and
+        later ones find nothing to do. Creates the extensions vector and
+        pg_trgm (needs the privilege to do so when they are missing).
+
+        Returns:
+            versions applied by this call (empty when up to date).
+
+        Raises:
+            ValueError: the existing chunks.embedding dimension differs from
+                embedding_dim (nothing is changed).
+            RuntimeError: the store is not open.
+            asyncpg.PostgresError: DDL failed (e.g. extension not available,
+                insufficient privilege); the transaction is rolled back.
+        """
+        applied_now: list[int] = []
+        async with self._conn() as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    " version int PRIMARY KEY,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+                await self._check_dimension(conn)
+                for version, statements in _migrations(self.embedding_dim):
+                    if version in done:
+                        continue
+                    for sql in statements:
+                        await conn.execute(sql)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())", version
+                    )
+                    applied_now.append(version)
+                await self._check_dimension(conn)
+        if applied_now:
+            _log.info("applied schema migrations %s", applied_now)
+            # Connections opened before the extension existed lack the vector codec.
+            assert self._pool is not None
+            await self._pool.expire_connections()
+        if self._bulk_depth == 0:
+            # Rebuilds the HNSW index if a bulk load died before restoring it.
+            await self.ensure_vector_index()
+        await self.refresh_stats()
+        return applied_now
+
+    async def ensure_vector_index(self) -> bool:
+        """Creates the HNSW index on chunks.embedding when it is missing
+        (maintenance_work_mem raised to 512MB for the build; blocks writes to
+        chunks while building).
+
+        Returns:
+            True when the index was built, False when it already existed.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: build failed.
+        """
+        async with self._conn() as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
+                if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", _HNSW_INDEX):
+                    return False
+                await conn.execute(f"SET LOCAL maintenance_work_mem = '{_INDEX_BUILD_MEM}'")
+                started = time.monotonic()
+                await conn.execute(_HNSW_INDEX_SQL)
+        _log.info("built HNSW index in %.1f s", time.monotonic() - started)
+        return True
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator["PgStore"]:
+        """Context for loading many documents (e.g. a whole corpus in many
+        ingest_documents calls): drops the HNSW index on entry and rebuilds
+        it on exit (also on error), which is several times faster than
+        maintaining it row by row. Vector search stays correct meanwhile
+        (exact scan, slower). Nested uses only act at the outermost level.
+        ingest_documents enters it by itself for large calls.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: drop or rebuild failed.
+        """
+        if self._bulk_depth == 0:
+            async with self._conn() as conn:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
+                    await conn.execute(f"DROP INDEX IF EXISTS {_HNSW_INDEX}")
+        self._bulk_depth += 1
+        try:
+            yield self
+        finally:
+            self._bulk_depth -= 1
+            if self._bulk_depth == 0:
+                await self.ensure_vector_index()
+
+    # ------------------------------------------------------------ stats
+
+    async def refresh_stats(self) -> tuple[int, float]:
+        """Reloads the BM25 corpus statistics.
+
+        Returns:
+            (N, avgdl): number of chunks, mean chunk length in terms.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed
+                (e.g. not migrated).
+        """
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT count(*) AS n, coalesce(avg(term_count), 0)::float8 AS avgdl FROM chunks"
+            )
+        self._stats = (int(row["n"]), float(row["avgdl"]))
+        self._stats_at = time.monotonic()
+        return self._stats
+
+    async def _corpus_stats(self) -> tuple[int, float]:
+        if self._stats is None or time.monotonic() - self._stats_at > _STATS_TTL_S:
+            return await self.refresh_stats()
+        return self._stats
+
+    # ------------------------------------------------------------ reads
+
+    async def count_documents(self) -> int:
+        """Number of stored documents.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        async with self._conn() as conn:
+            return int(await conn.fetchval("SELECT count(*) FROM documents"))
+
+    async def document_hashes(self, ids: list[str]) -> dict[str, str]:
+        """Stored content hashes.
+
+        Args:
+            ids: document ids (duplicates allowed).
+
+        Returns:
+            {id: content_hash} for the ids that are stored; unknown ids (and
+            strings PostgreSQL cannot hold: NUL, lone surrogates) are absent.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [i for i in dict.fromkeys(ids) if _storable(i)]
+        if not wanted:
+            return {}
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT id, content_hash FROM documents WHERE id = ANY($1::text[])", wanted
+            )
+        return {r["id"]: r["content_hash"] for r in rows}
+
+    async def chunks_by_ids(self, ids: list[str]) -> list[Hit]:
+        """Chunks by id, in the order of ``ids`` (first occurrence), unknown
+        ids (and strings PostgreSQL cannot hold) skipped.
+
+        Returns:
+            Hits with channel "pg.lookup", score 0.0, stored embedding
+            (empty when none).
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [i for i in dict.fromkeys(ids) if _storable(i)]
+        if not wanted:
+            return []
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                f"SELECT {_HIT_COLUMNS} "
+                "FROM unnest($1::text[]) WITH ORDINALITY AS u(id, pos) "
+                "JOIN chunks c ON c.id = u.id JOIN documents d ON d.id = c.document_id "
+                "ORDER BY u.pos",
+                wanted,
+            )
+        return [_hit(r, "pg.lookup", 0.0) for r in rows]
+
+    async def vector_search(self, embedding: list[float], top_k: int) -> list[Hit]:
+        """Approximate nearest chunks by cosine similarity (HNSW).
+
+        Args:
+            embedding: query embedding, length embedding_dim (need not be unit norm).
+            top_k: number of hits wanted; <= 0 gives [].
+
+        Returns:
+            Up to top_k hits, most similar first; channel "pg.vector",
+            score = cosine similarity in [-1, 1], evidence "cosine", stored
+            embedding. Chunks without an embedding are never returned.
+
+        Raises:
+            ValueError: wrong dimension, NaN/inf, or zero vector.
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        if top_k <= 0:
+            return []
+        query = _vector_bytes(embedding, self.embedding_dim, "query embedding")
+        ef = min(max(self.ef_search, top_k), _MAX_EF_SEARCH)
+        async with self._conn() as conn:
+            async with conn.transaction(readonly=True):
+                await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
+                rows = await conn.fetch(
+                    "WITH nn AS MATERIALIZED ("
+                    "  SELECT id, embedding <=> $1::vector AS dist FROM chunks"
+                    "  WHERE embedding IS NOT NULL"
+                    "  ORDER BY embedding <=> $1::vector LIMIT $2)"
+                    f" SELECT {_HIT_COLUMNS}, 1 - nn.dist AS score"
+                    " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
+                    " ORDER BY nn.dist, c.id",
+                    query,
+                    top_k,
+                )
+        return [_hit(r, "pg.vector", r["score"], "cosine") for r in rows]
+
+    async def keyword_search(self, terms: list[str], top_k: int) -> list[Hit]:
+        """Okapi BM25 over chunk terms.
+
+        score(chunk) = sum over distinct query terms t in the chunk of
+        idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)),
+        idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); N = number of chunks,
+        df = chunks containing t, doc_len = chunk length in terms, avgdl = mean
+        doc_len (N and avgdl cached, refreshed after ingestion and every 60 s).
+
+        Args:
+            terms: query keywords (``text.query_keywords``); duplicates count
+                once; terms that cannot be stored (empty, NUL, longer than
+                MAX_TERM_CHARS, unencodable) are ignored. Passed as a bound
+                text[] parameter, never formatted into SQL.
+            top_k: number of hits wanted; <= 0 gives [].
+
+        Returns:
+            Up to top_k hits, highest BM25 first (ties by chunk id); channel
+            "pg.keyword", score = BM25, evidence = matched query terms in
+            query order joined by a space. [] when no term is usable.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        if top_k <= 0:
+            return []
+        wanted = [t for t in dict.fromkeys(terms) if _usable_term(t)]
+        if not wanted:
+            return []
+        n, avgdl = await self._corpus_stats()
+        if n == 0 or avgdl <= 0:
+            return []
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                """
+                WITH q AS (
+                    SELECT u.term, u.pos FROM unnest($1::text[]) WITH ORDINALITY AS u(term, pos)
+                ), df AS (
+                    SELECT q.term,
+                           -- N never below df (cached N may lag other writers)
+                           ln(1 + (greatest($2::float8, count(*)::float8) - count(*)::float8 + 0.5)
+                                  / (count(*)::float8 + 0.5)) AS idf
+                    FROM q JOIN chunk_terms ct ON ct.term = q.term
+                    GROUP BY q.term
+                ), scored AS (
+                    SELECT ct.chunk_id,
+                           sum(df.idf * ct.tf * ($3::float8 + 1)
+                               / (ct.tf + $3::float8 * (1 - $4::float8
+                                                        + $4::float8 * ct.doc_len / $5::float8))
+                           ) AS score
+                    FROM df JOIN chunk_terms ct ON ct.term = df.term
+                    GROUP BY ct.chunk_id
+                    ORDER BY score DESC, ct.chunk_id
+                    LIMIT $6
+                )
+                SELECT """ + _HIT_COLUMNS + """, s.score,
+                       ARRAY(SELECT q.term FROM q
+                             JOIN chunk_terms m ON m.chunk_id = s.chunk_id AND m.term = q.term
+                             ORDER BY q.pos) AS matched
+                FROM scored s JOIN chunks c ON c.id = s.chunk_id
+                JOIN documents d ON d.id = c.document_id
+                ORDER BY s.score DESC, c.id
+                """,
+                wanted,
+                float(n),
+                self.bm25_k1,
+                self.bm25_b,
+                float(avgdl),
+                top_k,
+            )
+        return [_hit(r, "pg.keyword", r["score"], " ".join(r["matched"])) for r in rows]
+
+    # ------------------------------------------------------------ writes
+
+    async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
+        """Stores documents with their chunks and keyword postings.
+
+        Per document, atomically: a stored document with the same id and
+        content_hash is left alone (counted ``unchanged``); otherwise its old
+        document, chunk and term rows are deleted and the new ones written
+        (counted ``stored``). Documents are written in batches with COPY; when
+        a batch fails it is retried one document per transaction, so a bad
+        document is reported and leaves nothing behind while the others are
+        stored. Chunk embeddings may be empty (stored as NULL). chunk_terms
+        gets one row per distinct usable term with tf = its count and
+        doc_len = len(chunk.terms). Corpus stats for BM25 are refreshed
+        afterwards. A call bringing >= 2000 chunks and at least as many as are
+        stored runs inside :meth:`bulk_load` (HNSW index rebuilt at the end).
+
+        Args:
+            docs: documents to store; an id repeated in the list is a failure
+                for every occurrence after the first.
+
+        Returns:
+            IngestResult(stored, unchanged, failures); failures carry the
+            document's index in ``docs``, its id and the reason, sorted by index.
+
+        Raises:
+            RuntimeError: not open.
+            asyncpg.InterfaceError: the connection was lost (documents of
+                earlier, committed batches stay stored).
+        """
+        incoming = sum(len(getattr(d, "chunks", None) or ()) for d in docs)
+        if self._bulk_depth == 0 and incoming >= _BULK_MIN_CHUNKS:
+            async with self._conn() as conn:
+                stored_chunks = int(await conn.fetchval("SELECT count(*) FROM chunks"))
+            if incoming >= stored_chunks:
+                async with self.bulk_load():
+                    return await self.ingest_documents(docs)
+        result = IngestResult()
+        first_seen: dict[str, int] = {}
+        batch: list[_Prepared] = []
+        batch_chunks = 0
+        async with self._conn() as conn:
+            for index, doc in enumerate(docs):
+                doc_id = getattr(doc, "id", "")
+                if isinstance(doc_id, str) and doc_id in first_seen:
+                    result.failures.append(IngestFailureRecord(
+                        index, doc_id, f"duplicate document id in this batch (first at index {first_seen[doc_id]})"))
+                    continue
+                try:
+                    prepared = _prepare(index, doc, self.embedding_dim)
+                except (ValueError, TypeError, AttributeError) as exc:
+                    result.failures.append(IngestFailureRecord(index, str(doc_id), str(exc)))
+                    continue
+                first_seen[prepared.id] = index
+                batch.append(prepared)
+                batch_chunks += len(prepared.chunk_rows)
+                if len(batch) >= _BATCH_DOCS or batch_chunks >= _BATCH_CHUNKS:
+                    await self._write_with_fallback(conn, batch, result)
+                    batch, batch_chunks = [], 0
+            if batch:
+                await self._write_with_fallback(conn, batch, result)
+        result.failures.sort(key=lambda f: f.index)
+        if result.stored:
+            await self.refresh_stats()
+        return result
+
+    async def _write_with_fallback(
+        self, conn: asyncpg.Connection, batch: list[_Prepared], result: IngestResult
+    ) -> None:
+        try:
+            stored, unchanged = await self._write(conn, batch)
+        except _WRITE_ERRORS as exc:
+            if len(batch) == 1:
+                result.failures.append(IngestFailureRecord(batch[0].index, batch[0].id, _reason(exc)))
+                return
+            _log.info("batch of %d documents failed (%s); retrying one by one", len(batch), exc)
+            for item in batch:
+                await self._write_with_fallback(conn, [item], result)
+            return
+        result.stored += stored
+        result.unchanged += unchanged
+
+    async def _write(self, conn: asyncpg.Connection, items: list[_Prepared]) -> tuple[int, int]:
+        """One transaction for ``items``. Returns (stored, unchanged)."""
+        ids = [p.id for p in items]
+        async with conn.transaction():
+            # Serialise concurrent writers of the same documents (sorted: no deadlock).
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(k) FROM ("
+                " SELECT DISTINCT hashtextextended(u.id, $2) AS k FROM unnest($1::text[]) AS u(id)"
+                " ORDER BY k) s",
+                ids,
+                _DOC_LOCK_SEED,
+            )
+            existing = {
+                r["id"]: r["content_hash"]
+                for r in await conn.fetch(
+                    "SELECT id, content_hash FROM documents WHERE id = ANY($1::text[])", ids
+                )
+            }
+            todo = [p for p in items if existing.get(p.id) != p.content_hash]
+            replaced = [p.id for p in todo if p.id in existing]
+            if replaced:
+                await conn.execute(
+                    "DELETE FROM chunk_terms WHERE chunk_id IN "
+                    "(SELECT id FROM chunks WHERE document_id = ANY($1::text[]))",
+                    replaced,
+                )
+                await conn.execute("DELETE FROM chunks WHERE document_id = ANY($1::text[])", replaced)
+                await conn.execute("DELETE FROM documents WHERE id = ANY($1::text[])", replaced)
+            if todo:
+                await conn.copy_records_to_table(
+                    "documents", records=[p.doc_row for p in todo], columns=_DOC_COLUMNS
+                )
+                chunk_rows = _flatten(p.chunk_rows for p in todo)
+                if chunk_rows:
+                    await conn.copy_records_to_table("chunks", records=chunk_rows, columns=_CHUNK_COLUMNS)
+                term_rows = _flatten(p.term_rows for p in todo)
+                if term_rows:
+                    await conn.copy_records_to_table("chunk_terms", records=term_rows, columns=_TERM_COLUMNS)
+        return len(todo), len(items) - len(todo)
+
+
+def _flatten(parts: Iterable[list[tuple]]) -> list[tuple]:
+    out: list[tuple] = []
+    for part in parts:
+        out.extend(part)
+    return out
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"

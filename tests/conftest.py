@@ -1,0 +1,1 @@
+pytest_plugins = ["tests.fixtures.pg", "tests.fixtures.neo4j", "tests.fixtures.mesh"]

@@ -1,0 +1,185 @@
+"""End to end through the gateway, over gRPC and over REST, against real
+PostgreSQL+pgvector, real Neo4j and real gRPC servers on loopback."""
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+import pytest_asyncio
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.errors import field_violations
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
+TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def stub(mesh):
+    channel = grpc.aio.insecure_channel(mesh.gateway)
+    yield gateway_pb2_grpc.GatewayServiceStub(channel)
+    await channel.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def ingested(stub):
+    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+    return reply
+
+
+def _rest_blocking(mesh, path: str, body: object) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
+    request = urllib.request.Request(mesh.rest_url + path, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+async def rest(mesh, path: str, body: object) -> tuple[int, dict]:
+    """POSTs JSON from a worker thread (the servers share this event loop)."""
+    return await asyncio.to_thread(_rest_blocking, mesh, path, body)
+
+
+async def test_ingest_stores_every_article_then_is_idempotent(stub, ingested):
+    n = sum(1 for line in SAMPLE.read_text().splitlines() if line.strip())
+    assert ingested.received == n
+    assert ingested.stored == n and not ingested.failures
+    assert ingested.chunks >= n
+    again = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+    assert again.unchanged == n and again.stored == 0
+
+
+async def test_search_over_grpc_finds_the_article_with_channels_context_and_timings(stub, ingested):
+    reply = await stub.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, top_k=5), timeout=60)
+    assert reply.results, reply
+    top_docs = [c.document_id for c in reply.results[:3]]
+    assert "5689" in top_docs  # 劳动合同法 第八十二条
+    best = next(c for c in reply.results if c.document_id == "5689")
+    channels = {s.channel for s in best.channel_scores}
+    assert {"pg.vector", "pg.keyword"} <= channels
+    assert reply.context.startswith("[1] ")
+    stages = {t.stage: t for t in reply.timings}
+    for stage in ("expand", "retrieve.pg", "retrieve.graph", "fuse", "total"):
+        assert stages[stage].status == types_pb2.STAGE_STATUS_OK, stage
+    assert stages["rerank"].status == types_pb2.STAGE_STATUS_SKIPPED
+    assert not reply.degraded
+    assert reply.query_info.keywords
+
+
+async def test_answer_is_extractive_with_valid_citations(stub, ingested):
+    reply = await stub.Answer(gateway_pb2.AnswerRequest(query=TWO_X_WAGES, top_k=5), timeout=60)
+    assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+    assert "[1]" in reply.answer
+    assert reply.citations and all(c.number >= 1 for c in reply.citations)
+    assert any(c.document_id == "5689" for c in reply.citations)
+
+
+async def test_rest_search_and_answer(mesh, ingested):
+    status, body = await rest(mesh, "/v1/query:search", {"query": TWO_X_WAGES, "topK": 3})
+    assert status == 200, body
+    assert len(body["results"]) == 3 and body["results"][0]["documentId"]
+    status, body = await rest(mesh, "/v1/query:answer", {"query": "什么是实用新型？"})
+    assert status == 200 and body["mode"] == "ANSWER_MODE_EXTRACTIVE" and body["answer"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "   \t "}, "query"),
+        ({"query": "劳" * 2001}, "query"),
+        ({"query": "专利", "topK": 0 - 1}, "top_k"),
+        ({"query": "专利", "topK": 101}, "top_k"),
+        ({"query": "专利", "bogus": 1}, "bogus"),
+    ],
+)
+async def test_rest_bad_input_is_400_naming_the_field(mesh, body, field):
+    status, reply = await rest(mesh, "/v1/query:search", body)
+    assert status == 400, reply
+    assert reply["error"]["status"] == "INVALID_ARGUMENT"
+    fields = [v["field"] for d in reply["error"]["details"] for v in d.get("fieldViolations", [])]
+    assert field in fields
+
+
+async def test_rest_non_utf8_body_is_400(mesh):
+    status, reply = await rest(mesh, "/v1/query:search", b'{"query": "\xff\xfe"}')
+    assert status == 400 and reply["error"]["status"] == "INVALID_ARGUMENT"
+
+
+async def test_grpc_bad_input_is_invalid_argument_with_bad_request(stub):
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Search(gateway_pb2.SearchRequest(query=" "), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(err.value)[0][0] == "query"
+
+
+async def test_ingest_reports_bad_records_and_stores_the_rest(stub, ingested):
+    payload = b"\n".join([
+        '{"id": "extra-1", "title": "测试文件", "text": "这是一条可以存储的测试文本。"}'.encode(),
+        b'{"id": "extra-2", "text": ""}',
+        b"\xff\xfe\xfd",
+    ])
+    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=payload), timeout=120)
+    assert reply.received == 3 and reply.stored == 1
+    reasons = {f.index: f.reason for f in reply.failures}
+    assert "text" in reasons[1] and "UTF-8" in reasons[2]
+
+
+async def test_ingest_with_no_readable_record_is_invalid_argument(stub):
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Ingest(gateway_pb2.IngestRequest(jsonl=b'{"id": "x"}'), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(err.value)[0][0] == "jsonl[0].text"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["'; DROP TABLE chunks; --", "MATCH (n) DETACH DELETE n", 'a:b AND (c " \\ 劳动合同', "劳动合同 😀🔥", "\\\\'\"`"],
+)
+async def test_hostile_queries_are_searched_as_text_and_nothing_is_lost(stub, ingested, query):
+    await stub.Search(gateway_pb2.SearchRequest(query=query, top_k=3), timeout=60)
+    reply = await stub.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, top_k=3), timeout=60)
+    assert "5689" in [c.document_id for c in reply.results]
+    assert not reply.degraded
+
+
+async def test_graph_down_degrades_instead_of_failing(mesh, ingested):
+    from services.common.server import create_server
+    from services.common.settings import MeshAddresses
+    from services.gateway.config import GatewaySettings
+    from services.gateway.server import build
+    from tests.fixtures.mesh import free_port
+
+    addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
+    addresses["retriever_graph_addr"] = f"127.0.0.1:{free_port()}"  # nothing listens there
+    service, _ = build(GatewaySettings(port=0, rest_port=-1), MeshAddresses(**addresses))
+    server, port, _ = await create_server(service)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
+        assert reply.degraded == ["retriever_graph"]
+        assert reply.results and "5689" in [c.document_id for c in reply.results[:3]]
+        graph = next(t for t in reply.timings if t.stage == "retrieve.graph")
+        assert graph.status == types_pb2.STAGE_STATUS_DEGRADED and graph.detail
+    finally:
+        await server.stop(0)
+        await service.on_stop()
+
+
+async def test_metrics_expose_rpc_counters_and_stage_histogram(stub, ingested):
+    from prometheus_client import generate_latest
+
+    await stub.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, top_k=3), timeout=60)
+    text = generate_latest().decode()
+    assert 'grpc_server_handled_total{grpc_code="OK",grpc_method="Search",grpc_service="graphmesh.gateway.v1.GatewayService",grpc_type="unary"}' in text
+    assert 'grpc_client_handled_total{grpc_code="OK",grpc_method="Retrieve"' in text
+    assert 'graphmesh_stage_duration_seconds_bucket{le="0.001",stage="fuse",status="ok"}' in text
