@@ -49,6 +49,9 @@ async def collect(dataset: list[dict], top_k: int) -> list[tuple[dict, list[list
 
 
 def evaluate(collected, weights: dict[str, float], method: str) -> dict[str, float]:
+    """Fuses each query's lists with ``weights`` (channels not listed weigh 0)."""
+    seen = {s.channel for _, lists in collected for lst in lists for it in lst for s in it.scores}
+    weights = {**{c: 0.0 for c in seen}, **weights}
     totals = {"recall@1": 0.0, "recall@10": 0.0, "mrr@10": 0.0}
     for row, lists in collected:
         items = core.merge([[_copy(i) for i in lst] for lst in lists])
@@ -76,13 +79,13 @@ def main() -> None:
     started = time.perf_counter()
     collected = asyncio.run(collect(load_dataset(Path(args.dataset), args.limit), args.top_k))
     print(f"collected {len(collected)} queries in {time.perf_counter() - started:.1f}s")
-    channels = ["pg.keyword", "pg.vector", "graph.fulltext", "graph.heading", "graph.neighbour"]
+    channels = ["pg.keyword", "pg.vector", "graph.fulltext", "graph.heading", "pg.fulltext", "pg.boost"]
     for name in channels:
         only = {c: (1.0 if c == name else 0.0) for c in channels}
         print(json.dumps({"only": name, **evaluate(collected, only, "rrf")}))
     grid = [0.0, 0.25, 0.5, 1.0]
     results = []
-    for w in itertools.product([1.0], grid, grid, grid, [0.0, 0.1]):
+    for w in itertools.product([1.0], grid, [0.0], grid, [0.0, 0.25], [0.0, 0.2]):
         weights = dict(zip(channels, w))
         for method in ("rrf", "weighted"):
             results.append((evaluate(collected, weights, method), method, weights))

@@ -46,8 +46,10 @@ def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
-async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float) -> list[QueryRow]:
-    """Calls Search for every query, ``concurrency`` at a time."""
+async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
+                      disabled_stages: tuple[str, ...] = ()) -> list[QueryRow]:
+    """Calls Search for every query, ``concurrency`` at a time, with
+    ``disabled_stages`` switched off."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     gate = asyncio.Semaphore(concurrency)
@@ -57,7 +59,7 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
         async with gate:
             started = time.perf_counter()
             try:
-                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k), timeout=timeout)
+                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k, disabled_stages=disabled_stages), timeout=timeout)
             except grpc.aio.AioRpcError as err:
                 return QueryRow(str(row.get("id")), [], gold, None, 0.0, [], f"{err.code().name}: {err.details()}")
             latency = (time.perf_counter() - started) * 1000

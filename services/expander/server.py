@@ -12,8 +12,15 @@ def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSe
     when not given)."""
     settings = settings or ExpanderSettings()
     servicer = ExpanderServicer(settings)
+    async def warm_up(_port: int) -> None:
+        # Load the embedding model right after the server starts serving, so
+        # the first query does not pay for it (still lazy: health is SERVING
+        # before the load finishes).
+        await servicer.embedder()
+
     service = Service(
         name="expander",
+        extra_tasks=[warm_up],
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
     )

@@ -11,6 +11,7 @@ class FuserSettings(ServiceSettings):
     rrf_k: the k of reciprocal rank fusion (60).
     max_top_k: largest accepted top_k.
     max_budget_chars: largest accepted context budget (characters).
+    mmr_pool_factor: MMR chooses top_k out of top_k x this many fused candidates.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")
@@ -19,3 +20,4 @@ class FuserSettings(ServiceSettings):
     rrf_k: int = 60
     max_top_k: int = 200
     max_budget_chars: int = 100_000
+    mmr_pool_factor: int = 3

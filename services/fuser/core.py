@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from services.common.text import TRUNCATION_MARK, truncate_at_boundary
 
@@ -199,3 +201,55 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
             blocks.append(section.text)
     context = "\n\n".join(blocks)[:budget_chars]
     return context, [sections[s] for s in PACKING_ORDER]
+
+
+def _similarity_matrix(items: list[Item]) -> np.ndarray:
+    """Cosine similarities between items' embeddings; rows of items without
+    an embedding (or of another dimension) are zero."""
+    dims = Counter(len(it.embedding) for it in items if it.embedding)
+    if not dims:
+        return np.zeros((len(items), len(items)))
+    dim = dims.most_common(1)[0][0]
+    matrix = np.zeros((len(items), dim))
+    for row, it in enumerate(items):
+        if len(it.embedding) == dim:
+            matrix[row] = it.embedding
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    matrix /= norms
+    return matrix @ matrix.T
+
+
+def mmr(ranked: list[Item], lambda_: float, top_k: int) -> list[Item]:
+    """Maximal marginal relevance re-ordering of ``ranked`` (fused order).
+
+    Greedily picks the item maximising
+    ``lambda_ * rel - (1 - lambda_) * max cosine(item, picked)``, where rel
+    is the fused score divided by the best fused score (so in [0, 1]) and
+    cosine uses the stored embeddings (an item without one is similar to
+    nothing). Carbonell and Goldstein 1998; MetaSearch's MMR diversity step
+    (reference 002). ``lambda_`` = 1 keeps the fused order.
+
+    Returns:
+        At most ``top_k`` items.
+    Raises:
+        ValueError: ``lambda_`` outside [0, 1].
+    """
+    if not 0.0 <= lambda_ <= 1.0:
+        raise ValueError("lambda_ must be in [0, 1]")
+    if not ranked:
+        return []
+    best = max(it.fused for it in ranked) or 1.0
+    relevance = np.array([it.fused / best for it in ranked])
+    similarity = _similarity_matrix(ranked)
+    redundancy = np.full(len(ranked), -np.inf)
+    available = np.ones(len(ranked), dtype=bool)
+    picked: list[int] = []
+    while len(picked) < min(top_k, len(ranked)):
+        penalty = np.where(np.isinf(redundancy), 0.0, redundancy)
+        gain = np.where(available, lambda_ * relevance - (1 - lambda_) * penalty, -np.inf)
+        choice = int(np.argmax(gain))  # argmax keeps the earliest on ties
+        picked.append(choice)
+        available[choice] = False
+        redundancy = np.maximum(redundancy, similarity[choice])
+    return [ranked[i] for i in picked]

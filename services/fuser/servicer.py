@@ -34,7 +34,14 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
             fused = core.weighted_scores(items, weights)
         else:
             fused = core.rrf_scores(items, weights, s.rrf_k)
-        ranked = core.rank(items, fused, top_k, request.one_per_document)
+        if request.HasField("mmr_lambda"):
+            if not 0.0 <= request.mmr_lambda <= 1.0:
+                raise InvalidArgument("mmr_lambda", "must be in [0, 1]")
+            # MMR picks top_k from a wider fused pool.
+            pool = core.rank(items, fused, top_k * s.mmr_pool_factor, request.one_per_document)
+            ranked = core.mmr(pool, request.mmr_lambda, top_k)
+        else:
+            ranked = core.rank(items, fused, top_k, request.one_per_document)
         text, sections = core.pack_context(ranked, budget, dict(request.quotas) or None)
         return fuser_pb2.FuseResponse(
             candidates=[item_to_candidate(it) for it in ranked],

@@ -1,10 +1,43 @@
 """Gateway settings (environment prefix GRAPHMESH_GATEWAY_)."""
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
+
+
+class RetrievalProfile(BaseModel):
+    """How one kind of question is retrieved.
+
+    Attributes:
+        retrieve_top_k: candidates asked of each retriever channel (reference
+            default 20 for vector chunks).
+        fusion_method: "rrf" or "weighted".
+        channel_weights: weight per channel; channels not listed weigh 1.0.
+        mmr_lambda: MMR trade-off over the fused list; None = no MMR.
+        hyde: whether to search with a HyDE passage (needs an LLM).
+    """
+
+    retrieve_top_k: int = 20
+    fusion_method: str = "rrf"
+    channel_weights: dict[str, float] = Field(default_factory=dict)
+    mmr_lambda: float | None = None
+    hyde: bool = False
+
+
+# Measured with bench/fusion_sweep.py on the law scenario dev set (245
+# queries; docs/retrieval.md): weighted fusion of BM25, the USE vector,
+# tsvector hit counts and graph heading matches beats every single channel
+# and RRF. Channels that did not help weigh 0.
+DEFAULT_WEIGHTS = {
+    "pg.keyword": 1.0, "pg.vector": 1.0, "pg.hyde": 0.5, "pg.fulltext": 0.25, "pg.trigram": 0.5, "pg.boost": 0.0,
+    "graph.heading": 0.25, "graph.fulltext": 0.0, "graph.neighbour": 0.0, "rerank": 1.0,
+}
+
+
+def _default_profiles() -> dict[str, RetrievalProfile]:
+    return {"default": RetrievalProfile(fusion_method="weighted", channel_weights=dict(DEFAULT_WEIGHTS))}
 
 
 class GatewaySettings(ServiceSettings):
@@ -13,13 +46,13 @@ class GatewaySettings(ServiceSettings):
     default_deadline: deadline of a request whose caller set none.
     expand_timeout / retrieve_timeout / rerank_timeout / fuse_timeout:
         caps per stage; the caller's remaining deadline applies when smaller.
-    retrieve_top_k: candidates asked of each retriever channel (reference
-        default 20 for vector chunks).
+    profiles: retrieval profile per question type (QuestionType enum name,
+        e.g. "QUESTION_TYPE_POLICY_EVALUATION") plus "default"; JSON in the
+        environment. A type without a profile, or detected with confidence
+        below ``profile_min_confidence``, uses "default".
     rerank_enabled: run the cross-encoder by default (off: no trained
         cross-encoder ships offline).
     rerank_max_passages: most candidates sent to the reranker.
-    fusion_method: "rrf" or "weighted".
-    channel_weights: weight per channel for fusion (JSON in the environment).
     budget_chars: context budget (6,000, MarxSphere fuseResults).
     graph_enabled: fan out to retriever_graph.
     llm_base_url / llm_api_key / llm_model: an OpenAI-compatible endpoint;
@@ -38,13 +71,10 @@ class GatewaySettings(ServiceSettings):
     retrieve_timeout: float = 5.0
     rerank_timeout: float = 10.0
     fuse_timeout: float = 2.0
-    retrieve_top_k: int = 20
+    profiles: dict[str, RetrievalProfile] = Field(default_factory=_default_profiles)
+    profile_min_confidence: float = 0.6
     rerank_enabled: bool = False
     rerank_max_passages: int = 50
-    fusion_method: str = "rrf"
-    channel_weights: dict[str, float] = Field(
-        default_factory=lambda: {"pg.vector": 1.0, "pg.keyword": 1.0, "graph.heading": 0.5, "graph.fulltext": 0.5, "graph.neighbour": 0.2, "rerank": 1.0}
-    )
     budget_chars: int = 6000
     graph_enabled: bool = True
     llm_base_url: str = ""

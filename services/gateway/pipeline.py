@@ -29,7 +29,7 @@ from services.common.jsonl_documents import parse_jsonl
 from services.common.metrics import STAGE_SECONDS
 from services.common.settings import MeshAddresses
 from services.gateway import generation
-from services.gateway.config import GatewaySettings
+from services.gateway.config import GatewaySettings, RetrievalProfile
 
 log = logging.getLogger("graphmesh.gateway")
 
@@ -101,8 +101,21 @@ class Pipeline:
         await asyncio.gather(*(c.close() for c in self._channels.values()))
 
     # ---- Search -------------------------------------------------------
-    async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline) -> SearchOutcome:
-        """Runs expand -> retrieve (parallel) -> rerank -> fuse for ``query``."""
+    def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
+        """The retrieval profile of a question type; "default" when the type
+        has none or was detected with low confidence."""
+        profiles = self.settings.profiles
+        if confidence >= self.settings.profile_min_confidence and question_type in profiles:
+            return question_type, profiles[question_type]
+        return "default", profiles.get("default", RetrievalProfile())
+
+    async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     disabled: frozenset[str] = frozenset()) -> SearchOutcome:
+        """Runs expand -> retrieve (parallel) -> rerank -> fuse for ``query``.
+
+        ``disabled`` switches stages or retriever channels off (ablations):
+        "graph", "mmr", "rerank" or channel names such as "pg.vector".
+        """
         s = self.settings
         trace = Trace()
         total_started = time.perf_counter()
@@ -111,6 +124,7 @@ class Pipeline:
         info = gateway_pb2.QueryInfo(normalized_query=query)
         embedding: list[float] = []
         keywords: list[str] = []
+        question_type, confidence = "QUESTION_TYPE_UNSPECIFIED", 0.0
         try:
             expanded = await self.expander.Expand(
                 expander_pb2.ExpandRequest(query=query, embed=True), timeout=deadline.left(s.expand_timeout)
@@ -122,6 +136,7 @@ class Pipeline:
             )
             keywords = list(expanded.keywords)
             embedding = list(expanded.embedding)
+            question_type, confidence = info.question_type, expanded.question_type_confidence
             trace.record("expand", started)
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
@@ -132,23 +147,31 @@ class Pipeline:
             trace.degraded.append("expander")
             trace.record("expand", started, DEGRADED, _describe(err))
 
+        profile_name, profile = self.profile_for(question_type, confidence)
+        info.profile = profile_name
+        if profile.hyde:
+            # HyDE needs an LLM to write the hypothetical passage.
+            trace.timings.append(types_pb2.StageTiming(stage="hyde", status=SKIPPED, detail="no LLM configured"))
         request = retriever_pb2.RetrieveRequest(
-            query=info.normalized_query or query, keywords=keywords, query_embedding=embedding, top_k=s.retrieve_top_k
+            query=info.normalized_query or query, keywords=keywords, query_embedding=embedding,
+            top_k=profile.retrieve_top_k, disabled_channels=sorted(d for d in disabled if "." in d),
         )
-        lists = await self._retrieve_all(request, deadline, trace)
+        lists = await self._retrieve_all(request, deadline, trace, skip_graph="graph" in disabled)
 
-        rerank_scores = await self._rerank(query, lists, rerank, deadline, trace)
+        rerank_scores = await self._rerank(query, lists, False if "rerank" in disabled else rerank, deadline, trace)
 
         started = time.perf_counter()
         fuse_request = fuser_pb2.FuseRequest(
             query=query,
             lists=lists,
             rerank_scores=rerank_scores,
-            method=fuser_pb2.FUSION_METHOD_WEIGHTED if s.fusion_method == "weighted" else fuser_pb2.FUSION_METHOD_RRF,
-            channel_weights=s.channel_weights,
+            method=fuser_pb2.FUSION_METHOD_WEIGHTED if profile.fusion_method == "weighted" else fuser_pb2.FUSION_METHOD_RRF,
+            channel_weights=profile.channel_weights,
             top_k=top_k,
             budget_chars=s.budget_chars,
         )
+        if profile.mmr_lambda is not None and "mmr" not in disabled:
+            fuse_request.mmr_lambda = profile.mmr_lambda
         try:
             fused = await self.fuser.Fuse(fuse_request, timeout=deadline.left(s.fuse_timeout))
             trace.record("fuse", started)
@@ -175,7 +198,8 @@ class Pipeline:
         )
         return SearchOutcome(response, cited_ids, [by_id[c].text for c in cited_ids if c in by_id], by_id)
 
-    async def _retrieve_all(self, request: retriever_pb2.RetrieveRequest, deadline: Deadline, trace: Trace) -> list[fuser_pb2.CandidateList]:
+    async def _retrieve_all(self, request: retriever_pb2.RetrieveRequest, deadline: Deadline, trace: Trace,
+                            skip_graph: bool = False) -> list[fuser_pb2.CandidateList]:
         async def one(name: str, stub: retriever_pb2_grpc.RetrieverServiceStub):
             started = time.perf_counter()
             try:
@@ -189,8 +213,9 @@ class Pipeline:
                 trace.record(f"retrieve.{name.removeprefix('retriever_')}", started, DEGRADED, _describe(err))
                 return None
 
-        results = await asyncio.gather(*(one(n, s) for n, s in self.retrievers.items()))
-        if not self.settings.graph_enabled:
+        retrievers = {n: r for n, r in self.retrievers.items() if not (skip_graph and n == "retriever_graph")}
+        results = await asyncio.gather(*(one(n, s) for n, s in retrievers.items()))
+        if len(retrievers) < 2:
             trace.timings.append(types_pb2.StageTiming(stage="retrieve.graph", status=SKIPPED, detail="graph disabled"))
         return [r for r in results if r is not None]
 

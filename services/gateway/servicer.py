@@ -9,6 +9,11 @@ from services.gateway.config import GatewaySettings
 from services.gateway.pipeline import Deadline, Pipeline
 
 MAX_TOP_K = 100
+# Stages a request may switch off (ablations); retriever channels too.
+SWITCHABLE_STAGES = frozenset({
+    "graph", "mmr", "rerank", "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost",
+    "graph.heading", "graph.fulltext", "graph.neighbour",
+})
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -25,8 +30,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def Search(self, request: gateway_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchResponse:
         query, top_k = self._validate(request.query, request.top_k)
+        unknown = sorted(set(request.disabled_stages) - SWITCHABLE_STAGES)
+        if unknown:
+            raise InvalidArgument("disabled_stages", f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
         rerank = request.rerank if request.HasField("rerank") else None
-        outcome = await self._pipeline.search(query, top_k, rerank, self._deadline(context))
+        outcome = await self._pipeline.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages))
         return outcome.response
 
     async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:

@@ -6,7 +6,7 @@ import time
 
 from graphmesh.common.v1 import types_pb2
 from services.common.records import DocumentRecord, Hit, IngestResult
-from services.common.retriever import timing
+from services.common.retriever import RetrievalQuery, timing
 from services.retriever_graph.store import GraphStore
 
 
@@ -22,9 +22,10 @@ class GraphBackend:
     def __init__(self, store: GraphStore) -> None:
         self.store = store
 
-    async def retrieve(self, query: str, keywords: list[str], embedding: list[float], top_k: int) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+    async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         started = time.perf_counter()
-        hits = await self.store.retrieve(query, keywords, top_k)
+        hits = await self.store.retrieve(request.query, request.keywords, request.top_k)
+        hits = [h for h in hits if request.enabled(h.channel)]
         return hits, [timing("graph.retrieve", started)]
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:

@@ -21,6 +21,9 @@ def build(settings: RetrieverGraphSettings | None = None) -> tuple[Service, Retr
     async def on_start() -> None:
         await store.open()
         await store.migrate()
+        # The first full-text query of a fresh Neo4j takes seconds (index
+        # readers, query planning); pay that before serving.
+        await store.retrieve("warm up", ["warm"], 1)
 
     servicer = RetrieverServicer(backend, settings.max_query_chars)
     service = Service(

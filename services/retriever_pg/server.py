@@ -8,7 +8,7 @@ from pathlib import Path
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common.retriever import RetrieverServicer
 from services.common.server import Service
-from services.retriever_pg.backend import PgBackend
+from services.retriever_pg.backend import PgBackend, PgChannelConfig
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.store import PgStore
 
@@ -17,7 +17,11 @@ def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, Retriev
     """Returns the retriever_pg Service and its settings."""
     settings = settings or RetrieverPgSettings()
     holder: dict[str, PgStore] = {}
-    backend = PgBackend(None)  # type: ignore[arg-type]  # store attached in on_start
+    channels = PgChannelConfig(
+        fulltext=settings.fulltext_enabled, trigram=settings.trigram_enabled, boost=settings.boost_enabled,
+        short_query_chars=settings.short_query_chars, boost_window=settings.boost_window, boost_limit=settings.boost_limit,
+    )
+    backend = PgBackend(None, channels)  # type: ignore[arg-type]  # store attached in on_start
 
     async def on_start() -> None:
         dsn = settings.dsn
@@ -25,7 +29,10 @@ def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, Retriev
             from services.retriever_pg.embedded import start_embedded_postgres
 
             dsn = await asyncio.to_thread(start_embedded_postgres, Path(settings.data_dir))
-        store = PgStore(dsn, settings.embedding_dim, ef_search=settings.ef_search, pool_max=settings.pool_max)
+        store = PgStore(
+            dsn, settings.embedding_dim, ef_search=settings.ef_search, pool_max=settings.pool_max,
+            bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b,
+        )
         await store.open()
         await store.migrate()
         holder["store"] = store

@@ -183,3 +183,34 @@ async def test_metrics_expose_rpc_counters_and_stage_histogram(stub, ingested):
     assert 'grpc_server_handled_total{grpc_code="OK",grpc_method="Search",grpc_service="graphmesh.gateway.v1.GatewayService",grpc_type="unary"}' in text
     assert 'grpc_client_handled_total{grpc_code="OK",grpc_method="Retrieve"' in text
     assert 'graphmesh_stage_duration_seconds_bucket{le="0.001",stage="fuse",status="ok"}' in text
+
+
+async def test_disabled_stages_switch_channels_off_and_unknown_is_rejected(stub, ingested):
+    reply = await stub.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, top_k=10, disabled_stages=["pg.vector", "graph"]), timeout=60)
+    channels = {s.channel for c in reply.results for s in c.channel_scores}
+    assert channels and "pg.vector" not in channels and not any(c.startswith("graph.") for c in channels)
+    assert reply.query_info.profile == "default"
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, disabled_stages=["bogus"]), timeout=10)
+    assert field_violations(err.value)[0][0] == "disabled_stages"
+
+
+async def test_hyde_profile_is_reported_skipped_without_llm(mesh, ingested):
+    from services.common.server import create_server
+    from services.common.settings import MeshAddresses
+    from services.gateway.config import GatewaySettings, RetrievalProfile
+    from services.gateway.server import build
+
+    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
+    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(hyde=True, mmr_lambda=0.7)})
+    service, _ = build(settings, addresses)
+    server, port, _ = await create_server(service)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
+        hyde = next(t for t in reply.timings if t.stage == "hyde")
+        assert hyde.status == types_pb2.STAGE_STATUS_SKIPPED and "LLM" in hyde.detail
+        assert reply.results and not reply.degraded  # MMR profile still answers
+    finally:
+        await server.stop(0)
+        await service.on_stop()

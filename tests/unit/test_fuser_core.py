@@ -66,3 +66,19 @@ def test_pack_context_unknown_source_goes_to_document_chunks():
     ranked = [item("a", "x", 1, source=0)]
     _, sections = core.pack_context(ranked)
     assert sections[0].candidate_ids == ["a"]
+
+
+def test_mmr_removes_near_duplicate():
+    a = Item("a", "d1", "t", [], "x", 1, fused=1.0, embedding=[1.0, 0.0])
+    a_dup = Item("a2", "d2", "t", [], "x", 1, fused=0.95, embedding=[0.999, 0.01])
+    b = Item("b", "d3", "t", [], "y", 1, fused=0.8, embedding=[0.0, 1.0])
+    assert [i.id for i in core.mmr([a, a_dup, b], 0.5, 2)] == ["a", "b"]
+    # lambda 1 keeps the fused order, duplicate included
+    assert [i.id for i in core.mmr([a, a_dup, b], 1.0, 2)] == ["a", "a2"]
+
+
+def test_mmr_rejects_bad_lambda():
+    import pytest
+
+    with pytest.raises(ValueError):
+        core.mmr([], 1.5, 3)

@@ -147,6 +147,7 @@ class FuseRequest(_message.Message):
     BUDGET_CHARS_FIELD_NUMBER: _builtins.int
     QUOTAS_FIELD_NUMBER: _builtins.int
     ONE_PER_DOCUMENT_FIELD_NUMBER: _builtins.int
+    MMR_LAMBDA_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query (used for exact-hit protection)."""
     method: Global___FusionMethod.ValueType
@@ -157,6 +158,12 @@ class FuseRequest(_message.Message):
     """Character budget of the packed context (6,000 when 0)."""
     one_per_document: _builtins.bool
     """When true, keep only the best chunk of each document."""
+    mmr_lambda: _builtins.float
+    """Maximal marginal relevance over the fused list when set: each pick
+    maximises lambda * relevance - (1 - lambda) * max cosine similarity to
+    the candidates already picked (Carbonell and Goldstein 1998; MetaSearch
+    MMR diversity, reference 002). In [0, 1]; 1 keeps the fused order.
+    """
     @_builtins.property
     def lists(self) -> _containers.RepeatedCompositeFieldContainer[Global___CandidateList]:
         """Lists to merge; a candidate found in several is merged by id."""
@@ -187,12 +194,15 @@ class FuseRequest(_message.Message):
         budget_chars: _builtins.int = ...,
         quotas: _abc.Mapping[_builtins.int, _builtins.float] | None = ...,
         one_per_document: _builtins.bool = ...,
+        mmr_lambda: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "mmr_lambda", b"mmr_lambda"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget_chars", b"budget_chars", "channel_weights", b"channel_weights", "lists", b"lists", "method", b"method", "one_per_document", b"one_per_document", "query", b"query", "quotas", b"quotas", "rerank_scores", b"rerank_scores", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "budget_chars", b"budget_chars", "channel_weights", b"channel_weights", "lists", b"lists", "method", b"method", "mmr_lambda", b"mmr_lambda", "one_per_document", b"one_per_document", "query", b"query", "quotas", b"quotas", "rerank_scores", b"rerank_scores", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__mmr_lambda: _TypeAlias = _typing.Literal["mmr_lambda"]  # noqa: Y015
+    _WhichOneofArgType__mmr_lambda: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__mmr_lambda) -> _WhichOneofReturnType__mmr_lambda | None: ...
 
 Global___FuseRequest: _TypeAlias = FuseRequest  # noqa: Y015
 

@@ -53,22 +53,32 @@ class SearchRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
+    DISABLED_STAGES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (1 to 2,000 characters by default; not only whitespace)."""
     top_k: _builtins.int
     """Results to return (1 to 100; 10 when 0)."""
     rerank: _builtins.bool
     """Whether to run the cross-encoder; the service default when unset."""
+    @_builtins.property
+    def disabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Stages or channels to switch off for this request, for ablations:
+        "graph", "expansion", "mmr", "rerank" or a retriever channel name such as
+        "pg.vector", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost".
+        Unknown names are rejected (INVALID_ARGUMENT, field "disabled_stages").
+        """
+
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         top_k: _builtins.int = ...,
         rerank: _builtins.bool | None = ...,
+        disabled_stages: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "disabled_stages", b"disabled_stages", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
@@ -85,13 +95,21 @@ class QueryInfo(_message.Message):
     NORMALIZED_QUERY_FIELD_NUMBER: _builtins.int
     KEYWORDS_FIELD_NUMBER: _builtins.int
     QUESTION_TYPE_FIELD_NUMBER: _builtins.int
+    PROFILE_FIELD_NUMBER: _builtins.int
+    EXPANSIONS_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
     """Detected question type, as its enum name."""
+    profile: _builtins.str
+    """Retrieval profile applied (chosen by question type)."""
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Keywords used for keyword search."""
+
+    @_builtins.property
+    def expansions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Expansion terms added to the keyword query, with their origin."""
 
     def __init__(
         self,
@@ -99,10 +117,12 @@ class QueryInfo(_message.Message):
         normalized_query: _builtins.str = ...,
         keywords: _abc.Iterable[_builtins.str] | None = ...,
         question_type: _builtins.str = ...,
+        profile: _builtins.str = ...,
+        expansions: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["keywords", b"keywords", "normalized_query", b"normalized_query", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "question_type", b"question_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

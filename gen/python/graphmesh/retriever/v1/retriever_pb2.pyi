@@ -29,6 +29,8 @@ class RetrieveRequest(_message.Message):
     KEYWORDS_FIELD_NUMBER: _builtins.int
     QUERY_EMBEDDING_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
+    HYDE_EMBEDDING_FIELD_NUMBER: _builtins.int
+    DISABLED_CHANNELS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -41,6 +43,18 @@ class RetrieveRequest(_message.Message):
     def query_embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Query embedding; vector channels are skipped when empty."""
 
+    @_builtins.property
+    def hyde_embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Embedding of a hypothetical answer passage (HyDE); searched beside the
+        query embedding when set.
+        """
+
+    @_builtins.property
+    def disabled_channels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Channels to skip for this request (e.g. "pg.vector", "pg.fulltext",
+        "pg.boost"); used by ablations. Unknown names are ignored.
+        """
+
     def __init__(
         self,
         *,
@@ -48,10 +62,12 @@ class RetrieveRequest(_message.Message):
         keywords: _abc.Iterable[_builtins.str] | None = ...,
         query_embedding: _abc.Iterable[_builtins.float] | None = ...,
         top_k: _builtins.int = ...,
+        hyde_embedding: _abc.Iterable[_builtins.float] | None = ...,
+        disabled_channels: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["disabled_channels", b"disabled_channels", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
