@@ -29,12 +29,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
+import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import LAW_CORPUS, LAW_DEV, percentiles, save  # noqa: E402
+from _common import LAW_CORPUS, LAW_DEV, RESULTS, percentiles, save  # noqa: E402
 
 import grpc  # noqa: E402
 import jieba  # noqa: E402
@@ -103,7 +104,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=str(LAW_DEV))
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--systems", default="graphmesh,bm25,dense,haystack",
+                        help="comma-separated subset of graphmesh,bm25,dense,haystack")
     args = parser.parse_args()
+    systems = set(args.systems.split(","))
     rows = load_dataset(Path(args.dataset), args.limit)
     queries = [r["query"] for r in rows]
     gold = [{str(g) for g in r["gold"]} for r in rows]
@@ -112,10 +116,13 @@ def main() -> None:
     def record(name: str, ranked: list[list[str]], lat: list[float], **extra) -> None:
         figures["systems"][name] = {**quality(ranked, gold), "latency_ms": percentiles(lat), **extra}
         print(name, figures["systems"][name], flush=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "peers-partial.json").write_text(json.dumps(figures, ensure_ascii=False, indent=1))
 
     # GraphMesh first, while nothing else in this process holds the cores.
-    ranked, lat, errors = run_graphmesh(queries)
-    record("graphmesh", ranked, lat, errors=errors)
+    if "graphmesh" in systems:
+        ranked, lat, errors = run_graphmesh(queries)
+        record("graphmesh", ranked, lat, errors=errors)
 
     started = time.perf_counter()
     docs, chunks = load_corpus()
@@ -129,21 +136,22 @@ def main() -> None:
     chunk_doc = [c.document_id for c in chunks]
 
     # BM25 (bm25s) over articles.
-    import bm25s
+    if "bm25" in systems:
+        import bm25s
 
-    started = time.perf_counter()
-    texts = [" ".join([d.title, *[h for h in d.heading_path if h != d.title], d.text]) for d in docs]
-    bm25 = bm25s.BM25()
-    bm25.index([tokens(t) for t in texts], show_progress=False)
-    figures["build_s"]["bm25"] = round(time.perf_counter() - started, 1)
-    doc_ids = [d.id for d in docs]
-    ranked, lat = [], []
-    for q in queries:
         started = time.perf_counter()
-        found, _ = bm25.retrieve([tokens(q) or ["的"]], k=CANDIDATES, show_progress=False)
-        ranked.append(m.dedupe([doc_ids[i] for i in found[0]]))
-        lat.append((time.perf_counter() - started) * 1000)
-    record("bm25_jieba_bm25s", ranked, lat)
+        texts = [" ".join([d.title, *[h for h in d.heading_path if h != d.title], d.text]) for d in docs]
+        bm25 = bm25s.BM25()
+        bm25.index([tokens(t) for t in texts], show_progress=False)
+        figures["build_s"]["bm25"] = round(time.perf_counter() - started, 1)
+        doc_ids = [d.id for d in docs]
+        ranked, lat = [], []
+        for q in queries:
+            started = time.perf_counter()
+            found, _ = bm25.retrieve([tokens(q) or ["的"]], k=CANDIDATES, show_progress=False)
+            ranked.append(m.dedupe([doc_ids[i] for i in found[0]]))
+            lat.append((time.perf_counter() - started) * 1000)
+        record("bm25_jieba_bm25s", ranked, lat)
 
     # Dense: FAISS exact inner product over unit chunk vectors.
     import faiss
@@ -157,13 +165,18 @@ def main() -> None:
         started = time.perf_counter()
         query_vectors.append(inner.embed([q], query=True)[0])
         lat_embed.append((time.perf_counter() - started) * 1000)
+    figures["query_embedding_ms"] = percentiles(lat_embed)
     ranked, lat = [], []
     for qv, embed_ms in zip(query_vectors, lat_embed):
         started = time.perf_counter()
         _, found = index.search(np.asarray([qv], dtype=np.float32), CANDIDATES)
         ranked.append(m.dedupe([chunk_doc[i] for i in found[0] if i >= 0]))
         lat.append(embed_ms + (time.perf_counter() - started) * 1000)
-    record("dense_usem3_faiss_flat", ranked, lat)
+    if "dense" in systems:
+        record("dense_usem3_faiss_flat", ranked, lat)
+    if "haystack" not in systems:
+        save("peers", figures)
+        return
 
     # Haystack 2.x hybrid: BM25 + embedding retriever + RRF joiner.
     from haystack import Document, Pipeline
@@ -190,6 +203,8 @@ def main() -> None:
         out = pipe.run({"bm25": {"query": " ".join(tokens(q))}, "dense": {"query_embedding": qv.tolist()}})
         ranked.append(m.dedupe([d.meta["doc"] for d in out["joiner"]["documents"]]))
         lat.append(embed_ms + (time.perf_counter() - started) * 1000)
+        if len(lat) % 25 == 0:
+            print(f"haystack: {len(lat)}/{len(queries)} queries, mean {sum(lat) / len(lat):.0f} ms", flush=True)
     from importlib.metadata import version
 
     record("haystack_bm25_dense_rrf", ranked, lat, haystack_version=version("haystack-ai"))
