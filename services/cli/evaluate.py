@@ -117,10 +117,13 @@ def split_context(context: str) -> list[tuple[str, str]]:
 
 def _strategy(reply) -> str:
     """The strategy that answered, when the gateway reports one."""
-    if "strategy" in reply.DESCRIPTOR.fields_by_name:
-        value = getattr(reply, "strategy")
-        return str(value) if not isinstance(value, int) else str(value)
-    return ""
+    field_descriptor = reply.DESCRIPTOR.fields_by_name.get("strategy")
+    if field_descriptor is None:
+        return ""
+    value = getattr(reply, "strategy")
+    if field_descriptor.enum_type is not None:
+        return field_descriptor.enum_type.values_by_number[value].name if value in field_descriptor.enum_type.values_by_number else str(value)
+    return str(value)
 
 
 def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str], ranked: list[str], k: int) -> judge_pb2.JudgeRequest:
