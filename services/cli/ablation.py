@@ -27,7 +27,7 @@ def ablation_table(address: str, dataset: list[dict], top_k: int, concurrency: i
     asyncio.run(run_queries(address, dataset[:20], top_k, concurrency, timeout))
     lines = ["| configuration | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
     for label, disabled in ABLATIONS:
-        rows = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled))
+        rows = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled_stages=disabled))
         summary = summarise(rows)
         cells = [str(summary.get(c, "")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")

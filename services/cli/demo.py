@@ -74,7 +74,7 @@ def run_demo(keep_up: bool = False) -> int:
 
         _banner("5/5 scenario dev set (245 questions)")
         if DEV_SET.is_file():
-            code = cmd_eval(Namespace(dataset=str(DEV_SET), json=True, limit=None, top_k=30, concurrency=4, timeout=60.0))
+            code = cmd_eval(Namespace(dataset=str(DEV_SET), json=True, limit=None, top_k=30, concurrency=4, timeout=60.0, ablate=False))
             if code != 0:
                 return code
         else:

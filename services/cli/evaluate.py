@@ -1,97 +1,390 @@
-"""``graphmesh eval``: runs a labelled query set through the gateway and
-reports retrieval metrics.
+"""``graphmesh eval``: runs a labelled query set through the gateway, scores
+it, and saves the run as one JSON artifact; ``graphmesh eval compare`` diffs
+two artifacts query by query.
 
-Dataset: JSONL of {"id", "query", "gold": [ids]}. A result counts as the
-document (or entity) id it belongs to; ranks count distinct ids. recall@k is
-"any gold in the top k", as in shared/data/README.md.
+Dataset: JSONL of {"query", "gold": [ids]} with optional "id", "reference"
+(or "reference_answer"/"answer": a reference answer) and "category". A result
+counts as its document id (or its id), or as its title when the title is a
+gold label (entity sets label entities by name); ranks count distinct keys.
+recall@k is "any gold in the top k" (shared/data/README.md), so top-1 equals
+recall@1.
+
+Artifact (JSON, schema "graphmesh.eval.run/1"): git commit and dirty flag,
+config and its hash, dataset path/hash/size, per-query rows (rank of the
+first gold, strategy, degraded services, latency, the top 10, judge metrics
+with --answers), totals, timings.
 """
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import hashlib
 import json
+import os
+import re
 import statistics
+import subprocess
 import time
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.clients import channel
 from services.judge import core as metrics
+
+SCHEMA = "graphmesh.eval.run/1"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RUNS_DIR = REPO_ROOT / "bench" / "results" / "runs"
+#: Environment settings that do not change behaviour (or are secret) and
+#: stay out of the recorded config and its hash.
+_ENV_SKIP = re.compile(r"_(PORT|ADDR|API_KEY|PASSWORD|USER)$|^GRAPHMESH_HOME$")
+_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
 
 
 @dataclass
 class QueryRow:
-    """Per-query outcome."""
+    """Per-query outcome (latency in milliseconds; first_gold_rank 1-based,
+    None when no gold is in the results)."""
 
     id: str
-    ranked: list[str]
+    query: str
     gold: list[str]
+    ranked: list[str]
     first_gold_rank: int | None
     latency_ms: float
     degraded: list[str]
+    strategy: str = ""
+    category: str = ""
     error: str = ""
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    judge: dict[str, float | None] = field(default_factory=dict)
+    answer_mode: str = ""
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
-    """Reads the JSONL dataset (at most ``limit`` rows)."""
+    """Reads the JSONL dataset (at most ``limit`` rows).
+
+    Raises:
+        ValueError: a line that is not a JSON object with a "query".
+    """
     rows = []
     with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rows.append(json.loads(line))
-                if limit and len(rows) >= limit:
-                    break
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not isinstance(row, dict) or not str(row.get("query", "")).strip():
+                raise ValueError(f"{path}:{number}: expected a JSON object with a non-empty \"query\"")
+            row.setdefault("id", str(number))
+            rows.append(row)
+            if limit and len(rows) >= limit:
+                break
     return rows
 
 
+def reference_of(row: dict) -> str:
+    """The row's reference answer, "" when none."""
+    for key in ("reference", "reference_answer", "answer"):
+        if isinstance(row.get(key), str):
+            return row[key]
+    return ""
+
+
+def result_keys(results, gold: set[str]) -> list[str]:
+    """Distinct ranking keys of ``results``: the title when it is a gold
+    label, else the document id (or the candidate id)."""
+    return metrics.dedupe([c.title if c.title in gold else (c.document_id or c.id) for c in results])
+
+
+def split_context(context: str) -> list[tuple[str, str]]:
+    """(label, text) of each numbered block "[n] label\\ntext" of a packed
+    context, in number order."""
+    blocks: list[list[str]] = []
+    labels: list[str] = []
+    for line in context.splitlines():
+        match = _HEADER.match(line)
+        if match and int(match.group(1)) == len(blocks) + 1:
+            labels.append(match.group(2))
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    return [(label, "\n".join(lines).strip()) for label, lines in zip(labels, blocks)]
+
+
+def _strategy(reply) -> str:
+    """The strategy that answered, when the gateway reports one."""
+    field_descriptor = reply.DESCRIPTOR.fields_by_name.get("strategy")
+    if field_descriptor is None:
+        return ""
+    value = getattr(reply, "strategy")
+    if field_descriptor.enum_type is not None:
+        return field_descriptor.enum_type.values_by_number[value].name if value in field_descriptor.enum_type.values_by_number else str(value)
+    return str(value)
+
+
+def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str], ranked: list[str], k: int) -> judge_pb2.JudgeRequest:
+    search = reply.search
+    label_to_doc: dict[str, str] = {}
+    for c in search.results:
+        label = " ".join([c.title] + [h for h in c.heading_path if h != c.title])
+        label_to_doc.setdefault(label, c.document_id or c.id)
+    cited = {c.number: c.document_id for c in reply.citations}
+    blocks = split_context(search.context)
+    ids = [cited.get(n) or label_to_doc.get(label, "") for n, (label, _) in enumerate(blocks, start=1)]
+    return judge_pb2.JudgeRequest(
+        question=row["query"], answer=reply.answer, ranked_ids=ranked, contexts=[t for _, t in blocks],
+        context_ids=ids if all(ids) else [], gold_ids=gold, k=k, reference_answer=reference_of(row),
+        timings=search.timings,
+    )
+
+
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
+                      answers: bool = False, judge_address: str = "",
                       disabled_stages: tuple[str, ...] = ()) -> list[QueryRow]:
-    """Calls Search for every query, ``concurrency`` at a time, with
-    ``disabled_stages`` switched off."""
+    """Calls Search (or Answer and then Judge, with ``answers``) for every
+    query, ``concurrency`` at a time, with ``disabled_stages`` switched off
+    (Search only). An RPC error is recorded in the row."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+    judge_ch = channel(judge_address) if answers else None
+    judge = judge_pb2_grpc.JudgeServiceStub(judge_ch) if judge_ch else None
     gate = asyncio.Semaphore(concurrency)
 
     async def one(row: dict) -> QueryRow:
         gold = [str(g) for g in row.get("gold", [])]
+        base = QueryRow(str(row.get("id")), row["query"], gold, [], None, 0.0, [], category=str(row.get("category", "")))
         async with gate:
             started = time.perf_counter()
             try:
-                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k, disabled_stages=disabled_stages), timeout=timeout)
+                if answers:
+                    reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=top_k), timeout=timeout)
+                    search = reply.search
+                else:
+                    reply = search = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k, disabled_stages=disabled_stages), timeout=timeout)
             except grpc.aio.AioRpcError as err:
-                return QueryRow(str(row.get("id")), [], gold, None, 0.0, [], f"{err.code().name}: {err.details()}")
-            latency = (time.perf_counter() - started) * 1000
-        ranked = metrics.dedupe([c.document_id or c.id for c in reply.results])
-        return QueryRow(str(row.get("id")), ranked, gold, metrics.first_gold_rank(ranked, set(gold)), latency, list(reply.degraded))
+                base.error = f"{err.code().name}: {err.details()}"
+                return base
+            base.latency_ms = (time.perf_counter() - started) * 1000
+            ranked = result_keys(search.results, set(gold))
+            base.ranked = ranked[:10]
+            base.first_gold_rank = metrics.first_gold_rank(ranked, set(gold))
+            base.degraded = list(search.degraded)
+            base.strategy = _strategy(reply) or _strategy(search)
+            base.stages_ms = {t.stage: round(t.duration_ms, 2) for t in search.timings if t.duration_ms > 0}
+            if answers:
+                base.answer_mode = gateway_pb2.AnswerMode.Name(reply.mode).removeprefix("ANSWER_MODE_").lower()
+                try:
+                    judged = await judge.Judge(_judge_request(row, reply, gold, ranked, 10), timeout=timeout)
+                except grpc.aio.AioRpcError as err:
+                    base.error = f"judge {err.code().name}: {err.details()}"
+                    return base
+                base.judge = {m.name: (None if m.method == judge_pb2.SCORE_METHOD_NOT_COMPUTED else round(m.value, 4))
+                              for m in [*judged.metrics, judged.overall]}
+        return base
 
     try:
-        return await asyncio.gather(*(one(r) for r in dataset))
+        return list(await asyncio.gather(*(one(r) for r in dataset)))
     finally:
         await ch.close()
+        if judge_ch is not None:
+            await judge_ch.close()
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
 def summarise(rows: list[QueryRow]) -> dict:
-    """Mean metrics over ``rows``: recall@1/5/10, mrr@10, ndcg@10, n, plus
-    errors and latency percentiles (milliseconds)."""
+    """Totals over ``rows``: top1, recall@1/5/10, mrr@10, ndcg@10, n, errors,
+    degraded, latency percentiles (milliseconds), recall@10 per category,
+    strategies, and the mean of each judge metric over the rows where it
+    was computed (with its count)."""
     n = len(rows)
 
     def mean(values: list[float]) -> float:
         return round(sum(values) / n, 4) if n else 0.0
 
-    latencies = sorted(r.latency_ms for r in rows if not r.error)
-    summary = {
-        "recall@1": mean([metrics.hit_at(r.ranked, set(r.gold), 1) for r in rows]),
-        "recall@5": mean([metrics.hit_at(r.ranked, set(r.gold), 5) for r in rows]),
-        "recall@10": mean([metrics.hit_at(r.ranked, set(r.gold), 10) for r in rows]),
+    def hit(r: QueryRow, k: int) -> float:
+        return 1.0 if r.first_gold_rank is not None and r.first_gold_rank <= k else 0.0
+
+    summary: dict = {
+        "top1": mean([hit(r, 1) for r in rows]),
+        "recall@1": mean([hit(r, 1) for r in rows]),
+        "recall@5": mean([hit(r, 5) for r in rows]),
+        "recall@10": mean([hit(r, 10) for r in rows]),
         "mrr@10": mean([metrics.mrr_at(r.ranked, set(r.gold), 10) for r in rows]),
         "ndcg@10": mean([metrics.ndcg_at(r.ranked, set(r.gold), 10) for r in rows]),
         "n": n,
         "errors": sum(1 for r in rows if r.error),
         "degraded": sum(1 for r in rows if r.degraded),
     }
+    latencies = sorted(r.latency_ms for r in rows if not r.error)
     if latencies:
-        summary["latency_ms_p50"] = round(statistics.median(latencies), 1)
-        summary["latency_ms_p95"] = round(latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))], 1)
+        for q in (50, 95, 99):
+            summary[f"latency_ms_p{q}"] = round(_percentile(latencies, q / 100), 1)
+    categories: dict[str, list[QueryRow]] = defaultdict(list)
+    for r in rows:
+        if r.category:
+            categories[r.category].append(r)
+    if categories:
+        summary["category_recall@10"] = {c: {"n": len(rs), "recall@10": round(sum(hit(r, 10) for r in rs) / len(rs), 4)}
+                                         for c, rs in sorted(categories.items())}
+    summary["strategies"] = dict(Counter(r.strategy or "unreported" for r in rows if not r.error))
+    judged: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        for name, value in r.judge.items():
+            judged.setdefault(name, [])
+            if value is not None:
+                judged[name].append(value)
+    if judged:
+        summary["judge"] = {name: {"mean": round(statistics.fmean(v), 4) if v else None, "computed": len(v)}
+                            for name, v in judged.items()}
     return summary
+
+
+def stage_percentiles(rows: list[QueryRow]) -> dict[str, dict[str, float]]:
+    """p50/p95 per gateway stage over the successful rows (milliseconds)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        for stage, ms in r.stages_ms.items():
+            per[stage].append(ms)
+    return {s: {"p50": round(_percentile(sorted(v), 0.5), 1), "p95": round(_percentile(sorted(v), 0.95), 1)} for s, v in sorted(per.items())}
+
+
+# ---- artifacts -----------------------------------------------------------
+def git_state(root: Path = REPO_ROOT) -> dict:
+    """{"commit", "dirty"} of the checkout at ``root`` ("unknown" outside git)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": "unknown", "dirty": None}
+    return {"commit": commit or "unknown", "dirty": dirty}
+
+
+def recorded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """GRAPHMESH_* settings that shape behaviour (ports, addresses, secrets
+    and the state directory left out), sorted."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(env.items()) if k.startswith("GRAPHMESH_") and not _ENV_SKIP.search(k)}
+
+
+def config_hash(config: dict) -> str:
+    """sha256 (first 16 hex digits) of the canonical JSON of ``config``."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def file_hash(path: Path) -> str:
+    """sha256 of the file's bytes (first 16 hex digits)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def build_artifact(dataset_path: Path, rows: list[QueryRow], config: dict, wall_s: float, limit: int | None) -> dict:
+    """The run artifact (see the module docstring)."""
+    return {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git": git_state(),
+        "config": config,
+        "config_hash": config_hash(config),
+        "dataset": {"path": str(dataset_path), "sha256": file_hash(dataset_path), "n": len(rows), "limit": limit},
+        "totals": summarise(rows),
+        "timings": {"wall_s": round(wall_s, 2), "queries_per_s": round(len(rows) / wall_s, 2) if wall_s else None,
+                    "stages_ms": stage_percentiles(rows)},
+        "rows": [asdict(r) for r in rows],
+    }
+
+
+def save_artifact(artifact: dict, out: Path | None = None) -> Path:
+    """Writes ``artifact``; ``out`` is a directory (a name is made from the
+    time, dataset and commit) or a .json path. Returns the file written."""
+    out = out or DEFAULT_RUNS_DIR
+    if out.suffix != ".json":
+        stamp = artifact["created"].replace(":", "").replace("-", "").replace("+0000", "Z")
+        name = f"{stamp}-{Path(artifact['dataset']['path']).stem}-{artifact['git']['commit'][:7]}.json"
+        out = out / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(artifact, ensure_ascii=False, indent=1))
+    return out
+
+
+# ---- compare -------------------------------------------------------------
+def _rank_value(rank: int | None) -> float:
+    return float("inf") if rank is None else float(rank)
+
+
+def compare(run_a: dict, run_b: dict) -> dict:
+    """Differences from run A to run B.
+
+    Returns:
+        {"warnings": [...], "deltas": {metric: {"a", "b", "delta"}},
+         "better": [...], "worse": [...], "only_a": n, "only_b": n}, where
+        better/worse list queries whose first-gold rank moved (a missing gold
+        counts as rank infinity), largest moves first.
+    """
+    warnings = []
+    if run_a["dataset"]["sha256"] != run_b["dataset"]["sha256"]:
+        warnings.append("the runs used different datasets (hashes differ); only queries with the same id are compared")
+    if run_a["config_hash"] != run_b["config_hash"]:
+        keys = sorted(set(run_a["config"]) | set(run_b["config"]))
+        changed = [k for k in keys if run_a["config"].get(k) != run_b["config"].get(k)]
+        warnings.append(f"configs differ in: {', '.join(changed)}")
+    deltas = {}
+    for key, a in run_a["totals"].items():
+        b = run_b["totals"].get(key)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            deltas[key] = {"a": a, "b": b, "delta": round(b - a, 4)}
+    for name, a in run_a["totals"].get("judge", {}).items():
+        b = run_b["totals"].get("judge", {}).get(name)
+        if b and a["mean"] is not None and b["mean"] is not None:
+            deltas[f"judge.{name}"] = {"a": a["mean"], "b": b["mean"], "delta": round(b["mean"] - a["mean"], 4)}
+    rows_a = {r["id"]: r for r in run_a["rows"]}
+    rows_b = {r["id"]: r for r in run_b["rows"]}
+    better, worse = [], []
+    for qid in rows_a.keys() & rows_b.keys():
+        ra, rb = rows_a[qid]["first_gold_rank"], rows_b[qid]["first_gold_rank"]
+        if _rank_value(ra) == _rank_value(rb):
+            continue
+        entry = {"id": qid, "query": rows_b[qid]["query"], "rank_a": ra, "rank_b": rb,
+                 "strategy_a": rows_a[qid].get("strategy", ""), "strategy_b": rows_b[qid].get("strategy", "")}
+        (better if _rank_value(rb) < _rank_value(ra) else worse).append(entry)
+
+    def move(e: dict) -> float:
+        a, b = _rank_value(e["rank_a"]), _rank_value(e["rank_b"])
+        return abs((1 / a if a != float("inf") else 0) - (1 / b if b != float("inf") else 0))
+
+    better.sort(key=move, reverse=True)
+    worse.sort(key=move, reverse=True)
+    return {"warnings": warnings, "deltas": deltas, "better": better, "worse": worse,
+            "only_a": len(rows_a.keys() - rows_b.keys()), "only_b": len(rows_b.keys() - rows_a.keys())}
+
+
+def format_compare(result: dict, name_a: str, name_b: str, show: int = 15) -> str:
+    """Human-readable report of ``compare``'s result."""
+    lines = [f"A = {name_a}", f"B = {name_b}"]
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    lines.append(f"{'metric':24s} {'A':>10s} {'B':>10s} {'B-A':>10s}")
+    for key, d in result["deltas"].items():
+        lines.append(f"{key:24s} {d['a']:10.4f} {d['b']:10.4f} {d['delta']:+10.4f}")
+
+    def rank(r):
+        return "-" if r is None else str(r)
+
+    for label in ("better", "worse"):
+        items = result[label]
+        lines.append(f"\n{len(items)} queries {label} (first gold rank A -> B):")
+        for e in items[:show]:
+            lines.append(f"  {e['id']:>12s}  {rank(e['rank_a']):>3s} -> {rank(e['rank_b']):<3s} {e['query'][:60]}")
+        if len(items) > show:
+            lines.append(f"  ... {len(items) - show} more")
+    if result["only_a"] or result["only_b"]:
+        lines.append(f"\nqueries only in A: {result['only_a']}, only in B: {result['only_b']}")
+    return "\n".join(lines)

@@ -4,7 +4,8 @@
   graphmesh ingest documents FILE        (JSONL, .gz accepted)
   graphmesh search "question" [--top-k N] [--json]
   graphmesh answer "question" [--top-k N] [--json]
-  graphmesh eval --dataset FILE [--json] [--limit N]
+  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N]
+  graphmesh eval compare RUN_A.json RUN_B.json
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
 
@@ -18,6 +19,7 @@ import asyncio
 import gzip
 import json
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -139,22 +141,61 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Runs the dataset through Search and prints the metrics."""
-    from services.cli.evaluate import load_dataset, run_queries, summarise
+    """``graphmesh eval --dataset FILE``: runs the dataset through Search (or
+    Answer + Judge with --answers), prints the totals, saves the run
+    artifact. ``graphmesh eval compare RUN_A RUN_B``: metric deltas and the
+    queries that got better or worse."""
+    from services.cli import evaluate
 
-    dataset = load_dataset(Path(args.dataset), args.limit)
+    positional = list(getattr(args, "compare", None) or [])
+    if positional:
+        if positional[0] != "compare" or len(positional) != 3:
+            print("error: usage: graphmesh eval compare RUN_A RUN_B", file=sys.stderr)
+            return 2
+        try:
+            run_a, run_b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in positional[1:])
+        except (OSError, ValueError) as err:
+            print(f"error: cannot read run artifact: {err}", file=sys.stderr)
+            return 2
+        result = evaluate.compare(run_a, run_b)
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False))
+        else:
+            print(evaluate.format_compare(result, positional[1], positional[2], getattr(args, "show", 15)))
+        return 0
+    if not args.dataset:
+        print("error: --dataset is required (or: graphmesh eval compare RUN_A RUN_B)", file=sys.stderr)
+        return 2
+    dataset_path = Path(args.dataset)
+    try:
+        dataset = evaluate.load_dataset(dataset_path, args.limit)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.ablate:
         from services.cli.ablation import ablation_table
 
         print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
         return 0
-    rows = asyncio.run(run_queries(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
-    summary = summarise(rows)
+    answers = getattr(args, "answers", False)
+    addresses = MeshAddresses()
+    config = {
+        "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
+        "answers": answers, "limit": args.limit, "env": evaluate.recorded_env(),
+    }
+    started = time.perf_counter()
+    rows = asyncio.run(evaluate.run_queries(addresses.gateway_addr, dataset, args.top_k, args.concurrency, args.timeout,
+                                            answers=answers, judge_address=addresses.judge_addr))
+    artifact = evaluate.build_artifact(dataset_path, rows, config, time.perf_counter() - started, args.limit)
+    out = getattr(args, "out", None)
+    saved = evaluate.save_artifact(artifact, Path(out) if out else None)
+    summary = artifact["totals"]
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary, ensure_ascii=False))
     else:
         for key, value in summary.items():
-            print(f"{key:16s} {value}")
+            print(f"{key:16s} {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+    print(f"run saved to {saved}", file=sys.stderr)
     return 0 if not summary["errors"] else 1
 
 
@@ -188,8 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--top-k", type=int, default=10)
         p.add_argument("--json", action="store_true")
         p.add_argument("--timeout", type=float, default=120.0, help="seconds")
-    ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set")
-    ev.add_argument("--dataset", required=True)
+    ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set, or compare two runs",
+                        usage="graphmesh eval --dataset FILE [options] | graphmesh eval compare RUN_A RUN_B")
+    ev.add_argument("compare", nargs="*", help="compare RUN_A RUN_B: deltas between two saved runs")
+    ev.add_argument("--dataset", help="JSONL: query, gold, optional id, reference, category")
+    ev.add_argument("--answers", action="store_true", help="call Answer and score each answer with the judge service")
+    ev.add_argument("--out", help=f"directory or .json file for the run artifact (default bench/results/runs/)")
+    ev.add_argument("--show", type=int, default=15, help="compare: queries listed per direction")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--limit", type=int)
     ev.add_argument("--top-k", type=int, default=30, help="results asked per query (ranks count distinct ids)")

@@ -1,54 +1,97 @@
-"""JudgeService: rule metrics now; LLM-judged ones are reported as not
-computed (never as 0 or 1) until an LLM judge is configured."""
+"""JudgeService: validates the request, runs ``scoring.judge`` (rule scores,
+and the LLM judge's three-round median when one is configured, in a worker
+thread) and converts the result to protobuf."""
 from __future__ import annotations
+
+import asyncio
 
 import grpc
 
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
-from services.common.errors import validate_query, validate_range
-from services.judge import core
+from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.judge import scoring
 from services.judge.config import JudgeSettings
 
-RETRIEVAL = judge_pb2.METRIC_GROUP_RETRIEVAL
-ANSWER = judge_pb2.METRIC_GROUP_ANSWER
-REASONING = judge_pb2.METRIC_GROUP_REASONING
-RULE = judge_pb2.SCORE_METHOD_RULE
-NOT_COMPUTED = judge_pb2.SCORE_METHOD_NOT_COMPUTED
+GROUP_PB = {
+    scoring.Group.RETRIEVAL: judge_pb2.METRIC_GROUP_RETRIEVAL,
+    scoring.Group.ANSWER: judge_pb2.METRIC_GROUP_ANSWER,
+    scoring.Group.REASONING: judge_pb2.METRIC_GROUP_REASONING,
+    scoring.Group.COST: judge_pb2.METRIC_GROUP_COST,
+    None: judge_pb2.METRIC_GROUP_UNSPECIFIED,
+}
+METHOD_PB = {
+    scoring.Method.RULE: judge_pb2.SCORE_METHOD_RULE,
+    scoring.Method.LLM: judge_pb2.SCORE_METHOD_LLM,
+    scoring.Method.MERGED: judge_pb2.SCORE_METHOD_MERGED,
+    scoring.Method.NOT_COMPUTED: judge_pb2.SCORE_METHOD_NOT_COMPUTED,
+}
 
-# Metrics of the reference (000 section 6) that need an LLM judge.
-LLM_ONLY = [
-    ("context_relevancy", RETRIEVAL), ("correctness", ANSWER), ("completeness", ANSWER), ("relevancy", ANSWER),
-    ("faithfulness", ANSWER), ("hallucination", ANSWER), ("factual_consistency", ANSWER),
-    ("cot_quality", REASONING), ("reasoning_depth", REASONING), ("multi_hop_accuracy", REASONING),
-]
+
+def metric_to_pb(score: scoring.Score) -> judge_pb2.Metric:
+    """protobuf Metric of a scoring.Score (value 0 and NOT_COMPUTED when absent)."""
+    metric = judge_pb2.Metric(
+        name=score.name, group=GROUP_PB[score.group], method=METHOD_PB[score.method],
+        value=score.value if score.value is not None else 0.0, detail=score.detail, llm_rounds=score.llm_rounds,
+    )
+    if score.rule_value is not None:
+        metric.rule_value = score.rule_value
+    if score.llm_value is not None:
+        metric.llm_value = score.llm_value
+    return metric
 
 
-def _metric(name: str, group: int, value: float | None, detail: str = "") -> judge_pb2.Metric:
-    if value is None:
-        return judge_pb2.Metric(name=name, group=group, method=NOT_COMPUTED, detail=detail)
-    return judge_pb2.Metric(name=name, group=group, value=value, method=RULE, detail=detail)
+def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings) -> scoring.JudgeInputs:
+    """Validated JudgeInputs of ``request``.
+
+    Raises:
+        InvalidArgument: "question" empty/too long, "k" out of range,
+            "context_ids" not one per context, "reference_answer" too long.
+    """
+    question = validate_query(request.question, settings.max_query_chars, "question")
+    k = validate_range(request.k or 10, 1, settings.max_k, "k")
+    if request.context_ids and len(request.context_ids) != len(request.contexts):
+        raise InvalidArgument("context_ids", f"has {len(request.context_ids)} ids for {len(request.contexts)} contexts; give one per context or none")
+    if len(request.reference_answer) > settings.max_reference_chars:
+        raise InvalidArgument("reference_answer", f"is {len(request.reference_answer)} characters; the maximum is {settings.max_reference_chars}")
+    if request.total_tokens < 0:
+        raise InvalidArgument("total_tokens", "must not be negative")
+    timings: dict[str, float] = {}
+    for t in request.timings:
+        timings[t.stage] = timings.get(t.stage, 0.0) + max(0.0, t.duration_ms)
+    return scoring.JudgeInputs(
+        question=question, answer=request.answer, ranked_ids=list(request.ranked_ids), contexts=list(request.contexts),
+        context_ids=list(request.context_ids), gold_ids=list(request.gold_ids), reference_answer=request.reference_answer,
+        k=k, timings_ms=timings, total_tokens=request.total_tokens,
+    )
 
 
 class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
+    """Judge RPC. The LLM judge (an OpenAI-compatible endpoint) is built once
+    when ``llm_base_url`` is set; without it LLM-only metrics are NOT_COMPUTED."""
+
     def __init__(self, settings: JudgeSettings) -> None:
         self._settings = settings
+        self._weights = {g: settings.weights.get(g.value, 0.0) for g in scoring.Group}
+        self._llm = None
+        if settings.llm_base_url:
+            from services.judge.llm import OpenAIJudge
+
+            self._llm = OpenAIJudge(settings.llm_base_url, settings.llm_api_key, settings.llm_model, settings.llm_timeout)
 
     async def Judge(self, request: judge_pb2.JudgeRequest, context: grpc.aio.ServicerContext) -> judge_pb2.JudgeResponse:
-        validate_query(request.question, self._settings.max_query_chars, "question")
-        k = validate_range(request.k or 10, 1, self._settings.max_k, "k")
-        ranked = core.dedupe(request.ranked_ids)
-        gold = set(request.gold_ids)
-        no_gold = "no gold ids given"
-        metrics = [
-            _metric(f"hit@{k}", RETRIEVAL, core.hit_at(ranked, gold, k) if gold else None, no_gold if not gold else ""),
-            _metric(f"recall@{k}", RETRIEVAL, core.recall_at(ranked, gold, k) if gold else None, no_gold if not gold else ""),
-            _metric("mrr", RETRIEVAL, core.mrr_at(ranked, gold, k) if gold else None, no_gold if not gold else ""),
-            _metric(f"ndcg@{k}", RETRIEVAL, core.ndcg_at(ranked, gold, k) if gold else None, no_gold if not gold else ""),
-            _metric("context_precision", RETRIEVAL, core.precision_at(ranked, gold, k) if gold else None, no_gold if not gold else ""),
-        ]
-        if request.answer:
-            validity = core.citation_validity(request.answer, len(request.contexts))
-            metrics.append(_metric("citation_validity", ANSWER, validity, "no citations" if validity is None else ""))
-            metrics.append(_metric("json_contamination", RETRIEVAL, 1.0 - core.json_contamination(request.answer)))
-        metrics.extend(_metric(name, group, None, "needs an LLM judge; none configured") for name, group in LLM_ONLY)
-        return judge_pb2.JudgeResponse(metrics=metrics)
+        """Scores one question; see the proto for fields and errors."""
+        inputs = inputs_from_request(request, self._settings)
+        s = self._settings
+        result = await asyncio.to_thread(
+            scoring.judge, inputs, self._llm, rounds=s.llm_rounds, policy=s.merge_policy, weights=self._weights,
+            latency_budgets_ms=s.latency_budgets_ms, token_budget=s.token_budget,
+        )
+        return judge_pb2.JudgeResponse(
+            metrics=[metric_to_pb(m) for m in result.scores],
+            groups=[
+                judge_pb2.GroupScore(group=GROUP_PB[g.group], value=g.value or 0.0, weight=g.weight, computed=g.computed, total=g.total)
+                for g in result.groups
+            ],
+            overall=metric_to_pb(result.overall),
+            llm_configured=self._llm is not None,
+        )

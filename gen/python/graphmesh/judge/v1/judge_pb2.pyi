@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -28,13 +29,23 @@ class _MetricGroupEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MetricGro
     METRIC_GROUP_UNSPECIFIED: _MetricGroup.ValueType  # 0
     """Not set."""
     METRIC_GROUP_RETRIEVAL: _MetricGroup.ValueType  # 1
-    """A: retrieval."""
+    """A: retrieval (context recall, precision, relevancy, entity utilisation,
+    MRR, nDCG, diversity, cross-document coverage, JSON contamination, hit,
+    recall@k, source-grounded).
+    """
     METRIC_GROUP_ANSWER: _MetricGroup.ValueType  # 2
-    """B: answer."""
+    """B: answer (correctness, completeness, relevancy, faithfulness,
+    hallucination, factual consistency, citation F1, conciseness,
+    readability).
+    """
     METRIC_GROUP_REASONING: _MetricGroup.ValueType  # 3
-    """C: reasoning."""
+    """C: reasoning (chain-of-thought quality, reasoning depth, multi-hop
+    accuracy).
+    """
     METRIC_GROUP_COST: _MetricGroup.ValueType  # 4
-    """D: cost."""
+    """D: cost (per-stage latency normalised, end-to-end, token efficiency,
+    store query times).
+    """
 
 class MetricGroup(_MetricGroup, metaclass=_MetricGroupEnumTypeWrapper):
     """Metric group of the reference evaluation."""
@@ -42,13 +53,23 @@ class MetricGroup(_MetricGroup, metaclass=_MetricGroupEnumTypeWrapper):
 METRIC_GROUP_UNSPECIFIED: MetricGroup.ValueType  # 0
 """Not set."""
 METRIC_GROUP_RETRIEVAL: MetricGroup.ValueType  # 1
-"""A: retrieval."""
+"""A: retrieval (context recall, precision, relevancy, entity utilisation,
+MRR, nDCG, diversity, cross-document coverage, JSON contamination, hit,
+recall@k, source-grounded).
+"""
 METRIC_GROUP_ANSWER: MetricGroup.ValueType  # 2
-"""B: answer."""
+"""B: answer (correctness, completeness, relevancy, faithfulness,
+hallucination, factual consistency, citation F1, conciseness,
+readability).
+"""
 METRIC_GROUP_REASONING: MetricGroup.ValueType  # 3
-"""C: reasoning."""
+"""C: reasoning (chain-of-thought quality, reasoning depth, multi-hop
+accuracy).
+"""
 METRIC_GROUP_COST: MetricGroup.ValueType  # 4
-"""D: cost."""
+"""D: cost (per-stage latency normalised, end-to-end, token efficiency,
+store query times).
+"""
 Global___MetricGroup: _TypeAlias = MetricGroup  # noqa: Y015
 
 class _ScoreMethod:
@@ -62,11 +83,14 @@ class _ScoreMethodEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ScoreMeth
     SCORE_METHOD_RULE: _ScoreMethod.ValueType  # 1
     """Computed by a rule from the inputs."""
     SCORE_METHOD_LLM: _ScoreMethod.ValueType  # 2
-    """Median of LLM judgements."""
+    """Median of three LLM judgement rounds."""
     SCORE_METHOD_MERGED: _ScoreMethod.ValueType  # 3
-    """Rule and LLM scores merged by the configured policy."""
+    """Rule and LLM scores merged by the configured policy (max or mean)."""
     SCORE_METHOD_NOT_COMPUTED: _ScoreMethod.ValueType  # 4
-    """Not computed (e.g. an LLM-only metric without an LLM, or no gold labels)."""
+    """Not computed: an LLM-only metric without an LLM, no gold labels, no
+    answer, or nothing to measure. The value is then meaningless (never 0 or
+    1 by convention); "detail" says why.
+    """
 
 class ScoreMethod(_ScoreMethod, metaclass=_ScoreMethodEnumTypeWrapper):
     """How a score was obtained."""
@@ -76,11 +100,14 @@ SCORE_METHOD_UNSPECIFIED: ScoreMethod.ValueType  # 0
 SCORE_METHOD_RULE: ScoreMethod.ValueType  # 1
 """Computed by a rule from the inputs."""
 SCORE_METHOD_LLM: ScoreMethod.ValueType  # 2
-"""Median of LLM judgements."""
+"""Median of three LLM judgement rounds."""
 SCORE_METHOD_MERGED: ScoreMethod.ValueType  # 3
-"""Rule and LLM scores merged by the configured policy."""
+"""Rule and LLM scores merged by the configured policy (max or mean)."""
 SCORE_METHOD_NOT_COMPUTED: ScoreMethod.ValueType  # 4
-"""Not computed (e.g. an LLM-only metric without an LLM, or no gold labels)."""
+"""Not computed: an LLM-only metric without an LLM, no gold labels, no
+answer, or nothing to measure. The value is then meaningless (never 0 or
+1 by convention); "detail" says why.
+"""
 Global___ScoreMethod: _TypeAlias = ScoreMethod  # noqa: Y015
 
 @_typing.final
@@ -95,23 +122,53 @@ class JudgeRequest(_message.Message):
     CONTEXTS_FIELD_NUMBER: _builtins.int
     GOLD_IDS_FIELD_NUMBER: _builtins.int
     K_FIELD_NUMBER: _builtins.int
+    REFERENCE_ANSWER_FIELD_NUMBER: _builtins.int
+    CONTEXT_IDS_FIELD_NUMBER: _builtins.int
+    TIMINGS_FIELD_NUMBER: _builtins.int
+    TOTAL_TOKENS_FIELD_NUMBER: _builtins.int
     question: _builtins.str
-    """The question."""
+    """The question (1 to 2,000 characters by default; not only whitespace)."""
     answer: _builtins.str
-    """The answer to score (may be empty for retrieval-only scoring)."""
+    """The answer to score, with [n] citation marks referring to "contexts"
+    (empty for retrieval-only scoring: answer metrics are then not computed).
+    """
     k: _builtins.int
-    """Cut-off for recall@k and nDCG@k (1 to 100; 10 when 0)."""
+    """Cut-off for hit@k, recall@k, nDCG@k, MRR and context precision (1 to
+    max_k, 100 by default; 10 when 0).
+    """
+    reference_answer: _builtins.str
+    """Reference answer, when labelled (at most 20,000 characters)."""
+    total_tokens: _builtins.int
+    """Prompt plus completion tokens spent on the answer; 0 = unknown (then
+    estimated from characters, see Metric "token_efficiency").
+    """
     @_builtins.property
     def ranked_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Ids of the retrieved items, best first (documents or entities)."""
+        """Ids of the retrieved items, best first (document or entity ids; repeats
+        are dropped, so ranks count distinct ids).
+        """
 
     @_builtins.property
     def contexts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Context texts given to the generator, in citation order."""
+        """Context texts given to the generator, in citation order: [n] is
+        contexts[n-1].
+        """
 
     @_builtins.property
     def gold_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Gold ids, when labelled."""
+        """Gold (relevant) ids, when labelled."""
+
+    @_builtins.property
+    def context_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Id (document or entity) of each context, same length as "contexts" when
+        given; needed for citation F1 and cross-document coverage.
+        """
+
+    @_builtins.property
+    def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
+        """Stage timings of the request that produced the answer (milliseconds),
+        as the gateway reports them; scored in group D.
+        """
 
     def __init__(
         self,
@@ -122,10 +179,14 @@ class JudgeRequest(_message.Message):
         contexts: _abc.Iterable[_builtins.str] | None = ...,
         gold_ids: _abc.Iterable[_builtins.str] | None = ...,
         k: _builtins.int = ...,
+        reference_answer: _builtins.str = ...,
+        context_ids: _abc.Iterable[_builtins.str] | None = ...,
+        timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+        total_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "contexts", b"contexts", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "context_ids", b"context_ids", "contexts", b"contexts", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids", "reference_answer", b"reference_answer", "timings", b"timings", "total_tokens", b"total_tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -142,16 +203,36 @@ class Metric(_message.Message):
     VALUE_FIELD_NUMBER: _builtins.int
     METHOD_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    RULE_VALUE_FIELD_NUMBER: _builtins.int
+    LLM_VALUE_FIELD_NUMBER: _builtins.int
+    LLM_ROUNDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Metric name, e.g. "recall@10", "mrr", "ndcg@10", "citation_validity"."""
+    """Metric name, e.g. "recall@10", "mrr", "ndcg@10", "citation_f1",
+    "faithfulness", "latency_norm.expand".
+    """
     group: Global___MetricGroup.ValueType
     """Group."""
     value: _builtins.float
-    """Value in [0, 1]; meaningless when method is NOT_COMPUTED."""
+    """Quality score in [0, 1], higher is better (for "hallucination" and
+    "json_contamination", 1 means none); meaningless when method is
+    NOT_COMPUTED.
+    """
     method: Global___ScoreMethod.ValueType
     """How it was obtained."""
     detail: _builtins.str
-    """Why it was not computed, or a note on the computation."""
+    """Why it was not computed, or a note on the computation (inputs, the rule
+    and LLM parts and the merge policy).
+    """
+    rule_value: _builtins.float
+    """Rule score in [0, 1], when the rule part was computed."""
+    llm_value: _builtins.float
+    """LLM score in [0, 1] (median of the rounds), when the LLM part was
+    computed.
+    """
+    @_builtins.property
+    def llm_rounds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Each LLM round's score, in round order (rounds that failed are absent)."""
+
     def __init__(
         self,
         *,
@@ -160,14 +241,66 @@ class Metric(_message.Message):
         value: _builtins.float = ...,
         method: Global___ScoreMethod.ValueType = ...,
         detail: _builtins.str = ...,
+        rule_value: _builtins.float | None = ...,
+        llm_value: _builtins.float | None = ...,
+        llm_rounds: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_llm_value", b"_llm_value", "_rule_value", b"_rule_value", "llm_value", b"llm_value", "rule_value", b"rule_value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_llm_value", b"_llm_value", "_rule_value", b"_rule_value", "detail", b"detail", "group", b"group", "llm_rounds", b"llm_rounds", "llm_value", b"llm_value", "method", b"method", "name", b"name", "rule_value", b"rule_value", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__llm_value: _TypeAlias = _typing.Literal["llm_value"]  # noqa: Y015
+    _WhichOneofArgType__llm_value: _TypeAlias = _typing.Literal["_llm_value", b"_llm_value"]  # noqa: Y015
+    _WhichOneofReturnType__rule_value: _TypeAlias = _typing.Literal["rule_value"]  # noqa: Y015
+    _WhichOneofArgType__rule_value: _TypeAlias = _typing.Literal["_rule_value", b"_rule_value"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__llm_value) -> _WhichOneofReturnType__llm_value | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rule_value) -> _WhichOneofReturnType__rule_value | None: ...
+
+Global___Metric: _TypeAlias = Metric  # noqa: Y015
+
+@_typing.final
+class GroupScore(_message.Message):
+    """Score of one metric group."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    COMPUTED_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    group: Global___MetricGroup.ValueType
+    """Group."""
+    value: _builtins.float
+    """Mean of the group's computed metrics in [0, 1]; meaningless when
+    "computed" is 0.
+    """
+    weight: _builtins.float
+    """Weight of the group in "overall" (configured; 0.40/0.35/0.25/0.00 by
+    default, from the reference).
+    """
+    computed: _builtins.int
+    """Metrics of the group that were computed."""
+    total: _builtins.int
+    """Metrics of the group in total."""
+    def __init__(
+        self,
+        *,
+        group: Global___MetricGroup.ValueType = ...,
+        value: _builtins.float = ...,
+        weight: _builtins.float = ...,
+        computed: _builtins.int = ...,
+        total: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "group", b"group", "method", b"method", "name", b"name", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["computed", b"computed", "group", b"group", "total", b"total", "value", b"value", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___Metric: _TypeAlias = Metric  # noqa: Y015
+Global___GroupScore: _TypeAlias = GroupScore  # noqa: Y015
 
 @_typing.final
 class JudgeResponse(_message.Message):
@@ -176,18 +309,37 @@ class JudgeResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     METRICS_FIELD_NUMBER: _builtins.int
+    GROUPS_FIELD_NUMBER: _builtins.int
+    OVERALL_FIELD_NUMBER: _builtins.int
+    LLM_CONFIGURED_FIELD_NUMBER: _builtins.int
+    llm_configured: _builtins.bool
+    """Whether an LLM judge is configured."""
     @_builtins.property
     def metrics(self) -> _containers.RepeatedCompositeFieldContainer[Global___Metric]:
-        """Every metric, computed or not."""
+        """Every metric of the reference set, computed or not."""
+
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupScore]:
+        """Score per group A, B, C, D."""
+
+    @_builtins.property
+    def overall(self) -> Global___Metric:
+        """Weighted sum of the group scores; groups with no computed metric are
+        left out and the other weights renormalised (said in its "detail").
+        NOT_COMPUTED when no weighted group has a computed metric.
+        """
 
     def __init__(
         self,
         *,
         metrics: _abc.Iterable[Global___Metric] | None = ...,
+        groups: _abc.Iterable[Global___GroupScore] | None = ...,
+        overall: Global___Metric | None = ...,
+        llm_configured: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["overall", b"overall"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["metrics", b"metrics"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "llm_configured", b"llm_configured", "metrics", b"metrics", "overall", b"overall"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

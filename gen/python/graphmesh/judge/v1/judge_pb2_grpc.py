@@ -26,8 +26,13 @@ if _version_not_supported:
 
 
 class JudgeServiceStub:
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     def __init__(self, channel):
@@ -44,13 +49,20 @@ class JudgeServiceStub:
 
 
 class JudgeServiceServicer:
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     def Judge(self, request, context):
-        """Scores one answered question. Errors: INVALID_ARGUMENT when "question" is
-        empty or "k" is out of range.
+        """Scores one answered question. Errors: INVALID_ARGUMENT with a
+        google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
+        1..max_k), "context_ids" (given, but not one per context), or
+        "reference_answer" (too long).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -73,8 +85,13 @@ def add_JudgeServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class JudgeService:
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     @staticmethod

@@ -27,8 +27,13 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class JudgeServiceStub:
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     @_typing.overload
@@ -36,25 +41,39 @@ class JudgeServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> JudgeServiceAsyncStub: ...
     Judge: _grpc.UnaryUnaryMultiCallable[_judge_pb2.JudgeRequest, _judge_pb2.JudgeResponse]
-    """Scores one answered question. Errors: INVALID_ARGUMENT when "question" is
-    empty or "k" is out of range.
+    """Scores one answered question. Errors: INVALID_ARGUMENT with a
+    google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
+    1..max_k), "context_ids" (given, but not one per context), or
+    "reference_answer" (too long).
     """
 
 @_typing.type_check_only
 class JudgeServiceAsyncStub(JudgeServiceStub):
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Judge: _aio.UnaryUnaryMultiCallable[_judge_pb2.JudgeRequest, _judge_pb2.JudgeResponse]  # type: ignore[assignment]
-    """Scores one answered question. Errors: INVALID_ARGUMENT when "question" is
-    empty or "k" is out of range.
+    """Scores one answered question. Errors: INVALID_ARGUMENT with a
+    google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
+    1..max_k), "context_ids" (given, but not one per context), or
+    "reference_answer" (too long).
     """
 
 class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Scores retrieval and answers (MarxSphere eval-32-metrics). Never changes a
-    ranking.
+    """Scores retrieval and answers with the metric set of MarxSphere's
+    eval-32-metrics V41 (reference 000, section 6): groups A retrieval (w 0.40),
+    B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
+    Each metric has a rule score where one can be computed without a model;
+    LLM-judged metrics run three rounds and take the median, and rule and LLM
+    scores merge by the configured policy (max, as in the reference, or mean).
+    Never changes a ranking.
     """
 
     @_abc_1.abstractmethod
@@ -63,8 +82,10 @@ class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _judge_pb2.JudgeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_judge_pb2.JudgeResponse, _abc.Awaitable[_judge_pb2.JudgeResponse]]:
-        """Scores one answered question. Errors: INVALID_ARGUMENT when "question" is
-        empty or "k" is out of range.
+        """Scores one answered question. Errors: INVALID_ARGUMENT with a
+        google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
+        1..max_k), "context_ids" (given, but not one per context), or
+        "reference_answer" (too long).
         """
 
 def add_JudgeServiceServicer_to_server(servicer: JudgeServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,88 @@
+"""Pure parts of ``graphmesh eval``: dataset reading, totals, artifacts,
+context splitting and run comparison."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.cli import evaluate
+from services.cli.evaluate import QueryRow
+
+
+def row(qid: str, rank: int | None, category: str = "", gold=("g",), latency: float = 10.0) -> QueryRow:
+    ranked = ["x"] * 0
+    if rank is not None:
+        ranked = [f"o{i}" for i in range(1, rank)] + [gold[0]]
+    return QueryRow(qid, f"q{qid}", list(gold), ranked, rank, latency, [], category=category)
+
+
+def test_summarise_known_ranks():
+    rows = [row("1", 1, "a"), row("2", 3, "a"), row("3", None, "b"), row("4", 7, "b", latency=30.0)]
+    s = evaluate.summarise(rows)
+    assert s["top1"] == s["recall@1"] == 0.25
+    assert s["recall@5"] == 0.5 and s["recall@10"] == 0.75
+    assert s["mrr@10"] == pytest.approx(round((1 + 1 / 3 + 1 / 7) / 4, 4))
+    assert s["category_recall@10"] == {"a": {"n": 2, "recall@10": 1.0}, "b": {"n": 2, "recall@10": 0.5}}
+    assert s["latency_ms_p50"] == 10.0 and s["n"] == 4 and s["errors"] == 0
+
+
+def test_summarise_judge_means_skip_not_computed():
+    a, b = row("1", 1), row("2", 2)
+    a.judge = {"faithfulness": 0.5, "cot_quality": None}
+    b.judge = {"faithfulness": 1.0, "cot_quality": None}
+    s = evaluate.summarise([a, b])
+    assert s["judge"]["faithfulness"] == {"mean": 0.75, "computed": 2}
+    assert s["judge"]["cot_quality"] == {"mean": None, "computed": 0}
+
+
+def test_load_dataset_and_reference(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"query": "问题一", "gold": [1], "reference": "答案"}\n\n{"id": "b", "query": "问题二", "gold": []}\n', encoding="utf-8")
+    rows = evaluate.load_dataset(path)
+    assert [r["id"] for r in rows] == ["1", "b"]
+    assert evaluate.reference_of(rows[0]) == "答案" and evaluate.reference_of(rows[1]) == ""
+    assert len(evaluate.load_dataset(path, limit=1)) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"gold": [1]}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        evaluate.load_dataset(bad)
+
+
+def test_split_context_numbered_blocks():
+    context = "[1] 专利法 第二条\n发明是新的技术方案。\n第二行\n\n[2] 劳动合同法 第八十二条\n支付二倍工资。"
+    assert evaluate.split_context(context) == [
+        ("专利法 第二条", "发明是新的技术方案。\n第二行"), ("劳动合同法 第八十二条", "支付二倍工资。")]
+
+
+def test_artifact_saves_and_hashes(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"query": "q", "gold": ["g"]}\n')
+    config = {"top_k": 30, "env": {"GRAPHMESH_GATEWAY_FUSION_METHOD": "rrf"}}
+    art = evaluate.build_artifact(dataset, [row("1", 2)], config, 2.0, None)
+    assert art["schema"] == evaluate.SCHEMA and len(art["git"]["commit"]) == 40
+    assert art["config_hash"] == evaluate.config_hash(dict(config)) != evaluate.config_hash({**config, "top_k": 10})
+    assert art["dataset"]["sha256"] == evaluate.file_hash(dataset) and art["rows"][0]["first_gold_rank"] == 2
+    saved = evaluate.save_artifact(art, tmp_path / "runs")
+    assert saved.parent == tmp_path / "runs" and json.loads(saved.read_text())["totals"]["mrr@10"] == 0.5
+    assert evaluate.save_artifact(art, tmp_path / "x.json") == tmp_path / "x.json"
+
+
+def test_recorded_env_drops_ports_addresses_and_secrets():
+    env = {"GRAPHMESH_GATEWAY_PORT": "1", "GRAPHMESH_JUDGE_ADDR": "a", "GRAPHMESH_JUDGE_LLM_API_KEY": "s",
+           "GRAPHMESH_HOME": "/x", "GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted", "PATH": "/bin"}
+    assert evaluate.recorded_env(env) == {"GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted"}
+
+
+def test_compare_lists_better_and_worse(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"query": "q", "gold": ["g"]}\n')
+    a = evaluate.build_artifact(dataset, [row("1", 1), row("2", 5), row("3", None), row("4", 2)], {"top_k": 30}, 1.0, None)
+    b = evaluate.build_artifact(dataset, [row("1", 1), row("2", 1), row("3", 9), row("4", None)], {"top_k": 10}, 1.0, None)
+    result = evaluate.compare(a, b)
+    assert [e["id"] for e in result["better"]] == ["2", "3"]   # 5->1 moves MRR more than -(none)->9
+    assert [(e["id"], e["rank_a"], e["rank_b"]) for e in result["worse"]] == [("4", 2, None)]
+    assert result["deltas"]["recall@1"] == {"a": 0.25, "b": 0.5, "delta": 0.25}
+    assert any("top_k" in w for w in result["warnings"])
+    text = evaluate.format_compare(result, "a.json", "b.json")
+    assert "2 queries better" in text and "1 queries worse" in text and "recall@1" in text

@@ -1,0 +1,208 @@
+"""The judge's metric set on small inputs with known values: each rule
+metric, the three-round median, the merge policies, groups and overall."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from services.judge import llm as judge_llm
+from services.judge import scoring
+from services.judge import text_rules as tr
+from services.judge.scoring import Group, JudgeInputs, Method
+
+CONTEXTS = [
+    "实用新型，是指对产品的形状、构造或者其结合所提出的适于实用的新的技术方案。",
+    "发明，是指对产品、方法或者其改进所提出的新的技术方案。",
+]
+QUESTION = "什么是实用新型？"
+ANSWER = "实用新型是指对产品的形状、构造提出的新的技术方案[1]。"
+
+
+def by_name(**kwargs) -> dict[str, scoring.Score]:
+    return scoring.judge(JudgeInputs(question=QUESTION, **kwargs)).by_name()
+
+
+def test_ranked_metrics_on_a_known_ranking():
+    s = by_name(ranked_ids=["x", "g1", "y", "g2"], gold_ids=["g1", "g2"], k=3)
+    assert s["hit@3"].value == 1.0
+    assert s["recall@3"].value == 0.5
+    assert s["mrr@3"].value == 0.5
+    assert math.isclose(s["ndcg@3"].value, (1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    # no context ids: context metrics use the top k of the ranking
+    assert math.isclose(s["context_precision"].value, 1 / 3)
+    assert s["context_recall"].value == 0.5
+    assert all(s[n].method is Method.RULE for n in ("hit@3", "recall@3", "mrr@3", "ndcg@3"))
+
+
+def test_ranked_metrics_without_gold_are_not_computed_never_zero():
+    s = by_name(ranked_ids=["a", "b"])
+    for name in ("hit@10", "recall@10", "mrr@10", "ndcg@10", "context_precision", "context_recall"):
+        assert s[name].method is Method.NOT_COMPUTED and s[name].value is None
+        assert "gold" in s[name].detail
+
+
+def test_context_metrics_use_context_ids():
+    s = by_name(ranked_ids=["d1", "d2", "d3"], contexts=["甲", "乙", "丙"], context_ids=["d1", "d1", "d3"], gold_ids=["d1", "d2"])
+    assert s["context_recall"].value == 0.5          # d1 of {d1, d2}
+    assert s["context_precision"].value == 0.5       # distinct contexts d1, d3: one gold
+    assert math.isclose(s["cross_doc_coverage"].value, 2 / 3)
+
+
+def test_citation_f1_of_a_known_answer():
+    answer = "应当支付二倍工资[1]，并补订合同[3]。"
+    s = by_name(answer=answer, contexts=["a", "b", "c"], context_ids=["d1", "d2", "d3"], gold_ids=["d1", "d2"])
+    # cited {d1, d3}, gold {d1, d2}: precision 1/2, recall 1/2
+    assert math.isclose(s["citation_f1"].value, 0.5)
+    assert by_name(answer="没有引用。", contexts=["a"], context_ids=["d1"], gold_ids=["d1"])["citation_f1"].method is Method.NOT_COMPUTED
+
+
+def test_text_overlap_rules_on_known_strings():
+    # bigrams of "abcd" = ab bc cd; of "abce" = ab bc ce -> F1 = 2/3
+    assert math.isclose(tr.overlap_f1("abcd", "abce"), 2 / 3)
+    assert tr.correctness("abcd", "abce") == pytest.approx(2 / 3)
+    assert tr.correctness("", "abce") is None
+    assert tr.coverage(["形状", "方法"], "产品的形状") == 0.5
+    assert tr.completeness("专利 期限 二十年", "发明专利权的期限为二十年") == pytest.approx(
+        tr.coverage(tr.query_keywords("发明专利权的期限为二十年"), "专利 期限 二十年"))
+
+
+def test_faithfulness_hallucination_and_grounding():
+    supported = "实用新型是对产品的形状、构造提出的新技术方案[1]。"
+    invented = "保护期限为五十年且可无限续展。"
+    assert tr.faithfulness(supported + invented, CONTEXTS) == 0.5
+    assert tr.hallucination(supported, CONTEXTS) > tr.hallucination(supported + invented, CONTEXTS)
+    assert tr.hallucination(CONTEXTS[0], CONTEXTS) == 1.0
+    assert tr.source_grounded(supported + invented, 2) == 0.5
+    assert tr.source_grounded("法律另有规定[5]。", 2) == 0.0  # [5] points at no context
+
+
+def test_factual_consistency_counts_numbers():
+    assert tr.factual_consistency("期限为二十年，自申请日起算，费用100元。", "期限为二十年，费用200元。", []) == 0.5
+    assert tr.factual_consistency("没有数字。", "二十年", []) is None
+    assert tr.numbers("第1.5条和三十日") == ["1.5", "三十"]
+
+
+def test_relevancy_entities_diversity():
+    assert tr.answer_relevancy("实用新型的定义", "实用新型是一种技术方案") == pytest.approx(
+        tr.coverage(tr.query_keywords("实用新型的定义"), "实用新型是一种技术方案"))
+    assert tr.context_relevancy(QUESTION, ["实用新型", "无关的内容"]) == pytest.approx(0.5)
+    assert tr.diversity(["abc", "abc"]) == 0.0
+    assert tr.diversity(["abc", "xyz"]) == 1.0
+    assert tr.diversity(["abc"]) is None
+    assert tr.entity_utilisation(QUESTION, "与此无关。", CONTEXTS) == 0.0
+    assert tr.entity_utilisation(QUESTION, ANSWER, CONTEXTS) == 1.0
+
+
+def test_conciseness_readability_json():
+    assert tr.conciseness("短回答。") == 1.0
+    assert tr.conciseness("字" * 800) == pytest.approx(400 / 800)
+    assert tr.conciseness("字" * 40, reference_answer="字" * 10) == pytest.approx(20 / 40)
+    assert tr.readability("短句。") == 1.0
+    assert tr.readability("字" * 159 + "。") == pytest.approx(80 / 160)
+    assert tr.readability("```json\n{}\n```") < 1.0
+    s = by_name(answer='{"answer": "x"}')
+    assert s["json_contamination"].value == 0.0   # 1 = clean; this answer is JSON
+    assert by_name(answer="正常回答。")["json_contamination"].value == 1.0
+
+
+def test_multi_hop_needs_two_gold():
+    s = by_name(ranked_ids=["g1", "x"], gold_ids=["g1", "g2"])
+    assert s["multi_hop_accuracy"].method is Method.RULE and s["multi_hop_accuracy"].value == 0.5
+    assert by_name(ranked_ids=["g1"], gold_ids=["g1"])["multi_hop_accuracy"].method is Method.NOT_COMPUTED
+
+
+def test_cost_group_normalises_latency_and_tokens():
+    s = by_name(answer="回答。", contexts=["资料"], timings_ms={"expand": 600.0, "retrieve.pg": 400.0, "retrieve.graph": 2000.0, "total": 1500.0}, total_tokens=8000)
+    assert s["latency_norm.expand"].value == 0.5        # 300 ms budget / 600 ms
+    assert s["latency_norm.retrieve"].value == 0.5      # slowest retriever 2000 ms vs 1000 ms
+    assert s["pg_query_norm"].value == 1.0
+    assert s["neo4j_query_norm"].value == 0.4           # 800 / 2000
+    assert s["end_to_end_norm"].value == 1.0
+    assert s["token_efficiency"].value == 0.5           # 4000 / 8000
+    assert s["latency_norm.fuse"].method is Method.NOT_COMPUTED
+    assert all(v.group is Group.COST for k, v in s.items() if "norm" in k)
+
+
+def test_without_llm_llm_only_metrics_are_not_computed():
+    result = scoring.judge(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS))
+    s = result.by_name()
+    for name in ("cot_quality", "reasoning_depth"):
+        assert s[name].method is Method.NOT_COMPUTED and s[name].value is None
+        assert "no" in s[name].detail and "LLM" in s[name].detail
+    assert len(result.scores) == 31  # 12 A + 9 B + 3 C + 7 D, plus overall separately
+    assert {g.group: g.total for g in result.groups} == {Group.RETRIEVAL: 12, Group.ANSWER: 9, Group.REASONING: 3, Group.COST: 7}
+
+
+def test_three_round_median_and_failed_rounds():
+    answers = iter([{"cot_quality": 0.2, "faithfulness": 0.9}, {"cot_quality": 0.8}, {"cot_quality": 0.5, "faithfulness": 0.1}])
+    per_metric, errors = scoring.median_of_rounds(lambda _x, _n: next(answers), JudgeInputs(question="q"), ["cot_quality", "faithfulness"])
+    assert per_metric == {"cot_quality": [0.2, 0.8, 0.5], "faithfulness": [0.9, 0.1]} and not errors
+
+    calls = []
+
+    def flaky(_inputs, names):
+        calls.append(1)
+        if len(calls) == 2:
+            raise TimeoutError("slow")
+        return {n: 1.7 if len(calls) == 1 else 0.4 for n in names}  # 1.7 is clipped to 1
+
+    result = scoring.judge(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS), flaky).by_name()
+    assert len(calls) == 3
+    assert result["cot_quality"].method is Method.LLM
+    assert result["cot_quality"].llm_rounds == [1.0, 0.4]
+    assert result["cot_quality"].value == pytest.approx(0.7)  # median of two rounds
+
+
+def test_median_of_three_rounds_is_the_middle_value():
+    rounds = iter([0.9, 0.1, 0.6])
+
+    def judge_round(_inputs, names):
+        v = next(rounds)
+        return {n: v for n in names}
+
+    s = scoring.judge(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS), judge_round).by_name()
+    assert s["reasoning_depth"].value == 0.6 and s["reasoning_depth"].llm_rounds == [0.9, 0.1, 0.6]
+
+
+def test_merge_policies():
+    assert scoring.merge(0.4, 0.8, "max") == (0.8, Method.MERGED)
+    assert scoring.merge(0.4, 0.8, "mean") == (pytest.approx(0.6), Method.MERGED)
+    assert scoring.merge(0.4, None) == (0.4, Method.RULE)
+    assert scoring.merge(None, 0.3) == (0.3, Method.LLM)
+    assert scoring.merge(None, None) == (None, Method.NOT_COMPUTED)
+    with pytest.raises(ValueError):
+        scoring.merge(0.1, 0.2, "min")
+    const = lambda _x, names: {n: 0.0 for n in names}  # noqa: E731
+    inputs = JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS)
+    rule = scoring.judge(inputs).by_name()["faithfulness"].value
+    for policy, expected in (("max", rule), ("mean", rule / 2)):
+        merged = scoring.judge(inputs, const, policy=policy).by_name()["faithfulness"]
+        assert merged.method is Method.MERGED and merged.value == pytest.approx(expected)
+        assert merged.rule_value == pytest.approx(rule) and merged.llm_value == 0.0
+
+
+def test_overall_weights_and_renormalisation():
+    groups = [
+        scoring.GroupResult(Group.RETRIEVAL, 0.5, 0.40, 1, 12),
+        scoring.GroupResult(Group.ANSWER, 1.0, 0.35, 1, 9),
+        scoring.GroupResult(Group.REASONING, 0.2, 0.25, 1, 3),
+        scoring.GroupResult(Group.COST, 0.0, 0.0, 1, 7),
+    ]
+    assert scoring.overall(groups).value == pytest.approx(0.40 * 0.5 + 0.35 * 1.0 + 0.25 * 0.2)
+    groups[2] = scoring.GroupResult(Group.REASONING, None, 0.25, 0, 3)
+    result = scoring.overall(groups)
+    assert result.value == pytest.approx((0.40 * 0.5 + 0.35 * 1.0) / 0.75) and "C" in result.detail
+    assert scoring.overall([scoring.GroupResult(Group.COST, 1.0, 0.0, 1, 7)]).method is Method.NOT_COMPUTED
+    custom = scoring.judge(JudgeInputs(question=QUESTION, ranked_ids=["g"], gold_ids=["g"]),
+                           weights={Group.RETRIEVAL: 1.0, Group.ANSWER: 0, Group.REASONING: 0, Group.COST: 0})
+    assert custom.overall.value == pytest.approx(custom.groups[0].value)
+
+
+def test_llm_reply_parsing_and_prompt():
+    assert judge_llm.parse_scores('好的：{"cot_quality": 0.7, "x": "y", "faithfulness": 3}', ["cot_quality", "faithfulness", "x"]) == {
+        "cot_quality": 0.7, "faithfulness": 1.0}
+    with pytest.raises(ValueError):
+        judge_llm.parse_scores("no json here", ["cot_quality"])
+    messages = judge_llm.build_messages(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS, reference_answer="参考"), ["cot_quality"])
+    assert "[1] 实用新型" in messages[1]["content"] and "参考答案：参考" in messages[1]["content"] and "cot_quality" in messages[1]["content"]
