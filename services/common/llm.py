@@ -179,6 +179,7 @@ class LlmClient:
             return response
 
         response = await self._with_retries(purpose, total, open_stream)
+        finished = False
         try:
             lines = response.aiter_lines()
             while True:
@@ -188,6 +189,7 @@ class LlmClient:
                 try:
                     line = await asyncio.wait_for(lines.__anext__(), timeout=left)
                 except StopAsyncIteration:
+                    finished = True
                     return
                 except asyncio.TimeoutError:
                     raise LlmError("timeout", f"stream not finished within {total:.1f}s") from None
@@ -197,6 +199,7 @@ class LlmClient:
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
+                    finished = True
                     return
                 try:
                     choices = json.loads(payload).get("choices") or []
@@ -205,5 +208,12 @@ class LlmClient:
                 piece = (choices[0].get("delta") or {}).get("content") if choices else None
                 if piece:
                     yield piece
+        except (asyncio.CancelledError, GeneratorExit):
+            LLM_CALLS.labels(purpose, "cancelled").inc()
+            raise
         finally:
+            # Closing the response mid-stream drops the connection, which
+            # makes llama.cpp (and OpenAI-compatible servers) stop generating.
             await response.aclose()
+            if finished:
+                LLM_CALLS.labels(purpose, "stream_done").inc()

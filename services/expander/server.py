@@ -16,5 +16,6 @@ def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSe
         name="expander",
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
+        on_stop=servicer.close,
     )
     return service, settings

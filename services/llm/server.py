@@ -79,6 +79,8 @@ def serve(settings: LocalLlmSettings, stop: threading.Event) -> None:
     params.cpuparams.n_threads = settings.threads
     params.cpuparams_batch.n_threads = settings.threads
     params.sampling.seed = 42
+    params.endpoint_slots = True  # GET /slots: whether a request is still generating
+    params.endpoint_metrics = True
     server = xllamacpp.Server(params)
     print(f"READY llm http://{settings.host}:{settings.port}/v1", flush=True)
     try:
