@@ -20,7 +20,7 @@ HYDE = "REWRITE_KIND_HYDE"
 SUB_QUERIES = "REWRITE_KIND_SUB_QUERIES"
 
 # Token caps per kind (the 0.5B local model writes ~20 tokens/s on 2 cores).
-MAX_TOKENS = {EXPANDED_QUERY: 48, HYDE: 96, SUB_QUERIES: 80}
+MAX_TOKENS = {EXPANDED_QUERY: 40, HYDE: 80, SUB_QUERIES: 64}
 MAX_REWRITE_CHARS = 300
 
 _SYSTEM = "你是中文法律检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。"
@@ -45,7 +45,7 @@ def build_messages(kind: str, query: str, context: str = "", n: int = 3) -> list
     elif kind == HYDE:
         user = f"请用法律条文的口吻写一段不超过120字的文字，直接回答下面的问题。只输出这段文字。\n问题：{query}"
     elif kind == SUB_QUERIES:
-        known = f"\n已知信息：{context[:600]}" if context.strip() else ""
+        known = f"\n已知信息：{context[:300]}" if context.strip() else ""
         user = f"问题：{query}{known}\n为了更全面地回答该问题，请提出{n}个更具体的检索子问题，每行一个。"
     else:
         raise ValueError(kind)

@@ -84,7 +84,9 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         timeout = request.timeout_seconds or self._settings.llm_timeout
         left = context.time_remaining()
         if left is not None:
-            timeout = max(0.001, min(timeout, left))
+            # Leave a quarter of the caller's deadline for the rule fallback
+            # and the embedding of the sub-queries.
+            timeout = max(0.001, min(timeout, 0.75 * left))
         analysis = core.analyse(query)
         result = await llm_expansion.rewrite(
             self._llm, expander_pb2.RewriteKind.Name(request.kind), analysis.normalized_query,

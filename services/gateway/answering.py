@@ -370,7 +370,7 @@ class AnswerFlow:
                 iteration.partial_answer = await self._partial_answer(query, partial_context, outcomes, deadline)
                 try:
                     reply = await self._rewrite(expander_pb2.REWRITE_KIND_SUB_QUERIES, query, deadline.left(s.strategy_timeouts.get("sub_queries", 30.0)),
-                                                context=iteration.partial_answer, n=max(k, 3))
+                                                context=iteration.partial_answer, n=k + 1)
                     iteration.proposed.extend(gateway_pb2.ScoredQuery(text=r.text, score=r.score) for r in reply.rewrites)
                 except grpc.aio.AioRpcError as err:
                     log.warning("deep search: sub-queries failed: %s", _describe(err))

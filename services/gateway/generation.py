@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from services.common.llm import LlmClient
 from services.common.text import split_sentences
 
-SYSTEM_PROMPT = (
-    "你是严谨的检索增强问答助手。只依据给出的编号资料回答问题，"
-    "在用到的句子后用 [编号] 标注出处，例如 [1]。资料不足时直说。不要输出 JSON 或代码块。"
-)
+SYSTEM_PROMPT = "你是严谨的法律问答助手，只依据给出的编号资料回答；资料不足时直说。不要输出 JSON 或代码块。"
+# The instruction sits after the question: small local models (Qwen2.5 0.5B)
+# otherwise answer with a bare "[1]". The example is neutral on purpose.
+ANSWER_INSTRUCTION = "请用一两句完整的中文句子回答，并在句末用方括号标注所依据资料的编号，例如：某某行为应当承担相应责任[2]。"
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
@@ -27,7 +27,7 @@ def build_messages(question: str, context: str) -> list[dict[str, str]]:
     (whose items are numbered [n])."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n回答："},
+        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
     ]
 
 

@@ -171,7 +171,9 @@ def _timeout_header(request: web.Request) -> float | None:
 
 async def run_rest(grpc_port: int, host: str, port: int) -> None:
     """Serves the REST app on host:port until cancelled."""
-    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None)
+    # handler_cancellation: a client that disconnects cancels its handler,
+    # and so the gRPC call and the LLM request behind it.
+    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

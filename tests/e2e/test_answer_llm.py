@@ -200,3 +200,93 @@ async def test_cancelled_stream_stops_the_llm_call(mesh, local_llm, llm_expander
         await service.on_stop()
     after = REGISTRY.get_sample_value("graphmesh_llm_calls_total", {"purpose": "answer", "outcome": "cancelled"})
     assert after == before + 1
+
+
+# ---- without an LLM: the chain still runs (no HyDE), answers extractively ----
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def plain_stub(mesh, ingested):
+    async with grpc.aio.insecure_channel(mesh.gateway) as ch:
+        yield gateway_pb2_grpc.GatewayServiceStub(ch)
+
+
+async def test_without_llm_the_chain_skips_hyde_and_answers_extractively(mesh, ingested):
+    # Demand more evidence than any retrieval has: every strategy is tried.
+    server, service, address = await start_gateway(mesh, None, min_evidence_score=1.01)
+    try:
+        async with grpc.aio.insecure_channel(address) as ch:
+            reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Answer(gateway_pb2.AnswerRequest(query=TWO_X_WAGES, top_k=3), timeout=300)
+    finally:
+        await server.stop(0)
+        await service.on_stop()
+    by_strategy = {a.strategy: a for a in reply.attempts}
+    assert list(by_strategy) == [1, 2, 3, 4, 5]  # the reference order
+    assert by_strategy[gateway_pb2.FALLBACK_STRATEGY_HYDE].reason.startswith("skipped: no LLM for HyDE")
+    assert by_strategy[gateway_pb2.FALLBACK_STRATEGY_EXPANDED_QUERY].query  # the keyword rewrite ran
+    assert by_strategy[gateway_pb2.FALLBACK_STRATEGY_ENTITY_NAMES].query.startswith(TWO_X_WAGES)
+    answered = [a for a in reply.attempts if a.answered]
+    assert len(answered) == 1 and answered[0].reason.startswith("best available")
+    assert reply.strategy == answered[0].strategy
+    assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "[1]" in reply.answer
+
+
+def _post_stream(url: str, body: dict, accept: str) -> tuple[str, list[str]]:
+    request = urllib.request.Request(url, data=json.dumps(body, ensure_ascii=False).encode(),
+                                     headers={"Content-Type": "application/json", "Accept": accept}, method="POST")
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        return reply.headers["Content-Type"], reply.read().decode().splitlines()
+
+
+async def test_rest_answer_stream_as_server_sent_events_and_json_lines(mesh, ingested):
+    url = mesh.rest_url + "/v1/query:answerStream"
+    ctype, lines = await asyncio.to_thread(_post_stream, url, {"query": TWO_X_WAGES, "topK": 3}, "text/event-stream")
+    assert ctype.startswith("text/event-stream")
+    events = [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: ")]
+    stages = [e["stage"]["stage"] for e in events if "stage" in e]
+    assert stages[:1] == ["expand"] and "fuse" in stages and "strategy.standard" in stages
+    assert "done" in events[-1] and events[-1]["done"]["answer"] and events[-1]["done"]["strategy"] == "FALLBACK_STRATEGY_STANDARD"
+    ctype, lines = await asyncio.to_thread(_post_stream, url, {"query": TWO_X_WAGES, "topK": 3}, "application/json")
+    assert ctype.startswith("application/x-ndjson")
+    assert "done" in json.loads(lines[-1])
+
+
+async def test_stream_and_deep_search_reject_bad_input_naming_the_field(plain_stub, mesh):
+    from services.common.errors import field_violations
+
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        async for _ in plain_stub.AnswerStream(gateway_pb2.AnswerStreamRequest(query="  "), timeout=30):
+            pass
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(err.value)[0][0] == "query"
+    for request, field in [
+        (gateway_pb2.DeepSearchRequest(query="劳动合同", max_iterations=9), "max_iterations"),
+        (gateway_pb2.DeepSearchRequest(query="劳动合同", sub_queries=-1), "sub_queries"),
+        (gateway_pb2.DeepSearchRequest(query="劳动合同", growth_threshold=1.5), "growth_threshold"),
+        (gateway_pb2.DeepSearchRequest(query=""), "query"),
+    ]:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await plain_stub.DeepSearch(request, timeout=30)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(err.value)[0][0] == field
+    status, body = await asyncio.to_thread(_post_json, mesh.rest_url + "/v1/query:answerStream", {"query": ""})
+    assert status == 400 and body["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def _post_json(url: str, body: dict) -> tuple[int, dict]:
+    import urllib.error
+
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+async def test_deep_search_without_llm_iterates_on_keyword_sub_queries(plain_stub):
+    reply = await plain_stub.DeepSearch(gateway_pb2.DeepSearchRequest(query=TWO_X_WAGES, top_k=5, max_iterations=2), timeout=300)
+    assert 1 <= len(reply.iterations) <= 2 and reply.stop_reason
+    first = reply.iterations[0]
+    assert first.growth_rate == 1.0 and first.new_chunk_ids
+    if len(reply.iterations) == 2:
+        assert first.proposed and list(reply.iterations[1].queries) == [p.text for p in first.proposed[:3]]
+    assert reply.answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "5689" in [c.document_id for c in reply.answer.citations] + [
+        c.document_id for c in reply.answer.search.results]
