@@ -84,35 +84,47 @@ def main() -> None:
     args = parser.parse_args()
 
     dataset = load_dataset(Path(args.dataset), args.limit)
-    rows: list[dict] = []
+    rows: list[dict] = [{"id": item["id"], "query": item["query"]} for item in dataset]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # All Answers first, then all DeepSearches; figures are saved after every
+    # call, so a run cut short still leaves what it measured.
     with grpc.insecure_channel(MeshAddresses().gateway_addr) as ch:
         stub = gateway_pb2_grpc.GatewayServiceStub(ch)
-        for i, item in enumerate(dataset, start=1):
-            row = {"id": item["id"], "query": item["query"]}
+        for i, row in enumerate(rows, start=1):
             try:
-                row["answer"] = run_answer(stub, item["query"], args.top_k, args.timeout)
+                row["answer"] = run_answer(stub, row["query"], args.top_k, args.timeout)
             except grpc.RpcError as err:
                 row["answer"] = {"error": f"{err.code().name}: {err.details()}"}
-            if not args.skip_deep:
+            print(f"answer {i:2d}/{len(rows)} {row['answer']}", flush=True)
+            save(out, rows, args)
+        if not args.skip_deep:
+            for i, row in enumerate(rows, start=1):
                 try:
-                    row["deep"] = run_deep(stub, item["query"], args.top_k, args.iterations, args.sub_queries, args.timeout)
+                    row["deep"] = run_deep(stub, row["query"], args.top_k, args.iterations, args.sub_queries, args.timeout)
                 except grpc.RpcError as err:
                     row["deep"] = {"error": f"{err.code().name}: {err.details()}"}
-            rows.append(row)
-            print(f"{i:2d}/{len(dataset)} answer={row['answer']} deep={row.get('deep')}", flush=True)
+                print(f"deep {i:2d}/{len(rows)} {row['deep']}", flush=True)
+                save(out, rows, args)
+    print(json.dumps({k: v for k, v in save(out, rows, args).items() if k != "rows"}, ensure_ascii=False, indent=1))
 
-    ok_answers = [r["answer"] for r in rows if "error" not in r["answer"]]
+
+def save(out: Path, rows: list[dict], args: argparse.Namespace) -> dict:
+    """Summarises what has been measured so far and writes it to ``out``."""
+    ok_answers = [r["answer"] for r in rows if "answer" in r and "error" not in r["answer"]]
     ok_deep = [r["deep"] for r in rows if "deep" in r and "error" not in r["deep"]]
     result = {
         "questions": len(rows),
         "answer": {
+            "measured": sum("answer" in r for r in rows),
             "ttft_s": summary([a["ttft_s"] for a in ok_answers if a["ttft_s"] is not None]),
             "total_s": summary([a["total_s"] for a in ok_answers]),
-            "errors": len(rows) - len(ok_answers),
+            "errors": sum(1 for r in rows if "answer" in r and "error" in r["answer"]),
             "llm_answers": sum(a["mode"] == "ANSWER_MODE_LLM" for a in ok_answers),
-            "strategies": {s: sum(a["strategy"] == s for a in ok_answers) for s in {a["strategy"] for a in ok_answers}},
+            "strategies": {s: sum(a["strategy"] == s for a in ok_answers) for s in sorted({a["strategy"] for a in ok_answers})},
         },
         "deep": {
+            "measured": sum("deep" in r for r in rows),
             "to_synthesis_s": summary([d["to_synthesis_s"] for d in ok_deep]),
             "total_s": summary([d["total_s"] for d in ok_deep]),
             "iterations_mean": round(statistics.fmean([d["iterations"] for d in ok_deep]), 2) if ok_deep else None,
@@ -121,10 +133,8 @@ def main() -> None:
         "settings": vars(args),
         "rows": rows,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, ensure_ascii=False, indent=1))
-    print(json.dumps({k: v for k, v in result.items() if k != "rows"}, ensure_ascii=False, indent=1))
+    return result
 
 
 if __name__ == "__main__":
