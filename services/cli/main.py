@@ -135,6 +135,10 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
         print(f"\nanswer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
         for c in reply.citations:
             print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        passed = [f"{gateway_pb2.FallbackStrategy.Name(a.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}: {a.reason}"
+                  for a in reply.attempts if not a.answered]
+        print(f"strategy: {gateway_pb2.FallbackStrategy.Name(reply.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}"
+              + (f" (passed over: {'; '.join(passed)})" if passed else ""))
     else:
         _print_search(reply)
     return 0
