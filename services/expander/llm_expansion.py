@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.common.llm import LlmClient, LlmError
+from services.common.text import normalize
 
 EXPANDED_QUERY = "REWRITE_KIND_EXPANDED_QUERY"
 HYDE = "REWRITE_KIND_HYDE"
@@ -26,6 +27,7 @@ MAX_REWRITE_CHARS = 300
 _SYSTEM = "你是中文法律检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。"
 _NUMBERING = re.compile(r"^\s*(?:[-*•·]|\d+[.、)）]|[（(]\d+[)）]|[一二三四五六七八九十]+[、.])\s*")
 _FENCE = re.compile(r"```[a-zA-Z]*")
+_CITATION = re.compile(r"\[\d+\]")
 
 
 @dataclass(slots=True)
@@ -68,12 +70,14 @@ def parse_single(raw: str) -> str:
 
 
 def parse_sub_queries(raw: str, query: str, n: int) -> list[str]:
-    """Up to ``n`` distinct sub-queries, one per line, numbering removed,
-    the original query and lines under 4 characters dropped."""
+    """Up to ``n`` distinct sub-queries, one per line, numbering and [n]
+    marks removed; the query itself (after normalisation) and lines under 4
+    characters dropped."""
     out: list[str] = []
+    same = normalize(query)
     for line in raw.splitlines():
-        text = clean_line(line)[:MAX_REWRITE_CHARS]
-        if len(text) < 4 or text == query or text in out:
+        text = _CITATION.sub("", clean_line(line))[:MAX_REWRITE_CHARS].strip()
+        if len(text) < 4 or normalize(text) == same or text in out:
             continue
         out.append(text)
     return out[:n]

@@ -9,6 +9,11 @@ def test_sub_queries_are_parsed_from_numbered_lines():
     assert le.parse_sub_queries(raw, "问题", 1) == ["未签劳动合同的二倍工资如何计算？"]
 
 
+def test_sub_queries_drop_the_query_itself_and_citation_marks():
+    raw = "用人单位应当支付多少工资？\n二倍工资的计算[2]。\n用人单位应当支付多少工资?"
+    assert le.parse_sub_queries(raw, "用人单位应当支付多少工资？", 3) == ["二倍工资的计算。"]
+
+
 def test_single_rewrite_strips_labels_quotes_and_fences():
     assert le.parse_single("查询：“劳动合同 书面 二倍工资”") == "劳动合同 书面 二倍工资"
     assert le.parse_single("```json\n用人单位应当支付二倍工资。\n依法订立。\n```") == "用人单位应当支付二倍工资。 依法订立。"
