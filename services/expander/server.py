@@ -23,5 +23,6 @@ def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSe
         extra_tasks=[warm_up],
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
+        on_stop=servicer.close,
     )
     return service, settings

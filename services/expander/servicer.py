@@ -8,7 +8,8 @@ import grpc
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query
-from services.expander import core
+from services.common.llm import LlmClient, LlmConfig
+from services.expander import core, llm_expansion
 from services.expander.config import ExpanderSettings
 from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder
 
@@ -20,6 +21,14 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         self._settings = settings
         self._embedder: CachedEmbedder | None = None
         self._load_lock = asyncio.Lock()
+        self._llm = LlmClient(LlmConfig(
+            base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
+            timeout=settings.llm_timeout, max_retries=settings.llm_max_retries,
+        ))
+
+    async def close(self) -> None:
+        """Releases the LLM client's connections."""
+        await self._llm.close()
 
     async def embedder(self) -> CachedEmbedder:
         """The embedder, loaded on first use."""
@@ -61,4 +70,38 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             model=embedder.name,
             dimension=embedder.dimension,
             cache_hits=hits,
+        )
+
+    async def Rewrite(self, request: expander_pb2.RewriteRequest, context: grpc.aio.ServicerContext) -> expander_pb2.RewriteResponse:
+        query = validate_query(request.query, self._settings.max_query_chars)
+        if request.kind == expander_pb2.REWRITE_KIND_UNSPECIFIED:
+            raise InvalidArgument("kind", "must be EXPANDED_QUERY, HYDE or SUB_QUERIES")
+        if not 0 <= request.max_results <= 10:
+            raise InvalidArgument("max_results", "must be 0 (default 3) to 10")
+        if request.timeout_seconds < 0:
+            raise InvalidArgument("timeout_seconds", "must not be negative")
+        n = request.max_results or 3
+        timeout = request.timeout_seconds or self._settings.llm_timeout
+        left = context.time_remaining()
+        if left is not None:
+            # Leave a quarter of the caller's deadline for the rule fallback
+            # and the embedding of the sub-queries.
+            timeout = max(0.001, min(timeout, 0.75 * left))
+        analysis = core.analyse(query)
+        result = await llm_expansion.rewrite(
+            self._llm, expander_pb2.RewriteKind.Name(request.kind), analysis.normalized_query,
+            request.context, n, analysis.keywords, timeout,
+        )
+        rewrites = result.rewrites
+        if rewrites and request.kind == expander_pb2.REWRITE_KIND_SUB_QUERIES:
+            # Score against the question (MetaSearch) and keep the best first.
+            embedder = await self.embedder()
+            texts = [analysis.normalized_query] + [t for t, _, _ in rewrites]
+            vectors, _ = await asyncio.to_thread(embedder.embed_with_stats, texts, query=True)
+            scores = llm_expansion.cosine_scores(vectors[0], vectors[1:])
+            rewrites = sorted(((t, s, o) for (t, _, o), s in zip(rewrites, scores)), key=lambda r: -r[1])
+        return expander_pb2.RewriteResponse(
+            rewrites=[expander_pb2.Rewrite(text=t, score=s, origin=o) for t, s, o in rewrites],
+            llm_used=result.llm_used,
+            fallback_reason=result.fallback_reason,
         )

@@ -1,16 +1,21 @@
-"""Answer generation: the grounded prompt, the LLM call and the extractive
-fallback. Pure helpers (prompt, cleaning, extractive) need no network."""
+"""Answer generation: the grounded prompt over numbered sources, the
+streamed LLM call, answer cleaning (citations without a source and leaked
+JSON/markdown fences removed and counted) and the extractive fallback. Pure
+helpers (prompt, cleaning, extractive) need no network."""
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from services.common.llm import LlmClient
 from services.common.text import split_sentences
 
-SYSTEM_PROMPT = (
-    "你是严谨的检索增强问答助手。只依据给出的编号资料回答问题，"
-    "在用到的句子后用 [编号] 标注出处，例如 [1]。资料不足时直说。不要输出 JSON 或代码块。"
-)
+SYSTEM_PROMPT = "你是严谨的法律问答助手，只依据给出的编号资料回答；资料不足时直说。不要输出 JSON 或代码块。"
+# The instruction sits after the question: small local models (Qwen2.5 0.5B)
+# otherwise answer with a bare "[1]". The example is neutral on purpose.
+ANSWER_INSTRUCTION = "请用一两句完整的中文句子回答，并在句末用方括号标注所依据资料的编号，例如：某某行为应当承担相应责任[2]。"
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
@@ -22,7 +27,7 @@ def build_messages(question: str, context: str) -> list[dict[str, str]]:
     (whose items are numbered [n])."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n回答："},
+        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
     ]
 
 
@@ -36,10 +41,13 @@ class CleanedAnswer:
 
 
 def clean_answer(answer: str, n_sources: int) -> CleanedAnswer:
-    """Strips code/JSON fences and removes citations [n] with n outside
-    1..n_sources, counting both."""
+    """Strips code fences and a JSON wrapper ({"answer": ...}), and removes
+    citations [n] with n outside 1..n_sources, counting both."""
     fences = len(_FENCE.findall(answer))
     text = _FENCE.sub("", answer)
+    unwrapped = _unwrap_json(text)
+    if unwrapped is not None:
+        text, fences = unwrapped, fences + 1
     removed = 0
 
     def keep_or_drop(match: re.Match) -> str:
@@ -51,6 +59,23 @@ def clean_answer(answer: str, n_sources: int) -> CleanedAnswer:
 
     text = _CITATION.sub(keep_or_drop, text).strip()
     return CleanedAnswer(text, removed, fences)
+
+
+def _unwrap_json(text: str) -> str | None:
+    """The answer string inside a JSON object the model wrapped it in
+    ({"answer": ...}, {"回答": ...}, ...), else None."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for key in ("answer", "回答", "答案", "content", "text"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    return None
 
 
 def extractive_answer(texts: list[str], max_sources: int = 3, max_chars_per_source: int = 160) -> str:
@@ -70,20 +95,19 @@ def extractive_answer(texts: list[str], max_sources: int = 3, max_chars_per_sour
     return "\n".join(lines)
 
 
-async def generate(base_url: str, api_key: str, model: str, question: str, context: str, timeout: float, max_tokens: int) -> str:
-    """Calls an OpenAI-compatible chat endpoint once and returns its text.
+def citation_numbers(text: str) -> set[int]:
+    """Numbers n of the [n] marks in ``text``."""
+    return {int(n) for n in _CITATION.findall(text)}
+
+
+async def stream_answer(llm: LlmClient, question: str, context: str, max_tokens: int, timeout: float) -> AsyncIterator[str]:
+    """Streams a grounded answer over the numbered ``context`` from the LLM
+    (pieces of text, uncleaned; run ``clean_answer`` on the joined text).
+    Cancelling the consumer closes the HTTP stream, which stops generation.
 
     Raises:
-        openai.APIError (and subclasses) on HTTP errors; openai.APITimeoutError
-        after ``timeout`` seconds.
+        services.common.llm.LlmError: disabled, timed out, or failed after
+            bounded retries on 429/5xx.
     """
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=1)
-    try:
-        completion = await client.chat.completions.create(
-            model=model, messages=build_messages(question, context), max_tokens=max_tokens, temperature=0.1
-        )
-    finally:
-        await client.close()
-    return completion.choices[0].message.content or ""
+    async for piece in llm.stream(build_messages(question, context), max_tokens, timeout, purpose="answer"):
+        yield piece

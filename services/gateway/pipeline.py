@@ -28,7 +28,6 @@ from services.common.convert import record_to_chunked_document
 from services.common.jsonl_documents import parse_jsonl
 from services.common.metrics import STAGE_SECONDS
 from services.common.settings import MeshAddresses
-from services.gateway import generation
 from services.gateway.config import GatewaySettings, RetrievalProfile
 
 log = logging.getLogger("graphmesh.gateway")
@@ -95,9 +94,12 @@ class Pipeline:
             self.retrievers["retriever_graph"] = retriever_pb2_grpc.RetrieverServiceStub(self._channels["retriever_graph"])
         self.reranker = reranker_pb2_grpc.RerankerServiceStub(self._channels["reranker"])
         self.fuser = fuser_pb2_grpc.FuserServiceStub(self._channels["fuser"])
+        self._answer_flow = None
 
     async def close(self) -> None:
-        """Closes every channel."""
+        """Closes every channel (and the LLM client)."""
+        if self._answer_flow is not None:
+            await self._answer_flow.close()
         await asyncio.gather(*(c.close() for c in self._channels.values()))
 
     # ---- Search -------------------------------------------------------
@@ -246,49 +248,21 @@ class Pipeline:
             return {}
 
     # ---- Answer -------------------------------------------------------
+    @property
+    def answer_flow(self):
+        """The Answer path (fallback chain, generation, deep retrieval):
+        services.gateway.answering.AnswerFlow, created on first use."""
+        if self._answer_flow is None:
+            from services.gateway.answering import AnswerFlow
+
+            self._answer_flow = AnswerFlow(self)
+        return self._answer_flow
+
     async def answer(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline) -> gateway_pb2.AnswerResponse:
-        """Search, then an LLM answer over the packed context, or an
-        extractive one when no LLM is configured or the LLM fails."""
-        s = self.settings
-        outcome = await self.search(query, top_k, rerank, deadline)
-        search = outcome.response
-        started = time.perf_counter()
-        trace = Trace()
-        mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
-        text = ""
-        removed = 0
-        if s.llm_base_url and outcome.cited_ids:
-            try:
-                raw = await generation.generate(
-                    s.llm_base_url, s.llm_api_key, s.llm_model, query, search.context,
-                    deadline.left(s.llm_timeout), s.llm_max_tokens,
-                )
-                cleaned = generation.clean_answer(raw, len(outcome.cited_ids))
-                text, removed = cleaned.text, cleaned.invalid_citations_removed
-                mode = gateway_pb2.ANSWER_MODE_LLM
-                trace.record("generate", started)
-            except Exception as err:  # any LLM failure degrades to an extractive answer
-                log.warning("LLM generation failed: %s", err)
-                trace.degraded.append("llm")
-                trace.record("generate", started, DEGRADED, type(err).__name__)
-        if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
-            text = generation.extractive_answer(outcome.cited_texts) if outcome.cited_ids else "未检索到相关资料。"
-            if not trace.timings:
-                trace.record("generate", started, SKIPPED, "no LLM configured; extractive answer")
-        cited_numbers = {n for n in map(int, generation._CITATION.findall(text))}
-        citations = []
-        for number, cid in enumerate(outcome.cited_ids, start=1):
-            if number in cited_numbers and cid in outcome.by_id:
-                cand = outcome.by_id[cid]
-                citations.append(gateway_pb2.Citation(
-                    number=number, candidate_id=cid, document_id=cand.document_id,
-                    label=" ".join([cand.title] + [h for h in cand.heading_path if h != cand.title]),
-                ))
-        search.timings.extend(trace.timings)
-        search.degraded.extend(trace.degraded)
-        return gateway_pb2.AnswerResponse(
-            answer=text, mode=mode, citations=citations, search=search, invalid_citations_removed=removed
-        )
+        """The fallback chain, then an LLM answer with citations over the
+        packed context, or an extractive one when no LLM is configured or
+        the LLM fails. See AnswerFlow.answer_events."""
+        return await self.answer_flow.answer(query, top_k, rerank, deadline)
 
     # ---- Ingest -------------------------------------------------------
     async def ingest(self, payload: bytes, deadline: Deadline) -> tuple[gateway_pb2.IngestResponse, list]:

@@ -9,6 +9,7 @@ follow the google.rpc.Status JSON shape with the HTTP code of AIP-193.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -79,7 +80,7 @@ def build_app(grpc_target: str) -> web.Application:
         method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
         request_cls = _message_class(method.input_type.name)
 
-        async def handle(request: web.Request) -> web.Response:
+        async def handle(request: web.Request) -> web.StreamResponse:
             raw = await request.read()
             try:
                 message: Message = json_format.Parse(raw.decode("utf-8") if raw else "{}", request_cls())
@@ -88,6 +89,8 @@ def build_app(grpc_target: str) -> web.Application:
             except json_format.ParseError as err:
                 return _bad_request(_field_of(str(err)), str(err))
             timeout = _timeout_header(request)
+            if method.server_streaming:
+                return await _stream(request, getattr(state["stub"], rpc_name)(message, timeout=timeout))
             try:
                 reply = await getattr(state["stub"], rpc_name)(message, timeout=timeout)
             except grpc.aio.AioRpcError as err:
@@ -102,6 +105,38 @@ def build_app(grpc_target: str) -> web.Application:
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+async def _stream(request: web.Request, call) -> web.StreamResponse:
+    """Relays a server-streaming call: server-sent events ("data: <json>")
+    when the client accepts text/event-stream, else JSON lines
+    (application/x-ndjson). An error before the first event is an ordinary
+    JSON error reply; one after it is sent as a last {"error": ...} event.
+    A client that disconnects cancels the gRPC call (and so the LLM call)."""
+    sse = "text/event-stream" in request.headers.get("Accept", "")
+    response: web.StreamResponse | None = None
+    try:
+        async for event in call:
+            if response is None:
+                response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson",
+                                                       "Cache-Control": "no-cache"})
+                await response.prepare(request)
+            body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
+            await response.write((f"data: {body}\n\n" if sse else f"{body}\n").encode())
+    except grpc.aio.AioRpcError as err:
+        if response is None:
+            return _rpc_error(err)
+        error = {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": err.details() or ""}}
+        line = json.dumps(error, ensure_ascii=False)
+        await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
+    except (asyncio.CancelledError, ConnectionResetError):
+        call.cancel()
+        raise
+    if response is None:  # a stream with no events
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson"})
+        await response.prepare(request)
+    await response.write_eof()
+    return response
 
 
 def _message_class(name: str) -> type[Message]:
@@ -136,9 +171,9 @@ def _timeout_header(request: web.Request) -> float | None:
 
 async def run_rest(grpc_port: int, host: str, port: int) -> None:
     """Serves the REST app on host:port until cancelled."""
-    import asyncio
-
-    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None)
+    # handler_cancellation: a client that disconnects cancels its handler,
+    # and so the gRPC call and the LLM request behind it.
+    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

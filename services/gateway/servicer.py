@@ -4,7 +4,8 @@ from __future__ import annotations
 import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.errors import InvalidArgument, abort_invalid_argument, validate_query, validate_range
+from services.gateway import deep
 from services.gateway.config import GatewaySettings
 from services.gateway.pipeline import Deadline, Pipeline
 
@@ -41,6 +42,24 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         query, top_k = self._validate(request.query, request.top_k)
         rerank = request.rerank if request.HasField("rerank") else None
         return await self._pipeline.answer(query, top_k, rerank, self._deadline(context))
+
+    async def AnswerStream(self, request: gateway_pb2.AnswerStreamRequest, context: grpc.aio.ServicerContext):
+        try:
+            query, top_k = self._validate(request.query, request.top_k)
+        except InvalidArgument as err:  # the error interceptor handles unary RPCs only
+            await abort_invalid_argument(context, err.field, err.description)
+        rerank = request.rerank if request.HasField("rerank") else None
+        async for event in self._pipeline.answer_flow.answer_events(query, top_k, rerank, self._deadline(context)):
+            yield event
+
+    async def DeepSearch(self, request: gateway_pb2.DeepSearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeepSearchResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        iterations = validate_range(request.max_iterations or deep.DEFAULT_MAX_ITERATIONS, 1, 5, "max_iterations")
+        sub_queries = validate_range(request.sub_queries or deep.DEFAULT_SUB_QUERIES, 1, 5, "sub_queries")
+        threshold = request.growth_threshold or deep.DEFAULT_GROWTH_THRESHOLD
+        if not 0.0 <= threshold <= 1.0:
+            raise InvalidArgument("growth_threshold", "must be between 0 and 1")
+        return await self._pipeline.answer_flow.deep_search(query, top_k, iterations, sub_queries, threshold, self._deadline(context))
 
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
         if not request.jsonl.strip():

@@ -47,7 +47,8 @@ async def test_eval_runs_save_artifacts_and_compare(mesh, tmp_path, monkeypatch,
     assert code == 0
     judged = {r["id"]: r for r in json.loads(answer_run.read_text())["rows"]}
     utility = judged["utility"]["judge"]
-    assert utility["mrr@10"] == pytest.approx(1 / judged["utility"]["first_gold_rank"])
+    rank = judged["utility"]["first_gold_rank"]
+    assert utility["mrr@10"] == pytest.approx(1 / rank if rank else 0.0)
     assert utility["cot_quality"] is None                      # no LLM: not computed, never 0 or 1
     assert utility["correctness"] is not None and 0 < utility["correctness"] <= 1  # rule vs the reference answer
     assert judged["utility"]["answer_mode"] == "extractive"

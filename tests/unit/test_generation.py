@@ -19,3 +19,9 @@ def test_extractive_answer_quotes_whole_sentences_with_citations():
 def test_prompt_carries_numbered_context_and_question():
     messages = build_messages("问题？", "[1] 法\n条文。")
     assert "[1] 法\n条文。" in messages[1]["content"] and "问题？" in messages[1]["content"]
+
+
+def test_clean_answer_unwraps_a_json_answer_and_counts_it():
+    cleaned = clean_answer('{"answer": "应当支付二倍工资[1][3]。"}', n_sources=1)
+    assert cleaned.text == "应当支付二倍工资[1]。"
+    assert cleaned.fences_removed == 1 and cleaned.invalid_citations_removed == 1

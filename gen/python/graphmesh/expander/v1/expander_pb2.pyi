@@ -75,6 +75,34 @@ EMBED_KIND_PASSAGE: EmbedKind.ValueType  # 2
 """A stored passage."""
 Global___EmbedKind: _TypeAlias = EmbedKind  # noqa: Y015
 
+class _RewriteKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RewriteKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RewriteKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    REWRITE_KIND_UNSPECIFIED: _RewriteKind.ValueType  # 0
+    """Not set (rejected)."""
+    REWRITE_KIND_EXPANDED_QUERY: _RewriteKind.ValueType  # 1
+    """One fuller query with synonyms and legal terms (MarxSphere LLM expansion)."""
+    REWRITE_KIND_HYDE: _RewriteKind.ValueType  # 2
+    """One hypothetical answer passage to embed instead of the question (HyDE)."""
+    REWRITE_KIND_SUB_QUERIES: _RewriteKind.ValueType  # 3
+    """Several narrower follow-up questions (MetaSearch sub-query expansion)."""
+
+class RewriteKind(_RewriteKind, metaclass=_RewriteKindEnumTypeWrapper):
+    """What Rewrite produces."""
+
+REWRITE_KIND_UNSPECIFIED: RewriteKind.ValueType  # 0
+"""Not set (rejected)."""
+REWRITE_KIND_EXPANDED_QUERY: RewriteKind.ValueType  # 1
+"""One fuller query with synonyms and legal terms (MarxSphere LLM expansion)."""
+REWRITE_KIND_HYDE: RewriteKind.ValueType  # 2
+"""One hypothetical answer passage to embed instead of the question (HyDE)."""
+REWRITE_KIND_SUB_QUERIES: RewriteKind.ValueType  # 3
+"""Several narrower follow-up questions (MetaSearch sub-query expansion)."""
+Global___RewriteKind: _TypeAlias = RewriteKind  # noqa: Y015
+
 @_typing.final
 class ExpandRequest(_message.Message):
     """Request for Expand."""
@@ -266,3 +294,107 @@ class EmbedResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EmbedResponse: _TypeAlias = EmbedResponse  # noqa: Y015
+
+@_typing.final
+class RewriteRequest(_message.Message):
+    """Request for Rewrite."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELD_NUMBER: _builtins.int
+    MAX_RESULTS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The question (1 to 2,000 characters by default)."""
+    kind: Global___RewriteKind.ValueType
+    """What to produce."""
+    context: _builtins.str
+    """What is known so far (a partial answer), for sub-queries; may be empty."""
+    max_results: _builtins.int
+    """Most rewrites returned (0 = 3; at most 10)."""
+    timeout_seconds: _builtins.float
+    """Seconds the LLM may take (0 = the expander's llm_timeout)."""
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        kind: Global___RewriteKind.ValueType = ...,
+        context: _builtins.str = ...,
+        max_results: _builtins.int = ...,
+        timeout_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "kind", b"kind", "max_results", b"max_results", "query", b"query", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RewriteRequest: _TypeAlias = RewriteRequest  # noqa: Y015
+
+@_typing.final
+class Rewrite(_message.Message):
+    """A rewrite with its similarity to the original query."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    ORIGIN_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The rewritten text."""
+    score: _builtins.float
+    """Cosine similarity of its embedding to the query's, in [-1, 1]; 0 when
+    not scored.
+    """
+    origin: _builtins.str
+    """"llm" or "rule"."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        score: _builtins.float = ...,
+        origin: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["origin", b"origin", "score", b"score", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Rewrite: _TypeAlias = Rewrite  # noqa: Y015
+
+@_typing.final
+class RewriteResponse(_message.Message):
+    """Response for Rewrite."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REWRITES_FIELD_NUMBER: _builtins.int
+    LLM_USED_FIELD_NUMBER: _builtins.int
+    FALLBACK_REASON_FIELD_NUMBER: _builtins.int
+    llm_used: _builtins.bool
+    """Whether the LLM produced them."""
+    fallback_reason: _builtins.str
+    """Why the LLM was not used ("no LLM configured", "timeout: ..."); empty
+    when it was.
+    """
+    @_builtins.property
+    def rewrites(self) -> _containers.RepeatedCompositeFieldContainer[Global___Rewrite]:
+        """Rewrites, best first."""
+
+    def __init__(
+        self,
+        *,
+        rewrites: _abc.Iterable[Global___Rewrite] | None = ...,
+        llm_used: _builtins.bool = ...,
+        fallback_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fallback_reason", b"fallback_reason", "llm_used", b"llm_used", "rewrites", b"rewrites"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RewriteResponse: _TypeAlias = RewriteResponse  # noqa: Y015

@@ -46,6 +46,11 @@ class ExpanderServiceStub:
                 request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.FromString,
                 _registered_method=True)
+        self.Rewrite = channel.unary_unary(
+                '/graphmesh.expander.v1.ExpanderService/Rewrite',
+                request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.FromString,
+                _registered_method=True)
 
 
 class ExpanderServiceServicer:
@@ -69,6 +74,18 @@ class ExpanderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rewrite(self, request, context):
+        """LLM rewrites of a query: an expanded query, a HyDE passage, or
+        sub-queries scored by embedding cosine against the query. Without an LLM
+        (or when it fails) an expanded query falls back to the query plus its
+        expansion terms, sub-queries to keyword combinations, and HyDE returns
+        nothing, each with llm_used false and the reason.
+        Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExpanderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -81,6 +98,11 @@ def add_ExpanderServiceServicer_to_server(servicer, server):
                     servicer.Embed,
                     request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.FromString,
                     response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.SerializeToString,
+            ),
+            'Rewrite': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rewrite,
+                    request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.FromString,
+                    response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -139,6 +161,33 @@ class ExpanderService:
             '/graphmesh.expander.v1.ExpanderService/Embed',
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.SerializeToString,
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rewrite(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.expander.v1.ExpanderService/Rewrite',
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.SerializeToString,
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.FromString,
             options,
             channel_credentials,
             insecure,

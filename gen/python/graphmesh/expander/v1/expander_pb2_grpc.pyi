@@ -43,6 +43,14 @@ class ExpanderServiceStub:
     """Embeds texts with the configured model, from the content-hash cache where
     possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
     """
+    Rewrite: _grpc.UnaryUnaryMultiCallable[_expander_pb2.RewriteRequest, _expander_pb2.RewriteResponse]
+    """LLM rewrites of a query: an expanded query, a HyDE passage, or
+    sub-queries scored by embedding cosine against the query. Without an LLM
+    (or when it fails) an expanded query falls back to the query plus its
+    expansion terms, sub-queries to keyword combinations, and HyDE returns
+    nothing, each with llm_used false and the reason.
+    Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
+    """
 
 @_typing.type_check_only
 class ExpanderServiceAsyncStub(ExpanderServiceStub):
@@ -58,6 +66,14 @@ class ExpanderServiceAsyncStub(ExpanderServiceStub):
     Embed: _aio.UnaryUnaryMultiCallable[_expander_pb2.EmbedRequest, _expander_pb2.EmbedResponse]  # type: ignore[assignment]
     """Embeds texts with the configured model, from the content-hash cache where
     possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
+    """
+    Rewrite: _aio.UnaryUnaryMultiCallable[_expander_pb2.RewriteRequest, _expander_pb2.RewriteResponse]  # type: ignore[assignment]
+    """LLM rewrites of a query: an expanded query, a HyDE passage, or
+    sub-queries scored by embedding cosine against the query. Without an LLM
+    (or when it fails) an expanded query falls back to the query plus its
+    expansion terms, sub-queries to keyword combinations, and HyDE returns
+    nothing, each with llm_used false and the reason.
+    Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
     """
 
 class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -83,6 +99,20 @@ class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_expander_pb2.EmbedResponse, _abc.Awaitable[_expander_pb2.EmbedResponse]]:
         """Embeds texts with the configured model, from the content-hash cache where
         possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
+        """
+
+    @_abc_1.abstractmethod
+    def Rewrite(
+        self,
+        request: _expander_pb2.RewriteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_expander_pb2.RewriteResponse, _abc.Awaitable[_expander_pb2.RewriteResponse]]:
+        """LLM rewrites of a query: an expanded query, a HyDE passage, or
+        sub-queries scored by embedding cosine against the query. Without an LLM
+        (or when it fails) an expanded query falls back to the query plus its
+        expansion terms, sub-queries to keyword combinations, and HyDE returns
+        nothing, each with llm_used false and the reason.
+        Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
         """
 
 def add_ExpanderServiceServicer_to_server(servicer: ExpanderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

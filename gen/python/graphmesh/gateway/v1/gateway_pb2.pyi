@@ -44,6 +44,44 @@ ANSWER_MODE_EXTRACTIVE: AnswerMode.ValueType  # 2
 """Sentences quoted from the top evidence (no LLM configured or it failed)."""
 Global___AnswerMode: _TypeAlias = AnswerMode  # noqa: Y015
 
+class _FallbackStrategy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _FallbackStrategyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FallbackStrategy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    FALLBACK_STRATEGY_UNSPECIFIED: _FallbackStrategy.ValueType  # 0
+    """Not set."""
+    FALLBACK_STRATEGY_STANDARD: _FallbackStrategy.ValueType  # 1
+    """The question as asked, full pipeline (expand, PG + graph, rerank, fuse)."""
+    FALLBACK_STRATEGY_EXPANDED_QUERY: _FallbackStrategy.ValueType  # 2
+    """The expander's rewrite (LLM rewrite, else query plus expansion terms)."""
+    FALLBACK_STRATEGY_HYDE: _FallbackStrategy.ValueType  # 3
+    """A HyDE passage: a hypothetical answer written by the LLM (LLM only)."""
+    FALLBACK_STRATEGY_ENTITY_NAMES: _FallbackStrategy.ValueType  # 4
+    """The question plus entity names (titles and headings) seen so far."""
+    FALLBACK_STRATEGY_FAST_PATH: _FallbackStrategy.ValueType  # 5
+    """PostgreSQL vector + keyword only: no graph, no rerank."""
+
+class FallbackStrategy(_FallbackStrategy, metaclass=_FallbackStrategyEnumTypeWrapper):
+    """A retrieval strategy of the self-healing fallback chain (MarxSphere
+    reasonWithFallback, reference 000 section 2), tried in this order.
+    """
+
+FALLBACK_STRATEGY_UNSPECIFIED: FallbackStrategy.ValueType  # 0
+"""Not set."""
+FALLBACK_STRATEGY_STANDARD: FallbackStrategy.ValueType  # 1
+"""The question as asked, full pipeline (expand, PG + graph, rerank, fuse)."""
+FALLBACK_STRATEGY_EXPANDED_QUERY: FallbackStrategy.ValueType  # 2
+"""The expander's rewrite (LLM rewrite, else query plus expansion terms)."""
+FALLBACK_STRATEGY_HYDE: FallbackStrategy.ValueType  # 3
+"""A HyDE passage: a hypothetical answer written by the LLM (LLM only)."""
+FALLBACK_STRATEGY_ENTITY_NAMES: FallbackStrategy.ValueType  # 4
+"""The question plus entity names (titles and headings) seen so far."""
+FALLBACK_STRATEGY_FAST_PATH: FallbackStrategy.ValueType  # 5
+"""PostgreSQL vector + keyword only: no graph, no rerank."""
+Global___FallbackStrategy: _TypeAlias = FallbackStrategy  # noqa: Y015
+
 @_typing.final
 class SearchRequest(_message.Message):
     """Request for Search."""
@@ -251,12 +289,19 @@ class AnswerResponse(_message.Message):
     CITATIONS_FIELD_NUMBER: _builtins.int
     SEARCH_FIELD_NUMBER: _builtins.int
     INVALID_CITATIONS_REMOVED_FIELD_NUMBER: _builtins.int
+    STRATEGY_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    FENCES_REMOVED_FIELD_NUMBER: _builtins.int
     answer: _builtins.str
     """The answer, with [n] citation marks."""
     mode: Global___AnswerMode.ValueType
     """How it was produced."""
     invalid_citations_removed: _builtins.int
     """Citations removed because they pointed at no source."""
+    strategy: Global___FallbackStrategy.ValueType
+    """The fallback strategy whose retrieval the answer was built on."""
+    fences_removed: _builtins.int
+    """JSON or markdown fences stripped from the LLM's answer."""
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Citation]:
         """Sources cited, in number order."""
@@ -264,6 +309,10 @@ class AnswerResponse(_message.Message):
     @_builtins.property
     def search(self) -> Global___SearchResponse:
         """The search it was built from."""
+
+    @_builtins.property
+    def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___StrategyAttempt]:
+        """Every strategy tried, in order, with why it was passed over."""
 
     def __init__(
         self,
@@ -273,14 +322,297 @@ class AnswerResponse(_message.Message):
         citations: _abc.Iterable[Global___Citation] | None = ...,
         search: Global___SearchResponse | None = ...,
         invalid_citations_removed: _builtins.int = ...,
+        strategy: Global___FallbackStrategy.ValueType = ...,
+        attempts: _abc.Iterable[Global___StrategyAttempt] | None = ...,
+        fences_removed: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["search", b"search"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "citations", b"citations", "invalid_citations_removed", b"invalid_citations_removed", "mode", b"mode", "search", b"search"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "attempts", b"attempts", "citations", b"citations", "fences_removed", b"fences_removed", "invalid_citations_removed", b"invalid_citations_removed", "mode", b"mode", "search", b"search", "strategy", b"strategy"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AnswerResponse: _TypeAlias = AnswerResponse  # noqa: Y015
+
+@_typing.final
+class StrategyAttempt(_message.Message):
+    """One strategy tried by the fallback chain."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STRATEGY_FIELD_NUMBER: _builtins.int
+    ANSWERED_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EVIDENCE_SCORE_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    strategy: Global___FallbackStrategy.ValueType
+    """The strategy."""
+    answered: _builtins.bool
+    """Whether its retrieval was accepted and the answer built on it."""
+    reason: _builtins.str
+    """Why it was passed over ("empty retrieval", "evidence 0.31 < 0.45",
+    "timed out", "no LLM for HyDE", ...); empty when answered.
+    """
+    evidence_score: _builtins.float
+    """Evidence score of its retrieval: best pg.vector cosine among results."""
+    results: _builtins.int
+    """Results it retrieved."""
+    duration_ms: _builtins.float
+    """Wall time, milliseconds."""
+    query: _builtins.str
+    """The text it retrieved with."""
+    def __init__(
+        self,
+        *,
+        strategy: Global___FallbackStrategy.ValueType = ...,
+        answered: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+        evidence_score: _builtins.float = ...,
+        results: _builtins.int = ...,
+        duration_ms: _builtins.float = ...,
+        query: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answered", b"answered", "duration_ms", b"duration_ms", "evidence_score", b"evidence_score", "query", b"query", "reason", b"reason", "results", b"results", "strategy", b"strategy"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StrategyAttempt: _TypeAlias = StrategyAttempt  # noqa: Y015
+
+@_typing.final
+class AnswerStreamRequest(_message.Message):
+    """Request for AnswerStream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    RERANK_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The question (as SearchRequest.query)."""
+    top_k: _builtins.int
+    """Evidence items to consider (1 to 100; 10 when 0)."""
+    rerank: _builtins.bool
+    """Whether to run the cross-encoder; the service default when unset."""
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        top_k: _builtins.int = ...,
+        rerank: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
+    _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rerank) -> _WhichOneofReturnType__rerank | None: ...
+
+Global___AnswerStreamRequest: _TypeAlias = AnswerStreamRequest  # noqa: Y015
+
+@_typing.final
+class AnswerStreamResponse(_message.Message):
+    """One event of AnswerStream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STAGE_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The next piece of answer text."""
+    @_builtins.property
+    def stage(self) -> _types_pb2.StageTiming:
+        """A pipeline stage finished ("expand", "retrieve.pg", "rerank", "fuse",
+        "strategy.<name>", "generate", ...).
+        """
+
+    @_builtins.property
+    def done(self) -> Global___AnswerResponse:
+        """The complete answer (last event)."""
+
+    def __init__(
+        self,
+        *,
+        stage: _types_pb2.StageTiming | None = ...,
+        token: _builtins.str = ...,
+        done: Global___AnswerResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "stage", b"stage", "token", b"token"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "stage", b"stage", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["stage", "token", "done"]  # noqa: Y015
+    _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
+
+Global___AnswerStreamResponse: _TypeAlias = AnswerStreamResponse  # noqa: Y015
+
+@_typing.final
+class DeepSearchRequest(_message.Message):
+    """Request for DeepSearch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    MAX_ITERATIONS_FIELD_NUMBER: _builtins.int
+    SUB_QUERIES_FIELD_NUMBER: _builtins.int
+    GROWTH_THRESHOLD_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The question (as SearchRequest.query)."""
+    top_k: _builtins.int
+    """Evidence items per retrieval (1 to 100; 10 when 0)."""
+    max_iterations: _builtins.int
+    """Most iterations (1 to 5; 3 when 0, MetaSearch default)."""
+    sub_queries: _builtins.int
+    """Sub-queries carried into the next iteration (1 to 5; 3 when 0)."""
+    growth_threshold: _builtins.float
+    """Stop when new / known chunk ids falls below this (0 to 1; 0.1 when 0)."""
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        top_k: _builtins.int = ...,
+        max_iterations: _builtins.int = ...,
+        sub_queries: _builtins.int = ...,
+        growth_threshold: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["growth_threshold", b"growth_threshold", "max_iterations", b"max_iterations", "query", b"query", "sub_queries", b"sub_queries", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeepSearchRequest: _TypeAlias = DeepSearchRequest  # noqa: Y015
+
+@_typing.final
+class ScoredQuery(_message.Message):
+    """A sub-query with its similarity to the original question."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The sub-query."""
+    score: _builtins.float
+    """Cosine similarity of its embedding to the question's, in [-1, 1]."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["score", b"score", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScoredQuery: _TypeAlias = ScoredQuery  # noqa: Y015
+
+@_typing.final
+class DeepIteration(_message.Message):
+    """One iteration of DeepSearch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NUMBER_FIELD_NUMBER: _builtins.int
+    QUERIES_FIELD_NUMBER: _builtins.int
+    NEW_CHUNK_IDS_FIELD_NUMBER: _builtins.int
+    KNOWN_CHUNKS_FIELD_NUMBER: _builtins.int
+    GROWTH_RATE_FIELD_NUMBER: _builtins.int
+    PARTIAL_ANSWER_FIELD_NUMBER: _builtins.int
+    PROPOSED_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    number: _builtins.int
+    """1-based iteration number."""
+    known_chunks: _builtins.int
+    """Chunk ids known before this iteration."""
+    growth_rate: _builtins.float
+    """len(new_chunk_ids) / known_chunks (1 on the first iteration)."""
+    partial_answer: _builtins.str
+    """Partial answer over this iteration's evidence."""
+    duration_ms: _builtins.float
+    """Wall time, milliseconds."""
+    @_builtins.property
+    def queries(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Queries retrieved with in this iteration."""
+
+    @_builtins.property
+    def new_chunk_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Chunk ids not seen in earlier iterations."""
+
+    @_builtins.property
+    def proposed(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScoredQuery]:
+        """Sub-queries proposed for the next round, best first, with scores."""
+
+    def __init__(
+        self,
+        *,
+        number: _builtins.int = ...,
+        queries: _abc.Iterable[_builtins.str] | None = ...,
+        new_chunk_ids: _abc.Iterable[_builtins.str] | None = ...,
+        known_chunks: _builtins.int = ...,
+        growth_rate: _builtins.float = ...,
+        partial_answer: _builtins.str = ...,
+        proposed: _abc.Iterable[Global___ScoredQuery] | None = ...,
+        duration_ms: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration_ms", b"duration_ms", "growth_rate", b"growth_rate", "known_chunks", b"known_chunks", "new_chunk_ids", b"new_chunk_ids", "number", b"number", "partial_answer", b"partial_answer", "proposed", b"proposed", "queries", b"queries"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeepIteration: _TypeAlias = DeepIteration  # noqa: Y015
+
+@_typing.final
+class DeepSearchResponse(_message.Message):
+    """Response for DeepSearch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ANSWER_FIELD_NUMBER: _builtins.int
+    ITERATIONS_FIELD_NUMBER: _builtins.int
+    STOP_REASON_FIELD_NUMBER: _builtins.int
+    EVIDENCE_IDS_FIELD_NUMBER: _builtins.int
+    stop_reason: _builtins.str
+    """Why the loop stopped: "growth rate 0.05 < 0.1", "max iterations 3",
+    "no sub-queries".
+    """
+    @_builtins.property
+    def answer(self) -> Global___AnswerResponse:
+        """The final synthesis over all gathered evidence."""
+
+    @_builtins.property
+    def iterations(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeepIteration]:
+        """Each iteration, in order."""
+
+    @_builtins.property
+    def evidence_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every chunk id gathered, in order of discovery."""
+
+    def __init__(
+        self,
+        *,
+        answer: Global___AnswerResponse | None = ...,
+        iterations: _abc.Iterable[Global___DeepIteration] | None = ...,
+        stop_reason: _builtins.str = ...,
+        evidence_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "evidence_ids", b"evidence_ids", "iterations", b"iterations", "stop_reason", b"stop_reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeepSearchResponse: _TypeAlias = DeepSearchResponse  # noqa: Y015
 
 @_typing.final
 class IngestRequest(_message.Message):

@@ -46,6 +46,16 @@ class GatewayServiceStub:
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerResponse.FromString,
                 _registered_method=True)
+        self.AnswerStream = channel.unary_stream(
+                '/graphmesh.gateway.v1.GatewayService/AnswerStream',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamResponse.FromString,
+                _registered_method=True)
+        self.DeepSearch = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/DeepSearch',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchResponse.FromString,
+                _registered_method=True)
         self.Ingest = channel.unary_unary(
                 '/graphmesh.gateway.v1.GatewayService/Ingest',
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
@@ -76,6 +86,32 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AnswerStream(self, request, context):
+        """Answer as a server stream: one event per pipeline stage as it finishes
+        (expanded, retrieved, reranked, fused, and one per fallback strategy
+        tried), then the answer text in pieces as the LLM produces them, then a
+        final event with the whole AnswerResponse. Over REST the events are
+        server-sent events (Accept: text/event-stream) or JSON lines otherwise.
+        Cancelling the call stops the LLM generation. Errors: as Search.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeepSearch(self, request, context):
+        """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
+        sub-queries scored against the question, the best next round; stops when
+        the information growth rate (new chunk ids / known chunk ids) falls
+        below the threshold (0.1) or after 3 iterations, then synthesises one
+        answer over all gathered evidence. Without an LLM it iterates on
+        keyword sub-queries and answers extractively.
+        Errors: INVALID_ARGUMENT naming "query", "top_k", "max_iterations",
+        "sub_queries" or "growth_threshold".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Ingest(self, request, context):
         """Ingests documents from JSONL. A record that cannot be read is reported
         and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
@@ -97,6 +133,16 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.Answer,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerResponse.SerializeToString,
+            ),
+            'AnswerStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.AnswerStream,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamResponse.SerializeToString,
+            ),
+            'DeepSearch': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeepSearch,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchResponse.SerializeToString,
             ),
             'Ingest': grpc.unary_unary_rpc_method_handler(
                     servicer.Ingest,
@@ -160,6 +206,60 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/Answer',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnswerStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/AnswerStream',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.AnswerStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeepSearch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/DeepSearch',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeepSearchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,6 +45,24 @@ class GatewayServiceStub:
     extractive from the top evidence when none is configured.
     Errors: as Search.
     """
+    AnswerStream: _grpc.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]
+    """Answer as a server stream: one event per pipeline stage as it finishes
+    (expanded, retrieved, reranked, fused, and one per fallback strategy
+    tried), then the answer text in pieces as the LLM produces them, then a
+    final event with the whole AnswerResponse. Over REST the events are
+    server-sent events (Accept: text/event-stream) or JSON lines otherwise.
+    Cancelling the call stops the LLM generation. Errors: as Search.
+    """
+    DeepSearch: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeepSearchRequest, _gateway_pb2.DeepSearchResponse]
+    """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
+    sub-queries scored against the question, the best next round; stops when
+    the information growth rate (new chunk ids / known chunk ids) falls
+    below the threshold (0.1) or after 3 iterations, then synthesises one
+    answer over all gathered evidence. Without an LLM it iterates on
+    keyword sub-queries and answers extractively.
+    Errors: INVALID_ARGUMENT naming "query", "top_k", "max_iterations",
+    "sub_queries" or "growth_threshold".
+    """
     Ingest: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]
     """Ingests documents from JSONL. A record that cannot be read is reported
     and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
@@ -67,6 +85,24 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """Search, then an answer with citations: from the configured LLM, or
     extractive from the top evidence when none is configured.
     Errors: as Search.
+    """
+    AnswerStream: _aio.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]  # type: ignore[assignment]
+    """Answer as a server stream: one event per pipeline stage as it finishes
+    (expanded, retrieved, reranked, fused, and one per fallback strategy
+    tried), then the answer text in pieces as the LLM produces them, then a
+    final event with the whole AnswerResponse. Over REST the events are
+    server-sent events (Accept: text/event-stream) or JSON lines otherwise.
+    Cancelling the call stops the LLM generation. Errors: as Search.
+    """
+    DeepSearch: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeepSearchRequest, _gateway_pb2.DeepSearchResponse]  # type: ignore[assignment]
+    """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
+    sub-queries scored against the question, the best next round; stops when
+    the information growth rate (new chunk ids / known chunk ids) falls
+    below the threshold (0.1) or after 3 iterations, then synthesises one
+    answer over all gathered evidence. Without an LLM it iterates on
+    keyword sub-queries and answers extractively.
+    Errors: INVALID_ARGUMENT naming "query", "top_k", "max_iterations",
+    "sub_queries" or "growth_threshold".
     """
     Ingest: _aio.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]  # type: ignore[assignment]
     """Ingests documents from JSONL. A record that cannot be read is reported
@@ -99,6 +135,36 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         """Search, then an answer with citations: from the configured LLM, or
         extractive from the top evidence when none is configured.
         Errors: as Search.
+        """
+
+    @_abc_1.abstractmethod
+    def AnswerStream(
+        self,
+        request: _gateway_pb2.AnswerStreamRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_gateway_pb2.AnswerStreamResponse], _abc.AsyncIterator[_gateway_pb2.AnswerStreamResponse]]:
+        """Answer as a server stream: one event per pipeline stage as it finishes
+        (expanded, retrieved, reranked, fused, and one per fallback strategy
+        tried), then the answer text in pieces as the LLM produces them, then a
+        final event with the whole AnswerResponse. Over REST the events are
+        server-sent events (Accept: text/event-stream) or JSON lines otherwise.
+        Cancelling the call stops the LLM generation. Errors: as Search.
+        """
+
+    @_abc_1.abstractmethod
+    def DeepSearch(
+        self,
+        request: _gateway_pb2.DeepSearchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeepSearchResponse, _abc.Awaitable[_gateway_pb2.DeepSearchResponse]]:
+        """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
+        sub-queries scored against the question, the best next round; stops when
+        the information growth rate (new chunk ids / known chunk ids) falls
+        below the threshold (0.1) or after 3 iterations, then synthesises one
+        answer over all gathered evidence. Without an LLM it iterates on
+        keyword sub-queries and answers extractively.
+        Errors: INVALID_ARGUMENT naming "query", "top_k", "max_iterations",
+        "sub_queries" or "growth_threshold".
         """
 
     @_abc_1.abstractmethod
