@@ -46,6 +46,11 @@ class ExpanderServiceStub:
                 request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.FromString,
                 _registered_method=True)
+        self.NormaliseEntity = channel.unary_unary(
+                '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
+                request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
+                _registered_method=True)
 
 
 class ExpanderServiceServicer:
@@ -69,6 +74,17 @@ class ExpanderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NormaliseEntity(self, request, context):
+        """Normalises a query against the authorised entity library (exact alias,
+        pinyin, shape-similar characters, missing character, fuzzy) behind the
+        Guizhou safety gate, and routes it (local / global / cross-category).
+        Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+        "query") when empty or too long.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExpanderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -81,6 +97,11 @@ def add_ExpanderServiceServicer_to_server(servicer, server):
                     servicer.Embed,
                     request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.FromString,
                     response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.SerializeToString,
+            ),
+            'NormaliseEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.NormaliseEntity,
+                    request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -139,6 +160,33 @@ class ExpanderService:
             '/graphmesh.expander.v1.ExpanderService/Embed',
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedRequest.SerializeToString,
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.EmbedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NormaliseEntity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
             options,
             channel_credentials,
             insecure,

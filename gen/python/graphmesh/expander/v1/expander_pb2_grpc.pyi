@@ -43,6 +43,13 @@ class ExpanderServiceStub:
     """Embeds texts with the configured model, from the content-hash cache where
     possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
     """
+    NormaliseEntity: _grpc.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]
+    """Normalises a query against the authorised entity library (exact alias,
+    pinyin, shape-similar characters, missing character, fuzzy) behind the
+    Guizhou safety gate, and routes it (local / global / cross-category).
+    Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+    "query") when empty or too long.
+    """
 
 @_typing.type_check_only
 class ExpanderServiceAsyncStub(ExpanderServiceStub):
@@ -58,6 +65,13 @@ class ExpanderServiceAsyncStub(ExpanderServiceStub):
     Embed: _aio.UnaryUnaryMultiCallable[_expander_pb2.EmbedRequest, _expander_pb2.EmbedResponse]  # type: ignore[assignment]
     """Embeds texts with the configured model, from the content-hash cache where
     possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
+    """
+    NormaliseEntity: _aio.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]  # type: ignore[assignment]
+    """Normalises a query against the authorised entity library (exact alias,
+    pinyin, shape-similar characters, missing character, fuzzy) behind the
+    Guizhou safety gate, and routes it (local / global / cross-category).
+    Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+    "query") when empty or too long.
     """
 
 class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -83,6 +97,19 @@ class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_expander_pb2.EmbedResponse, _abc.Awaitable[_expander_pb2.EmbedResponse]]:
         """Embeds texts with the configured model, from the content-hash cache where
         possible. Errors: INVALID_ARGUMENT (field "texts") when empty.
+        """
+
+    @_abc_1.abstractmethod
+    def NormaliseEntity(
+        self,
+        request: _expander_pb2.NormaliseEntityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_expander_pb2.NormaliseEntityResponse, _abc.Awaitable[_expander_pb2.NormaliseEntityResponse]]:
+        """Normalises a query against the authorised entity library (exact alias,
+        pinyin, shape-similar characters, missing character, fuzzy) behind the
+        Guizhou safety gate, and routes it (local / global / cross-category).
+        Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+        "query") when empty or too long.
         """
 
 def add_ExpanderServiceServicer_to_server(servicer: ExpanderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from graphmesh.common.v1 import entity_pb2 as graphmesh_dot_common_dot_v1_dot_entity__pb2
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgraphmesh/common/v1/types.proto\"M\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"N\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"M\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\xdc\x01\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\"\x1e\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\"\xbe\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming*Z\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02\x32\xea\x02\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*B\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"M\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"N\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"M\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\xdc\x01\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\"N\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.IngestKind\"5\n\x15SearchEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\"\x80\x02\n\x16SearchEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x11\n\trewritten\x18\x03 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x31\n\x07timings\x18\x07 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x08 \x03(\t\"\xbe\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming*Z\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02*w\n\nIngestKind\x12\x1b\n\x17INGEST_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_KIND_DOCUMENTS\x10\x01\x12\x18\n\x14INGEST_KIND_ENTITIES\x10\x02\x12\x17\n\x13INGEST_KIND_TRIPLES\x10\x03\x32\xf8\x03\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*\x12\x8b\x01\n\x0eSearchEntities\x12+.graphmesh.gateway.v1.SearchEntitiesRequest\x1a,.graphmesh.gateway.v1.SearchEntitiesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/entities:search:\x01*B\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,24 +41,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GATEWAYSERVICE'].methods_by_name['Answer']._serialized_options = b'\202\323\344\223\002\025\"\020/v1/query:answer:\001*'
   _globals['_GATEWAYSERVICE'].methods_by_name['Ingest']._loaded_options = None
   _globals['_GATEWAYSERVICE'].methods_by_name['Ingest']._serialized_options = b'\202\323\344\223\002\031\"\024/v1/documents:ingest:\001*'
-  _globals['_ANSWERMODE']._serialized_start=1102
-  _globals['_ANSWERMODE']._serialized_end=1192
-  _globals['_SEARCHREQUEST']._serialized_start=123
-  _globals['_SEARCHREQUEST']._serialized_end=200
-  _globals['_QUERYINFO']._serialized_start=202
-  _globals['_QUERYINFO']._serialized_end=280
-  _globals['_SEARCHRESPONSE']._serialized_start=283
-  _globals['_SEARCHRESPONSE']._serialized_end=487
-  _globals['_ANSWERREQUEST']._serialized_start=489
-  _globals['_ANSWERREQUEST']._serialized_end=566
-  _globals['_CITATION']._serialized_start=568
-  _globals['_CITATION']._serialized_end=652
-  _globals['_ANSWERRESPONSE']._serialized_start=655
-  _globals['_ANSWERRESPONSE']._serialized_end=875
-  _globals['_INGESTREQUEST']._serialized_start=877
-  _globals['_INGESTREQUEST']._serialized_end=907
-  _globals['_INGESTRESPONSE']._serialized_start=910
-  _globals['_INGESTRESPONSE']._serialized_end=1100
-  _globals['_GATEWAYSERVICE']._serialized_start=1195
-  _globals['_GATEWAYSERVICE']._serialized_end=1557
+  _globals['_GATEWAYSERVICE'].methods_by_name['SearchEntities']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['SearchEntities']._serialized_options = b'\202\323\344\223\002\030\"\023/v1/entities:search:\001*'
+  _globals['_ANSWERMODE']._serialized_start=1498
+  _globals['_ANSWERMODE']._serialized_end=1588
+  _globals['_INGESTKIND']._serialized_start=1590
+  _globals['_INGESTKIND']._serialized_end=1709
+  _globals['_SEARCHREQUEST']._serialized_start=157
+  _globals['_SEARCHREQUEST']._serialized_end=234
+  _globals['_QUERYINFO']._serialized_start=236
+  _globals['_QUERYINFO']._serialized_end=314
+  _globals['_SEARCHRESPONSE']._serialized_start=317
+  _globals['_SEARCHRESPONSE']._serialized_end=521
+  _globals['_ANSWERREQUEST']._serialized_start=523
+  _globals['_ANSWERREQUEST']._serialized_end=600
+  _globals['_CITATION']._serialized_start=602
+  _globals['_CITATION']._serialized_end=686
+  _globals['_ANSWERRESPONSE']._serialized_start=689
+  _globals['_ANSWERRESPONSE']._serialized_end=909
+  _globals['_INGESTREQUEST']._serialized_start=911
+  _globals['_INGESTREQUEST']._serialized_end=989
+  _globals['_SEARCHENTITIESREQUEST']._serialized_start=991
+  _globals['_SEARCHENTITIESREQUEST']._serialized_end=1044
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_start=1047
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_end=1303
+  _globals['_INGESTRESPONSE']._serialized_start=1306
+  _globals['_INGESTRESPONSE']._serialized_end=1496
+  _globals['_GATEWAYSERVICE']._serialized_start=1712
+  _globals['_GATEWAYSERVICE']._serialized_end=2216
 # @@protoc_insertion_point(module_scope)
