@@ -55,6 +55,9 @@ async def run(uri: str, entities: Path, triples: Path, limit_triples: int | None
             await store.ingest_entities(ents[i : i + 10_000])
         ent_s = time.perf_counter() - started
         rows = [(t["subject"], t["predicate"], t["object"]) for t in read_jsonl(triples, limit_triples)]
+        # As `graphmesh ingest triples` sends them: grouped by predicate, so
+        # each call carries few relation types (one statement per type).
+        rows.sort(key=lambda t: t[1])
         started = time.perf_counter()
         stored = 0
         failures = 0

@@ -46,8 +46,9 @@ def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
-async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float) -> list[QueryRow]:
-    """Calls Search for every query, ``concurrency`` at a time."""
+async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float, entities: bool = False) -> list[QueryRow]:
+    """Calls Search (or SearchEntities when ``entities``: ranks are entity
+    names) for every query, ``concurrency`` at a time."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     gate = asyncio.Semaphore(concurrency)
@@ -57,11 +58,18 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
         async with gate:
             started = time.perf_counter()
             try:
-                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k), timeout=timeout)
+                if entities:
+                    reply = await stub.SearchEntities(
+                        gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=min(top_k, 100)), timeout=timeout)
+                else:
+                    reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=top_k), timeout=timeout)
             except grpc.aio.AioRpcError as err:
                 return QueryRow(str(row.get("id")), [], gold, None, 0.0, [], f"{err.code().name}: {err.details()}")
             latency = (time.perf_counter() - started) * 1000
-        ranked = metrics.dedupe([c.document_id or c.id for c in reply.results])
+        if entities:
+            ranked = metrics.dedupe([e.name for e in reply.entities])
+        else:
+            ranked = metrics.dedupe([c.document_id or c.id for c in reply.results])
         return QueryRow(str(row.get("id")), ranked, gold, metrics.first_gold_rank(ranked, set(gold)), latency, list(reply.degraded))
 
     try:

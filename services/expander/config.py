@@ -14,6 +14,11 @@ class ExpanderSettings(ServiceSettings):
     embedding_threads: BLAS threads for the embedding model.
     embedding_cache: sqlite file of cached vectors ("" disables the cache).
     max_batch: most texts per Embed call.
+    library_neo4j_uri / _user / _password / _database: the Neo4j holding the
+        entity library (read only, for NormaliseEntity); "" disables it.
+    library_refresh_seconds: how often the library version is checked.
+    synonym_files: synonym dictionaries (HIT Tongyici Cilin extended format
+        or one group a line) applied during normalisation (JSON list).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_EXPANDER_", extra="ignore")
@@ -23,3 +28,9 @@ class ExpanderSettings(ServiceSettings):
     embedding_threads: int = 2
     embedding_cache: str = str(Path.home() / ".cache" / "graphmesh" / "embeddings.sqlite")
     max_batch: int = 512
+    library_neo4j_uri: str = ""
+    library_neo4j_user: str = ""
+    library_neo4j_password: str = ""
+    library_neo4j_database: str = "neo4j"
+    library_refresh_seconds: float = 5.0
+    synonym_files: list[str] = []

@@ -1,6 +1,8 @@
 """Fuser settings (environment prefix GRAPHMESH_FUSER_)."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
@@ -11,6 +13,9 @@ class FuserSettings(ServiceSettings):
     rrf_k: the k of reciprocal rank fusion (60).
     max_top_k: largest accepted top_k.
     max_budget_chars: largest accepted context budget (characters).
+    entity_rank: overrides of services.fuser.entity_rank.RankConfig fields
+        (weights w_embed / w_plain, bonuses, gate thresholds; JSON in the
+        environment); reference 003 values when empty.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")
@@ -19,3 +24,4 @@ class FuserSettings(ServiceSettings):
     rrf_k: int = 60
     max_top_k: int = 200
     max_budget_chars: int = 100_000
+    entity_rank: dict[str, Any] = {}
