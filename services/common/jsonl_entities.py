@@ -40,9 +40,10 @@ def _lines(payload: bytes):
             yield index, None, ParseFailure(index, "", "", f"invalid JSON: {err.msg}")
 
 
-def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseFailure]]:
-    """Entities and failures (0-based line index, field at fault)."""
-    out, failures = [], []
+def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseFailure], list[int]]:
+    """Entities, failures (0-based line index, field at fault) and the line
+    index of each entity."""
+    out, failures, lines = [], [], []
     for index, rec, failure in _lines(payload):
         if failure:
             failures.append(failure)
@@ -64,15 +65,16 @@ def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseF
                 name=name.strip(), category=str(rec.get("category") or "").strip(), definition=str(rec.get("definition") or ""),
                 aliases=_names(rec.get("aliases"), "aliases"), parents=_names(rec.get("parents"), "parents"), attributes=attrs,
             ))
+            lines.append(index)
         except ValueError as err:
             field = str(err).split(" ", 1)[0]
             failures.append(ParseFailure(index, name, field, str(err)))
-    return out, failures
+    return out, failures, lines
 
 
-def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFailure]]:
-    """Triples and failures."""
-    out, failures = [], []
+def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFailure], list[int]]:
+    """Triples, failures and the line index of each triple."""
+    out, failures, lines = [], [], []
     for index, rec, failure in _lines(payload):
         if failure:
             failures.append(failure)
@@ -85,4 +87,5 @@ def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFa
             failures.append(ParseFailure(index, str(rec.get("subject") or ""), missing, "must be a non-empty string"))
             continue
         out.append(entity_pb2.Triple(subject=rec["subject"].strip(), predicate=rec["predicate"].strip(), object=rec["object"].strip()))
-    return out, failures
+        lines.append(index)
+    return out, failures, lines

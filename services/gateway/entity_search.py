@@ -40,6 +40,9 @@ class EntitySearch:
     def __init__(self, pipeline: Pipeline) -> None:
         self.p = pipeline
 
+    def _stubs(self):
+        return [(n, st) for n, st in self.p.retrievers.items() if n in self.p.settings.entity_retrievers]
+
     async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
         """Runs normalise -> retrieve (parallel) -> rank for ``query``."""
         s = self.p.settings
@@ -108,7 +111,7 @@ class EntitySearch:
                 trace.record(stage, started, DEGRADED, _describe(err))
                 return []
 
-        lists = await asyncio.gather(*(one(n, st) for n, st in self.p.retrievers.items()))
+        lists = await asyncio.gather(*(one(n, st) for n, st in self._stubs()))
         merged: dict[str, entity_pb2.EntityCandidate] = {}
         for lst in lists:
             for c in lst:
@@ -124,10 +127,10 @@ class EntitySearch:
         trace = Trace()
         started = time.perf_counter()
         if kind == gateway_pb2.INGEST_KIND_ENTITIES:
-            records, failures = parse_entities(payload)
+            records, failures, line_of = parse_entities(payload)
             batch, rpc, make = ENTITY_BATCH, "IngestEntities", lambda rs: retriever_pb2.IngestEntitiesRequest(entities=rs)
         else:
-            records, failures = parse_triples(payload)
+            records, failures, line_of = parse_triples(payload)
             batch, rpc, make = TRIPLE_BATCH, "IngestTriples", lambda rs: retriever_pb2.IngestTriplesRequest(triples=rs)
         response = gateway_pb2.IngestResponse(received=len(records) + len(failures))
         response.failures.extend(
@@ -137,14 +140,14 @@ class EntitySearch:
             return response, failures
         started = time.perf_counter()
         stored_by: dict[str, int] = {}
-        for name, stub in self.p.retrievers.items():
+        for name, stub in self._stubs():
             total = 0
             try:
                 for start in range(0, len(records), batch):
                     reply = await getattr(stub, rpc)(make(records[start : start + batch]), timeout=deadline.left(600))
                     total += reply.stored
                     for f in reply.failures:
-                        response.failures.append(types_pb2.IngestFailure(index=f.index + start, id=f.id, reason=f"{name}: {f.reason}"))
+                        response.failures.append(types_pb2.IngestFailure(index=line_of[f.index + start], id=f.id, reason=f"{name}: {f.reason}"))
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED:
                     continue
