@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import logging
+
 import grpc
 import jieba
 
@@ -13,6 +15,8 @@ from services.expander.config import ExpanderSettings
 from services.expander.library import LibraryLoader
 from services.expander.normalise import ROUTE_MIN_CONFIDENCE, normalise, route
 from services.expander.servicer import ExpanderServicer
+
+log = logging.getLogger(__name__)
 
 ROUTES = {
     "local": expander_pb2.ENTITY_ROUTE_LOCAL,
@@ -31,6 +35,18 @@ class EntityExpanderServicer(ExpanderServicer):
             settings.library_neo4j_uri, settings.library_neo4j_user, settings.library_neo4j_password,
             settings.library_neo4j_database, settings.synonym_files, settings.library_refresh_seconds,
         )
+
+    async def warm_up(self) -> None:
+        """Starts loading the library index in the background (best effort:
+        a store that is not reachable yet is retried on first use)."""
+
+        async def load() -> None:
+            try:
+                await self.library.get()
+            except Exception as err:  # noqa: BLE001 - retried lazily
+                log.info("entity library not loaded at start: %s", err)
+
+        self._warming = asyncio.create_task(load())
 
     async def NormaliseEntity(self, request: expander_pb2.NormaliseEntityRequest, context: grpc.aio.ServicerContext) -> expander_pb2.NormaliseEntityResponse:
         query = validate_query(request.query, self._settings.max_query_chars)

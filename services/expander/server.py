@@ -16,6 +16,7 @@ def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSe
         name="expander",
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
+        on_start=servicer.warm_up,
         on_stop=servicer.library.close,
     )
     return service, settings

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -226,8 +225,12 @@ WHERE e:Entity AND e.placeholder IS NULL
 RETURN matched, score, {_FIELDS}
 """
 
-# Entities pointing at each named attribute value (a Value or an Entity),
-# with the predicates that link them. Weighted coverage is computed in Python.
+# Entities pointing at the named attribute values (a Value or an Entity),
+# scored in Cypher so only the best ``$limit`` rows travel: per value the
+# best link weight (1.0 when the relation type contains the label or the
+# label contains it, or no label is given; ``$other`` otherwise), summed over
+# values. type(r) is read from the relationship record itself, no property
+# lookup, so values with tens of thousands of links stay cheap.
 _ATTRIBUTE = f"""
 UNWIND $values AS v
 CALL (v) {{
@@ -235,9 +238,14 @@ CALL (v) {{
   UNION
   MATCH (x:Entity {{key: v.key}}) RETURN x
 }}
-MATCH (e:Entity)-[r]->(x) WHERE r.predicate IS NOT NULL
-WITH e, v.value AS value, collect(DISTINCT r.predicate) AS predicates
-RETURN value, predicates, {_FIELDS}
+MATCH (e:Entity)-[r]->(x)
+WHERE NOT type(r) IN ['PARENT_OF', 'SAME_OBJECT', 'SAME_PROPERTY', 'HAS_ALIAS']
+WITH e, v.value AS value,
+     max(CASE WHEN $label = '' OR type(r) CONTAINS $label OR $label CONTAINS type(r) THEN 1.0 ELSE $other END) AS w
+WITH e, sum(w) AS covered, collect(value) AS matched
+ORDER BY covered DESC, e.degree ASC, e.name ASC
+LIMIT $limit
+RETURN covered, matched, {_FIELDS}
 """
 
 _EXPAND = f"""
@@ -275,15 +283,6 @@ MATCH (e:Entity) WHERE e.placeholder IS NULL
 OPTIONAL MATCH (e)-[:HAS_ALIAS]->(a:Alias)
 RETURN e.name AS name, e.category AS category, collect(a.name) AS aliases
 """
-
-
-def predicate_weight(predicate: str, label: str, other: float) -> float:
-    """Weight of a link for attribute coverage: 1.0 when the query names no
-    label or ``predicate`` contains it (or it contains ``predicate``), else
-    ``other``."""
-    if not label or label in predicate or predicate in label:
-        return 1.0
-    return other
 
 
 class KnowledgeGraphStore:
@@ -454,10 +453,12 @@ class KnowledgeGraphStore:
 
     async def attribute_search(self, values: list[str], label: str = "", limit: int = 50, other_weight: float = 0.3) -> list[EntityHit]:
         """Entities linked to the attribute ``values`` (e.g. symptoms), scored
-        by weighted coverage: sum over distinct values of the best link weight
-        (``predicate_weight``) divided by the number of values. Ties go to the
-        entity with fewer facts (the more specific one). Channel
-        graph.attribute; matched lists the covered values."""
+        by weighted coverage: over the distinct values, the best link weight
+        (1.0 when the query names no label or the relation type contains the
+        label, or the label contains it; ``other_weight`` otherwise), summed
+        and divided by the number of values. Ties go to the entity with fewer
+        facts (the more specific one). Channel graph.attribute; matched lists
+        the covered values in query order."""
         distinct: dict[str, str] = {}
         for v in values:
             k = name_key(v)
@@ -465,21 +466,13 @@ class KnowledgeGraphStore:
                 distinct[k] = v.strip()
         if not distinct:
             return []
-        records = await self._read(_ATTRIBUTE, values=[{"key": k, "value": v} for k, v in distinct.items()])
-        covered: dict[str, dict[str, float]] = defaultdict(dict)
-        rows: dict[str, Any] = {}
-        for r in records:
-            w = max(predicate_weight(p, label, other_weight) for p in r["predicates"])
-            covered[r["name"]][r["value"]] = max(w, covered[r["name"]].get(r["value"], 0.0))
-            rows[r["name"]] = r
+        records = await self._read(_ATTRIBUTE, values=[{"key": k, "value": v} for k, v in distinct.items()],
+                                   label=label.strip(), other=float(other_weight), limit=limit)
+        order = list(distinct.values())
         n = len(distinct)
-        scored = sorted(
-            ((sum(c.values()) / n, name) for name, c in covered.items()),
-            key=lambda t: (-t[0], math.log1p(rows[t[1]]["degree"] or 0), t[1]),
-        )
         return [
-            _hit(rows[name], "graph.attribute", score, "、".join(sorted(covered[name], key=list(distinct.values()).index)), "attribute")
-            for score, name in scored[:limit]
+            _hit(r, "graph.attribute", float(r["covered"]) / n, "、".join(sorted(r["matched"], key=order.index)), "attribute")
+            for r in records
         ]
 
     async def expand(self, seeds: list[tuple[str, float]], limit: int = 50) -> list[EntityHit]:
