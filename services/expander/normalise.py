@@ -287,8 +287,13 @@ def split_attributes(query: str) -> tuple[str, list[str]]:
     if m:
         label, q = m.group(1), m.group(2)
     values: list[str] = []
-    for part in _LIST_SPLIT.split(q):
-        part = part.strip(" 。.!！?？等")
+    # "、" is the list separator of Chinese enumerations; when present it is
+    # the only one, so values that hold commas or slashes ("面部中1/3凹陷")
+    # stay whole. Values are kept verbatim (a trailing "等" included): the
+    # store also tries them without it.
+    parts = q.split("、") if "、" in q else _LIST_SPLIT.split(q)
+    for part in parts:
+        part = part.strip(" 。.!！?？")
         if part and part not in values:
             values.append(part)
     return label, values

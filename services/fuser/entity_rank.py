@@ -19,11 +19,14 @@ Steps, in order:
        0.35 fuzzy + 0.30 coverage + 0.16 graph + 0.09 semantic + 0.08 intent
      + 0.10 plan + route - penalty
 
+   (intent: a member of a routed category, or an attribute-coverage hit on
+   the attribute route; route: ``route_bonus`` for the same candidates)
 5. high-coverage bonus with its length guard: +0.10 when coverage >= 0.92 and
    the name is at least max(2, 0.45 x query length) long; +0.05 when
    coverage >= 0.80 and the name has >= 3 characters;
 6. broad-entity penalty: a generic short name (<= 2 characters) that is not
-   the query, or an entity with far more facts than the others;
+   the query, a candidate named like one of the listed attribute values, or
+   an entity with far more facts than the others;
 7. optional model rerank scores blended in, then exact-hit protection: an
    exact name (or alias) match is put back first.
 
@@ -144,8 +147,10 @@ def _coverage(name: str, query_key: str) -> float:
     return sum(1 for ch in n if ch in query_key) / len(n)
 
 
-def features(item: EntityItem, query_key: str, normalized_key: str, route_categories: set[str]) -> dict[str, float]:
-    """The named features of one candidate, each in [0, 1]."""
+def features(item: EntityItem, query_key: str, normalized_key: str, route_categories: set[str], route: str = "") -> dict[str, float]:
+    """The named features of one candidate, each in [0, 1]. intent is 1 when
+    the candidate fits the route: a member of a routed category, or found by
+    attribute coverage on the attribute route."""
     names = [item.name] + list(item.aliases)
     fuzzy = max(fuzz.ratio(query_key, name_key(n)) for n in names) / 100.0
     if normalized_key != query_key:
@@ -163,6 +168,8 @@ def features(item: EntityItem, query_key: str, normalized_key: str, route_catego
     qs = entity_skeleton.parse(normalized_key)
     skeleton = max(entity_skeleton.skeleton_similarity(qs, entity_skeleton.parse(n)) for n in names[:5])
     intent = 1.0 if item.category and item.category in route_categories else 0.0
+    if route == "attribute" and attr_cov > 0:
+        intent = 1.0
     return {
         "fuzzy": fuzzy, "coverage": max(text_cov, attr_cov), "text_coverage": text_cov, "attribute_coverage": attr_cov,
         "vector": max(0.0, vector), "graph": graph, "skeleton": skeleton, "intent": intent, "plan": plan,
@@ -177,6 +184,8 @@ def rank(
     with_embeddings: bool = False,
     rerank_scores: dict[str, float] | None = None,
     route_categories: list[str] | None = None,
+    route: str = "",
+    attribute_values: list[str] | None = None,
     top_k: int = 10,
     cfg: RankConfig | None = None,
 ) -> tuple[list[EntityItem], int]:
@@ -199,9 +208,10 @@ def rank(
     gated_out = merged - len(kept)
     weights = cfg.w_embed if with_embeddings else cfg.w_plain
     route_set = set(route_categories or [])
+    value_keys = {name_key(v) for v in attribute_values or []}
     max_degree = max((it.degree for it in kept), default=0)
     for it in kept:
-        f = features(it, qkey, nkey, route_set)
+        f = features(it, qkey, nkey, route_set, route)
         score = sum(weights[k] * f[k] for k in weights)
         bonus = 0.0
         length = len(name_key(it.name))
@@ -215,12 +225,14 @@ def rank(
         exact = is_exact(it, qkey) or is_exact(it, nkey)
         if not exact and length <= 2 and len(nkey) >= length + 3:
             penalty = cfg.broad_penalty
+        elif name_key(it.name) in value_keys:  # a listed value, not an answer
+            penalty = cfg.broad_penalty
         elif not exact and max_degree and it.degree > 50 and it.degree == max_degree and len(kept) > 3:
             penalty = cfg.broad_penalty / 2
-        route = cfg.route_bonus if f["intent"] else 0.0
-        it.score = score + bonus + route - penalty
+        route_term = cfg.route_bonus if f["intent"] else 0.0
+        it.score = score + bonus + route_term - penalty
         it.breakdown = {k: round(weights[k] * f[k], 4) for k in weights if weights[k]}
-        it.breakdown.update({"route": route, "bonus": bonus, "penalty": -penalty})
+        it.breakdown.update({"route": route_term, "bonus": bonus, "penalty": -penalty})
         best = max(it.evidence, key=lambda e: (e.relation == "direct", e.score), default=None)
         it.relation = best.relation if best else "direct"
     # Step 7: model rerank, then exact-hit protection.

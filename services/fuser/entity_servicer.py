@@ -48,6 +48,7 @@ class EntityFuserServicer(FuserServicer):
             query, [to_item(c) for c in request.candidates],
             normalized_query=request.normalized_query, with_embeddings=request.with_embeddings,
             rerank_scores=dict(request.rerank_scores), route_categories=list(request.route_categories),
+            route=request.route, attribute_values=list(request.attribute_values),
             top_k=top_k, cfg=self._rank_config,
         )
         return fuser_pb2.RankEntitiesResponse(entities=[to_proto(it) for it in ranked], gated_out=gated)

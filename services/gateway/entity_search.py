@@ -80,6 +80,7 @@ class EntitySearch:
             ranked = await self.p.fuser.RankEntities(fuser_pb2.RankEntitiesRequest(
                 query=query, normalized_query=norm.normalized_query, candidates=candidates, top_k=top_k,
                 with_embeddings=False, route_categories=list(norm.categories),
+                route="" if route == "none" else route, attribute_values=list(norm.attribute_values),
             ), timeout=deadline.left(s.fuse_timeout))
             entities = list(ranked.entities)
             trace.record("rank", started)

@@ -234,9 +234,11 @@ RETURN matched, score, {_FIELDS}
 _ATTRIBUTE = f"""
 UNWIND $values AS v
 CALL (v) {{
-  MATCH (x:Value {{key: v.key}}) RETURN x
+  UNWIND v.keys AS k
+  MATCH (x:Value {{key: k}}) RETURN x
   UNION
-  MATCH (x:Entity {{key: v.key}}) RETURN x
+  UNWIND v.keys AS k
+  MATCH (x:Entity {{key: k}}) RETURN x
 }}
 MATCH (e:Entity)-[r]->(x)
 WHERE NOT type(r) IN ['PARENT_OF', 'SAME_OBJECT', 'SAME_PROPERTY', 'HAS_ALIAS']
@@ -283,6 +285,18 @@ MATCH (e:Entity) WHERE e.placeholder IS NULL
 OPTIONAL MATCH (e)-[:HAS_ALIAS]->(a:Alias)
 RETURN e.name AS name, e.category AS category, collect(a.name) AS aliases
 """
+
+
+def value_keys(value: str) -> list[str]:
+    """Keys an attribute value is matched by: its name key and, when it ends
+    with an open-list marker ("等", "等等"), the key without it."""
+    key = name_key(value)
+    keys = [key]
+    for suffix in ("等等", "等"):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            keys.append(key[: -len(suffix)])
+            break
+    return keys
 
 
 class KnowledgeGraphStore:
@@ -466,7 +480,7 @@ class KnowledgeGraphStore:
                 distinct[k] = v.strip()
         if not distinct:
             return []
-        records = await self._read(_ATTRIBUTE, values=[{"key": k, "value": v} for k, v in distinct.items()],
+        records = await self._read(_ATTRIBUTE, values=[{"keys": value_keys(v), "value": v} for v in distinct.values()],
                                    label=label.strip(), other=float(other_weight), limit=limit)
         order = list(distinct.values())
         n = len(distinct)

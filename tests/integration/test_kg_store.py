@@ -96,6 +96,9 @@ async def test_attribute_coverage_finds_the_disease(kg):
     # without a label every predicate counts fully; ties go to the more specific entity
     hits = await kg.attribute_search(["发热", "头痛", "肌肉酸痛", "发热"])
     assert [h.name for h in hits[:2]] == ["流行性感冒", "布洛芬片"]
+    # an open-list marker ("等") is also tried without it
+    hits = await kg.attribute_search(["发热等", "肌肉酸痛"], label="症状")
+    assert hits[0].name == "流行性感冒" and hits[0].score == pytest.approx(1.0)
 
 
 async def test_weighted_expansion_uses_reference_weights_and_skips_one_character(kg):

