@@ -95,21 +95,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
-            failures.extend((offset + fl.index, fl.id, fl.reason) for fl in reply.failures)
+            failures.extend((origin[fl.index] if 0 <= fl.index < len(origin) else offset + fl.index, fl.id, fl.reason)
+                            for fl in reply.failures)
             bar.update(reply.received)
             offset += len(batch)
             batch = []
+            origin.clear()
 
-        lines = f
+        origin: list[int] = []  # input line number of each line in the batch
+        lines = enumerate(ln for ln in f if ln.strip())
         if args.kind == "triples":
             # Group by predicate so each call carries few relation types (the
-            # graph store writes one statement per type); lines that are not
-            # JSON keep their place at the front and are reported by the server.
-            lines = sorted((ln for ln in f if ln.strip()), key=_predicate_of)
+            # graph store writes one statement per type); failures still name
+            # the input line. Lines that are not JSON sort first.
+            lines = sorted(lines, key=lambda pair: _predicate_of(pair[1]))
         try:
-            for line in lines:
+            for number, line in lines:
                 if line.strip():
                     batch.append(line.rstrip(b"\n"))
+                    origin.append(number)
                     if len(batch) >= (args.batch or DEFAULT_BATCH[args.kind]):
                         flush()
             flush()
