@@ -66,24 +66,28 @@ class LibraryLoader:
         self._version = -1
         self._checked = 0.0
         self._lock = asyncio.Lock()
-        self._building: asyncio.Task | None = None
 
     async def get(self) -> LibraryIndex | None:
-        """The current index; None when no library is configured. The first
-        call builds it; later, when the library's version changed, the old
-        index keeps serving while a new one is built in the background.
-        Raises the driver's error when Neo4j cannot be reached on first use."""
+        """The current index, rebuilt first when the library's version
+        changed (entity writes only; a rebuild of 27k names takes about 4 s);
+        None when no library is configured. Raises the driver's error when
+        Neo4j cannot be reached and no index was built yet; later failures
+        keep the last index."""
         if not self.uri:
             return None
         async with self._lock:
             if self._index is not None and time.monotonic() - self._checked < self._refresh:
                 return self._index
-            version = await self._read_version()
+            try:
+                version = await self._read_version()
+            except Exception:
+                if self._index is None:
+                    raise
+                log.exception("reading the library version failed; keeping v%s", self._version)
+                return self._index
             self._checked = time.monotonic()
-            if self._index is None:
+            if self._index is None or version != self._version:
                 await self._rebuild(version)
-            elif version != self._version and (self._building is None or self._building.done()):
-                self._building = asyncio.create_task(self._rebuild(version))
             return self._index
 
     async def _read_version(self) -> int:
@@ -102,15 +106,13 @@ class LibraryLoader:
             self._index = await asyncio.to_thread(LibraryIndex, entries, self._synonyms)
             self._version = version
             log.info("entity library v%s: %d names indexed in %.1f s", version, len(entries), time.perf_counter() - started)
-        except Exception:  # a failed background rebuild keeps the old index
+        except Exception:  # a failed rebuild keeps the old index
             if self._index is None:
                 raise
             log.exception("rebuilding the entity library index failed; keeping v%s", self._version)
 
     async def close(self) -> None:
-        """Stops a background rebuild and closes the driver."""
-        if self._building is not None and not self._building.done():
-            self._building.cancel()
+        """Closes the driver."""
         if self._driver is not None:
             await self._driver.close()
             self._driver = None
