@@ -144,10 +144,11 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
 
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
                       answers: bool = False, judge_address: str = "",
-                      disabled_stages: tuple[str, ...] = ()) -> list[QueryRow]:
-    """Calls Search (or Answer and then Judge, with ``answers``) for every
-    query, ``concurrency`` at a time, with ``disabled_stages`` switched off
-    (Search only). An RPC error is recorded in the row."""
+                      disabled_stages: tuple[str, ...] = (), entities: bool = False) -> list[QueryRow]:
+    """Calls Search (Answer and then Judge with ``answers``; SearchEntities
+    with ``entities``, ranking entity names) for every query, ``concurrency``
+    at a time, with ``disabled_stages`` switched off (Search only). An RPC
+    error is recorded in the row."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     judge_ch = channel(judge_address) if answers else None
@@ -160,7 +161,10 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
         async with gate:
             started = time.perf_counter()
             try:
-                if answers:
+                if entities:
+                    reply = await stub.SearchEntities(
+                        gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=min(top_k, 100)), timeout=timeout)
+                elif answers:
                     reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=top_k), timeout=timeout)
                     search = reply.search
                 else:
@@ -169,6 +173,12 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.error = f"{err.code().name}: {err.details()}"
                 return base
             base.latency_ms = (time.perf_counter() - started) * 1000
+            if entities:
+                ranked = metrics.dedupe([e.name for e in reply.entities])
+                base.ranked = ranked[:10]
+                base.first_gold_rank = metrics.first_gold_rank(ranked, set(gold))
+                base.degraded = list(reply.degraded)
+                return base
             ranked = result_keys(search.results, set(gold))
             base.ranked = ranked[:10]
             base.first_gold_rank = metrics.first_gold_rank(ranked, set(gold))

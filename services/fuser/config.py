@@ -1,6 +1,8 @@
 """Fuser settings (environment prefix GRAPHMESH_FUSER_)."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
@@ -12,6 +14,9 @@ class FuserSettings(ServiceSettings):
     max_top_k: largest accepted top_k.
     max_budget_chars: largest accepted context budget (characters).
     mmr_pool_factor: MMR chooses top_k out of top_k x this many fused candidates.
+    entity_rank: overrides of services.fuser.entity_rank.RankConfig fields
+        (weights w_embed / w_plain, bonuses, gate thresholds; JSON in the
+        environment); reference 003 values when empty.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")
@@ -21,3 +26,4 @@ class FuserSettings(ServiceSettings):
     max_top_k: int = 200
     max_budget_chars: int = 100_000
     mmr_pool_factor: int = 3
+    entity_rank: dict[str, Any] = {}

@@ -72,6 +72,8 @@ class GatewaySettings(ServiceSettings):
         partial answer per DeepSearch iteration and of its context.
     chunk_chars / chunk_overlap: chunking of ingested documents.
     embed_batch: texts per Embed call during ingestion.
+    entity_retrievers: retrievers asked for entities (SearchEntities) and
+        given entities/triples at ingestion (JSON list).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_GATEWAY_", extra="ignore")
@@ -108,3 +110,4 @@ class GatewaySettings(ServiceSettings):
     chunk_chars: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
+    entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph"])

@@ -7,6 +7,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import InvalidArgument, abort_invalid_argument, validate_query, validate_range
 from services.gateway import deep
 from services.gateway.config import GatewaySettings
+from services.gateway.entity_search import EntitySearch
 from services.gateway.pipeline import Deadline, Pipeline
 
 MAX_TOP_K = 100
@@ -21,6 +22,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     def __init__(self, settings: GatewaySettings, pipeline: Pipeline) -> None:
         self._settings = settings
         self._pipeline = pipeline
+        self._entities = EntitySearch(pipeline)
 
     def _deadline(self, context: grpc.aio.ServicerContext) -> Deadline:
         left = context.time_remaining()
@@ -64,9 +66,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
         if not request.jsonl.strip():
             raise InvalidArgument("jsonl", "must hold at least one JSON record")
-        response, parse_failures = await self._pipeline.ingest(request.jsonl, self._deadline(context))
+        if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
+            response, parse_failures = await self._entities.ingest(request.jsonl, request.kind, self._deadline(context))
+        else:
+            response, parse_failures = await self._pipeline.ingest(request.jsonl, self._deadline(context))
         if response.received and len(parse_failures) == response.received:
             first = parse_failures[0]
             field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
             raise InvalidArgument(field, first.reason + ("" if len(parse_failures) == 1 else f" (and {len(parse_failures) - 1} more records)"))
         return response
+
+    async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        return await self._entities.search(query, top_k, self._deadline(context))

@@ -1,6 +1,7 @@
 """retriever_graph settings (environment prefix GRAPHMESH_RETRIEVER_GRAPH_)."""
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
@@ -12,6 +13,12 @@ class RetrieverGraphSettings(ServiceSettings):
         ``graphmesh up`` listens on bolt://127.0.0.1:7687).
     neo4j_user / neo4j_password: credentials; empty for no auth.
     neo4j_database: database name.
+    expansion_weights: entity expansion weight per relation ("parent",
+        "same_object", "same_property", "same_category"); defaults 0.85 /
+        0.55 / 0.45 / 0.35 from reference 003 (JSON in the environment).
+    attribute_other_weight: weight of a link whose predicate does not match
+        the attribute label the query names (e.g. an adverse reaction when
+        the query lists symptoms), in [0, 1].
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_GRAPH_", extra="ignore")
@@ -21,3 +28,7 @@ class RetrieverGraphSettings(ServiceSettings):
     neo4j_user: str = ""
     neo4j_password: str = ""
     neo4j_database: str = "neo4j"
+    expansion_weights: dict[str, float] = Field(
+        default_factory=lambda: {"parent": 0.85, "same_object": 0.55, "same_property": 0.45, "same_category": 0.35}
+    )
+    attribute_other_weight: float = Field(0.3, ge=0.0, le=1.0)

@@ -103,6 +103,38 @@ REWRITE_KIND_SUB_QUERIES: RewriteKind.ValueType  # 3
 """Several narrower follow-up questions (MetaSearch sub-query expansion)."""
 Global___RewriteKind: _TypeAlias = RewriteKind  # noqa: Y015
 
+class _EntityRoute:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EntityRouteEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EntityRoute.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ENTITY_ROUTE_UNSPECIFIED: _EntityRoute.ValueType  # 0
+    """Not routed (confidence too low to hard-route): every channel runs."""
+    ENTITY_ROUTE_LOCAL: _EntityRoute.ValueType  # 1
+    """One entity: name lookup and weighted expansion."""
+    ENTITY_ROUTE_GLOBAL: _EntityRoute.ValueType  # 2
+    """A category overview: the category's members and summary."""
+    ENTITY_ROUTE_CROSS_CATEGORY: _EntityRoute.ValueType  # 3
+    """Several categories (communities) at once."""
+    ENTITY_ROUTE_ATTRIBUTE: _EntityRoute.ValueType  # 4
+    """Attribute values listed (e.g. symptoms): attribute-driven retrieval."""
+
+class EntityRoute(_EntityRoute, metaclass=_EntityRouteEnumTypeWrapper):
+    """Route of an entity query (Guizhou design: local / global / cross-category)."""
+
+ENTITY_ROUTE_UNSPECIFIED: EntityRoute.ValueType  # 0
+"""Not routed (confidence too low to hard-route): every channel runs."""
+ENTITY_ROUTE_LOCAL: EntityRoute.ValueType  # 1
+"""One entity: name lookup and weighted expansion."""
+ENTITY_ROUTE_GLOBAL: EntityRoute.ValueType  # 2
+"""A category overview: the category's members and summary."""
+ENTITY_ROUTE_CROSS_CATEGORY: EntityRoute.ValueType  # 3
+"""Several categories (communities) at once."""
+ENTITY_ROUTE_ATTRIBUTE: EntityRoute.ValueType  # 4
+"""Attribute values listed (e.g. symptoms): attribute-driven retrieval."""
+Global___EntityRoute: _TypeAlias = EntityRoute  # noqa: Y015
+
 @_typing.final
 class ExpandRequest(_message.Message):
     """Request for Expand."""
@@ -398,3 +430,135 @@ class RewriteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RewriteResponse: _TypeAlias = RewriteResponse  # noqa: Y015
+
+@_typing.final
+class NormaliseEntityRequest(_message.Message):
+    """Request for NormaliseEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The user's query (1 to 2,000 characters by default)."""
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["query", b"query"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NormaliseEntityRequest: _TypeAlias = NormaliseEntityRequest  # noqa: Y015
+
+@_typing.final
+class NameMatch(_message.Message):
+    """A library name the query may mean."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MATCHED_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Canonical library name."""
+    matched: _builtins.str
+    """The library name or alias that matched."""
+    method: _builtins.str
+    """Method: "exact", "alias", "synonym", "pinyin", "shape", "missing_char",
+    "pinyin_prefix", "fuzzy", "controlled_alias".
+    """
+    score: _builtins.float
+    """Similarity in [0, 1]."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        matched: _builtins.str = ...,
+        method: _builtins.str = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matched", b"matched", "method", b"method", "name", b"name", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NameMatch: _TypeAlias = NameMatch  # noqa: Y015
+
+@_typing.final
+class NormaliseEntityResponse(_message.Message):
+    """Response for NormaliseEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NORMALIZED_QUERY_FIELD_NUMBER: _builtins.int
+    REWRITTEN_FIELD_NUMBER: _builtins.int
+    GATE_REASON_FIELD_NUMBER: _builtins.int
+    MATCHES_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    ROUTE_CONFIDENCE_FIELD_NUMBER: _builtins.int
+    CATEGORIES_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_VALUES_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_LABEL_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FIELD_NUMBER: _builtins.int
+    LIBRARY_SIZE_FIELD_NUMBER: _builtins.int
+    normalized_query: _builtins.str
+    """The query after the safety gate: a library name when rewritten, else the
+    original (whitespace-normalised) query.
+    """
+    rewritten: _builtins.bool
+    """Whether the gate rewrote the query."""
+    gate_reason: _builtins.str
+    """Why the gate rewrote or kept the query."""
+    route: Global___EntityRoute.ValueType
+    """Route of the query."""
+    route_confidence: _builtins.float
+    """Confidence of the route in [0, 1]; below 0.6 the route is not applied."""
+    attribute_label: _builtins.str
+    """Attribute label named by the query, e.g. "症状"."""
+    library_size: _builtins.int
+    """Entities and aliases in the loaded library index."""
+    @_builtins.property
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___NameMatch]:
+        """Library names the query may mean, best first (also those the gate did
+        not apply, as evidence).
+        """
+
+    @_builtins.property
+    def categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Categories named by the query (global / cross-category routes)."""
+
+    @_builtins.property
+    def attribute_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Attribute values listed by the query (attribute route)."""
+
+    @_builtins.property
+    def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Keywords (jieba) of the query."""
+
+    def __init__(
+        self,
+        *,
+        normalized_query: _builtins.str = ...,
+        rewritten: _builtins.bool = ...,
+        gate_reason: _builtins.str = ...,
+        matches: _abc.Iterable[Global___NameMatch] | None = ...,
+        route: Global___EntityRoute.ValueType = ...,
+        route_confidence: _builtins.float = ...,
+        categories: _abc.Iterable[_builtins.str] | None = ...,
+        attribute_values: _abc.Iterable[_builtins.str] | None = ...,
+        attribute_label: _builtins.str = ...,
+        keywords: _abc.Iterable[_builtins.str] | None = ...,
+        library_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_label", b"attribute_label", "attribute_values", b"attribute_values", "categories", b"categories", "gate_reason", b"gate_reason", "keywords", b"keywords", "library_size", b"library_size", "matches", b"matches", "normalized_query", b"normalized_query", "rewritten", b"rewritten", "route", b"route", "route_confidence", b"route_confidence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NormaliseEntityResponse: _TypeAlias = NormaliseEntityResponse  # noqa: Y015

@@ -51,6 +51,11 @@ class ExpanderServiceStub:
                 request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.FromString,
                 _registered_method=True)
+        self.NormaliseEntity = channel.unary_unary(
+                '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
+                request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
+                _registered_method=True)
 
 
 class ExpanderServiceServicer:
@@ -86,6 +91,17 @@ class ExpanderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NormaliseEntity(self, request, context):
+        """Normalises a query against the authorised entity library (exact alias,
+        pinyin, shape-similar characters, missing character, fuzzy) behind the
+        Guizhou safety gate, and routes it (local / global / cross-category).
+        Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+        "query") when empty or too long.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExpanderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -103,6 +119,11 @@ def add_ExpanderServiceServicer_to_server(servicer, server):
                     servicer.Rewrite,
                     request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.FromString,
                     response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.SerializeToString,
+            ),
+            'NormaliseEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.NormaliseEntity,
+                    request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -188,6 +209,33 @@ class ExpanderService:
             '/graphmesh.expander.v1.ExpanderService/Rewrite',
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.SerializeToString,
             graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NormaliseEntity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
             options,
             channel_credentials,
             insecure,

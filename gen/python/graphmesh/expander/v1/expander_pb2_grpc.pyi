@@ -51,6 +51,13 @@ class ExpanderServiceStub:
     nothing, each with llm_used false and the reason.
     Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
     """
+    NormaliseEntity: _grpc.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]
+    """Normalises a query against the authorised entity library (exact alias,
+    pinyin, shape-similar characters, missing character, fuzzy) behind the
+    Guizhou safety gate, and routes it (local / global / cross-category).
+    Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+    "query") when empty or too long.
+    """
 
 @_typing.type_check_only
 class ExpanderServiceAsyncStub(ExpanderServiceStub):
@@ -74,6 +81,13 @@ class ExpanderServiceAsyncStub(ExpanderServiceStub):
     expansion terms, sub-queries to keyword combinations, and HyDE returns
     nothing, each with llm_used false and the reason.
     Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
+    """
+    NormaliseEntity: _aio.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]  # type: ignore[assignment]
+    """Normalises a query against the authorised entity library (exact alias,
+    pinyin, shape-similar characters, missing character, fuzzy) behind the
+    Guizhou safety gate, and routes it (local / global / cross-category).
+    Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+    "query") when empty or too long.
     """
 
 class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -113,6 +127,19 @@ class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
         expansion terms, sub-queries to keyword combinations, and HyDE returns
         nothing, each with llm_used false and the reason.
         Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
+        """
+
+    @_abc_1.abstractmethod
+    def NormaliseEntity(
+        self,
+        request: _expander_pb2.NormaliseEntityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_expander_pb2.NormaliseEntityResponse, _abc.Awaitable[_expander_pb2.NormaliseEntityResponse]]:
+        """Normalises a query against the authorised entity library (exact alias,
+        pinyin, shape-similar characters, missing character, fuzzy) behind the
+        Guizhou safety gate, and routes it (local / global / cross-category).
+        Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
+        "query") when empty or too long.
         """
 
 def add_ExpanderServiceServicer_to_server(servicer: ExpanderServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

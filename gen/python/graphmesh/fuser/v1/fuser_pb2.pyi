@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from graphmesh.common.v1 import entity_pb2 as _entity_pb2
 from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
@@ -307,3 +308,120 @@ class FuseResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FuseResponse: _TypeAlias = FuseResponse  # noqa: Y015
+
+@_typing.final
+class RankEntitiesRequest(_message.Message):
+    """Request for RankEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class RerankScoresEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    NORMALIZED_QUERY_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    RERANK_SCORES_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    WITH_EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    ROUTE_CATEGORIES_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_VALUES_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The user's query."""
+    normalized_query: _builtins.str
+    """The query after normalisation (a library name when the gate rewrote it)."""
+    top_k: _builtins.int
+    """Results to return (1 to 200; 10 when 0)."""
+    with_embeddings: _builtins.bool
+    """Whether a query embedding was used (selects the weight set)."""
+    route: _builtins.str
+    """Route of the query when confident ("local", "global", "cross_category",
+    "attribute"); "" when not routed. With "attribute", candidates found by
+    attribute coverage get the intent and route terms.
+    """
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
+        """Candidates from every retriever; merged by name."""
+
+    @_builtins.property
+    def rerank_scores(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """Cross-encoder scores by entity name, in [0, 1]; exact hits are put back
+        first afterwards.
+        """
+
+    @_builtins.property
+    def route_categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Route bonus target: candidates of these categories get the route term."""
+
+    @_builtins.property
+    def attribute_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Attribute values the query lists; a candidate named like one of them is
+        a value, not an answer, and gets the broad-entity penalty.
+        """
+
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        normalized_query: _builtins.str = ...,
+        candidates: _abc.Iterable[_entity_pb2.EntityCandidate] | None = ...,
+        rerank_scores: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        top_k: _builtins.int = ...,
+        with_embeddings: _builtins.bool = ...,
+        route_categories: _abc.Iterable[_builtins.str] | None = ...,
+        route: _builtins.str = ...,
+        attribute_values: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_values", b"attribute_values", "candidates", b"candidates", "normalized_query", b"normalized_query", "query", b"query", "rerank_scores", b"rerank_scores", "route", b"route", "route_categories", b"route_categories", "top_k", b"top_k", "with_embeddings", b"with_embeddings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RankEntitiesRequest: _TypeAlias = RankEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class RankEntitiesResponse(_message.Message):
+    """Response for RankEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    GATED_OUT_FIELD_NUMBER: _builtins.int
+    gated_out: _builtins.int
+    """Candidates removed by the candidate gate."""
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
+        """Ranked entities with their score breakdown, best first."""
+
+    def __init__(
+        self,
+        *,
+        entities: _abc.Iterable[_entity_pb2.EntityCandidate] | None = ...,
+        gated_out: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "gated_out", b"gated_out"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RankEntitiesResponse: _TypeAlias = RankEntitiesResponse  # noqa: Y015

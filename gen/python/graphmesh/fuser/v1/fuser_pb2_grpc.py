@@ -41,6 +41,11 @@ class FuserServiceStub:
                 request_serializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseResponse.FromString,
                 _registered_method=True)
+        self.RankEntities = channel.unary_unary(
+                '/graphmesh.fuser.v1.FuserService/RankEntities',
+                request_serializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesResponse.FromString,
+                _registered_method=True)
 
 
 class FuserServiceServicer:
@@ -56,6 +61,16 @@ class FuserServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RankEntities(self, request, context):
+        """Ranks entity candidates (Guizhou design): candidate gate, weighted score
+        with or without embeddings, high-coverage bonus with its length guard,
+        broad-entity penalty, one-character and exact-hit protection.
+        Errors: INVALID_ARGUMENT when "query" is empty or "top_k" out of 1..200.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FuserServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -63,6 +78,11 @@ def add_FuserServiceServicer_to_server(servicer, server):
                     servicer.Fuse,
                     request_deserializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseRequest.FromString,
                     response_serializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseResponse.SerializeToString,
+            ),
+            'RankEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.RankEntities,
+                    request_deserializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -94,6 +114,33 @@ class FuserService:
             '/graphmesh.fuser.v1.FuserService/Fuse',
             graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseRequest.SerializeToString,
             graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.FuseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RankEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.fuser.v1.FuserService/RankEntities',
+            graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesRequest.SerializeToString,
+            graphmesh_dot_fuser_dot_v1_dot_fuser__pb2.RankEntitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,6 +39,12 @@ class FuserServiceStub:
     """Fuses and packs. Errors: INVALID_ARGUMENT when "top_k" or
     "budget_chars" is out of range or a quota is negative.
     """
+    RankEntities: _grpc.UnaryUnaryMultiCallable[_fuser_pb2.RankEntitiesRequest, _fuser_pb2.RankEntitiesResponse]
+    """Ranks entity candidates (Guizhou design): candidate gate, weighted score
+    with or without embeddings, high-coverage bonus with its length guard,
+    broad-entity penalty, one-character and exact-hit protection.
+    Errors: INVALID_ARGUMENT when "query" is empty or "top_k" out of 1..200.
+    """
 
 @_typing.type_check_only
 class FuserServiceAsyncStub(FuserServiceStub):
@@ -50,6 +56,12 @@ class FuserServiceAsyncStub(FuserServiceStub):
     Fuse: _aio.UnaryUnaryMultiCallable[_fuser_pb2.FuseRequest, _fuser_pb2.FuseResponse]  # type: ignore[assignment]
     """Fuses and packs. Errors: INVALID_ARGUMENT when "top_k" or
     "budget_chars" is out of range or a quota is negative.
+    """
+    RankEntities: _aio.UnaryUnaryMultiCallable[_fuser_pb2.RankEntitiesRequest, _fuser_pb2.RankEntitiesResponse]  # type: ignore[assignment]
+    """Ranks entity candidates (Guizhou design): candidate gate, weighted score
+    with or without embeddings, high-coverage bonus with its length guard,
+    broad-entity penalty, one-character and exact-hit protection.
+    Errors: INVALID_ARGUMENT when "query" is empty or "top_k" out of 1..200.
     """
 
 class FuserServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -65,6 +77,18 @@ class FuserServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_fuser_pb2.FuseResponse, _abc.Awaitable[_fuser_pb2.FuseResponse]]:
         """Fuses and packs. Errors: INVALID_ARGUMENT when "top_k" or
         "budget_chars" is out of range or a quota is negative.
+        """
+
+    @_abc_1.abstractmethod
+    def RankEntities(
+        self,
+        request: _fuser_pb2.RankEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_fuser_pb2.RankEntitiesResponse, _abc.Awaitable[_fuser_pb2.RankEntitiesResponse]]:
+        """Ranks entity candidates (Guizhou design): candidate gate, weighted score
+        with or without embeddings, high-coverage bonus with its length guard,
+        broad-entity penalty, one-character and exact-hit protection.
+        Errors: INVALID_ARGUMENT when "query" is empty or "top_k" out of 1..200.
         """
 
 def add_FuserServiceServicer_to_server(servicer: FuserServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

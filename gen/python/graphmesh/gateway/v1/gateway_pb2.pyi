@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from graphmesh.common.v1 import entity_pb2 as _entity_pb2
 from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
@@ -81,6 +82,38 @@ FALLBACK_STRATEGY_ENTITY_NAMES: FallbackStrategy.ValueType  # 4
 FALLBACK_STRATEGY_FAST_PATH: FallbackStrategy.ValueType  # 5
 """PostgreSQL vector + keyword only: no graph, no rerank."""
 Global___FallbackStrategy: _TypeAlias = FallbackStrategy  # noqa: Y015
+
+class _IngestKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _IngestKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IngestKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    INGEST_KIND_UNSPECIFIED: _IngestKind.ValueType  # 0
+    """Documents (the default)."""
+    INGEST_KIND_DOCUMENTS: _IngestKind.ValueType  # 1
+    """Documents: {"id", "text", ...}."""
+    INGEST_KIND_ENTITIES: _IngestKind.ValueType  # 2
+    """Library entities: {"name", "category", "definition", "aliases",
+    "parents", "attributes"}; other string fields become attributes.
+    """
+    INGEST_KIND_TRIPLES: _IngestKind.ValueType  # 3
+    """Knowledge-graph triples: {"subject", "predicate", "object"}."""
+
+class IngestKind(_IngestKind, metaclass=_IngestKindEnumTypeWrapper):
+    """Kind of records an Ingest call carries."""
+
+INGEST_KIND_UNSPECIFIED: IngestKind.ValueType  # 0
+"""Documents (the default)."""
+INGEST_KIND_DOCUMENTS: IngestKind.ValueType  # 1
+"""Documents: {"id", "text", ...}."""
+INGEST_KIND_ENTITIES: IngestKind.ValueType  # 2
+"""Library entities: {"name", "category", "definition", "aliases",
+"parents", "attributes"}; other string fields become attributes.
+"""
+INGEST_KIND_TRIPLES: IngestKind.ValueType  # 3
+"""Knowledge-graph triples: {"subject", "predicate", "object"}."""
+Global___IngestKind: _TypeAlias = IngestKind  # noqa: Y015
 
 @_typing.final
 class SearchRequest(_message.Message):
@@ -621,23 +654,111 @@ class IngestRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     JSONL_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
     jsonl: _builtins.bytes
     """JSONL, one document a line: {"id", "text", optional "title", "law",
     "chapter", "section", "article", "heading_path", "metadata"}. Lines must
     be UTF-8; a line that is not is reported as a failure.
     """
+    kind: Global___IngestKind.ValueType
+    """What the records are; documents when unset."""
     def __init__(
         self,
         *,
         jsonl: _builtins.bytes = ...,
+        kind: Global___IngestKind.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["jsonl", b"jsonl"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["jsonl", b"jsonl", "kind", b"kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestRequest: _TypeAlias = IngestRequest  # noqa: Y015
+
+@_typing.final
+class SearchEntitiesRequest(_message.Message):
+    """Request for SearchEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The query (1 to 2,000 characters by default; not only whitespace)."""
+    top_k: _builtins.int
+    """Entities to return (1 to 100; 10 when 0)."""
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        top_k: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["query", b"query", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchEntitiesRequest: _TypeAlias = SearchEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class SearchEntitiesResponse(_message.Message):
+    """Response for SearchEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    NORMALIZED_QUERY_FIELD_NUMBER: _builtins.int
+    REWRITTEN_FIELD_NUMBER: _builtins.int
+    GATE_REASON_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    ROUTE_CONFIDENCE_FIELD_NUMBER: _builtins.int
+    TIMINGS_FIELD_NUMBER: _builtins.int
+    DEGRADED_FIELD_NUMBER: _builtins.int
+    normalized_query: _builtins.str
+    """The query after the normalisation gate."""
+    rewritten: _builtins.bool
+    """Whether the gate rewrote the query, and why."""
+    gate_reason: _builtins.str
+    """The gate's reason."""
+    route: _builtins.str
+    """Route name ("local", "global", "cross_category", "attribute", "none")."""
+    route_confidence: _builtins.float
+    """Route confidence in [0, 1]."""
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
+        """Library entities, best first, each with category, definition, matched
+        evidence, graph relation and score breakdown.
+        """
+
+    @_builtins.property
+    def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
+        """Per-stage timings, milliseconds."""
+
+    @_builtins.property
+    def degraded(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Services that failed or timed out."""
+
+    def __init__(
+        self,
+        *,
+        entities: _abc.Iterable[_entity_pb2.EntityCandidate] | None = ...,
+        normalized_query: _builtins.str = ...,
+        rewritten: _builtins.bool = ...,
+        gate_reason: _builtins.str = ...,
+        route: _builtins.str = ...,
+        route_confidence: _builtins.float = ...,
+        timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+        degraded: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["degraded", b"degraded", "entities", b"entities", "gate_reason", b"gate_reason", "normalized_query", b"normalized_query", "rewritten", b"rewritten", "route", b"route", "route_confidence", b"route_confidence", "timings", b"timings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchEntitiesResponse: _TypeAlias = SearchEntitiesResponse  # noqa: Y015
 
 @_typing.final
 class IngestResponse(_message.Message):

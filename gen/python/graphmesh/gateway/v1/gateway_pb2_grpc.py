@@ -61,6 +61,11 @@ class GatewayServiceStub:
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.FromString,
                 _registered_method=True)
+        self.SearchEntities = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/SearchEntities',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -121,6 +126,16 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchEntities(self, request, context):
+        """Finds library entities for a colloquial, misspelt, alias or attribute
+        query: normalisation behind the safety gate, routing, graph lookup,
+        attribute retrieval, weighted expansion, protected ranking. Results are
+        always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +163,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.Ingest,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.SerializeToString,
+            ),
+            'SearchEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchEntities,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -287,6 +307,33 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/Ingest',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/SearchEntities',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

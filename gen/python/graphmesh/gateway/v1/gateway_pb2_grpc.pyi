@@ -68,6 +68,12 @@ class GatewayServiceStub:
     and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
     the payload is empty.
     """
+    SearchEntities: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]
+    """Finds library entities for a colloquial, misspelt, alias or attribute
+    query: normalisation behind the safety gate, routing, graph lookup,
+    attribute retrieval, weighted expansion, protected ranking. Results are
+    always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+    """
 
 @_typing.type_check_only
 class GatewayServiceAsyncStub(GatewayServiceStub):
@@ -108,6 +114,12 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """Ingests documents from JSONL. A record that cannot be read is reported
     and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
     the payload is empty.
+    """
+    SearchEntities: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]  # type: ignore[assignment]
+    """Finds library entities for a colloquial, misspelt, alias or attribute
+    query: normalisation behind the safety gate, routing, graph lookup,
+    attribute retrieval, weighted expansion, protected ranking. Results are
+    always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
     """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -176,6 +188,18 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         """Ingests documents from JSONL. A record that cannot be read is reported
         and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
         the payload is empty.
+        """
+
+    @_abc_1.abstractmethod
+    def SearchEntities(
+        self,
+        request: _gateway_pb2.SearchEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.SearchEntitiesResponse, _abc.Awaitable[_gateway_pb2.SearchEntitiesResponse]]:
+        """Finds library entities for a colloquial, misspelt, alias or attribute
+        query: normalisation behind the safety gate, routing, graph lookup,
+        attribute retrieval, weighted expansion, protected ranking. Results are
+        always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
         """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

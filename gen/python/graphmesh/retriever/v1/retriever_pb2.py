@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from graphmesh.common.v1 import entity_pb2 as graphmesh_dot_common_dot_v1_dot_entity__pb2
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&graphmesh/retriever/v1/retriever.proto\x12\x16graphmesh.retriever.v1\x1a\x1fgraphmesh/common/v1/types.proto\"\x8d\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x16\n\x0ehyde_embedding\x18\x05 \x03(\x02\x12\x19\n\x11\x64isabled_channels\x18\x06 \x03(\t\"y\n\x10RetrieveResponse\x12\x32\n\ncandidates\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x31\n\x07timings\x18\x02 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\"Q\n\x16IngestDocumentsRequest\x12\x37\n\tdocuments\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.ChunkedDocument\"r\n\x17IngestDocumentsResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\x11\n\tunchanged\x18\x02 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\"0\n\x18GetDocumentHashesRequest\x12\x14\n\x0c\x64ocument_ids\x18\x01 \x03(\t\"\xaf\x01\n\x19GetDocumentHashesResponse\x12\\\n\x0e\x63ontent_hashes\x18\x01 \x03(\x0b\x32\x44.graphmesh.retriever.v1.GetDocumentHashesResponse.ContentHashesEntry\x1a\x34\n\x12\x43ontentHashesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\xdf\x02\n\x10RetrieverService\x12]\n\x08Retrieve\x12\'.graphmesh.retriever.v1.RetrieveRequest\x1a(.graphmesh.retriever.v1.RetrieveResponse\x12r\n\x0fIngestDocuments\x12..graphmesh.retriever.v1.IngestDocumentsRequest\x1a/.graphmesh.retriever.v1.IngestDocumentsResponse\x12x\n\x11GetDocumentHashes\x12\x30.graphmesh.retriever.v1.GetDocumentHashesRequest\x1a\x31.graphmesh.retriever.v1.GetDocumentHashesResponseB\x1d\n\x19io.graphmesh.retriever.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&graphmesh/retriever/v1/retriever.proto\x12\x16graphmesh.retriever.v1\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"\x8d\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x17\n\x0fquery_embedding\x18\x03 \x03(\x02\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x16\n\x0ehyde_embedding\x18\x05 \x03(\x02\x12\x19\n\x11\x64isabled_channels\x18\x06 \x03(\t\"y\n\x10RetrieveResponse\x12\x32\n\ncandidates\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x31\n\x07timings\x18\x02 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\"Q\n\x16IngestDocumentsRequest\x12\x37\n\tdocuments\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.ChunkedDocument\"r\n\x17IngestDocumentsResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\x11\n\tunchanged\x18\x02 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\"0\n\x18GetDocumentHashesRequest\x12\x14\n\x0c\x64ocument_ids\x18\x01 \x03(\t\"\xaf\x01\n\x19GetDocumentHashesResponse\x12\\\n\x0e\x63ontent_hashes\x18\x01 \x03(\x0b\x32\x44.graphmesh.retriever.v1.GetDocumentHashesResponse.ContentHashesEntry\x1a\x34\n\x12\x43ontentHashesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x83\x01\n\x15IngestEntitiesRequest\x12-\n\x08\x65ntities\x18\x01 \x03(\x0b\x32\x1b.graphmesh.common.v1.Entity\x12;\n\nembeddings\x18\x02 \x03(\x0b\x32\'.graphmesh.retriever.v1.EntityEmbedding\"!\n\x0f\x45ntityEmbedding\x12\x0e\n\x06values\x18\x01 \x03(\x02\"^\n\x16IngestEntitiesResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x02 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\"D\n\x14IngestTriplesRequest\x12,\n\x07triples\x18\x01 \x03(\x0b\x32\x1b.graphmesh.common.v1.Triple\"]\n\x15IngestTriplesResponse\x12\x0e\n\x06stored\x18\x01 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x02 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\"\xc1\x01\n\x17RetrieveEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x16\n\x0eresolved_names\x18\x02 \x03(\t\x12\x18\n\x10\x61ttribute_values\x18\x03 \x03(\t\x12\x17\n\x0f\x61ttribute_label\x18\x04 \x01(\t\x12\x12\n\ncategories\x18\x05 \x03(\t\x12\r\n\x05top_k\x18\x06 \x01(\x05\x12\x17\n\x0fquery_embedding\x18\x07 \x03(\x02\x12\x10\n\x08keywords\x18\x08 \x03(\t\"\x87\x01\n\x18RetrieveEntitiesResponse\x12\x38\n\ncandidates\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x31\n\x07timings\x18\x02 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming2\xb5\x05\n\x10RetrieverService\x12]\n\x08Retrieve\x12\'.graphmesh.retriever.v1.RetrieveRequest\x1a(.graphmesh.retriever.v1.RetrieveResponse\x12r\n\x0fIngestDocuments\x12..graphmesh.retriever.v1.IngestDocumentsRequest\x1a/.graphmesh.retriever.v1.IngestDocumentsResponse\x12x\n\x11GetDocumentHashes\x12\x30.graphmesh.retriever.v1.GetDocumentHashesRequest\x1a\x31.graphmesh.retriever.v1.GetDocumentHashesResponse\x12o\n\x0eIngestEntities\x12-.graphmesh.retriever.v1.IngestEntitiesRequest\x1a..graphmesh.retriever.v1.IngestEntitiesResponse\x12l\n\rIngestTriples\x12,.graphmesh.retriever.v1.IngestTriplesRequest\x1a-.graphmesh.retriever.v1.IngestTriplesResponse\x12u\n\x10RetrieveEntities\x12/.graphmesh.retriever.v1.RetrieveEntitiesRequest\x1a\x30.graphmesh.retriever.v1.RetrieveEntitiesResponseB\x1d\n\x19io.graphmesh.retriever.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,20 +36,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\031io.graphmesh.retriever.v1P\001'
   _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._loaded_options = None
   _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._serialized_options = b'8\001'
-  _globals['_RETRIEVEREQUEST']._serialized_start=100
-  _globals['_RETRIEVEREQUEST']._serialized_end=241
-  _globals['_RETRIEVERESPONSE']._serialized_start=243
-  _globals['_RETRIEVERESPONSE']._serialized_end=364
-  _globals['_INGESTDOCUMENTSREQUEST']._serialized_start=366
-  _globals['_INGESTDOCUMENTSREQUEST']._serialized_end=447
-  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_start=449
-  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_end=563
-  _globals['_GETDOCUMENTHASHESREQUEST']._serialized_start=565
-  _globals['_GETDOCUMENTHASHESREQUEST']._serialized_end=613
-  _globals['_GETDOCUMENTHASHESRESPONSE']._serialized_start=616
-  _globals['_GETDOCUMENTHASHESRESPONSE']._serialized_end=791
-  _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._serialized_start=739
-  _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._serialized_end=791
-  _globals['_RETRIEVERSERVICE']._serialized_start=794
-  _globals['_RETRIEVERSERVICE']._serialized_end=1145
+  _globals['_RETRIEVEREQUEST']._serialized_start=134
+  _globals['_RETRIEVEREQUEST']._serialized_end=275
+  _globals['_RETRIEVERESPONSE']._serialized_start=277
+  _globals['_RETRIEVERESPONSE']._serialized_end=398
+  _globals['_INGESTDOCUMENTSREQUEST']._serialized_start=400
+  _globals['_INGESTDOCUMENTSREQUEST']._serialized_end=481
+  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_start=483
+  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_end=597
+  _globals['_GETDOCUMENTHASHESREQUEST']._serialized_start=599
+  _globals['_GETDOCUMENTHASHESREQUEST']._serialized_end=647
+  _globals['_GETDOCUMENTHASHESRESPONSE']._serialized_start=650
+  _globals['_GETDOCUMENTHASHESRESPONSE']._serialized_end=825
+  _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._serialized_start=773
+  _globals['_GETDOCUMENTHASHESRESPONSE_CONTENTHASHESENTRY']._serialized_end=825
+  _globals['_INGESTENTITIESREQUEST']._serialized_start=828
+  _globals['_INGESTENTITIESREQUEST']._serialized_end=959
+  _globals['_ENTITYEMBEDDING']._serialized_start=961
+  _globals['_ENTITYEMBEDDING']._serialized_end=994
+  _globals['_INGESTENTITIESRESPONSE']._serialized_start=996
+  _globals['_INGESTENTITIESRESPONSE']._serialized_end=1090
+  _globals['_INGESTTRIPLESREQUEST']._serialized_start=1092
+  _globals['_INGESTTRIPLESREQUEST']._serialized_end=1160
+  _globals['_INGESTTRIPLESRESPONSE']._serialized_start=1162
+  _globals['_INGESTTRIPLESRESPONSE']._serialized_end=1255
+  _globals['_RETRIEVEENTITIESREQUEST']._serialized_start=1258
+  _globals['_RETRIEVEENTITIESREQUEST']._serialized_end=1451
+  _globals['_RETRIEVEENTITIESRESPONSE']._serialized_start=1454
+  _globals['_RETRIEVEENTITIESRESPONSE']._serialized_end=1589
+  _globals['_RETRIEVERSERVICE']._serialized_start=1592
+  _globals['_RETRIEVERSERVICE']._serialized_end=2285
 # @@protoc_insertion_point(module_scope)

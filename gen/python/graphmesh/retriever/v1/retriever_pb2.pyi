@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from graphmesh.common.v1 import entity_pb2 as _entity_pb2
 from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
@@ -226,3 +227,231 @@ class GetDocumentHashesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetDocumentHashesResponse: _TypeAlias = GetDocumentHashesResponse  # noqa: Y015
+
+@_typing.final
+class IngestEntitiesRequest(_message.Message):
+    """Request for IngestEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
+        """Entities to merge by name (at most 10,000 per call)."""
+
+    @_builtins.property
+    def embeddings(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntityEmbedding]:
+        """Card embedding per entity, same order as "entities"; may be empty."""
+
+    def __init__(
+        self,
+        *,
+        entities: _abc.Iterable[_entity_pb2.Entity] | None = ...,
+        embeddings: _abc.Iterable[Global___EntityEmbedding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embeddings", b"embeddings", "entities", b"entities"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestEntitiesRequest: _TypeAlias = IngestEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class EntityEmbedding(_message.Message):
+    """An entity card embedding."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Vector values (unit norm)."""
+
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EntityEmbedding: _TypeAlias = EntityEmbedding  # noqa: Y015
+
+@_typing.final
+class IngestEntitiesResponse(_message.Message):
+    """Response for IngestEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORED_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    stored: _builtins.int
+    """Entities written."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.IngestFailure]:
+        """Entities rejected, with reasons."""
+
+    def __init__(
+        self,
+        *,
+        stored: _builtins.int = ...,
+        failures: _abc.Iterable[_types_pb2.IngestFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failures", b"failures", "stored", b"stored"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestEntitiesResponse: _TypeAlias = IngestEntitiesResponse  # noqa: Y015
+
+@_typing.final
+class IngestTriplesRequest(_message.Message):
+    """Request for IngestTriples."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRIPLES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def triples(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Triple]:
+        """Triples to merge (at most 50,000 per call)."""
+
+    def __init__(
+        self,
+        *,
+        triples: _abc.Iterable[_entity_pb2.Triple] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["triples", b"triples"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestTriplesRequest: _TypeAlias = IngestTriplesRequest  # noqa: Y015
+
+@_typing.final
+class IngestTriplesResponse(_message.Message):
+    """Response for IngestTriples."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORED_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    stored: _builtins.int
+    """Triples written."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.IngestFailure]:
+        """Triples rejected (unknown subject, blank field)."""
+
+    def __init__(
+        self,
+        *,
+        stored: _builtins.int = ...,
+        failures: _abc.Iterable[_types_pb2.IngestFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failures", b"failures", "stored", b"stored"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestTriplesResponse: _TypeAlias = IngestTriplesResponse  # noqa: Y015
+
+@_typing.final
+class RetrieveEntitiesRequest(_message.Message):
+    """Request for RetrieveEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    RESOLVED_NAMES_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_VALUES_FIELD_NUMBER: _builtins.int
+    ATTRIBUTE_LABEL_FIELD_NUMBER: _builtins.int
+    CATEGORIES_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    QUERY_EMBEDDING_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The query as the user wrote it (after whitespace normalisation)."""
+    attribute_label: _builtins.str
+    """Attribute label the query names (e.g. "症状"); relations whose predicate
+    contains it count fully, others partly.
+    """
+    top_k: _builtins.int
+    """Candidates wanted (1 to 200)."""
+    @_builtins.property
+    def resolved_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Library names the expander resolved the query to (exact, alias, pinyin,
+        shape, missing character, fuzzy), best first; looked up exactly.
+        """
+
+    @_builtins.property
+    def attribute_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Attribute values the query names (e.g. symptoms), for attribute retrieval."""
+
+    @_builtins.property
+    def categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Category the query asks about (global route); empty otherwise."""
+
+    @_builtins.property
+    def query_embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Query embedding for the vector channel; skipped when empty."""
+
+    @_builtins.property
+    def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Keywords for the keyword channel."""
+
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        resolved_names: _abc.Iterable[_builtins.str] | None = ...,
+        attribute_values: _abc.Iterable[_builtins.str] | None = ...,
+        attribute_label: _builtins.str = ...,
+        categories: _abc.Iterable[_builtins.str] | None = ...,
+        top_k: _builtins.int = ...,
+        query_embedding: _abc.Iterable[_builtins.float] | None = ...,
+        keywords: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_label", b"attribute_label", "attribute_values", b"attribute_values", "categories", b"categories", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "resolved_names", b"resolved_names", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetrieveEntitiesRequest: _TypeAlias = RetrieveEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class RetrieveEntitiesResponse(_message.Message):
+    """Response for RetrieveEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    TIMINGS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
+        """Entities with their evidence, deduplicated by name."""
+
+    @_builtins.property
+    def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
+        """Time per channel."""
+
+    def __init__(
+        self,
+        *,
+        candidates: _abc.Iterable[_entity_pb2.EntityCandidate] | None = ...,
+        timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "timings", b"timings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetrieveEntitiesResponse: _TypeAlias = RetrieveEntitiesResponse  # noqa: Y015

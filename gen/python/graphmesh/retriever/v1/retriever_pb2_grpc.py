@@ -51,6 +51,21 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesResponse.FromString,
                 _registered_method=True)
+        self.IngestEntities = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/IngestEntities',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesResponse.FromString,
+                _registered_method=True)
+        self.IngestTriples = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/IngestTriples',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesResponse.FromString,
+                _registered_method=True)
+        self.RetrieveEntities = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/RetrieveEntities',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -82,6 +97,33 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IngestEntities(self, request, context):
+        """Stores library entities (idempotent: an entity is merged by name).
+        Errors: INVALID_ARGUMENT (field "entities") when empty or a name is blank.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IngestTriples(self, request, context):
+        """Stores knowledge-graph triples; a triple whose subject is not a library
+        entity is reported as a failure. Errors: INVALID_ARGUMENT (field
+        "triples") when empty.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetrieveEntities(self, request, context):
+        """Returns library entities for a query: exact name/alias lookup, full-text,
+        attribute-driven retrieval and weighted expansion (graph) or entity-card
+        keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
+        "query" is empty or "top_k" out of 1..200.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -99,6 +141,21 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.GetDocumentHashes,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesResponse.SerializeToString,
+            ),
+            'IngestEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.IngestEntities,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesResponse.SerializeToString,
+            ),
+            'IngestTriples': grpc.unary_unary_rpc_method_handler(
+                    servicer.IngestTriples,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesResponse.SerializeToString,
+            ),
+            'RetrieveEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetrieveEntities,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -184,6 +241,87 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/GetDocumentHashes',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetDocumentHashesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/IngestEntities',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestTriples(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/IngestTriples',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.IngestTriplesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetrieveEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/RetrieveEntities',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

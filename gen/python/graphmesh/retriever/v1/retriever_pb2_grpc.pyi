@@ -47,6 +47,21 @@ class RetrieverServiceStub:
     """Returns the stored content hash of each known document id, so callers can
     skip unchanged documents before embedding them.
     """
+    IngestEntities: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.IngestEntitiesRequest, _retriever_pb2.IngestEntitiesResponse]
+    """Stores library entities (idempotent: an entity is merged by name).
+    Errors: INVALID_ARGUMENT (field "entities") when empty or a name is blank.
+    """
+    IngestTriples: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.IngestTriplesRequest, _retriever_pb2.IngestTriplesResponse]
+    """Stores knowledge-graph triples; a triple whose subject is not a library
+    entity is reported as a failure. Errors: INVALID_ARGUMENT (field
+    "triples") when empty.
+    """
+    RetrieveEntities: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.RetrieveEntitiesRequest, _retriever_pb2.RetrieveEntitiesResponse]
+    """Returns library entities for a query: exact name/alias lookup, full-text,
+    attribute-driven retrieval and weighted expansion (graph) or entity-card
+    keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
+    "query" is empty or "top_k" out of 1..200.
+    """
 
 @_typing.type_check_only
 class RetrieverServiceAsyncStub(RetrieverServiceStub):
@@ -66,6 +81,21 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     GetDocumentHashes: _aio.UnaryUnaryMultiCallable[_retriever_pb2.GetDocumentHashesRequest, _retriever_pb2.GetDocumentHashesResponse]  # type: ignore[assignment]
     """Returns the stored content hash of each known document id, so callers can
     skip unchanged documents before embedding them.
+    """
+    IngestEntities: _aio.UnaryUnaryMultiCallable[_retriever_pb2.IngestEntitiesRequest, _retriever_pb2.IngestEntitiesResponse]  # type: ignore[assignment]
+    """Stores library entities (idempotent: an entity is merged by name).
+    Errors: INVALID_ARGUMENT (field "entities") when empty or a name is blank.
+    """
+    IngestTriples: _aio.UnaryUnaryMultiCallable[_retriever_pb2.IngestTriplesRequest, _retriever_pb2.IngestTriplesResponse]  # type: ignore[assignment]
+    """Stores knowledge-graph triples; a triple whose subject is not a library
+    entity is reported as a failure. Errors: INVALID_ARGUMENT (field
+    "triples") when empty.
+    """
+    RetrieveEntities: _aio.UnaryUnaryMultiCallable[_retriever_pb2.RetrieveEntitiesRequest, _retriever_pb2.RetrieveEntitiesResponse]  # type: ignore[assignment]
+    """Returns library entities for a query: exact name/alias lookup, full-text,
+    attribute-driven retrieval and weighted expansion (graph) or entity-card
+    keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
+    "query" is empty or "top_k" out of 1..200.
     """
 
 class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -101,6 +131,39 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_retriever_pb2.GetDocumentHashesResponse, _abc.Awaitable[_retriever_pb2.GetDocumentHashesResponse]]:
         """Returns the stored content hash of each known document id, so callers can
         skip unchanged documents before embedding them.
+        """
+
+    @_abc_1.abstractmethod
+    def IngestEntities(
+        self,
+        request: _retriever_pb2.IngestEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.IngestEntitiesResponse, _abc.Awaitable[_retriever_pb2.IngestEntitiesResponse]]:
+        """Stores library entities (idempotent: an entity is merged by name).
+        Errors: INVALID_ARGUMENT (field "entities") when empty or a name is blank.
+        """
+
+    @_abc_1.abstractmethod
+    def IngestTriples(
+        self,
+        request: _retriever_pb2.IngestTriplesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.IngestTriplesResponse, _abc.Awaitable[_retriever_pb2.IngestTriplesResponse]]:
+        """Stores knowledge-graph triples; a triple whose subject is not a library
+        entity is reported as a failure. Errors: INVALID_ARGUMENT (field
+        "triples") when empty.
+        """
+
+    @_abc_1.abstractmethod
+    def RetrieveEntities(
+        self,
+        request: _retriever_pb2.RetrieveEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.RetrieveEntitiesResponse, _abc.Awaitable[_retriever_pb2.RetrieveEntitiesResponse]]:
+        """Returns library entities for a query: exact name/alias lookup, full-text,
+        attribute-driven retrieval and weighted expansion (graph) or entity-card
+        keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
+        "query" is empty or "top_k" out of 1..200.
         """
 
 def add_RetrieverServiceServicer_to_server(servicer: RetrieverServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,91 @@
+"""Reads library entities and knowledge-graph triples from JSONL bytes.
+
+Entity record: {"name"} plus optional "category", "definition",
+"aliases" (list, or one string split on 、,，;；|), "parents" (same),
+"attributes" (object); any other top-level string field becomes an
+attribute (e.g. "english"). Triple record: {"subject", "predicate", "object"}.
+A line that is not UTF-8 JSON or lacks a required field is a failure.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from graphmesh.common.v1 import entity_pb2
+from services.common.jsonl_documents import ParseFailure
+
+_SPLIT = re.compile(r"[、,，;；|]+")
+_ENTITY_FIELDS = {"name", "category", "definition", "aliases", "parents", "attributes"}
+
+
+def _names(value, field: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in _SPLIT.split(value) if v.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    raise ValueError(f"{field} must be a list of strings or a string")
+
+
+def _lines(payload: bytes):
+    for index, raw in enumerate(payload.splitlines()):
+        if not raw.strip():
+            continue
+        try:
+            yield index, json.loads(raw.decode("utf-8")), None
+        except UnicodeDecodeError:
+            yield index, None, ParseFailure(index, "", "", "line is not UTF-8")
+        except json.JSONDecodeError as err:
+            yield index, None, ParseFailure(index, "", "", f"invalid JSON: {err.msg}")
+
+
+def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseFailure], list[int]]:
+    """Entities, failures (0-based line index, field at fault) and the line
+    index of each entity."""
+    out, failures, lines = [], [], []
+    for index, rec, failure in _lines(payload):
+        if failure:
+            failures.append(failure)
+            continue
+        if not isinstance(rec, dict):
+            failures.append(ParseFailure(index, "", "", "record must be a JSON object"))
+            continue
+        name = rec.get("name")
+        if not isinstance(name, str) or not name.strip():
+            failures.append(ParseFailure(index, "", "name", "must be a non-empty string"))
+            continue
+        try:
+            attributes = rec.get("attributes") or {}
+            if not isinstance(attributes, dict):
+                raise ValueError("attributes must be an object")
+            attrs = {str(k): str(v) for k, v in attributes.items()}
+            attrs.update({k: v for k, v in rec.items() if k not in _ENTITY_FIELDS and isinstance(v, str) and v})
+            out.append(entity_pb2.Entity(
+                name=name.strip(), category=str(rec.get("category") or "").strip(), definition=str(rec.get("definition") or ""),
+                aliases=_names(rec.get("aliases"), "aliases"), parents=_names(rec.get("parents"), "parents"), attributes=attrs,
+            ))
+            lines.append(index)
+        except ValueError as err:
+            field = str(err).split(" ", 1)[0]
+            failures.append(ParseFailure(index, name, field, str(err)))
+    return out, failures, lines
+
+
+def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFailure], list[int]]:
+    """Triples, failures and the line index of each triple."""
+    out, failures, lines = [], [], []
+    for index, rec, failure in _lines(payload):
+        if failure:
+            failures.append(failure)
+            continue
+        if not isinstance(rec, dict):
+            failures.append(ParseFailure(index, "", "", "record must be a JSON object"))
+            continue
+        missing = next((f for f in ("subject", "predicate", "object") if not isinstance(rec.get(f), str) or not rec[f].strip()), None)
+        if missing:
+            failures.append(ParseFailure(index, str(rec.get("subject") or ""), missing, "must be a non-empty string"))
+            continue
+        out.append(entity_pb2.Triple(subject=rec["subject"].strip(), predicate=rec["predicate"].strip(), object=rec["object"].strip()))
+        lines.append(index)
+    return out, failures, lines

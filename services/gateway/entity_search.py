@@ -1,0 +1,160 @@
+"""Entity search and knowledge ingestion through the gateway.
+
+SearchEntities: expander.NormaliseEntity (gate + route) -> every retriever's
+RetrieveEntities in parallel (graph: lookup, full-text, attribute, category,
+expansion; a retriever without the RPC is skipped) -> fuser.RankEntities
+(gate, weighted score, protections). A failing expander or fuser degrades
+the answer: without the expander the raw query is searched, without the
+fuser candidates come back in retriever order (still library entities).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import grpc
+
+from graphmesh.common.v1 import entity_pb2, types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.fuser.v1 import fuser_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common.jsonl_entities import parse_entities, parse_triples
+from services.gateway.pipeline import DEGRADED, SKIPPED, Deadline, Pipeline, Trace, _describe
+
+ROUTE_NAMES = {
+    expander_pb2.ENTITY_ROUTE_LOCAL: "local",
+    expander_pb2.ENTITY_ROUTE_GLOBAL: "global",
+    expander_pb2.ENTITY_ROUTE_CROSS_CATEGORY: "cross_category",
+    expander_pb2.ENTITY_ROUTE_ATTRIBUTE: "attribute",
+}
+ENTITY_BATCH = 5_000
+TRIPLE_BATCH = 50_000
+# Expander matches at or above this score are looked up as library names.
+RESOLVE_MIN_SCORE = 0.6
+
+
+class EntitySearch:
+    """Uses the Pipeline's channels and stubs; holds no retrieval logic."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.p = pipeline
+
+    def _stubs(self):
+        return [(n, st) for n, st in self.p.retrievers.items() if n in self.p.settings.entity_retrievers]
+
+    async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
+        """Runs normalise -> retrieve (parallel) -> rank for ``query``."""
+        s = self.p.settings
+        trace = Trace()
+        total = time.perf_counter()
+        started = time.perf_counter()
+        norm = expander_pb2.NormaliseEntityResponse(normalized_query=query, gate_reason="expander unavailable")
+        try:
+            norm = await self.p.expander.NormaliseEntity(expander_pb2.NormaliseEntityRequest(query=query), timeout=deadline.left(s.expand_timeout))
+            trace.record("normalise", started)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise
+            trace.degraded.append("expander")
+            trace.record("normalise", started, DEGRADED, _describe(err))
+        route = ROUTE_NAMES.get(norm.route, "none")
+        resolved = [m.name for m in norm.matches if m.score >= RESOLVE_MIN_SCORE]
+        request = retriever_pb2.RetrieveEntitiesRequest(
+            query=query, resolved_names=resolved, top_k=max(top_k, self.p.profile_for("", 0.0)[1].retrieve_top_k), keywords=norm.keywords,
+            # Attribute and category channels run whenever the query has the
+            # shape, even when the route's confidence is too low to hard-route.
+            attribute_values=norm.attribute_values, attribute_label=norm.attribute_label,
+            categories=norm.categories if route in ("global", "cross_category") else [],
+        )
+        candidates = await self._retrieve(request, deadline, trace)
+        # The expander's matches are evidence too (the "plan" signal).
+        by_name = {c.name: c for c in candidates}
+        for m in norm.matches:
+            if m.name in by_name:
+                by_name[m.name].evidence.append(entity_pb2.EntityEvidence(
+                    channel="expander.match", score=m.score, matched=f"{m.method}:{m.matched}",
+                    relation=entity_pb2.ENTITY_RELATION_DIRECT))
+        started = time.perf_counter()
+        try:
+            ranked = await self.p.fuser.RankEntities(fuser_pb2.RankEntitiesRequest(
+                query=query, normalized_query=norm.normalized_query, candidates=candidates, top_k=top_k,
+                with_embeddings=False, route_categories=list(norm.categories),
+                route="" if route == "none" else route, attribute_values=list(norm.attribute_values),
+            ), timeout=deadline.left(s.fuse_timeout))
+            entities = list(ranked.entities)
+            trace.record("rank", started)
+        except grpc.aio.AioRpcError as err:
+            trace.degraded.append("fuser")
+            trace.record("rank", started, DEGRADED, _describe(err))
+            entities = candidates[:top_k]
+        trace.record("total", total)
+        return gateway_pb2.SearchEntitiesResponse(
+            entities=entities, normalized_query=norm.normalized_query, rewritten=norm.rewritten, gate_reason=norm.gate_reason,
+            route=route, route_confidence=norm.route_confidence, timings=trace.timings, degraded=trace.degraded,
+        )
+
+    async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, deadline: Deadline, trace: Trace) -> list[entity_pb2.EntityCandidate]:
+        async def one(name, stub):
+            started = time.perf_counter()
+            stage = f"retrieve_entities.{name.removeprefix('retriever_')}"
+            try:
+                response = await stub.RetrieveEntities(request, timeout=deadline.left(self.p.settings.retrieve_timeout))
+                trace.record(stage, started)
+                return list(response.candidates)
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    trace.timings.append(types_pb2.StageTiming(stage=stage, status=SKIPPED, detail="no entity channel"))
+                    return []
+                trace.degraded.append(name)
+                trace.record(stage, started, DEGRADED, _describe(err))
+                return []
+
+        lists = await asyncio.gather(*(one(n, st) for n, st in self._stubs()))
+        merged: dict[str, entity_pb2.EntityCandidate] = {}
+        for lst in lists:
+            for c in lst:
+                if c.name in merged:
+                    merged[c.name].evidence.extend(c.evidence)
+                else:
+                    merged[c.name] = c
+        return list(merged.values())
+
+    async def ingest(self, payload: bytes, kind: int, deadline: Deadline) -> tuple[gateway_pb2.IngestResponse, list]:
+        """Parses entities or triples and stores them in every retriever that
+        has the entity RPCs (UNIMPLEMENTED ones are skipped)."""
+        trace = Trace()
+        started = time.perf_counter()
+        if kind == gateway_pb2.INGEST_KIND_ENTITIES:
+            records, failures, line_of = parse_entities(payload)
+            batch, rpc, make = ENTITY_BATCH, "IngestEntities", lambda rs: retriever_pb2.IngestEntitiesRequest(entities=rs)
+        else:
+            records, failures, line_of = parse_triples(payload)
+            batch, rpc, make = TRIPLE_BATCH, "IngestTriples", lambda rs: retriever_pb2.IngestTriplesRequest(triples=rs)
+        response = gateway_pb2.IngestResponse(received=len(records) + len(failures))
+        response.failures.extend(
+            types_pb2.IngestFailure(index=f.index, id=f.id, reason=f"{f.field + ': ' if f.field else ''}{f.reason}") for f in failures)
+        trace.record("parse", started)
+        if not records:
+            return response, failures
+        started = time.perf_counter()
+        stored_by: dict[str, int] = {}
+        for name, stub in self._stubs():
+            total = 0
+            try:
+                for start in range(0, len(records), batch):
+                    reply = await getattr(stub, rpc)(make(records[start : start + batch]), timeout=deadline.left(600))
+                    total += reply.stored
+                    for f in reply.failures:
+                        response.failures.append(types_pb2.IngestFailure(index=line_of[f.index + start], id=f.id, reason=f"{name}: {f.reason}"))
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    continue
+                raise
+            stored_by[name] = total
+        response.stored = max(stored_by.values(), default=0)
+        trace.record("store", started)
+        response.timings.extend(trace.timings)
+        return response, failures

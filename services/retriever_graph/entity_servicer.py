@@ -1,0 +1,66 @@
+"""RetrieverService of the graph retriever: the shared document RPCs plus
+the entity RPCs (IngestEntities, IngestTriples, RetrieveEntities) over the
+KnowledgeGraphStore."""
+from __future__ import annotations
+
+from typing import Callable
+
+import grpc
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common.entity_convert import hits_to_candidates
+from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.retriever import MAX_TOP_K, RetrieverServicer
+from services.retriever_graph.entity_retrieval import EntityQuery, retrieve_entities
+from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
+
+MAX_ENTITIES_PER_CALL = 10_000
+MAX_TRIPLES_PER_CALL = 50_000
+MAX_VALUES = 50
+
+
+class GraphRetrieverServicer(RetrieverServicer):
+    """``kg`` returns the KnowledgeGraphStore (created once the driver is open)."""
+
+    def __init__(self, backend, max_query_chars: int, kg: Callable[[], KnowledgeGraphStore], attribute_other_weight: float = 0.3) -> None:
+        super().__init__(backend, max_query_chars)
+        self._kg = kg
+        self._max_query_chars = max_query_chars
+        self._attribute_other_weight = attribute_other_weight
+
+    async def IngestEntities(self, request: retriever_pb2.IngestEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestEntitiesResponse:
+        if not request.entities:
+            raise InvalidArgument("entities", "must not be empty")
+        if len(request.entities) > MAX_ENTITIES_PER_CALL:
+            raise InvalidArgument("entities", f"at most {MAX_ENTITIES_PER_CALL} entities per call")
+        rows, failures = [], []
+        for i, e in enumerate(request.entities):
+            if not e.name.strip():
+                failures.append(types_pb2.IngestFailure(index=i, reason="name must not be blank"))
+                continue
+            rows.append(EntityRow(e.name.strip(), e.category.strip(), e.definition, list(e.aliases), list(e.parents), dict(e.attributes)))
+        if not rows:
+            raise InvalidArgument("entities[0].name", "must not be blank")
+        stored = await self._kg().ingest_entities(rows)
+        return retriever_pb2.IngestEntitiesResponse(stored=stored, failures=failures)
+
+    async def IngestTriples(self, request: retriever_pb2.IngestTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestTriplesResponse:
+        if not request.triples:
+            raise InvalidArgument("triples", "must not be empty")
+        if len(request.triples) > MAX_TRIPLES_PER_CALL:
+            raise InvalidArgument("triples", f"at most {MAX_TRIPLES_PER_CALL} triples per call")
+        stored, failures = await self._kg().ingest_triples([(t.subject, t.predicate, t.object) for t in request.triples])
+        return retriever_pb2.IngestTriplesResponse(
+            stored=stored, failures=[types_pb2.IngestFailure(index=i, id=request.triples[i].subject, reason=r) for i, r in failures]
+        )
+
+    async def RetrieveEntities(self, request: retriever_pb2.RetrieveEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveEntitiesResponse:
+        query = validate_query(request.query, self._max_query_chars)
+        top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+        if len(request.attribute_values) > MAX_VALUES:
+            raise InvalidArgument("attribute_values", f"at most {MAX_VALUES} values")
+        q = EntityQuery(query, list(request.resolved_names)[:20], list(request.attribute_values), request.attribute_label,
+                        list(request.categories)[:10], top_k)
+        hits, timings = await retrieve_entities(self._kg(), q, attribute_other_weight=self._attribute_other_weight)
+        return retriever_pb2.RetrieveEntitiesResponse(candidates=hits_to_candidates(hits), timings=timings)
