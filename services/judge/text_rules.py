@@ -72,8 +72,26 @@ def coverage(needles: Sequence[str], haystack: str) -> float | None:
     return sum(1 for n in needles if n in text) / len(needles)
 
 
+_LEADING_CITATIONS = re.compile(r"^\s*((?:\[\d+\]\s*)+)")
+
+
+def cited_sentences(answer: str) -> list[str]:
+    """Sentences of ``answer`` with citation marks written after the
+    sentence end ("……。[1]", common in Chinese) moved back to the sentence
+    they follow."""
+    out: list[str] = []
+    for sentence in split_sentences(answer):
+        match = _LEADING_CITATIONS.match(sentence)
+        if match and out:
+            out[-1] += match.group(1)
+            sentence = sentence[match.end():]
+        if sentence:
+            out.append(sentence)
+    return out
+
+
 def _content_sentences(answer: str) -> list[str]:
-    return [s for s in split_sentences(answer) if len(bigrams(s)) >= 2]
+    return [s for s in cited_sentences(answer) if len(bigrams(s)) >= 2]
 
 
 def _supported(sentence: str, contexts: Sequence[str]) -> bool:
@@ -125,7 +143,8 @@ def diversity(contexts: Sequence[str]) -> float | None:
 
 def source_grounded(answer: str, n_contexts: int) -> float | None:
     """Share of the answer's content sentences that carry at least one
-    citation [n] with 1 <= n <= n_contexts; None without an answer."""
+    citation [n] with 1 <= n <= n_contexts (a mark right after a sentence end
+    belongs to that sentence); None without an answer."""
     sentences = _content_sentences(answer)
     if not sentences:
         return None

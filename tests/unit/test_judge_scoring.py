@@ -75,6 +75,9 @@ def test_faithfulness_hallucination_and_grounding():
     assert tr.hallucination(CONTEXTS[0], CONTEXTS) == 1.0
     assert tr.source_grounded(supported + invented, 2) == 0.5
     assert tr.source_grounded("法律另有规定[5]。", 2) == 0.0  # [5] points at no context
+    # a mark after the sentence end belongs to the sentence before it
+    assert tr.source_grounded("甲方应当支付。[1]乙方不必支付。", 2) == 0.5
+    assert tr.source_grounded("（抽取式答案）\n甲方应当支付工资。 [1]\n乙方应当补订合同。 [2]", 2) == pytest.approx(2 / 3)
 
 
 def test_factual_consistency_counts_numbers():
