@@ -132,33 +132,8 @@ class AnswerFlow:
 
     async def _fuse(self, query: str, lists: list[fuser_pb2.CandidateList], top_k: int, deadline: Deadline,
                     trace: Trace, info: gateway_pb2.QueryInfo) -> SearchOutcome:
-        s = self.s
         _, profile = self.p.profile_for("", 0.0)  # the default profile
-        started = time.perf_counter()
-        try:
-            fused = await self.p.fuser.Fuse(fuser_pb2.FuseRequest(
-                query=query, lists=lists, method=fuser_pb2.FUSION_METHOD_WEIGHTED if profile.fusion_method == "weighted" else fuser_pb2.FUSION_METHOD_RRF,
-                channel_weights=profile.channel_weights, top_k=top_k, budget_chars=s.budget_chars,
-            ), timeout=deadline.left(s.fuse_timeout))
-            trace.record("fuse", started)
-        except grpc.aio.AioRpcError as err:
-            trace.degraded.append("fuser")
-            trace.record("fuse", started, DEGRADED, _describe(err))
-            seen: dict[str, types_pb2.Candidate] = {}
-            for lst in lists:
-                for cand in lst.candidates:
-                    seen.setdefault(cand.id, cand)
-            fused = fuser_pb2.FuseResponse(candidates=list(seen.values())[:top_k])
-        results = []
-        for cand in fused.candidates:
-            cand.ClearField("embedding")
-            results.append(cand)
-        by_id = {c.id: c for lst in lists for c in lst.candidates}
-        by_id.update({c.id: c for c in results})
-        cited_ids = [cid for sec in fused.context.sections for cid in sec.candidate_ids]
-        response = gateway_pb2.SearchResponse(results=results, context=fused.context.text, timings=trace.timings,
-                                              degraded=trace.degraded, query_info=info)
-        return SearchOutcome(response, cited_ids, [by_id[c].text for c in cited_ids if c in by_id], by_id)
+        return await self.p.fuse_and_pack(query, lists, profile, top_k, deadline, trace, info)
 
     async def _rewrite(self, kind: int, query: str, timeout: float, context: str = "", n: int = 0) -> expander_pb2.RewriteResponse:
         return await self.p.expander.Rewrite(

@@ -151,34 +151,45 @@ class Pipeline:
 
         profile_name, profile = self.profile_for(question_type, confidence)
         info.profile = profile_name
-        if profile.hyde:
-            # HyDE needs an LLM to write the hypothetical passage.
-            trace.timings.append(types_pb2.StageTiming(stage="hyde", status=SKIPPED, detail="no LLM configured"))
+        hyde_embedding = await self._hyde_embedding(query, deadline, trace) if profile.hyde and "pg.hyde" not in disabled else []
         request = retriever_pb2.RetrieveRequest(
             query=info.normalized_query or query, keywords=keywords, query_embedding=embedding,
-            top_k=profile.retrieve_top_k, disabled_channels=sorted(d for d in disabled if "." in d),
+            hyde_embedding=hyde_embedding, top_k=profile.retrieve_top_k,
+            disabled_channels=sorted(d for d in disabled if "." in d),
         )
         lists = await self._retrieve_all(request, deadline, trace, skip_graph="graph" in disabled)
 
         rerank_scores = await self._rerank(query, lists, False if "rerank" in disabled else rerank, deadline, trace)
 
+        mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
+        outcome = await self.fuse_and_pack(query, lists, profile, top_k, deadline, trace, info, rerank_scores, mmr_lambda)
+        trace.record("total", total_started)
+        outcome.response.timings.append(trace.timings[-1])
+        return outcome
+
+    async def fuse_and_pack(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile,
+                            top_k: int, deadline: Deadline, trace: Trace, info: gateway_pb2.QueryInfo,
+                            rerank_scores: dict[str, float] | None = None, mmr_lambda: float | None = None) -> SearchOutcome:
+        """Asks the fuser to merge, fuse (by ``profile``) and pack ``lists``;
+        without the fuser, candidates in arrival order and no packed context
+        (reported degraded)."""
+        s = self.settings
         started = time.perf_counter()
         fuse_request = fuser_pb2.FuseRequest(
             query=query,
             lists=lists,
-            rerank_scores=rerank_scores,
+            rerank_scores=rerank_scores or {},
             method=fuser_pb2.FUSION_METHOD_WEIGHTED if profile.fusion_method == "weighted" else fuser_pb2.FUSION_METHOD_RRF,
             channel_weights=profile.channel_weights,
             top_k=top_k,
             budget_chars=s.budget_chars,
         )
-        if profile.mmr_lambda is not None and "mmr" not in disabled:
-            fuse_request.mmr_lambda = profile.mmr_lambda
+        if mmr_lambda is not None:
+            fuse_request.mmr_lambda = mmr_lambda
         try:
             fused = await self.fuser.Fuse(fuse_request, timeout=deadline.left(s.fuse_timeout))
             trace.record("fuse", started)
         except grpc.aio.AioRpcError as err:
-            # Without the fuser: candidates in arrival order, no packed context.
             trace.degraded.append("fuser")
             trace.record("fuse", started, DEGRADED, _describe(err))
             seen: dict[str, types_pb2.Candidate] = {}
@@ -194,11 +205,34 @@ class Pipeline:
         by_id = {c.id: c for lst in lists for c in lst.candidates}
         by_id.update({c.id: c for c in results})
         cited_ids = [cid for sec in fused.context.sections for cid in sec.candidate_ids]
-        trace.record("total", total_started)
         response = gateway_pb2.SearchResponse(
             results=results, context=fused.context.text, timings=trace.timings, degraded=trace.degraded, query_info=info
         )
         return SearchOutcome(response, cited_ids, [by_id[c].text for c in cited_ids if c in by_id], by_id)
+
+    async def _hyde_embedding(self, query: str, deadline: Deadline, trace: Trace) -> list[float]:
+        """Embedding of a hypothetical answer passage written by the LLM
+        (HyDE, MarxSphere V63 dual vector); [] and the stage reported
+        skipped without an LLM, degraded when the expander fails."""
+        started = time.perf_counter()
+        try:
+            reply = await self.expander.Rewrite(
+                expander_pb2.RewriteRequest(query=query, kind=expander_pb2.REWRITE_KIND_HYDE, max_results=1),
+                timeout=deadline.left(self.settings.expand_timeout),
+            )
+            if not reply.rewrites:
+                trace.record("hyde", started, SKIPPED, reply.fallback_reason or "no LLM configured")
+                return []
+            embedded = await self.expander.Embed(
+                expander_pb2.EmbedRequest(texts=[reply.rewrites[0].text], kind=expander_pb2.EMBED_KIND_PASSAGE),
+                timeout=deadline.left(self.settings.expand_timeout),
+            )
+            trace.record("hyde", started)
+            return list(embedded.vectors[0].values)
+        except grpc.aio.AioRpcError as err:
+            trace.degraded.append("hyde")
+            trace.record("hyde", started, DEGRADED, _describe(err))
+            return []
 
     async def _retrieve_all(self, request: retriever_pb2.RetrieveRequest, deadline: Deadline, trace: Trace,
                             skip_graph: bool = False) -> list[fuser_pb2.CandidateList]:
