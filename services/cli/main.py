@@ -298,7 +298,8 @@ def cmd_answer_stream(args: argparse.Namespace) -> int:
                     print()
                     for c in event.done.citations:
                         print(f"  [{c.number}] {c.label} (document {c.document_id})")
-                    print(f"strategy: {event.done.strategy}", file=sys.stderr)
+                    name = gateway_pb2.FallbackStrategy.Name(event.done.strategy).removeprefix("FALLBACK_STRATEGY_").lower()
+                    print(f"strategy: {name}", file=sys.stderr)
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     return 0
