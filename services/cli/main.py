@@ -124,7 +124,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     for index, doc_id, reason in failures[:20]:
-        print(f"failed line {index} id={doc_id or '?'}: {reason}", file=sys.stderr)
+        print(f"failed line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
     print(json.dumps(totals, ensure_ascii=False))
     return 0 if not totals["failed"] else 1
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -151,9 +152,15 @@ def _bad_request(field: str, description: str) -> web.Response:
     return _error(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
 
 
+_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
+
+
 def _field_of(parse_error: str) -> str:
     # json_format messages look like: Message type "x" has no field named "foo" at ...
     marker = 'has no field named "'
+    failed = _FAILED_FIELD.search(parse_error)
+    if failed and not failed.group(1).isdigit():
+        return failed.group(1)
     if marker in parse_error:
         return parse_error.split(marker, 1)[1].split('"', 1)[0]
     if 'for field "' in parse_error.lower():

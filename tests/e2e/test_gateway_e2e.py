@@ -100,6 +100,7 @@ async def test_rest_search_and_answer(mesh, ingested):
         ({"query": "专利", "topK": 0 - 1}, "top_k"),
         ({"query": "专利", "topK": 101}, "top_k"),
         ({"query": "专利", "bogus": 1}, "bogus"),
+        ({"query": "专利", "topK": "ten"}, "topK"),
     ],
 )
 async def test_rest_bad_input_is_400_naming_the_field(mesh, body, field):
