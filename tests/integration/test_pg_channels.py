@@ -24,6 +24,8 @@ async def test_fulltext_orders_by_hit_count_then_length(store):  # noqa: F811
     # equal hit counts: the shorter chunk first
     hits = await store.fulltext_search(["试用期", "工资"], 10)
     assert [h.document_id for h in hits][:2] == ["b", "a"]
+    # the cut-off keeps the shorter one too
+    assert [h.document_id for h in await store.fulltext_search(["试用期", "工资"], 1)] == ["b"]
 
 
 async def test_trigram_finds_short_query_as_substring_and_escapes_wildcards(store):  # noqa: F811
