@@ -94,3 +94,30 @@ class IngestResult:
     stored: int = 0
     unchanged: int = 0
     failures: list[IngestFailureRecord] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EntityHit:
+    """An entity found by one channel.
+
+    Attributes:
+        name, category, definition, aliases, degree: the stored entity.
+        channel: "graph.exact", "graph.alias", "graph.fulltext",
+            "graph.attribute", "graph.expand", "graph.category",
+            "pg.entity_keyword", "pg.entity_vector".
+        score: raw channel score (1.0 exact; coverage in [0, 1]; Lucene score;
+            seed score x edge weight; BM25; cosine).
+        matched: what matched (alias, values, "PARENT_OF<-X").
+        relation: "direct", "parent", "same_object", "same_property",
+            "same_category", "attribute", "category_member".
+    """
+
+    name: str
+    category: str
+    definition: str
+    aliases: list[str]
+    degree: int
+    channel: str
+    score: float
+    matched: str
+    relation: str

@@ -99,3 +99,26 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             raise InvalidArgument("document_ids", f"at most {MAX_HASH_IDS} ids per call")
         hashes = await self._backend.document_hashes(list(request.document_ids))
         return retriever_pb2.GetDocumentHashesResponse(content_hashes=hashes)
+
+
+MAX_ENTITIES_PER_CALL = 10_000
+
+
+def validate_entity_query(request: retriever_pb2.RetrieveEntitiesRequest, max_query_chars: int) -> tuple[str, int]:
+    """(query, top_k) of a RetrieveEntitiesRequest; top_k 0 means 20.
+
+    Raises:
+        InvalidArgument: query blank or too long, top_k outside 1..200.
+    """
+    return validate_query(request.query, max_query_chars), validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+
+
+def validate_entity_batch(request: retriever_pb2.IngestEntitiesRequest) -> None:
+    """Raises InvalidArgument when the batch is empty, too large, or its
+    surface embeddings do not line up with its entities."""
+    if not request.entities:
+        raise InvalidArgument("entities", "must not be empty")
+    if len(request.entities) > MAX_ENTITIES_PER_CALL:
+        raise InvalidArgument("entities", f"at most {MAX_ENTITIES_PER_CALL} entities per call")
+    if request.surface_embeddings and len(request.surface_embeddings) != len(request.entities):
+        raise InvalidArgument("surface_embeddings", "must be empty or one entry per entity")

@@ -30,8 +30,9 @@ Registrar = Callable[[grpc.aio.Server], None]
 
 
 class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
-    """Turns ``InvalidArgument`` into INVALID_ARGUMENT with a BadRequest, and
-    any other unexpected exception into INTERNAL without a stack trace (the
+    """Turns ``InvalidArgument`` into INVALID_ARGUMENT with a BadRequest,
+    ``NotImplementedError`` into UNIMPLEMENTED, and any other unexpected
+    exception into INTERNAL without a stack trace (the
     trace goes to the log)."""
 
     async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
@@ -48,6 +49,10 @@ class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
                 await abort_invalid_argument(context, err.field, err.description)
             except (grpc.aio.AbortError, asyncio.CancelledError):
                 raise
+            except NotImplementedError:
+                # The generated base servicer's answer for an RPC this service
+                # does not offer (e.g. IngestTriples on retriever_pg).
+                await abort_with(context, grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED", f"{method} is not offered by this service")
             except Exception:
                 log.exception("unhandled error in %s", method)
                 await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")

@@ -112,4 +112,4 @@ class GatewaySettings(ServiceSettings):
     chunk_chars: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
-    entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph"])
+    entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])

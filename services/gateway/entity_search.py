@@ -32,6 +32,8 @@ ENTITY_BATCH = 5_000
 TRIPLE_BATCH = 50_000
 # Expander matches at or above this score are looked up as library names.
 RESOLVE_MIN_SCORE = 0.6
+# Surfaces embedded per entity (name + aliases); retriever_pg stores at most 16.
+SURFACES_PER_ENTITY = 16
 
 
 class EntitySearch:
@@ -58,6 +60,7 @@ class EntitySearch:
                 raise
             trace.degraded.append("expander")
             trace.record("normalise", started, DEGRADED, _describe(err))
+        query_embedding = await self._query_embedding(query, deadline, trace)
         route = ROUTE_NAMES.get(norm.route, "none")
         resolved = [m.name for m in norm.matches if m.score >= RESOLVE_MIN_SCORE]
         request = retriever_pb2.RetrieveEntitiesRequest(
@@ -66,6 +69,7 @@ class EntitySearch:
             # shape, even when the route's confidence is too low to hard-route.
             attribute_values=norm.attribute_values, attribute_label=norm.attribute_label,
             categories=norm.categories if route in ("global", "cross_category") else [],
+            query_embedding=query_embedding,
         )
         candidates = await self._retrieve(request, deadline, trace)
         # The expander's matches are evidence too (the "plan" signal).
@@ -79,7 +83,8 @@ class EntitySearch:
         try:
             ranked = await self.p.fuser.RankEntities(fuser_pb2.RankEntitiesRequest(
                 query=query, normalized_query=norm.normalized_query, candidates=candidates, top_k=top_k,
-                with_embeddings=False, route_categories=list(norm.categories),
+                with_embeddings=any(e.channel.endswith("vector") for c in candidates for e in c.evidence),
+                route_categories=list(norm.categories),
                 route="" if route == "none" else route, attribute_values=list(norm.attribute_values),
             ), timeout=deadline.left(s.fuse_timeout))
             entities = list(ranked.entities)
@@ -93,6 +98,48 @@ class EntitySearch:
             entities=entities, normalized_query=norm.normalized_query, rewritten=norm.rewritten, gate_reason=norm.gate_reason,
             route=route, route_confidence=norm.route_confidence, timings=trace.timings, degraded=trace.degraded,
         )
+
+    async def _query_embedding(self, query: str, deadline: Deadline, trace: Trace) -> list[float]:
+        """The query's embedding for the entity vector channel; [] (channel
+        skipped, expander marked degraded) when the expander fails."""
+        started = time.perf_counter()
+        try:
+            reply = await self.p.expander.Embed(
+                expander_pb2.EmbedRequest(texts=[query], kind=expander_pb2.EMBED_KIND_QUERY),
+                timeout=deadline.left(self.p.settings.expand_timeout))
+            trace.record("embed", started)
+            return list(reply.vectors[0].values) if reply.vectors else []
+        except grpc.aio.AioRpcError as err:
+            if "expander" not in trace.degraded:
+                trace.degraded.append("expander")
+            trace.record("embed", started, DEGRADED, _describe(err))
+            return []
+
+    async def _surface_embeddings(self, records, deadline: Deadline, trace: Trace) -> list[list[list[float]]]:
+        """Per entity, the embeddings of its surfaces (name, then distinct
+        aliases, at most SURFACES_PER_ENTITY), for retrievers with an entity
+        vector channel. Empty (keyword channels only) when the expander fails."""
+        started = time.perf_counter()
+        per_entity = [list(dict.fromkeys([r.name] + [a for a in r.aliases if a.strip()]))[:SURFACES_PER_ENTITY] for r in records]
+        texts = [t for ts in per_entity for t in ts]
+        vectors: list[list[float]] = []
+        size = self.p.settings.embed_batch
+        try:
+            for start in range(0, len(texts), size):
+                reply = await self.p.expander.Embed(
+                    expander_pb2.EmbedRequest(texts=texts[start : start + size], kind=expander_pb2.EMBED_KIND_PASSAGE),
+                    timeout=deadline.left(600))
+                vectors.extend(list(v.values) for v in reply.vectors)
+        except grpc.aio.AioRpcError as err:
+            trace.degraded.append("expander")
+            trace.record("embed", started, DEGRADED, _describe(err))
+            return []
+        trace.record("embed", started)
+        out, at = [], 0
+        for ts in per_entity:
+            out.append(vectors[at : at + len(ts)])
+            at += len(ts)
+        return out
 
     async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, deadline: Deadline, trace: Trace) -> list[entity_pb2.EntityCandidate]:
         async def one(name, stub):
@@ -129,23 +176,35 @@ class EntitySearch:
         started = time.perf_counter()
         if kind == gateway_pb2.INGEST_KIND_ENTITIES:
             records, failures, line_of = parse_entities(payload)
-            batch, rpc, make = ENTITY_BATCH, "IngestEntities", lambda rs: retriever_pb2.IngestEntitiesRequest(entities=rs)
+            batch, rpc = ENTITY_BATCH, "IngestEntities"
+            surfaces: list[list[list[float]]] = []
+
+            def make(start: int):
+                return retriever_pb2.IngestEntitiesRequest(entities=records[start : start + batch], surface_embeddings=[
+                    retriever_pb2.EntitySurfaceEmbeddings(surfaces=[retriever_pb2.EntityEmbedding(values=v) for v in vs])
+                    for vs in surfaces[start : start + batch]
+                ])
         else:
             records, failures, line_of = parse_triples(payload)
-            batch, rpc, make = TRIPLE_BATCH, "IngestTriples", lambda rs: retriever_pb2.IngestTriplesRequest(triples=rs)
+            batch, rpc = TRIPLE_BATCH, "IngestTriples"
+
+            def make(start: int):
+                return retriever_pb2.IngestTriplesRequest(triples=records[start : start + batch])
         response = gateway_pb2.IngestResponse(received=len(records) + len(failures))
         response.failures.extend(
             types_pb2.IngestFailure(index=f.index, id=f.id, reason=f"{f.field + ': ' if f.field else ''}{f.reason}") for f in failures)
         trace.record("parse", started)
         if not records:
             return response, failures
+        if kind == gateway_pb2.INGEST_KIND_ENTITIES:
+            surfaces.extend(await self._surface_embeddings(records, deadline, trace))
         started = time.perf_counter()
         stored_by: dict[str, int] = {}
         for name, stub in self._stubs():
             total = 0
             try:
                 for start in range(0, len(records), batch):
-                    reply = await getattr(stub, rpc)(make(records[start : start + batch]), timeout=deadline.left(600))
+                    reply = await getattr(stub, rpc)(make(start), timeout=deadline.left(600))
                     total += reply.stored
                     for f in reply.failures:
                         response.failures.append(types_pb2.IngestFailure(index=line_of[f.index + start], id=f.id, reason=f"{name}: {f.reason}"))

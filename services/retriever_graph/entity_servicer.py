@@ -10,12 +10,11 @@ import grpc
 from graphmesh.common.v1 import types_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.entity_convert import hits_to_candidates
-from services.common.errors import InvalidArgument, validate_query, validate_range
-from services.common.retriever import MAX_TOP_K, RetrieverServicer
+from services.common.errors import InvalidArgument
+from services.common.retriever import RetrieverServicer, validate_entity_batch, validate_entity_query
 from services.retriever_graph.entity_retrieval import EntityQuery, retrieve_entities
 from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
 
-MAX_ENTITIES_PER_CALL = 10_000
 MAX_TRIPLES_PER_CALL = 50_000
 MAX_VALUES = 50
 
@@ -30,10 +29,7 @@ class GraphRetrieverServicer(RetrieverServicer):
         self._attribute_other_weight = attribute_other_weight
 
     async def IngestEntities(self, request: retriever_pb2.IngestEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestEntitiesResponse:
-        if not request.entities:
-            raise InvalidArgument("entities", "must not be empty")
-        if len(request.entities) > MAX_ENTITIES_PER_CALL:
-            raise InvalidArgument("entities", f"at most {MAX_ENTITIES_PER_CALL} entities per call")
+        validate_entity_batch(request)
         rows, failures = [], []
         for i, e in enumerate(request.entities):
             if not e.name.strip():
@@ -56,8 +52,7 @@ class GraphRetrieverServicer(RetrieverServicer):
         )
 
     async def RetrieveEntities(self, request: retriever_pb2.RetrieveEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveEntitiesResponse:
-        query = validate_query(request.query, self._max_query_chars)
-        top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+        query, top_k = validate_entity_query(request, self._max_query_chars)
         if len(request.attribute_values) > MAX_VALUES:
             raise InvalidArgument("attribute_values", f"at most {MAX_VALUES} values")
         q = EntityQuery(query, list(request.resolved_names)[:20], list(request.attribute_values), request.attribute_label,

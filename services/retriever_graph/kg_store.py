@@ -43,6 +43,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassific
 
 from services.common import entity_skeleton
 from services.common.entity_skeleton import name_key
+from services.common.records import EntityHit
 
 log = logging.getLogger(__name__)
 
@@ -92,32 +93,6 @@ class EntityRow:
     aliases: list[str] = field(default_factory=list)
     parents: list[str] = field(default_factory=list)
     attributes: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class EntityHit:
-    """An entity found by one channel.
-
-    Attributes:
-        name, category, definition, aliases, degree: the stored entity.
-        channel: "graph.exact", "graph.alias", "graph.fulltext",
-            "graph.attribute", "graph.expand", "graph.category".
-        score: raw channel score (1.0 exact; coverage in [0, 1]; Lucene score;
-            seed score x edge weight).
-        matched: what matched (alias, values, "PARENT_OF<-X").
-        relation: "direct", "parent", "same_object", "same_property",
-            "same_category", "attribute", "category_member".
-    """
-
-    name: str
-    category: str
-    definition: str
-    aliases: list[str]
-    degree: int
-    channel: str
-    score: float
-    matched: str
-    relation: str
 
 
 def _hit(rec: Any, channel: str, score: float, matched: str, relation: str) -> EntityHit:

@@ -6,7 +6,8 @@ import asyncio
 from pathlib import Path
 
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
-from services.common.retriever import RetrieverServicer
+from services.retriever_pg.entity_servicer import PgRetrieverServicer
+from services.retriever_pg.entity_store import EntityCardStore
 from services.common.server import Service
 from services.retriever_pg.backend import PgBackend, PgChannelConfig
 from services.retriever_pg.config import RetrieverPgSettings
@@ -17,6 +18,7 @@ def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, Retriev
     """Returns the retriever_pg Service and its settings."""
     settings = settings or RetrieverPgSettings()
     holder: dict[str, PgStore] = {}
+    entity_stores: list[EntityCardStore] = []
     channels = PgChannelConfig(
         fulltext=settings.fulltext_enabled, trigram=settings.trigram_enabled, boost=settings.boost_enabled,
         short_query_chars=settings.short_query_chars, boost_window=settings.boost_window, boost_limit=settings.boost_limit,
@@ -36,13 +38,15 @@ def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, Retriev
         await store.open()
         await store.migrate()
         holder["store"] = store
+        entity_stores.append(EntityCardStore(
+            store.connection, settings.embedding_dim, ef_search=settings.ef_search, bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b))
         backend.store = store
 
     async def on_stop() -> None:
         if "store" in holder:
             await holder["store"].close()
 
-    servicer = RetrieverServicer(backend, settings.max_query_chars)
+    servicer = PgRetrieverServicer(backend, settings.max_query_chars, lambda: entity_stores[0])
     service = Service(
         name="retriever_pg",
         full_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],

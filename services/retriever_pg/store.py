@@ -14,6 +14,9 @@ Schema (migration 1):
   term of a chunk; index on ``term`` INCLUDE ``(chunk_id, tf, doc_len)`` so a
   BM25 query reads postings with index-only scans.
 
+Migration 2 adds a trigram index on chunk text; migration 3 the entity
+cards of ``entity_store``.
+
 Keyword terms come from ``services.common.text`` (jieba); PostgreSQL text
 search configurations are not used.
 """
@@ -26,11 +29,12 @@ import time
 from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterable, Sequence
+from typing import Any, AsyncContextManager, AsyncIterator, Iterable, Sequence
 
 import asyncpg
 import numpy as np
 
+from services.retriever_pg.entity_store import entity_migration
 from services.common.records import (
     DocumentRecord,
     Hit,
@@ -138,6 +142,8 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 "CREATE INDEX IF NOT EXISTS chunks_text_trgm_idx ON chunks USING gin (text gin_trgm_ops)",
             ],
         ),
+        # Entity cards: keyword and vector channels of entity search.
+        (3, entity_migration(dim)),
     ]
 
 
@@ -423,6 +429,15 @@ class PgStore:
             raise RuntimeError("PgStore is not open; call await store.open() first")
         async with self._pool.acquire() as conn:
             yield conn
+
+    def connection(self) -> AsyncContextManager[asyncpg.Connection]:
+        """A pooled connection with the vector and jsonb codecs, for the
+        other stores of this database (``EntityCardStore``).
+
+        Raises:
+            RuntimeError: not open (on entering).
+        """
+        return self._conn()
 
     # ------------------------------------------------------------ migrations
 

@@ -28,10 +28,18 @@ def test_gate_rejects_single_shared_character():
     assert not passes_gate(item("马匹"), "马铃薯", cfg)                 # shares only 马
     assert passes_gate(item("马铃薯产量"), "马铃薯", cfg)               # phrase of >= 2 characters
     assert passes_gate(item("铃薯"), "马铃薯", cfg)                     # shared bigram
-    assert passes_gate(item("茄子", "pg.entity_vector", 0.8), "马铃薯", cfg)
-    assert not passes_gate(item("茄子", "pg.entity_vector", 0.7), "马铃薯", cfg)
+    assert passes_gate(item("茄子", "pg.entity_vector", cfg.vector_gate), "马铃薯", cfg)
+    assert not passes_gate(item("茄子", "pg.entity_vector", cfg.vector_gate - 0.01), "马铃薯", cfg)
     ranked, gated = rank("马铃薯", [item("马匹"), item("马铃薯", "graph.exact")])
     assert [r.name for r in ranked] == ["马铃薯"] and gated == 1
+
+
+def test_relation_is_that_of_the_strongest_evidence():
+    parent = item("薯类", "graph.expand", 0.85)
+    parent.evidence[0].relation = "parent"
+    parent.evidence.append(Evidence("pg.entity_keyword", 0.17, "薯", "direct"))  # one shared character
+    ranked, _ = rank("马铃薯", [item("马铃薯", "graph.exact"), parent])
+    assert [(r.name, r.relation) for r in ranked] == [("马铃薯", "direct"), ("薯类", "parent")]
 
 
 def test_exact_hit_stays_first_after_rerank():

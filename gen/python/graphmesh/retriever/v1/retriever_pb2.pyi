@@ -235,39 +235,70 @@ class IngestEntitiesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ENTITIES_FIELD_NUMBER: _builtins.int
-    EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    SURFACE_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
         """Entities to merge by name (at most 10,000 per call)."""
 
     @_builtins.property
-    def embeddings(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntityEmbedding]:
-        """Card embedding per entity, same order as "entities"; may be empty."""
+    def surface_embeddings(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntitySurfaceEmbeddings]:
+        """Surface embeddings per entity, same order as "entities"; may be empty
+        (then only keyword channels can find the entities). Retrievers without
+        a vector channel ignore it.
+        """
 
     def __init__(
         self,
         *,
         entities: _abc.Iterable[_entity_pb2.Entity] | None = ...,
-        embeddings: _abc.Iterable[Global___EntityEmbedding] | None = ...,
+        surface_embeddings: _abc.Iterable[Global___EntitySurfaceEmbeddings] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embeddings", b"embeddings", "entities", b"entities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "surface_embeddings", b"surface_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestEntitiesRequest: _TypeAlias = IngestEntitiesRequest  # noqa: Y015
 
 @_typing.final
+class EntitySurfaceEmbeddings(_message.Message):
+    """Embeddings of one entity's surfaces: its name, then its distinct aliases
+    in order (at most 16), each embedded on its own.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SURFACES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def surfaces(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntityEmbedding]:
+        """One vector per surface, in surface order; fewer than the surfaces is
+        allowed (the rest have no vector).
+        """
+
+    def __init__(
+        self,
+        *,
+        surfaces: _abc.Iterable[Global___EntityEmbedding] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["surfaces", b"surfaces"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EntitySurfaceEmbeddings: _TypeAlias = EntitySurfaceEmbeddings  # noqa: Y015
+
+@_typing.final
 class EntityEmbedding(_message.Message):
-    """An entity card embedding."""
+    """One embedding."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     VALUES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
-        """Vector values (unit norm)."""
+        """Vector values (unit norm), the store's dimension."""
 
     def __init__(
         self,
