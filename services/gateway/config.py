@@ -76,6 +76,11 @@ class GatewaySettings(ServiceSettings):
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
         given entities/triples at ingestion (JSON list).
+    entity_retrievers_by_route: per entity route, the retrievers searched
+        instead (JSON object). On the attribute route the query lists
+        attribute values (symptoms), not a name, so retriever_pg's name
+        channels only add entities named like a symptom (medkg symptom dev:
+        top-1 0.957 with them, see docs/benchmarks.md).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_GATEWAY_", extra="ignore")
@@ -113,3 +118,4 @@ class GatewaySettings(ServiceSettings):
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
+    entity_retrievers_by_route: dict[str, list[str]] = Field(default_factory=lambda: {"attribute": ["retriever_graph"]})

@@ -42,8 +42,9 @@ class EntitySearch:
     def __init__(self, pipeline: Pipeline) -> None:
         self.p = pipeline
 
-    def _stubs(self):
-        return [(n, st) for n, st in self.p.retrievers.items() if n in self.p.settings.entity_retrievers]
+    def _stubs(self, route: str = ""):
+        names = self.p.settings.entity_retrievers_by_route.get(route, self.p.settings.entity_retrievers)
+        return [(n, st) for n, st in self.p.retrievers.items() if n in names]
 
     async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
         """Runs normalise -> retrieve (parallel) -> rank for ``query``."""
@@ -60,8 +61,8 @@ class EntitySearch:
                 raise
             trace.degraded.append("expander")
             trace.record("normalise", started, DEGRADED, _describe(err))
-        query_embedding = await self._query_embedding(query, deadline, trace)
         route = ROUTE_NAMES.get(norm.route, "none")
+        query_embedding = await self._query_embedding(query, deadline, trace)
         resolved = [m.name for m in norm.matches if m.score >= RESOLVE_MIN_SCORE]
         request = retriever_pb2.RetrieveEntitiesRequest(
             query=query, resolved_names=resolved, top_k=max(top_k, self.p.profile_for("", 0.0)[1].retrieve_top_k), keywords=norm.keywords,
@@ -71,7 +72,7 @@ class EntitySearch:
             categories=norm.categories if route in ("global", "cross_category") else [],
             query_embedding=query_embedding,
         )
-        candidates = await self._retrieve(request, deadline, trace)
+        candidates = await self._retrieve(request, route, deadline, trace)
         # The expander's matches are evidence too (the "plan" signal).
         by_name = {c.name: c for c in candidates}
         for m in norm.matches:
@@ -141,7 +142,7 @@ class EntitySearch:
             at += len(ts)
         return out
 
-    async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, deadline: Deadline, trace: Trace) -> list[entity_pb2.EntityCandidate]:
+    async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, route: str, deadline: Deadline, trace: Trace) -> list[entity_pb2.EntityCandidate]:
         async def one(name, stub):
             started = time.perf_counter()
             stage = f"retrieve_entities.{name.removeprefix('retriever_')}"
@@ -159,7 +160,7 @@ class EntitySearch:
                 trace.record(stage, started, DEGRADED, _describe(err))
                 return []
 
-        lists = await asyncio.gather(*(one(n, st) for n, st in self._stubs()))
+        lists = await asyncio.gather(*(one(n, st) for n, st in self._stubs(route)))
         merged: dict[str, entity_pb2.EntityCandidate] = {}
         for lst in lists:
             for c in lst:
