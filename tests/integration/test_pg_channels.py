@@ -54,3 +54,22 @@ async def test_boost_pulls_same_document_neighbours_when_hits_concentrate(store)
     hits, _ = await backend.retrieve(RetrievalQuery(query="合同订立和履行", keywords=query_keywords("合同订立和履行"),
                                                     embedding=[], top_k=5, disabled=frozenset({"pg.boost"})))
     assert not [h for h in hits if h.channel == "pg.boost"]
+
+
+async def test_user_dictionary_term_does_not_match_its_parts_in_keyword_search(store):  # noqa: F811
+    import jieba
+
+    from services.common import text
+
+    text.use_user_dictionary(["三级医院"])
+    try:
+        await store.ingest_documents([
+            make_doc("whole", ["本市三级医院应当公开收费标准。"]),
+            make_doc("parts", ["二三级公立医院的收费标准另行规定。"]),
+        ])
+        keywords = text.query_keywords("三级医院")
+        assert keywords == ["三级医院"]
+        assert [h.document_id for h in await store.keyword_search(keywords, 5)] == ["whole"]
+    finally:
+        jieba.del_word("三级医院")
+        text.use_user_dictionary([])
