@@ -17,6 +17,10 @@ class RetrievalProfile(BaseModel):
         channel_weights: weight per channel; channels not listed weigh 1.0.
         mmr_lambda: MMR trade-off over the fused list; None = no MMR.
         hyde: whether to search with a HyDE passage (needs an LLM).
+        expansions: whether keyword search also gets expansion terms from
+            stored entity names, entity definitions and chunk headings
+            (retriever_pg SuggestExpansions, MarxSphere L1/L2/L3), at most
+            ``max_expansions`` terms. Off by default: see docs/retrieval.md.
     """
 
     retrieve_top_k: int = 20
@@ -24,6 +28,8 @@ class RetrievalProfile(BaseModel):
     channel_weights: dict[str, float] = Field(default_factory=dict)
     mmr_lambda: float | None = None
     hyde: bool = False
+    expansions: bool = False
+    max_expansions: int = Field(15, ge=1, le=50)
 
 
 # Measured with bench/fusion_sweep.py on the law scenario dev set (245

@@ -151,6 +151,8 @@ class Pipeline:
 
         profile_name, profile = self.profile_for(question_type, confidence)
         info.profile = profile_name
+        if profile.expansions and "expansion" not in disabled and keywords:
+            keywords = await self._expand_keywords(keywords, profile.max_expansions, info, deadline, trace)
         hyde_embedding = await self._hyde_embedding(query, deadline, trace) if profile.hyde and "pg.hyde" not in disabled else []
         request = retriever_pb2.RetrieveRequest(
             query=info.normalized_query or query, keywords=keywords, query_embedding=embedding,
@@ -166,6 +168,30 @@ class Pipeline:
         trace.record("total", total_started)
         outcome.response.timings.append(trace.timings[-1])
         return outcome
+
+    async def _expand_keywords(self, keywords: list[str], limit: int, info: gateway_pb2.QueryInfo,
+                               deadline: Deadline, trace: Trace) -> list[str]:
+        """``keywords`` plus the keywords of retriever_pg's expansion terms
+        (L1 entity names, L2 entity definitions, L3 headings); each term is
+        reported in ``info.expansions`` as "text (origin: matched keyword)".
+        Unchanged, with the stage marked degraded, when the retriever fails."""
+        stub = self.retrievers.get("retriever_pg")
+        if stub is None:
+            return keywords
+        started = time.perf_counter()
+        try:
+            reply = await stub.SuggestExpansions(
+                retriever_pb2.SuggestExpansionsRequest(keywords=keywords[:50], limit=limit),
+                timeout=deadline.left(self.settings.retrieve_timeout))
+        except grpc.aio.AioRpcError as err:
+            trace.record("expansion", started, DEGRADED, _describe(err))
+            return keywords
+        merged = list(keywords)
+        for e in reply.expansions:
+            info.expansions.append(f"{e.text} ({e.origin}: {e.matched})")
+            merged.extend(t for t in textutil.query_keywords(e.text) if t not in merged)
+        trace.record("expansion", started)
+        return merged
 
     async def fuse_and_pack(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile,
                             top_k: int, deadline: Deadline, trace: Trace, info: gateway_pb2.QueryInfo,

@@ -13,7 +13,7 @@ from services.gateway.pipeline import Deadline, Pipeline
 MAX_TOP_K = 100
 # Stages a request may switch off (ablations); retriever channels too.
 SWITCHABLE_STAGES = frozenset({
-    "graph", "mmr", "rerank", "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost",
+    "graph", "expansion", "mmr", "rerank", "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost",
     "graph.heading", "graph.fulltext", "graph.neighbour",
 })
 

@@ -1,6 +1,6 @@
-"""RetrieverService of retriever_pg: the shared document RPCs plus the
-entity-card RPCs (IngestEntities, RetrieveEntities). IngestTriples stays
-UNIMPLEMENTED: facts live in the graph retriever."""
+"""RetrieverService of retriever_pg: the shared document RPCs, the
+entity-card RPCs (IngestEntities, RetrieveEntities) and SuggestExpansions.
+IngestTriples stays UNIMPLEMENTED: facts live in the graph retriever."""
 from __future__ import annotations
 
 import asyncio
@@ -16,14 +16,18 @@ from services.common.entity_convert import hits_to_candidates
 from services.common.errors import InvalidArgument
 from services.common.retriever import RetrieverServicer, timing, validate_entity_batch, validate_entity_query
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
+from services.retriever_pg.expansions import suggest_expansions
+
+MAX_EXPANSION_KEYWORDS = 50
 
 
 class PgRetrieverServicer(RetrieverServicer):
     """``entities`` returns the EntityCardStore (created once the pool is open)."""
 
-    def __init__(self, backend, max_query_chars: int, entities: Callable[[], EntityCardStore]) -> None:
+    def __init__(self, backend, max_query_chars: int, entities: Callable[[], EntityCardStore], connect: Callable) -> None:
         super().__init__(backend, max_query_chars)
         self._entities = entities
+        self._connect = connect
         self._max_query_chars = max_query_chars
 
     async def IngestEntities(self, request: retriever_pb2.IngestEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestEntitiesResponse:
@@ -57,3 +61,14 @@ class PgRetrieverServicer(RetrieverServicer):
         results = await asyncio.gather(*jobs)
         hits = [h for part, _ in results for h in part]
         return retriever_pb2.RetrieveEntitiesResponse(candidates=hits_to_candidates(hits), timings=[t for _, t in results])
+
+    async def SuggestExpansions(self, request: retriever_pb2.SuggestExpansionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.SuggestExpansionsResponse:
+        if not request.keywords:
+            raise InvalidArgument("keywords", "must not be empty")
+        if len(request.keywords) > MAX_EXPANSION_KEYWORDS:
+            raise InvalidArgument("keywords", f"at most {MAX_EXPANSION_KEYWORDS} keywords")
+        if not 0 <= request.limit <= 50:
+            raise InvalidArgument("limit", "must be in 0..50")
+        found = await suggest_expansions(self._connect, list(request.keywords), limit=request.limit or 15)
+        return retriever_pb2.SuggestExpansionsResponse(expansions=[
+            retriever_pb2.QueryExpansion(text=e.text, origin=e.origin, matched=e.matched) for e in found])

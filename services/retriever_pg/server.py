@@ -46,7 +46,7 @@ def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, Retriev
         if "store" in holder:
             await holder["store"].close()
 
-    servicer = PgRetrieverServicer(backend, settings.max_query_chars, lambda: entity_stores[0])
+    servicer = PgRetrieverServicer(backend, settings.max_query_chars, lambda: entity_stores[0], lambda: holder["store"].connection())
     service = Service(
         name="retriever_pg",
         full_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],

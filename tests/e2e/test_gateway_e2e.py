@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -212,6 +213,31 @@ async def test_hyde_profile_is_reported_skipped_without_llm(mesh, ingested):
         hyde = next(t for t in reply.timings if t.stage == "hyde")
         assert hyde.status == types_pb2.STAGE_STATUS_SKIPPED and "LLM" in hyde.detail
         assert reply.results and not reply.degraded  # MMR profile still answers
+    finally:
+        await server.stop(0)
+        await service.on_stop()
+
+
+async def test_expansion_profile_adds_heading_terms_with_their_origin(mesh, ingested):
+    from services.common.server import create_server
+    from services.common.settings import MeshAddresses
+    from services.gateway.config import GatewaySettings, RetrievalProfile
+    from services.gateway.server import build
+
+    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
+    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(fusion_method="weighted", expansions=True)})
+    service, _ = build(settings, addresses)
+    server, port, _ = await create_server(service)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            gw = gateway_pb2_grpc.GatewayServiceStub(ch)
+            reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
+            plain = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, disabled_stages=["expansion"]), timeout=30)
+        assert reply.query_info.expansions, reply.query_info
+        assert all(re.fullmatch(r".+ \((entity_name|entity_description|heading): .+\)", e) for e in reply.query_info.expansions)
+        assert not plain.query_info.expansions
+        assert any(t.stage == "expansion" and t.status == types_pb2.STAGE_STATUS_OK for t in reply.timings)
+        assert reply.results
     finally:
         await server.stop(0)
         await service.on_stop()

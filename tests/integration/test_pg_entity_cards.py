@@ -92,3 +92,31 @@ async def test_hostile_query_text_is_only_a_parameter(cards):
     for text in ["'; DROP TABLE entity_cards; --", "%_\\", "$1::text"]:
         await cards.keyword_search(text, 5)
     assert await cards.count() == 1
+
+
+async def test_expansions_come_from_entity_names_definitions_and_headings(cards, store):  # noqa: F811
+    from services.retriever_pg.expansions import suggest_expansions
+    from tests.integration.test_pg_store import make_doc
+
+    await cards.ingest([
+        EntityCard("农民专业合作社联合社", definition="由三个以上合作社出资设立"),
+        EntityCard("出资人", definition="向合作社出资的成员"),
+        EntityCard("社员大会", definition="合作社的权力机构"),
+        EntityCard("无关实体", definition="与查询无关"),
+    ])
+    doc = make_doc("coop", ["三个以上的农民专业合作社可以出资设立联合社。"], terms=[["合作社", "出资", "联合社"]])
+    doc.chunks[0].heading_path = ["中华人民共和国农民专业合作社法", "第七章 联合社的设立", "第五十六条"]
+    await store.ingest_documents([doc])
+    found = await suggest_expansions(store.connection, ["合作社", "出资", "联合社"])
+    by_origin = {(e.origin, e.text, e.matched) for e in found}
+    assert ("entity_name", "农民专业合作社联合社", "合作社") in by_origin  # L1: name contains a keyword
+    assert ("entity_name", "出资人", "出资") in by_origin
+    assert ("entity_description", "社员大会", "合作社") in by_origin    # L2: definition contains one
+    assert not any(e.text == "无关实体" for e in found)
+    # L3 (fewer than 5 so far): the chapter heading without its ordinal, never the article number
+    assert [(e.text, e.matched) for e in found if e.origin == "heading"] == [("联合社的设立", "合作社+出资")]
+    assert len({e.text for e in found}) == len(found)
+    assert [e.origin for e in found] == sorted((e.origin for e in found), key=["entity_name", "entity_description", "heading"].index)
+    assert await suggest_expansions(store.connection, ["合作社"], limit=1) == found[:1]
+    # LIKE wildcards in a keyword match only themselves
+    assert await suggest_expansions(store.connection, ["%%", "__"]) == []

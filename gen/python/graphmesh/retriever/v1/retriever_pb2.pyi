@@ -486,3 +486,87 @@ class RetrieveEntitiesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RetrieveEntitiesResponse: _TypeAlias = RetrieveEntitiesResponse  # noqa: Y015
+
+@_typing.final
+class SuggestExpansionsRequest(_message.Message):
+    """Request for SuggestExpansions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEYWORDS_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    limit: _builtins.int
+    """Most expansion terms wanted; 0 means 15 (the reference cap)."""
+    @_builtins.property
+    def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The query's content keywords, best first (the first 6 of at least 2
+        characters are used).
+        """
+
+    def __init__(
+        self,
+        *,
+        keywords: _abc.Iterable[_builtins.str] | None = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keywords", b"keywords", "limit", b"limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SuggestExpansionsRequest: _TypeAlias = SuggestExpansionsRequest  # noqa: Y015
+
+@_typing.final
+class QueryExpansion(_message.Message):
+    """One expansion term and where it came from."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    ORIGIN_FIELD_NUMBER: _builtins.int
+    MATCHED_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The term, e.g. an entity name or a heading."""
+    origin: _builtins.str
+    """"entity_name" (L1), "entity_description" (L2) or "heading" (L3)."""
+    matched: _builtins.str
+    """The keyword that found it ("kw1+kw2" for headings)."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        origin: _builtins.str = ...,
+        matched: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["matched", b"matched", "origin", b"origin", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryExpansion: _TypeAlias = QueryExpansion  # noqa: Y015
+
+@_typing.final
+class SuggestExpansionsResponse(_message.Message):
+    """Response for SuggestExpansions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EXPANSIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def expansions(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueryExpansion]:
+        """Terms, L1 first, deduplicated, none equal to a keyword."""
+
+    def __init__(
+        self,
+        *,
+        expansions: _abc.Iterable[Global___QueryExpansion] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SuggestExpansionsResponse: _TypeAlias = SuggestExpansionsResponse  # noqa: Y015

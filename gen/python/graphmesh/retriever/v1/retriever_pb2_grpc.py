@@ -66,6 +66,11 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.FromString,
                 _registered_method=True)
+        self.SuggestExpansions = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/SuggestExpansions',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -124,6 +129,17 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SuggestExpansions(self, request, context):
+        """Expansion terms for a query's keywords from what is stored: names of
+        entity cards matching a keyword (L1), names of entity cards whose
+        definition matches (L2), headings of chunks holding the first two
+        keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
+        "keywords" is empty or longer than 50, or "limit" is outside 0..50.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -156,6 +172,11 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.RetrieveEntities,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.SerializeToString,
+            ),
+            'SuggestExpansions': grpc.unary_unary_rpc_method_handler(
+                    servicer.SuggestExpansions,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -322,6 +343,33 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/RetrieveEntities',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SuggestExpansions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/SuggestExpansions',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -62,6 +62,13 @@ class RetrieverServiceStub:
     keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
     "query" is empty or "top_k" out of 1..200.
     """
+    SuggestExpansions: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.SuggestExpansionsRequest, _retriever_pb2.SuggestExpansionsResponse]
+    """Expansion terms for a query's keywords from what is stored: names of
+    entity cards matching a keyword (L1), names of entity cards whose
+    definition matches (L2), headings of chunks holding the first two
+    keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
+    "keywords" is empty or longer than 50, or "limit" is outside 0..50.
+    """
 
 @_typing.type_check_only
 class RetrieverServiceAsyncStub(RetrieverServiceStub):
@@ -96,6 +103,13 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     attribute-driven retrieval and weighted expansion (graph) or entity-card
     keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
     "query" is empty or "top_k" out of 1..200.
+    """
+    SuggestExpansions: _aio.UnaryUnaryMultiCallable[_retriever_pb2.SuggestExpansionsRequest, _retriever_pb2.SuggestExpansionsResponse]  # type: ignore[assignment]
+    """Expansion terms for a query's keywords from what is stored: names of
+    entity cards matching a keyword (L1), names of entity cards whose
+    definition matches (L2), headings of chunks holding the first two
+    keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
+    "keywords" is empty or longer than 50, or "limit" is outside 0..50.
     """
 
 class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -164,6 +178,19 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
         attribute-driven retrieval and weighted expansion (graph) or entity-card
         keyword/vector search (PostgreSQL). Errors: INVALID_ARGUMENT when
         "query" is empty or "top_k" out of 1..200.
+        """
+
+    @_abc_1.abstractmethod
+    def SuggestExpansions(
+        self,
+        request: _retriever_pb2.SuggestExpansionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.SuggestExpansionsResponse, _abc.Awaitable[_retriever_pb2.SuggestExpansionsResponse]]:
+        """Expansion terms for a query's keywords from what is stored: names of
+        entity cards matching a keyword (L1), names of entity cards whose
+        definition matches (L2), headings of chunks holding the first two
+        keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
+        "keywords" is empty or longer than 50, or "limit" is outside 0..50.
         """
 
 def add_RetrieverServiceServicer_to_server(servicer: RetrieverServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
