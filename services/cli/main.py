@@ -244,6 +244,9 @@ def cmd_entities(args: argparse.Namespace) -> int:
         print(json_format.MessageToJson(reply, ensure_ascii=False))
         return 0
     print(f"normalised: {reply.normalized_query} (rewritten={reply.rewritten}, {reply.gate_reason}); route {reply.route} {reply.route_confidence:.2f}")
+    for c in reply.category_summaries:
+        facts = "、".join(f"{f.predicate}:{f.value}({f.members})" for f in c.shared_facts[:5])
+        print(f"category {c.category}: {c.members} members; most connected {'、'.join(c.top_members[:5])}; shared {facts or '-'}")
     for rank, e in enumerate(reply.entities, start=1):
         relation = entity_pb2.EntityRelation.Name(e.relation).removeprefix("ENTITY_RELATION_").lower()
         evidence = "; ".join(f"{ev.channel}={ev.score:.2f} {ev.matched[:40]}" for ev in e.evidence[:3])

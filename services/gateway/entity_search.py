@@ -72,7 +72,7 @@ class EntitySearch:
             categories=norm.categories if route in ("global", "cross_category") else [],
             query_embedding=query_embedding,
         )
-        candidates = await self._retrieve(request, route, deadline, trace)
+        candidates, summaries = await self._retrieve(request, route, deadline, trace)
         # The expander's matches are evidence too (the "plan" signal).
         by_name = {c.name: c for c in candidates}
         for m in norm.matches:
@@ -98,6 +98,7 @@ class EntitySearch:
         return gateway_pb2.SearchEntitiesResponse(
             entities=entities, normalized_query=norm.normalized_query, rewritten=norm.rewritten, gate_reason=norm.gate_reason,
             route=route, route_confidence=norm.route_confidence, timings=trace.timings, degraded=trace.degraded,
+            category_summaries=summaries,
         )
 
     async def _query_embedding(self, query: str, deadline: Deadline, trace: Trace) -> list[float]:
@@ -142,33 +143,39 @@ class EntitySearch:
             at += len(ts)
         return out
 
-    async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, route: str, deadline: Deadline, trace: Trace) -> list[entity_pb2.EntityCandidate]:
-        async def one(name, stub):
+    async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, route: str, deadline: Deadline, trace: Trace
+                        ) -> tuple[list[entity_pb2.EntityCandidate], list[entity_pb2.CategorySummary]]:
+        """Candidates of every retriever merged by name (evidence kept), and
+        the category summaries they return (first per category)."""
+        async def one(name, stub) -> retriever_pb2.RetrieveEntitiesResponse:
             started = time.perf_counter()
             stage = f"retrieve_entities.{name.removeprefix('retriever_')}"
             try:
                 response = await stub.RetrieveEntities(request, timeout=deadline.left(self.p.settings.retrieve_timeout))
                 trace.record(stage, started)
-                return list(response.candidates)
+                return response
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED:
                     trace.timings.append(types_pb2.StageTiming(stage=stage, status=SKIPPED, detail="no entity channel"))
-                    return []
-                trace.degraded.append(name)
-                trace.record(stage, started, DEGRADED, _describe(err))
-                return []
+                else:
+                    trace.degraded.append(name)
+                    trace.record(stage, started, DEGRADED, _describe(err))
+                return retriever_pb2.RetrieveEntitiesResponse()
 
-        lists = await asyncio.gather(*(one(n, st) for n, st in self._stubs(route)))
+        responses = await asyncio.gather(*(one(n, st) for n, st in self._stubs(route)))
         merged: dict[str, entity_pb2.EntityCandidate] = {}
-        for lst in lists:
-            for c in lst:
+        summaries: dict[str, entity_pb2.CategorySummary] = {}
+        for response in responses:
+            for c in response.candidates:
                 if c.name in merged:
                     merged[c.name].evidence.extend(c.evidence)
                 else:
                     merged[c.name] = c
-        return list(merged.values())
+            for summary in response.category_summaries:
+                summaries.setdefault(summary.category, summary)
+        return list(merged.values()), list(summaries.values())
 
     async def ingest(self, payload: bytes, kind: int, deadline: Deadline) -> tuple[gateway_pb2.IngestResponse, list]:
         """Parses entities or triples and stores them in every retriever that

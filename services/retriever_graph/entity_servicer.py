@@ -3,15 +3,16 @@ the entity RPCs (IngestEntities, IngestTriples, RetrieveEntities) over the
 KnowledgeGraphStore."""
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import grpc
 
-from graphmesh.common.v1 import types_pb2
+from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.entity_convert import hits_to_candidates
 from services.common.errors import InvalidArgument
-from services.common.retriever import RetrieverServicer, validate_entity_batch, validate_entity_query
+from services.common.retriever import RetrieverServicer, timing, validate_entity_batch, validate_entity_query
 from services.retriever_graph.entity_retrieval import EntityQuery, retrieve_entities
 from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
 
@@ -58,4 +59,14 @@ class GraphRetrieverServicer(RetrieverServicer):
         q = EntityQuery(query, list(request.resolved_names)[:20], list(request.attribute_values), request.attribute_label,
                         list(request.categories)[:10], top_k)
         hits, timings = await retrieve_entities(self._kg(), q, attribute_other_weight=self._attribute_other_weight)
-        return retriever_pb2.RetrieveEntitiesResponse(candidates=hits_to_candidates(hits), timings=timings)
+        summaries = []
+        if q.categories:
+            started = time.perf_counter()
+            summaries = [
+                entity_pb2.CategorySummary(
+                    category=c.category, members=c.members, top_members=c.top_members,
+                    shared_facts=[entity_pb2.SharedFact(predicate=p, value=v, members=n) for p, v, n in c.shared_facts])
+                for c in await self._kg().category_summaries(q.categories)
+            ]
+            timings.append(timing("graph.category_summary", started))
+        return retriever_pb2.RetrieveEntitiesResponse(candidates=hits_to_candidates(hits), timings=timings, category_summaries=summaries)

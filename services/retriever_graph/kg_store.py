@@ -47,6 +47,23 @@ from services.common.records import EntityHit
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(slots=True)
+class CategorySummary:
+    """A category (community) at a glance.
+
+    Attributes:
+        category: its name.
+        members: number of member entities.
+        top_members: most connected members, best first.
+        shared_facts: (predicate, object, members having it), most shared first.
+    """
+
+    category: str
+    members: int
+    top_members: list[str]
+    shared_facts: list[tuple[str, str, int]]
+
 ENTITY_INDEX = "kg_entity_names"
 FULLTEXT_ANALYZER = "cjk"
 DEFAULT_WEIGHTS = {"parent": 0.85, "same_object": 0.55, "same_property": 0.45, "same_category": 0.35}
@@ -252,7 +269,22 @@ LIMIT $limit
 _CATEGORY_SUMMARY = """
 UNWIND $categories AS cat
 MATCH (c:Category {name: cat})-[:HAS_ENTITY]->(e:Entity)
-RETURN cat AS category, count(e) AS members
+WITH cat, e ORDER BY e.degree DESC, e.name
+WITH cat, count(e) AS members, collect(e.name)[..$top_members] AS top
+RETURN cat AS category, members, top
+"""
+
+# The facts members share most: (predicate, object) pairs by how many
+# members of the category have them (the community view of a category).
+_CATEGORY_FACTS = """
+UNWIND $categories AS cat
+MATCH (c:Category {name: cat})-[:HAS_ENTITY]->(e:Entity)-[r]->(o)
+WHERE r.predicate IS NOT NULL
+WITH cat, r.predicate AS predicate, o.name AS value, count(DISTINCT e) AS members
+WHERE members >= 2
+WITH cat, predicate, value, members ORDER BY members DESC, predicate, value
+WITH cat, collect({predicate: predicate, value: value, members: members})[..$top_facts] AS facts
+RETURN cat AS category, facts
 """
 
 _LIBRARY_INDEX = """
@@ -490,6 +522,16 @@ class KnowledgeGraphStore:
         return [_hit(r, "graph.category", 0.5, r["matched"], "category_member")
                 for r in await self._read(_CATEGORY_MEMBERS, categories=categories, limit=limit)]
 
-    async def category_sizes(self, categories: list[str]) -> dict[str, int]:
-        """Member count per named category (the category summary)."""
-        return {r["category"]: int(r["members"]) for r in await self._read(_CATEGORY_SUMMARY, categories=categories)}
+    async def category_summaries(self, categories: list[str], top_members: int = 10, top_facts: int = 8) -> list[CategorySummary]:
+        """The global route's community view of each named category that
+        exists: member count, most connected members, and the facts most
+        members share. Unknown categories are left out."""
+        if not categories:
+            return []
+        sizes = await self._read(_CATEGORY_SUMMARY, categories=categories, top_members=top_members)
+        facts = {r["category"]: r["facts"] for r in await self._read(_CATEGORY_FACTS, categories=categories, top_facts=top_facts)}
+        return [
+            CategorySummary(r["category"], int(r["members"]), list(r["top"]),
+                            [(f["predicate"], f["value"], int(f["members"])) for f in facts.get(r["category"], [])])
+            for r in sizes
+        ]

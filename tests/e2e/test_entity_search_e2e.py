@@ -95,6 +95,16 @@ async def test_category_overview_is_routed_global(stub, library):
     assert {"马铃薯", "薯类"} <= {e.name for e in reply.entities}
 
 
+async def test_global_route_answers_with_a_category_summary(stub, library):
+    reply = await search(stub, "呼吸科疾病有哪些")
+    assert reply.route == "global"
+    [summary] = [c for c in reply.category_summaries if c.category == "呼吸科疾病"]
+    assert summary.members == 2
+    assert list(summary.top_members) == ["流行性感冒", "普通感冒"]  # most facts first
+    assert {(f.predicate, f.value, f.members) for f in summary.shared_facts} == {("常见症状", "发热", 2), ("常见症状", "咳嗽", 2)}
+    assert not (await search(stub, "马铃薯")).category_summaries  # local route: no overview
+
+
 async def test_low_confidence_fuzzy_query_is_not_rewritten(stub, library):
     reply = await search(stub, "马铃薯总产值")
     assert not reply.rewritten and reply.normalized_query == "马铃薯总产值"

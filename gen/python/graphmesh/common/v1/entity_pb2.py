@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n graphmesh/common/v1/entity.proto\x12\x13graphmesh.common.v1\"\xd2\x01\n\x06\x45ntity\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x12\n\ndefinition\x18\x03 \x01(\t\x12\x0f\n\x07\x61liases\x18\x04 \x03(\t\x12\x0f\n\x07parents\x18\x05 \x03(\t\x12?\n\nattributes\x18\x06 \x03(\x0b\x32+.graphmesh.common.v1.Entity.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"<\n\x06Triple\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\t\"x\n\x0e\x45ntityEvidence\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0f\n\x07matched\x18\x03 \x01(\t\x12\x35\n\x08relation\x18\x04 \x01(\x0e\x32#.graphmesh.common.v1.EntityRelation\"\x80\x03\n\x0f\x45ntityCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x12\n\ndefinition\x18\x03 \x01(\t\x12\x0f\n\x07\x61liases\x18\x04 \x03(\t\x12\x35\n\x08\x65vidence\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.EntityEvidence\x12\x35\n\x08relation\x18\x06 \x01(\x0e\x32#.graphmesh.common.v1.EntityRelation\x12\r\n\x05score\x18\x07 \x01(\x01\x12Q\n\x0fscore_breakdown\x18\x08 \x03(\x0b\x32\x38.graphmesh.common.v1.EntityCandidate.ScoreBreakdownEntry\x12\x0e\n\x06\x64\x65gree\x18\t \x01(\x05\x12\x11\n\tembedding\x18\n \x03(\x02\x1a\x35\n\x13ScoreBreakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01*\x94\x02\n\x0e\x45ntityRelation\x12\x1f\n\x1b\x45NTITY_RELATION_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45NTITY_RELATION_DIRECT\x10\x01\x12\x1a\n\x16\x45NTITY_RELATION_PARENT\x10\x02\x12\x1f\n\x1b\x45NTITY_RELATION_SAME_OBJECT\x10\x03\x12!\n\x1d\x45NTITY_RELATION_SAME_PROPERTY\x10\x04\x12!\n\x1d\x45NTITY_RELATION_SAME_CATEGORY\x10\x05\x12\x1d\n\x19\x45NTITY_RELATION_ATTRIBUTE\x10\x06\x12#\n\x1f\x45NTITY_RELATION_CATEGORY_MEMBER\x10\x07\x42\x1a\n\x16io.graphmesh.common.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n graphmesh/common/v1/entity.proto\x12\x13graphmesh.common.v1\"\xd2\x01\n\x06\x45ntity\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x12\n\ndefinition\x18\x03 \x01(\t\x12\x0f\n\x07\x61liases\x18\x04 \x03(\t\x12\x0f\n\x07parents\x18\x05 \x03(\t\x12?\n\nattributes\x18\x06 \x03(\x0b\x32+.graphmesh.common.v1.Entity.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"<\n\x06Triple\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\t\"x\n\x0e\x45ntityEvidence\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0f\n\x07matched\x18\x03 \x01(\t\x12\x35\n\x08relation\x18\x04 \x01(\x0e\x32#.graphmesh.common.v1.EntityRelation\"\x80\x03\n\x0f\x45ntityCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x12\n\ndefinition\x18\x03 \x01(\t\x12\x0f\n\x07\x61liases\x18\x04 \x03(\t\x12\x35\n\x08\x65vidence\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.EntityEvidence\x12\x35\n\x08relation\x18\x06 \x01(\x0e\x32#.graphmesh.common.v1.EntityRelation\x12\r\n\x05score\x18\x07 \x01(\x01\x12Q\n\x0fscore_breakdown\x18\x08 \x03(\x0b\x32\x38.graphmesh.common.v1.EntityCandidate.ScoreBreakdownEntry\x12\x0e\n\x06\x64\x65gree\x18\t \x01(\x05\x12\x11\n\tembedding\x18\n \x03(\x02\x1a\x35\n\x13ScoreBreakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x80\x01\n\x0f\x43\x61tegorySummary\x12\x10\n\x08\x63\x61tegory\x18\x01 \x01(\t\x12\x0f\n\x07members\x18\x02 \x01(\x05\x12\x13\n\x0btop_members\x18\x03 \x03(\t\x12\x35\n\x0cshared_facts\x18\x04 \x03(\x0b\x32\x1f.graphmesh.common.v1.SharedFact\"?\n\nSharedFact\x12\x11\n\tpredicate\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0f\n\x07members\x18\x03 \x01(\x05*\x94\x02\n\x0e\x45ntityRelation\x12\x1f\n\x1b\x45NTITY_RELATION_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x45NTITY_RELATION_DIRECT\x10\x01\x12\x1a\n\x16\x45NTITY_RELATION_PARENT\x10\x02\x12\x1f\n\x1b\x45NTITY_RELATION_SAME_OBJECT\x10\x03\x12!\n\x1d\x45NTITY_RELATION_SAME_PROPERTY\x10\x04\x12!\n\x1d\x45NTITY_RELATION_SAME_CATEGORY\x10\x05\x12\x1d\n\x19\x45NTITY_RELATION_ATTRIBUTE\x10\x06\x12#\n\x1f\x45NTITY_RELATION_CATEGORY_MEMBER\x10\x07\x42\x1a\n\x16io.graphmesh.common.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,8 +36,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENTITY_ATTRIBUTESENTRY']._serialized_options = b'8\001'
   _globals['_ENTITYCANDIDATE_SCOREBREAKDOWNENTRY']._loaded_options = None
   _globals['_ENTITYCANDIDATE_SCOREBREAKDOWNENTRY']._serialized_options = b'8\001'
-  _globals['_ENTITYRELATION']._serialized_start=842
-  _globals['_ENTITYRELATION']._serialized_end=1118
+  _globals['_ENTITYRELATION']._serialized_start=1038
+  _globals['_ENTITYRELATION']._serialized_end=1314
   _globals['_ENTITY']._serialized_start=58
   _globals['_ENTITY']._serialized_end=268
   _globals['_ENTITY_ATTRIBUTESENTRY']._serialized_start=219
@@ -50,4 +50,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENTITYCANDIDATE']._serialized_end=839
   _globals['_ENTITYCANDIDATE_SCOREBREAKDOWNENTRY']._serialized_start=786
   _globals['_ENTITYCANDIDATE_SCOREBREAKDOWNENTRY']._serialized_end=839
+  _globals['_CATEGORYSUMMARY']._serialized_start=842
+  _globals['_CATEGORYSUMMARY']._serialized_end=970
+  _globals['_SHAREDFACT']._serialized_start=972
+  _globals['_SHAREDFACT']._serialized_end=1035
 # @@protoc_insertion_point(module_scope)

@@ -284,3 +284,73 @@ class EntityCandidate(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EntityCandidate: _TypeAlias = EntityCandidate  # noqa: Y015
+
+@_typing.final
+class CategorySummary(_message.Message):
+    """A category (community) at a glance: the overview the global route answers
+    with (reference 003, community view), from the knowledge graph.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CATEGORY_FIELD_NUMBER: _builtins.int
+    MEMBERS_FIELD_NUMBER: _builtins.int
+    TOP_MEMBERS_FIELD_NUMBER: _builtins.int
+    SHARED_FACTS_FIELD_NUMBER: _builtins.int
+    category: _builtins.str
+    """Category name."""
+    members: _builtins.int
+    """Number of member entities."""
+    @_builtins.property
+    def top_members(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The most connected members (most graph facts first), at most 10."""
+
+    @_builtins.property
+    def shared_facts(self) -> _containers.RepeatedCompositeFieldContainer[Global___SharedFact]:
+        """The facts most members share, most shared first, at most 8."""
+
+    def __init__(
+        self,
+        *,
+        category: _builtins.str = ...,
+        members: _builtins.int = ...,
+        top_members: _abc.Iterable[_builtins.str] | None = ...,
+        shared_facts: _abc.Iterable[Global___SharedFact] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["category", b"category", "members", b"members", "shared_facts", b"shared_facts", "top_members", b"top_members"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CategorySummary: _TypeAlias = CategorySummary  # noqa: Y015
+
+@_typing.final
+class SharedFact(_message.Message):
+    """A (predicate, object) pair shared by several members of a category."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREDICATE_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    MEMBERS_FIELD_NUMBER: _builtins.int
+    predicate: _builtins.str
+    """Predicate, e.g. "功能主治"."""
+    value: _builtins.str
+    """Object: an entity name or a literal value."""
+    members: _builtins.int
+    """How many members have it (at least 2)."""
+    def __init__(
+        self,
+        *,
+        predicate: _builtins.str = ...,
+        value: _builtins.str = ...,
+        members: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["members", b"members", "predicate", b"predicate", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SharedFact: _TypeAlias = SharedFact  # noqa: Y015

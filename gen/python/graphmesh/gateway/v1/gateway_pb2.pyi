@@ -716,6 +716,7 @@ class SearchEntitiesResponse(_message.Message):
     ROUTE_CONFIDENCE_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
     DEGRADED_FIELD_NUMBER: _builtins.int
+    CATEGORY_SUMMARIES_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """The query after the normalisation gate."""
     rewritten: _builtins.bool
@@ -740,6 +741,12 @@ class SearchEntitiesResponse(_message.Message):
     def degraded(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Services that failed or timed out."""
 
+    @_builtins.property
+    def category_summaries(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.CategorySummary]:
+        """On the global and cross-category routes, a summary of each category the
+        query names (members, most connected members, shared facts).
+        """
+
     def __init__(
         self,
         *,
@@ -751,10 +758,11 @@ class SearchEntitiesResponse(_message.Message):
         route_confidence: _builtins.float = ...,
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
         degraded: _abc.Iterable[_builtins.str] | None = ...,
+        category_summaries: _abc.Iterable[_entity_pb2.CategorySummary] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["degraded", b"degraded", "entities", b"entities", "gate_reason", b"gate_reason", "normalized_query", b"normalized_query", "rewritten", b"rewritten", "route", b"route", "route_confidence", b"route_confidence", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["category_summaries", b"category_summaries", "degraded", b"degraded", "entities", b"entities", "gate_reason", b"gate_reason", "normalized_query", b"normalized_query", "rewritten", b"rewritten", "route", b"route", "route_confidence", b"route_confidence", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -465,6 +465,7 @@ class RetrieveEntitiesResponse(_message.Message):
 
     CANDIDATES_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
+    CATEGORY_SUMMARIES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.EntityCandidate]:
         """Entities with their evidence, deduplicated by name."""
@@ -473,15 +474,22 @@ class RetrieveEntitiesResponse(_message.Message):
     def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
         """Time per channel."""
 
+    @_builtins.property
+    def category_summaries(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.CategorySummary]:
+        """Summary of each category in the request's "categories" that exists
+        (graph retriever; global and cross-category routes).
+        """
+
     def __init__(
         self,
         *,
         candidates: _abc.Iterable[_entity_pb2.EntityCandidate] | None = ...,
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+        category_summaries: _abc.Iterable[_entity_pb2.CategorySummary] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "category_summaries", b"category_summaries", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
