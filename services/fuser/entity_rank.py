@@ -159,6 +159,9 @@ def features(item: EntityItem, query_key: str, normalized_key: str, route_catego
     fuzzy = max(fuzz.ratio(query_key, name_key(n)) for n in names) / 100.0
     if normalized_key != query_key:
         fuzzy = max(fuzzy, max(fuzz.ratio(normalized_key, name_key(n)) for n in names) / 100.0)
+    # The literal-match channel's score counts as fuzzy evidence too (reference
+    # 003: candidates merged by name, a channel's best score kept).
+    fuzzy = max([fuzzy] + [min(1.0, e.score) for e in item.evidence if e.channel == "pg.entity_keyword"])
     text_cov = max(_coverage(n, normalized_key) for n in names)
     attr_cov = max((e.score for e in item.evidence if e.channel == "graph.attribute"), default=0.0)
     vector = max((e.score for e in item.evidence if e.channel.endswith("vector")), default=0.0)

@@ -2,8 +2,10 @@
 
 SearchEntities: expander.NormaliseEntity (gate + route) -> every retriever's
 RetrieveEntities in parallel (graph: lookup, full-text, attribute, category,
-expansion; a retriever without the RPC is skipped) -> fuser.RankEntities
-(gate, weighted score, protections). A failing expander or fuser degrades
+expansion; PostgreSQL: entity-card keyword and vector channels; a retriever
+without the RPC is skipped) -> optional cross-encoder rerank of the entity
+cards (GRAPHMESH_GATEWAY_RERANK_ENABLED) -> fuser.RankEntities (gate,
+weighted score, rerank blend, protections). A failing expander or fuser degrades
 the answer: without the expander the raw query is searched, without the
 fuser candidates come back in retriever order (still library entities).
 """
@@ -18,6 +20,7 @@ from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.fuser.v1 import fuser_pb2
 from graphmesh.gateway.v1 import gateway_pb2
+from graphmesh.reranker.v1 import reranker_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.jsonl_entities import parse_entities, parse_triples
 from services.gateway.pipeline import DEGRADED, SKIPPED, Deadline, Pipeline, Trace, _describe
@@ -80,6 +83,7 @@ class EntitySearch:
                 by_name[m.name].evidence.append(entity_pb2.EntityEvidence(
                     channel="expander.match", score=m.score, matched=f"{m.method}:{m.matched}",
                     relation=entity_pb2.ENTITY_RELATION_DIRECT))
+        rerank_scores = await self._rerank(query, candidates, deadline, trace)
         started = time.perf_counter()
         try:
             ranked = await self.p.fuser.RankEntities(fuser_pb2.RankEntitiesRequest(
@@ -87,6 +91,7 @@ class EntitySearch:
                 with_embeddings=any(e.channel.endswith("vector") for c in candidates for e in c.evidence),
                 route_categories=list(norm.categories),
                 route="" if route == "none" else route, attribute_values=list(norm.attribute_values),
+                rerank_scores=rerank_scores,
             ), timeout=deadline.left(s.fuse_timeout))
             entities = list(ranked.entities)
             trace.record("rank", started)
@@ -100,6 +105,34 @@ class EntitySearch:
             route=route, route_confidence=norm.route_confidence, timings=trace.timings, degraded=trace.degraded,
             category_summaries=summaries,
         )
+
+    async def _rerank(self, query: str, candidates: list[entity_pb2.EntityCandidate], deadline: Deadline, trace: Trace) -> dict[str, float]:
+        """Cross-encoder scores of the entity cards (name, category, aliases,
+        definition) for ``query``, min-max scaled to [0, 1] for the fuser's
+        blend (exact-hit protection runs after it). {} and the stage
+        reported skipped when reranking is off, degraded when the reranker
+        fails (e.g. FAILED_PRECONDITION: no model configured)."""
+        s = self.p.settings
+        if not s.rerank_enabled or not candidates:
+            trace.timings.append(types_pb2.StageTiming(stage="rerank", status=SKIPPED, detail="rerank off" if not s.rerank_enabled else "no candidates"))
+            return {}
+        started = time.perf_counter()
+        passages = [
+            reranker_pb2.Passage(id=c.name, text="；".join(p for p in (c.name, c.category, "、".join(c.aliases), c.definition) if p))
+            for c in candidates[: s.rerank_max_passages]
+        ]
+        try:
+            reply = await self.p.reranker.Rerank(reranker_pb2.RerankRequest(query=query, passages=passages), timeout=deadline.left(s.rerank_timeout))
+        except grpc.aio.AioRpcError as err:
+            trace.degraded.append("reranker")
+            trace.record("rerank", started, DEGRADED, _describe(err))
+            return {}
+        trace.record("rerank", started)
+        scores = {p.id: p.score for p in reply.scores}
+        if not scores:
+            return {}
+        low, high = min(scores.values()), max(scores.values())
+        return {name: (v - low) / (high - low) if high > low else 1.0 for name, v in scores.items()}
 
     async def _query_embedding(self, query: str, deadline: Deadline, trace: Trace) -> list[float]:
         """The query's embedding for the entity vector channel; [] (channel

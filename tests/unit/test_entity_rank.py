@@ -2,7 +2,9 @@
 exact-hit protection."""
 from __future__ import annotations
 
-from services.fuser.entity_rank import EntityItem, Evidence, RankConfig, passes_gate, protect_exact, rank
+import pytest
+
+from services.fuser.entity_rank import EntityItem, Evidence, RankConfig, features, passes_gate, protect_exact, rank
 
 
 def item(name, channel="graph.fulltext", score=1.0, matched="", relation="direct", **kw):
@@ -91,3 +93,10 @@ def test_attribute_route_prefers_the_answer_over_a_listed_value():
     ranked, _ = rank(query, [c for c in cands], route="attribute", attribute_values=values)
     assert ranked[0].name == "18—三体综合征"
     assert ranked[0].breakdown["route"] > 0 and ranked[1].breakdown["penalty"] < 0
+
+
+def test_literal_channel_score_counts_as_fuzzy_evidence():
+    plain = item("荔枝核", "graph.fulltext", 0.3)
+    with_keyword = item("荔枝核", "pg.entity_keyword", 1.0)
+    assert features(plain, "大荔核", "大荔核", set())["fuzzy"] == pytest.approx(2 / 3)  # rapidfuzz ratio
+    assert features(with_keyword, "大荔核", "大荔核", set())["fuzzy"] == 1.0
