@@ -17,7 +17,6 @@ import os
 import time
 import urllib.request
 from argparse import Namespace
-from pathlib import Path
 
 from services.cli import stack
 from services.cli.main import DATA_DIR, cmd_datasets, cmd_eval, cmd_ingest, cmd_search

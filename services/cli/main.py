@@ -391,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("compare", nargs="*", help="compare RUN_A RUN_B: deltas between two saved runs")
     ev.add_argument("--dataset", help="JSONL: query, gold, optional id, reference, category")
     ev.add_argument("--answers", action="store_true", help="call Answer and score each answer with the judge service")
-    ev.add_argument("--out", help=f"directory or .json file for the run artifact (default bench/results/runs/)")
+    ev.add_argument("--out", help="directory or .json file for the run artifact (default bench/results/runs/)")
     ev.add_argument("--show", type=int, default=15, help="compare: queries listed per direction")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--limit", type=int)
