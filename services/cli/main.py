@@ -273,32 +273,54 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_lexicon(args: argparse.Namespace) -> int:
     """Builds the user dictionary from document titles and headings and
-    entity names; services load it when GRAPHMESH_USER_DICT names the file."""
+    entity names; services load it when GRAPHMESH_USER_DICT names the file.
+    Exit 1 (nothing written) when an input cannot be read or yields no term."""
     import json
 
+    from services.cli.stack import state_dir
     from services.common import lexicon
     from services.common.jsonl_documents import parse_jsonl
 
     titles: list[str] = []
     headings: list[str] = []
     names: list[str] = []
-    for path in args.documents or []:
-        with _open_text(Path(path)) as fh:
-            docs, _ = parse_jsonl(fh.read())
-        titles += [d.title for d in docs]
-        headings += [h for d in docs for h in d.heading_path[1:]]
-    for path in args.entities or []:
-        with _open_text(Path(path)) as fh:
-            for line in fh:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("name"), str):
-                    names.append(record["name"])
-    out = Path(args.out).expanduser()
-    count = lexicon.write_dictionary(lexicon.candidate_terms(titles, headings, names), out)
-    print(f"wrote {count} terms to {out}; set {lexicon.ENV_PATH}={out} for every service and re-ingest")
+    skipped = 0
+    try:
+        for path in args.documents or []:
+            with _open_text(Path(path)) as fh:
+                docs, failures = parse_jsonl(fh.read())
+            skipped += len(failures)
+            titles += [d.title for d in docs]
+            headings += [h for d in docs for h in d.heading_path[1:]]
+        for path in args.entities or []:
+            with _open_text(Path(path)) as fh:
+                for line in fh:
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        record = None
+                    if isinstance(record, dict) and isinstance(record.get("name"), str):
+                        names.append(record["name"])
+                    else:
+                        skipped += 1
+    except (OSError, EOFError) as err:
+        print(f"error: cannot read input: {err}", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"warning: {skipped} unreadable records skipped", file=sys.stderr)
+    terms = lexicon.candidate_terms(titles, headings, names)
+    if not terms:
+        print("error: no dictionary terms in the inputs (give --documents and/or --entities); nothing written", file=sys.stderr)
+        return 1
+    out = Path(args.out).expanduser() if args.out else state_dir() / "user_dict.txt"
+    try:
+        count = lexicon.write_dictionary(terms, out)
+    except OSError as err:
+        print(f"error: cannot write {out}: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {count} terms to {out}; set {lexicon.ENV_PATH}={out.resolve()} for every service and re-ingest")
     return 0
 
 
@@ -413,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     lex.add_argument("action", choices=["build"])
     lex.add_argument("--documents", action="append", help="documents JSONL (.gz accepted); repeatable")
     lex.add_argument("--entities", action="append", help="entities JSONL (.gz accepted); repeatable")
-    lex.add_argument("--out", default="~/.graphmesh/user_dict.txt", help="dictionary file to write")
+    lex.add_argument("--out", help="dictionary file to write (default $GRAPHMESH_HOME/user_dict.txt)")
     demo = sub.add_parser("demo", help="the main job: stack up, law corpus in, example questions answered")
     demo.add_argument("--keep-up", action="store_true", help="leave the stack running afterwards")
     return parser

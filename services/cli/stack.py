@@ -175,8 +175,10 @@ def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
 def up(detach: bool, llm: str | None = None) -> int:
     """``graphmesh up``: starts stores and services (and the local LLM when
     ``llm`` names a model); without ``detach`` stays in the foreground until
-    Ctrl-C, then stops everything."""
+    Ctrl-C (then stops everything), until ``graphmesh down`` runs elsewhere,
+    or until a service exits (then stops the rest and returns 1)."""
     cfg = StackConfig()
+    _stopping_marker().unlink(missing_ok=True)  # left by a down that was killed
     pids = _read_pids()
     pg_dsn, neo4j_uri = start_stores(cfg, pids)
     _write_pids(pids)
@@ -202,16 +204,53 @@ def up(detach: bool, llm: str | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         while True:
-            time.sleep(3600)
+            time.sleep(2)
+            _reap_children()
+            running = _read_pids()
+            if not running or _stopping_marker().exists():  # `graphmesh down` ran elsewhere
+                print("stack stopped by graphmesh down", flush=True)
+                return 0
+            dead = [n for n in SERVICES if n in running and not _alive(running[n])]
+            if dead:
+                print(f"error: {', '.join(dead)} exited (logs in {state_dir() / 'logs'}); stopping", file=sys.stderr, flush=True)
+                down()
+                return 1
     except KeyboardInterrupt:
         pass
     down()
     return 0
 
 
+def _reap_children() -> None:
+    """Collects exited child processes (Neo4j, services started by this
+    process) so they do not linger as zombies and read as alive."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def down() -> int:
     """``graphmesh down``: SIGTERM to every service (gateway first), then the
-    stores; waits up to 20 s per process."""
+    stores; waits up to 20 s per process. A marker file tells a foreground
+    ``graphmesh up`` that the stop is deliberate."""
+    marker = _stopping_marker()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    try:
+        return _stop_all()
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def _stopping_marker() -> Path:
+    return state_dir() / "stopping"
+
+
+def _stop_all() -> int:
     pids = _read_pids()
     for name in [*reversed(SERVICES), "llm", "neo4j"]:
         pid = pids.get(name)

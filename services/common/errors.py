@@ -74,10 +74,13 @@ def field_violations(err: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
 
 def validate_query(query: str, max_chars: int, field: str = "query") -> str:
     """Returns ``query`` stripped; raises InvalidArgument when it is empty,
-    only whitespace, or longer than ``max_chars`` characters."""
+    only whitespace, longer than ``max_chars`` characters, or holds a NUL
+    character (no store can search for one)."""
     stripped = query.strip()
     if not stripped:
         raise InvalidArgument(field, "must not be empty or only whitespace")
+    if "\x00" in query:
+        raise InvalidArgument(field, "must not contain NUL characters")
     if len(query) > max_chars:
         raise InvalidArgument(field, f"is {len(query)} characters; the maximum is {max_chars}")
     return stripped

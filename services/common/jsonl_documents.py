@@ -37,6 +37,29 @@ class ParseFailure:
     reason: str
 
 
+def unstorable_field(record: dict) -> str:
+    """The first top-level field of ``record`` holding text that no store
+    can keep (a NUL character or a lone surrogate such as \\ud800, at any
+    depth), or "" when every value is storable."""
+
+    def bad(value) -> bool:
+        if isinstance(value, str):
+            if "\x00" in value:
+                return True
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+            return False
+        if isinstance(value, dict):
+            return any(bad(k) or bad(v) for k, v in value.items())
+        if isinstance(value, list):
+            return any(bad(v) for v in value)
+        return False
+
+    return next((str(k) for k, v in record.items() if bad(k) or bad(v)), "")
+
+
 def parse_jsonl(payload: bytes) -> tuple[list[ParsedDocument], list[ParseFailure]]:
     """Parses every non-blank line of ``payload``; bad lines become failures
     and do not stop the others."""
@@ -68,6 +91,9 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
         return ParseFailure(index, "", "id", "must be a non-empty string or integer")
     doc_id = str(raw_id).strip()
+    bad_field = unstorable_field(record)
+    if bad_field:
+        return ParseFailure(index, doc_id if bad_field != "id" else "", bad_field, "must not contain NUL characters or lone surrogates")
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
         return ParseFailure(index, doc_id, "text", "must be a non-empty string")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from pydantic import ValidationError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
@@ -148,7 +149,12 @@ def main(build: Callable[[], tuple[Service, ServiceSettings]]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
     async def run() -> None:
-        service, settings = build()
+        try:
+            service, settings = build()
+        except ValidationError as err:
+            # A bad setting (environment variable) is the operator's to fix:
+            # say which, without a traceback.
+            raise SystemExit(f"error: invalid settings: {err}") from None
         await serve(service, settings)
 
     asyncio.run(run())

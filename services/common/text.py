@@ -137,12 +137,19 @@ def truncate_at_boundary(text: str, max_chars: int, mark: str = TRUNCATION_MARK)
 
 
 def _load_configured_dictionary() -> None:
+    """Loads the file named by GRAPHMESH_USER_DICT; a process that cannot
+    read it stops with one line saying so (tokenising without it would cut
+    documents and queries differently from its peers)."""
     path = lexicon.configured_path()
     if path is None:
         return
-    if not path.is_file():
-        raise FileNotFoundError(f"{lexicon.ENV_PATH}={path}: no such file (build it with `graphmesh lexicon build`)")
-    use_user_dictionary(lexicon.read_dictionary(path))
+    try:
+        terms = lexicon.read_dictionary(path)
+    except (OSError, UnicodeDecodeError) as err:
+        raise SystemExit(
+            f"error: {lexicon.ENV_PATH}={path}: cannot read the user dictionary "
+            f"({type(err).__name__}: {err}); build it with `graphmesh lexicon build`") from None
+    use_user_dictionary(terms)
 
 
 _load_configured_dictionary()

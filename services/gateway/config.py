@@ -1,35 +1,12 @@
 """Gateway settings (environment prefix GRAPHMESH_GATEWAY_)."""
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
-
-
-class RetrievalProfile(BaseModel):
-    """How one kind of question is retrieved.
-
-    Attributes:
-        retrieve_top_k: candidates asked of each retriever channel (reference
-            default 20 for vector chunks).
-        fusion_method: "rrf" or "weighted".
-        channel_weights: weight per channel; channels not listed weigh 1.0.
-        mmr_lambda: MMR trade-off over the fused list; None = no MMR.
-        hyde: whether to search with a HyDE passage (needs an LLM).
-        expansions: whether keyword search also gets expansion terms from
-            stored entity names, entity definitions and chunk headings
-            (retriever_pg SuggestExpansions, MarxSphere L1/L2/L3), at most
-            ``max_expansions`` terms. Off by default: see docs/retrieval.md.
-    """
-
-    retrieve_top_k: int = 20
-    fusion_method: str = "rrf"
-    channel_weights: dict[str, float] = Field(default_factory=dict)
-    mmr_lambda: float | None = None
-    hyde: bool = False
-    expansions: bool = False
-    max_expansions: int = Field(15, ge=1, le=50)
 
 
 # Measured with bench/fusion_sweep.py on the law scenario dev set (245
@@ -42,8 +19,37 @@ DEFAULT_WEIGHTS = {
 }
 
 
+class RetrievalProfile(BaseModel):
+    """How one kind of question is retrieved.
+
+    Attributes:
+        retrieve_top_k: candidates asked of each retriever channel (reference
+            default 20 for vector chunks).
+        fusion_method: "rrf" or "weighted" (default: weighted, measured best).
+        channel_weights: weight per channel; channels not listed weigh 1.0.
+            Default DEFAULT_WEIGHTS, so a profile that only changes another
+            field keeps the measured fusion.
+        mmr_lambda: MMR trade-off over the fused list; None = no MMR.
+        hyde: whether to search with a HyDE passage (needs an LLM).
+        expansions: whether keyword search also gets expansion terms from
+            stored entity names, entity definitions and chunk headings
+            (retriever_pg SuggestExpansions, MarxSphere L1/L2/L3), at most
+            ``max_expansions`` terms. Off by default: see docs/retrieval.md.
+    """
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
+    retrieve_top_k: int = 20
+    fusion_method: Literal["rrf", "weighted"] = "weighted"
+    channel_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    mmr_lambda: float | None = None
+    hyde: bool = False
+    expansions: bool = False
+    max_expansions: int = Field(15, ge=1, le=50)
+
+
 def _default_profiles() -> dict[str, RetrievalProfile]:
-    return {"default": RetrievalProfile(fusion_method="weighted", channel_weights=dict(DEFAULT_WEIGHTS))}
+    return {"default": RetrievalProfile()}
 
 
 class GatewaySettings(ServiceSettings):

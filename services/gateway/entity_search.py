@@ -35,6 +35,9 @@ ENTITY_BATCH = 5_000
 TRIPLE_BATCH = 50_000
 # Expander matches at or above this score are looked up as library names.
 RESOLVE_MIN_SCORE = 0.6
+# Attribute values passed on (the graph retriever accepts at most 50); a
+# longer list is cut, not rejected: the first values are the user's first words.
+MAX_ATTRIBUTE_VALUES = 50
 # Surfaces embedded per entity (name + aliases); retriever_pg stores at most 16.
 SURFACES_PER_ENTITY = 16
 
@@ -71,7 +74,7 @@ class EntitySearch:
             query=query, resolved_names=resolved, top_k=max(top_k, self.p.profile_for("", 0.0)[1].retrieve_top_k), keywords=norm.keywords,
             # Attribute and category channels run whenever the query has the
             # shape, even when the route's confidence is too low to hard-route.
-            attribute_values=norm.attribute_values, attribute_label=norm.attribute_label,
+            attribute_values=norm.attribute_values[:MAX_ATTRIBUTE_VALUES], attribute_label=norm.attribute_label,
             categories=norm.categories if route in ("global", "cross_category") else [],
             query_embedding=query_embedding,
         )

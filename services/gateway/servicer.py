@@ -66,6 +66,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
         if not request.jsonl.strip():
             raise InvalidArgument("jsonl", "must hold at least one JSON record")
+        if request.kind not in gateway_pb2.IngestKind.values():
+            raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
         if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
             response, parse_failures = await self._entities.ingest(request.jsonl, request.kind, self._deadline(context))
         else:

@@ -92,10 +92,21 @@ _FULLTEXT = (
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
 
+#: Relation types the graph itself uses; a fact may not take their name, or
+#: it would pose as structure (a PARENT_OF fact would become a parent link).
+RESERVED_RELATIONS = frozenset({"HAS_ALIAS", "HAS_ENTITY", "PARENT_OF", "SAME_OBJECT", "SAME_PROPERTY", "HAS_CHUNK", "NEXT"})
+
+#: Characters of a query given to the full-text index. The cjk analyzer
+#: makes about one clause per character, and Lucene refuses more than 1024
+#: clauses (a 2000-character query failed); names are far shorter anyway.
+MAX_FULLTEXT_CHARS = 256
+
+
 def lucene_terms(text: str) -> str:
-    """``text`` as a Lucene query of its (escaped) terms, OR-ed: every term
-    the analyzer makes of it counts, none is syntax. "" when nothing is left."""
-    cleaned = _LUCENE_SPECIAL.sub(" ", text)
+    """The first MAX_FULLTEXT_CHARS characters of ``text`` as a Lucene query
+    of their (escaped) terms, OR-ed: every term the analyzer makes of them
+    counts, none is syntax. "" when nothing is left."""
+    cleaned = _LUCENE_SPECIAL.sub(" ", text[:MAX_FULLTEXT_CHARS])
     cleaned = re.sub(r"\b(AND|OR|NOT|TO)\b", " ", cleaned)
     return " ".join(cleaned.split())
 
@@ -393,8 +404,8 @@ class KnowledgeGraphStore:
         """Merges (subject, predicate, object) triples: the relation type is
         the predicate; an object that names a library entity links to it,
         any other becomes a Value node. Returns (stored, [(index, reason)])
-        for triples with a blank field, an over-long predicate or a subject
-        outside the library."""
+        for triples with a blank field, an over-long or reserved predicate
+        (RESERVED_RELATIONS) or a subject outside the library."""
         failures: list[tuple[int, str]] = []
         clean: list[tuple[int, str, str, str]] = []
         for i, (s, p, o) in enumerate(triples):
@@ -403,6 +414,8 @@ class KnowledgeGraphStore:
                 failures.append((i, "subject, predicate and object must not be blank"))
             elif len(p) > MAX_PREDICATE_CHARS:
                 failures.append((i, f"predicate longer than {MAX_PREDICATE_CHARS} characters"))
+            elif p.upper() in RESERVED_RELATIONS:
+                failures.append((i, f"predicate {p!r} is reserved for the graph's own structure"))
             else:
                 clean.append((i, s, p, o))
         names = sorted({s for _, s, _, _ in clean} | {o for _, _, _, o in clean})

@@ -171,3 +171,12 @@ async def test_rerank_without_a_model_degrades_and_keeps_the_exact_hit_first(mes
     # the default gateway reports the stage as skipped
     plain = await search(stub, "马铃薯")
     assert any(t.stage == "rerank" and t.status == types_pb2.STAGE_STATUS_SKIPPED for t in plain.timings)
+
+
+async def test_long_value_lists_and_nul_queries_get_clear_answers(stub, library):
+    values = "、".join(f"症{chr(0x4e00 + i)}" for i in range(60))  # 60 listed values, more than the graph takes
+    reply = await search(stub, f"症状：发热、头痛、{values}")
+    assert "retriever_graph" not in reply.degraded
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await search(stub, "马铃\u0000薯")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(err.value)[0][0] == "query"

@@ -130,3 +130,11 @@ async def test_hostile_strings_are_parameters(kg, hostile):
     rel = (await kg.driver.execute_query(
         "MATCH (:Entity {name: '马铃薯'})-[r]->(v:Value {name: $v}) RETURN r.predicate AS p", {"v": hostile}, database_=kg.database)).records
     assert [r["p"] for r in rel] == [hostile[:60].strip()]
+
+
+async def test_reserved_predicates_and_long_queries(kg):
+    stored, failures = await kg.ingest_triples([("马铃薯", "PARENT_OF", "马"), ("马铃薯", "has_alias", "洋芋"), ("马铃薯", "产地", "云南")])
+    assert stored == 1 and [i for i, _ in failures] == [0, 1] and "reserved" in failures[0][1]
+    hits = {h.name: h for h in await kg.expand([("马铃薯", 1.0)])}
+    assert "马" not in hits  # no parent link was made from a fact
+    assert isinstance(await kg.fulltext("荔" * 2000, 5), list)  # beyond Lucene's 1024 clauses before the cap

@@ -23,3 +23,9 @@ def test_bad_lines_are_reported_and_others_kept():
     assert [d.id for d in docs] == ["a"]
     assert [(f.index, f.field) for f in failures] == [(1, "text"), (2, ""), (3, ""), (4, "id"), (5, "")]
     assert "UTF-8" in failures[1].reason
+
+
+def test_unstorable_text_is_a_failure_of_its_record_only():
+    docs, failures = parse_jsonl(b'{"id": "1", "text": "a\\ud800"}\n{"id": "2", "text": "ok", "metadata": {"k": "\\u0000"}}\n{"id": "3", "text": "fine"}\n')
+    assert [d.id for d in docs] == ["3"]
+    assert [(f.index, f.field) for f in failures] == [(0, "text"), (1, "metadata")]
