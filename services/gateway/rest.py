@@ -84,7 +84,10 @@ def build_app(grpc_target: str) -> web.Application:
         async def handle(request: web.Request) -> web.StreamResponse:
             raw = await request.read()
             try:
-                message: Message = json_format.Parse(raw.decode("utf-8") if raw else "{}", request_cls())
+                text = raw.decode("utf-8") if raw.strip() else "{}"
+                if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
+                    return _bad_request("body", "must be a JSON object")
+                message: Message = json_format.Parse(text, request_cls())
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:

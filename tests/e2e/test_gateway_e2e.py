@@ -102,6 +102,8 @@ async def test_rest_search_and_answer(mesh, ingested):
         ({"query": "专利", "topK": 101}, "top_k"),
         ({"query": "专利", "bogus": 1}, "bogus"),
         ({"query": "专利", "topK": "ten"}, "topK"),
+        (None, "body"),
+        ([], "body"),
     ],
 )
 async def test_rest_bad_input_is_400_naming_the_field(mesh, body, field):
