@@ -244,12 +244,14 @@ class EntitySearch:
             surfaces.extend(await self._surface_embeddings(records, deadline, trace))
         started = time.perf_counter()
         stored_by: dict[str, int] = {}
+        unchanged_by: dict[str, int] = {}
         for name, stub in self._stubs():
-            total = 0
+            total = same = 0
             try:
                 for start in range(0, len(records), batch):
                     reply = await getattr(stub, rpc)(make(start), timeout=deadline.left(600))
                     total += reply.stored
+                    same += getattr(reply, "unchanged", 0)
                     for f in reply.failures:
                         response.failures.append(types_pb2.IngestFailure(index=line_of[f.index + start], id=f.id, reason=f"{name}: {f.reason}"))
             except grpc.aio.AioRpcError as err:
@@ -257,7 +259,10 @@ class EntitySearch:
                     continue
                 raise
             stored_by[name] = total
-        response.stored = max(stored_by.values(), default=0)
+            unchanged_by[name] = same
+        # A record counts as unchanged only where every store left it alone.
+        response.unchanged = min(unchanged_by.values(), default=0)
+        response.stored = max((stored_by[n] + unchanged_by[n] - response.unchanged for n in stored_by), default=0)
         trace.record("store", started)
         response.timings.extend(trace.timings)
         return response, failures

@@ -39,8 +39,8 @@ class GraphRetrieverServicer(RetrieverServicer):
             rows.append(EntityRow(e.name.strip(), e.category.strip(), e.definition, list(e.aliases), list(e.parents), dict(e.attributes)))
         if not rows:
             raise InvalidArgument("entities[0].name", "must not be blank")
-        stored = await self._kg().ingest_entities(rows)
-        return retriever_pb2.IngestEntitiesResponse(stored=stored, failures=failures)
+        stored, unchanged = await self._kg().ingest_entities(rows)
+        return retriever_pb2.IngestEntitiesResponse(stored=stored, unchanged=unchanged, failures=failures)
 
     async def IngestTriples(self, request: retriever_pb2.IngestTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestTriplesResponse:
         if not request.triples:

@@ -32,6 +32,7 @@ object 0.55, same property 0.45, same category 0.35.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -102,6 +103,12 @@ RESERVED_RELATIONS = frozenset({"HAS_ALIAS", "HAS_ENTITY", "PARENT_OF", "SAME_OB
 MAX_FULLTEXT_CHARS = 256
 
 
+def _entity_hash(row: "EntityRow") -> str:
+    """SHA-256 of everything ingested for an entity."""
+    payload = [row.name, row.category, row.definition, list(row.aliases), list(row.parents), sorted(row.attributes.items())]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def lucene_terms(text: str) -> str:
     """The first MAX_FULLTEXT_CHARS characters of ``text`` as a Lucene query
     of their (escaped) terms, OR-ed: every term the analyzer makes of them
@@ -137,7 +144,7 @@ _MERGE_ENTITIES = """
 UNWIND $rows AS r
 MERGE (e:Entity {name: r.name})
 SET e.key = r.key, e.category = r.category, e.definition = r.definition, e.aliases = r.aliases,
-    e.attributes = r.attributes, e.object = r.object, e.property = r.property,
+    e.attributes = r.attributes, e.object = r.object, e.property = r.property, e.content_hash = r.content_hash,
     e.conditions = r.conditions, e.value_type = r.value_type, e.degree = coalesce(e.degree, 0)
 WITH e, r
 CALL (e, r) {
@@ -150,6 +157,12 @@ CALL (e, r) {
   MERGE (x:Alias {key: a.key}) ON CREATE SET x.name = a.name
   MERGE (e)-[h:HAS_ALIAS]->(x) SET h.controlled = a.controlled
 }
+"""
+
+_ENTITY_HASHES = """
+UNWIND $names AS n
+MATCH (e:Entity {name: n})
+RETURN e.name AS name, e.content_hash AS content_hash
 """
 
 _MERGE_PARENTS = """
@@ -352,17 +365,29 @@ class KnowledgeGraphStore:
         return result.records
 
     # ---- ingestion -------------------------------------------------------
-    async def ingest_entities(self, rows: list[EntityRow], batch_size: int = 2000) -> int:
+    async def ingest_entities(self, rows: list[EntityRow], batch_size: int = 2000) -> tuple[int, int]:
         """Merges entities by name with their category, given and controlled
         aliases and parents; then links skeleton groups (SAME_OBJECT,
-        SAME_PROPERTY) touched by these entities. Returns entities written."""
+        SAME_PROPERTY) touched by these entities. An entity stored with the
+        same content (content hash of all its fields) is left alone.
+
+        Returns:
+            (written, unchanged) entity counts.
+        """
         objects: set[str] = set()
         properties: set[str] = set()
+        unchanged = 0
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
+            hashes = {r.name: _entity_hash(r) for r in batch}
+            stored = {rec["name"]: rec["content_hash"] for rec in await self._read(_ENTITY_HASHES, names=list(hashes))}
+            todo = [r for r in batch if stored.get(r.name) != hashes[r.name]]
+            unchanged += len(batch) - len(todo)
+            if not todo:
+                continue
             payload = []
             parents = []
-            for r in batch:
+            for r in todo:
                 sk = entity_skeleton.parse(r.name)
                 given = [a for a in r.aliases if a.strip() and name_key(a) != name_key(r.name)]
                 alias_rows = [{"key": name_key(a), "name": a, "controlled": False} for a in given]
@@ -375,7 +400,7 @@ class KnowledgeGraphStore:
                     "aliases": given, "attributes": json.dumps(r.attributes, ensure_ascii=False),
                     "object": name_key(sk.object), "property": name_key(sk.property),
                     "conditions": list(sk.conditions), "value_type": sk.value_type,
-                    "alias_rows": list(dedup.values()),
+                    "alias_rows": list(dedup.values()), "content_hash": hashes[r.name],
                 })
                 objects.add(name_key(sk.object))
                 if sk.property:
@@ -386,8 +411,9 @@ class KnowledgeGraphStore:
                 await self._write(_MERGE_PARENTS, rows=parents)
         await self._link_groups("object", sorted(objects))
         await self._link_groups("property", sorted(properties))
-        await self._write(_BUMP_VERSION)
-        return len(rows)
+        if unchanged < len(rows):
+            await self._write(_BUMP_VERSION)
+        return len(rows) - unchanged, unchanged
 
     async def _link_groups(self, kind: str, keys: list[str], batch_size: int = 2000) -> None:
         for start in range(0, len(keys), batch_size):

@@ -40,7 +40,7 @@ class PgRetrieverServicer(RetrieverServicer):
             for i, e in enumerate(request.entities)
         ]
         result = await self._entities().ingest(cards)
-        return retriever_pb2.IngestEntitiesResponse(stored=result.stored + result.unchanged, failures=failures_to_proto(result.failures))
+        return retriever_pb2.IngestEntitiesResponse(stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures))
 
     async def RetrieveEntities(self, request: retriever_pb2.RetrieveEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveEntitiesResponse:
         query, top_k = validate_entity_query(request, self._max_query_chars)

@@ -42,9 +42,11 @@ async def search(stub, query: str, top_k: int = 10) -> gateway_pb2.SearchEntitie
     return await stub.SearchEntities(gateway_pb2.SearchEntitiesRequest(query=query, top_k=top_k), timeout=60)
 
 
-async def test_ingestion_counts_and_failures(library):
+async def test_ingestion_counts_and_failures(stub, library):
     entities, triples = library
     assert entities.received == 11 and entities.stored == 11 and not entities.failures
+    again = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=(DATA / "kg_entities.jsonl").read_bytes(), kind=gateway_pb2.INGEST_KIND_ENTITIES), timeout=120)
+    assert (again.stored, again.unchanged) == (0, 11)  # both stores left every entity alone
     assert triples.received == 17 and triples.stored == 15
     assert sorted(f.index for f in triples.failures) == [16, 17]  # line numbers (line 15 is blank)
     assert any("not a library entity" in f.reason for f in triples.failures)

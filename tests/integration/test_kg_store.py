@@ -63,9 +63,13 @@ async def test_ingestion_is_idempotent_and_reports_unknown_subjects(kg):
     assert [i for i, _ in failures] == [15, 16]
     count = (await kg.driver.execute_query("MATCH ()-[r:常见症状]->() RETURN count(r) AS c", database_=kg.database)).records[0]["c"]
     assert count == 9
-    await kg.ingest_entities(load_rows())
+    assert await kg.ingest_entities(load_rows()) == (0, len(load_rows()))  # all unchanged
     n = (await kg.driver.execute_query("MATCH (e:Entity {name: '马铃薯'}) RETURN count(e) AS c", database_=kg.database)).records[0]["c"]
     assert n == 1
+    changed = load_rows()[0]
+    changed.definition += "（修订）"
+    assert await kg.ingest_entities([changed]) == (1, 0)
+    assert (await kg.lookup([changed.name]))[0].definition.endswith("（修订）")
 
 
 async def test_lookup_exact_alias_and_controlled_alias(kg):

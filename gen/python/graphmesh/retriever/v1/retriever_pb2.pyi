@@ -321,8 +321,11 @@ class IngestEntitiesResponse(_message.Message):
 
     STORED_FIELD_NUMBER: _builtins.int
     FAILURES_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
     stored: _builtins.int
-    """Entities written."""
+    """Entities written (new or changed)."""
+    unchanged: _builtins.int
+    """Entities already stored with the same content, left alone."""
     @_builtins.property
     def failures(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.IngestFailure]:
         """Entities rejected, with reasons."""
@@ -332,10 +335,11 @@ class IngestEntitiesResponse(_message.Message):
         *,
         stored: _builtins.int = ...,
         failures: _abc.Iterable[_types_pb2.IngestFailure] | None = ...,
+        unchanged: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["failures", b"failures", "stored", b"stored"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failures", b"failures", "stored", b"stored", "unchanged", b"unchanged"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
