@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from services.common.records import storable_text
+
 _LAW_FIELDS = ("chapter", "section", "article")
 _METADATA_FIELDS = ("status", "source")
 
@@ -44,13 +46,7 @@ def unstorable_field(record: dict) -> str:
 
     def bad(value) -> bool:
         if isinstance(value, str):
-            if "\x00" in value:
-                return True
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-            return False
+            return not storable_text(value)
         if isinstance(value, dict):
             return any(bad(k) or bad(v) for k, v in value.items())
         if isinstance(value, list):

@@ -39,16 +39,28 @@ def _names(value, field: str) -> list[str]:
     return names
 
 
-def _lines(payload: bytes):
+def _records(payload: bytes):
+    """(line index, record, None) for each JSON object line whose text every
+    store can hold; (line index, None, failure) for any other non-blank line."""
     for index, raw in enumerate(payload.splitlines()):
         if not raw.strip():
             continue
         try:
-            yield index, json.loads(raw.decode("utf-8")), None
+            rec = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
             yield index, None, ParseFailure(index, "", "", "line is not UTF-8")
+            continue
         except json.JSONDecodeError as err:
             yield index, None, ParseFailure(index, "", "", f"invalid JSON: {err.msg}")
+            continue
+        if not isinstance(rec, dict):
+            yield index, None, ParseFailure(index, "", "", "record must be a JSON object")
+            continue
+        bad_field = unstorable_field(rec)
+        if bad_field:
+            yield index, None, ParseFailure(index, "", bad_field, "must not contain NUL characters or lone surrogates")
+            continue
+        yield index, rec, None
 
 
 def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseFailure], list[int]]:
@@ -56,20 +68,13 @@ def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseF
     index of each entity."""
     out, failures, lines = [], [], []
     first_line: dict[str, int] = {}
-    for index, rec, failure in _lines(payload):
+    for index, rec, failure in _records(payload):
         if failure:
             failures.append(failure)
-            continue
-        if not isinstance(rec, dict):
-            failures.append(ParseFailure(index, "", "", "record must be a JSON object"))
             continue
         name = rec.get("name")
         if not isinstance(name, str) or not name.strip():
             failures.append(ParseFailure(index, "", "name", "must be a non-empty string"))
-            continue
-        bad_field = unstorable_field(rec)
-        if bad_field:
-            failures.append(ParseFailure(index, "", bad_field, "must not contain NUL characters or lone surrogates"))
             continue
         name = name.strip()
         category = str(rec.get("category") or "").strip()
@@ -101,20 +106,13 @@ def parse_entities(payload: bytes) -> tuple[list[entity_pb2.Entity], list[ParseF
 def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFailure], list[int]]:
     """Triples, failures and the line index of each triple."""
     out, failures, lines = [], [], []
-    for index, rec, failure in _lines(payload):
+    for index, rec, failure in _records(payload):
         if failure:
             failures.append(failure)
-            continue
-        if not isinstance(rec, dict):
-            failures.append(ParseFailure(index, "", "", "record must be a JSON object"))
             continue
         missing = next((f for f in ("subject", "predicate", "object") if not isinstance(rec.get(f), str) or not rec[f].strip()), None)
         if missing:
             failures.append(ParseFailure(index, str(rec.get("subject") or ""), missing, "must be a non-empty string"))
-            continue
-        bad_field = unstorable_field(rec)
-        if bad_field:
-            failures.append(ParseFailure(index, "", bad_field, "must not contain NUL characters or lone surrogates"))
             continue
         out.append(entity_pb2.Triple(subject=rec["subject"].strip(), predicate=rec["predicate"].strip(), object=rec["object"].strip()))
         lines.append(index)

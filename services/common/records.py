@@ -6,6 +6,19 @@ protobuf messages, so they can be tested without gRPC.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+
+def storable_text(value: Any) -> bool:
+    """True for a str every store can hold: no NUL character, and valid
+    UTF-8 (no lone surrogate such as \\ud800)."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(slots=True)

@@ -53,22 +53,26 @@ class EntitySearch:
         return [(n, st) for n, st in self.p.retrievers.items() if n in names]
 
     async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
-        """Runs normalise -> retrieve (parallel) -> rank for ``query``."""
+        """Runs normalise (with the query embedding alongside) -> retrieve
+        (parallel) -> rerank (optional) -> rank for ``query``."""
         s = self.p.settings
         trace = Trace()
         total = time.perf_counter()
         started = time.perf_counter()
         norm = expander_pb2.NormaliseEntityResponse(normalized_query=query, gate_reason="expander unavailable")
+        embedding = asyncio.create_task(self._query_embedding(query, deadline, trace))  # alongside NormaliseEntity
         try:
             norm = await self.p.expander.NormaliseEntity(expander_pb2.NormaliseEntityRequest(query=query), timeout=deadline.left(s.expand_timeout))
             trace.record("normalise", started)
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                embedding.cancel()
                 raise
-            trace.degraded.append("expander")
+            if "expander" not in trace.degraded:
+                trace.degraded.append("expander")
             trace.record("normalise", started, DEGRADED, _describe(err))
         route = ROUTE_NAMES.get(norm.route, "none")
-        query_embedding = await self._query_embedding(query, deadline, trace)
+        query_embedding = await embedding
         resolved = [m.name for m in norm.matches if m.score >= RESOLVE_MIN_SCORE]
         request = retriever_pb2.RetrieveEntitiesRequest(
             query=query, resolved_names=resolved, top_k=max(top_k, self.p.profile_for("", 0.0)[1].retrieve_top_k), keywords=norm.keywords,

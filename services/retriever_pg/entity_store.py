@@ -32,7 +32,7 @@ import asyncpg
 import numpy as np
 
 from services.common.entity_skeleton import loose_key
-from services.common.records import EntityHit, IngestFailureRecord, IngestResult
+from services.common.records import EntityHit, IngestFailureRecord, IngestResult, storable_text
 
 #: Surfaces (name + aliases) stored per entity.
 MAX_SURFACES = 16
@@ -116,16 +116,6 @@ class EntityCard:
         return "；".join(p for p in parts if p)
 
 
-def _storable(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _vector(values: Sequence[float], dim: int, what: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.float32)
     if v.shape != (dim,):
@@ -184,7 +174,7 @@ class EntityCardStore:
             if not name:
                 result.failures.append(IngestFailureRecord(index, name, "name must not be blank"))
                 continue
-            if not _storable(card.card_text()):
+            if not storable_text(card.card_text()):
                 result.failures.append(IngestFailureRecord(index, name, "text contains NUL or is not valid UTF-8"))
                 continue
             if name in rows:

@@ -37,6 +37,7 @@ import numpy as np
 from services.retriever_pg.entity_store import entity_migration
 from services.common.records import (
     DocumentRecord,
+    storable_text,
     Hit,
     IngestFailureRecord,
     IngestResult,
@@ -211,7 +212,7 @@ def _check_str(value: Any, what: str) -> None:
         raise ValueError(f"{what} must be a string, got {type(value).__name__}")
     if "\x00" in value:
         raise ValueError(f"{what} contains a NUL character")
-    if not _storable(value):
+    if not storable_text(value):
         raise ValueError(f"{what} is not valid UTF-8 (lone surrogate)")
 
 
@@ -239,19 +240,8 @@ def _vector_bytes(values: Sequence[float], dim: int, what: str) -> bytes:
     return struct.pack(">HH", dim, 0) + arr32.tobytes()
 
 
-def _storable(value: Any) -> bool:
-    """True for a str PostgreSQL can hold (no NUL, valid UTF-8)."""
-    if not isinstance(value, str) or "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _usable_term(term: Any) -> bool:
-    return bool(term) and _storable(term) and len(term) <= MAX_TERM_CHARS
+    return bool(term) and storable_text(term) and len(term) <= MAX_TERM_CHARS
 
 
 @dataclass(slots=True)
@@ -603,7 +593,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
-        wanted = [i for i in dict.fromkeys(ids) if _storable(i)]
+        wanted = [i for i in dict.fromkeys(ids) if storable_text(i)]
         if not wanted:
             return {}
         async with self._conn() as conn:
@@ -623,7 +613,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
-        wanted = [i for i in dict.fromkeys(ids) if _storable(i)]
+        wanted = [i for i in dict.fromkeys(ids) if storable_text(i)]
         if not wanted:
             return []
         async with self._conn() as conn:
@@ -722,7 +712,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
-        if not text or not _storable(text) or top_k <= 0:
+        if not text or not storable_text(text) or top_k <= 0:
             return []
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         async with self._conn() as conn:
@@ -750,7 +740,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
-        wanted = [i for i in dict.fromkeys(chunk_ids) if _storable(i)]
+        wanted = [i for i in dict.fromkeys(chunk_ids) if storable_text(i)]
         if not wanted or limit <= 0:
             return []
         async with self._conn() as conn:

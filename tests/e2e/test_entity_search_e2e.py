@@ -151,25 +151,15 @@ async def test_rest_entity_search(mesh, library):
 
 
 async def test_rerank_without_a_model_degrades_and_keeps_the_exact_hit_first(mesh, stub, library):
-    from services.common.server import create_server
-    from services.common.settings import MeshAddresses
     from services.gateway.config import GatewaySettings
-    from services.gateway.server import build
+    from tests.fixtures.mesh import extra_gateway
 
-    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
-    service, _ = build(GatewaySettings(port=0, rest_port=-1, rerank_enabled=True), addresses)
-    server, port, _ = await create_server(service)
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
-            reply = await gateway_pb2_grpc.GatewayServiceStub(ch).SearchEntities(
-                gateway_pb2.SearchEntitiesRequest(query="马铃薯", top_k=5), timeout=30)
-        assert reply.entities[0].name == "马铃薯"
-        assert "reranker" in reply.degraded  # the test mesh's reranker has no model
-        rerank = next(t for t in reply.timings if t.stage == "rerank")
-        assert rerank.status == types_pb2.STAGE_STATUS_DEGRADED
-    finally:
-        await server.stop(0)
-        await service.on_stop()
+    async with extra_gateway(mesh, GatewaySettings(port=0, rest_port=-1, rerank_enabled=True)) as gw:
+        reply = await gw.SearchEntities(gateway_pb2.SearchEntitiesRequest(query="马铃薯", top_k=5), timeout=30)
+    assert reply.entities[0].name == "马铃薯"
+    assert "reranker" in reply.degraded  # the test mesh's reranker has no model
+    rerank = next(t for t in reply.timings if t.stage == "rerank")
+    assert rerank.status == types_pb2.STAGE_STATUS_DEGRADED
     # the default gateway reports the stage as skipped
     plain = await search(stub, "马铃薯")
     assert any(t.stage == "rerank" and t.status == types_pb2.STAGE_STATUS_SKIPPED for t in plain.timings)

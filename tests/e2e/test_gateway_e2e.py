@@ -16,6 +16,8 @@ import pytest_asyncio
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import field_violations
+from services.gateway.config import GatewaySettings, RetrievalProfile
+from tests.fixtures.mesh import extra_gateway
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
@@ -200,46 +202,21 @@ async def test_disabled_stages_switch_channels_off_and_unknown_is_rejected(stub,
 
 
 async def test_hyde_profile_is_reported_skipped_without_llm(mesh, ingested):
-    from services.common.server import create_server
-    from services.common.settings import MeshAddresses
-    from services.gateway.config import GatewaySettings, RetrievalProfile
-    from services.gateway.server import build
-
-    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
     settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(hyde=True, mmr_lambda=0.7)})
-    service, _ = build(settings, addresses)
-    server, port, _ = await create_server(service)
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
-            reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
-        hyde = next(t for t in reply.timings if t.stage == "hyde")
-        assert hyde.status == types_pb2.STAGE_STATUS_SKIPPED and "LLM" in hyde.detail
-        assert reply.results and not reply.degraded  # MMR profile still answers
-    finally:
-        await server.stop(0)
-        await service.on_stop()
+    async with extra_gateway(mesh, settings) as gw:
+        reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
+    hyde = next(t for t in reply.timings if t.stage == "hyde")
+    assert hyde.status == types_pb2.STAGE_STATUS_SKIPPED and "LLM" in hyde.detail
+    assert reply.results and not reply.degraded  # MMR profile still answers
 
 
 async def test_expansion_profile_adds_heading_terms_with_their_origin(mesh, ingested):
-    from services.common.server import create_server
-    from services.common.settings import MeshAddresses
-    from services.gateway.config import GatewaySettings, RetrievalProfile
-    from services.gateway.server import build
-
-    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
-    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(fusion_method="weighted", expansions=True)})
-    service, _ = build(settings, addresses)
-    server, port, _ = await create_server(service)
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
-            gw = gateway_pb2_grpc.GatewayServiceStub(ch)
-            reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
-            plain = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, disabled_stages=["expansion"]), timeout=30)
-        assert reply.query_info.expansions, reply.query_info
-        assert all(re.fullmatch(r".+ \((entity_name|entity_description|heading): .+\)", e) for e in reply.query_info.expansions)
-        assert not plain.query_info.expansions
-        assert any(t.stage == "expansion" and t.status == types_pb2.STAGE_STATUS_OK for t in reply.timings)
-        assert reply.results
-    finally:
-        await server.stop(0)
-        await service.on_stop()
+    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(expansions=True)})
+    async with extra_gateway(mesh, settings) as gw:
+        reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
+        plain = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, disabled_stages=["expansion"]), timeout=30)
+    assert reply.query_info.expansions, reply.query_info
+    assert all(re.fullmatch(r".+ \((entity_name|entity_description|heading): .+\)", e) for e in reply.query_info.expansions)
+    assert not plain.query_info.expansions
+    assert any(t.stage == "expansion" and t.status == types_pb2.STAGE_STATUS_OK for t in reply.timings)
+    assert reply.results
