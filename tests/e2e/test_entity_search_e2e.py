@@ -89,6 +89,9 @@ async def test_symptom_list_finds_the_disease_through_the_graph(stub, library):
     assert top.name == "流行性感冒" and top.relation == entity_pb2.ENTITY_RELATION_ATTRIBUTE
     ev = next(e for e in top.evidence if e.channel == "graph.attribute")
     assert ev.score == pytest.approx(1.0) and ev.matched == "发热、头痛、肌肉酸痛"
+    # the attribute route asks only the graph: no entity named like a symptom comes from PostgreSQL
+    assert not any(t.stage == "retrieve_entities.pg" for t in reply.timings)
+    assert not any(e.channel.startswith("pg.") for c in reply.entities for e in c.evidence)
 
 
 async def test_category_overview_is_routed_global(stub, library):

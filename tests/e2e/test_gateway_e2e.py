@@ -147,6 +147,13 @@ async def test_ingest_with_no_readable_record_is_invalid_argument(stub):
     assert field_violations(err.value)[0][0] == "jsonl[0].text"
 
 
+async def test_ingest_of_an_unknown_kind_is_invalid_argument(stub):
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Ingest(gateway_pb2.IngestRequest(jsonl=b'{"id": "x", "text": "t"}', kind=99), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(err.value)[0][0] == "kind"
+
+
 @pytest.mark.parametrize(
     "query",
     ["'; DROP TABLE chunks; --", "MATCH (n) DETACH DELETE n", 'a:b AND (c " \\ 劳动合同', "劳动合同 😀🔥", "\\\\'\"`"],
