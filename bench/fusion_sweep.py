@@ -21,7 +21,7 @@ from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.cli.evaluate import load_dataset
 from services.common.clients import channel
-from services.common.convert import candidate_to_item
+from services.fuser.convert import candidate_to_item
 from services.common.settings import MeshAddresses
 from services.fuser import core
 from services.judge import core as metrics

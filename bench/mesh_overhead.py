@@ -1,11 +1,12 @@
-"""Mesh overhead benchmark (not a test): the same Search pipeline
-(services.gateway.pipeline.Pipeline: expand -> both retrievers -> fuse) run
+"""Mesh overhead benchmark (not a test): the same Search flow
+(services.gateway.search.SearchFlow: expand -> both retrievers -> fuse) run
 in one run two ways, per query alternately:
 
-- grpc: the pipeline's stubs call the running services over loopback gRPC
-  (what the gateway does);
-- in-process: the same servicer objects, built here against the same
-  PostgreSQL and Neo4j, called directly (no serialisation, no network).
+- grpc: its clients are the gRPC adapters calling the running services over
+  loopback (what the gateway does);
+- in-process: its clients call the same servicer objects, built here
+  against the same PostgreSQL and Neo4j, directly (no serialisation, no
+  network).
 
 Prints p50/p95 of each and the ratio grpc / in-process. The gateway's own
 Search RPC is measured too, for reference. Needs `graphmesh up` with a
@@ -33,7 +34,9 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli.evaluate import load_dataset  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.gateway.config import GatewaySettings  # noqa: E402
-from services.gateway.pipeline import Deadline, Pipeline  # noqa: E402
+from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever  # noqa: E402
+from services.gateway.guard import Deadline  # noqa: E402
+from services.gateway.search import SearchFlow  # noqa: E402
 
 
 class _Capture:
@@ -54,22 +57,25 @@ class _Context:
         return None
 
 
-class DirectStub:
-    """Stub-shaped object calling a servicer's methods directly."""
+class DirectClient:
+    """A gateway client (services.gateway.clients) calling a servicer's
+    methods directly: ``retrieve(request, timeout)`` -> ``Retrieve``."""
 
-    def __init__(self, handlers: dict) -> None:
-        for name, handler in handlers.items():
-            setattr(self, name, self._wrap(handler.unary_unary))
+    def __init__(self, name: str, handlers: dict) -> None:
+        self.name = name
+        for rpc, handler in handlers.items():
+            snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in rpc).lstrip("_")
+            setattr(self, snake, self._wrap(handler.unary_unary))
 
     @staticmethod
     def _wrap(fn):
-        async def call(request, timeout=None, **_):
+        async def call(request, timeout=None):
             return await fn(request, _Context())
 
         return call
 
 
-async def in_process_stubs() -> tuple[dict[str, DirectStub], list]:
+async def in_process_stubs() -> tuple[dict[str, DirectClient], list]:
     """Builds expander, both retrievers, reranker and fuser in this process."""
     from services.expander.server import build as build_expander
     from services.fuser.server import build as build_fuser
@@ -86,9 +92,9 @@ async def in_process_stubs() -> tuple[dict[str, DirectStub], list]:
     graph = RetrieverGraphSettings()
     uri = graph.neo4j_uri or f"bolt://127.0.0.1:{os.environ.get('GRAPHMESH_NEO4J_BOLT_PORT', '7687')}"
     services = {
-        "expander": build_expander()[0], "fuser": build_fuser()[0], "reranker": build_reranker()[0],
-        "retriever_pg": build_pg(RetrieverPgSettings(dsn=dsn))[0],
-        "retriever_graph": build_graph(RetrieverGraphSettings(neo4j_uri=uri))[0],
+        "expander": (await build_expander())[0], "fuser": (await build_fuser())[0], "reranker": (await build_reranker())[0],
+        "retriever_pg": (await build_pg(RetrieverPgSettings(dsn=dsn)))[0],
+        "retriever_graph": (await build_graph(RetrieverGraphSettings(neo4j_uri=uri)))[0],
     }
     stubs = {}
     for name, service in services.items():
@@ -96,17 +102,18 @@ async def in_process_stubs() -> tuple[dict[str, DirectStub], list]:
             await service.on_start()
         capture = _Capture()
         service.register(capture)
-        stubs[name] = DirectStub(capture.handlers)
+        stubs[name] = DirectClient(name, capture.handlers)
     return stubs, list(services.values())
 
 
 async def run(queries: list[str], top_k: int) -> dict:
     settings = GatewaySettings()
-    grpc_pipeline = Pipeline(settings, MeshAddresses())
-    direct = Pipeline(settings, MeshAddresses())
+    a = MeshAddresses()
+    clients = [GrpcExpander(a.expander_addr), GrpcRetriever("retriever_pg", a.retriever_pg_addr),
+               GrpcRetriever("retriever_graph", a.retriever_graph_addr), GrpcReranker(a.reranker_addr), GrpcFuser(a.fuser_addr)]
+    grpc_pipeline = SearchFlow(settings, clients[0], clients[1:3], clients[3], clients[4])
     stubs, services = await in_process_stubs()
-    direct.expander, direct.reranker, direct.fuser = stubs["expander"], stubs["reranker"], stubs["fuser"]
-    direct.retrievers = {n: stubs[n] for n in direct.retrievers}
+    direct = SearchFlow(settings, stubs["expander"], [stubs["retriever_pg"], stubs["retriever_graph"]], stubs["reranker"], stubs["fuser"])
     times: dict[str, list[float]] = {"grpc": [], "in_process": [], "gateway_rpc": []}
     results_equal = 0
     async with grpc.aio.insecure_channel(MeshAddresses().gateway_addr) as ch:
@@ -127,7 +134,8 @@ async def run(queries: list[str], top_k: int) -> dict:
             started = time.perf_counter()
             await gateway.Search(gateway_pb2.SearchRequest(query=q, top_k=top_k), timeout=60)
             times["gateway_rpc"].append((time.perf_counter() - started) * 1000)
-    await grpc_pipeline.close()
+    for client in clients:
+        await client.close()
     for service in services:
         if service.on_stop is not None:
             await service.on_stop()

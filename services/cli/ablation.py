@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 
 from services.cli.evaluate import run_queries, summarise
+from services.common import names
 
-# (label, stages switched off). The first row is the full pipeline.
+_DEFAULT_ON = (names.PG_VECTOR, names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM,
+               names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR)
+_LABELS = {
+    names.PG_VECTOR: "dense", names.PG_KEYWORD: "BM25", names.PG_FULLTEXT: "hit count, then length",
+    names.PG_TRIGRAM: "short queries", names.GRAPH_HEADING: "heading lookup", names.GRAPH_FULLTEXT: "Neo4j full text",
+    names.GRAPH_NEIGHBOUR: "reading-order neighbours",
+}
+# (label, stages switched off; a switched-off channel is not run). The first
+# row is the full pipeline.
 ABLATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("full pipeline", ()),
-    ("- pg.vector (dense)", ("pg.vector",)),
-    ("- pg.keyword (BM25)", ("pg.keyword",)),
-    ("- pg.fulltext (hit count, then length)", ("pg.fulltext",)),
-    ("- pg.trigram (short queries)", ("pg.trigram",)),
-    ("- graph.heading", ("graph.heading",)),
+    *((f"- {c} ({_LABELS[c]})", (c,)) for c in _DEFAULT_ON),
     ("- graph (whole retriever)", ("graph",)),
-    ("only pg.keyword (BM25)", ("pg.vector", "pg.fulltext", "pg.trigram", "graph")),
-    ("only pg.vector (dense)", ("pg.keyword", "pg.fulltext", "pg.trigram", "graph")),
+    ("only pg.keyword (BM25)", tuple(c for c in names.PG_CHANNELS if c != names.PG_KEYWORD) + ("graph",)),
+    ("only pg.vector (dense)", tuple(c for c in names.PG_CHANNELS if c != names.PG_VECTOR) + ("graph",)),
 ]
 COLUMNS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "latency_ms_p50", "latency_ms_p95"]
 

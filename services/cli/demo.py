@@ -19,7 +19,8 @@ import urllib.request
 from argparse import Namespace
 
 from services.cli import stack
-from services.cli.main import DATA_DIR, cmd_datasets, cmd_eval, cmd_ingest, cmd_search
+from services.cli.client import cmd_ingest, cmd_search
+from services.cli.tools import DATA_DIR, cmd_datasets, cmd_eval
 
 REPO_ROOT = stack.REPO_ROOT
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"

@@ -81,8 +81,6 @@ def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]
         env.setdefault(f"GRAPHMESH_{name.upper()}_ADDR", f"127.0.0.1:{env[f'{prefix}_PORT']}")
     env["GRAPHMESH_RETRIEVER_PG_DSN"] = pg_dsn
     env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"] = neo4j_uri
-    # The expander reads the entity library (read only) from the same Neo4j.
-    env.setdefault("GRAPHMESH_EXPANDER_LIBRARY_NEO4J_URI", neo4j_uri)
     env["GRAPHMESH_GATEWAY_REST_PORT"] = str(cfg.rest_port)
     return env
 

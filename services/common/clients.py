@@ -1,4 +1,4 @@
-"""gRPC channels and deadline propagation for calls between services."""
+"""gRPC channels for calls between services."""
 from __future__ import annotations
 
 import grpc
@@ -15,14 +15,3 @@ _CHANNEL_OPTIONS = [
 def channel(address: str) -> grpc.aio.Channel:
     """An insecure channel to ``address`` ("host:port") with client metrics."""
     return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS, interceptors=[ClientMetricsInterceptor()])
-
-
-def remaining_seconds(context: grpc.aio.ServicerContext | None, cap: float) -> float:
-    """The smaller of ``cap`` and the caller's remaining deadline (seconds);
-    ``cap`` when the caller set no deadline."""
-    if context is None:
-        return cap
-    left = context.time_remaining()
-    if left is None:
-        return cap
-    return max(0.0, min(cap, left))

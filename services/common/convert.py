@@ -1,9 +1,8 @@
-"""Conversions between store records, fuser items and protobuf messages."""
+"""Conversions between the retrievers' store records and protobuf messages."""
 from __future__ import annotations
 
 from graphmesh.common.v1 import types_pb2
 from services.common.records import ChunkRecord, DocumentRecord, Hit, IngestFailureRecord
-from services.fuser.core import Item, Scored
 
 
 def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> list[types_pb2.Candidate]:
@@ -38,26 +37,6 @@ def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> li
     return [by_id[cid] for cid in order]
 
 
-def candidate_to_item(c: types_pb2.Candidate) -> Item:
-    """Protobuf candidate -> fuser item."""
-    return Item(
-        id=c.id, document_id=c.document_id, title=c.title, heading_path=list(c.heading_path), text=c.text,
-        source=int(c.source) or types_pb2.SOURCE_DOCUMENT_CHUNK, ordinal=c.ordinal,
-        scores=[Scored(s.channel, s.score, s.rank, s.evidence) for s in c.channel_scores],
-        embedding=list(c.embedding), fused=c.fused_score,
-    )
-
-
-def item_to_candidate(it: Item, with_embedding: bool = False) -> types_pb2.Candidate:
-    """Fuser item -> protobuf candidate (embedding dropped unless asked)."""
-    return types_pb2.Candidate(
-        id=it.id, document_id=it.document_id, title=it.title, heading_path=it.heading_path, text=it.text,
-        source=it.source, ordinal=it.ordinal, fused_score=it.fused,
-        channel_scores=[types_pb2.ChannelScore(channel=s.channel, score=s.score, rank=s.rank, evidence=s.evidence) for s in it.scores],
-        embedding=it.embedding if with_embedding else [],
-    )
-
-
 def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord:
     """Protobuf chunked document -> store record."""
     d = doc.document
@@ -70,21 +49,6 @@ def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord
                 text=c.text, parent_context=c.parent_context, embedding=list(c.embedding), terms=list(c.keyword_tokens),
             )
             for c in doc.chunks
-        ],
-    )
-
-
-def record_to_chunked_document(rec: DocumentRecord, text: str) -> types_pb2.ChunkedDocument:
-    """Store record (with embeddings filled) -> protobuf chunked document."""
-    return types_pb2.ChunkedDocument(
-        document=types_pb2.Document(id=rec.id, title=rec.title, text=text, heading_path=rec.heading_path, metadata=rec.metadata),
-        content_hash=rec.content_hash,
-        chunks=[
-            types_pb2.Chunk(
-                id=c.id, document_id=c.document_id, ordinal=c.ordinal, heading_path=c.heading_path, text=c.text,
-                parent_context=c.parent_context, embedding=c.embedding, keyword_tokens=c.terms,
-            )
-            for c in rec.chunks
         ],
     )
 

@@ -15,6 +15,40 @@ from grpc_status import rpc_status
 ERROR_DOMAIN = "graphmesh.io"
 
 
+class DownstreamError(Exception):
+    """A call to another GraphMesh service failed: raised by the gateway's
+    client adapters (and the expander's library client) instead of the raw
+    ``grpc.aio.AioRpcError``, so orchestration can be tested with fakes.
+
+    The error interceptor passes it on to the caller with the same status
+    code and the same rich details (a downstream INVALID_ARGUMENT stays
+    INVALID_ARGUMENT with its BadRequest), the message prefixed with the
+    service name.
+
+    Attributes:
+        service: the service called, e.g. "retriever_pg".
+        code: the gRPC status code it answered.
+        message: its status message.
+        status: its google.rpc.Status (rich details), None when it sent none.
+    """
+
+    def __init__(self, service: str, code: grpc.StatusCode, message: str, status: status_pb2.Status | None = None) -> None:
+        super().__init__(f"{service}: {code.name}: {message}")
+        self.service = service
+        self.code = code
+        self.message = message
+        self.status = status
+
+    @classmethod
+    def from_rpc(cls, service: str, err: grpc.aio.AioRpcError) -> "DownstreamError":
+        """The DownstreamError of a failed call to ``service``."""
+        return cls(service, err.code(), err.details() or "", rpc_status.from_call(err))
+
+    def describe(self) -> str:
+        """Short text for a StageTiming detail: "UNAVAILABLE: <message>"."""
+        return f"{self.code.name}: {self.message}"
+
+
 class InvalidArgument(ValueError):
     """Raised by pure logic for a bad request field; servicers turn it into
     INVALID_ARGUMENT.
@@ -49,6 +83,19 @@ async def abort_invalid_argument(context: grpc.aio.ServicerContext, field: str, 
     status = _status(code_pb2.INVALID_ARGUMENT, f"{field}: {description}", "INVALID_FIELD", [bad_request])
     await context.abort_with_status(rpc_status.to_status(status))
     raise AssertionError("unreachable")  # abort_with_status always raises
+
+
+async def abort_downstream(context: grpc.aio.ServicerContext, err: DownstreamError) -> NoReturn:
+    """Aborts the RPC with the downstream service's own status: its code,
+    its details (BadRequest, ErrorInfo) and its message prefixed with the
+    service name."""
+    message = f"{err.service}: {err.message}"
+    if err.status is not None:
+        status = status_pb2.Status(code=err.code.value[0], message=message, details=err.status.details)
+    else:
+        status = _status(err.code.value[0], message, "DOWNSTREAM_" + err.code.name, [])
+    await context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable")
 
 
 async def abort_with(context: grpc.aio.ServicerContext, code: grpc.StatusCode, reason: str, message: str) -> NoReturn:

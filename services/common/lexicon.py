@@ -1,6 +1,6 @@
 """The user dictionary: domain terms (law names, headings, entity names)
 that jieba must keep whole, so that a query for 三级医院 does not match
-text that only has 二三级 (MarxSphere, reference 000 section 5: 分词 +
+text that only has 二三级 (MarxSphere, ../shared/reference/000_b3ead142e963747a.txt section 5: 分词 +
 停用词过滤 before expansion).
 
 One file, one term a line (jieba's user-dictionary format; a frequency
@@ -16,7 +16,6 @@ Built by ``graphmesh lexicon build`` from a corpus and an entity library.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 from typing import Iterable
@@ -83,9 +82,3 @@ def digest(terms: Iterable[str]) -> str:
     """Short SHA-256 of the sorted term set ("" for no terms)."""
     ordered = sorted(set(terms))
     return hashlib.sha256("\n".join(ordered).encode("utf-8")).hexdigest()[:16] if ordered else ""
-
-
-def configured_path() -> Path | None:
-    """The dictionary path from ``GRAPHMESH_USER_DICT``, or None when unset."""
-    value = os.environ.get(ENV_PATH, "").strip()
-    return Path(value).expanduser() if value else None

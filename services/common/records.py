@@ -134,3 +134,40 @@ class EntityHit:
     score: float
     matched: str
     relation: str
+
+
+@dataclass(slots=True)
+class EntityRecord:
+    """A library entity as ingested (graphmesh.common.v1.Entity), with the
+    embedding of each of its surfaces when the gateway sent them.
+
+    Attributes:
+        name: canonical name (the entity's id), stripped.
+        category, definition, aliases, parents, attributes: as ingested.
+        surface_embeddings: one vector per surface (name, then distinct
+            aliases in order); empty when none were sent.
+    """
+
+    name: str
+    category: str = ""
+    definition: str = ""
+    aliases: list[str] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+    surface_embeddings: list[list[float]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExpansionTerm:
+    """One query-expansion term and where it came from (MarxSphere
+    expandQuery L1/L2/L3).
+
+    Attributes:
+        text: the term (an entity name or a heading).
+        origin: "entity_name", "entity_description" or "heading".
+        matched: the keyword(s) that found it ("kw1+kw2" for headings).
+    """
+
+    text: str
+    origin: str
+    matched: str

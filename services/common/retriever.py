@@ -1,8 +1,13 @@
-"""The one RetrieverService servicer both retrievers use.
+"""The one RetrieverService servicer both retrievers use, and the two
+backend protocols a retriever implements.
 
-A retriever supplies a ``RetrievalBackend`` (its store plus its channel
-logic); this module validates requests, maps hits to candidates and writes
-ingestion results, so every retriever behaves the same at the contract level.
+A retriever supplies a ``RetrievalBackend`` (document channels, ingestion,
+expansion terms) and an ``EntityBackend`` (entity library channels,
+ingestion, the library itself), built by its async factory at startup.
+This module validates requests, converts between protobuf and records, and
+writes responses, so every retriever behaves the same at the contract
+level. A backend method raising ``NotImplementedError`` makes its RPC
+answer UNIMPLEMENTED (e.g. IngestTriples on retriever_pg).
 """
 from __future__ import annotations
 
@@ -12,14 +17,21 @@ from typing import Protocol
 
 import grpc
 
-from graphmesh.common.v1 import types_pb2
+from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common.convert import chunked_document_to_record, failures_to_proto, hits_to_candidates
+from services.common.entity_convert import hits_to_candidates as entity_hits_to_candidates
 from services.common.errors import InvalidArgument, validate_query, validate_range
-from services.common.records import DocumentRecord, Hit, IngestResult
+from services.common.records import DocumentRecord, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult
 
 MAX_TOP_K = 200
 MAX_HASH_IDS = 10_000
+MAX_ENTITIES_PER_CALL = 10_000
+MAX_TRIPLES_PER_CALL = 50_000
+MAX_ATTRIBUTE_VALUES = 50
+MAX_RESOLVED_NAMES = 20
+MAX_CATEGORIES = 10
+MAX_EXPANSION_KEYWORDS = 50
 
 
 @dataclass(slots=True)
@@ -32,7 +44,7 @@ class RetrievalQuery:
         embedding: query embedding; empty skips vector channels.
         hyde_embedding: HyDE passage embedding; empty when none.
         top_k: candidates wanted per channel.
-        disabled: channel names switched off for this request.
+        disabled: channel names switched off for this request (not run).
     """
 
     query: str
@@ -47,8 +59,42 @@ class RetrievalQuery:
         return channel not in self.disabled
 
 
+@dataclass(slots=True)
+class EntityQuery:
+    """One RetrieveEntities request as the backends see it (see
+    RetrieveEntitiesRequest for each field)."""
+
+    query: str
+    top_k: int
+    resolved_names: list[str] = field(default_factory=list)
+    attribute_values: list[str] = field(default_factory=list)
+    attribute_label: str = ""
+    categories: list[str] = field(default_factory=list)
+    query_embedding: list[float] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EntityRetrieval:
+    """What an EntityBackend found: hits of every channel, each channel's
+    timing, and summaries of the categories the query names."""
+
+    hits: list[EntityHit]
+    timings: list[types_pb2.StageTiming]
+    summaries: list[entity_pb2.CategorySummary] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LibrarySnapshot:
+    """The entity library at one version; ``entries`` is None when the
+    caller already holds that version. Entries: (name, category, aliases)."""
+
+    version: int
+    entries: list[tuple[str, str, list[str]]] | None
+
+
 class RetrievalBackend(Protocol):
-    """What a retriever implements.
+    """Document retrieval of one retriever.
 
     ``source_by_channel`` maps each channel the backend emits to the context
     source its candidates are packed under, in priority order.
@@ -57,12 +103,44 @@ class RetrievalBackend(Protocol):
     source_by_channel: dict[str, int]
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
-        """Hits of every enabled channel, each channel's hits best first."""
+        """Hits of every enabled channel, each channel's hits best first; a
+        disabled channel is not run."""
         ...
 
-    async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult: ...
+    async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
+        """Stores ``docs`` (idempotent by content hash)."""
+        ...
 
-    async def document_hashes(self, ids: list[str]) -> dict[str, str]: ...
+    async def document_hashes(self, ids: list[str]) -> dict[str, str]:
+        """Stored content hash of each known id."""
+        ...
+
+    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
+        """Expansion terms for ``keywords``; NotImplementedError if not offered."""
+        ...
+
+
+class EntityBackend(Protocol):
+    """Entity-library retrieval of one retriever; a method it does not
+    offer raises NotImplementedError."""
+
+    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
+        """Stores ``entities`` merged by name; ``unchanged`` counts those
+        whose stored content was the same."""
+        ...
+
+    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
+        """Stores (subject, predicate, object) facts; returns (stored,
+        [(index, reason) of rejected triples])."""
+        ...
+
+    async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
+        """Entities of every channel for ``query``."""
+        ...
+
+    async def entity_library(self, known_version: int | None) -> LibrarySnapshot:
+        """The library's version and, unless ``known_version`` equals it, its entries."""
+        ...
 
 
 def timing(stage: str, started: float, status: int = types_pb2.STAGE_STATUS_OK, detail: str = "") -> types_pb2.StageTiming:
@@ -70,9 +148,27 @@ def timing(stage: str, started: float, status: int = types_pb2.STAGE_STATUS_OK, 
     return types_pb2.StageTiming(stage=stage, duration_ms=(time.perf_counter() - started) * 1000, status=status, detail=detail)
 
 
+def entity_record(e: entity_pb2.Entity, surfaces: retriever_pb2.EntitySurfaceEmbeddings | None) -> EntityRecord:
+    """EntityRecord of a protobuf Entity and its surface embeddings."""
+    return EntityRecord(
+        name=e.name.strip(), category=e.category.strip(), definition=e.definition, aliases=list(e.aliases),
+        parents=list(e.parents), attributes=dict(e.attributes),
+        surface_embeddings=[list(v.values) for v in surfaces.surfaces] if surfaces is not None else [],
+    )
+
+
 class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
-    def __init__(self, backend: RetrievalBackend, max_query_chars: int) -> None:
+    """RetrieverService over a retriever's two backends.
+
+    Args:
+        backend: document retrieval.
+        entities: entity-library retrieval.
+        max_query_chars: longest accepted query (characters).
+    """
+
+    def __init__(self, backend: RetrievalBackend, entities: EntityBackend, max_query_chars: int) -> None:
         self._backend = backend
+        self._entities = entities
         self._max_query_chars = max_query_chars
 
     async def Retrieve(self, request: retriever_pb2.RetrieveRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveResponse:
@@ -82,43 +178,71 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
             hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
         ))
-        return retriever_pb2.RetrieveResponse(
-            candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings
-        )
+        return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 
     async def IngestDocuments(self, request: retriever_pb2.IngestDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestDocumentsResponse:
         if not request.documents:
             raise InvalidArgument("documents", "must not be empty")
         result = await self._backend.ingest_documents([chunked_document_to_record(d) for d in request.documents])
-        return retriever_pb2.IngestDocumentsResponse(
-            stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures)
-        )
+        return retriever_pb2.IngestDocumentsResponse(stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures))
 
     async def GetDocumentHashes(self, request: retriever_pb2.GetDocumentHashesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.GetDocumentHashesResponse:
         if len(request.document_ids) > MAX_HASH_IDS:
             raise InvalidArgument("document_ids", f"at most {MAX_HASH_IDS} ids per call")
-        hashes = await self._backend.document_hashes(list(request.document_ids))
-        return retriever_pb2.GetDocumentHashesResponse(content_hashes=hashes)
+        return retriever_pb2.GetDocumentHashesResponse(content_hashes=await self._backend.document_hashes(list(request.document_ids)))
 
+    async def SuggestExpansions(self, request: retriever_pb2.SuggestExpansionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.SuggestExpansionsResponse:
+        if not request.keywords:
+            raise InvalidArgument("keywords", "must not be empty")
+        if len(request.keywords) > MAX_EXPANSION_KEYWORDS:
+            raise InvalidArgument("keywords", f"at most {MAX_EXPANSION_KEYWORDS} keywords")
+        if not 0 <= request.limit <= 50:
+            raise InvalidArgument("limit", "must be in 0..50")
+        found = await self._backend.suggest_expansions(list(request.keywords), request.limit or 15)
+        return retriever_pb2.SuggestExpansionsResponse(
+            expansions=[retriever_pb2.QueryExpansion(text=e.text, origin=e.origin, matched=e.matched) for e in found])
 
-MAX_ENTITIES_PER_CALL = 10_000
+    async def IngestEntities(self, request: retriever_pb2.IngestEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestEntitiesResponse:
+        if not request.entities:
+            raise InvalidArgument("entities", "must not be empty")
+        if len(request.entities) > MAX_ENTITIES_PER_CALL:
+            raise InvalidArgument("entities", f"at most {MAX_ENTITIES_PER_CALL} entities per call")
+        if request.surface_embeddings and len(request.surface_embeddings) != len(request.entities):
+            raise InvalidArgument("surface_embeddings", "must be empty or one entry per entity")
+        surfaces = list(request.surface_embeddings) or [None] * len(request.entities)
+        records = [entity_record(e, s) for e, s in zip(request.entities, surfaces)]
+        if not any(r.name for r in records):
+            raise InvalidArgument("entities[0].name", "must not be blank")
+        result = await self._entities.ingest_entities(records)
+        return retriever_pb2.IngestEntitiesResponse(stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures))
 
+    async def IngestTriples(self, request: retriever_pb2.IngestTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestTriplesResponse:
+        if not request.triples:
+            raise InvalidArgument("triples", "must not be empty")
+        if len(request.triples) > MAX_TRIPLES_PER_CALL:
+            raise InvalidArgument("triples", f"at most {MAX_TRIPLES_PER_CALL} triples per call")
+        stored, failures = await self._entities.ingest_triples([(t.subject, t.predicate, t.object) for t in request.triples])
+        return retriever_pb2.IngestTriplesResponse(
+            stored=stored, failures=[types_pb2.IngestFailure(index=i, id=request.triples[i].subject, reason=r) for i, r in failures])
 
-def validate_entity_query(request: retriever_pb2.RetrieveEntitiesRequest, max_query_chars: int) -> tuple[str, int]:
-    """(query, top_k) of a RetrieveEntitiesRequest; top_k 0 means 20.
+    async def RetrieveEntities(self, request: retriever_pb2.RetrieveEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveEntitiesResponse:
+        query = validate_query(request.query, self._max_query_chars)
+        top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+        if len(request.attribute_values) > MAX_ATTRIBUTE_VALUES:
+            raise InvalidArgument("attribute_values", f"at most {MAX_ATTRIBUTE_VALUES} values")
+        found = await self._entities.retrieve_entities(EntityQuery(
+            query=query, top_k=top_k, resolved_names=list(request.resolved_names)[:MAX_RESOLVED_NAMES],
+            attribute_values=list(request.attribute_values), attribute_label=request.attribute_label,
+            categories=list(request.categories)[:MAX_CATEGORIES], query_embedding=list(request.query_embedding),
+            keywords=list(request.keywords),
+        ))
+        return retriever_pb2.RetrieveEntitiesResponse(
+            candidates=entity_hits_to_candidates(found.hits), timings=found.timings, category_summaries=found.summaries)
 
-    Raises:
-        InvalidArgument: query blank or too long, top_k outside 1..200.
-    """
-    return validate_query(request.query, max_query_chars), validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
-
-
-def validate_entity_batch(request: retriever_pb2.IngestEntitiesRequest) -> None:
-    """Raises InvalidArgument when the batch is empty, too large, or its
-    surface embeddings do not line up with its entities."""
-    if not request.entities:
-        raise InvalidArgument("entities", "must not be empty")
-    if len(request.entities) > MAX_ENTITIES_PER_CALL:
-        raise InvalidArgument("entities", f"at most {MAX_ENTITIES_PER_CALL} entities per call")
-    if request.surface_embeddings and len(request.surface_embeddings) != len(request.entities):
-        raise InvalidArgument("surface_embeddings", "must be empty or one entry per entity")
+    async def GetEntityLibrary(self, request: retriever_pb2.GetEntityLibraryRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.GetEntityLibraryResponse:
+        known = request.known_version if request.HasField("known_version") else None
+        snapshot = await self._entities.entity_library(known)
+        if snapshot.entries is None:
+            return retriever_pb2.GetEntityLibraryResponse(version=snapshot.version, unchanged=True)
+        return retriever_pb2.GetEntityLibraryResponse(version=snapshot.version, entries=[
+            retriever_pb2.LibraryEntry(name=n, category=c, aliases=a) for n, c, a in snapshot.entries])

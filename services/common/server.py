@@ -2,7 +2,7 @@
 
 ``create_server`` builds a grpc.aio server with the metrics and error
 interceptors, the standard health service and reflection, and returns it with
-its bound port. ``run_service`` adds the Prometheus endpoint and graceful
+its bound port. ``serve`` adds the Prometheus endpoint and graceful
 shutdown on SIGTERM/SIGINT: health goes NOT_SERVING, in-flight RPCs drain for
 ``grace_seconds``, then the service's ``on_stop`` hook closes its pools.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from pydantic import ValidationError
@@ -21,9 +21,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common.errors import InvalidArgument, abort_invalid_argument, abort_with
+from services.common.errors import DownstreamError, InvalidArgument, abort_downstream, abort_invalid_argument, abort_with
 from services.common.metrics import ServerMetricsInterceptor
 from services.common.settings import ServiceSettings
+from services.common.text import load_configured_dictionary
 
 log = logging.getLogger("graphmesh")
 
@@ -31,38 +32,58 @@ Registrar = Callable[[grpc.aio.Server], None]
 
 
 class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
-    """Turns ``InvalidArgument`` into INVALID_ARGUMENT with a BadRequest,
-    ``NotImplementedError`` into UNIMPLEMENTED, and any other unexpected
-    exception into INTERNAL without a stack trace (the
-    trace goes to the log)."""
+    """Maps exceptions of unary and server-streaming handlers to statuses:
+    ``InvalidArgument`` -> INVALID_ARGUMENT with a BadRequest naming the
+    field; ``DownstreamError`` -> the downstream service's own code and
+    details; ``NotImplementedError`` -> UNIMPLEMENTED; anything else ->
+    INTERNAL without a stack trace (the trace goes to the log)."""
 
     async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
+        if handler is None:
+            return None
         method = handler_call_details.method
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
 
-        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                return await inner(request, context)
-            except InvalidArgument as err:
-                await abort_invalid_argument(context, err.field, err.description)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                raise
-            except NotImplementedError:
-                # The generated base servicer's answer for an RPC this service
-                # does not offer (e.g. IngestTriples on retriever_pg).
-                await abort_with(context, grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED", f"{method} is not offered by this service")
-            except Exception:
-                log.exception("unhandled error in %s", method)
-                await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    return await inner(request, context)
+                except Exception as err:  # noqa: BLE001 - translated below
+                    await _abort_for(err, context, method)
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    async for item in inner_stream(request, context):
+                        yield item
+                except Exception as err:  # noqa: BLE001 - translated below
+                    await _abort_for(err, context, method)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+        return handler
+
+
+async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
+    """Aborts the RPC with the status that ``err`` stands for (see
+    ErrorTranslationInterceptor); re-raises aborts already under way."""
+    if isinstance(err, (grpc.aio.AbortError, asyncio.CancelledError)):
+        raise err
+    if isinstance(err, InvalidArgument):
+        await abort_invalid_argument(context, err.field, err.description)
+    if isinstance(err, DownstreamError):
+        await abort_downstream(context, err)
+    if isinstance(err, NotImplementedError):
+        # The generated base servicer's answer for an RPC this service does
+        # not offer (e.g. IngestTriples on retriever_pg).
+        await abort_with(context, grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED", f"{method} is not offered by this service")
+    log.error("unhandled error in %s", method, exc_info=err)
+    await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
 
 
 @dataclass
@@ -143,23 +164,21 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
         await service.on_stop()
 
 
-def main(build: Callable[[], tuple[Service, ServiceSettings]]) -> None:
-    """Entry point of ``python -m services.<name>``: builds the service and
-    serves it until SIGTERM."""
+def main(build: Callable[[], Awaitable[tuple[Service, ServiceSettings]]]) -> None:
+    """Entry point of ``python -m services.<name>``: builds the service (its
+    async factory opens stores and clients), loads the user dictionary
+    named by its settings, and serves it until SIGTERM. A bad setting or an
+    unreadable dictionary stops the process with one line, no traceback."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
     async def run() -> None:
         try:
-            service, settings = build()
+            service, settings = await build()
         except ValidationError as err:
             # A bad setting (environment variable) is the operator's to fix:
             # say which, without a traceback.
             raise SystemExit(f"error: invalid settings: {err}") from None
+        load_configured_dictionary(settings.user_dict)
         await serve(service, settings)
 
     asyncio.run(run())
-
-
-def service_names(descriptors: Iterable[Any]) -> list[str]:
-    """Full names of the given service descriptors."""
-    return [d.full_name for d in descriptors]

@@ -6,7 +6,7 @@ Each service subclasses ``ServiceSettings`` with its own prefix, e.g.
 """
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Default ports of the local stack: gRPC port, metrics port is +1000.
@@ -31,6 +31,9 @@ class ServiceSettings(BaseSettings):
         metrics_port: Prometheus port; 0 picks a free one, -1 disables it.
         grace_seconds: how long in-flight RPCs may drain on SIGTERM (seconds).
         max_query_chars: longest accepted query (characters).
+        user_dict: path of the jieba user dictionary every tokenising
+            process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
+            services; see services.common.lexicon); "" = jieba's own.
     """
 
     model_config = SettingsConfigDict(extra="ignore")
@@ -40,6 +43,7 @@ class ServiceSettings(BaseSettings):
     metrics_port: int = -1
     grace_seconds: float = 5.0
     max_query_chars: int = Field(2000, ge=1)
+    user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
 
 
 class MeshAddresses(BaseSettings):

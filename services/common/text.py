@@ -2,14 +2,15 @@
 
 Documents and queries must be tokenised the same way for keyword search to
 match, so both sides call this module. The user dictionary
-(``services.common.lexicon``, path in ``GRAPHMESH_USER_DICT``) is loaded
-when this module is imported, in every process.
+(``services.common.lexicon``, path in ``GRAPHMESH_USER_DICT``) is loaded by
+each process's entry point (``load_configured_dictionary``), never at import.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 
 import jieba
 
@@ -110,6 +111,21 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+#: A citation mark "[n]" of an answer, n the 1-based number of a source in
+#: the packed context (group 1: the number).
+CITATION = re.compile(r"\[(\d+)\]")
+
+
+def citation_numbers(text: str) -> list[int]:
+    """Numbers n of the citation marks [n] in ``text``, in order of appearance."""
+    return [int(n) for n in CITATION.findall(text)]
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without its citation marks [n]."""
+    return CITATION.sub("", text)
+
+
 TRUNCATION_MARK = "[TRUNCATED]"
 
 
@@ -136,20 +152,23 @@ def truncate_at_boundary(text: str, max_chars: int, mark: str = TRUNCATION_MARK)
     return head + mark, True
 
 
-def _load_configured_dictionary() -> None:
-    """Loads the file named by GRAPHMESH_USER_DICT; a process that cannot
-    read it stops with one line saying so (tokenising without it would cut
-    documents and queries differently from its peers)."""
-    path = lexicon.configured_path()
-    if path is None:
-        return
+def load_configured_dictionary(path: str) -> str:
+    """Loads the user dictionary at ``path`` ("" = none: nothing changes).
+    A process that cannot read it stops with one line saying so (tokenising
+    without it would cut documents and queries differently from its peers).
+
+    Returns:
+        the dictionary digest ("" when no path is given).
+    Raises:
+        SystemExit: the file cannot be read.
+    """
+    if not path.strip():
+        return ""
+    location = Path(path.strip()).expanduser()
     try:
-        terms = lexicon.read_dictionary(path)
+        terms = lexicon.read_dictionary(location)
     except (OSError, UnicodeDecodeError) as err:
         raise SystemExit(
-            f"error: {lexicon.ENV_PATH}={path}: cannot read the user dictionary "
+            f"error: {lexicon.ENV_PATH}={location}: cannot read the user dictionary "
             f"({type(err).__name__}: {err}); build it with `graphmesh lexicon build`") from None
-    use_user_dictionary(terms)
-
-
-_load_configured_dictionary()
+    return use_user_dictionary(terms)

@@ -17,8 +17,10 @@ class ExpanderSettings(ServiceSettings):
     llm_base_url / llm_api_key / llm_model: OpenAI-compatible endpoint for
         Rewrite (LLM rewrites, HyDE, sub-queries); empty = rule fallbacks.
     llm_timeout: seconds per LLM call. llm_max_retries: retries on 429/5xx.
-    library_neo4j_uri / _user / _password / _database: the Neo4j holding the
-        entity library (read only, for NormaliseEntity); "" disables it.
+    library_addr: "host:port" of the retriever that serves the entity
+        library (GetEntityLibrary, for NormalizeEntity): "" = the graph
+        retriever's address (GRAPHMESH_RETRIEVER_GRAPH_ADDR); "none"
+        disables entity normalization.
     library_refresh_seconds: how often the library version is checked.
     synonym_files: synonym dictionaries (HIT Tongyici Cilin extended format
         or one group a line) applied during normalisation (JSON list of
@@ -38,9 +40,6 @@ class ExpanderSettings(ServiceSettings):
     llm_model: str = ""
     llm_timeout: float = 30.0
     llm_max_retries: int = 2
-    library_neo4j_uri: str = ""
-    library_neo4j_user: str = ""
-    library_neo4j_password: str = ""
-    library_neo4j_database: str = "neo4j"
+    library_addr: str = ""
     library_refresh_seconds: float = 5.0
     synonym_files: list[str] = []

@@ -1,9 +1,9 @@
-"""ExpanderService with entity normalisation: NormaliseEntity over the
-read-only library index (services.expander.normalise)."""
+"""ExpanderService with entity normalization: NormalizeEntity over the
+read-only library index (services.expander.normalize), loaded from the graph
+retriever's GetEntityLibrary RPC."""
 from __future__ import annotations
 
 import asyncio
-
 import logging
 
 import grpc
@@ -13,7 +13,7 @@ from graphmesh.expander.v1 import expander_pb2
 from services.common.errors import validate_query
 from services.expander.config import ExpanderSettings
 from services.expander.library import LibraryLoader
-from services.expander.normalise import ROUTE_MIN_CONFIDENCE, normalise, route
+from services.expander.normalize import ROUTE_MIN_CONFIDENCE, normalize, route
 from services.expander.servicer import ExpanderServicer
 
 log = logging.getLogger(__name__)
@@ -27,18 +27,21 @@ ROUTES = {
 
 
 class EntityExpanderServicer(ExpanderServicer):
-    """Adds NormaliseEntity; the library is loaded lazily on first use."""
+    """Adds NormalizeEntity; the library is loaded lazily on first use.
 
-    def __init__(self, settings: ExpanderSettings) -> None:
+    Args:
+        settings: the expander's settings.
+        library: the loader of the entity library (its address "" = none).
+    """
+
+    def __init__(self, settings: ExpanderSettings, library: LibraryLoader) -> None:
         super().__init__(settings)
-        self.library = LibraryLoader(
-            settings.library_neo4j_uri, settings.library_neo4j_user, settings.library_neo4j_password,
-            settings.library_neo4j_database, settings.synonym_files, settings.library_refresh_seconds,
-        )
+        self.library = library
+        self._warming: asyncio.Task | None = None
 
     async def warm_up(self) -> None:
         """Starts loading the library index in the background (best effort:
-        a store that is not reachable yet is retried on first use)."""
+        a retriever that is not reachable yet is retried on first use)."""
 
         async def load() -> None:
             try:
@@ -48,17 +51,17 @@ class EntityExpanderServicer(ExpanderServicer):
 
         self._warming = asyncio.create_task(load())
 
-    async def NormaliseEntity(self, request: expander_pb2.NormaliseEntityRequest, context: grpc.aio.ServicerContext) -> expander_pb2.NormaliseEntityResponse:
+    async def NormalizeEntity(self, request: expander_pb2.NormalizeEntityRequest, context: grpc.aio.ServicerContext) -> expander_pb2.NormalizeEntityResponse:
         query = validate_query(request.query, self._settings.max_query_chars)
         query = " ".join(query.split())
         index = await self.library.get()
         keywords = [w for w in jieba.cut_for_search(query) if len(w.strip()) >= 2]
         if index is None:
-            return expander_pb2.NormaliseEntityResponse(normalized_query=query, gate_reason="no_library", keywords=keywords)
-        n = await asyncio.to_thread(normalise, query, index)
+            return expander_pb2.NormalizeEntityResponse(normalized_query=query, gate_reason="no_library", keywords=keywords)
+        n = await asyncio.to_thread(normalize, query, index)
         r = route(query, index, n)
         applied = r.confidence >= ROUTE_MIN_CONFIDENCE
-        return expander_pb2.NormaliseEntityResponse(
+        return expander_pb2.NormalizeEntityResponse(
             normalized_query=n.normalized_query,
             rewritten=n.rewritten,
             gate_reason=n.reason,

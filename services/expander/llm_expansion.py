@@ -2,9 +2,9 @@
 
 Prompts and parsers are pure functions (tested directly); ``rewrite`` calls
 the shared LLM client and falls back to rules when there is no LLM or it
-fails. Sources: MarxSphere's LLM synonym expansion and HyDE (reference 000,
+fails. Sources: MarxSphere's LLM synonym expansion and HyDE (../shared/reference/000_b3ead142e963747a.txt,
 sections 1-2) and MetaSearch's sub-query expansion scored against the
-original question (reference 002).
+original question (../shared/reference/002_2167570386bff937.txt).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.common.llm import LlmClient, LlmError
-from services.common.text import normalize
+from services.common.text import normalize, strip_citations
 
 EXPANDED_QUERY = "REWRITE_KIND_EXPANDED_QUERY"
 HYDE = "REWRITE_KIND_HYDE"
@@ -27,7 +27,6 @@ MAX_REWRITE_CHARS = 300
 _SYSTEM = "你是中文法律检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。"
 _NUMBERING = re.compile(r"^\s*(?:[-*•·]|\d+[.、)）]|[（(]\d+[)）]|[一二三四五六七八九十]+[、.])\s*")
 _FENCE = re.compile(r"```[a-zA-Z]*")
-_CITATION = re.compile(r"\[\d+\]")
 
 
 @dataclass(slots=True)
@@ -76,7 +75,7 @@ def parse_sub_queries(raw: str, query: str, n: int) -> list[str]:
     out: list[str] = []
     same = normalize(query)
     for line in raw.splitlines():
-        text = _CITATION.sub("", clean_line(line))[:MAX_REWRITE_CHARS].strip()
+        text = strip_citations(clean_line(line))[:MAX_REWRITE_CHARS].strip()
         if len(text) < 4 or normalize(text) == same or text in out:
             continue
         out.append(text)

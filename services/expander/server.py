@@ -3,15 +3,23 @@ from __future__ import annotations
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.server import Service
+from services.common.settings import MeshAddresses
 from services.expander.config import ExpanderSettings
 from services.expander.entity_servicer import EntityExpanderServicer
+from services.expander.library import LibraryLoader
 
 
-def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSettings]:
+async def build(settings: ExpanderSettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, ExpanderSettings]:
     """Returns the expander Service and its settings (from the environment
-    when not given)."""
+    when not given). The entity library comes from ``settings.library_addr``,
+    else the graph retriever's address in ``addresses``."""
     settings = settings or ExpanderSettings()
-    servicer = EntityExpanderServicer(settings)
+    if settings.library_addr == "none":
+        library_addr = ""
+    else:
+        library_addr = settings.library_addr or (addresses or MeshAddresses()).retriever_graph_addr
+    library = LibraryLoader(library_addr, settings.synonym_files, settings.library_refresh_seconds)
+    servicer = EntityExpanderServicer(settings, library)
 
     async def warm_up(_port: int) -> None:
         # Load the embedding model right after the server starts serving, so
@@ -21,7 +29,7 @@ def build(settings: ExpanderSettings | None = None) -> tuple[Service, ExpanderSe
 
     async def on_stop() -> None:
         await servicer.close()
-        await servicer.library.close()
+        await library.close()
 
     service = Service(
         name="expander",

@@ -7,7 +7,7 @@ from services.fuser.config import FuserSettings
 from services.fuser.entity_servicer import EntityFuserServicer
 
 
-def build(settings: FuserSettings | None = None) -> tuple[Service, FuserSettings]:
+async def build(settings: FuserSettings | None = None) -> tuple[Service, FuserSettings]:
     """Returns the fuser Service and its settings."""
     settings = settings or FuserSettings()
     servicer = EntityFuserServicer(settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import grpc
 
 from graphmesh.fuser.v1 import fuser_pb2, fuser_pb2_grpc
-from services.common.convert import candidate_to_item, item_to_candidate
+from services.fuser.convert import candidate_to_item, item_to_candidate
 from services.common.errors import InvalidArgument, validate_range
 from services.fuser import core
 from services.fuser.config import FuserSettings

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
+from services.common import names
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
 
 
@@ -14,8 +15,9 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 # tsvector hit counts and graph heading matches beats every single channel
 # and RRF. Channels that did not help weigh 0.
 DEFAULT_WEIGHTS = {
-    "pg.keyword": 1.0, "pg.vector": 1.0, "pg.hyde": 0.5, "pg.fulltext": 0.25, "pg.trigram": 0.5, "pg.boost": 0.0,
-    "graph.heading": 0.25, "graph.fulltext": 0.0, "graph.neighbour": 0.0, "rerank": 1.0,
+    names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
+    names.PG_BOOST: 0.0, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.RERANK: 1.0,
 }
 
 
@@ -131,3 +133,11 @@ class GatewaySettings(ServiceSettings):
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
     entity_retrievers_by_route: dict[str, list[str]] = Field(default_factory=lambda: {"attribute": ["retriever_graph"]})
+
+    def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
+        """(name, profile) for a question type: its own profile when it has
+        one and was detected with at least ``profile_min_confidence``, else
+        "default"."""
+        if confidence >= self.profile_min_confidence and question_type in self.profiles:
+            return question_type, self.profiles[question_type]
+        return "default", self.profiles.get("default", RetrievalProfile())

@@ -1,7 +1,8 @@
 """Pure rules of the self-healing fallback chain (MarxSphere
-reasonWithFallback, reference 000 section 2): the order of strategies, the
+reasonWithFallback, ../shared/reference/000_b3ead142e963747a.txt
+section 2): the order of strategies, the
 evidence score of a retrieval, and whether it is good enough to answer from.
-No gRPC here; the Pipeline runs the strategies.
+No gRPC here; services.gateway.answer_chain runs the strategies.
 """
 from __future__ import annotations
 
@@ -68,3 +69,13 @@ def entity_names_query(query: str, names: Iterable[str], max_names: int = 5, max
         if len(extra) >= max_names:
             break
     return " ".join([query, *extra])[:max_chars]
+
+
+def reason_kind(reason: str) -> str:
+    """The metrics label of why a strategy was passed over: "timeout",
+    "service_down", "empty", "low_evidence" or "other"."""
+    for key, kind in (("timed out", "timeout"), ("unavailable", "service_down"), ("UNAVAILABLE", "service_down"),
+                      ("DEADLINE_EXCEEDED", "timeout"), ("empty", "empty"), ("evidence", "low_evidence")):
+        if key in reason:
+            return kind
+    return "other"

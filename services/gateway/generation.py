@@ -1,16 +1,14 @@
-"""Answer generation: the grounded prompt over numbered sources, the
-streamed LLM call, answer cleaning (citations without a source and leaked
-JSON/markdown fences removed and counted) and the extractive fallback. Pure
-helpers (prompt, cleaning, extractive) need no network."""
+"""Pure rules of answer generation: the grounded prompt over numbered
+sources, answer cleaning (citations without a source and leaked
+JSON/markdown fences removed and counted) and the extractive answer. The
+LLM call itself is ``services.gateway.generator``."""
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from services.common.llm import LlmClient
-from services.common.text import split_sentences
+from services.common.text import CITATION, split_sentences
 
 SYSTEM_PROMPT = "你是严谨的法律问答助手，只依据给出的编号资料回答；资料不足时直说。不要输出 JSON 或代码块。"
 # The instruction sits after the question: small local models (Qwen2.5 0.5B)
@@ -19,7 +17,6 @@ ANSWER_INSTRUCTION = "请用一两句完整的中文句子回答，并在句末�
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
-_CITATION = re.compile(r"\[(\d+)\]")
 
 
 def build_messages(question: str, context: str) -> list[dict[str, str]]:
@@ -57,7 +54,7 @@ def clean_answer(answer: str, n_sources: int) -> CleanedAnswer:
         removed += 1
         return ""
 
-    text = _CITATION.sub(keep_or_drop, text).strip()
+    text = CITATION.sub(keep_or_drop, text).strip()
     return CleanedAnswer(text, removed, fences)
 
 
@@ -93,21 +90,3 @@ def extractive_answer(texts: list[str], max_sources: int = 3, max_chars_per_sour
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)
-
-
-def citation_numbers(text: str) -> set[int]:
-    """Numbers n of the [n] marks in ``text``."""
-    return {int(n) for n in _CITATION.findall(text)}
-
-
-async def stream_answer(llm: LlmClient, question: str, context: str, max_tokens: int, timeout: float) -> AsyncIterator[str]:
-    """Streams a grounded answer over the numbered ``context`` from the LLM
-    (pieces of text, uncleaned; run ``clean_answer`` on the joined text).
-    Cancelling the consumer closes the HTTP stream, which stops generation.
-
-    Raises:
-        services.common.llm.LlmError: disabled, timed out, or failed after
-            bounded retries on 429/5xx.
-    """
-    async for piece in llm.stream(build_messages(question, context), max_tokens, timeout, purpose="answer"):
-        yield piece

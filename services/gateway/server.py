@@ -1,21 +1,68 @@
-"""Builds the gateway service: gRPC API plus the REST transcoder."""
+"""Builds the gateway service: the gRPC adapters of every downstream
+service, the use cases wired with only the clients they need, the gRPC API
+and the REST transcoder beside it."""
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.llm import LlmClient, LlmConfig
 from services.common.server import Service
 from services.common.settings import MeshAddresses
+from services.gateway.answer_chain import FallbackChain
+from services.gateway.answering import Answerer
+from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
 from services.gateway.config import GatewaySettings
-from services.gateway.pipeline import Pipeline
+from services.gateway.deep_search import DeepSearcher
+from services.gateway.document_ingest import DocumentIngest
+from services.gateway.entity_ingest import EntityIngest
+from services.gateway.entity_search import EntitySearch
+from services.gateway.generator import Generator
+from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
 from services.gateway.rest import run_rest
-from services.gateway.servicer import GatewayServicer
+from services.gateway.search import SearchFlow
+from services.gateway.servicer import GatewayServicer, UseCases
 
 
-def build(settings: GatewaySettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, GatewaySettings]:
-    """Returns the gateway Service and its settings. The REST transcoder runs
-    beside the gRPC server unless ``rest_port`` is -1."""
+def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever], reranker: Reranker,
+              fuser: Fuser, llm: Llm) -> UseCases:
+    """Every use case of the gateway, each given only the clients it needs
+    (real gRPC adapters in ``build``, fakes in unit tests)."""
+    search = SearchFlow(settings, expander, retrievers, reranker, fuser)
+    generator = Generator(settings, llm)
+    return UseCases(
+        search=search,
+        answerer=Answerer(FallbackChain(settings, search, expander), generator),
+        deep=DeepSearcher(settings, search, expander, generator),
+        documents=DocumentIngest(settings, expander, retrievers),
+        entity_ingest=EntityIngest(settings, expander, retrievers),
+        entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
+    )
+
+
+async def build(settings: GatewaySettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, GatewaySettings]:
+    """Returns the gateway Service and its settings (from the environment
+    when not given). The REST transcoder runs beside the gRPC server unless
+    ``rest_port`` is -1."""
     settings = settings or GatewaySettings()
-    pipeline = Pipeline(settings, addresses or MeshAddresses())
-    servicer = GatewayServicer(settings, pipeline)
+    addresses = addresses or MeshAddresses()
+    expander = GrpcExpander(addresses.expander_addr)
+    retrievers = [GrpcRetriever("retriever_pg", addresses.retriever_pg_addr)]
+    if settings.graph_enabled:
+        retrievers.append(GrpcRetriever("retriever_graph", addresses.retriever_graph_addr))
+    reranker = GrpcReranker(addresses.reranker_addr)
+    fuser = GrpcFuser(addresses.fuser_addr)
+    llm = LlmClient(LlmConfig(
+        base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
+        timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, backoff=settings.llm_backoff,
+    ))
+    servicer = GatewayServicer(settings, use_cases(settings, expander, retrievers, reranker, fuser, llm))
+
+    async def close() -> None:
+        await llm.close()
+        await asyncio.gather(*(client.close() for client in (expander, *retrievers, reranker, fuser)))
+
     extra = []
     if settings.rest_port >= 0:
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port))
@@ -23,7 +70,7 @@ def build(settings: GatewaySettings | None = None, addresses: MeshAddresses | No
         name="gateway",
         full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name],
         register=lambda server: gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server),
-        on_stop=pipeline.close,
+        on_stop=close,
         extra_tasks=extra,
     )
     return service, settings

@@ -1,28 +1,47 @@
-"""GatewayService: validates requests and hands them to the Pipeline."""
+"""GatewayService: validates requests and hands them to the use cases.
+
+Errors raised here or below reach the caller through the error interceptor:
+InvalidArgument -> INVALID_ARGUMENT naming the field; DownstreamError -> the
+downstream service's own status.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.common.errors import InvalidArgument, abort_invalid_argument, validate_query, validate_range
+from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.names import SWITCHABLE_STAGES
 from services.gateway import deep
+from services.gateway.answering import Answerer
 from services.gateway.config import GatewaySettings
+from services.gateway.deep_search import DeepSearcher
+from services.gateway.document_ingest import DocumentIngest
+from services.gateway.entity_ingest import EntityIngest
 from services.gateway.entity_search import EntitySearch
-from services.gateway.pipeline import Deadline, Pipeline
+from services.gateway.guard import Deadline
+from services.gateway.search import SearchFlow
 
 MAX_TOP_K = 100
-# Stages a request may switch off (ablations); retriever channels too.
-SWITCHABLE_STAGES = frozenset({
-    "graph", "expansion", "mmr", "rerank", "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost",
-    "graph.heading", "graph.fulltext", "graph.neighbour",
-})
+
+
+@dataclass
+class UseCases:
+    """What the gateway can do, each given only the clients it needs."""
+
+    search: SearchFlow
+    answerer: Answerer
+    deep: DeepSearcher
+    documents: DocumentIngest
+    entity_ingest: EntityIngest
+    entities: EntitySearch
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
-    def __init__(self, settings: GatewaySettings, pipeline: Pipeline) -> None:
+    def __init__(self, settings: GatewaySettings, use: UseCases) -> None:
         self._settings = settings
-        self._pipeline = pipeline
-        self._entities = EntitySearch(pipeline)
+        self._use = use
 
     def _deadline(self, context: grpc.aio.ServicerContext) -> Deadline:
         left = context.time_remaining()
@@ -37,21 +56,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if unknown:
             raise InvalidArgument("disabled_stages", f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
         rerank = request.rerank if request.HasField("rerank") else None
-        outcome = await self._pipeline.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages))
-        return outcome.response
+        retrieval = await self._use.search.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages))
+        return retrieval.response
 
     async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:
         query, top_k = self._validate(request.query, request.top_k)
         rerank = request.rerank if request.HasField("rerank") else None
-        return await self._pipeline.answer(query, top_k, rerank, self._deadline(context))
+        return await self._use.answerer.answer(query, top_k, rerank, self._deadline(context))
 
     async def AnswerStream(self, request: gateway_pb2.AnswerStreamRequest, context: grpc.aio.ServicerContext):
-        try:
-            query, top_k = self._validate(request.query, request.top_k)
-        except InvalidArgument as err:  # the error interceptor handles unary RPCs only
-            await abort_invalid_argument(context, err.field, err.description)
+        query, top_k = self._validate(request.query, request.top_k)
         rerank = request.rerank if request.HasField("rerank") else None
-        async for event in self._pipeline.answer_flow.answer_events(query, top_k, rerank, self._deadline(context)):
+        async for event in self._use.answerer.events(query, top_k, rerank, self._deadline(context)):
             yield event
 
     async def DeepSearch(self, request: gateway_pb2.DeepSearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeepSearchResponse:
@@ -61,7 +77,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         threshold = request.growth_threshold or deep.DEFAULT_GROWTH_THRESHOLD
         if not 0.0 <= threshold <= 1.0:
             raise InvalidArgument("growth_threshold", "must be between 0 and 1")
-        return await self._pipeline.answer_flow.deep_search(query, top_k, iterations, sub_queries, threshold, self._deadline(context))
+        return await self._use.deep.run(query, top_k, iterations, sub_queries, threshold, self._deadline(context))
 
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
         if not request.jsonl.strip():
@@ -69,9 +85,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         if request.kind not in gateway_pb2.IngestKind.values():
             raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
         if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
-            response, parse_failures = await self._entities.ingest(request.jsonl, request.kind, self._deadline(context))
+            response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context))
         else:
-            response, parse_failures = await self._pipeline.ingest(request.jsonl, self._deadline(context))
+            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context))
         if response.received and len(parse_failures) == response.received:
             first = parse_failures[0]
             field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
@@ -80,4 +96,4 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
         query, top_k = self._validate(request.query, request.top_k)
-        return await self._entities.search(query, top_k, self._deadline(context))
+        return await self._use.entities.search(query, top_k, self._deadline(context))

@@ -10,6 +10,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from services.common.text import citation_numbers
+
 
 def dedupe(ids: Sequence[str]) -> list[str]:
     """``ids`` without repeats, first occurrence kept (ranks count distinct ids)."""
@@ -64,14 +66,6 @@ def precision_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
     return sum(r in gold for r in top) / len(top) if top else 0.0
 
 
-_CITATION = re.compile(r"\[(\d+)\]")
-
-
-def citation_numbers(answer: str) -> list[int]:
-    """Citation numbers [n] in ``answer``, in order of appearance."""
-    return [int(n) for n in _CITATION.findall(answer)]
-
-
 def citation_validity(answer: str, n_sources: int) -> float | None:
     """Share of citations that point at an existing source 1..n_sources;
     None when the answer cites nothing."""
@@ -110,10 +104,3 @@ def json_contamination(answer: str) -> float:
         except ValueError:
             return 0.0
     return 0.0
-
-
-def cross_document_coverage(ranked_documents: Sequence[str], k: int = 10) -> float:
-    """Distinct documents among the top ``k`` results divided by ``k``
-    (diversity of sources)."""
-    top = list(ranked_documents[:k])
-    return len(set(top)) / len(top) if top else 0.0

@@ -1,11 +1,11 @@
 """One LLM judgement round over an OpenAI-compatible endpoint (the reference's
 ``_llmJudgeOnce``): a single chat call asks for every requested metric at
-once and returns {metric: score in [0, 1]}. ``scoring.median_of_rounds``
-runs it three times and takes the median.
+once and returns {metric: score in [0, 1]}. The servicer runs it three
+times; ``scoring.judge`` takes the median.
 
 The prompt and the reply parsing are pure (``build_messages``,
-``parse_scores``); ``OpenAIJudge`` adds the network call through the
-``openai`` client.
+``parse_scores``); ``judge_round`` adds the call through the shared LLM
+client (services.common.llm).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 
+from services.common.llm import LlmClient
 from services.judge.scoring import METRICS, JudgeInputs
 
 _DEFINITIONS = {m.name: m.llm_definition for m in METRICS if m.llm}
@@ -64,26 +65,13 @@ def parse_scores(reply: str, names: list[str]) -> dict[str, float]:
     return out
 
 
-class OpenAIJudge:
-    """Callable LLM round over an OpenAI-compatible chat endpoint.
+async def judge_round(llm: LlmClient, inputs: JudgeInputs, names: list[str], timeout: float | None = None) -> dict[str, float]:
+    """One LLM round over the shared OpenAI-compatible client (timeouts and
+    bounded retries on 429/5xx are the client's): {metric: score}.
 
-    Args:
-        base_url / api_key / model: the endpoint (vLLM, Ollama, DeepSeek, ...).
-        timeout: seconds per call. temperature: sampling temperature (> 0 so
-            that three rounds are three independent judgements).
+    Raises:
+        services.common.llm.LlmError: the call failed or timed out.
+        ValueError: the reply holds no JSON object.
     """
-
-    def __init__(self, base_url: str, api_key: str, model: str, timeout: float = 60.0, temperature: float = 0.3) -> None:
-        from openai import OpenAI
-
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0)
-        self._model = model
-        self._temperature = temperature
-
-    def __call__(self, inputs: JudgeInputs, names: list[str]) -> dict[str, float]:
-        """One round: {metric: score}. Raises on a transport error or an
-        unreadable reply (the round then counts as failed)."""
-        reply = self._client.chat.completions.create(
-            model=self._model, messages=build_messages(inputs, names), temperature=self._temperature, max_tokens=400,
-        )
-        return parse_scores(reply.choices[0].message.content or "", names)
+    reply = await llm.complete(build_messages(inputs, names), max_tokens=400, timeout=timeout, purpose="judge")
+    return parse_scores(reply, names)

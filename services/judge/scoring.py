@@ -1,7 +1,7 @@
 """The judge's metric set, without gRPC: rule scores, three-round LLM
 median, rule/LLM merge, group scores and the overall score.
 
-Source: MarxSphere eval-32-metrics V41 (reference 000, section 6): 31 scored
+Source: MarxSphere eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): 31 scored
 items in four groups plus overall = 0.40 A + 0.35 B + 0.25 C + 0.00 D; the
 LLM judge runs ``_llmJudgeOnce`` three times and takes the median
 (``runThreeRoundMedian``), and ``mergeScore(rule, llm)`` merges both tracks by
@@ -126,9 +126,9 @@ class Judgement:
         return {s.name: s for s in self.scores}
 
 
-# An LLM round: (inputs, metric names) -> {metric name: score in [0, 1]}.
-# It may omit metrics it could not score, and raises on failure.
-LlmRound = Callable[[JudgeInputs, list[str]], Mapping[str, float]]
+# The outcome of one LLM round: {metric name: score in [0, 1]} (metrics it
+# could not score omitted), or the exception the round failed with.
+LlmRoundResult = "Mapping[str, float] | BaseException"
 RuleFn = Callable[[JudgeInputs], "float | None"]
 
 
@@ -273,26 +273,31 @@ COST_METRICS = [
 _ANSWER_FREE_LLM = {"context_relevancy"}
 
 
-def median_of_rounds(judge_round: LlmRound, inputs: JudgeInputs, names: list[str], rounds: int = DEFAULT_ROUNDS) -> tuple[dict[str, list[float]], list[str]]:
-    """Runs ``judge_round`` ``rounds`` times.
+def collect_rounds(results: Sequence[Mapping[str, float] | BaseException], names: Sequence[str]) -> tuple[dict[str, list[float]], list[str]]:
+    """Scores of ``names`` from the results of the LLM rounds.
 
     Returns:
         ({metric: [score per successful round, clipped to [0, 1]]},
-         [error text of each failed round]). Non-finite scores are dropped.
+         [error text of each failed round]). Non-finite and non-numeric
+        scores are dropped.
     """
     per_metric: dict[str, list[float]] = {n: [] for n in names}
     errors: list[str] = []
-    for _ in range(rounds):
-        try:
-            result = judge_round(inputs, names)
-        except Exception as err:  # one failed round leaves the others
-            errors.append(f"{type(err).__name__}: {err}")
+    for result in results:
+        if isinstance(result, BaseException):  # one failed round leaves the others
+            errors.append(f"{type(result).__name__}: {result}")
             continue
         for name in names:
             value = result.get(name)
-            if isinstance(value, (int, float)) and math.isfinite(value):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 per_metric[name].append(min(1.0, max(0.0, float(value))))
     return per_metric, errors
+
+
+def llm_metric_names(inputs: JudgeInputs) -> list[str]:
+    """Metrics an LLM round should score for ``inputs`` (answer metrics only
+    when there is an answer)."""
+    return [m.name for m in METRICS if m.llm and (inputs.answer.strip() or m.name in _ANSWER_FREE_LLM)]
 
 
 def merge(rule: float | None, llm: float | None, policy: str = "max") -> tuple[float | None, Method]:
@@ -339,9 +344,8 @@ def _cost_scores(x: JudgeInputs, budgets: Mapping[str, float], token_budget: int
 
 def judge(
     inputs: JudgeInputs,
-    llm_round: LlmRound | None = None,
+    llm_results: Sequence[Mapping[str, float] | BaseException] | None = None,
     *,
-    rounds: int = DEFAULT_ROUNDS,
     policy: str = "max",
     weights: Mapping[Group, float] | None = None,
     latency_budgets_ms: Mapping[str, float] | None = None,
@@ -350,29 +354,29 @@ def judge(
     """Scores ``inputs`` with every metric of the reference set.
 
     Args:
-        llm_round: one LLM judgement round, or None when no LLM is
-            configured (LLM-only metrics are then NOT_COMPUTED).
-        rounds: LLM rounds; the median of the successful ones is used.
+        llm_results: the result of each LLM judgement round run over
+            ``llm_metric_names(inputs)`` (a score mapping, or the exception
+            the round failed with); None when no LLM is configured
+            (LLM-only metrics are then NOT_COMPUTED). The median of the
+            successful rounds is used.
         policy: "max" or "mean" merge of the rule and LLM parts.
         weights: group weights for overall (default DEFAULT_WEIGHTS).
     Returns:
         A Judgement: 24 metrics of A-C plus 7 of D, group scores, overall.
     Raises:
-        ValueError: unknown policy or rounds < 1.
+        ValueError: unknown policy.
     """
-    if rounds < 1:
-        raise ValueError("rounds must be >= 1")
     merge(None, None, policy)  # validates the policy up front
     weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
     budgets = {**DEFAULT_LATENCY_BUDGETS_MS, **(latency_budgets_ms or {})}
 
-    llm_names = [m.name for m in METRICS if m.llm and (inputs.answer.strip() or m.name in _ANSWER_FREE_LLM)]
+    llm_names = llm_metric_names(inputs)
     llm_scores: dict[str, list[float]] = {}
     llm_note = "needs an LLM judge; none configured"
-    if llm_round is not None and llm_names:
-        llm_scores, errors = median_of_rounds(llm_round, inputs, llm_names, rounds)
+    if llm_results is not None and llm_names:
+        llm_scores, errors = collect_rounds(llm_results, llm_names)
         if errors:
-            llm_note = f"LLM judge failed in {len(errors)} of {rounds} rounds: {errors[0]}"
+            llm_note = f"LLM judge failed in {len(errors)} of {len(llm_results)} rounds: {errors[0]}"
         else:
             llm_note = "the LLM judge gave no score for it"
 

@@ -7,7 +7,7 @@ from services.judge.config import JudgeSettings
 from services.judge.servicer import JudgeServicer
 
 
-def build(settings: JudgeSettings | None = None) -> tuple[Service, JudgeSettings]:
+async def build(settings: JudgeSettings | None = None) -> tuple[Service, JudgeSettings]:
     """Returns the judge Service and its settings."""
     settings = settings or JudgeSettings()
     servicer = JudgeServicer(settings)
@@ -15,5 +15,6 @@ def build(settings: JudgeSettings | None = None) -> tuple[Service, JudgeSettings
         name="judge",
         full_names=[judge_pb2.DESCRIPTOR.services_by_name["JudgeService"].full_name],
         register=lambda server: judge_pb2_grpc.add_JudgeServiceServicer_to_server(servicer, server),
+        on_stop=servicer.close,
     )
     return service, settings

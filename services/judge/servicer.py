@@ -9,7 +9,9 @@ import grpc
 
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.llm import LlmClient, LlmConfig
 from services.judge import scoring
+from services.judge.llm import judge_round
 from services.judge.config import JudgeSettings
 
 GROUP_PB = {
@@ -72,18 +74,26 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
     def __init__(self, settings: JudgeSettings) -> None:
         self._settings = settings
         self._weights = {g: settings.weights.get(g.value, 0.0) for g in scoring.Group}
-        self._llm = None
-        if settings.llm_base_url:
-            from services.judge.llm import OpenAIJudge
+        # Temperature > 0 so that the rounds are independent judgements.
+        self._llm = LlmClient(LlmConfig(
+            base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
+            timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, temperature=0.3,
+        ))
 
-            self._llm = OpenAIJudge(settings.llm_base_url, settings.llm_api_key, settings.llm_model, settings.llm_timeout)
+    async def close(self) -> None:
+        """Releases the LLM client's connections."""
+        await self._llm.close()
 
     async def Judge(self, request: judge_pb2.JudgeRequest, context: grpc.aio.ServicerContext) -> judge_pb2.JudgeResponse:
         """Scores one question; see the proto for fields and errors."""
         inputs = inputs_from_request(request, self._settings)
         s = self._settings
+        llm_results = None
+        names = scoring.llm_metric_names(inputs)
+        if self._llm.enabled and names:
+            llm_results = [await _round(self._llm, inputs, names) for _ in range(s.llm_rounds)]
         result = await asyncio.to_thread(
-            scoring.judge, inputs, self._llm, rounds=s.llm_rounds, policy=s.merge_policy, weights=self._weights,
+            scoring.judge, inputs, llm_results, policy=s.merge_policy, weights=self._weights,
             latency_budgets_ms=s.latency_budgets_ms, token_budget=s.token_budget,
         )
         return judge_pb2.JudgeResponse(
@@ -93,5 +103,14 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                 for g in result.groups
             ],
             overall=metric_to_pb(result.overall),
-            llm_configured=self._llm is not None,
+            llm_configured=self._llm.enabled,
         )
+
+
+async def _round(llm: LlmClient, inputs: scoring.JudgeInputs, names: list[str]):
+    """One LLM round's scores, or the exception it failed with (rounds run
+    one after another: a local llama.cpp serves one request at a time)."""
+    try:
+        return await judge_round(llm, inputs, names)
+    except Exception as err:  # noqa: BLE001 - a failed round is data for scoring
+        return err

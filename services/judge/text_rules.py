@@ -17,9 +17,8 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from services.common.text import normalize, query_keywords, split_sentences
+from services.common.text import CITATION, normalize, query_keywords, split_sentences, strip_citations
 
-_CITATION = re.compile(r"\[(\d+)\]")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?|[零〇一二三四五六七八九十百千万亿两]{2,}")
 
@@ -33,11 +32,6 @@ CONCISE_CHARS = 400
 CONCISE_REFERENCE_RATIO = 2.0
 #: Readable Chinese sentence length, characters (GraphMesh constant).
 READABLE_SENTENCE_CHARS = 80
-
-
-def strip_citations(text: str) -> str:
-    """``text`` without [n] citation marks."""
-    return _CITATION.sub("", text)
 
 
 def bigrams(text: str) -> Counter[str]:
@@ -148,7 +142,7 @@ def source_grounded(answer: str, n_contexts: int) -> float | None:
     sentences = _content_sentences(answer)
     if not sentences:
         return None
-    grounded = sum(1 for s in sentences if any(1 <= int(n) <= n_contexts for n in _CITATION.findall(s)))
+    grounded = sum(1 for s in sentences if any(1 <= int(n) <= n_contexts for n in CITATION.findall(s)))
     return grounded / len(sentences)
 
 

@@ -25,7 +25,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-MODELS_DIR = Path(os.environ.get("GRAPHMESH_MODELS_DIR", Path.home() / ".cache" / "graphmesh" / "models"))
+def default_models_dir() -> Path:
+    """Where assembled models live: GRAPHMESH_MODELS_DIR, else
+    ~/.cache/graphmesh/models (read when asked, not at import)."""
+    return Path(os.environ.get("GRAPHMESH_MODELS_DIR", Path.home() / ".cache" / "graphmesh" / "models"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,7 @@ def model_path(name: str, models_dir: Path | None = None) -> Path:
     Raises:
         KeyError: unknown model name.
     """
-    return (models_dir or MODELS_DIR) / MODELS[name].filename
+    return (models_dir or default_models_dir()) / MODELS[name].filename
 
 
 def sha256_of(path: Path) -> str:

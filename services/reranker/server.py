@@ -7,7 +7,7 @@ from services.reranker.config import RerankerSettings
 from services.reranker.servicer import RerankerServicer
 
 
-def build(settings: RerankerSettings | None = None) -> tuple[Service, RerankerSettings]:
+async def build(settings: RerankerSettings | None = None) -> tuple[Service, RerankerSettings]:
     """Returns the reranker Service and its settings."""
     settings = settings or RerankerSettings()
     servicer = RerankerServicer(settings)

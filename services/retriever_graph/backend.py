@@ -1,31 +1,39 @@
-"""retriever_graph channels: heading lookup, Chinese full-text and 1-hop
-neighbours in Neo4j."""
+"""The graph retriever's backends over Neo4j, and the async factory that
+opens the store and builds them at startup.
+
+Documents (``GraphBackend``): heading lookup, Chinese full text and
+reading-order neighbours. Entities (``GraphEntityBackend``): the knowledge
+graph's lookup, full-text, attribute, category and expansion channels,
+category summaries, and the library itself for readers such as the
+expander.
+"""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from graphmesh.common.v1 import types_pb2
-from services.common.records import DocumentRecord, Hit, IngestResult
-from services.common.retriever import RetrievalQuery, timing
+from graphmesh.common.v1 import entity_pb2, types_pb2
+from services.common import names
+from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord, IngestResult
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
+from services.retriever_graph.config import RetrieverGraphSettings
+from services.retriever_graph.entity_retrieval import retrieve_entities
+from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore
 
 
 class GraphBackend:
     """RetrievalBackend over a GraphStore."""
 
-    source_by_channel = {
-        "graph.heading": types_pb2.SOURCE_GRAPH,
-        "graph.fulltext": types_pb2.SOURCE_GRAPH,
-        "graph.neighbour": types_pb2.SOURCE_GRAPH,
-    }
+    source_by_channel = {channel: types_pb2.SOURCE_GRAPH for channel in names.GRAPH_CHANNELS}
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         started = time.perf_counter()
-        hits = await self.store.retrieve(request.query, request.keywords, request.top_k)
-        hits = [h for h in hits if request.enabled(h.channel)]
+        channels = [c for c in names.GRAPH_CHANNELS if request.enabled(c)]
+        hits = await self.store.retrieve(request.query, request.keywords, request.top_k, channels)
         return hits, [timing("graph.retrieve", started)]
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
@@ -33,3 +41,88 @@ class GraphBackend:
 
     async def document_hashes(self, ids: list[str]) -> dict[str, str]:
         return await self.store.document_hashes(ids)
+
+    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
+        raise NotImplementedError("expansion terms come from retriever_pg")
+
+
+class GraphEntityBackend:
+    """EntityBackend over a KnowledgeGraphStore.
+
+    Args:
+        kg: the knowledge-graph store (schema migrated).
+        attribute_other_weight: weight of an attribute link whose predicate
+            does not match the query's attribute label, in [0, 1].
+    """
+
+    def __init__(self, kg: KnowledgeGraphStore, attribute_other_weight: float = 0.3) -> None:
+        self.kg = kg
+        self.attribute_other_weight = attribute_other_weight
+
+    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
+        rows, failures = [], []
+        for i, e in enumerate(entities):
+            if not e.name:
+                failures.append(IngestFailureRecord(index=i, id="", reason="name must not be blank"))
+                continue
+            rows.append(EntityRow(e.name, e.category, e.definition, e.aliases, e.parents, e.attributes))
+        stored, unchanged = await self.kg.ingest_entities(rows) if rows else (0, 0)
+        return IngestResult(stored=stored, unchanged=unchanged, failures=failures)
+
+    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
+        return await self.kg.ingest_triples(triples)
+
+    async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
+        hits, timings = await retrieve_entities(self.kg, query, attribute_other_weight=self.attribute_other_weight)
+        summaries = []
+        if query.categories:
+            started = time.perf_counter()
+            summaries = [
+                entity_pb2.CategorySummary(
+                    category=c.category, members=c.members, top_members=c.top_members,
+                    shared_facts=[entity_pb2.SharedFact(predicate=p, value=v, members=n) for p, v, n in c.shared_facts])
+                for c in await self.kg.category_summaries(query.categories)
+            ]
+            timings.append(timing("graph.category_summary", started))
+        return EntityRetrieval(hits, timings, summaries)
+
+    async def entity_library(self, known_version: int | None) -> LibrarySnapshot:
+        version = await self.kg.library_version()
+        if known_version is not None and known_version == version:
+            return LibrarySnapshot(version, None)
+        return LibrarySnapshot(version, await self.kg.library_index())
+
+
+@dataclass
+class GraphBackends:
+    """What the graph retriever serves from, and how to close it."""
+
+    documents: GraphBackend
+    entities: GraphEntityBackend
+    store: GraphStore
+
+    async def close(self) -> None:
+        """Closes the Neo4j driver."""
+        await self.store.close()
+
+
+async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
+    """Connects to Neo4j, creates constraints and indexes (both schemas),
+    warms the full-text index up and builds both backends.
+
+    Raises:
+        neo4j.exceptions.DriverError: Neo4j cannot be reached.
+    """
+    store = GraphStore(settings.neo4j_uri, settings.neo4j_user or None, settings.neo4j_password or None, settings.neo4j_database)
+    await store.open()
+    try:
+        await store.migrate()
+        # The first full-text query of a fresh Neo4j takes seconds (index
+        # readers, query planning); pay that before serving.
+        await store.retrieve("warm up", ["warm"], 1)
+        kg = KnowledgeGraphStore(store.driver, settings.neo4j_database, settings.expansion_weights)
+        await kg.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    return GraphBackends(GraphBackend(store), GraphEntityBackend(kg, settings.attribute_other_weight), store)

@@ -14,23 +14,9 @@ query and how their hits combine. Channels:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
 from graphmesh.common.v1 import types_pb2
-from services.common.retriever import timing
+from services.common.retriever import EntityQuery, timing
 from services.retriever_graph.kg_store import EntityHit, KnowledgeGraphStore
-
-
-@dataclass(slots=True)
-class EntityQuery:
-    """What RetrieveEntities asks (see RetrieveEntitiesRequest)."""
-
-    query: str
-    resolved_names: list[str]
-    attribute_values: list[str]
-    attribute_label: str
-    categories: list[str]
-    top_k: int
 
 
 async def retrieve_entities(

@@ -27,7 +27,7 @@ query time, and Latin parts ("Beck") are still tokenised as words. The
 sense), and a jieba-segmented field would miss names cut differently from the
 query.
 
-Weights (reference 003 section 6, add_candidate): parent/child 0.85, same
+Weights (../shared/reference/003_7fbaa063cd3b9113.txt section 6, add_candidate): parent/child 0.85, same
 object 0.55, same property 0.45, same category 0.35.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassific
 from services.common import entity_skeleton
 from services.common.entity_skeleton import name_key
 from services.common.records import EntityHit
+from services.retriever_graph.store import LUCENE_SPECIAL
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,6 @@ _FULLTEXT = (
     f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
 )
 
-_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
 
 #: Relation types the graph itself uses; a fact may not take their name, or
@@ -113,7 +113,7 @@ def lucene_terms(text: str) -> str:
     """The first MAX_FULLTEXT_CHARS characters of ``text`` as a Lucene query
     of their (escaped) terms, OR-ed: every term the analyzer makes of them
     counts, none is syntax. "" when nothing is left."""
-    cleaned = _LUCENE_SPECIAL.sub(" ", text[:MAX_FULLTEXT_CHARS])
+    cleaned = LUCENE_SPECIAL.sub(" ", text[:MAX_FULLTEXT_CHARS])
     cleaned = re.sub(r"\b(AND|OR|NOT|TO)\b", " ", cleaned)
     return " ".join(cleaned.split())
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from dataclasses import dataclass
+from collections.abc import Collection
 from typing import Any, Iterable
 
 from neo4j import (
@@ -45,6 +45,8 @@ from neo4j import (
 )
 from neo4j.exceptions import DriverError
 
+from services.common import names
+from services.common.entity_skeleton import name_key
 from services.common.records import DocumentRecord, Hit, IngestFailureRecord, IngestResult
 
 log = logging.getLogger(__name__)
@@ -55,9 +57,10 @@ FULLTEXT_ANALYZER = "cjk"
 HEADING_SEPARATOR = "/"
 DEFAULT_BATCH_SIZE = 500
 
-CHANNEL_HEADING = "graph.heading"
-CHANNEL_FULLTEXT = "graph.fulltext"
-CHANNEL_NEIGHBOUR = "graph.neighbour"
+CHANNEL_HEADING = names.GRAPH_HEADING
+CHANNEL_FULLTEXT = names.GRAPH_FULLTEXT
+CHANNEL_NEIGHBOUR = names.GRAPH_NEIGHBOUR
+ALL_CHANNELS = names.GRAPH_CHANNELS
 # Tie-break when two channels give a chunk the same score.
 _CHANNEL_RANK = {CHANNEL_HEADING: 0, CHANNEL_FULLTEXT: 1, CHANNEL_NEIGHBOUR: 2}
 
@@ -79,7 +82,7 @@ _FULLTEXT_INDEXES = {
 }
 
 # Characters with a meaning in Lucene's classic query syntax.
-_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 # Official prefix of PRC law names, often left out in questions.
 _LAW_NAME_PREFIX = "中华人民共和国"
 
@@ -88,7 +91,7 @@ def escape_lucene(term: str) -> str:
     """Backslash-escapes Lucene query syntax characters
     (``+ - && || ! ( ) { } [ ] ^ " ~ * ? : \\ /``) so ``term`` is searched
     as text."""
-    return _LUCENE_SPECIAL.sub(r"\\\1", term)
+    return LUCENE_SPECIAL.sub(r"\\\1", term)
 
 
 def keyword_query(keywords: Iterable[str]) -> str:
@@ -96,11 +99,6 @@ def keyword_query(keywords: Iterable[str]) -> str:
     phrase; ``""`` when no keyword has visible characters."""
     phrases = [f'"{escape_lucene(k)}"' for k in _clean_keywords(keywords)]
     return " OR ".join(phrases)
-
-
-def name_key(text: str) -> str:
-    """Comparison form of a name: NFKC, lower case, whitespace removed."""
-    return "".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
 def heading_keys(name: str) -> list[str]:
@@ -476,7 +474,8 @@ class GraphStore:
 
     # -- retrieval -----------------------------------------------------------
 
-    async def retrieve(self, query: str, keywords: list[str], top_k: int) -> list[Hit]:
+    async def retrieve(self, query: str, keywords: list[str], top_k: int,
+                       channels: Collection[str] = ALL_CHANNELS) -> list[Hit]:
         """Finds chunks for a query through three channels.
 
         - ``graph.heading``: headings whose name full-text matches a keyword,
@@ -494,24 +493,32 @@ class GraphStore:
           heading). Score: half the source's. Evidence
           ``neighbour-of:<chunk id>``.
 
-        A chunk found by several channels keeps its best-scored hit. Returns
-        at most ``2 * top_k`` hits, best first; ``[]`` when ``keywords`` has
-        no usable keyword or ``top_k`` < 1.
+        A chunk found by several channels keeps its best-scored hit. Only the
+        ``channels`` named run: without graph.heading no heading lookup is
+        made, without graph.fulltext the chunk search feeds headings only,
+        without both nothing is searched. Returns at most ``2 * top_k``
+        hits, best first; ``[]`` when ``keywords`` has no usable keyword or
+        ``top_k`` < 1.
         """
         clean = _clean_keywords(keywords)
         lucene = keyword_query(clean)
         if not lucene or top_k < 1:
             return []
         limit = 2 * top_k
+        use_heading, use_fulltext = CHANNEL_HEADING in channels, CHANNEL_FULLTEXT in channels
+        if not (use_heading or use_fulltext):
+            return []
 
-        headings = await self._matching_headings(query, clean, lucene)
+        headings = await self._matching_headings(query, clean, lucene) if use_heading else {}
+        if use_heading and not headings and not use_fulltext:
+            return []
         records = await self._query(
             _CHUNK_SEARCH,
             {
                 "index": CHUNK_INDEX,
                 "q": lucene,
                 "pool": max(self.heading_pool, limit) if headings else limit,
-                "ft_limit": limit,
+                "ft_limit": limit if use_fulltext else 0,
                 "heading_ids": list(headings),
                 "keywords": clean,
             },
@@ -528,7 +535,7 @@ class GraphStore:
                 _keep(best, row.hit(CHANNEL_HEADING, score * (1.0 + head.weight), f"heading:{head.name}"))
 
         ranked = sorted(best.values(), key=_order)
-        sources = ranked[: self.neighbour_sources]
+        sources = ranked[: self.neighbour_sources] if CHANNEL_NEIGHBOUR in channels else []
         if sources:
             score_of = {h.chunk_id: h.score for h in sources}
             for record in await self._query(_NEIGHBOURS, {"sources": list(score_of)}):

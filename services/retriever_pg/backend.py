@@ -1,4 +1,7 @@
-"""retriever_pg channels, run concurrently:
+"""retriever_pg's backends over PostgreSQL, and the async factory that
+opens the store and builds them at startup.
+
+Document channels (``PgBackend``), run concurrently:
 
 - ``pg.vector``: HNSW cosine search with the query embedding, and with the
   HyDE passage embedding when one is given (MarxSphere V63 dual vector);
@@ -7,18 +10,30 @@
 - ``pg.trigram``: pg_trgm substring / word similarity, only for short
   queries (at most ``short_query_chars``) or queries without keywords;
 - ``pg.boost``: same-document neighbours of the top keyword hits when hits
-  concentrate in a document (MarxSphere V88A).
+  concentrate in a document (MarxSphere V88A,
+  ../shared/reference/000_b3ead142e963747a.txt section 3).
+
+Entity channels (``PgEntityBackend``, entity cards): ``pg.entity_keyword``
+(BM25 over character grams) and ``pg.entity_vector`` (closest surface).
 """
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from graphmesh.common.v1 import types_pb2
-from services.common.records import DocumentRecord, Hit, IngestResult
-from services.common.retriever import RetrievalQuery, timing
+
+from services.common import names
+from services.common.errors import InvalidArgument
+from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
+from services.retriever_pg.config import RetrieverPgSettings
+from services.retriever_pg.entity_store import EntityCard, EntityCardStore
+from services.retriever_pg.expansions import suggest_expansions
 from services.retriever_pg.store import PgStore
 
 
@@ -36,7 +51,7 @@ class PgChannelConfig:
 
     fulltext: bool = True
     trigram: bool = True
-    boost: bool = True
+    boost: bool = False
     short_query_chars: int = 4
     boost_window: int = 2
     boost_limit: int = 10
@@ -47,12 +62,12 @@ class PgBackend:
     """RetrievalBackend over a PgStore."""
 
     source_by_channel = {
-        "pg.vector": types_pb2.SOURCE_DOCUMENT_CHUNK,
-        "pg.hyde": types_pb2.SOURCE_DOCUMENT_CHUNK,
-        "pg.keyword": types_pb2.SOURCE_FULLTEXT,
-        "pg.fulltext": types_pb2.SOURCE_FULLTEXT,
-        "pg.trigram": types_pb2.SOURCE_FULLTEXT,
-        "pg.boost": types_pb2.SOURCE_DOCUMENT_CHUNK,
+        names.PG_VECTOR: types_pb2.SOURCE_DOCUMENT_CHUNK,
+        names.PG_HYDE: types_pb2.SOURCE_DOCUMENT_CHUNK,
+        names.PG_KEYWORD: types_pb2.SOURCE_FULLTEXT,
+        names.PG_FULLTEXT: types_pb2.SOURCE_FULLTEXT,
+        names.PG_TRIGRAM: types_pb2.SOURCE_FULLTEXT,
+        names.PG_BOOST: types_pb2.SOURCE_DOCUMENT_CHUNK,
     }
 
     def __init__(self, store: PgStore, config: PgChannelConfig | None = None) -> None:
@@ -67,34 +82,34 @@ class PgBackend:
     async def _hyde(self, embedding: list[float], top_k: int) -> list[Hit]:
         hits = await self.store.vector_search(embedding, top_k)
         for h in hits:
-            h.channel, h.evidence = "pg.hyde", "cosine to HyDE passage"
+            h.channel, h.evidence = names.PG_HYDE, "cosine to HyDE passage"
         return hits
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         cfg, k = self.config, request.top_k
         jobs = []
-        if request.embedding and request.enabled("pg.vector"):
-            jobs.append(self._timed("pg.vector", self.store.vector_search(request.embedding, k)))
-        if request.hyde_embedding and request.enabled("pg.hyde"):
-            jobs.append(self._timed("pg.hyde", self._hyde(request.hyde_embedding, k)))
-        if request.keywords and request.enabled("pg.keyword"):
-            jobs.append(self._timed("pg.keyword", self.store.keyword_search(request.keywords, k)))
-        if request.keywords and cfg.fulltext and request.enabled("pg.fulltext"):
-            jobs.append(self._timed("pg.fulltext", self.store.fulltext_search(request.keywords, k)))
+        if request.embedding and request.enabled(names.PG_VECTOR):
+            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k)))
+        if request.hyde_embedding and request.enabled(names.PG_HYDE):
+            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k)))
+        if request.keywords and request.enabled(names.PG_KEYWORD):
+            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k)))
+        if request.keywords and cfg.fulltext and request.enabled(names.PG_FULLTEXT):
+            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k)))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
-        if short and cfg.trigram and request.enabled("pg.trigram"):
-            jobs.append(self._timed("pg.trigram", self.store.trigram_search(request.query, k)))
+        if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
+            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k)))
         results = await asyncio.gather(*jobs)
         hits = [h for _, part, _ in results for h in part]
         timings = [t for _, _, t in results]
 
-        keyword_hits = next((part for name, part, _ in results if name == "pg.keyword"), [])
-        if cfg.boost and request.enabled("pg.boost") and keyword_hits:
+        keyword_hits = next((part for name, part, _ in results if name == names.PG_KEYWORD), [])
+        if cfg.boost and request.enabled(names.PG_BOOST) and keyword_hits:
             per_document = Counter(h.document_id for h in keyword_hits)
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    "pg.boost", self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
+                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
                 )
                 hits.extend(boosted)
                 timings.append(t)
@@ -105,3 +120,88 @@ class PgBackend:
 
     async def document_hashes(self, ids: list[str]) -> dict[str, str]:
         return await self.store.document_hashes(ids)
+
+    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
+        return await suggest_expansions(self.store.connection, keywords, limit=limit)
+
+
+class PgEntityBackend:
+    """EntityBackend over the entity cards: keyword and vector channels.
+    Facts (triples) and the library itself live in the graph retriever."""
+
+    def __init__(self, cards: EntityCardStore) -> None:
+        self.cards = cards
+
+    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
+        return await self.cards.ingest([
+            EntityCard(name=e.name, category=e.category, definition=e.definition, aliases=e.aliases, parents=e.parents,
+                       surface_embeddings=e.surface_embeddings)
+            for e in entities
+        ])
+
+    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
+        raise NotImplementedError("facts live in the graph retriever")
+
+    async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
+        """Raises InvalidArgument when the query embedding has the wrong
+        dimension, a non-finite value or is all zeros."""
+        async def timed(stage: str, coro):
+            started = time.perf_counter()
+            hits = await coro
+            return hits, timing(stage, started)
+
+        jobs = [timed(names.ENTITY_CARD_KEYWORD, self.cards.keyword_search(query.query, query.top_k))]
+        vector = query.query_embedding
+        if vector:
+            if len(vector) != self.cards.embedding_dim:
+                raise InvalidArgument("query_embedding", f"has {len(vector)} values, expected {self.cards.embedding_dim}")
+            if not all(math.isfinite(v) for v in vector) or not any(vector):
+                raise InvalidArgument("query_embedding", "must be finite and non-zero")
+            jobs.append(timed(names.ENTITY_CARD_VECTOR, self.cards.vector_search(vector, query.top_k)))
+        results = await asyncio.gather(*jobs)
+        return EntityRetrieval([h for part, _ in results for h in part], [t for _, t in results])
+
+    async def entity_library(self, known_version: int | None) -> LibrarySnapshot:
+        raise NotImplementedError("the entity library is served by the graph retriever")
+
+
+@dataclass
+class PgBackends:
+    """What retriever_pg serves from, and how to close it."""
+
+    documents: PgBackend
+    entities: PgEntityBackend
+    store: PgStore
+
+    async def close(self) -> None:
+        """Closes the connection pool."""
+        await self.store.close()
+
+
+async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
+    """Opens the pool (starting the embedded PostgreSQL first when no DSN is
+    set), applies the migrations and builds both backends.
+
+    Raises:
+        asyncpg.PostgresError / OSError: the database cannot be reached.
+    """
+    dsn = settings.dsn
+    if not dsn:
+        from services.retriever_pg.embedded import start_embedded_postgres
+
+        dsn = await asyncio.to_thread(start_embedded_postgres, Path(settings.data_dir))
+    store = PgStore(dsn, settings.embedding_dim, ef_search=settings.ef_search, pool_max=settings.pool_max,
+                    bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b)
+    await store.open()
+    try:
+        await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    channels = PgChannelConfig(
+        fulltext=settings.fulltext_enabled, trigram=settings.trigram_enabled, boost=settings.boost_enabled,
+        short_query_chars=settings.short_query_chars, boost_window=settings.boost_window, boost_limit=settings.boost_limit,
+    )
+    cards = EntityCardStore(store.connection, settings.embedding_dim, ef_search=settings.ef_search,
+                            bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b)
+    return PgBackends(PgBackend(store, channels), PgEntityBackend(cards), store)

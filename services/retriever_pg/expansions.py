@@ -1,5 +1,5 @@
 """Query expansion terms from the stored library and corpus (MarxSphere
-expandQuery, reference 000 section 5):
+expandQuery, ../shared/reference/000_b3ead142e963747a.txt section 5):
 
 - L1 ``entity_name``: names of entity cards whose name contains a query
   keyword (external_entities.name ILIKE %w%);
@@ -17,24 +17,15 @@ bound parameters (LIKE wildcards escaped), never SQL text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import AsyncContextManager, Callable
 
 import asyncpg
 
+from services.common.records import ExpansionTerm
+
 #: Reference 000: contentWords[前6].
 MAX_KEYWORDS = 6
 _ORDINAL = re.compile(r"^第[零一二三四五六七八九十百千0-9]+[编章节条款]\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class Expansion:
-    """One expansion term: ``text``, its level (``origin``) and the query
-    keyword (or keyword pair, joined by "+") that found it."""
-
-    text: str
-    origin: str
-    matched: str
 
 
 def _like_pattern(keyword: str) -> str:
@@ -55,7 +46,7 @@ async def suggest_expansions(
     limit: int = 15,
     per_level: int = 5,
     min_before_headings: int = 5,
-) -> list[Expansion]:
+) -> list[ExpansionTerm]:
     """Expansion terms for ``keywords`` (module doc), L1 then L2 then L3.
 
     Args:
@@ -74,12 +65,12 @@ async def suggest_expansions(
     if not words or limit <= 0:
         return []
     seen = set(words)
-    out: list[Expansion] = []
+    out: list[ExpansionTerm] = []
 
     def add(text: str, origin: str, matched: str, level_count: list[int]) -> None:
         if text and text not in seen and len(out) < limit and level_count[0] < per_level:
             seen.add(text)
-            out.append(Expansion(text, origin, matched))
+            out.append(ExpansionTerm(text, origin, matched))
             level_count[0] += 1
 
     patterns = [_like_pattern(w) for w in words]

@@ -21,7 +21,7 @@ NOT_COMPUTED = judge_pb2.SCORE_METHOD_NOT_COMPUTED
 
 
 async def _serve(settings: JudgeSettings):
-    service, _ = build(settings)
+    service, _ = await build(settings)
     server, port, _ = await create_server(service, "127.0.0.1", 0)
     return server, grpc.aio.insecure_channel(f"127.0.0.1:{port}")
 

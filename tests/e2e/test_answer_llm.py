@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.gateway import generation
+from services.common.text import citation_numbers
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
@@ -46,7 +46,7 @@ async def start_gateway(mesh, llm_url: str | None, expander_addr: str | None = N
     if llm_url:
         settings["llm_base_url"] = llm_url
     settings.update(overrides)
-    service, _ = build(GatewaySettings(**settings), MeshAddresses(**addresses))
+    service, _ = await build(GatewaySettings(**settings), MeshAddresses(**addresses))
     server, port, _ = await create_server(service)
     return server, service, f"127.0.0.1:{port}"
 
@@ -59,7 +59,7 @@ async def llm_expander(mesh, local_llm, tmp_path_factory):
     from services.expander.server import build
 
     cache = tmp_path_factory.mktemp("emb-llm") / "cache.sqlite"
-    service, _ = build(ExpanderSettings(port=0, embedding_cache=str(cache), llm_base_url=local_llm, llm_timeout=90.0))
+    service, _ = await build(ExpanderSettings(port=0, embedding_cache=str(cache), llm_base_url=local_llm, llm_timeout=90.0, library_addr="none"))
     server, port, _ = await create_server(service)
     yield f"127.0.0.1:{port}"
     await server.stop(0)
@@ -94,7 +94,7 @@ async def test_llm_answer_cites_only_existing_sources(llm_gateway):
     assert reply.mode == gateway_pb2.ANSWER_MODE_LLM, reply.search.degraded
     assert reply.answer and "```" not in reply.answer
     n_sources = reply.search.context.count("\n[") + (1 if reply.search.context.startswith("[") else 0)
-    cited = generation.citation_numbers(reply.answer)
+    cited = set(citation_numbers(reply.answer))
     assert cited, f"the answer cites nothing: {reply.answer!r}"
     assert all(1 <= n <= n_sources for n in cited), (cited, n_sources)
     assert {c.number for c in reply.citations} == cited

@@ -174,7 +174,7 @@ async def test_graph_down_degrades_instead_of_failing(mesh, ingested):
 
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
     addresses["retriever_graph_addr"] = f"127.0.0.1:{free_port()}"  # nothing listens there
-    service, _ = build(GatewaySettings(port=0, rest_port=-1), MeshAddresses(**addresses))
+    service, _ = await build(GatewaySettings(port=0, rest_port=-1), MeshAddresses(**addresses))
     server, port, _ = await create_server(service)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:

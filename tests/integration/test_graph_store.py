@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from services.common.chunking import ChunkingConfig, chunk_document
+from services.gateway.chunking import ChunkingConfig, chunk_document
 from services.common.records import DocumentRecord
 from services.common.text import query_keywords
 from services.retriever_graph.store import (
@@ -390,6 +390,23 @@ async def test_query_naming_a_law_finds_its_articles_via_heading(loaded: GraphSt
     # chunk full-text alone ranks, and labour-law chunks are not "heading" hits.
     hits = await loaded.retrieve("书面劳动合同", ["书面"], 5)
     assert hits[0].document_id == "5617" and hits[0].channel == "graph.fulltext"
+
+
+async def test_switched_off_channel_is_not_run_and_drops_nothing_else(loaded: GraphStore) -> None:
+    query = "劳动合同法第十条规定了什么"
+    keywords = query_keywords(query)
+    every = await loaded.retrieve(query, keywords, 5)
+    assert {h.channel for h in every} >= {"graph.heading", "graph.neighbour"}
+    # Without graph.heading, the chunks it found come back through full text.
+    no_heading = await loaded.retrieve(query, keywords, 5, channels=["graph.fulltext", "graph.neighbour"])
+    assert "graph.heading" not in {h.channel for h in no_heading}
+    assert "5617#0" in {h.chunk_id for h in no_heading if h.channel == "graph.fulltext"}
+    # Neighbours only come from the channels that ran.
+    only_fulltext = await loaded.retrieve(query, keywords, 5, channels=["graph.fulltext"])
+    assert only_fulltext and {h.channel for h in only_fulltext} == {"graph.fulltext"}
+    only_heading = await loaded.retrieve(query, keywords, 5, channels=["graph.heading"])
+    assert only_heading and {h.channel for h in only_heading} == {"graph.heading"}
+    assert await loaded.retrieve(query, keywords, 5, channels=["graph.neighbour"]) == []
 
 
 async def test_law_name_inside_the_query_text_selects_the_heading(loaded: GraphStore) -> None:

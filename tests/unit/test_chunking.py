@@ -1,6 +1,6 @@
 import pytest
 
-from services.common.chunking import ChunkingConfig, chunk_document, content_hash, split_text
+from services.gateway.chunking import ChunkingConfig, chunk_document, content_hash, split_text
 
 
 def test_short_text_is_one_chunk():

@@ -432,8 +432,8 @@ class RewriteResponse(_message.Message):
 Global___RewriteResponse: _TypeAlias = RewriteResponse  # noqa: Y015
 
 @_typing.final
-class NormaliseEntityRequest(_message.Message):
-    """Request for NormaliseEntity."""
+class NormalizeEntityRequest(_message.Message):
+    """Request for NormalizeEntity."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -451,7 +451,7 @@ class NormaliseEntityRequest(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___NormaliseEntityRequest: _TypeAlias = NormaliseEntityRequest  # noqa: Y015
+Global___NormalizeEntityRequest: _TypeAlias = NormalizeEntityRequest  # noqa: Y015
 
 @_typing.final
 class NameMatch(_message.Message):
@@ -490,8 +490,8 @@ class NameMatch(_message.Message):
 Global___NameMatch: _TypeAlias = NameMatch  # noqa: Y015
 
 @_typing.final
-class NormaliseEntityResponse(_message.Message):
-    """Response for NormaliseEntity."""
+class NormalizeEntityResponse(_message.Message):
+    """Response for NormalizeEntity."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -561,4 +561,4 @@ class NormaliseEntityResponse(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___NormaliseEntityResponse: _TypeAlias = NormaliseEntityResponse  # noqa: Y015
+Global___NormalizeEntityResponse: _TypeAlias = NormalizeEntityResponse  # noqa: Y015

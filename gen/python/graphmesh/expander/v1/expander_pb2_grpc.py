@@ -51,10 +51,10 @@ class ExpanderServiceStub:
                 request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.FromString,
                 _registered_method=True)
-        self.NormaliseEntity = channel.unary_unary(
-                '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
-                request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
-                response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
+        self.NormalizeEntity = channel.unary_unary(
+                '/graphmesh.expander.v1.ExpanderService/NormalizeEntity',
+                request_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityResponse.FromString,
                 _registered_method=True)
 
 
@@ -91,8 +91,8 @@ class ExpanderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def NormaliseEntity(self, request, context):
-        """Normalises a query against the authorised entity library (exact alias,
+    def NormalizeEntity(self, request, context):
+        """Normalizes a query against the authorised entity library (exact alias,
         pinyin, shape-similar characters, missing character, fuzzy) behind the
         Guizhou safety gate, and routes it (local / global / cross-category).
         Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
@@ -120,10 +120,10 @@ def add_ExpanderServiceServicer_to_server(servicer, server):
                     request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteRequest.FromString,
                     response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.RewriteResponse.SerializeToString,
             ),
-            'NormaliseEntity': grpc.unary_unary_rpc_method_handler(
-                    servicer.NormaliseEntity,
-                    request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.FromString,
-                    response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.SerializeToString,
+            'NormalizeEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.NormalizeEntity,
+                    request_deserializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,7 +220,7 @@ class ExpanderService:
             _registered_method=True)
 
     @staticmethod
-    def NormaliseEntity(request,
+    def NormalizeEntity(request,
             target,
             options=(),
             channel_credentials=None,
@@ -233,9 +233,9 @@ class ExpanderService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/graphmesh.expander.v1.ExpanderService/NormaliseEntity',
-            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityRequest.SerializeToString,
-            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormaliseEntityResponse.FromString,
+            '/graphmesh.expander.v1.ExpanderService/NormalizeEntity',
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityRequest.SerializeToString,
+            graphmesh_dot_expander_dot_v1_dot_expander__pb2.NormalizeEntityResponse.FromString,
             options,
             channel_credentials,
             insecure,

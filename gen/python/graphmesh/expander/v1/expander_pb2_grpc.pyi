@@ -51,8 +51,8 @@ class ExpanderServiceStub:
     nothing, each with llm_used false and the reason.
     Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
     """
-    NormaliseEntity: _grpc.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]
-    """Normalises a query against the authorised entity library (exact alias,
+    NormalizeEntity: _grpc.UnaryUnaryMultiCallable[_expander_pb2.NormalizeEntityRequest, _expander_pb2.NormalizeEntityResponse]
+    """Normalizes a query against the authorised entity library (exact alias,
     pinyin, shape-similar characters, missing character, fuzzy) behind the
     Guizhou safety gate, and routes it (local / global / cross-category).
     Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
@@ -82,8 +82,8 @@ class ExpanderServiceAsyncStub(ExpanderServiceStub):
     nothing, each with llm_used false and the reason.
     Errors: INVALID_ARGUMENT (field "query", "kind" or "max_results").
     """
-    NormaliseEntity: _aio.UnaryUnaryMultiCallable[_expander_pb2.NormaliseEntityRequest, _expander_pb2.NormaliseEntityResponse]  # type: ignore[assignment]
-    """Normalises a query against the authorised entity library (exact alias,
+    NormalizeEntity: _aio.UnaryUnaryMultiCallable[_expander_pb2.NormalizeEntityRequest, _expander_pb2.NormalizeEntityResponse]  # type: ignore[assignment]
+    """Normalizes a query against the authorised entity library (exact alias,
     pinyin, shape-similar characters, missing character, fuzzy) behind the
     Guizhou safety gate, and routes it (local / global / cross-category).
     Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field
@@ -130,12 +130,12 @@ class ExpanderServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
-    def NormaliseEntity(
+    def NormalizeEntity(
         self,
-        request: _expander_pb2.NormaliseEntityRequest,
+        request: _expander_pb2.NormalizeEntityRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_expander_pb2.NormaliseEntityResponse, _abc.Awaitable[_expander_pb2.NormaliseEntityResponse]]:
-        """Normalises a query against the authorised entity library (exact alias,
+    ) -> _typing.Union[_expander_pb2.NormalizeEntityResponse, _abc.Awaitable[_expander_pb2.NormalizeEntityResponse]]:
+        """Normalizes a query against the authorised entity library (exact alias,
         pinyin, shape-similar characters, missing character, fuzzy) behind the
         Guizhou safety gate, and routes it (local / global / cross-category).
         Rewrites only ever to a library name. Errors: INVALID_ARGUMENT (field

@@ -66,7 +66,7 @@ class _FallbackStrategyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Fall
 
 class FallbackStrategy(_FallbackStrategy, metaclass=_FallbackStrategyEnumTypeWrapper):
     """A retrieval strategy of the self-healing fallback chain (MarxSphere
-    reasonWithFallback, reference 000 section 2), tried in this order.
+    reasonWithFallback, ../shared/reference/000_b3ead142e963747a.txt section 2), tried in this order.
     """
 
 FALLBACK_STRATEGY_UNSPECIFIED: FallbackStrategy.ValueType  # 0
@@ -134,9 +134,11 @@ class SearchRequest(_message.Message):
     @_builtins.property
     def disabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Stages or channels to switch off for this request, for ablations:
-        "graph", "expansion", "mmr", "rerank" or a retriever channel name such as
-        "pg.vector", "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost".
-        Unknown names are rejected (INVALID_ARGUMENT, field "disabled_stages").
+        "graph", "expansion", "mmr", "rerank" or a retriever channel name:
+        "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram",
+        "pg.boost", "graph.heading", "graph.fulltext", "graph.neighbour". A
+        switched-off channel is not run at all. Unknown names are rejected
+        (INVALID_ARGUMENT, field "disabled_stages").
         """
 
     def __init__(

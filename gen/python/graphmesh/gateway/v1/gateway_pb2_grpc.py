@@ -74,9 +74,14 @@ class GatewayServiceServicer:
     """
 
     def Search(self, request, context):
-        """Retrieves ranked evidence and a packed context for one question.
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest naming "query" or
-        "top_k"; DEADLINE_EXCEEDED when no retriever answered in time.
+        """Retrieves ranked evidence and a packed context for one question. A
+        failing optional service (graph retriever, reranker, expander, fuser)
+        degrades the response: it is listed in "degraded" and its stage is
+        STAGE_STATUS_DEGRADED. Errors: INVALID_ARGUMENT with a
+        google.rpc.BadRequest naming "query", "top_k" or "disabled_stages";
+        DEADLINE_EXCEEDED when every retriever timed out; UNAVAILABLE (or the
+        retriever's own code) when no retriever answered for another reason,
+        the message naming each.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -84,8 +89,10 @@ class GatewayServiceServicer:
 
     def Answer(self, request, context):
         """Search, then an answer with citations: from the configured LLM, or
-        extractive from the top evidence when none is configured.
-        Errors: as Search.
+        extractive from the top evidence when none is configured. The fallback
+        chain tries further strategies when a retrieval fails or is weak, so a
+        failing retriever shows in "attempts" rather than as an error.
+        Errors: INVALID_ARGUMENT naming "query" or "top_k".
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,7 +104,7 @@ class GatewayServiceServicer:
         tried), then the answer text in pieces as the LLM produces them, then a
         final event with the whole AnswerResponse. Over REST the events are
         server-sent events (Accept: text/event-stream) or JSON lines otherwise.
-        Cancelling the call stops the LLM generation. Errors: as Search.
+        Cancelling the call stops the LLM generation. Errors: as Answer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

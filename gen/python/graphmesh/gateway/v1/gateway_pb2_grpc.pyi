@@ -36,14 +36,21 @@ class GatewayServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> GatewayServiceAsyncStub: ...
     Search: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SearchRequest, _gateway_pb2.SearchResponse]
-    """Retrieves ranked evidence and a packed context for one question.
-    Errors: INVALID_ARGUMENT with a google.rpc.BadRequest naming "query" or
-    "top_k"; DEADLINE_EXCEEDED when no retriever answered in time.
+    """Retrieves ranked evidence and a packed context for one question. A
+    failing optional service (graph retriever, reranker, expander, fuser)
+    degrades the response: it is listed in "degraded" and its stage is
+    STAGE_STATUS_DEGRADED. Errors: INVALID_ARGUMENT with a
+    google.rpc.BadRequest naming "query", "top_k" or "disabled_stages";
+    DEADLINE_EXCEEDED when every retriever timed out; UNAVAILABLE (or the
+    retriever's own code) when no retriever answered for another reason,
+    the message naming each.
     """
     Answer: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.AnswerRequest, _gateway_pb2.AnswerResponse]
     """Search, then an answer with citations: from the configured LLM, or
-    extractive from the top evidence when none is configured.
-    Errors: as Search.
+    extractive from the top evidence when none is configured. The fallback
+    chain tries further strategies when a retrieval fails or is weak, so a
+    failing retriever shows in "attempts" rather than as an error.
+    Errors: INVALID_ARGUMENT naming "query" or "top_k".
     """
     AnswerStream: _grpc.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]
     """Answer as a server stream: one event per pipeline stage as it finishes
@@ -51,7 +58,7 @@ class GatewayServiceStub:
     tried), then the answer text in pieces as the LLM produces them, then a
     final event with the whole AnswerResponse. Over REST the events are
     server-sent events (Accept: text/event-stream) or JSON lines otherwise.
-    Cancelling the call stops the LLM generation. Errors: as Search.
+    Cancelling the call stops the LLM generation. Errors: as Answer.
     """
     DeepSearch: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeepSearchRequest, _gateway_pb2.DeepSearchResponse]
     """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
@@ -83,14 +90,21 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Search: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SearchRequest, _gateway_pb2.SearchResponse]  # type: ignore[assignment]
-    """Retrieves ranked evidence and a packed context for one question.
-    Errors: INVALID_ARGUMENT with a google.rpc.BadRequest naming "query" or
-    "top_k"; DEADLINE_EXCEEDED when no retriever answered in time.
+    """Retrieves ranked evidence and a packed context for one question. A
+    failing optional service (graph retriever, reranker, expander, fuser)
+    degrades the response: it is listed in "degraded" and its stage is
+    STAGE_STATUS_DEGRADED. Errors: INVALID_ARGUMENT with a
+    google.rpc.BadRequest naming "query", "top_k" or "disabled_stages";
+    DEADLINE_EXCEEDED when every retriever timed out; UNAVAILABLE (or the
+    retriever's own code) when no retriever answered for another reason,
+    the message naming each.
     """
     Answer: _aio.UnaryUnaryMultiCallable[_gateway_pb2.AnswerRequest, _gateway_pb2.AnswerResponse]  # type: ignore[assignment]
     """Search, then an answer with citations: from the configured LLM, or
-    extractive from the top evidence when none is configured.
-    Errors: as Search.
+    extractive from the top evidence when none is configured. The fallback
+    chain tries further strategies when a retrieval fails or is weak, so a
+    failing retriever shows in "attempts" rather than as an error.
+    Errors: INVALID_ARGUMENT naming "query" or "top_k".
     """
     AnswerStream: _aio.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]  # type: ignore[assignment]
     """Answer as a server stream: one event per pipeline stage as it finishes
@@ -98,7 +112,7 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     tried), then the answer text in pieces as the LLM produces them, then a
     final event with the whole AnswerResponse. Over REST the events are
     server-sent events (Accept: text/event-stream) or JSON lines otherwise.
-    Cancelling the call stops the LLM generation. Errors: as Search.
+    Cancelling the call stops the LLM generation. Errors: as Answer.
     """
     DeepSearch: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeepSearchRequest, _gateway_pb2.DeepSearchResponse]  # type: ignore[assignment]
     """Deep iterative retrieval (MetaSearch): retrieve, partial answer, LLM
@@ -133,9 +147,14 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _gateway_pb2.SearchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.SearchResponse, _abc.Awaitable[_gateway_pb2.SearchResponse]]:
-        """Retrieves ranked evidence and a packed context for one question.
-        Errors: INVALID_ARGUMENT with a google.rpc.BadRequest naming "query" or
-        "top_k"; DEADLINE_EXCEEDED when no retriever answered in time.
+        """Retrieves ranked evidence and a packed context for one question. A
+        failing optional service (graph retriever, reranker, expander, fuser)
+        degrades the response: it is listed in "degraded" and its stage is
+        STAGE_STATUS_DEGRADED. Errors: INVALID_ARGUMENT with a
+        google.rpc.BadRequest naming "query", "top_k" or "disabled_stages";
+        DEADLINE_EXCEEDED when every retriever timed out; UNAVAILABLE (or the
+        retriever's own code) when no retriever answered for another reason,
+        the message naming each.
         """
 
     @_abc_1.abstractmethod
@@ -145,8 +164,10 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.AnswerResponse, _abc.Awaitable[_gateway_pb2.AnswerResponse]]:
         """Search, then an answer with citations: from the configured LLM, or
-        extractive from the top evidence when none is configured.
-        Errors: as Search.
+        extractive from the top evidence when none is configured. The fallback
+        chain tries further strategies when a retrieval fails or is weak, so a
+        failing retriever shows in "attempts" rather than as an error.
+        Errors: INVALID_ARGUMENT naming "query" or "top_k".
         """
 
     @_abc_1.abstractmethod
@@ -160,7 +181,7 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         tried), then the answer text in pieces as the LLM produces them, then a
         final event with the whole AnswerResponse. Over REST the events are
         server-sent events (Accept: text/event-stream) or JSON lines otherwise.
-        Cancelling the call stops the LLM generation. Errors: as Search.
+        Cancelling the call stops the LLM generation. Errors: as Answer.
         """
 
     @_abc_1.abstractmethod

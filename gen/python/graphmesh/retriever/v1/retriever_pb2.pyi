@@ -52,8 +52,9 @@ class RetrieveRequest(_message.Message):
 
     @_builtins.property
     def disabled_channels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Channels to skip for this request (e.g. "pg.vector", "pg.fulltext",
-        "pg.boost"); used by ablations. Unknown names are ignored.
+        """Channels not to run for this request (e.g. "pg.vector", "pg.fulltext",
+        "pg.boost", "graph.heading"); used by ablations. Unknown names are
+        ignored.
         """
 
     def __init__(
@@ -582,3 +583,93 @@ class SuggestExpansionsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SuggestExpansionsResponse: _TypeAlias = SuggestExpansionsResponse  # noqa: Y015
+
+@_typing.final
+class GetEntityLibraryRequest(_message.Message):
+    """Request for GetEntityLibrary."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KNOWN_VERSION_FIELD_NUMBER: _builtins.int
+    known_version: _builtins.int
+    """Version the caller already holds; unset when it holds none."""
+    def __init__(
+        self,
+        *,
+        known_version: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_known_version", b"_known_version", "known_version", b"known_version"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_known_version", b"_known_version", "known_version", b"known_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__known_version: _TypeAlias = _typing.Literal["known_version"]  # noqa: Y015
+    _WhichOneofArgType__known_version: _TypeAlias = _typing.Literal["_known_version", b"_known_version"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__known_version) -> _WhichOneofReturnType__known_version | None: ...
+
+Global___GetEntityLibraryRequest: _TypeAlias = GetEntityLibraryRequest  # noqa: Y015
+
+@_typing.final
+class LibraryEntry(_message.Message):
+    """One library entity, as name normalisation needs it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    CATEGORY_FIELD_NUMBER: _builtins.int
+    ALIASES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Canonical name."""
+    category: _builtins.str
+    """Category; empty when none."""
+    @_builtins.property
+    def aliases(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Aliases (given and controlled), in stored order."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        category: _builtins.str = ...,
+        aliases: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["aliases", b"aliases", "category", b"category", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LibraryEntry: _TypeAlias = LibraryEntry  # noqa: Y015
+
+@_typing.final
+class GetEntityLibraryResponse(_message.Message):
+    """Response for GetEntityLibrary."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """Current version of the library (0 when it is empty)."""
+    unchanged: _builtins.bool
+    """True when "version" equals the request's "known_version"; "entries"
+    is then empty.
+    """
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___LibraryEntry]:
+        """Every library entity, unless unchanged."""
+
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        unchanged: _builtins.bool = ...,
+        entries: _abc.Iterable[Global___LibraryEntry] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "unchanged", b"unchanged", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEntityLibraryResponse: _TypeAlias = GetEntityLibraryResponse  # noqa: Y015

@@ -71,6 +71,11 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.FromString,
                 _registered_method=True)
+        self.GetEntityLibrary = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/GetEntityLibrary',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -140,6 +145,19 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetEntityLibrary(self, request, context):
+        """The entity library as a reader such as the expander's normaliser needs
+        it: each library entity's canonical name, category and aliases, and the
+        library's version (bumped by every entity write). When "known_version"
+        equals the current version the entries are left out and "unchanged" is
+        true, so a reader can poll cheaply and rebuild only on change.
+        Errors: UNIMPLEMENTED on a retriever that holds no entity library
+        (retriever_pg); UNAVAILABLE when its store is down.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -177,6 +195,11 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.SuggestExpansions,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.SerializeToString,
+            ),
+            'GetEntityLibrary': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEntityLibrary,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -370,6 +393,33 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/SuggestExpansions',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.SuggestExpansionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEntityLibrary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/GetEntityLibrary',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -69,6 +69,15 @@ class RetrieverServiceStub:
     keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
     "keywords" is empty or longer than 50, or "limit" is outside 0..50.
     """
+    GetEntityLibrary: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.GetEntityLibraryRequest, _retriever_pb2.GetEntityLibraryResponse]
+    """The entity library as a reader such as the expander's normaliser needs
+    it: each library entity's canonical name, category and aliases, and the
+    library's version (bumped by every entity write). When "known_version"
+    equals the current version the entries are left out and "unchanged" is
+    true, so a reader can poll cheaply and rebuild only on change.
+    Errors: UNIMPLEMENTED on a retriever that holds no entity library
+    (retriever_pg); UNAVAILABLE when its store is down.
+    """
 
 @_typing.type_check_only
 class RetrieverServiceAsyncStub(RetrieverServiceStub):
@@ -110,6 +119,15 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     definition matches (L2), headings of chunks holding the first two
     keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
     "keywords" is empty or longer than 50, or "limit" is outside 0..50.
+    """
+    GetEntityLibrary: _aio.UnaryUnaryMultiCallable[_retriever_pb2.GetEntityLibraryRequest, _retriever_pb2.GetEntityLibraryResponse]  # type: ignore[assignment]
+    """The entity library as a reader such as the expander's normaliser needs
+    it: each library entity's canonical name, category and aliases, and the
+    library's version (bumped by every entity write). When "known_version"
+    equals the current version the entries are left out and "unchanged" is
+    true, so a reader can poll cheaply and rebuild only on change.
+    Errors: UNIMPLEMENTED on a retriever that holds no entity library
+    (retriever_pg); UNAVAILABLE when its store is down.
     """
 
 class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -191,6 +209,21 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
         definition matches (L2), headings of chunks holding the first two
         keywords (L3); MarxSphere expandQuery. Errors: INVALID_ARGUMENT when
         "keywords" is empty or longer than 50, or "limit" is outside 0..50.
+        """
+
+    @_abc_1.abstractmethod
+    def GetEntityLibrary(
+        self,
+        request: _retriever_pb2.GetEntityLibraryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.GetEntityLibraryResponse, _abc.Awaitable[_retriever_pb2.GetEntityLibraryResponse]]:
+        """The entity library as a reader such as the expander's normaliser needs
+        it: each library entity's canonical name, category and aliases, and the
+        library's version (bumped by every entity write). When "known_version"
+        equals the current version the entries are left out and "unchanged" is
+        true, so a reader can poll cheaply and rebuild only on change.
+        Errors: UNIMPLEMENTED on a retriever that holds no entity library
+        (retriever_pg); UNAVAILABLE when its store is down.
         """
 
 def add_RetrieverServiceServicer_to_server(servicer: RetrieverServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

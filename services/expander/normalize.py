@@ -1,9 +1,9 @@
 """Library-constrained normalisation and routing of entity queries (Guizhou
-design, reference 003 sections 6 and 7).
+design, ../shared/reference/003_7fbaa063cd3b9113.txt sections 6 and 7).
 
 ``LibraryIndex`` is a read-only index of the authorised library: canonical
 names, aliases (given and controlled), optional synonym dictionaries, pinyin
-keys, one-deletion keys and category names. ``normalise`` proposes library
+keys, one-deletion keys and category names. ``normalize`` proposes library
 names by five kinds of signal and applies a rewrite only through the
 reference's safety gate::
 
@@ -27,7 +27,7 @@ from rapidfuzz import fuzz, process
 
 from services.common.entity_skeleton import controlled_aliases, name_key
 
-# Gate thresholds (reference 003 section 6).
+# Gate thresholds (../shared/reference/003_7fbaa063cd3b9113.txt section 6).
 KEEP_BELOW = 0.82
 REWRITE_AT = 0.94
 # Two different names within this margin of the best fuzzy score make the
@@ -80,8 +80,8 @@ class Match:
 
 
 @dataclass(slots=True)
-class Normalised:
-    """Outcome of ``normalise``.
+class Normalized:
+    """Outcome of ``normalize``.
 
     Attributes:
         query: the whitespace-normalised original.
@@ -233,28 +233,28 @@ class LibraryIndex:
         return sorted(found.values(), key=lambda m: (-m.score, m.name))
 
 
-def gate(query: str, matches: list[Match]) -> Normalised:
+def gate(query: str, matches: list[Match]) -> Normalized:
     """The reference safety gate over ``matches`` (best first)."""
     q = " ".join(query.split())
     if not matches:
-        return Normalised(q, q, False, "no_match", matches)
+        return Normalized(q, q, False, "no_match", matches)
     best = matches[0]
     if best.method == "exact":
-        return Normalised(q, best.name, best.name != q, "exact", matches)
+        return Normalized(q, best.name, best.name != q, "exact", matches)
     rivals = [m for m in matches[1:] if m.name != best.name and best.score - m.score <= AMBIGUITY_MARGIN]
     confidence = "low" if rivals else "high"
     if confidence == "low" or best.score < KEEP_BELOW:
-        return Normalised(q, q, False, "low_confidence" if confidence == "low" else f"score<{KEEP_BELOW}", matches)
+        return Normalized(q, q, False, "low_confidence" if confidence == "low" else f"score<{KEEP_BELOW}", matches)
     if best.method in ("alias", "synonym", "controlled_alias"):
-        return Normalised(q, best.name, True, "exact_alias", matches)
+        return Normalized(q, best.name, True, "exact_alias", matches)
     if best.score >= REWRITE_AT:
-        return Normalised(q, best.name, True, f"score>={REWRITE_AT}", matches)
+        return Normalized(q, best.name, True, f"score>={REWRITE_AT}", matches)
     if best.method == "missing_char":
-        return Normalised(q, best.name, True, "missing_char", matches)
-    return Normalised(q, q, False, "kept", matches)
+        return Normalized(q, best.name, True, "missing_char", matches)
+    return Normalized(q, q, False, "kept", matches)
 
 
-def normalise(query: str, index: LibraryIndex) -> Normalised:
+def normalize(query: str, index: LibraryIndex) -> Normalized:
     """Candidates for ``query`` from ``index`` behind the safety gate."""
     return gate(query, index.candidates(query))
 
@@ -299,7 +299,7 @@ def split_attributes(query: str) -> tuple[str, list[str]]:
     return label, values
 
 
-def route(query: str, index: LibraryIndex, normalised: Normalised) -> Route:
+def route(query: str, index: LibraryIndex, normalized: Normalized) -> Route:
     """Local (one entity), global (a category overview), cross-category
     (several categories) or attribute (a list of values), with a confidence."""
     key = name_key(query)
@@ -308,7 +308,7 @@ def route(query: str, index: LibraryIndex, normalised: Normalised) -> Route:
     named = [c for c in named if not any(c != o and name_key(c) in name_key(o) for o in named)]
     overview = bool(_OVERVIEW.search(query))
     label, values = split_attributes(query)
-    if normalised.matches and normalised.matches[0].method == "exact" and name_key(normalised.matches[0].name) == key:
+    if normalized.matches and normalized.matches[0].method == "exact" and name_key(normalized.matches[0].name) == key:
         return Route("local", 1.0)
     if len(values) >= 2 and (label or len(values) >= 3):
         return Route("attribute", 0.9 if label else 0.7, attribute_values=values, attribute_label=label)
@@ -316,10 +316,10 @@ def route(query: str, index: LibraryIndex, normalised: Normalised) -> Route:
         return Route("cross_category", 0.85 if overview else 0.65, categories=named)
     if named and overview:
         return Route("global", 0.9, categories=named)
-    if normalised.rewritten:
-        return Route("local", normalised.matches[0].score if normalised.matches else 0.5)
+    if normalized.rewritten:
+        return Route("local", normalized.matches[0].score if normalized.matches else 0.5)
     if named and name_key(named[0]) == key:
         return Route("global", 0.7, categories=named)
     if named:
         return Route("global", 0.4, categories=named)
-    return Route("local" if normalised.matches else "none", 0.5 if normalised.matches else 0.0)
+    return Route("local" if normalized.matches else "none", 0.5 if normalized.matches else 0.0)

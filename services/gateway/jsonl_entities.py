@@ -15,7 +15,7 @@ import json
 import re
 
 from graphmesh.common.v1 import entity_pb2
-from services.common.jsonl_documents import ParseFailure, unstorable_field
+from services.gateway.jsonl_documents import ParseFailure, unstorable_field
 
 #: Longest name, category, alias or parent (characters); longer values are
 #: not names, and Neo4j cannot index them (its index key limit is ~8 KB).

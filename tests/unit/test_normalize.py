@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services.expander.normalise import LibraryIndex, Match, gate, load_synonyms, normalise, route, split_attributes
+from services.expander.normalize import LibraryIndex, Match, gate, load_synonyms, normalize, route, split_attributes
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -25,32 +25,32 @@ def test_cilin_format_keeps_only_synonym_lines():
 
 
 def test_yangyu_to_potato_through_synonym_dictionary():
-    n = normalise("洋芋", library())
+    n = normalize("洋芋", library())
     assert n.rewritten and n.normalized_query == "马铃薯" and n.reason == "exact_alias"
     assert n.matches[0].method == "synonym"
     # without the dictionary the library alone cannot know it: kept
-    n = normalise("洋芋", library(with_synonyms=False))
+    n = normalize("洋芋", library(with_synonyms=False))
     assert not n.rewritten and n.normalized_query == "洋芋"
 
 
 def test_exact_alias_rewrites():
-    n = normalise("土豆", library())
+    n = normalize("土豆", library())
     assert (n.rewritten, n.normalized_query, n.matches[0].method) == (True, "马铃薯", "alias")
 
 
 def test_shape_confusion_and_homophone_rewrite_to_library_name():
-    n = normalise("马玲薯", library())
+    n = normalize("马玲薯", library())
     assert n.rewritten and n.normalized_query == "马铃薯"
     assert n.matches[0].method in ("pinyin", "shape")
 
 
 def test_missing_character_rewrites():
-    n = normalise("流行感冒", library())
+    n = normalize("流行感冒", library())
     assert n.rewritten and n.normalized_query == "流行性感冒" and n.reason in ("missing_char", "score>=0.94")
 
 
 def test_low_confidence_fuzzy_candidate_does_not_rewrite():
-    n = normalise("马铃薯总产值", library())  # fuzzy-close to 马铃薯产量 and 马铃薯种植面积
+    n = normalize("马铃薯总产值", library())  # fuzzy-close to 马铃薯产量 and 马铃薯种植面积
     assert not n.rewritten and n.normalized_query == "马铃薯总产值"
     assert n.matches and all(m.method == "fuzzy" for m in n.matches)
     assert n.reason.startswith("score<") or n.reason == "low_confidence"
@@ -66,15 +66,15 @@ def test_gate_rules_directly():
 
 
 def test_one_character_query_matches_only_its_exact_entity():
-    n = normalise("马", library())
+    n = normalize("马", library())
     assert [m.name for m in n.matches] == ["马"]
-    assert normalise("薯", library()).matches == []  # no one-character entity of that name: nothing
+    assert normalize("薯", library()).matches == []  # no one-character entity of that name: nothing
 
 
 def test_rewrite_targets_are_always_library_names():
     lib = library()
     for q in ["洋芋", "土豆", "马玲薯", "流行感冒", "布洛芬", "感冒", "xyz", "马铃薯种值面积"]:
-        n = normalise(q, lib)
+        n = normalize(q, lib)
         if n.rewritten:
             assert n.normalized_query in lib.names.values()
         assert all(m.name in lib.names.values() for m in n.matches)
@@ -82,14 +82,14 @@ def test_rewrite_targets_are_always_library_names():
 
 def test_routes():
     lib = library()
-    assert route("马铃薯", lib, normalise("马铃薯", lib)).route == "local"
-    r = route("症状：发热、头痛、肌肉酸痛", lib, normalise("症状：发热、头痛、肌肉酸痛", lib))
+    assert route("马铃薯", lib, normalize("马铃薯", lib)).route == "local"
+    r = route("症状：发热、头痛、肌肉酸痛", lib, normalize("症状：发热、头痛、肌肉酸痛", lib))
     assert (r.route, r.attribute_label, r.attribute_values) == ("attribute", "症状", ["发热", "头痛", "肌肉酸痛"])
-    r = route("蔬菜有哪些", lib, normalise("蔬菜有哪些", lib))
+    r = route("蔬菜有哪些", lib, normalize("蔬菜有哪些", lib))
     assert (r.route, r.categories) == ("global", ["蔬菜"]) and r.confidence >= 0.6
-    r = route("蔬菜和牲畜有哪些", lib, normalise("蔬菜和牲畜有哪些", lib))
+    r = route("蔬菜和牲畜有哪些", lib, normalize("蔬菜和牲畜有哪些", lib))
     assert r.route == "cross_category" and set(r.categories) == {"蔬菜", "牲畜"}
-    r = route("随便问问", lib, normalise("随便问问", lib))
+    r = route("随便问问", lib, normalize("随便问问", lib))
     assert r.confidence < 0.6  # not hard-routed
 
 
@@ -111,5 +111,5 @@ def test_real_cilin_dictionary_when_installed():
     groups = load_synonyms(path)
     assert len(groups) > 9_000  # the "=" (synonym) lines of 17,817
     lib = LibraryIndex([("马铃薯", "蔬菜", [])], groups)
-    n = normalise("洋芋", lib)
+    n = normalize("洋芋", lib)
     assert n.rewritten and n.normalized_query == "马铃薯"

@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from graphmesh.common.v1 import types_pb2
 from services.common.records import ChunkRecord, DocumentRecord
 from services.common.text import document_terms, split_sentences, user_dictionary_digest
 
@@ -118,3 +119,18 @@ def chunk_document(
 def embedding_text(chunk: ChunkRecord) -> str:
     """The text embedded for a chunk: its headings, then its text."""
     return f"{' '.join(chunk.heading_path)}\n{chunk.text}"
+def record_to_chunked_document(rec: DocumentRecord, text: str) -> types_pb2.ChunkedDocument:
+    """Store record (with embeddings filled) -> protobuf chunked document."""
+    return types_pb2.ChunkedDocument(
+        document=types_pb2.Document(id=rec.id, title=rec.title, text=text, heading_path=rec.heading_path, metadata=rec.metadata),
+        content_hash=rec.content_hash,
+        chunks=[
+            types_pb2.Chunk(
+                id=c.id, document_id=c.document_id, ordinal=c.ordinal, heading_path=c.heading_path, text=c.text,
+                parent_context=c.parent_context, embedding=c.embedding, keyword_tokens=c.terms,
+            )
+            for c in rec.chunks
+        ],
+    )
+
+

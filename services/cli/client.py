@@ -1,0 +1,217 @@
+"""Client commands of ``graphmesh``: they talk to the gateway at
+GRAPHMESH_GATEWAY_ADDR (default 127.0.0.1:50051) and print what it answers."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import grpc
+from google.protobuf import json_format
+
+from graphmesh.common.v1 import entity_pb2, types_pb2
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.errors import field_violations
+from services.common.settings import MeshAddresses
+
+
+def gateway_address() -> str:
+    """The gateway's gRPC address from the environment."""
+    return MeshAddresses().gateway_addr
+
+
+def _stub(ch: grpc.Channel) -> gateway_pb2_grpc.GatewayServiceStub:
+    return gateway_pb2_grpc.GatewayServiceStub(ch)
+
+
+def open_text(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
+def _report_rpc_error(err: grpc.RpcError) -> int:
+    violations = field_violations(err) if isinstance(err, grpc.aio.AioRpcError) else []
+    print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)
+    for field, description in violations:
+        print(f"  field {field}: {description}", file=sys.stderr)
+    return 2
+
+
+INGEST_KINDS = {
+    "documents": gateway_pb2.INGEST_KIND_DOCUMENTS,
+    "entities": gateway_pb2.INGEST_KIND_ENTITIES,
+    "triples": gateway_pb2.INGEST_KIND_TRIPLES,
+}
+DEFAULT_BATCH = {"documents": 256, "entities": 5000, "triples": 50000}
+
+
+def _predicate_of(line: bytes) -> str:
+    try:
+        return str(json.loads(line).get("predicate", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Sends FILE to the gateway's Ingest RPC in batches, with a progress bar."""
+    from tqdm import tqdm
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"error: no such file: {path}", file=sys.stderr)
+        return 2
+    with open_text(path) as f:
+        total = sum(1 for line in f if line.strip())
+    totals = {"received": 0, "stored": 0, "unchanged": 0, "chunks": 0, "failed": 0}
+    failures = []
+    with grpc.insecure_channel(gateway_address(), options=[("grpc.max_send_message_length", 64 << 20)]) as ch, \
+            open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {args.kind}", file=sys.stderr) as bar:
+        stub = _stub(ch)
+        batch: list[bytes] = []
+        offset = 0
+
+        def flush() -> None:
+            nonlocal batch, offset
+            if not batch:
+                return
+            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind]), timeout=1800)
+            for key in ("received", "stored", "unchanged", "chunks"):
+                totals[key] += getattr(reply, key)
+            totals["failed"] += len(reply.failures)
+            failures.extend((origin[fl.index] if 0 <= fl.index < len(origin) else offset + fl.index, fl.id, fl.reason)
+                            for fl in reply.failures)
+            bar.update(reply.received)
+            offset += len(batch)
+            batch = []
+            origin.clear()
+
+        origin: list[int] = []  # input line number of each line in the batch
+        lines = enumerate(ln for ln in f if ln.strip())
+        if args.kind == "triples":
+            # Group by predicate so each call carries few relation types (the
+            # graph store writes one statement per type); failures still name
+            # the input line. Lines that are not JSON sort first.
+            lines = sorted(lines, key=lambda pair: _predicate_of(pair[1]))
+        try:
+            for number, line in lines:
+                if line.strip():
+                    batch.append(line.rstrip(b"\n"))
+                    origin.append(number)
+                    if len(batch) >= (args.batch or DEFAULT_BATCH[args.kind]):
+                        flush()
+            flush()
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    for index, doc_id, reason in failures[:20]:
+        print(f"failed line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
+    print(json.dumps(totals, ensure_ascii=False))
+    return 0 if not totals["failed"] else 1
+
+
+def _print_search(reply: gateway_pb2.SearchResponse) -> None:
+    for rank, cand in enumerate(reply.results, start=1):
+        channels = ", ".join(f"{s.channel}#{s.rank}" for s in cand.channel_scores)
+        label = " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
+        print(f"{rank:2d}. [{cand.document_id}] {label}  fused={cand.fused_score:.4f}  ({channels})")
+        print(f"    {cand.text[:120].replace(chr(10), ' ')}")
+    timings = "  ".join(
+        f"{t.stage}={t.duration_ms:.0f}ms"
+        + ("" if t.status == types_pb2.STAGE_STATUS_OK else f"({types_pb2.StageStatus.Name(t.status).removeprefix('STAGE_STATUS_').lower()})")
+        for t in reply.timings
+    )
+    print(f"stages: {timings}")
+    if reply.degraded:
+        print(f"degraded: {', '.join(reply.degraded)}")
+
+
+def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
+    """Prints ranked evidence (and the answer) for one question."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        stub = _stub(ch)
+        try:
+            if answer:
+                reply = stub.Answer(gateway_pb2.AnswerRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+            else:
+                reply = stub.Search(gateway_pb2.SearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    if args.json:
+        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        return 0
+    if answer:
+        _print_search(reply.search)
+        print(f"\nanswer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
+        for c in reply.citations:
+            print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        passed = [f"{gateway_pb2.FallbackStrategy.Name(a.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}: {a.reason}"
+                  for a in reply.attempts if not a.answered]
+        print(f"strategy: {gateway_pb2.FallbackStrategy.Name(reply.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}"
+              + (f" (passed over: {'; '.join(passed)})" if passed else ""))
+    else:
+        _print_search(reply)
+    return 0
+
+
+def cmd_entities(args: argparse.Namespace) -> int:
+    """Prints library entities for one query with evidence and relation."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            reply = _stub(ch).SearchEntities(gateway_pb2.SearchEntitiesRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    if args.json:
+        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        return 0
+    print(f"normalised: {reply.normalized_query} (rewritten={reply.rewritten}, {reply.gate_reason}); route {reply.route} {reply.route_confidence:.2f}")
+    for c in reply.category_summaries:
+        facts = "、".join(f"{f.predicate}:{f.value}({f.members})" for f in c.shared_facts[:5])
+        print(f"category {c.category}: {c.members} members; most connected {'、'.join(c.top_members[:5])}; shared {facts or '-'}")
+    for rank, e in enumerate(reply.entities, start=1):
+        relation = entity_pb2.EntityRelation.Name(e.relation).removeprefix("ENTITY_RELATION_").lower()
+        evidence = "; ".join(f"{ev.channel}={ev.score:.2f} {ev.matched[:40]}" for ev in e.evidence[:3])
+        print(f"{rank:2d}. {e.name} [{e.category or '-'}] score={e.score:.3f} via {relation}  ({evidence})")
+        if e.definition:
+            print(f"    {e.definition[:100]}")
+    if reply.degraded:
+        print(f"degraded: {', '.join(reply.degraded)}")
+    return 0
+
+
+def cmd_answer_stream(args: argparse.Namespace) -> int:
+    """Prints stage events as they happen, then the answer tokens."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            for event in _stub(ch).AnswerStream(gateway_pb2.AnswerStreamRequest(query=args.query, top_k=args.top_k), timeout=args.timeout):
+                kind = event.WhichOneof("event")
+                if kind == "stage":
+                    print(f"[{event.stage.stage} {event.stage.duration_ms:.0f}ms {event.stage.detail}]", file=sys.stderr, flush=True)
+                elif kind == "token":
+                    print(event.token, end="", flush=True)
+                elif kind == "done":
+                    print()
+                    for c in event.done.citations:
+                        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+                    name = gateway_pb2.FallbackStrategy.Name(event.done.strategy).removeprefix("FALLBACK_STRATEGY_").lower()
+                    print(f"strategy: {name}", file=sys.stderr)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    return 0
+
+
+def cmd_deep(args: argparse.Namespace) -> int:
+    """Runs DeepSearch and prints each iteration and the synthesis."""
+    with grpc.insecure_channel(gateway_address()) as ch:
+        try:
+            reply = _stub(ch).DeepSearch(gateway_pb2.DeepSearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    if args.json:
+        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        return 0
+    for it in reply.iterations:
+        print(f"iteration {it.number}: queries={list(it.queries)} new={len(it.new_chunk_ids)} growth={it.growth_rate:.3f}")
+    print(f"stopped: {reply.stop_reason}\n\n{reply.answer.answer}")
+    for c in reply.answer.citations:
+        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+    return 0

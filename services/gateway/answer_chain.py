@@ -1,0 +1,181 @@
+"""The self-healing fallback chain (MarxSphere reasonWithFallback,
+../shared/reference/000_b3ead142e963747a.txt section 2): standard ->
+expanded query -> HyDE passage -> query + entity names -> fast path, each
+under its own timeout, until a strategy's retrieval is good enough to
+answer from. The rules (order, evidence, verdict) are ``fallback``; this
+module runs them."""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+from prometheus_client import Counter
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common import names
+from services.common.errors import DownstreamError
+from services.gateway import fallback
+from services.gateway.clients import Expander
+from services.gateway.config import GatewaySettings
+from services.gateway.fusion import Retrieval
+from services.gateway.guard import DEGRADED, OK, SKIPPED, Deadline
+from services.gateway.search import SearchFlow
+
+FALLBACK_ATTEMPTS = Counter(
+    "graphmesh_fallback_attempts_total",
+    "Fallback-chain strategies tried, by outcome (answered, passed_over, skipped) and reason kind.",
+    ("strategy", "outcome", "reason"),
+)
+STRATEGY_ENUM = {
+    fallback.STANDARD: gateway_pb2.FALLBACK_STRATEGY_STANDARD,
+    fallback.EXPANDED_QUERY: gateway_pb2.FALLBACK_STRATEGY_EXPANDED_QUERY,
+    fallback.HYDE: gateway_pb2.FALLBACK_STRATEGY_HYDE,
+    fallback.ENTITY_NAMES: gateway_pb2.FALLBACK_STRATEGY_ENTITY_NAMES,
+    fallback.FAST_PATH: gateway_pb2.FALLBACK_STRATEGY_FAST_PATH,
+}
+#: Codes of a failed full-pipeline strategy that skip the later ones: the
+#: retrievers are down, so only the fast path can still answer.
+_RETRIEVERS_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class _Skip(Exception):
+    """A strategy that cannot run (nothing to retrieve with)."""
+
+
+@dataclass
+class Chosen:
+    """The retrieval the answer is built on, and every strategy tried."""
+
+    retrieval: Retrieval | None = None
+    strategy: str = ""
+    attempts: list[gateway_pb2.StrategyAttempt] = field(default_factory=list)
+
+
+def stage_event(stage: str, duration_ms: float = 0.0, status: int = OK, detail: str = "") -> gateway_pb2.AnswerStreamResponse:
+    """An AnswerStream event saying ``stage`` finished."""
+    return gateway_pb2.AnswerStreamResponse(
+        stage=types_pb2.StageTiming(stage=stage, duration_ms=duration_ms, status=status, detail=detail))
+
+
+class FallbackChain:
+    """Runs the strategies of ``settings.fallback_strategies`` in reference
+    order over ``search`` (full pipeline and fast path) and the expander's
+    rewrites."""
+
+    def __init__(self, settings: GatewaySettings, search: SearchFlow, expander: Expander) -> None:
+        self.settings = settings
+        self.search = search
+        self.expander = expander
+
+    async def run(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                  chosen: Chosen) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+        """Tries strategies until one's retrieval is accepted; fills
+        ``chosen`` (the best retrieval seen when none is accepted, marked
+        "best available") and yields stage events as each finishes.
+
+        Raises:
+            DownstreamError: the standard strategy found the query invalid.
+        """
+        s = self.settings
+        names_seen: list[str] = []
+        best: tuple[float, Retrieval, str] | None = None
+        skip_full = ""
+        for strategy in [x for x in fallback.ORDER if x in s.fallback_strategies]:
+            started = time.perf_counter()
+            attempt = gateway_pb2.StrategyAttempt(strategy=STRATEGY_ENUM[strategy])
+            if strategy in fallback.FULL_PIPELINE and skip_full:
+                attempt.reason = f"skipped: {skip_full}"
+                chosen.attempts.append(attempt)
+                FALLBACK_ATTEMPTS.labels(strategy, "skipped", "service_down").inc()
+                yield stage_event(names.strategy_stage(strategy), 0.0, SKIPPED, attempt.reason)
+                continue
+            retrieval = None
+            try:
+                retrieval = await self._attempt(strategy, query, names_seen, top_k, rerank, deadline, attempt)
+            except _Skip as skip:
+                attempt.reason = f"skipped: {skip}"
+            except asyncio.TimeoutError:
+                attempt.reason = "timed out"
+            except DownstreamError as err:
+                if err.code == grpc.StatusCode.INVALID_ARGUMENT and strategy == fallback.STANDARD:
+                    raise
+                attempt.reason = str(err)
+                if strategy in fallback.FULL_PIPELINE and err.code in _RETRIEVERS_DOWN:
+                    skip_full = f"{err.service} unavailable"
+            attempt.duration_ms = (time.perf_counter() - started) * 1000
+            if retrieval is not None:
+                for timing in retrieval.response.timings:
+                    yield gateway_pb2.AnswerStreamResponse(stage=timing)
+                results = retrieval.response.results
+                attempt.results = len(results)
+                attempt.evidence_score = fallback.evidence_score(results)
+                verdict = fallback.judge(len(results), attempt.evidence_score, s.min_evidence_score, retrieval.response.degraded)
+                for cand in results:
+                    names_seen.extend([cand.title, *cand.heading_path])
+                if results and (best is None or attempt.evidence_score > best[0]):
+                    best = (attempt.evidence_score, retrieval, strategy)
+                if verdict.accepted:
+                    attempt.answered = True
+                    chosen.retrieval, chosen.strategy = retrieval, strategy
+                    chosen.attempts.append(attempt)
+                    FALLBACK_ATTEMPTS.labels(strategy, "answered", "").inc()
+                    yield stage_event(names.strategy_stage(strategy), attempt.duration_ms, OK, "answered")
+                    return
+                attempt.reason = verdict.reason
+                if strategy in fallback.FULL_PIPELINE and "unavailable" in verdict.reason:
+                    skip_full = verdict.reason
+            chosen.attempts.append(attempt)
+            outcome = "skipped" if attempt.reason.startswith("skipped") else "passed_over"
+            FALLBACK_ATTEMPTS.labels(strategy, outcome, fallback.reason_kind(attempt.reason)).inc()
+            yield stage_event(names.strategy_stage(strategy), attempt.duration_ms,
+                              SKIPPED if outcome == "skipped" else DEGRADED, attempt.reason)
+            if deadline.expired:
+                break
+        if best is not None:
+            _answer_with_best(chosen, *best)
+
+    async def _attempt(self, strategy: str, query: str, names_seen: list[str], top_k: int, rerank: bool | None,
+                       deadline: Deadline, attempt: gateway_pb2.StrategyAttempt) -> Retrieval:
+        """One strategy's retrieval, within its own timeout."""
+        timeout = deadline.left(self.settings.strategy_timeouts.get(strategy, 15.0))
+        sub_deadline = Deadline(timeout)
+        text = await self._strategy_query(strategy, query, names_seen, sub_deadline)
+        attempt.query = text
+        if strategy == fallback.FAST_PATH:
+            work = self.search.fast_search(text, top_k, sub_deadline)
+        else:
+            work = self.search.search(text, top_k, rerank, sub_deadline)
+        return await asyncio.wait_for(work, timeout=sub_deadline.left())
+
+    async def _strategy_query(self, strategy: str, query: str, names_seen: list[str], deadline: Deadline) -> str:
+        """The text a strategy retrieves with."""
+        if strategy in (fallback.STANDARD, fallback.FAST_PATH):
+            return query
+        if strategy == fallback.ENTITY_NAMES:
+            text = fallback.entity_names_query(query, names_seen)
+            if text == query:
+                raise _Skip("no entity names seen")
+            return text
+        kind = expander_pb2.REWRITE_KIND_EXPANDED_QUERY if strategy == fallback.EXPANDED_QUERY else expander_pb2.REWRITE_KIND_HYDE
+        timeout = deadline.left()
+        request = expander_pb2.RewriteRequest(query=query, kind=kind, timeout_seconds=max(0.5, timeout - 0.2))
+        reply = await self.expander.rewrite(request, timeout)
+        if not reply.rewrites:
+            missing = "no LLM for HyDE" if strategy == fallback.HYDE else "no expansion"
+            raise _Skip(missing + (f" ({reply.fallback_reason})" if reply.fallback_reason else ""))
+        return reply.rewrites[0].text
+
+
+def _answer_with_best(chosen: Chosen, _score: float, retrieval: Retrieval, strategy: str) -> None:
+    """Nothing passed: answer from the best retrieval seen, and say so."""
+    chosen.retrieval, chosen.strategy = retrieval, strategy
+    for attempt in chosen.attempts:
+        if attempt.strategy == STRATEGY_ENUM[strategy]:
+            attempt.answered = True
+            attempt.reason = f"best available ({attempt.reason})"
+            break

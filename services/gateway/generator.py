@@ -1,0 +1,118 @@
+"""Answer generation over a retrieval: the LLM answer grounded in the packed,
+numbered context (streamed, cleaned, citations resolved), or an extractive
+answer (labelled so) when no LLM is configured or it fails."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from prometheus_client import Counter
+
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common import names
+from services.common.llm import LlmError
+from services.common.text import citation_numbers
+from services.gateway import generation
+from services.gateway.clients import Llm
+from services.gateway.config import GatewaySettings
+from services.gateway.fusion import Retrieval
+from services.gateway.guard import SKIPPED, Deadline, Trace
+
+log = logging.getLogger("graphmesh.gateway.generate")
+
+ANSWER_CLEANUP = Counter(
+    "graphmesh_answer_cleanup_total", "Items removed from LLM answers: invalid_citation, fence.", ("kind",)
+)
+NO_EVIDENCE = "未检索到相关资料。"
+
+
+class Generator:
+    """Writes answers from retrievals.
+
+    Args:
+        settings: LLM timeout and answer length.
+        llm: the LLM client (``enabled`` False = extractive answers).
+    """
+
+    def __init__(self, settings: GatewaySettings, llm: Llm) -> None:
+        self.settings = settings
+        self.llm = llm
+
+    async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
+                       max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+        """Yields answer pieces from the LLM as they arrive, the "generate"
+        stage event, then one ``done`` event with the cleaned answer, its
+        citations and the search it was built from. Extractive when there
+        is no LLM or it fails (then "llm" is in ``search.degraded``)."""
+        s = self.settings
+        trace = Trace()
+        started = time.perf_counter()
+        mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
+        text, removed, fences = "", 0, 0
+        cited_ids = retrieval.cited_ids if retrieval else []
+        if self.llm.enabled and cited_ids:
+            pieces: list[str] = []
+            try:
+                messages = generation.build_messages(query, retrieval.response.context)
+                async for piece in self.llm.stream(messages, max_tokens or s.llm_max_tokens, deadline.left(s.llm_timeout),
+                                                   purpose="answer"):
+                    pieces.append(piece)
+                    yield gateway_pb2.AnswerStreamResponse(token=piece)
+                cleaned = generation.clean_answer("".join(pieces), len(cited_ids))
+                text, removed, fences = cleaned.text, cleaned.invalid_citations_removed, cleaned.fences_removed
+                ANSWER_CLEANUP.labels("invalid_citation").inc(removed)
+                ANSWER_CLEANUP.labels("fence").inc(fences)
+                if text:
+                    mode = gateway_pb2.ANSWER_MODE_LLM
+                    trace.record(names.STAGE_GENERATE, started)
+                else:
+                    trace.degrade("llm", names.STAGE_GENERATE, started, "empty LLM answer")
+            except LlmError as err:
+                log.warning("LLM generation failed: %s", err)
+                trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
+        if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
+            text = generation.extractive_answer(retrieval.cited_texts) if cited_ids else NO_EVIDENCE
+            if not trace.timings:
+                detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
+                trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
+        yield gateway_pb2.AnswerStreamResponse(stage=trace.timings[-1])
+        search = gateway_pb2.SearchResponse()
+        if retrieval is not None:
+            search.CopyFrom(retrieval.response)
+        search.timings.extend(trace.timings)
+        search.degraded.extend(trace.degraded)
+        yield gateway_pb2.AnswerStreamResponse(done=gateway_pb2.AnswerResponse(
+            answer=text, mode=mode, citations=_citations(text, retrieval), search=search,
+            invalid_citations_removed=removed, fences_removed=fences,
+        ))
+
+    async def partial_answer(self, query: str, context: str, texts: list[str], deadline: Deadline) -> str:
+        """A short answer over one DeepSearch iteration's evidence: the LLM's
+        over ``context``, else the leading sentences of ``texts``."""
+        s = self.settings
+        if self.llm.enabled and context:
+            try:
+                raw = await self.llm.complete(generation.build_messages(query, context), s.deep_partial_max_tokens,
+                                              deadline.left(s.llm_timeout), purpose="partial_answer")
+                return generation.clean_answer(raw, 10**6).text
+            except LlmError as err:
+                log.warning("deep search: partial answer failed: %s", err)
+        return generation.extractive_answer(texts, max_sources=2).split("\n", 1)[-1] if texts else ""
+
+
+def _citations(text: str, retrieval: Retrieval | None) -> list[gateway_pb2.Citation]:
+    """The sources the answer cites, in number order: citation [n] is the
+    n-th packed candidate."""
+    if retrieval is None:
+        return []
+    numbers = set(citation_numbers(text))
+    citations = []
+    for number, cid in enumerate(retrieval.cited_ids, start=1):
+        if number in numbers and cid in retrieval.by_id:
+            cand = retrieval.by_id[cid]
+            citations.append(gateway_pb2.Citation(
+                number=number, candidate_id=cid, document_id=cand.document_id,
+                label=" ".join([cand.title] + [h for h in cand.heading_path if h != cand.title]),
+            ))
+    return citations

@@ -1,0 +1,171 @@
+"""Search: expand -> retrieve (every retriever in parallel, each under the
+caller's remaining deadline) -> optional cross-encoder rerank -> fuse and
+pack. The fast path (PostgreSQL only, no graph, no rerank) shares the same
+steps. Holds no retrieval logic: that lives in the services it calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import grpc
+
+from graphmesh.fuser.v1 import fuser_pb2
+from graphmesh.reranker.v1 import reranker_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common import names
+from services.common.errors import DownstreamError
+from services.gateway.clients import Expander, Fuser, Reranker, Retriever
+from services.gateway.config import GatewaySettings, RetrievalProfile
+from services.gateway.fusion import Retrieval, arrival_order, fuse_request, to_retrieval
+from services.gateway.guard import Deadline, Trace, guarded
+from services.gateway.understanding import Understanding, add_expansions, hyde_embedding, understand
+
+PG = "retriever_pg"
+GRAPH = "retriever_graph"
+
+
+class SearchFlow:
+    """Runs Search for the gateway's use cases.
+
+    Args:
+        settings: the gateway's settings (stage caps, profiles, budget).
+        expander / reranker / fuser: their clients.
+        retrievers: every retriever's client; the one named "retriever_pg"
+            also serves expansions and the fast path.
+    """
+
+    def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
+                 reranker: Reranker, fuser: Fuser) -> None:
+        self.settings = settings
+        self.expander = expander
+        self.retrievers = list(retrievers)
+        self.reranker = reranker
+        self.fuser = fuser
+
+    def _retriever(self, name: str) -> Retriever | None:
+        return next((r for r in self.retrievers if r.name == name), None)
+
+    async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     disabled: frozenset[str] = frozenset()) -> Retrieval:
+        """The full pipeline for ``query``; ``disabled`` switches stages or
+        channels off (names.SWITCHABLE_STAGES), ``rerank`` None = the
+        service default.
+
+        Raises:
+            DownstreamError: the query is invalid (INVALID_ARGUMENT from a
+                service), or no retriever answered (DEADLINE_EXCEEDED when
+                every one timed out, else UNAVAILABLE).
+        """
+        s = self.settings
+        trace = Trace()
+        started = time.perf_counter()
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
+        profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
+        understood.info.profile = profile_name
+        pg = self._retriever(PG)
+        if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
+            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout)
+        hyde = []
+        if profile.hyde and names.PG_HYDE not in disabled:
+            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled)
+        retrievers = [r for r in self.retrievers if not ("graph" in disabled and r.name == GRAPH)]
+        if all(r.name != GRAPH for r in retrievers):
+            trace.skip(names.retrieve_stage(GRAPH), "graph disabled")
+        lists = await self._retrieve_all(retrievers, request, deadline, trace)
+        use_rerank = s.rerank_enabled if rerank is None else rerank
+        scores = await self._rerank(query, lists, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
+        mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
+        retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
+        retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
+        return retrieval
+
+    async def fast_search(self, query: str, top_k: int, deadline: Deadline) -> Retrieval:
+        """The fast path: PostgreSQL channels only, no graph, no rerank, the
+        default profile's fusion.
+
+        Raises:
+            DownstreamError: retriever_pg failed, or the query is invalid.
+        """
+        s = self.settings
+        trace = Trace()
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
+        _, profile = s.profile_for("", 0.0)
+        request = self._retrieve_request(query, understood, profile, [], frozenset())
+        pg = self._retriever(PG)
+        lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
+        trace.skip(names.retrieve_stage(GRAPH), "fast path")
+        trace.skip(names.STAGE_RERANK, "fast path")
+        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile)
+
+    async def fuse(self, query: str, lists: list[fuser_pb2.CandidateList], top_k: int, deadline: Deadline, trace: Trace,
+                   info, profile: RetrievalProfile | None = None, rerank_scores: dict[str, float] | None = None,
+                   mmr_lambda: float | None = None) -> Retrieval:
+        """Merges, fuses (``profile``, default: the default profile) and packs
+        ``lists`` through the fuser; without the fuser, candidates in
+        arrival order and no packed context (stage "fuse" DEGRADED)."""
+        profile = profile or self.settings.profile_for("", 0.0)[1]
+        request = fuse_request(query, lists, profile, top_k, self.settings.budget_chars, rerank_scores, mmr_lambda)
+        fused = await guarded(trace, names.STAGE_FUSE, "fuser", lambda t: self.fuser.fuse(request, t),
+                              arrival_order(lists, top_k), deadline, self.settings.fuse_timeout)
+        return to_retrieval(fused, lists, trace, info)
+
+    def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
+                          hyde: list[float], disabled: frozenset[str]) -> retriever_pb2.RetrieveRequest:
+        return retriever_pb2.RetrieveRequest(
+            query=understood.info.normalized_query or query, keywords=understood.keywords,
+            query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
+            disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
+        )
+
+    async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
+                            deadline: Deadline, trace: Trace, required: bool = False) -> list[fuser_pb2.CandidateList]:
+        """Each retriever's candidates, asked in parallel; a failed one is
+        left out (degraded). Raises DownstreamError when none answered (any
+        failure when ``required``)."""
+        failures: list[DownstreamError] = []
+
+        async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
+            reply = await guarded(trace, names.retrieve_stage(retriever.name), retriever.name,
+                                  lambda t: retriever.retrieve(request, t), None, deadline,
+                                  self.settings.retrieve_timeout, failures=failures)
+            return None if reply is None else fuser_pb2.CandidateList(producer=retriever.name, candidates=reply.candidates)
+
+        results = await asyncio.gather(*(one(r) for r in retrievers))
+        lists = [r for r in results if r is not None]
+        if failures and (required or not lists):
+            raise _none_answered(failures)
+        return lists
+
+    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], enabled: bool, deadline: Deadline,
+                      trace: Trace) -> dict[str, float]:
+        """Cross-encoder scores of the first ``rerank_max_passages`` distinct
+        candidates (heading path + text); {} when off or the reranker fails."""
+        if not enabled:
+            trace.skip(names.STAGE_RERANK, "rerank off")
+            return {}
+        passages: dict[str, str] = {}
+        for lst in lists:
+            for cand in lst.candidates:
+                if len(passages) < self.settings.rerank_max_passages:
+                    passages.setdefault(cand.id, f"{' '.join(cand.heading_path)}\n{cand.text}")
+        if not passages:
+            trace.skip(names.STAGE_RERANK, "no candidates")
+            return {}
+        request = reranker_pb2.RerankRequest(query=query, passages=[reranker_pb2.Passage(id=i, text=t) for i, t in passages.items()])
+        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(request, t), None,
+                              deadline, self.settings.rerank_timeout)
+        return {} if reply is None else {p.id: p.score for p in reply.scores}
+
+
+def _none_answered(failures: list[DownstreamError]) -> DownstreamError:
+    """The error of a search no retriever answered: DEADLINE_EXCEEDED when
+    every failure was a timeout, else UNAVAILABLE (or the first failure's
+    own code for a single failed retriever)."""
+    if len(failures) == 1:
+        return failures[0]
+    timed_out = all(f.code == grpc.StatusCode.DEADLINE_EXCEEDED for f in failures)
+    code = grpc.StatusCode.DEADLINE_EXCEEDED if timed_out else grpc.StatusCode.UNAVAILABLE
+    return DownstreamError("retrievers", code, "no retriever answered: " + "; ".join(str(f) for f in failures))

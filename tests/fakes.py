@@ -1,0 +1,172 @@
+"""Small fakes of the gateway's client interfaces (services.gateway.clients),
+for unit tests of the orchestration. Each fake answers from what it was
+given, or fails the way it was told: ``fail`` is a grpc.StatusCode (raised
+as DownstreamError, with a BadRequest for INVALID_ARGUMENT) or "hang"
+(never answers)."""
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from graphmesh.common.v1 import entity_pb2, types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.fuser.v1 import fuser_pb2
+from graphmesh.reranker.v1 import reranker_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common.errors import DownstreamError
+from services.common.llm import LlmError
+
+
+def downstream_error(service: str, code: grpc.StatusCode, field: str = "query") -> DownstreamError:
+    """The DownstreamError a gRPC adapter raises for ``code``; an
+    INVALID_ARGUMENT carries a BadRequest naming ``field``, as our services
+    send it."""
+    status = None
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.BadRequest(field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=field, description="is wrong")]))
+        status = status_pb2.Status(code=code_pb2.INVALID_ARGUMENT, message=f"{field}: is wrong", details=[detail])
+    return DownstreamError(service, code, f"{code.name.lower()} in fake", status)
+
+
+class _Fake:
+    def __init__(self, name: str, fail: grpc.StatusCode | str | None = None) -> None:
+        self.name = name
+        self.fail = fail
+        self.calls: list[tuple[str, object]] = []
+
+    async def _answer(self, rpc: str, request, reply):
+        self.calls.append((rpc, request))
+        if self.fail == "hang":
+            await asyncio.Event().wait()
+        if isinstance(self.fail, grpc.StatusCode):
+            raise downstream_error(self.name, self.fail)
+        return reply
+
+
+def candidate(doc_id: str, text: str, channel: str, score: float, vector_score: float = 0.0) -> types_pb2.Candidate:
+    """A one-chunk candidate found by ``channel`` (and by pg.vector with
+    ``vector_score`` when given)."""
+    scores = [types_pb2.ChannelScore(channel=channel, score=score, rank=1)]
+    if vector_score:
+        scores.append(types_pb2.ChannelScore(channel="pg.vector", score=vector_score, rank=1))
+    return types_pb2.Candidate(id=f"{doc_id}#0", document_id=doc_id, title="测试法", heading_path=["测试法", "第一条"],
+                               text=text, channel_scores=scores, source=types_pb2.SOURCE_DOCUMENT_CHUNK)
+
+
+class FakeExpander(_Fake):
+    def __init__(self, fail=None, keywords=("工资",), embedding=(0.1, 0.2)) -> None:
+        super().__init__("expander", fail)
+        self.keywords = list(keywords)
+        self.embedding = list(embedding)
+
+    async def expand(self, request, timeout):
+        return await self._answer("expand", request, expander_pb2.ExpandResponse(
+            normalized_query=request.query, keywords=self.keywords, embedding=self.embedding if request.embed else []))
+
+    async def embed(self, request, timeout):
+        return await self._answer("embed", request, expander_pb2.EmbedResponse(
+            vectors=[expander_pb2.Vector(values=self.embedding) for _ in request.texts], dimension=len(self.embedding)))
+
+    async def rewrite(self, request, timeout):
+        return await self._answer("rewrite", request, expander_pb2.RewriteResponse(fallback_reason="no LLM configured"))
+
+    async def normalize_entity(self, request, timeout):
+        return await self._answer("normalize_entity", request, expander_pb2.NormalizeEntityResponse(
+            normalized_query=request.query, gate_reason="kept"))
+
+
+class FakeRetriever(_Fake):
+    """A retriever answering every Retrieve with ``candidates``."""
+
+    def __init__(self, name: str, candidates=(), fail=None, entities=()) -> None:
+        super().__init__(name, fail)
+        self.candidates = list(candidates)
+        self.entities = list(entities)
+        self.stored: list = []
+
+    async def retrieve(self, request, timeout):
+        return await self._answer("retrieve", request, retriever_pb2.RetrieveResponse(candidates=self.candidates))
+
+    async def ingest_documents(self, request, timeout):
+        reply = await self._answer("ingest_documents", request, retriever_pb2.IngestDocumentsResponse(stored=len(request.documents)))
+        self.stored.extend(d.document.id for d in request.documents)
+        return reply
+
+    async def get_document_hashes(self, request, timeout):
+        return await self._answer("get_document_hashes", request, retriever_pb2.GetDocumentHashesResponse())
+
+    async def ingest_entities(self, request, timeout):
+        return await self._answer("ingest_entities", request, retriever_pb2.IngestEntitiesResponse(stored=len(request.entities)))
+
+    async def ingest_triples(self, request, timeout):
+        return await self._answer("ingest_triples", request, retriever_pb2.IngestTriplesResponse(stored=len(request.triples)))
+
+    async def retrieve_entities(self, request, timeout):
+        return await self._answer("retrieve_entities", request, retriever_pb2.RetrieveEntitiesResponse(candidates=self.entities))
+
+    async def suggest_expansions(self, request, timeout):
+        return await self._answer("suggest_expansions", request, retriever_pb2.SuggestExpansionsResponse())
+
+
+class FakeReranker(_Fake):
+    """Scores a passage by its length (longer is better)."""
+
+    def __init__(self, fail=None) -> None:
+        super().__init__("reranker", fail)
+
+    async def rerank(self, request, timeout):
+        scores = [reranker_pb2.PassageScore(id=p.id, score=float(len(p.text))) for p in request.passages]
+        return await self._answer("rerank", request, reranker_pb2.RerankResponse(scores=scores))
+
+
+class FakeFuser(_Fake):
+    """Keeps the candidates in arrival order and packs each as "[n] text"."""
+
+    def __init__(self, fail=None) -> None:
+        super().__init__("fuser", fail)
+
+    async def fuse(self, request, timeout):
+        seen: dict[str, types_pb2.Candidate] = {}
+        for lst in request.lists:
+            for cand in lst.candidates:
+                seen.setdefault(cand.id, cand)
+        ranked = list(seen.values())[: request.top_k or 10]
+        text = "\n\n".join(f"[{n}] {c.title}\n{c.text}" for n, c in enumerate(ranked, start=1))
+        section = fuser_pb2.ContextSection(source=types_pb2.SOURCE_DOCUMENT_CHUNK, candidate_ids=[c.id for c in ranked])
+        return await self._answer("fuse", request, fuser_pb2.FuseResponse(
+            candidates=ranked, context=fuser_pb2.PackedContext(text=text, sections=[section])))
+
+    async def rank_entities(self, request, timeout):
+        return await self._answer("rank_entities", request, fuser_pb2.RankEntitiesResponse(
+            entities=list(request.candidates)[: request.top_k or 10]))
+
+
+class FakeLlm:
+    """An LLM endpoint: off (``enabled`` False), answering ``answer``, or
+    failing with ``fail_reason``."""
+
+    def __init__(self, enabled: bool = False, answer: str = "", fail_reason: str = "") -> None:
+        self.enabled = enabled
+        self.answer = answer
+        self.fail_reason = fail_reason
+
+    async def complete(self, messages, max_tokens, timeout=None, purpose="answer"):
+        if self.fail_reason:
+            raise LlmError(self.fail_reason, "fake failure")
+        return self.answer
+
+    async def stream(self, messages, max_tokens, timeout=None, purpose="answer"):
+        if self.fail_reason:
+            raise LlmError(self.fail_reason, "fake failure")
+        for piece in (self.answer[: len(self.answer) // 2], self.answer[len(self.answer) // 2 :]):
+            yield piece
+
+
+def entity(name: str, channel: str = "graph.exact") -> entity_pb2.EntityCandidate:
+    """A library entity found by ``channel``."""
+    return entity_pb2.EntityCandidate(name=name, category="蔬菜", evidence=[entity_pb2.EntityEvidence(channel=channel, score=1.0)])
