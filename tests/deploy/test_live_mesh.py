@@ -1,14 +1,23 @@
-"""Every metric name and label the dashboards and alert rules read
-(deploy/grafana/metrics.json) is exported by the real services after real
-requests (in-process mesh: real PostgreSQL, Neo4j, gRPC; the LLM is a
-loopback HTTP server answering like an OpenAI-compatible endpoint), or is
-on the short, explicit list of metrics still to be added."""
+"""Against the real services (in-process mesh: real PostgreSQL, Neo4j,
+gRPC servers and the REST transcoder; the LLM is a loopback HTTP server
+answering like an OpenAI-compatible endpoint):
+
+- every metric name and label the dashboards and alert rules read
+  (deploy/grafana/metrics.json) is exported after real requests, or is on
+  the short, explicit list of metrics still to be added;
+- every REST route of gen/openapi/gateway.openapi.json answers a request
+  valid under its requestBody schema with a body valid under its 200 schema.
+"""
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import urllib.request
 from pathlib import Path
 
 import grpc
+import jsonschema
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -115,3 +124,56 @@ async def test_the_to_be_added_list_stays_small_explicit_and_current(exported):
         assert name in metrics, f"{name} is allow-listed but no dashboard or alert reads it: remove it"
         assert set(metrics[name]["labels"]) == labels, f"{name}: dashboards use {metrics[name]['labels']}, allow-list says {labels}"
         assert name not in exported, f"{name} is exported now: remove it from TO_BE_ADDED so its labels are checked"
+
+
+OPENAPI = REPO / "gen" / "openapi" / "gateway.openapi.json"
+REST_BODIES = {  # one valid request per documented route (proto3 JSON names)
+    "/v1/documents:ingest": {"jsonl": base64.b64encode(b"\n".join(SAMPLE.read_bytes().splitlines()[3:5])).decode(), "kind": "INGEST_KIND_DOCUMENTS"},
+    "/v1/query:search": {"query": QUESTION, "topK": 3, "disabledStages": ["mmr"]},
+    "/v1/query:answer": {"query": QUESTION, "topK": 3},
+    "/v1/query:answerStream": {"query": QUESTION, "topK": 3},
+    "/v1/query:deepSearch": {"query": QUESTION, "topK": 3, "maxIterations": 1, "subQueries": 1},
+    "/v1/entities:search": {"query": "实用新型", "topK": 3},
+}
+
+
+def strict(schema):
+    """``schema`` with additionalProperties false on every object that lists
+    properties: a reply field the document does not describe is an error."""
+    if isinstance(schema, dict):
+        out = {k: strict(v) for k, v in schema.items()}
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [strict(v) for v in schema]
+    return schema
+
+
+def _post(url: str, body: dict) -> tuple[int, str, bytes]:
+    request = urllib.request.Request(url, data=json.dumps(body, ensure_ascii=False).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return reply.status, reply.headers.get("Content-Type", ""), reply.read()
+
+
+async def test_every_documented_rest_route_answers_as_its_schema_says(mesh, exported):
+    doc = json.loads(OPENAPI.read_text())
+    components = strict(doc["components"])
+    assert set(doc["paths"]) == set(REST_BODIES), "add a request for each new route to REST_BODIES"
+    for path, item in doc["paths"].items():
+        operation = item["post"]
+        body = REST_BODIES[path]
+        request_schema = {**operation["requestBody"]["content"]["application/json"]["schema"], "components": components}
+        jsonschema.Draft4Validator(request_schema).validate(body)
+        status, content_type, raw = await asyncio.to_thread(_post, mesh.rest_url + path, body)
+        assert status == 200, (path, raw[:300])
+        media = content_type.split(";")[0]
+        assert media in operation["responses"]["200"]["content"], (path, media)
+        reply_schema = {**operation["responses"]["200"]["content"][media]["schema"], "components": components}
+        documents = [json.loads(line) for line in raw.decode().splitlines() if line.strip()] if media == "application/x-ndjson" else [json.loads(raw)]
+        assert documents, path
+        for document in documents:
+            errors = list(jsonschema.Draft4Validator(reply_schema).iter_errors(document))
+            assert not errors, f"{path}: {errors[0].json_path}: {errors[0].message}"
+        assert list(jsonschema.Draft4Validator(reply_schema).iter_errors({**documents[0], "undocumentedField": 1}))  # strict
