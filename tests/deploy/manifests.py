@@ -118,8 +118,10 @@ def validate_object(obj: dict) -> None:
 
 def setting_names() -> set[str]:
     """Every environment variable a GraphMesh process reads: each settings
-    class's prefix + field name, the mesh addresses, the health probe's."""
+    class's prefix + field name, the mesh addresses, the health probe's
+    address and the jieba user dictionary."""
     from services.common.healthprobe import ENV_ADDR
+    from services.common.lexicon import ENV_PATH as USER_DICT
     from services.common.settings import MeshAddresses
     from services.expander.config import ExpanderSettings
     from services.fuser.config import FuserSettings
@@ -130,7 +132,7 @@ def setting_names() -> set[str]:
     from services.retriever_graph.config import RetrieverGraphSettings
     from services.retriever_pg.config import RetrieverPgSettings
 
-    names = {ENV_ADDR}
+    names = {ENV_ADDR, USER_DICT}
     for cls in (MeshAddresses, ExpanderSettings, FuserSettings, AuthSettings, GatewaySettings, JudgeSettings,
                 RerankerSettings, RetrieverGraphSettings, RetrieverPgSettings):
         prefix = cls.model_config["env_prefix"]
