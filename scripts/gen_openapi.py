@@ -113,6 +113,7 @@ class Builder:
         return {"type": "string", "enum": values, "description": " ".join(x for x in (comments.get((), ""), described) if x)}
 
     def field_schema(self, field: descriptor_pb2.FieldDescriptorProto) -> dict:
+        """The proto3 JSON schema of one field: scalar, $ref, array or map (object)."""
         if field.type in (F.TYPE_MESSAGE, F.TYPE_ENUM):
             entry = self.messages.get(field.type_name, (None,))[0]
             if entry is not None and entry.options.map_entry:

@@ -91,16 +91,19 @@ class Q:
         return f"{m.name}{suffix}{{{', '.join(parts)}}}" if parts else f"{m.name}{suffix}"
 
     def rate(self, m: Metric, by: tuple[str, ...] = (), window: str = RATE, suffix: str = "", scope: str = SCOPE, **match: str) -> str:
+        """``sum by (by) (rate(metric[window]))``; histograms count their ``_count`` series."""
         self._use(m, by)
         group = f" by ({', '.join(by)})" if by else ""
         return f"sum{group} (rate({self.sel(m, suffix or ('_count' if m.kind == 'histogram' else ''), scope, **match)}[{window}]))"
 
     def quantile(self, q: float, m: Metric, by: tuple[str, ...] = (), window: str = RATE, scope: str = SCOPE, **match: str) -> str:
+        """The ``q`` quantile (0-1) of histogram ``m`` per ``by`` group, from its buckets."""
         self._use(m, by)
         group = ", ".join((*by, "le"))
         return f"histogram_quantile({q}, sum by ({group}) (rate({self.sel(m, '_bucket', scope, **match)}[{window}])))"
 
     def gauge(self, m: Metric, by: tuple[str, ...] = ("instance",), **match: str) -> str:
+        """Gauge ``m`` summed per ``by`` group (per instance by default)."""
         self._use(m, by)
         return f"sum by ({', '.join(by)}) ({self.sel(m, **match)})"
 
