@@ -4,8 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 LAUNCHER_JAR := deploy/neo4j-launcher/target/neo4j-launcher-0.1.0.jar
+# kustomize, pinned, built from the Go module proxy into .tools/ (Go >= 1.22).
+KUSTOMIZE_VERSION := v5.7.1
+KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 
-.PHONY: all install proto proto-check lint-proto launcher model test test-unit demo up down clean
+.PHONY: all install proto proto-check lint-proto launcher model test test-unit demo up down clean \
+	kustomize dashboards dashboards-check openapi openapi-check deploy-check
 
 all: test
 
@@ -43,8 +47,36 @@ lint-proto: install
 model: install
 	$(VENV)/bin/graphmesh models fetch qwen0.5b || echo "warning: local LLM model not assembled; LLM tests will skip" >&2
 
-test: install launcher model proto-check lint-proto
-	$(PY) -m pytest -q -ra
+$(KUSTOMIZE):
+	mkdir -p .tools/gobin
+	GOTOOLCHAIN=local GOBIN=$(abspath .tools/gobin) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv .tools/gobin/kustomize $@
+
+kustomize: $(KUSTOMIZE)
+
+## Grafana dashboards, alert rules and deploy/grafana/metrics.json from
+## deploy/grafana/generate.py; -check fails when the committed ones are stale.
+dashboards: install
+	$(PY) deploy/grafana/generate.py
+
+dashboards-check: install
+	$(PY) deploy/grafana/generate.py --check
+
+## gen/openapi/gateway.openapi.json from the gateway proto's google.api.http
+## annotations; -check fails when the committed document is stale.
+openapi: install
+	$(PY) scripts/gen_openapi.py
+
+openapi-check: install
+	$(PY) scripts/gen_openapi.py --check
+
+## Only the deployment checks: kustomize renders + Kubernetes/CRD schemas,
+## docker-compose.yml against the Compose spec, dashboards, OpenAPI.
+deploy-check: install launcher kustomize dashboards-check openapi-check
+	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra tests/deploy
+
+test: install launcher model proto-check lint-proto kustomize dashboards-check openapi-check
+	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra
 
 test-unit: install
 	$(PY) -m pytest -q tests/unit

@@ -12,6 +12,7 @@
   graphmesh eval compare RUN_A.json RUN_B.json
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
+  graphmesh keys create NAME [--file FILE]   (gateway API key; only its hash is stored)
 
 Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 (default 127.0.0.1:50051).
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     lex.add_argument("--out", help="dictionary file to write (default $GRAPHMESH_HOME/user_dict.txt)")
     demo = sub.add_parser("demo", help="the main job: stack up, law corpus in, example questions answered")
     demo.add_argument("--keep-up", action="store_true", help="leave the stack running afterwards")
+    from services.cli.keys import add_parser as add_keys_parser
+
+    add_keys_parser(sub)
     return parser
 
 
@@ -115,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_datasets(args)
     if args.command == "lexicon":
         return cmd_lexicon(args)
+    if args.command == "keys":
+        from services.cli.keys import cmd_keys
+
+        return cmd_keys(args)
     if args.command == "demo":
         from services.cli.demo import run_demo
 

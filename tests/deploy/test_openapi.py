@@ -1,0 +1,107 @@
+"""gen/openapi/gateway.openapi.json: fresh, a valid OpenAPI 3.0 document,
+one operation per REST route the transcoder serves, and schemas that follow
+the proto3 JSON mapping of the compiled descriptors (checked here from
+gateway_pb2, independently of the generator's protoc run). Replies of the
+real services are validated against it in test_live_mesh.py."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import jsonschema
+import pytest
+from google.protobuf.descriptor import FieldDescriptor
+
+from graphmesh.gateway.v1 import gateway_pb2
+from services.gateway.rest import http_routes
+from tests.deploy.manifests import REPO, SCHEMAS
+
+DOC = REPO / "gen" / "openapi" / "gateway.openapi.json"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return json.loads(DOC.read_text())
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location("gen_openapi", REPO / "scripts" / "gen_openapi.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_document_is_fresh():
+    assert DOC.read_text(encoding="utf-8") == load_generator().render(), "run `make openapi` and commit"
+
+
+def test_document_is_valid_openapi_3_0(doc):
+    schema = json.loads((SCHEMAS / "openapi-3.0.json").read_text())
+    jsonschema.Draft4Validator(schema).validate(doc)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft4Validator(schema).validate({**doc, "paths": {"v1/no-leading-slash": {}}})
+
+
+def test_one_operation_per_transcoded_route_with_request_and_reply_schemas(doc):
+    documented = {(verb.upper(), path, op["operationId"].split("_", 1)[1]) for path, item in doc["paths"].items() for verb, op in item.items()}
+    assert documented == set(http_routes())
+    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+    for path, item in doc["paths"].items():
+        for op in item.values():
+            method = service.methods_by_name[op["operationId"].split("_", 1)[1]]
+            assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/" + method.input_type.full_name)
+            replies = op["responses"]["200"]["content"]
+            assert {c["schema"]["$ref"] for c in replies.values()} == {f"#/components/schemas/{method.output_type.full_name}"}
+            assert ("text/event-stream" in replies) == method.server_streaming
+            assert {"400", "401", "429"} <= set(op["responses"]) and "Retry-After" in op["responses"]["429"]["headers"]
+            assert op["description"]  # from the proto comment
+
+
+def _expected(field: FieldDescriptor) -> dict:
+    t = FieldDescriptor
+    if field.type == t.TYPE_ENUM:
+        return {"$ref": f"#/components/schemas/{field.enum_type.full_name}"}
+    if field.type == t.TYPE_MESSAGE:
+        return {"$ref": f"#/components/schemas/{field.message_type.full_name}"}
+    if field.type in (t.TYPE_INT64, t.TYPE_UINT64, t.TYPE_SINT64, t.TYPE_FIXED64, t.TYPE_SFIXED64):
+        return {"type": "string"}
+    if field.type == t.TYPE_BYTES:
+        return {"type": "string", "format": "byte"}
+    if field.type in (t.TYPE_DOUBLE, t.TYPE_FLOAT):
+        return {"type": "number"}
+    if field.type == t.TYPE_BOOL:
+        return {"type": "boolean"}
+    if field.type == t.TYPE_STRING:
+        return {"type": "string"}
+    return {"type": "integer"}
+
+
+def test_schemas_follow_the_proto3_json_mapping(doc):
+    schemas = doc["components"]["schemas"]
+    pool = gateway_pb2.DESCRIPTOR.pool
+    checked = 0
+    for name, schema in schemas.items():
+        if name == "Error":
+            continue
+        if schema.get("enum"):
+            enum = pool.FindEnumTypeByName(name)
+            assert schema["enum"] == [v.name for v in enum.values] and schema["type"] == "string"
+            continue
+        message = pool.FindMessageTypeByName(name)
+        assert list(schema["properties"]) == [f.json_name for f in message.fields], name
+        for field in message.fields:
+            prop = schema["properties"][field.json_name]
+            if field.message_type is not None and field.message_type.GetOptions().map_entry:
+                assert prop["type"] == "object" and "additionalProperties" in prop, f"{name}.{field.name}"
+                continue
+            if field.is_repeated:
+                assert prop["type"] == "array", f"{name}.{field.name}"
+                prop = prop["items"]
+            prop = prop["allOf"][0] if "allOf" in prop else prop
+            expected = _expected(field)
+            assert {k: prop.get(k) for k in expected} == expected, f"{name}.{field.name}: {prop}"
+            checked += 1
+    assert checked > 50
+    assert "topK" in schemas["graphmesh.gateway.v1.SearchRequest"]["properties"]  # lowerCamelCase, not top_k
