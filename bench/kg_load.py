@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import gzip
 import json
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -91,11 +90,7 @@ def main() -> None:
         from services.retriever_graph.embedded import start_embedded_neo4j, stop_process
 
         home = Path(tempfile.mkdtemp(prefix="kgload-"))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = start_embedded_neo4j(home / "data", port, home / "neo4j.log")
-        uri = f"bolt://127.0.0.1:{port}"
+        proc, uri = start_embedded_neo4j(home / "data", 0, home / "neo4j.log")
     try:
         result = asyncio.run(run(uri, args.entities, args.triples, args.limit_triples, args.chunk))
     finally:

@@ -103,7 +103,7 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
             from services.retriever_graph.embedded import start_embedded_neo4j
 
             print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
-            proc = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log")
+            proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log")
             pids["neo4j"] = proc.pid
     return pg_dsn, neo4j_uri
 

@@ -95,7 +95,12 @@ class Service:
         full_names: fully qualified gRPC service names it registers, for
             health and reflection, e.g. ["graphmesh.fuser.v1.FuserService"].
         register: adds the servicers to a server.
-        on_start / on_stop: async hooks (open and close pools, load models).
+        on_start / on_stop: async hooks (warm-ups; close pools and clients).
+        extra_tasks: coroutines started beside the server, each given the
+            bound gRPC port (the gateway's REST transcoder).
+        endpoints: futures of further ports the service binds, by name
+            ("rest"), set once each listens: callers wait on them instead
+            of sleeping.
     """
 
     name: str
@@ -104,6 +109,7 @@ class Service:
     on_start: Callable[[], Awaitable[None]] | None = None
     on_stop: Callable[[], Awaitable[None]] | None = None
     extra_tasks: list[Callable[[int], Awaitable[Any]]] = field(default_factory=list)
+    endpoints: dict[str, asyncio.Future] = field(default_factory=dict)
 
 
 async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:

@@ -65,9 +65,21 @@ def _rpc_error(err: grpc.aio.AioRpcError) -> web.Response:
     return _error(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
 
 
+@web.middleware
+async def json_route_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
+    """An unknown path (404) or method (405) answers in the same JSON error
+    shape as every RPC error, not aiohttp's plain text."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        return _error(404, "NOT_FOUND", f"no route {request.method} {request.path}")
+    except web.HTTPMethodNotAllowed as err:
+        return _error(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(err.allowed_methods))}")
+
+
 def build_app(grpc_target: str) -> web.Application:
     """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``."""
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[json_route_errors])
     state: dict[str, Any] = {}
 
     async def on_startup(_: web.Application) -> None:
@@ -179,15 +191,20 @@ def _timeout_header(request: web.Request) -> float | None:
         return None
 
 
-async def run_rest(grpc_port: int, host: str, port: int) -> None:
-    """Serves the REST app on host:port until cancelled."""
+async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future | None = None) -> None:
+    """Serves the REST app on host:port until cancelled. Port 0 binds a free
+    port; the port actually bound is set on ``bound`` once the site listens
+    (and printed as ``READY gateway-rest http://host:port``)."""
     # handler_cancellation: a client that disconnects cancels its handler,
     # and so the gRPC call and the LLM request behind it.
     runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    print(f"READY gateway-rest http://{host}:{port}", flush=True)
+    actual = runner.addresses[0][1]
+    print(f"READY gateway-rest http://{host}:{actual}", flush=True)
+    if bound is not None and not bound.done():
+        bound.set_result(actual)
     try:
         await asyncio.Event().wait()
     finally:

@@ -44,7 +44,8 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
 async def build(settings: GatewaySettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, GatewaySettings]:
     """Returns the gateway Service and its settings (from the environment
     when not given). The REST transcoder runs beside the gRPC server unless
-    ``rest_port`` is -1."""
+    ``rest_port`` is -1 (0 binds a free port: ``service.endpoints["rest"]``
+    resolves to it)."""
     settings = settings or GatewaySettings()
     addresses = addresses or MeshAddresses()
     expander = GrpcExpander(addresses.expander_addr)
@@ -63,14 +64,16 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
         await llm.close()
         await asyncio.gather(*(client.close() for client in (expander, *retrievers, reranker, fuser)))
 
-    extra = []
+    extra, endpoints = [], {}
     if settings.rest_port >= 0:
-        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port))
+        endpoints["rest"] = asyncio.get_running_loop().create_future()
+        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"]))
     service = Service(
         name="gateway",
         full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name],
         register=lambda server: gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server),
         on_stop=close,
         extra_tasks=extra,
+        endpoints=endpoints,
     )
     return service, settings

@@ -9,6 +9,7 @@ builds that project when needed, starts it as a detached process and stops it.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -18,6 +19,7 @@ LAUNCHER_DIR = Path("deploy") / "neo4j-launcher"
 LAUNCHER_JAR = "neo4j-launcher-0.1.0.jar"
 LAUNCHER_MAIN = "io.graphmesh.neo4j.Launcher"
 READY_MARK = "NEO4J_READY"
+_READY = re.compile(READY_MARK + r" (bolt://\S+)")
 DEFAULT_READY_TIMEOUT_S = 180.0
 
 
@@ -74,7 +76,7 @@ def start_embedded_neo4j(
     *,
     repo_root: Path | str | None = None,
     timeout_s: float = DEFAULT_READY_TIMEOUT_S,
-) -> subprocess.Popen:
+) -> tuple[subprocess.Popen, str]:
     """Starts embedded Neo4j detached and waits until Bolt is ready.
 
     The process runs in its own session (``start_new_session=True``) so it
@@ -84,13 +86,13 @@ def start_embedded_neo4j(
 
     Args:
         data_dir: Neo4j home directory (created if missing).
-        bolt_port: loopback port for Bolt.
+        bolt_port: loopback port for Bolt; 0 lets the server bind a free one.
         log_path: file receiving the process output.
         repo_root: repository root; defaults to the one holding this module.
         timeout_s: how long to wait for the ready line.
 
     Returns:
-        The running process; Bolt listens on ``bolt://127.0.0.1:<bolt_port>``.
+        (the running process, its Bolt URI ``bolt://127.0.0.1:<port bound>``).
 
     Raises:
         RuntimeError: the process exited early or was not ready in time
@@ -110,8 +112,9 @@ def start_embedded_neo4j(
         )
     deadline = time.monotonic() + timeout_s
     while True:
-        if READY_MARK in _tail(log_path, limit=1_000_000):
-            return proc
+        ready = _READY.search(_tail(log_path, limit=1_000_000))
+        if ready:
+            return proc, ready.group(1)
         code = proc.poll()
         if code is not None:
             raise RuntimeError(

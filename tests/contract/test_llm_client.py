@@ -89,22 +89,24 @@ async def test_client_errors_are_not_retried():
 
 
 async def test_a_call_that_does_not_answer_times_out():
+    release = asyncio.Event()
+
     async def handler(request):
-        await asyncio.sleep(5)
+        await release.wait()  # no answer until the test is over
         return reply("late")
 
     runner, url = await serve(handler)
     client = LlmClient(LlmConfig(base_url=url, timeout=0.3))
-    started = asyncio.get_running_loop().time()
     try:
         with pytest.raises(LlmError) as err:
-            await client.complete(MESSAGES, 8)
-        elapsed = asyncio.get_running_loop().time() - started
+            # The guard only turns a hang into a failure; the client's own
+            # timeout is what the test is about.
+            await asyncio.wait_for(client.complete(MESSAGES, 8), 60)
     finally:
+        release.set()
         await client.close()
         await runner.cleanup()
     assert err.value.reason == "timeout"
-    assert elapsed < 2
 
 
 async def test_disabled_client_says_so():

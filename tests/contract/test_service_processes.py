@@ -4,10 +4,12 @@ Prometheus metrics on its own port, and exits cleanly on SIGTERM."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -31,6 +33,34 @@ SERVICE_NAMES = {
 READY = re.compile(r"READY (\w+) grpc=(\d+) metrics=(\d+)")
 
 
+def read_until(proc: subprocess.Popen, pattern: re.Pattern, timeout: float) -> tuple[re.Match | None, list[str]]:
+    """The first line of ``proc``'s output matching ``pattern`` and the lines
+    read, waiting at most ``timeout`` seconds in all (a reader thread, so a
+    silent process cannot block past the deadline); (None, lines) when the
+    process ends or the time runs out first."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        seen.append(line)
+        if match := pattern.search(line):
+            return match, seen
+    return None, seen
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def store_env(pg_new_database, neo4j_uri) -> dict[str, str]:
     return {"GRAPHMESH_RETRIEVER_PG_DSN": await pg_new_database(), "GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI": neo4j_uri}
@@ -44,15 +74,7 @@ def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
     proc = subprocess.Popen([sys.executable, "-m", f"services.{name}"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        lines = []
-        deadline = time.monotonic() + 120
-        match = None
-        while match is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                break
-            lines.append(line)
-            match = READY.search(line)
+        match, lines = read_until(proc, READY, timeout=120)
         assert match, "".join(lines[-30:])
         grpc_port, metrics_port = int(match.group(2)), int(match.group(3))
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as ch:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.request
 from pathlib import Path
 
@@ -32,13 +31,13 @@ async def start_gateway(mesh, llm_url: str | None, expander_addr: str | None = N
     from services.common.settings import MeshAddresses
     from services.gateway.config import GatewaySettings
     from services.gateway.server import build
-    from tests.fixtures.mesh import free_port
+    from tests.fixtures.mesh import refused_address
 
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
     if expander_addr:
         addresses["expander_addr"] = expander_addr
     if graph_down:
-        addresses["retriever_graph_addr"] = f"127.0.0.1:{free_port()}"  # nothing listens there
+        addresses["retriever_graph_addr"] = refused_address()
     settings = dict(port=0, rest_port=-1, retrieve_timeout=20.0, budget_chars=700, llm_max_tokens=40,
                     llm_timeout=120.0, default_deadline=300.0, deep_partial_max_tokens=32, deep_partial_context_chars=500,
                     strategy_timeouts={"standard": 60.0, "expanded_query": 90.0, "hyde": 90.0, "entity_names": 60.0,
@@ -82,6 +81,14 @@ async def llm_gateway(mesh, local_llm, llm_expander, ingested):
     await channel.close()
     await server.stop(0)
     await service.on_stop()
+
+
+def _decoded(slot: dict) -> int:
+    """Tokens the slot generated for its last request (llama.cpp /slots)."""
+    token = slot.get("next_token")
+    if isinstance(token, list):  # newer llama.cpp: one entry per sequence
+        token = token[0] if token else {}
+    return int((token or {}).get("n_decoded", slot.get("n_decoded", -1)))
 
 
 def _slots(llm_url: str) -> list[dict]:
@@ -132,8 +139,8 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     assert reply.answer and reply.search.results
 
 
-async def test_graph_down_uses_the_fast_path(mesh, local_llm, llm_expander, ingested):
-    server, service, address = await start_gateway(mesh, local_llm, llm_expander, graph_down=True)
+async def test_graph_down_uses_the_fast_path(mesh, ingested):
+    server, service, address = await start_gateway(mesh, None, graph_down=True)
     try:
         async with grpc.aio.insecure_channel(address) as ch:
             reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Answer(gateway_pb2.AnswerRequest(query=TWO_X_WAGES, top_k=3), timeout=300)
@@ -148,7 +155,7 @@ async def test_graph_down_uses_the_fast_path(mesh, local_llm, llm_expander, inge
     stages = {t.stage: t for t in reply.search.timings}
     assert stages["retrieve.graph"].detail == "fast path" and stages["rerank"].status == types_pb2.STAGE_STATUS_SKIPPED
     assert "5689" in [c.document_id for c in reply.search.results]
-    assert reply.mode == gateway_pb2.ANSWER_MODE_LLM and reply.answer
+    assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "5689" in [c.document_id for c in reply.citations]
 
 
 async def test_deep_search_stops_on_the_growth_rate_rule(llm_gateway):
@@ -188,14 +195,15 @@ async def test_cancelled_stream_stops_the_llm_call(mesh, local_llm, llm_expander
             assert tokens, "no answer token arrived"
             assert {"expand", "retrieve.pg", "fuse", "strategy.standard"} <= set(stages)
             call.cancel()
-            cancelled_at = time.monotonic()
-            # The LLM slot must go idle long before 400 tokens could be written.
+            # The LLM slot goes idle having written fewer than the 400 tokens
+            # it was allowed: the generation was stopped, not finished.
             while True:
                 slots = await asyncio.to_thread(_slots, local_llm)
                 if not any(s.get("is_processing") for s in slots):
                     break
-                assert time.monotonic() - cancelled_at < 10, slots
                 await asyncio.sleep(0.2)
+            decoded = [_decoded(s) for s in slots]
+            assert decoded and max(decoded) < 400, slots
     finally:
         await server.stop(0)
         await service.on_stop()
@@ -283,11 +291,14 @@ def _post_json(url: str, body: dict) -> tuple[int, dict]:
 
 
 async def test_deep_search_without_llm_iterates_on_keyword_sub_queries(plain_stub):
-    reply = await plain_stub.DeepSearch(gateway_pb2.DeepSearchRequest(query=TWO_X_WAGES, top_k=5, max_iterations=2), timeout=300)
-    assert 1 <= len(reply.iterations) <= 2 and reply.stop_reason
-    first = reply.iterations[0]
+    # A growth threshold this small stops only a round that finds nothing new.
+    reply = await plain_stub.DeepSearch(
+        gateway_pb2.DeepSearchRequest(query=TWO_X_WAGES, top_k=5, max_iterations=2, growth_threshold=1e-9), timeout=300)
+    assert len(reply.iterations) == 2, reply.stop_reason
+    first, second = reply.iterations
     assert first.growth_rate == 1.0 and first.new_chunk_ids
-    if len(reply.iterations) == 2:
-        assert first.proposed and list(reply.iterations[1].queries) == [p.text for p in first.proposed[:3]]
+    assert first.proposed and list(second.queries) == [p.text for p in first.proposed[:3]]
+    assert second.new_chunk_ids and second.growth_rate == pytest.approx(len(second.new_chunk_ids) / len(first.new_chunk_ids))
+    assert reply.stop_reason == "max iterations 2"
     assert reply.answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "5689" in [c.document_id for c in reply.answer.citations] + [
         c.document_id for c in reply.answer.search.results]

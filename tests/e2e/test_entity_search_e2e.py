@@ -113,7 +113,8 @@ async def test_global_route_answers_with_a_category_summary(stub, library):
 async def test_low_confidence_fuzzy_query_is_not_rewritten(stub, library):
     reply = await search(stub, "马铃薯总产值")
     assert not reply.rewritten and reply.normalized_query == "马铃薯总产值"
-    assert all(e.name in {"马铃薯", "马铃薯产量", "马铃薯种植面积", "薯类"} for e in reply.entities)
+    names = [e.name for e in reply.entities]
+    assert names and set(names) <= {"马铃薯", "马铃薯产量", "马铃薯种植面积", "薯类"}
 
 
 @pytest.mark.parametrize("query", ["'}) MATCH (n) DETACH DELETE n //", "马铃薯`]->() DELETE r //", '" OR 1=1 --'])
@@ -171,7 +172,12 @@ async def test_rerank_without_a_model_degrades_and_keeps_the_exact_hit_first(mes
 async def test_long_value_lists_and_nul_queries_get_clear_answers(stub, library):
     values = "、".join(f"症{chr(0x4e00 + i)}" for i in range(60))  # 60 listed values, more than the graph takes
     reply = await search(stub, f"症状：发热、头痛、{values}")
-    assert "retriever_graph" not in reply.degraded
+    # The list is cut to the first 50 values, not refused: the graph's
+    # attribute search runs and answers (the 58 unknown values leave no
+    # entity with enough coverage to pass the gate).
+    assert not reply.degraded and reply.route == "attribute"
+    graph = next(t for t in reply.timings if t.stage == "retrieve_entities.graph")
+    assert graph.status == types_pb2.STAGE_STATUS_OK
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await search(stub, "马铃\u0000薯")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(err.value)[0][0] == "query"

@@ -170,10 +170,10 @@ async def test_graph_down_degrades_instead_of_failing(mesh, ingested):
     from services.common.settings import MeshAddresses
     from services.gateway.config import GatewaySettings
     from services.gateway.server import build
-    from tests.fixtures.mesh import free_port
+    from tests.fixtures.mesh import refused_address
 
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
-    addresses["retriever_graph_addr"] = f"127.0.0.1:{free_port()}"  # nothing listens there
+    addresses["retriever_graph_addr"] = refused_address()
     service, _ = await build(GatewaySettings(port=0, rest_port=-1), MeshAddresses(**addresses))
     server, port, _ = await create_server(service)
     try:
@@ -227,3 +227,24 @@ async def test_expansion_profile_adds_heading_terms_with_their_origin(mesh, inge
     assert not plain.query_info.expansions
     assert any(t.stage == "expansion" and t.status == types_pb2.STAGE_STATUS_OK for t in reply.timings)
     assert reply.results
+
+
+async def test_rest_ingest_takes_base64_jsonl_and_reports_failures(mesh, ingested):
+    import base64
+
+    payload = '{"id": "rest-1", "title": "测试法", "text": "第一条 通过REST写入的测试条文。"}\n{"id": "rest-2"}'.encode()
+    status, body = await rest(mesh, "/v1/documents:ingest", {"jsonl": base64.b64encode(payload).decode()})
+    assert status == 200, body
+    assert body["received"] == 2 and body["stored"] == 1
+    assert [f["index"] for f in body["failures"]] == [1] and "text" in body["failures"][0]["reason"]
+    status, body = await rest(mesh, "/v1/documents:ingest", {"jsonl": base64.b64encode(b'{"id": "x"}').decode()})
+    assert status == 400 and body["error"]["status"] == "INVALID_ARGUMENT"
+
+
+async def test_rest_deep_search_iterates_and_answers(mesh, ingested):
+    status, body = await rest(mesh, "/v1/query:deepSearch", {"query": TWO_X_WAGES, "topK": 5, "maxIterations": 1})
+    assert status == 200, body
+    assert len(body["iterations"]) == 1 and body["stopReason"] == "max iterations 1"
+    assert body["answer"]["mode"] == "ANSWER_MODE_EXTRACTIVE" and body["evidenceIds"]
+    status, body = await rest(mesh, "/v1/query:deepSearch", {"query": TWO_X_WAGES, "maxIterations": 9})
+    assert status == 400 and body["error"]["details"][-1]["fieldViolations"][0]["field"] == "max_iterations"

@@ -86,3 +86,21 @@ def test_compare_lists_better_and_worse(tmp_path):
     assert any("top_k" in w for w in result["warnings"])
     text = evaluate.format_compare(result, "a.json", "b.json")
     assert "2 queries better" in text and "1 queries worse" in text and "recall@1" in text
+
+
+def test_summary_ndcg_of_known_ranks():
+    # One gold per query: nDCG@10 = 1 / log2(rank + 1); rank 1 -> 1, rank 3 -> 0.5, none -> 0.
+    s = evaluate.summarise([row("1", 1), row("2", 3), row("3", None)])
+    assert s["ndcg@10"] == pytest.approx(round((1 + 0.5 + 0) / 3, 4))
+
+
+def test_ranks_count_distinct_documents_not_chunks():
+    from graphmesh.common.v1 import types_pb2
+
+    results = [types_pb2.Candidate(id=f"{doc}#{n}", document_id=doc, title="某法")
+               for doc, n in (("a", 0), ("a", 1), ("b", 0), ("a", 2), ("gold", 0))]
+    keys = evaluate.result_keys(results, {"gold"})
+    assert keys == ["a", "b", "gold"]  # three chunks of "a" count once: the gold is rank 3, not 5
+    # entity sets label results by title (an entity's name)
+    entity = [types_pb2.Candidate(id="e1", title="马铃薯"), types_pb2.Candidate(id="e2", title="薯类")]
+    assert evaluate.result_keys(entity, {"薯类"}) == ["e1", "薯类"]

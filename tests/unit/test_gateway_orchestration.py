@@ -173,3 +173,11 @@ async def test_ingest_stores_in_every_retriever():
         '{"id": "1", "text": "第一条 测试。"}\n{"id": "2"}'.encode(), Deadline(5))
     assert reply.received == 2 and reply.stored == 1 and len(failures) == 1
     assert pg.stored == ["1"] and graph.stored == ["1"]
+
+
+async def test_retriever_pg_down_leaves_the_graph_results():
+    reply = (await mesh(pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.UNAVAILABLE)).search.search(
+        "工资", 5, None, Deadline(5))).response
+    assert list(reply.degraded) == ["retriever_pg"]
+    assert stages(reply)["retrieve.pg"].status == DEGRADED and stages(reply)["retrieve.graph"].status == OK
+    assert [c.document_id for c in reply.results] == ["17"]

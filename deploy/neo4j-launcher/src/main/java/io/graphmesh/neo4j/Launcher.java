@@ -6,17 +6,21 @@ import java.util.concurrent.CountDownLatch;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.ConnectorPortRegister;
+import org.neo4j.configuration.connectors.ConnectorType;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 
 /**
  * Runs Neo4j Community embedded with Bolt on 127.0.0.1 until SIGTERM.
  *
  * <p>Usage: {@code java -cp ... io.graphmesh.neo4j.Launcher DATA_DIR BOLT_PORT}. Authentication is
- * off: the server listens on loopback only and is meant for one developer machine or CI. Prints
- * {@code NEO4J_READY bolt://127.0.0.1:PORT} on stdout once Bolt accepts connections.
+ * off: the server listens on loopback only and is meant for one developer machine or CI. A
+ * BOLT_PORT of 0 lets the server bind a free port itself. Prints {@code NEO4J_READY
+ * bolt://127.0.0.1:PORT} on stdout, with the port actually bound, once Bolt accepts connections.
  */
 public final class Launcher {
   private Launcher() {}
@@ -39,7 +43,13 @@ public final class Launcher {
             .setConfig(GraphDatabaseSettings.pagecache_memory, 256L * 1024 * 1024)
             .setConfig(GraphDatabaseSettings.shutdown_transaction_end_timeout, Duration.ofSeconds(5))
             .build();
-    service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+    GraphDatabaseAPI db =
+        (GraphDatabaseAPI) service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+    int bound =
+        db.getDependencyResolver()
+            .resolveDependency(ConnectorPortRegister.class)
+            .getLocalAddress(ConnectorType.BOLT)
+            .getPort();
 
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
@@ -49,7 +59,7 @@ public final class Launcher {
                   service.shutdown();
                   stopped.countDown();
                 }));
-    System.out.println("NEO4J_READY bolt://127.0.0.1:" + boltPort);
+    System.out.println("NEO4J_READY bolt://127.0.0.1:" + bound);
     System.out.flush();
     stopped.await();
   }

@@ -1,0 +1,76 @@
+"""The defaults README.md promises are the ones the code uses: each number
+is read out of README's own sentence or table row and compared with the
+settings or constant it documents. Changing one without the other fails."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from services.expander import normalize
+from services.gateway import deep
+from services.gateway.config import GatewaySettings
+from services.llm.server import LocalLlmSettings
+from services.retriever_graph.config import RetrieverGraphSettings
+from services.common.settings import DEFAULT_PORTS
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def documented(pattern: str) -> tuple[str, ...]:
+    """The groups of README's one match of ``pattern`` (whitespace in the
+    pattern matches any run of whitespace, line breaks included)."""
+    matches = re.findall(pattern.replace(" ", r"\s+"), README)
+    assert len(matches) == 1, f"README should state this once: {pattern!r} (found {len(matches)})"
+    found = matches[0]
+    return found if isinstance(found, tuple) else (found,)
+
+
+def test_deep_search_growth_threshold_and_iterations():
+    growth, iterations = documented(r"stops when new/known chunk ids < ([\d.]+) or after (\d+) iterations")
+    assert float(growth) == deep.DEFAULT_GROWTH_THRESHOLD == 0.1
+    assert int(iterations) == deep.DEFAULT_MAX_ITERATIONS == 3
+
+
+def test_deep_search_sub_queries():
+    (sub_queries,) = documented(r"Repeat run with the defaults \(\d+ iterations, (\d+) sub-queries")
+    assert int(sub_queries) == deep.DEFAULT_SUB_QUERIES
+
+
+def test_minimum_evidence_score_in_prose_and_table():
+    (prose,) = documented(r"`GRAPHMESH_GATEWAY_MIN_EVIDENCE_SCORE` \(([\d.]+)\)")
+    (table,) = documented(r"\| `GRAPHMESH_GATEWAY_MIN_EVIDENCE_SCORE`, [^|]+\| ([\d.]+),")
+    assert float(prose) == float(table) == GatewaySettings().min_evidence_score
+
+
+def test_llm_retries():
+    (retries,) = documented(r"`\.\.\._LLM_MAX_RETRIES`, default (\d+)")
+    assert int(retries) == GatewaySettings().llm_max_retries
+
+
+def test_local_llm_server_table_row():
+    model, port, threads, ctx = documented(r"\| `GRAPHMESH_LLM_MODEL`, [^|]+\| ([\w.]+), (\d+), (\d+), (\d+) \|")
+    s = LocalLlmSettings()
+    assert (model, int(port), int(threads), int(ctx)) == (s.model, s.port, s.threads, s.ctx)
+
+
+def test_normalization_gate_and_route_confidence():
+    keep, rewrite = documented(r"score < ([\d.]+); rewrite on exact alias, score >= ([\d.]+)")
+    assert (float(keep), float(rewrite)) == (normalize.KEEP_BELOW, normalize.REWRITE_AT)
+    (route,) = documented(r"\(below ([\d.]+) not hard-routed\)")
+    assert float(route) == normalize.ROUTE_MIN_CONFIDENCE
+
+
+def test_graph_expansion_weights():
+    parent, same_object, same_property, same_category = documented(
+        r"default parent/child ([\d.]+), same object ([\d.]+), same property ([\d.]+), same category ([\d.]+)\)")
+    weights = RetrieverGraphSettings().expansion_weights
+    assert [float(x) for x in (parent, same_object, same_property, same_category)] == [
+        weights["parent"], weights["same_object"], weights["same_property"], weights["same_category"]]
+
+
+@pytest.mark.parametrize("service", sorted(DEFAULT_PORTS))
+def test_service_ports(service):
+    low, high = documented(r"\| (\d+)\.\.(\d+), \+1000 \|")
+    assert int(low) <= DEFAULT_PORTS[service] <= int(high)
