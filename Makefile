@@ -65,7 +65,7 @@ dashboards: install
 dashboards-check: install
 	$(PY) deploy/grafana/generate.py --check
 
-## gen/openapi/gateway.openapi.json from the gateway proto's google.api.http
+## services/gateway/static/openapi.json from the gateway proto's google.api.http
 ## annotations; -check fails when the committed document is stale.
 openapi: install
 	$(PY) scripts/gen_openapi.py

@@ -5,7 +5,7 @@ message descriptors under the proto3 JSON mapping (lowerCamelCase names,
 64-bit integers as strings, enums as their value names, bytes as base64), the
 descriptions from the proto comments.
 
-    python scripts/gen_openapi.py          # writes gen/openapi/gateway.openapi.json
+    python scripts/gen_openapi.py          # writes services/gateway/static/openapi.json
     python scripts/gen_openapi.py --check  # exit 1 when the committed file is stale
 
 Descriptors (with comments) come from grpc_tools' protoc over protos/ and
@@ -27,7 +27,7 @@ from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "gen" / "openapi" / "gateway.openapi.json"
+OUT = ROOT / "services" / "gateway" / "static" / "openapi.json"
 PROTO = "graphmesh/gateway/v1/gateway.proto"
 SERVICE = "graphmesh.gateway.v1.GatewayService"
 F = descriptor_pb2.FieldDescriptorProto

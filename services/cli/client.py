@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,8 +14,16 @@ from google.protobuf import json_format
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.clients import blocking_channel
 from services.common.errors import field_violations
 from services.common.settings import MeshAddresses
+
+
+def gateway_channel(options: list | None = None) -> grpc.Channel:
+    """A channel to the gateway: TLS per GRAPHMESH_TLS_*, and the API key in
+    GRAPHMESH_API_KEY (if set) sent as ``authorization: Bearer KEY``."""
+    key = os.environ.get("GRAPHMESH_API_KEY", "").strip()
+    return blocking_channel(gateway_address(), [("authorization", f"Bearer {key}")] if key else None, options)
 
 
 def gateway_address() -> str:
@@ -65,7 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         total = sum(1 for line in f if line.strip())
     totals = {"received": 0, "stored": 0, "unchanged": 0, "chunks": 0, "failed": 0}
     failures = []
-    with grpc.insecure_channel(gateway_address(), options=[("grpc.max_send_message_length", 64 << 20)]) as ch, \
+    with gateway_channel(options=[("grpc.max_send_message_length", 64 << 20)]) as ch, \
             open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {args.kind}", file=sys.stderr) as bar:
         stub = _stub(ch)
         batch: list[bytes] = []
@@ -127,7 +136,7 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
 
 def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     """Prints ranked evidence (and the answer) for one question."""
-    with grpc.insecure_channel(gateway_address()) as ch:
+    with gateway_channel() as ch:
         stub = _stub(ch)
         try:
             if answer:
@@ -155,7 +164,7 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
 
 def cmd_entities(args: argparse.Namespace) -> int:
     """Prints library entities for one query with evidence and relation."""
-    with grpc.insecure_channel(gateway_address()) as ch:
+    with gateway_channel() as ch:
         try:
             reply = _stub(ch).SearchEntities(gateway_pb2.SearchEntitiesRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
         except grpc.RpcError as err:
@@ -180,7 +189,7 @@ def cmd_entities(args: argparse.Namespace) -> int:
 
 def cmd_answer_stream(args: argparse.Namespace) -> int:
     """Prints stage events as they happen, then the answer tokens."""
-    with grpc.insecure_channel(gateway_address()) as ch:
+    with gateway_channel() as ch:
         try:
             for event in _stub(ch).AnswerStream(gateway_pb2.AnswerStreamRequest(query=args.query, top_k=args.top_k), timeout=args.timeout):
                 kind = event.WhichOneof("event")
@@ -201,7 +210,7 @@ def cmd_answer_stream(args: argparse.Namespace) -> int:
 
 def cmd_deep(args: argparse.Namespace) -> int:
     """Runs DeepSearch and prints each iteration and the synthesis."""
-    with grpc.insecure_channel(gateway_address()) as ch:
+    with gateway_channel() as ch:
         try:
             reply = _stub(ch).DeepSearch(gateway_pb2.DeepSearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
         except grpc.RpcError as err:

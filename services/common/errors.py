@@ -49,6 +49,11 @@ class DownstreamError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
+class ConfigError(Exception):
+    """A setting the operator must fix (unreadable key file, malformed key
+    line, ...): the service's entry point stops with this one line."""
+
+
 class InvalidArgument(ValueError):
     """Raised by pure logic for a bad request field; servicers turn it into
     INVALID_ARGUMENT.

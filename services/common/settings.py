@@ -46,6 +46,49 @@ class ServiceSettings(BaseSettings):
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
 
 
+
+class TlsSettings(BaseSettings):
+    """Transport security of every service's gRPC port and of the channels
+    between services (env prefix GRAPHMESH_TLS_, shared by all services).
+    Off when ``cert_file`` is empty.
+
+    Attributes:
+        cert_file / key_file: PEM certificate chain and private key this
+            process presents (as a server, and as a client under mTLS).
+        ca_file: PEM CA bundle that signs the other services' certificates.
+        client_auth: mTLS: servers require a client certificate signed by
+            ``ca_file``, and clients present theirs.
+        server_name: name to check in server certificates instead of the
+            address's host (e.g. when services are reached by IP).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_TLS_", extra="ignore")
+
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    client_auth: bool = False
+    server_name: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether TLS is configured."""
+        return bool(self.cert_file)
+
+
+class TracingSettings(BaseSettings):
+    """Attributes:
+    otlp_endpoint: OTLP/gRPC collector spans are exported to
+        (``OTEL_EXPORTER_OTLP_ENDPOINT``, the standard variable, e.g.
+        http://collector:4317); "" = no export (spans still give each
+        request its trace id).
+    """
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    otlp_endpoint: str = Field("", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
 class MeshAddresses(BaseSettings):
     """Addresses of every service, from GRAPHMESH_<SERVICE>_ADDR."""
 

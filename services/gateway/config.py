@@ -90,6 +90,18 @@ class GatewaySettings(ServiceSettings):
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
         given entities/triples at ingestion (JSON list).
+    auth_enabled: require an API key (gRPC metadata or HTTP header
+        ``authorization: Bearer KEY`` or ``x-api-key: KEY``) on every RPC but
+        health and reflection; keys from ``api_keys_file`` and ``api_keys``
+        (stored lines of ``graphmesh keys create``; comma or newline
+        separated). Off for the local demo, on in the k8s prod overlay.
+    rate_limit_per_second / rate_limit_burst: token bucket per key (0 = no
+        limit; burst 0 = ceil(rate)); over it: RESOURCE_EXHAUSTED / 429 with
+        Retry-After.
+    cors_origins: origins allowed to call the REST API from a browser (JSON
+        list; "*" allows any; empty = no CORS headers).
+    max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
+        message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
     entity_retrievers_by_route: per entity route, the retrievers searched
         instead (JSON object). On the attribute route the query lists
         attribute values (symptoms), not a name, so retriever_pg's name
@@ -133,6 +145,13 @@ class GatewaySettings(ServiceSettings):
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
     entity_retrievers_by_route: dict[str, list[str]] = Field(default_factory=lambda: {"attribute": ["retriever_graph"]})
+    auth_enabled: bool = False
+    api_keys_file: str = ""
+    api_keys: str = ""
+    rate_limit_per_second: float = Field(0.0, ge=0.0)
+    rate_limit_burst: int = Field(0, ge=0)
+    cors_origins: list[str] = Field(default_factory=list)
+    max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
 
     def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
         """(name, profile) for a question type: its own profile when it has

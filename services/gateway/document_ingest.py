@@ -8,6 +8,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from prometheus_client import Counter
+
 from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
@@ -22,6 +24,17 @@ from services.gateway.jsonl_documents import ParseFailure, parse_jsonl
 
 #: Seconds one bulk call (embed a batch, store a batch) may take at most.
 BULK_CALL_SECONDS = 600.0
+
+INGEST_RECORDS = Counter(
+    "graphmesh_ingest_records_total", "Records ingested through the gateway, by kind and outcome (stored, unchanged, failed).",
+    ("kind", "outcome"))
+
+
+def count_ingest(kind: str, response: gateway_pb2.IngestResponse) -> None:
+    """Adds one Ingest call's outcome to graphmesh_ingest_records_total."""
+    INGEST_RECORDS.labels(kind, "stored").inc(response.stored)
+    INGEST_RECORDS.labels(kind, "unchanged").inc(response.unchanged)
+    INGEST_RECORDS.labels(kind, "failed").inc(len(response.failures))
 
 
 def failure_proto(f: ParseFailure) -> types_pb2.IngestFailure:

@@ -17,7 +17,7 @@ from services.gateway import deep
 from services.gateway.answering import Answerer
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
-from services.gateway.document_ingest import DocumentIngest
+from services.gateway.document_ingest import DocumentIngest, count_ingest
 from services.gateway.entity_ingest import EntityIngest
 from services.gateway.entity_search import EntitySearch
 from services.gateway.guard import Deadline
@@ -88,6 +88,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context))
         else:
             response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context))
+        kind = gateway_pb2.IngestKind.Name(request.kind or gateway_pb2.INGEST_KIND_DOCUMENTS).removeprefix("INGEST_KIND_").lower()
+        count_ingest(kind, response)
         if response.received and len(parse_failures) == response.received:
             first = parse_failures[0]
             field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")

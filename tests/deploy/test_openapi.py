@@ -1,4 +1,4 @@
-"""gen/openapi/gateway.openapi.json: fresh, a valid OpenAPI 3.0 document,
+"""services/gateway/static/openapi.json: fresh, a valid OpenAPI 3.0 document,
 one operation per REST route the transcoder serves, and schemas that follow
 the proto3 JSON mapping of the compiled descriptors (checked here from
 gateway_pb2, independently of the generator's protoc run). Replies of the
@@ -17,7 +17,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.rest import http_routes
 from tests.deploy.manifests import REPO, SCHEMAS
 
-DOC = REPO / "gen" / "openapi" / "gateway.openapi.json"
+DOC = REPO / "services" / "gateway" / "static" / "openapi.json"
 
 
 @pytest.fixture(scope="module")

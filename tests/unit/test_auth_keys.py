@@ -9,7 +9,8 @@ import pytest
 from services.cli import keys as cli_keys
 from services.cli.keys import create_key
 from services.gateway import auth
-from services.gateway.auth import KeyRedactingFilter, KeyStore, TokenBucketLimiter, extract_key, parse_line, redact, retry_after
+from services.common.redaction import KeyRedactingFilter, redact
+from services.gateway.auth import KeyStore, TokenBucketLimiter, extract_key, parse_line, retry_after
 
 
 def test_created_key_verifies_against_its_stored_line_only():
