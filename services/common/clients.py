@@ -2,6 +2,7 @@
 GRAPHMESH_TLS_* is set (services.common.settings.TlsSettings)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import grpc
@@ -9,15 +10,54 @@ import grpc
 from services.common.metrics import ClientMetricsInterceptor
 from services.common.settings import TlsSettings
 
+#: RPCs that are safe to send twice: reads, and the ingest writes, which are
+#: idempotent (documents keyed by id and skipped when their content hash is
+#: stored; entities and triples MERGEd by key). Rewrite (an LLM call) and
+#: Judge are left out: costly, and not worth a second try on the request path.
+IDEMPOTENT_RPCS = {
+    "graphmesh.expander.v1.ExpanderService": ["Expand", "Embed", "NormalizeEntity"],
+    "graphmesh.retriever.v1.RetrieverService": [
+        "Retrieve", "GetDocumentHashes", "RetrieveEntities", "SuggestExpansions", "GetEntityLibrary",
+        "IngestDocuments", "IngestEntities", "IngestTriples"],
+    "graphmesh.reranker.v1.RerankerService": ["Rerank"],
+    "graphmesh.fuser.v1.FuserService": ["Fuse", "RankEntities"],
+}
+
+#: gRPC retry policy of those RPCs (gRFC A6): only UNAVAILABLE (the service
+#: could not be reached or is restarting) is retried, at most 3 attempts in
+#: all, backoff 50 ms doubling to at most 500 ms (with gRPC's jitter), always
+#: within the call's own deadline. Retry throttling stops retries while more
+#: than half of recent calls fail (a dead service gets no retry storm).
+#: A request larger than gRPC's per-call retry buffer (256 KiB by default) is
+#: not retried once sent.
+RETRY_POLICY = {
+    "maxAttempts": 3,
+    "initialBackoff": "0.05s",
+    "maxBackoff": "0.5s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+}
+SERVICE_CONFIG = json.dumps({
+    "methodConfig": [{
+        "name": [{"service": service, "method": method} for service, methods in IDEMPOTENT_RPCS.items()
+                 for method in methods],
+        "retryPolicy": RETRY_POLICY,
+    }],
+    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+})
+
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
     ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.enable_retries", 1),
+    ("grpc.service_config", SERVICE_CONFIG),
 ]
 
 
 def channel(address: str, tls: TlsSettings | None = None) -> grpc.aio.Channel:
-    """A channel to ``address`` ("host:port") with client metrics: TLS when
+    """A channel to ``address`` ("host:port") with client metrics and the
+    retry policy of SERVICE_CONFIG for idempotent RPCs: TLS when
     ``tls`` (default: the GRAPHMESH_TLS_* environment, read on each call) is
     enabled, presenting this process's certificate under mTLS.
 

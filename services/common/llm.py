@@ -34,7 +34,9 @@ class LlmError(RuntimeError):
 
     Attributes:
         reason: short stable reason: "timeout", "rate_limited", "server_error",
-            "http_<code>", "connection", "disabled".
+            "http_<code>", "connection", "malformed" (a 2xx answer that is not
+            a chat completion), "disabled", "circuit_open" (the gateway's
+            circuit breaker refused the call).
     """
 
     def __init__(self, reason: str, message: str) -> None:
@@ -121,6 +123,9 @@ class LlmClient:
             except asyncio.TimeoutError:
                 LLM_CALLS.labels(purpose, "timeout").inc()
                 raise LlmError("timeout", f"no answer within {timeout:.1f}s") from None
+            except LlmError as err:
+                LLM_CALLS.labels(purpose, err.reason).inc()
+                raise
             except (httpx.HTTPStatusError, httpx.TransportError) as err:
                 status = err.response.status_code if isinstance(err, httpx.HTTPStatusError) else 0
                 retryable = status in RETRYABLE_STATUS or isinstance(err, httpx.TransportError)
@@ -148,8 +153,13 @@ class LlmClient:
         async def attempt(left: float) -> str:
             reply = await self._client().post("/chat/completions", json=self._body(messages, max_tokens, False), timeout=left)
             reply.raise_for_status()
-            data = reply.json()
-            return data["choices"][0]["message"].get("content") or ""
+            try:
+                content = reply.json()["choices"][0]["message"].get("content") or ""
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+                raise LlmError("malformed", f"not a chat completion: {type(err).__name__}: {err}") from None
+            if not isinstance(content, str):
+                raise LlmError("malformed", f"message content is {type(content).__name__}, not text")
+            return content
 
         return await self._with_retries(purpose, timeout or self.config.timeout, attempt)
 

@@ -107,6 +107,12 @@ class GatewaySettings(ServiceSettings):
         attribute values (symptoms), not a name, so retriever_pg's name
         channels only add entities named like a symptom (medkg symptom dev:
         top-1 0.957 with them, see docs/benchmarks.md).
+    breaker_enabled / breaker_failures / breaker_failure_rate /
+    breaker_cool_down: a circuit breaker per downstream service and the LLM
+        (services/gateway/breaker.py): open after that many consecutive
+        failures or that failure share of the last 20 calls (at least 10
+        known), one probe after ``breaker_cool_down`` seconds; while open,
+        calls fail at once (stage DEGRADED "circuit open").
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_GATEWAY_", extra="ignore")
@@ -152,6 +158,10 @@ class GatewaySettings(ServiceSettings):
     rate_limit_burst: int = Field(0, ge=0)
     cors_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    breaker_enabled: bool = True
+    breaker_failures: int = Field(5, ge=1)
+    breaker_failure_rate: float = Field(0.5, gt=0.0, le=1.0)
+    breaker_cool_down: float = Field(2.0, gt=0.0)
 
     def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
         """(name, profile) for a question type: its own profile when it has

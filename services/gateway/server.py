@@ -14,6 +14,7 @@ from services.common.tracing import TraceIdInterceptor
 from services.gateway.answer_chain import FallbackChain
 from services.gateway.answering import Answerer
 from services.gateway.auth import AuthInterceptor, build_gate
+from services.gateway.breaker import BreakerClient, BreakerConfig, CircuitBreaker
 from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
@@ -64,8 +65,25 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
         await llm.close()
         await asyncio.gather(*(client.close() for client in (expander, *retrievers, reranker, fuser)))
 
-    service = gateway_service(settings, use_cases(settings, expander, retrievers, reranker, fuser, llm), close)
+    b = with_breakers(settings)
+    use = use_cases(settings, b(expander), [b(r) for r in retrievers], b(reranker), b(fuser), b(llm, llm=True))
+    service = gateway_service(settings, use, close)
     return service, settings
+
+
+def with_breakers(settings: GatewaySettings) -> Callable[..., object]:
+    """A function wrapping a client in its own circuit breaker
+    (services.gateway.breaker; named after the client's ``name``, "llm" for
+    the LLM), or returning it unchanged when ``breaker_enabled`` is off."""
+    config = BreakerConfig(failures=settings.breaker_failures, failure_rate=settings.breaker_failure_rate,
+                           cool_down=settings.breaker_cool_down)
+
+    def wrap(client, llm: bool = False):
+        if not settings.breaker_enabled:
+            return client
+        return BreakerClient(client, CircuitBreaker("llm" if llm else client.name, config), llm=llm)
+
+    return wrap
 
 
 def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[], Awaitable[None]] | None = None) -> Service:

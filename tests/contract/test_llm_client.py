@@ -113,3 +113,23 @@ async def test_disabled_client_says_so():
     with pytest.raises(LlmError) as err:
         await LlmClient(LlmConfig()).complete(MESSAGES, 8)
     assert err.value.reason == "disabled"
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"choices": []}', b'{"choices": [{"message": null}]}',
+                                  b'[1, 2]', b'{"choices": [{"message": {"content": 7}}]}'])
+async def test_a_malformed_answer_is_an_llm_error_not_a_crash(body):
+    # Regression (issue 16, fault matrix "LLM answers malformed JSON"): the
+    # parse error escaped as ValueError/KeyError, so the expander's Rewrite
+    # answered INTERNAL instead of degrading.
+    async def handler(request):
+        return web.Response(body=body, content_type="application/json")
+
+    runner, url = await serve(handler)
+    client = LlmClient(LlmConfig(base_url=url, timeout=5, max_retries=2, backoff=0.05))
+    try:
+        with pytest.raises(LlmError) as err:
+            await client.complete(MESSAGES, 8)
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert err.value.reason == "malformed"
