@@ -153,15 +153,30 @@ class Stack:
             self.pids["reranker"] = self._spawn_fake("reranker", PORTS["reranker"])
         self._stack.start_services(self.service_env, self.pids)
 
-    def stop_postgres(self) -> None:
-        from services.retriever_pg.embedded import stop_embedded_postgres
-
-        stop_embedded_postgres(self.home / "pgdata")
+    def stop_postgres(self, sig: int = signal.SIGINT) -> None:
+        """Stops PostgreSQL: SIGINT to the postmaster is pg_ctl's fast
+        shutdown, SIGKILL a crash. (pg_ctl itself is not forked from here:
+        forking a process with gRPC threads crashed it.)"""
+        pid = self.process_of("postgres")
+        os.kill(pid, sig)
+        for _ in range(600):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        raise RuntimeError("PostgreSQL did not stop within 60 s")
 
     def start_postgres(self) -> None:
-        from services.retriever_pg.embedded import start_embedded_postgres
-
-        dsn = start_embedded_postgres(self.home / "pgdata")
+        """Starts the embedded PostgreSQL again (in a helper process) and
+        checks it came back at the same address."""
+        code = ("import sys; from services.retriever_pg.embedded import start_embedded_postgres; "
+                "print(start_embedded_postgres(sys.argv[1]))")
+        done = subprocess.run([sys.executable, "-c", code, str(self.home / "pgdata")], cwd=REPO, env=dict(os.environ),
+                              capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise RuntimeError(f"PostgreSQL did not start: {done.stderr[-2000:]}")
+        dsn = done.stdout.strip().splitlines()[-1]
         if dsn != self.pg_dsn:
             raise RuntimeError(f"PostgreSQL came back at another address: {dsn} (was {self.pg_dsn})")
 

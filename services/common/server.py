@@ -34,12 +34,51 @@ log = logging.getLogger("graphmesh")
 Registrar = Callable[[grpc.aio.Server], None]
 
 
+class _Undecodable:
+    """Stands for request bytes protobuf could not parse (e.g. invalid UTF-8
+    in a string field); the handler answers INVALID_ARGUMENT for it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _safe(deserializer: Callable | None) -> Callable | None:
+    """``deserializer`` that returns an _Undecodable instead of raising
+    (grpc itself would answer UNKNOWN / INTERNAL for a parse error)."""
+    if deserializer is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as err:  # noqa: BLE001 - DecodeError and kin
+            return _Undecodable(err)
+
+    return parse
+
+
+def _check_decoded(request: Any) -> None:
+    if isinstance(request, _Undecodable):
+        raise InvalidArgument("request", f"not a valid protobuf message: {request.error}")
+
+
 class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
     """Maps exceptions of unary and server-streaming handlers to statuses:
     ``InvalidArgument`` -> INVALID_ARGUMENT with a BadRequest naming the
     field; ``DownstreamError`` -> the downstream service's own code and
     details; ``NotImplementedError`` -> UNIMPLEMENTED; anything else ->
-    INTERNAL without a stack trace (the trace goes to the log)."""
+    INTERNAL without a stack trace (the trace goes to the log). Request
+    bytes that do not parse (invalid UTF-8 in a string field, a truncated
+    message) are INVALID_ARGUMENT naming the field "request". Exceptions of
+    ``unavailable`` types (a store that cannot be reached) are UNAVAILABLE
+    with reason "STORE_UNAVAILABLE": the call may be retried later.
+
+    Args:
+        unavailable: exception types that mean a dependency is unreachable.
+    """
+
+    def __init__(self, unavailable: tuple[type[BaseException], ...] = ()) -> None:
+        self._unavailable = unavailable
 
     async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
         handler = await continuation(handler_call_details)
@@ -51,28 +90,31 @@ class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
+                    _check_decoded(request)
                     return await inner(request, context)
                 except Exception as err:  # noqa: BLE001 - translated below
-                    await _abort_for(err, context, method)
+                    await _abort_for(err, context, method, self._unavailable)
 
             return grpc.unary_unary_rpc_method_handler(
-                unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+                unary, request_deserializer=_safe(handler.request_deserializer), response_serializer=handler.response_serializer)
         if handler.unary_stream is not None:
             inner_stream = handler.unary_stream
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
+                    _check_decoded(request)
                     async for item in inner_stream(request, context):
                         yield item
                 except Exception as err:  # noqa: BLE001 - translated below
-                    await _abort_for(err, context, method)
+                    await _abort_for(err, context, method, self._unavailable)
 
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+                stream, request_deserializer=_safe(handler.request_deserializer), response_serializer=handler.response_serializer)
         return handler
 
 
-async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
+async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: str,
+                     unavailable: tuple[type[BaseException], ...] = ()) -> NoReturn:
     """Aborts the RPC with the status that ``err`` stands for (see
     ErrorTranslationInterceptor); re-raises aborts already under way."""
     if isinstance(err, (grpc.aio.AbortError, asyncio.CancelledError)):
@@ -85,6 +127,10 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
         # The generated base servicer's answer for an RPC this service does
         # not offer (e.g. IngestTriples on retriever_pg).
         await abort_with(context, grpc.StatusCode.UNIMPLEMENTED, "UNIMPLEMENTED", f"{method} is not offered by this service")
+    if unavailable and isinstance(err, unavailable):
+        log.warning("%s: a store is unavailable: %s: %s", method, type(err).__name__, err)
+        await abort_with(context, grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                         f"a store this service needs is unavailable ({type(err).__name__}); retry later")
     log.error("unhandled error in %s", method, exc_info=err)
     await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
 
@@ -108,6 +154,8 @@ class Service:
             after the metrics interceptor (so refusals are counted) and
             before error translation.
         max_message_bytes: largest request or response message, bytes.
+        unavailable_errors: exception types meaning a store cannot be
+            reached; answered UNAVAILABLE instead of INTERNAL.
     """
 
     name: str
@@ -119,6 +167,7 @@ class Service:
     endpoints: dict[str, asyncio.Future] = field(default_factory=dict)
     interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
     max_message_bytes: int = 64 * 1024 * 1024
+    unavailable_errors: tuple[type[BaseException], ...] = ()
 
 
 async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0,
@@ -132,7 +181,7 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
         RuntimeError: when the address cannot be bound.
     """
     server = grpc.aio.server(
-        interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor()],
+        interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor(service.unavailable_errors)],
         options=[("grpc.max_receive_message_length", service.max_message_bytes),
                  ("grpc.max_send_message_length", service.max_message_bytes)],
     )

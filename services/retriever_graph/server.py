@@ -3,11 +3,16 @@ and creates constraints and indexes before serving; the driver is closed
 after draining."""
 from __future__ import annotations
 
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common.retriever import RetrieverServicer
 from services.common.server import Service
 from services.retriever_graph.backend import open_backends
 from services.retriever_graph.config import RetrieverGraphSettings
+
+#: Neo4j down or restarting: answered UNAVAILABLE (retryable), not INTERNAL.
+STORE_UNAVAILABLE_ERRORS = (ServiceUnavailable, SessionExpired, ConnectionError)
 
 
 async def build(settings: RetrieverGraphSettings | None = None) -> tuple[Service, RetrieverGraphSettings]:
@@ -24,5 +29,6 @@ async def build(settings: RetrieverGraphSettings | None = None) -> tuple[Service
         full_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],
         register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server),
         on_stop=backends.close,
+        unavailable_errors=STORE_UNAVAILABLE_ERRORS,
     )
     return service, settings

@@ -320,6 +320,10 @@ class GraphStore:
         heading_pool: full-text chunk hits searched for chunks under a
             matched heading.
         neighbour_sources: top hits whose neighbours are added.
+        max_retry_seconds: how long the driver retries a failed transaction
+            (connection lost, leader switch) before raising; short, so a
+            Neo4j that is down fails a request at once instead of holding it
+            (the driver's default is 30 s).
     """
 
     def __init__(
@@ -333,6 +337,7 @@ class GraphStore:
         heading_limit: int = 10,
         heading_pool: int = 2000,
         neighbour_sources: int = 3,
+        max_retry_seconds: float = 1.0,
     ) -> None:
         if batch_size <= 0:
             raise ValueError("batch_size must be positive")
@@ -343,6 +348,7 @@ class GraphStore:
         self.heading_pool = heading_pool
         self.neighbour_sources = neighbour_sources
         self._auth = (user, password or "") if user is not None else None
+        self.max_retry_seconds = max_retry_seconds
         self._driver: AsyncDriver | None = None
 
     # -- lifecycle -----------------------------------------------------------
@@ -354,6 +360,7 @@ class GraphStore:
         driver = AsyncGraphDatabase.driver(
             self.uri,
             auth=self._auth,
+            max_transaction_retry_time=self.max_retry_seconds,
             # An empty graph names unknown labels and types in every query,
             # and IF NOT EXISTS reports existing indexes: not worth a log line.
             notifications_disabled_classifications=[

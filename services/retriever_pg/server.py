@@ -2,11 +2,16 @@
 applies migrations before serving; the pool is closed after draining."""
 from __future__ import annotations
 
+import asyncpg
+
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common.retriever import RetrieverServicer
 from services.common.server import Service
 from services.retriever_pg.backend import open_backends
 from services.retriever_pg.config import RetrieverPgSettings
+
+#: PostgreSQL down or restarting: answered UNAVAILABLE (retryable), not INTERNAL.
+STORE_UNAVAILABLE_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
 
 
 async def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, RetrieverPgSettings]:
@@ -23,5 +28,6 @@ async def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, R
         full_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],
         register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server),
         on_stop=backends.close,
+        unavailable_errors=STORE_UNAVAILABLE_ERRORS,
     )
     return service, settings
