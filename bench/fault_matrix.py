@@ -177,6 +177,8 @@ def main() -> None:
         ingested = stack.ingest(LAW_CORPUS, args.docs)
         print(f"ingested {ingested} in {time.monotonic() - t0:.0f} s", flush=True)
         questions = dev_questions(100)
+        warm = asyncio.run(run_load(questions, 20, args.concurrency, deadline=args.deadline))
+        print(f"warm-up: {len(warm)} requests in 20 s", flush=True)
         for fault in faults:
             rows.append(run_fault(stack, fault, questions, args))
             time.sleep(3)  # let breakers and pools settle before the next fault

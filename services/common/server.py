@@ -171,9 +171,13 @@ class Service:
 
 
 async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0,
-                        tls: TlsSettings | None = None) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+                        tls: TlsSettings | None = None, max_concurrent_rpcs: int = 0,
+                        max_concurrent_streams: int = 100) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """Builds and starts the gRPC server for ``service``; TLS (mTLS with
     ``tls.client_auth``) when ``tls`` is enabled, plaintext otherwise.
+    At most ``max_concurrent_rpcs`` RPCs run at once (0 = no limit; beyond
+    it grpc answers RESOURCE_EXHAUSTED "Concurrent RPC limit exceeded") and
+    a client connection holds at most ``max_concurrent_streams`` streams.
 
     Returns:
         (server, bound port, health servicer). Port 0 binds a free port.
@@ -183,7 +187,9 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
     server = grpc.aio.server(
         interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor(service.unavailable_errors)],
         options=[("grpc.max_receive_message_length", service.max_message_bytes),
-                 ("grpc.max_send_message_length", service.max_message_bytes)],
+                 ("grpc.max_send_message_length", service.max_message_bytes),
+                 ("grpc.max_concurrent_streams", max_concurrent_streams)],
+        maximum_concurrent_rpcs=max_concurrent_rpcs or None,
     )
     service.register(server)
     health_servicer = health.aio.HealthServicer()
@@ -210,7 +216,8 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
     """
     if service.on_start is not None:
         await service.on_start()
-    server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings())
+    server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings(),
+                                                        settings.max_concurrent_rpcs, settings.max_concurrent_streams)
     metrics_port = -1
     if settings.metrics_port >= 0:
         http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)

@@ -31,6 +31,10 @@ class ServiceSettings(BaseSettings):
         metrics_port: Prometheus port; 0 picks a free one, -1 disables it.
         grace_seconds: how long in-flight RPCs may drain on SIGTERM (seconds).
         max_query_chars: longest accepted query (characters).
+        max_concurrent_rpcs: RPCs one service runs at once; beyond it new
+            calls get RESOURCE_EXHAUSTED at once (0 = no limit).
+        max_concurrent_streams: HTTP/2 streams one client connection may
+            hold open at once; further calls wait in the client for a slot.
         user_dict: path of the jieba user dictionary every tokenising
             process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
             services; see services.common.lexicon); "" = jieba's own.
@@ -43,6 +47,8 @@ class ServiceSettings(BaseSettings):
     metrics_port: int = -1
     grace_seconds: float = 5.0
     max_query_chars: int = Field(2000, ge=1)
+    max_concurrent_rpcs: int = Field(256, ge=0)
+    max_concurrent_streams: int = Field(100, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
 
 
