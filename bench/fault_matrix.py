@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
 import threading
@@ -80,6 +81,10 @@ def phase(samples, start: float, end: float) -> dict:
         "errors": dict(Counter(s.code for s in inside if s.code != "OK")),
         "degraded_share": round(sum(bool(s.degraded) for s in ok) / len(ok), 3) if ok else None,
         "degraded_by": dict(Counter(d for s in ok for d in s.degraded)),
+        "by_rpc": {rpc: {"ok": sum(s.code == "OK" for s in inside if s.rpc == rpc),
+                         "degraded": sum(bool(s.degraded) for s in ok if s.rpc == rpc),
+                         "errors": dict(Counter(s.code for s in inside if s.rpc == rpc and s.code != "OK"))}
+                   for rpc in sorted({s.rpc for s in inside})},
     }
 
 
@@ -134,6 +139,11 @@ def run_fault(stack: Stack, fault: str, questions, args) -> dict:
         raise RuntimeError(f"{fault}: could not inject or repair: {failure[0]!r}")
     end = max(s.end for s in samples)
     service = AFFECTS[fault]
+    if args.samples:
+        with open(args.samples, "a") as out:
+            for s in samples:
+                out.write(json.dumps({"fault": fault, "t": round(s.start - started, 3), "d": round(s.end - s.start, 3),
+                                      "rpc": s.rpc, "code": s.code, "degraded": s.degraded}) + "\n")
     row = {
         "fault": fault,
         "before": phase(samples, started, marks["fault"]),
@@ -161,6 +171,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=10.0, help="per-request deadline, seconds")
     parser.add_argument("--only", default="", help="comma-separated faults (default: all)")
     parser.add_argument("--keep", action="store_true", help="leave the stack running afterwards")
+    parser.add_argument("--samples", default="", help="also append every request (JSON lines) to this file")
     args = parser.parse_args()
 
     faults = [f for f in args.only.split(",") if f] or FAULTS

@@ -1,7 +1,10 @@
 """Builds the expander service."""
 from __future__ import annotations
 
+import asyncio
+
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
+from services.common.text import query_keywords
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.expander.config import ExpanderSettings
@@ -21,11 +24,15 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
     library = LibraryLoader(library_addr, settings.synonym_files, settings.library_refresh_seconds)
     servicer = EntityExpanderServicer(settings, library)
 
-    async def warm_up(_port: int) -> None:
-        # Load the embedding model right after the server starts serving, so
-        # the first query does not pay for it (still lazy: health is SERVING
-        # before the load finishes).
+    async def ready() -> None:
+        # Readiness: the embedding model and the tokenizer are loaded before
+        # health says SERVING (serve() runs on_start first), so a restarted
+        # expander takes traffic only once it can answer within a deadline.
+        # Loading them after SERVING made the gateway's calls time out for
+        # about 12 s after a restart under load (fault matrix, issue 16).
+        await servicer.warm_up()
         await servicer.embedder()
+        await asyncio.to_thread(query_keywords, "预热分词")
 
     async def on_stop() -> None:
         await servicer.close()
@@ -33,10 +40,9 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
 
     service = Service(
         name="expander",
-        extra_tasks=[warm_up],
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
-        on_start=servicer.warm_up,
+        on_start=ready,
         on_stop=on_stop,
     )
     return service, settings
