@@ -79,9 +79,14 @@ class FallbackChain:
         "best available") and yields stage events as each finishes.
 
         Raises:
-            DownstreamError: the standard strategy found the query invalid.
+            DownstreamError: the standard strategy found the query invalid;
+                or no strategy got any retrieval because the retrievers
+                were down (UNAVAILABLE / DEADLINE_EXCEEDED, like Search):
+                an answer saying "nothing found" would misreport an outage.
         """
         s = self.settings
+        down: DownstreamError | None = None
+        retrieved = False
         names_seen: list[str] = []
         best: tuple[float, Retrieval, str] | None = None
         skip_full = ""
@@ -105,10 +110,13 @@ class FallbackChain:
                 if err.code == grpc.StatusCode.INVALID_ARGUMENT and strategy == fallback.STANDARD:
                     raise
                 attempt.reason = str(err)
+                if err.code in _RETRIEVERS_DOWN:
+                    down = err
                 if strategy in fallback.FULL_PIPELINE and err.code in _RETRIEVERS_DOWN:
                     skip_full = f"{err.service} unavailable"
             attempt.duration_ms = (time.perf_counter() - started) * 1000
             if retrieval is not None:
+                retrieved = True
                 for timing in retrieval.response.timings:
                     yield gateway_pb2.AnswerStreamResponse(stage=timing)
                 results = retrieval.response.results
@@ -138,6 +146,8 @@ class FallbackChain:
                 break
         if best is not None:
             _answer_with_best(chosen, *best)
+        elif not retrieved and down is not None:
+            raise down
 
     async def _attempt(self, strategy: str, query: str, names_seen: list[str], top_k: int, rerank: bool | None,
                        deadline: Deadline, attempt: gateway_pb2.StrategyAttempt) -> Retrieval:

@@ -1,0 +1,46 @@
+"""Answer when every retriever is down: UNAVAILABLE naming them, like
+Search, not an OK answer saying nothing was found. Regression of the fault
+matrix (issue 16): with retriever_pg killed and the graph retriever's
+circuit open, Answer replied "未检索到相关资料。" with no strategy and an empty
+``degraded`` list. When the retrievers answer but find nothing, the
+no-evidence answer stays."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from services.common.errors import DownstreamError
+from services.gateway.config import GatewaySettings
+from services.gateway.guard import Deadline
+from services.gateway.server import use_cases
+from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def use(pg_fail, graph_fail):
+    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3)
+    return use_cases(settings, FakeExpander(), [FakeRetriever("retriever_pg", fail=pg_fail),
+                                                FakeRetriever("retriever_graph", fail=graph_fail)],
+                     FakeReranker(), FakeFuser(), FakeLlm())
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED])
+async def test_answer_with_every_retriever_down_fails_like_search(code):
+    with pytest.raises(DownstreamError) as err:
+        await use(code, code).answerer.answer("工资", 5, None, Deadline(5))
+    assert err.value.code == code and "retriever_pg" in str(err.value)
+
+
+async def test_stream_with_every_retriever_down_ends_with_the_error():
+    events = []
+    with pytest.raises(DownstreamError) as err:
+        async for event in use(grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE).answerer.events("工资", 5, None, Deadline(5)):
+            events.append(event)
+    assert err.value.code == grpc.StatusCode.UNAVAILABLE
+    assert events  # the strategies' stage events came first
+
+
+async def test_retrievers_that_answer_with_nothing_still_give_the_no_evidence_answer():
+    reply = await use(None, None).answerer.answer("工资", 5, None, Deadline(5))
+    assert reply.answer == "未检索到相关资料。"
