@@ -58,6 +58,10 @@ class GatewaySettings(ServiceSettings):
     """Attributes (times in seconds, sizes in characters):
     rest_port: REST/JSON transcoding port; -1 disables it.
     default_deadline: deadline of a request whose caller set none.
+    deadline_margin: seconds (at most a tenth of the caller's deadline) the
+        gateway keeps back from the caller's deadline, to answer with what
+        it has when a stage runs out of time (a slow reranker, a hung LLM)
+        instead of letting the caller see DEADLINE_EXCEEDED.
     expand_timeout / retrieve_timeout / rerank_timeout / fuse_timeout:
         caps per stage; the caller's remaining deadline applies when smaller.
     profiles: retrieval profile per question type (QuestionType enum name,
@@ -120,6 +124,7 @@ class GatewaySettings(ServiceSettings):
     port: int = DEFAULT_PORTS["gateway"]
     rest_port: int = REST_DEFAULT_PORT
     default_deadline: float = 30.0
+    deadline_margin: float = Field(0.5, ge=0.0)
     expand_timeout: float = 10.0
     retrieve_timeout: float = 5.0
     rerank_timeout: float = 10.0
