@@ -143,7 +143,8 @@ def run_fault(stack: Stack, fault: str, questions, args) -> dict:
         with open(args.samples, "a") as out:
             for s in samples:
                 out.write(json.dumps({"fault": fault, "t": round(s.start - started, 3), "d": round(s.end - s.start, 3),
-                                      "rpc": s.rpc, "code": s.code, "degraded": s.degraded}) + "\n")
+                                      "rpc": s.rpc, "code": s.code, "degraded": s.degraded, "detail": s.detail},
+                                     ensure_ascii=False) + "\n")
     row = {
         "fault": fault,
         "before": phase(samples, started, marks["fault"]),

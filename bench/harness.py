@@ -256,6 +256,7 @@ class Sample:
     rpc: str
     code: str
     degraded: tuple[str, ...] = ()
+    detail: str = ""  # the first DEGRADED stage, "stage: detail"
 
 
 async def run_load(questions: list[str], seconds: float, concurrency: int, stop: asyncio.Event | None = None,
@@ -286,11 +287,12 @@ async def run_load(questions: list[str], seconds: float, concurrency: int, stop:
                 try:
                     if rpc == "Search":
                         reply = await stub.Search(gateway_pb2.SearchRequest(query=query, top_k=5), timeout=deadline)
-                        degraded = tuple(reply.degraded)
+                        search = reply
                     else:
                         reply = await stub.Answer(gateway_pb2.AnswerRequest(query=query, top_k=5), timeout=deadline)
-                        degraded = tuple(reply.search.degraded)
-                    samples.append(Sample(started, time.monotonic(), rpc, "OK", degraded))
+                        search = reply.search
+                    detail = next((f"{t.stage}: {t.detail}" for t in search.timings if t.status == 3), "")
+                    samples.append(Sample(started, time.monotonic(), rpc, "OK", tuple(search.degraded), detail[:200]))
                 except grpc.aio.AioRpcError as err:
                     samples.append(Sample(started, time.monotonic(), rpc, err.code().name))
                     if err.code() == grpc.StatusCode.UNAVAILABLE:

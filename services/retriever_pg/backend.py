@@ -36,6 +36,20 @@ from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
 from services.retriever_pg.store import PgStore
 
+#: Largest magnitude a float4 (pgvector's element type) holds.
+FLOAT4_MAX = 3.4028234663852886e38
+
+
+def check_vector(field: str, vector: list[float], dim: int) -> None:
+    """Raises InvalidArgument naming ``field`` unless ``vector`` has ``dim``
+    values, each finite as a float4, not all zero. (Found by fuzzing, issue
+    16: a query embedding of another dimension, NaN or 1e300 reached the
+    store and came back INTERNAL.)"""
+    if len(vector) != dim:
+        raise InvalidArgument(field, f"has {len(vector)} values, expected {dim}")
+    if not all(math.isfinite(v) and abs(v) <= FLOAT4_MAX for v in vector) or not any(vector):
+        raise InvalidArgument(field, "must be finite (as float4) and non-zero")
+
 
 @dataclass(frozen=True, slots=True)
 class PgChannelConfig:
@@ -86,7 +100,13 @@ class PgBackend:
         return hits
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        """Raises InvalidArgument when an embedding has the wrong dimension,
+        a value that is not finite as float4, or is all zeros."""
         cfg, k = self.config, request.top_k
+        if request.embedding:
+            check_vector("query_embedding", request.embedding, self.store.embedding_dim)
+        if request.hyde_embedding:
+            check_vector("hyde_embedding", request.hyde_embedding, self.store.embedding_dim)
         jobs = []
         if request.embedding and request.enabled(names.PG_VECTOR):
             jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k)))
@@ -153,10 +173,7 @@ class PgEntityBackend:
         jobs = [timed(names.ENTITY_CARD_KEYWORD, self.cards.keyword_search(query.query, query.top_k))]
         vector = query.query_embedding
         if vector:
-            if len(vector) != self.cards.embedding_dim:
-                raise InvalidArgument("query_embedding", f"has {len(vector)} values, expected {self.cards.embedding_dim}")
-            if not all(math.isfinite(v) for v in vector) or not any(vector):
-                raise InvalidArgument("query_embedding", "must be finite and non-zero")
+            check_vector("query_embedding", vector, self.cards.embedding_dim)
             jobs.append(timed(names.ENTITY_CARD_VECTOR, self.cards.vector_search(vector, query.top_k)))
         results = await asyncio.gather(*jobs)
         return EntityRetrieval([h for part, _ in results for h in part], [t for _, t in results])

@@ -29,7 +29,8 @@ HOSTILE = [SQL, CYPHER, LUCENE, JIEBA]
 
 
 def doc(i: int, payload: str) -> dict:
-    return {"id": f"hostile-{i}-{payload[:12]}", "title": f"恶意标题 {payload}", "heading_path": ["恶意法", payload],
+    # (ids are trimmed by the gateway: no whitespace at their ends)
+    return {"id": f"hostile-{i}-{payload[:12].strip()}", "title": f"恶意标题 {payload}", "heading_path": ["恶意法", payload],
             "text": f"第{i}条 本条文本含有特殊语法：{payload}。合同应当书面订立。",
             "metadata": {payload: payload, "来源": f"测试 {payload}"}}
 
@@ -138,13 +139,16 @@ async def test_generated_requests_for_every_rpc_of_every_service(ingested):
             if method.name in ("IngestDocuments", "IngestEntities", "IngestTriples", "Ingest"):
                 continue  # writes: fuzzed over fakes (contract tests), not into the shared test Neo4j
 
-            @settings(max_examples=4, derandomize=True, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck))
-            @given(payload=message_bytes(method.input_type))
-            def collect(payload, name=name, method=method, service=service):
-                cases.append((name, (service, method), payload))
+            def collector(name=name, method=method, service=service):
+                @settings(max_examples=4, derandomize=True, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
+                @given(payload=message_bytes(method.input_type))
+                def collect(payload):
+                    cases.append((name, (service, method), payload))
 
-            collect()
+                return collect
+
+            collector()()
     seen: dict[str, int] = {}
     channels = {}
     try:
