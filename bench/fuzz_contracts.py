@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=10.0)
     parser.add_argument("--target", default="", help="gateway address of a running stack (default: over fakes)")
     parser.add_argument("--rest-url", default="")
+    parser.add_argument("--rest-cases", type=int, default=None, help="cases per REST route (default: --cases; 0 = none)")
     args = parser.parse_args()
     gateway = None
     if args.target:
@@ -97,7 +98,8 @@ def main() -> None:
     run_case(lambda p: ingest(gateway_pb2.IngestRequest(jsonl=p[0], kind=p[1]).SerializeToString()),
              st.tuples(jsonl_records(), st.sampled_from(gateway_pb2.IngestKind.values())), args.cases, args.seed)
     print(f"{'Ingest(jsonl)':16s} {dict(codes['Ingest(jsonl)'])}", flush=True)
-    if rest_url:
+    rest_cases = args.cases if args.rest_cases is None else args.rest_cases
+    if rest_url and rest_cases:
         with httpx.Client(base_url=rest_url, timeout=args.deadline) as http:
             for route, name in ROUTES.items():
                 def post(body, route=route) -> None:
@@ -105,7 +107,7 @@ def main() -> None:
                     codes.setdefault(route, Counter())[reply.status_code] += 1
                     if reply.status_code >= 500 and reply.status_code not in (503, 504):
                         findings.append({"route": route, "status": reply.status_code, "body": reply.text[:200]})
-                run_case(post, json_body(gateway_pb2.DESCRIPTOR.message_types_by_name[name]), args.cases, args.seed)
+                run_case(post, json_body(gateway_pb2.DESCRIPTOR.message_types_by_name[name]), rest_cases, args.seed)
                 print(f"{route:24s} {dict(codes[route])}", flush=True)
     alive = True
     try:
@@ -119,6 +121,7 @@ def main() -> None:
         alive = alive and gateway.alive
         gateway.stop()
     save("fuzz_contracts", {"target": args.target or "gateway over fakes", "cases_per_rpc": args.cases,
+                            "cases_per_rest_route": rest_cases if rest_url else 0,
                             "seed": args.seed, "seconds": round(time.monotonic() - started, 1),
                             "codes": {k: dict(v) for k, v in codes.items()}, "findings": findings[:100],
                             "finding_count": len(findings), "gateway_still_serving": alive})
