@@ -4,9 +4,11 @@ gateway no timeout per request.
 ``CircuitBreaker`` is pure (the clock is injected): closed -> open after
 ``failures`` consecutive failures, or when at least ``min_calls`` of the last
 ``window`` calls ended and ``failure_rate`` of them failed; open -> half-open
-once ``cool_down`` seconds have passed, which lets exactly one probe call
-through; the probe's success closes the circuit, its failure opens it again
-for another ``cool_down``.
+once ``cool_down`` seconds have passed, which lets one probe call through
+(and one more each further ``cool_down`` while probes are still out, so a
+probe that hangs does not hold the circuit open for its whole timeout); a
+probe's success closes the circuit, its failure opens it again for another
+``cool_down``.
 
 ``BreakerClient`` wraps any client of ``services.gateway.clients`` (a gRPC
 adapter or a fake): while the circuit is open every call raises at once,
@@ -95,6 +97,7 @@ class CircuitBreaker:
         self._consecutive = 0
         self._recent: deque[bool] = deque(maxlen=self.config.window)  # True = failed
         self._probe_out = False
+        self._probe_at = 0.0
 
     @property
     def state(self) -> str:
@@ -105,8 +108,9 @@ class CircuitBreaker:
         return self._state
 
     def allow(self) -> bool:
-        """Whether a call may go out now. In half-open, only the first
-        caller (the probe) is allowed until the probe's outcome is recorded."""
+        """Whether a call may go out now. In half-open, one caller (the
+        probe) is allowed, then no other until the probe's outcome is
+        recorded or ``cool_down`` more seconds have passed."""
         state = self.state
         if state == CLOSED:
             return True
@@ -114,9 +118,10 @@ class CircuitBreaker:
             return False
         if self._state == OPEN:  # cool-down just passed
             self._move(HALF_OPEN)
-        if self._probe_out:
+        now = self._clock()
+        if self._probe_out and now - self._probe_at < self.config.cool_down:
             return False
-        self._probe_out = True
+        self._probe_out, self._probe_at = True, now
         return True
 
     def record_success(self) -> None:

@@ -78,6 +78,24 @@ def test_half_open_lets_exactly_one_probe_through():
     assert b.state == CLOSED and b.allow() and b.allow()
 
 
+def test_a_probe_that_hangs_lets_another_through_after_a_cool_down():
+    # Regression (fault matrix, "LLM hangs"): a probe stuck on the hung
+    # service held the circuit open for its whole timeout after the service
+    # was healthy again.
+    clock = Clock()
+    b = breaker(clock)
+    for _ in range(3):
+        b.record_failure()
+    clock.now += 2.0
+    assert b.allow()
+    clock.now += 1.9
+    assert not b.allow()
+    clock.now += 0.1
+    assert b.allow() and not b.allow()
+    b.record_success()
+    assert b.state == CLOSED
+
+
 def test_a_failed_probe_opens_it_for_another_cool_down():
     clock = Clock()
     b = breaker(clock)
