@@ -69,6 +69,18 @@ class InvalidArgument(ValueError):
         self.description = description
 
 
+#: Longest status message or field description sent (characters). Errors
+#: quote the caller's values; unclipped, a 1 MB value overflowed gRPC's
+#: 16 KiB metadata limit and the caller got RESOURCE_EXHAUSTED (and the
+#: connection a GOAWAY) instead of INVALID_ARGUMENT (fuzzing, issue 16).
+MAX_MESSAGE_CHARS = 500
+
+
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked with "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _status(code: int, message: str, reason: str, details: list) -> status_pb2.Status:
     info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN)
     packed = []
@@ -76,12 +88,13 @@ def _status(code: int, message: str, reason: str, details: list) -> status_pb2.S
         any_detail = any_pb2.Any()
         any_detail.Pack(detail)
         packed.append(any_detail)
-    return status_pb2.Status(code=code, message=message, details=packed)
+    return status_pb2.Status(code=code, message=clip(message), details=packed)
 
 
 async def abort_invalid_argument(context: grpc.aio.ServicerContext, field: str, description: str) -> NoReturn:
     """Aborts the RPC with INVALID_ARGUMENT, a BadRequest naming ``field``
     and ErrorInfo reason "INVALID_FIELD"."""
+    field, description = clip(field, 200), clip(description)
     bad_request = error_details_pb2.BadRequest(
         field_violations=[error_details_pb2.BadRequest.FieldViolation(field=field, description=description)]
     )
@@ -94,7 +107,7 @@ async def abort_downstream(context: grpc.aio.ServicerContext, err: DownstreamErr
     """Aborts the RPC with the downstream service's own status: its code,
     its details (BadRequest, ErrorInfo) and its message prefixed with the
     service name."""
-    message = f"{err.service}: {err.message}"
+    message = clip(f"{err.service}: {err.message}")
     if err.status is not None:
         status = status_pb2.Status(code=err.code.value[0], message=message, details=err.status.details)
     else:

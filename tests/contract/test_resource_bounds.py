@@ -114,3 +114,20 @@ async def test_gateway_bounds_name_the_field(fake_gateway, request_, field):
         await gw.stub.Search(request_, timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in field_violations(err.value)] == [field]
+
+
+async def test_errors_quoting_a_huge_value_stay_small_and_keep_their_code(fake_gateway):
+    # Regression (fuzzing, issue 16): the INVALID_ARGUMENT message quoted a
+    # 1 MB disabled stage whole, overflowed gRPC's 16 KiB metadata limit and
+    # reached the caller as RESOURCE_EXHAUSTED (with a GOAWAY for the
+    # connection).
+    from services.common.errors import field_violations
+
+    gw = await fake_gateway()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await gw.stub.Search(gateway_pb2.SearchRequest(query="工资", disabled_stages=["x" * 1_000_000]), timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(err.value.details()) <= 500
+    assert [f for f, _ in field_violations(err.value)] == ["disabled_stages"]
+    reply = await gw.stub.Search(gateway_pb2.SearchRequest(query="工资"), timeout=10)  # the connection still works
+    assert reply.results
