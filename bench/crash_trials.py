@@ -134,13 +134,13 @@ def repair(stack: Stack, target: str) -> None:
         stack.restart_service(target)
 
 
-def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float) -> dict:
+def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float, batch: int = 0) -> dict:
     from store_check import check_stores, expected_documents, summary
 
     rng = random.Random(seed)
     target = TARGETS[number % len(TARGETS)]
     mode = "changed" if number % 2 else "fresh"
-    batch = rng.choice([250, 250, len(lines)])
+    batch = batch or rng.choice([250, 250, len(lines)])
     asyncio.run(wipe(stack))
     final = lines
     if mode == "changed":
@@ -194,6 +194,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--first", type=int, default=0, help="number of the first trial (targets go round in turn)")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="records per Ingest call of the interrupted ingest (default: drawn; the whole set = the bulk path)")
     args = parser.parse_args()
     lines = [line for _, line in zip(range(args.docs), read_lines(LAW_CORPUS))]
     stack = Stack(Path(args.home))
@@ -208,7 +210,7 @@ def main() -> None:
         calibrated = time.monotonic() - t0
         print(f"calibration: a clean ingest of {len(lines)} documents takes {calibrated:.1f} s", flush=True)
         for number in range(args.first, args.first + args.trials):
-            rows.append(trial(stack, number, args.seed * 1000 + number, lines, calibrated))
+            rows.append(trial(stack, number, args.seed * 1000 + number, lines, calibrated, args.batch))
     finally:
         if not args.keep:
             stack.down()
