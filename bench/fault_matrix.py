@@ -88,19 +88,36 @@ def phase(samples, start: float, end: float) -> dict:
     }
 
 
+#: Clean answers in a row (by completion) that mark a fault as recovered.
+STEADY = 5
+
+
 def recovery(samples, repaired: float, service: str) -> dict:
-    """Seconds from ``repaired`` to the end of the last bad request (an error,
-    or ``service`` degraded) that started after it, and to the first clean
-    answer."""
-    after = [s for s in samples if s.start >= repaired]
+    """After ``repaired`` (requests that started after it, in order of
+    completion; bad = an error, or ``service`` degraded): ``recovery_s`` is
+    the time to the end of the last bad request before the first STEADY clean
+    answers in a row (0 when they come first); ``first_clean_s`` the time
+    to the first clean answer; ``last_bad_s`` the time to the last bad one
+    at all (later ones are the steady state's own degradations, e.g. the
+    graph retriever timing out under load with no fault)."""
+    after = sorted((s for s in samples if s.start >= repaired), key=lambda s: s.end)
 
     def bad(s) -> bool:
         return s.code != "OK" or service in s.degraded
 
-    last_bad = max((s.end for s in after if bad(s)), default=repaired)
-    first_good = min((s.end for s in after if not bad(s)), default=None)
-    return {"recovery_s": round(last_bad - repaired, 2),
+    last_bad_before_steady, run, steady = repaired, 0, False
+    for s in after:
+        if bad(s):
+            run, last_bad_before_steady = 0, s.end
+        else:
+            run += 1
+            if run >= STEADY:
+                steady = True
+                break
+    first_good = next((s.end for s in after if not bad(s)), None)
+    return {"recovery_s": round(last_bad_before_steady - repaired, 2) if steady else None,
             "first_clean_s": None if first_good is None else round(first_good - repaired, 2),
+            "last_bad_s": round(max((s.end for s in after if bad(s)), default=repaired) - repaired, 2),
             "bad_after_repair": sum(bad(s) for s in after), "after_repair": len(after)}
 
 
