@@ -102,7 +102,7 @@ async def test_oversized_messages_are_resource_exhausted():
 
 
 @pytest.mark.parametrize("request_, field", [
-    (gateway_pb2.SearchRequest(query="问" * 2001), "query"),
+    (gateway_pb2.SearchRequest(query="问" * (ServiceSettings().max_query_chars + 1)), "query"),
     (gateway_pb2.SearchRequest(query="问", top_k=101), "top_k"),
     (gateway_pb2.SearchRequest(query="问", top_k=-1), "top_k"),
 ])
