@@ -134,11 +134,12 @@ def repair(stack: Stack, target: str) -> None:
         stack.restart_service(target)
 
 
-def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float, batch: int = 0) -> dict:
+def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float, batch: int = 0,
+          target: str = "") -> dict:
     from store_check import check_stores, expected_documents, summary
 
     rng = random.Random(seed)
-    target = TARGETS[number % len(TARGETS)]
+    target = target or TARGETS[number % len(TARGETS)]
     mode = "changed" if number % 2 else "fresh"
     batch = batch or rng.choice([250, 250, len(lines)])
     asyncio.run(wipe(stack))
@@ -194,6 +195,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--first", type=int, default=0, help="number of the first trial (targets go round in turn)")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--target", choices=TARGETS, default="", help="kill this part in every trial")
+    parser.add_argument("--kill-within", type=float, default=0.0,
+                        help="kill at a random point of the first this many seconds (default: of a warm ingest's duration)")
     parser.add_argument("--batch", type=int, default=0,
                         help="records per Ingest call of the interrupted ingest (default: drawn; the whole set = the bulk path)")
     args = parser.parse_args()
@@ -210,7 +214,8 @@ def main() -> None:
         calibrated = time.monotonic() - t0
         print(f"calibration: a clean ingest of {len(lines)} documents takes {calibrated:.1f} s", flush=True)
         for number in range(args.first, args.first + args.trials):
-            rows.append(trial(stack, number, args.seed * 1000 + number, lines, calibrated, args.batch))
+            rows.append(trial(stack, number, args.seed * 1000 + number, lines, args.kill_within or calibrated,
+                              args.batch, args.target))
     finally:
         if not args.keep:
             stack.down()
