@@ -18,7 +18,7 @@ from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm,
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.retriever_graph.entity_retrieval import retrieve_entities
-from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
+from services.retriever_graph.kg_store import KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore
 
 
@@ -65,7 +65,7 @@ class GraphEntityBackend:
             if not e.name:
                 failures.append(IngestFailureRecord(index=i, id="", reason="name must not be blank"))
                 continue
-            rows.append(EntityRow(e.name, e.category, e.definition, e.aliases, e.parents, e.attributes))
+            rows.append(e)
         stored, unchanged = await self.kg.ingest_entities(rows) if rows else (0, 0)
         return IngestResult(stored=stored, unchanged=unchanged, failures=failures)
 

@@ -37,14 +37,14 @@ import json
 import logging
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification, RoutingControl
 
 from services.common import entity_skeleton
 from services.common.entity_skeleton import name_key
-from services.common.records import EntityHit
+from services.common.records import EntityHit, EntityRecord
 from services.retriever_graph.store import LUCENE_SPECIAL
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ RESERVED_RELATIONS = frozenset({"HAS_ALIAS", "HAS_ENTITY", "PARENT_OF", "SAME_OB
 MAX_FULLTEXT_CHARS = 256
 
 
-def _entity_hash(row: "EntityRow") -> str:
+def _entity_hash(row: "EntityRecord") -> str:
     """SHA-256 of everything ingested for an entity."""
     payload = [row.name, row.category, row.definition, list(row.aliases), list(row.parents), sorted(row.attributes.items())]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -116,18 +116,6 @@ def lucene_terms(text: str) -> str:
     cleaned = LUCENE_SPECIAL.sub(" ", text[:MAX_FULLTEXT_CHARS])
     cleaned = re.sub(r"\b(AND|OR|NOT|TO)\b", " ", cleaned)
     return " ".join(cleaned.split())
-
-
-@dataclass(slots=True)
-class EntityRow:
-    """An entity as ingested (see graphmesh.common.v1.Entity)."""
-
-    name: str
-    category: str = ""
-    definition: str = ""
-    aliases: list[str] = field(default_factory=list)
-    parents: list[str] = field(default_factory=list)
-    attributes: dict[str, str] = field(default_factory=dict)
 
 
 def _hit(rec: Any, channel: str, score: float, matched: str, relation: str) -> EntityHit:
@@ -365,7 +353,7 @@ class KnowledgeGraphStore:
         return result.records
 
     # ---- ingestion -------------------------------------------------------
-    async def ingest_entities(self, rows: list[EntityRow], batch_size: int = 2000) -> tuple[int, int]:
+    async def ingest_entities(self, rows: list[EntityRecord], batch_size: int = 2000) -> tuple[int, int]:
         """Merges entities by name with their category, given and controlled
         aliases and parents; then links skeleton groups (SAME_OBJECT,
         SAME_PROPERTY) touched by these entities. An entity stored with the
