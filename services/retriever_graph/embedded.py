@@ -31,7 +31,8 @@ def build_launcher(repo_root: Path | str | None = None) -> list[str]:
     """Builds the launcher if its jar is missing and returns the command prefix.
 
     Runs ``mvn -q -B package -DskipTests`` in ``deploy/neo4j-launcher`` when
-    ``target/neo4j-launcher-0.1.0.jar`` or ``target/lib`` is absent.
+    ``target/neo4j-launcher-0.1.0.jar`` or ``target/lib`` is absent, or a
+    Java source or the pom is newer than the jar.
 
     Args:
         repo_root: repository root; defaults to the one holding this module.
@@ -48,7 +49,9 @@ def build_launcher(repo_root: Path | str | None = None) -> list[str]:
     target = project / "target"
     jar = target / LAUNCHER_JAR
     lib = target / "lib"
-    if not jar.is_file() or not lib.is_dir():
+    sources = [project / "pom.xml", *project.glob("src/**/*.java")]
+    stale = jar.is_file() and any(src.stat().st_mtime > jar.stat().st_mtime for src in sources)
+    if not jar.is_file() or not lib.is_dir() or stale:
         proc = subprocess.run(
             ["mvn", "-q", "-B", "package", "-DskipTests"],
             cwd=project,
@@ -114,6 +117,9 @@ def start_embedded_neo4j(
     while True:
         ready = _READY.search(_tail(log_path, limit=1_000_000))
         if ready:
+            if ready.group(1).endswith(":0"):  # a launcher built before it reported the bound port
+                stop_process(proc.pid)
+                raise RuntimeError(f"the Neo4j launcher reported port 0; rebuild it (make launcher): {ready.group(0)}")
             return proc, ready.group(1)
         code = proc.poll()
         if code is not None:
