@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     rr.add_argument("--batch-size", type=int, default=16)
     rr.add_argument("--max-length", type=int, default=256)
     rr.add_argument("--negatives", type=int, default=3, help="hard negatives per query")
+    rr.add_argument("--entity-share", type=float, default=0.4, help="share of queries from entities when both inputs are given")
     rr.add_argument("--doc2query", type=int, default=0, help="passages given an LLM pseudo-query (needs --llm-base-url)")
     rr.add_argument("--llm-base-url", default="")
     rr.add_argument("--llm-model", default="")
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         base_model=Path(args.base), out=Path(args.out), documents=[Path(p) for p in args.documents],
         entities=[Path(p) for p in args.entities], exclude_queries=exclude, gateway=args.gateway,
         max_pairs=args.max_pairs, max_steps=args.max_steps, max_minutes=args.max_minutes, batch_size=args.batch_size,
-        max_length=args.max_length, negatives=args.negatives, doc2query=args.doc2query,
+        max_length=args.max_length, negatives=args.negatives, entity_share=args.entity_share, doc2query=args.doc2query,
         llm_base_url=args.llm_base_url, llm_model=args.llm_model, seed=args.seed,
     )
     try:
