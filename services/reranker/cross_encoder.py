@@ -121,4 +121,5 @@ class CrossEncoderScorer:
         return await asyncio.to_thread(self.score_sync, pairs)
 
     async def close(self) -> None:
-        self._model = None
+        """Nothing to release: the model lives as long as the process (and
+        may serve several services built on this scorer, as in bench/)."""
