@@ -100,7 +100,7 @@ async def cell(scorer: CrossEncoderScorer, batch_pairs: int, concurrency: int, r
 async def main_async(args: argparse.Namespace) -> dict:
     passages = load_passages(Path(args.corpus), 400)
     queries = [p.split("\n", 1)[1][:60] for p in load_passages(Path(args.corpus), 50, seed=11)]
-    scorer = CrossEncoderScorer(args.model, args.device, args.max_length)
+    scorer = CrossEncoderScorer(args.model, args.device, args.max_length, forward_batch=args.forward_batch)
     await asyncio.to_thread(scorer.load)
     rows = []
     for b in [int(x) for x in args.batch_pairs.split(",")]:
@@ -108,7 +108,7 @@ async def main_async(args: argparse.Namespace) -> dict:
             row = await cell(scorer, b, c, args.requests, passages, queries, args.passages, args.max_length, args.max_wait_ms)
             print(json.dumps(row), flush=True)
             rows.append(row)
-    return {"model": args.model, "device": scorer.device, "max_length": args.max_length, "passages_per_request": args.passages,
+    return {"model": args.model, "device": scorer.device, "forward_batch": args.forward_batch, "max_length": args.max_length, "passages_per_request": args.passages,
             "max_wait_ms": args.max_wait_ms, "rows": rows}
 
 
@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--max-wait-ms", type=float, default=5.0)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--forward-batch", type=int, default=0, help="pairs per forward pass (0 = auto)")
     args = ap.parse_args()
     save("reranker_throughput", asyncio.run(main_async(args)))
 

@@ -36,6 +36,9 @@ class RerankerSettings(ServiceSettings):
         at least ``max_length``. Characters stand for tokens with the
         bi-encoder and llm scorers.
     max_batch_pairs: most pairs in one batch.
+    forward_batch: pairs per forward pass inside a batch, length-sorted so
+        each pass pads less (0 = auto: 16 on CPU, where padding costs, the
+        whole batch on CUDA).
     max_wait_ms: how long the first pair of a batch waits for others to join
         it (milliseconds); a full batch goes at once. 0 = no waiting.
     queue_size: most pairs waiting to be scored; a request whose pairs would
@@ -62,6 +65,7 @@ class RerankerSettings(ServiceSettings):
     max_query_share: float = Field(0.5, gt=0.0, lt=1.0)
     max_batch_tokens: int = Field(16384, ge=16)
     max_batch_pairs: int = Field(64, ge=1)
+    forward_batch: int = Field(0, ge=0)
     max_wait_ms: float = Field(5.0, ge=0.0)
     queue_size: int = Field(4096, ge=1)
     max_passages: int = Field(200, ge=1)

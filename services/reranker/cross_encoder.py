@@ -33,6 +33,8 @@ class CrossEncoderScorer:
         max_length: tokens per pair, specials included.
         max_query_share: at most this share of max_length for the query.
         fp16: half precision on CUDA.
+        forward_batch: pairs per forward pass (0 = 16 on CPU, all on CUDA);
+            sentence-transformers sorts the pairs by length first.
     Raises:
         FileNotFoundError: ``model_dir`` is not a directory.
     """
@@ -41,7 +43,7 @@ class CrossEncoderScorer:
     padded = True
 
     def __init__(self, model_dir: str, device: str = "auto", max_length: int = 512,
-                 max_query_share: float = 0.5, fp16: bool = True) -> None:
+                 max_query_share: float = 0.5, fp16: bool = True, forward_batch: int = 0) -> None:
         if not Path(model_dir).is_dir():
             raise FileNotFoundError(f"cross-encoder directory not found: {model_dir}")
         self.model_dir = model_dir
@@ -49,6 +51,7 @@ class CrossEncoderScorer:
         self.max_length = max_length
         self.max_query_share = max_query_share
         self.fp16 = fp16
+        self.forward_batch = forward_batch
         self._model = None
         self._lock = threading.Lock()
         self._device = ""
@@ -114,7 +117,9 @@ class CrossEncoderScorer:
         """``score`` on the calling thread: one forward pass per call."""
         if not pairs:
             return []
-        scores = self.load().predict(pairs, batch_size=len(pairs), show_progress_bar=False, convert_to_numpy=True)
+        model = self.load()
+        per_pass = self.forward_batch or (len(pairs) if self._device.startswith("cuda") else 16)
+        scores = model.predict(pairs, batch_size=max(1, per_pass), show_progress_bar=False, convert_to_numpy=True)
         return [float(s) for s in scores]
 
     async def score(self, pairs: list[tuple[str, str]]) -> list[float]:

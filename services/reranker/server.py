@@ -24,7 +24,7 @@ def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = N
         from services.reranker.cross_encoder import CrossEncoderScorer
 
         return CrossEncoderScorer(settings.model_dir, settings.device, settings.max_length,
-                                  settings.max_query_share, settings.fp16)
+                                  settings.max_query_share, settings.fp16, settings.forward_batch)
     if settings.scorer == "bi-encoder":
         from services.reranker.bi_encoder import BiEncoderScorer
 
