@@ -4,7 +4,7 @@ stack (`graphmesh up`, corpus ingested) and a reranker at
 GRAPHMESH_RERANKER_ADDR.
 
     python bench/rerank_quality.py --dataset FILE.jsonl [--top-n 20,50] [--limit N]
-        [--alpha 0,0.3,0.5,0.7,1] [--concurrency 2]
+        [--alpha 0,0.3,0.5,0.7,1] [--concurrency 2] [--entities]
 
 For each query: gateway Search with rerank off and top_k = the largest N
 (the fused order), then one Rerank call per N over the first N fused
@@ -13,7 +13,9 @@ compared by MRR@10 and recall@1/10 over distinct document ids (the eval's
 keys): fused alone, and alpha x rerank score + (1 - alpha) x fused score,
 both min-max normalised over the N candidates (alpha 1 = reranker alone);
 candidates past N keep their fused order after the first N. Also the Rerank
-call latency p50/p95. Loopback only, bounded by the dataset and --limit.
+call latency p50/p95. With --entities: SearchEntities (run the gateway with
+rerank off), entity cards as the gateway builds them, keys = entity names.
+Loopback only, bounded by the dataset and --limit.
 """
 from __future__ import annotations
 
@@ -33,6 +35,17 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from graphmesh.reranker.v1 import reranker_pb2, reranker_pb2_grpc  # noqa: E402
 from services.cli.evaluate import load_dataset  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
+
+
+class _Card:
+    """An entity result in the shape the document path uses."""
+
+    def __init__(self, e) -> None:
+        self.title = self.document_id = self.id = e.name
+        self.heading_path: list[str] = []
+        # the card text the gateway sends (services/gateway/entity_search.py)
+        self.text = "；".join(p for p in (e.name, e.category, "、".join(e.aliases), e.definition) if p)
+        self.fused_score = e.score
 
 
 def _norm(values: list[float]) -> list[float]:
@@ -76,8 +89,12 @@ async def run(args: argparse.Namespace) -> dict:
             nonlocal scorer, truncated
             gold = {str(g) for g in row.get("gold", [])}
             async with slots:
-                reply = await gateway.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=max(ns), rerank=False), timeout=120)
-                cands = list(reply.results)
+                if args.entities:
+                    reply = await gateway.SearchEntities(gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=max(ns)), timeout=120)
+                    cands = [_Card(e) for e in reply.entities]
+                else:
+                    reply = await gateway.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=max(ns), rerank=False), timeout=120)
+                    cands = list(reply.results)
                 ranks.setdefault("fused", []).append(_rank(_keys(cands, gold), gold))
                 if not cands:
                     for n in ns:
@@ -89,7 +106,7 @@ async def run(args: argparse.Namespace) -> dict:
                     head = cands[:n]
                     started = time.perf_counter()
                     rr = await reranker.Rerank(reranker_pb2.RerankRequest(query=row["query"], passages=[
-                        reranker_pb2.Passage(id=str(i), text=f"{' '.join(c.heading_path)}\n{c.text}") for i, c in enumerate(head)
+                        reranker_pb2.Passage(id=str(i), text=(f"{' '.join(c.heading_path)}\n{c.text}" if c.heading_path else c.text)) for i, c in enumerate(head)
                     ]), timeout=300)
                     latency[n].append((time.perf_counter() - started) * 1000)
                     scorer, truncated = rr.scorer, truncated + rr.truncated_passages
@@ -107,7 +124,7 @@ async def run(args: argparse.Namespace) -> dict:
                 "recall@1": round(sum(1 for r in rs if r == 1) / len(rs), 4),
                 "recall@10": round(sum(1 for r in rs if r and r <= 10) / len(rs), 4), "n": len(rs)}
 
-    return {"dataset": args.dataset, "scorer": scorer, "truncated_passages": truncated,
+    return {"dataset": args.dataset, "entities": args.entities, "limit": args.limit, "scorer": scorer, "truncated_passages": truncated,
             "orders": {k: summary(v) for k, v in ranks.items()},
             "rerank_latency_ms": {str(n): percentiles(v) for n, v in latency.items()}}
 
@@ -120,6 +137,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="fixed-seed sample of this many queries (0 = all)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--entities", action="store_true", help="SearchEntities instead of Search")
     args = ap.parse_args()
     save("rerank_quality", asyncio.run(run(args)))
 
