@@ -26,6 +26,10 @@ class RerankerSettings(ServiceSettings):
         answers FAILED_PRECONDITION. Loaded once, lazily, local files only.
     device: "auto" (CUDA when torch sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
     fp16: run the cross-encoder in half precision on CUDA (ignored on CPU).
+    warm_up: start loading the cross-encoder in the background when the
+        service starts (health is SERVING at once; a call that arrives
+        before the load ends waits for it), so the first Rerank does not
+        pay the load inside the gateway's rerank timeout.
     max_length: tokens per (query, passage) pair for the cross-encoder. A
         passage that does not fit is cut to its heading line plus the head of
         its body and counted (graphmesh_reranker_truncated_total).
@@ -61,6 +65,7 @@ class RerankerSettings(ServiceSettings):
     model_dir: str = ""
     device: str = "auto"
     fp16: bool = True
+    warm_up: bool = True
     max_length: int = Field(512, ge=16, le=8192)
     max_query_share: float = Field(0.5, gt=0.0, lt=1.0)
     max_batch_tokens: int = Field(16384, ge=16)

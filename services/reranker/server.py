@@ -2,6 +2,9 @@
 and the servicer."""
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from graphmesh.reranker.v1 import reranker_pb2, reranker_pb2_grpc
 from services.common.server import Service
 from services.common.settings import MeshAddresses
@@ -9,6 +12,17 @@ from services.reranker.batching import DynamicBatcher
 from services.reranker.config import RerankerSettings
 from services.reranker.scorer import Scorer
 from services.reranker.servicer import RerankerServicer
+
+
+log = logging.getLogger("graphmesh.reranker")
+
+
+def _load_quietly(load) -> None:
+    """Warm-up load; a failure is logged here and reported again by the first Rerank."""
+    try:
+        load()
+    except Exception as err:  # noqa: BLE001 - the first call reports it as FAILED_PRECONDITION
+        log.warning("cross-encoder warm-up failed: %s", err)
 
 
 def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = None) -> Scorer | None:
@@ -55,6 +69,12 @@ def build(settings: RerankerSettings | None = None, addresses: MeshAddresses | N
         batcher = DynamicBatcher(scorer.score, settings.max_batch_tokens, settings.max_batch_pairs,
                                  settings.max_wait_ms / 1000.0, settings.queue_size, padded=scorer.padded)
     servicer = RerankerServicer(settings, scorer, batcher)
+    loading: list[asyncio.Future] = []
+
+    async def on_start() -> None:
+        load = getattr(scorer, "load", None)
+        if settings.warm_up and callable(load):
+            loading.append(asyncio.get_running_loop().run_in_executor(None, _load_quietly, load))
 
     async def on_stop() -> None:
         if batcher is not None:
@@ -66,6 +86,7 @@ def build(settings: RerankerSettings | None = None, addresses: MeshAddresses | N
         name="reranker",
         full_names=[reranker_pb2.DESCRIPTOR.services_by_name["RerankerService"].full_name],
         register=lambda server: reranker_pb2_grpc.add_RerankerServiceServicer_to_server(servicer, server),
+        on_start=on_start,
         on_stop=on_stop,
     )
     return service, settings
