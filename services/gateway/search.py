@@ -76,7 +76,7 @@ class SearchFlow:
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled")
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
         use_rerank = s.rerank_enabled if rerank is None else rerank
-        scores = await self._rerank(query, lists, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
+        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
@@ -139,25 +139,37 @@ class SearchFlow:
             raise _none_answered(failures)
         return lists
 
-    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], enabled: bool, deadline: Deadline,
-                      trace: Trace) -> dict[str, float]:
-        """Cross-encoder scores of the first ``rerank_max_passages`` distinct
-        candidates (heading path + text); {} when off or the reranker fails."""
+    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
+                      deadline: Deadline, trace: Trace) -> dict[str, float]:
+        """Reranker scores of the fused top ``rerank_max_passages`` (heading
+        path + text): a first fusion without rerank scores picks them (the
+        best candidates, not the first to arrive). {} when off or when the
+        reranker fails (stage DEGRADED); the stage detail names the scorer
+        and how many passages it cut."""
         if not enabled:
             trace.skip(names.STAGE_RERANK, "rerank off")
             return {}
-        passages: dict[str, str] = {}
-        for lst in lists:
-            for cand in lst.candidates:
-                if len(passages) < self.settings.rerank_max_passages:
-                    passages.setdefault(cand.id, f"{' '.join(cand.heading_path)}\n{cand.text}")
+        n = self.settings.rerank_max_passages
+        request = fuse_request(query, lists, profile, n, self.settings.budget_chars)
+        first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.fuse(request, t),
+                              arrival_order(lists, n), deadline, self.settings.fuse_timeout)
+        passages = [reranker_pb2.Passage(id=c.id, text=f"{' '.join(c.heading_path)}\n{c.text}") for c in first.candidates[:n]]
         if not passages:
             trace.skip(names.STAGE_RERANK, "no candidates")
             return {}
-        request = reranker_pb2.RerankRequest(query=query, passages=[reranker_pb2.Passage(id=i, text=t) for i, t in passages.items()])
-        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(request, t), None,
-                              deadline, self.settings.rerank_timeout)
-        return {} if reply is None else {p.id: p.score for p in reply.scores}
+        rerank = reranker_pb2.RerankRequest(query=query, passages=passages)
+        started = time.perf_counter()
+        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
+                              deadline, self.settings.rerank_timeout, record_ok=False)
+        if reply is None:
+            return {}
+        trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
+        return {p.id: p.score for p in reply.scores}
+
+
+def rerank_detail(reply: reranker_pb2.RerankResponse) -> str:
+    """What the reranker did, for the stage detail: "<scorer>: N scored, M cut"."""
+    return f"{reply.scorer or 'reranker'}: {len(reply.scores)} scored, {reply.truncated_passages} cut"
 
 
 def _none_answered(failures: list[DownstreamError]) -> DownstreamError:
