@@ -25,6 +25,7 @@ from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
+from services.gateway.console import add_console_routes
 from services.gateway.rest_middleware import RestOptions, cors, error_body, route_errors
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
@@ -80,7 +81,8 @@ OPENAPI = Path(__file__).resolve().parent / "static" / "openapi.json"
 def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Application:
     """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
     with the CORS allow-list and body-size limit of ``options``; it also
-    serves the OpenAPI document at GET /openapi.json."""
+    serves the OpenAPI document at GET /openapi.json, the web console at
+    GET / and GET /v1/stages:summary (services/gateway/console.py)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
                           middlewares=[route_errors(options.max_request_bytes), cors(options.cors_origins)])
@@ -128,6 +130,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
         return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
 
     app.router.add_get("/openapi.json", openapi)
+    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
