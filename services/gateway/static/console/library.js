@@ -47,16 +47,26 @@ async function readFile(file) {
   return new Uint8Array(await file.arrayBuffer());
 }
 
+const COLUMNS = ["documents", "chunks", "entities", "triples"];
+
+function countsTable(rows, className) {
+  return el("table", { class: className },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("lib.collection") }), COLUMNS.map((c) => el("th", { scope: "col", text: t(`lib.${c}`) })))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.name }),
+      COLUMNS.map((c) => el("td", { class: "num", dataset: { col: c }, text: String(r[c] ?? "–") }))))));
+}
+
+/** What this tab ingested, from the ingest replies (stored records, chunks written). */
+const tally = { documents: 0, chunks: 0, entities: 0, triples: 0 };
+
 function collectionsTable(node, rows) {
   clear(node);
-  if (rows === null) {
-    node.append(el("p", { class: "notice", dataset: { hook: "listCollections" }, text: t("lib.noListing") }));
+  if (rows !== null) {
+    node.append(countsTable(rows, "collections"));
     return;
   }
-  const cols = ["documents", "chunks", "entities", "triples"];
-  node.append(el("table", { class: "collections" },
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("lib.collection") }), cols.map((c) => el("th", { scope: "col", text: t(`lib.${c}`) })))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.name }), cols.map((c) => el("td", { class: "num", text: String(r[c] ?? "–") })))))));
+  node.append(el("p", { class: "notice", dataset: { hook: "listCollections" }, text: t("lib.noListing") }),
+    countsTable([{ name: t("lib.thisTab"), ...tally }], "collections tally"));
 }
 
 function resultRow(file, kind, reply, traceId) {
@@ -97,6 +107,8 @@ export function setupLibrary(root) {
       status.textContent = t("lib.sending", { name: file.name, kind: t(`lib.kind.${kind}`) });
       const { data, traceId } = await post("./v1/documents:ingest", { jsonl: toBase64(bytes), kind: KINDS[kind] });
       results.prepend(resultRow(file.name, kind, data, traceId));
+      tally[kind] += data.stored || 0;
+      tally.chunks += data.chunks || 0;
       status.textContent = t("lib.done", { name: file.name });
       refreshCollections();
     } catch (err) {
