@@ -159,12 +159,39 @@ function sourcesSection(rows) {
       el("ol", { class: "source-list" }, others.map((r, i) => sourceCard(r, cited.length + i)))] : null);
 }
 
-function degradedBanner(degraded) {
-  if (!degraded || !degraded.length) return null;
+const STAGE_SERVICES = { expand: "expander", expansion: "expander", hyde: "expander", embed: "expander", normalize: "expander",
+  rerank: "reranker", fuse: "fuser", rank: "fuser", generate: "llm" };
+
+/** The service behind a pipeline stage ("retrieve.graph" -> "retriever_graph"); null for strategy.* and total. */
+export function serviceOfStage(stage) {
+  const retrieve = /^retrieve(?:_entities)?\.(\w+)$/u.exec(stage || "");
+  return retrieve ? `retriever_${retrieve[1]}` : STAGE_SERVICES[stage] || null;
+}
+
+/**
+ * Every service the request went without: the response's own "degraded"
+ * list, and the service of every stage that reported DEGRADED (a strategy
+ * passed over because a retriever was down leaves the final search with an
+ * empty list; the stream still said so). [{service, detail}], in order seen.
+ */
+export function degradedServices(listed, timings) {
+  const found = new Map((listed || []).map((s) => [s, ""]));
+  for (const timing of timings || []) {
+    const service = timing.status === "STAGE_STATUS_DEGRADED" ? serviceOfStage(timing.stage) : null;
+    if (service && !found.get(service)) found.set(service, timing.detail || "");
+  }
+  return [...found].map(([service, detail]) => ({ service, detail }));
+}
+
+function degradedBanner(listed, timings) {
+  const degraded = degradedServices(listed, timings);
+  if (!degraded.length) return null;
   return el("div", { class: "degraded-banner", role: "status" },
     el("strong", { text: t("ask.degraded") }), " ",
-    degraded.map((s) => el("span", { class: "badge status-degraded", dataset: { service: s }, text: s })), " ",
-    el("span", { text: t("ask.degradedHint") }));
+    degraded.map((d) => el("span", { class: "badge status-degraded", dataset: { service: d.service }, title: d.detail, text: d.service })), " ",
+    el("span", { text: t("ask.degradedHint") }),
+    degraded.some((d) => d.detail) ? el("ul", { class: "degraded-details" },
+      degraded.filter((d) => d.detail).map((d) => el("li", {}, el("code", { text: d.service }), `: ${d.detail}`))) : null);
 }
 
 function queryInfo(info) {
@@ -180,7 +207,7 @@ function strategySection(answer) {
   const strategy = enumName(answer.strategy, "FALLBACK_STRATEGY_");
   const attempts = answer.attempts || [];
   return el("section", { class: "card strategy" },
-    el("h3", {}, t("ask.strategy"), " ", el("span", { class: "badge strategy-name", text: strategy || t("ask.unreported") }),
+    el("h3", {}, t("ask.strategy"), " ", strategy ? el("span", { class: "badge strategy-name", text: strategy }) : null,
       " ", el("span", { class: "badge", text: enumName(answer.mode, "ANSWER_MODE_") === "llm" ? t("ask.modeLlm") : t("ask.modeExtractive") })),
     attempts.length ? el("table", { class: "attempts" },
       el("thead", {}, el("tr", {}, ["att.strategy", "att.outcome", "att.evidence", "att.results", "att.time"].map((k) => el("th", { scope: "col", text: t(k) })))),
@@ -208,10 +235,10 @@ function answerSection(answer, output, streamingText) {
   return { node: el("section", { class: "card answer" }, el("h3", { text: t("ask.answer") }), body, citations), search };
 }
 
-/** Renders a finished AnswerResponse (also DeepSearch's answer) below the timeline. */
-function renderAnswer(output, answer, slot) {
+/** Renders a finished AnswerResponse (also DeepSearch's answer) below the timeline; streamed: the stage events seen. */
+function renderAnswer(output, answer, slot, streamed = []) {
   const { node, search } = answerSection(answer, output);
-  clear(slot).append(degradedBanner(search.degraded) || "", node, strategySection(answer),
+  clear(slot).append(degradedBanner(search.degraded, [...streamed, ...(search.timings || [])]) || "", node, strategySection(answer),
     sourcesSection(sourcesOf(search.results, search.context, answer.citations)), queryInfo(search.queryInfo) || "");
 }
 
@@ -274,15 +301,18 @@ export function setupAsk(root) {
     slot.append(live.node);
     const text = live.node.querySelector(".answer-text");
     let traceId = null;
+    const stages = [];
     await stream(ROUTES.answer, body, {
       signal,
       onOpen: (id) => { traceId = id; },
       onEvent: (event) => {
-        if (event.stage) line.add(event.stage);
-        else if (typeof event.token === "string") text.textContent += event.token;
+        if (event.stage) {
+          stages.push(event.stage);
+          line.add(event.stage);
+        } else if (typeof event.token === "string") text.textContent += event.token;
         else if (event.done) {
-          renderAnswer(output, event.done, slot);
-          last = { mode: "answer", reply: event.done };
+          renderAnswer(output, event.done, slot, stages);
+          last = { mode: "answer", reply: event.done, stages };
         }
       },
     });
@@ -300,7 +330,7 @@ export function setupAsk(root) {
     clear(output);
     const line = timeline();
     (data.timings || []).forEach(line.add);
-    output.append(degradedBanner(data.degraded) || "", line.node,
+    output.append(degradedBanner(data.degraded, data.timings) || "", line.node,
       sourcesSection(sourcesOf(data.results, data.context, [])), queryInfo(data.queryInfo) || "", traceLine(traceId));
   }
 
@@ -334,7 +364,7 @@ export function setupAsk(root) {
     else if (last.mode === "deep") renderDeep(last.reply, last.traceId);
     else {
       const slot = output.querySelector(".answer-slot");
-      if (slot) renderAnswer(output, last.reply, slot);
+      if (slot) renderAnswer(output, last.reply, slot, last.stages);
     }
   });
   return {

@@ -7,7 +7,7 @@ import { post } from "./api.js";
 import { clear, el, enumName, ms, percent, score } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
-import { normalizeQuestion } from "./ask.js";
+import { degradedServices, normalizeQuestion } from "./ask.js";
 
 /** The best expander.match evidence of the top entity: how the rewrite was matched ({method, score}) or null. */
 export function rewriteMatch(reply) {
@@ -86,10 +86,11 @@ function entityCard(entity, index) {
 
 function render(output, query, reply, traceId) {
   clear(output);
-  const degraded = reply.degraded || [];
+  const degraded = degradedServices(reply.degraded, reply.timings);
   output.append(
     degraded.length ? el("div", { class: "degraded-banner", role: "status" }, el("strong", { text: t("ask.degraded") }), " ",
-      degraded.map((s) => el("span", { class: "badge status-degraded", dataset: { service: s }, text: s })), " ", t("ask.degradedHint")) : "",
+      degraded.map((d) => el("span", { class: "badge status-degraded", dataset: { service: d.service }, title: d.detail, text: d.service })),
+      " ", t("ask.degradedHint")) : "",
     gateSection(query, reply),
     summaries(reply.categorySummaries) || "",
     el("section", { class: "card" }, el("h3", { text: t("ent.results", { n: (reply.entities || []).length }) }),
