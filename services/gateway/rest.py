@@ -147,7 +147,7 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     try:
         async for event in call:
             if response is None:
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson",
+                response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
                                                        "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
                 await response.prepare(request)
             body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
@@ -162,10 +162,15 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
         call.cancel()
         raise
     if response is None:  # a stream with no events
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson"})
+        response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
         await response.prepare(request)
     await response.write_eof()
     return response
+
+
+#: Media types of a relayed stream (by whether the client asked for SSE);
+#: the charset named so that every client decodes the Chinese text as UTF-8.
+_STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
 
 
 def _message_class(name: str) -> type[Message]:

@@ -56,22 +56,31 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def browser():
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Path of Debian's chromium. Session scope, so that a missing browser
+    skips (or fails) before the session-scoped stores are started."""
     executable = os.environ.get("GRAPHMESH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if not executable:
         unavailable("Debian's chromium is not installed (apt-get install -y chromium; `make browser` does it as root)")
     try:
-        from playwright.async_api import async_playwright
+        import playwright  # noqa: F401
     except ImportError:
         unavailable("playwright is not installed (pip install -e '.[dev]')")
+    return executable
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def browser(chromium):
+    from playwright.async_api import async_playwright
+
     SHOTS.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        launched = await playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-dev-shm-usage"])
         try:
-            yield chromium
+            yield launched
         finally:
-            await chromium.close()
+            await launched.close()
 
 
 @asynccontextmanager
@@ -111,6 +120,20 @@ async def rest(url: str, body: dict, headers: dict | None = None) -> tuple[int, 
     return await asyncio.to_thread(_post, url, body, headers)
 
 
+#: Deadlines for the gateways the browser talks to: these tests check what the
+#: console shows, so a loaded 2-core machine must not turn the standard
+#: strategy into a timeout (the defaults cap it at 15 s of a 30 s request).
+PATIENT = dict(default_deadline=600.0, expand_timeout=120.0, retrieve_timeout=120.0, fuse_timeout=60.0,
+               strategy_timeouts={s: 300.0 for s in ("standard", "expanded_query", "hyde", "entity_names", "fast_path", "sub_queries")})
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def console(mesh):
+    """REST URL (and console) of a gateway over the mesh's services with PATIENT deadlines."""
+    async with second_gateway(mesh, graph_down=False, **PATIENT) as url:
+        yield url
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def laws(mesh):
     async with grpc.aio.insecure_channel(mesh.gateway) as channel:
@@ -121,11 +144,11 @@ async def laws(mesh):
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def library(browser, mesh):
+async def library(browser, console):
     """The knowledge graph ingested through the console's Library panel:
     entities dropped on the drop zone, triples through the file picker.
     Returns the text of each ingest result, newest first."""
-    async with open_page(browser, mesh.rest_url) as page:
+    async with open_page(browser, console) as page:
         await page.click("#tab-library")
         text = (DATA / "kg_entities.jsonl").read_text(encoding="utf-8")
         transfer = await page.evaluate_handle(
@@ -142,16 +165,16 @@ async def library(browser, mesh):
     return results, notice, tally
 
 
-async def test_answer_streams_stages_then_answer_with_a_working_citation(browser, mesh, laws):
-    async with open_page(browser, mesh.rest_url, height=1000) as page:
+async def test_answer_streams_stages_then_answer_with_a_working_citation(browser, console, laws):
+    async with open_page(browser, console, height=1000) as page:
         await page.check("input[name=mode][value=answer]")
         await page.fill("#ask-query", TWO_X_WAGES)
         async with page.expect_response(lambda r: r.url.endswith("/v1/query:answerStream"), timeout=WAIT_MS) as streamed:
             await page.press("#ask-query", "Enter")  # Enter asks
         response = await streamed.value
         assert response.request.headers["accept"] == "text/event-stream"
-        body = (await response.body()).decode("utf-8")  # server-sent events are UTF-8 by definition
-        sent = [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        sent = [json.loads(line[5:]) for line in (await response.text()).splitlines() if line.startswith("data:")]
         done = sent[-1]["done"]  # the AnswerResponse the page received
         await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
         events = await page.evaluate("window.__gm")
@@ -169,7 +192,8 @@ async def test_answer_streams_stages_then_answer_with_a_working_citation(browser
         await shot(page, "ask-answer")
         if os.environ.get("GRAPHMESH_SCREENSHOT_DOCS") == "1":
             DOCS_SHOT.parent.mkdir(parents=True, exist_ok=True)
-            await page.screenshot(path=str(DOCS_SHOT))
+            await page.evaluate("document.activeElement.blur()")
+            await page.screenshot(path=str(DOCS_SHOT), full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 1560})
 
         source = page.locator("#src-1")
         assert not await source.evaluate("s => s.classList.contains('highlight')")
@@ -188,8 +212,8 @@ async def test_answer_streams_stages_then_answer_with_a_working_citation(browser
         await shot(page, "ask-citation", full_page=False)
 
 
-async def test_search_mode_lists_evidence_with_channels_and_query_understanding(browser, mesh, laws):
-    async with open_page(browser, mesh.rest_url) as page:
+async def test_search_mode_lists_evidence_with_channels_and_query_understanding(browser, console, laws):
+    async with open_page(browser, console) as page:
         await page.check("input[name=mode][value=search]")
         await page.fill("#ask-query", "  醉酒驾驶机动车\n会受到什么处罚？ ")
         await page.click("#ask-submit")
@@ -202,13 +226,13 @@ async def test_search_mode_lists_evidence_with_channels_and_query_understanding(
         await shot(page, "ask-search")
 
 
-async def test_bad_requests_show_the_servers_message(browser, mesh):
-    async with open_page(browser, mesh.rest_url) as page:
+async def test_bad_requests_show_the_servers_message(browser, console):
+    async with open_page(browser, console) as page:
         await page.check("input[name=mode][value=search]")
         await page.fill("#ask-query", "   ")
         await page.click("#ask-submit")
         await page.wait_for_selector("#ask-error:not([hidden])", timeout=WAIT_MS)
-        status, body = await rest(mesh.rest_url + "/v1/query:search", {"query": ""})
+        status, body = await rest(console + "/v1/query:search", {"query": ""})
         assert status == 400
         assert (await page.inner_text("#ask-error .error-message")) == body["error"]["message"]
         assert "HTTP 400 · INVALID_ARGUMENT" in await page.inner_text("#ask-error")
@@ -219,7 +243,7 @@ async def test_bad_requests_show_the_servers_message(browser, mesh):
         await page.fill("#ask-topk", "500")
         await page.click("#ask-submit")
         await page.wait_for_selector("#ask-error .error-message:has-text('top_k')", timeout=WAIT_MS)
-        status, body = await rest(mesh.rest_url + "/v1/query:search", {"query": "什么是实用新型？", "topK": 500})
+        status, body = await rest(console + "/v1/query:search", {"query": "什么是实用新型？", "topK": 500})
         assert status == 400 and (await page.inner_text("#ask-error .error-message")) == body["error"]["message"]
 
         await page.click("#tab-entities")
@@ -231,7 +255,7 @@ async def test_bad_requests_show_the_servers_message(browser, mesh):
         await shot(page, "error-top-k")
 
 
-async def test_library_panel_ingests_dropped_and_chosen_files(library):
+async def test_library_panel_ingests_dropped_and_chosen_files(browser, library):
     results, notice, tally = library
     triples, entities = results  # newest first
     assert "kg_entities.jsonl" in entities and "entities" in entities and "received 11" in entities
@@ -240,13 +264,13 @@ async def test_library_panel_ingests_dropped_and_chosen_files(library):
     assert tally == {"entities": "11", "triples": "15"}  # what this tab stored (a fresh store: all new)
 
 
-async def test_entity_search_shows_the_rewrite_and_the_score_breakdown(browser, mesh, library):
-    async with open_page(browser, mesh.rest_url) as page:
+async def test_entity_search_shows_the_rewrite_and_the_score_breakdown(browser, console, library):
+    async with open_page(browser, console) as page:
         await page.click("#tab-entities")
         await page.fill("#ent-query", "马玲薯")
         await page.press("#ent-query", "Enter")
         await page.wait_for_selector("#ent-output[data-state=done]", timeout=WAIT_MS)
-        status, reply = await rest(mesh.rest_url + "/v1/entities:search", {"query": "马玲薯", "topK": 5})
+        status, reply = await rest(console + "/v1/entities:search", {"query": "马玲薯", "topK": 5})
         assert status == 200 and reply["rewritten"]
         assert (await page.inner_text(".gate .rewrite-from")) == "马玲薯"
         assert (await page.inner_text(".gate .rewrite-to")) == "马铃薯"
@@ -313,8 +337,7 @@ async def second_gateway(mesh, graph_down: bool, **settings):
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
     if graph_down:
         addresses["retriever_graph_addr"] = refused_address()
-    service, gateway_settings = await build(GatewaySettings(port=0, rest_port=0, retrieve_timeout=20.0, **settings),
-                                            MeshAddresses(**addresses))
+    service, gateway_settings = await build(GatewaySettings(**{"port": 0, "rest_port": 0, **settings}), MeshAddresses(**addresses))
     server, _, tasks = await start_service(service, gateway_settings)
     try:
         yield f"http://127.0.0.1:{await asyncio.wait_for(service.endpoints['rest'], 60)}"
@@ -329,7 +352,7 @@ async def test_auth_key_and_a_degraded_service_are_shown(browser, mesh, laws):
     from services.gateway.auth import new_key
 
     key, record = new_key("console")
-    async with second_gateway(mesh, graph_down=True, auth_enabled=True, api_keys=record.line()) as url:
+    async with second_gateway(mesh, graph_down=True, auth_enabled=True, api_keys=record.line(), **PATIENT) as url:
         async with open_page(browser, url) as page:
             await page.fill("#ask-query", TWO_X_WAGES)
             await page.press("#ask-query", "Enter")
@@ -367,9 +390,9 @@ async def test_auth_key_and_a_degraded_service_are_shown(browser, mesh, laws):
             await shot(page, "stages")
 
 
-async def test_voice_fills_the_same_box_and_is_hidden_without_the_api(browser, mesh, library):
+async def test_voice_fills_the_same_box_and_is_hidden_without_the_api(browser, console, library):
     hide = "delete window.SpeechRecognition; delete window.webkitSpeechRecognition;"
-    async with open_page(browser, mesh.rest_url, init_script=hide) as page:
+    async with open_page(browser, console, init_script=hide) as page:
         assert await page.locator("#ask-mic").is_hidden() and await page.locator("#ent-mic").is_hidden()
     fake = """
     window.SpeechRecognition = class {
@@ -378,7 +401,7 @@ async def test_voice_fills_the_same_box_and_is_hidden_without_the_api(browser, m
         this.onresult({ results: [result] }); this.onend && this.onend(); }, 10); }
       stop() {}
     };"""
-    async with open_page(browser, mesh.rest_url, init_script=fake) as page:
+    async with open_page(browser, console, init_script=fake) as page:
         await page.click("#tab-entities")
         assert await page.locator("#ent-mic").is_visible()
         await page.click("#ent-mic")
@@ -387,8 +410,8 @@ async def test_voice_fills_the_same_box_and_is_hidden_without_the_api(browser, m
         assert (await page.locator(".entity").first.get_attribute("data-name")) == "马铃薯"
 
 
-async def test_keyboard_phone_width_and_chinese_interface(browser, mesh, laws):
-    async with open_page(browser, mesh.rest_url, width=390, height=844, lang="zh") as page:
+async def test_keyboard_phone_width_and_chinese_interface(browser, console, laws):
+    async with open_page(browser, console, width=390, height=844, lang="zh") as page:
         assert (await page.inner_text("#tab-ask")) == "问答"
         assert await page.evaluate("document.documentElement.lang") == "zh-CN"
         await page.focus("#tab-ask")
