@@ -25,6 +25,7 @@ from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
+from services.gateway.console import add_console_routes
 from services.gateway.rest_middleware import RestOptions, cors, error_body, route_errors
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
@@ -80,7 +81,8 @@ OPENAPI = Path(__file__).resolve().parent / "static" / "openapi.json"
 def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Application:
     """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
     with the CORS allow-list and body-size limit of ``options``; it also
-    serves the OpenAPI document at GET /openapi.json."""
+    serves the OpenAPI document at GET /openapi.json, the web console at
+    GET / and GET /v1/stages:summary (services/gateway/console.py)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
                           middlewares=[route_errors(options.max_request_bytes), cors(options.cors_origins)])
@@ -128,6 +130,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
         return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
 
     app.router.add_get("/openapi.json", openapi)
+    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
@@ -144,7 +147,7 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     try:
         async for event in call:
             if response is None:
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson",
+                response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
                                                        "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
                 await response.prepare(request)
             body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
@@ -159,10 +162,15 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
         call.cancel()
         raise
     if response is None:  # a stream with no events
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson"})
+        response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
         await response.prepare(request)
     await response.write_eof()
     return response
+
+
+#: Media types of a relayed stream (by whether the client asked for SSE);
+#: the charset named so that every client decodes the Chinese text as UTF-8.
+_STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
 
 
 def _message_class(name: str) -> type[Message]:

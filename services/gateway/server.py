@@ -84,7 +84,7 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
     extra, endpoints = [], {}
     if settings.rest_port >= 0:
         endpoints["rest"] = asyncio.get_running_loop().create_future()
-        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes)
+        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate)
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
     return Service(
         name="gateway",
