@@ -207,13 +207,19 @@ def quality(backends: list[str], threads: int) -> dict:
     table = {}
     for backend in backends:
         get = lazy(backend, threads)
-        chunks, timing = encode(get, backend, corpus.texts, query=False, label="corpus")
+        if backend.endswith("-t256") and backend[:-5] in table:
+            chunks, timing = derive_t256(get, backend[:-5], corpus.texts, query=False, label="corpus")
+        else:
+            chunks, timing = encode(get, backend, corpus.texts, query=False, label="corpus")
         row = {"docs_per_s": round(len(corpus.article_ids) / timing["wall_s"], 1),
                "docs_per_cpu_s": round(len(corpus.article_ids) / timing["cpu_s"], 1),
                "corpus_encode_s": round(timing["wall_s"]), "corpus_encode_idle_estimate_s": round(timing["cpu_s"] / 2), "load": round(timing["load"], 1)}
         for name in DEV_SETS:
             queries, gold = load_dev(name)
-            vectors, _ = encode(get, backend, queries, query=True, label=name)
+            if backend.endswith("-t256") and backend[:-5] in table:
+                vectors, _ = derive_t256(get, backend[:-5], queries, query=True, label=name)
+            else:
+                vectors, _ = encode(get, backend, queries, query=True, label=name)
             best: list[float] = []
             row[name] = metrics(rank(vectors, chunks, corpus, best=best), gold)
             # the gateway's min_evidence_score is a best pg.vector cosine
@@ -222,6 +228,23 @@ def quality(backends: list[str], threads: int) -> dict:
         print(backend, json.dumps(row, ensure_ascii=False), flush=True)
     print_table(table)
     return table
+
+
+def derive_t256(get, base: str, texts: list[str], *, query: bool, label: str) -> tuple[np.ndarray, dict]:
+    """Vectors of the 256-token variant of ``base``: texts within 256 tokens
+    embed as under ``base`` (read from its cache), only the longer ones are
+    embedded again. Timing: ``base``'s, scaled by the ratio of tokens run."""
+    vectors, timing = encode(lambda: None, base, texts, query=query, label=label)
+    embedder = get()
+    counts = [embedder._tokenizer.count(t, query=query) for t in texts]
+    long_rows = [i for i, n in enumerate(counts) if n > 256]
+    if long_rows:
+        fresh, _ = encode(get, embedder.name, [texts[i] for i in long_rows], query=query, label=label + "-long")
+        vectors = vectors.copy()
+        vectors[long_rows] = fresh
+    ratio = sum(min(n, 256) for n in counts) / sum(min(n, 512) for n in counts)
+    print(f"  {label}: {len(long_rows)} of {len(texts)} texts over 256 tokens; tokens run x{ratio:.3f}", file=sys.stderr, flush=True)
+    return vectors, {k: (v * ratio if k.endswith("_s") else v) for k, v in timing.items()}
 
 
 def print_table(table: dict) -> None:
@@ -237,7 +260,7 @@ def cut_study(backend: str, threads: int) -> dict:
     """Facts dev set: the whole query (the model cuts its head at its
     window), head cut vs content-sentence cut at the same window."""
     from services.common.text import normalize
-    from services.expander.query_cut import METHOD_CONTENT, METHOD_HEAD, cut_for_embedding
+    from services.expander.query_cut import METHOD_CONTENT, METHOD_HEAD, char_window, cut_for_embedding
 
     corpus = load_corpus()
     get = lazy(backend, threads)
@@ -245,19 +268,14 @@ def cut_study(backend: str, threads: int) -> dict:
     queries, gold = load_dev("facts")
     queries = [normalize(q) for q in queries]
     embedder = get()
-    if hasattr(embedder, "fits"):
-        def fits(text: str) -> bool:
-            return embedder.fits(text, query=True)
-    else:
-        def fits(text: str) -> bool:
-            return len(text) <= 512
+    window = embedder.query_window() if hasattr(embedder, "query_window") else char_window(512)
     out: dict = {}
     long_rows = None
     for method in ("whole", METHOD_HEAD, METHOD_CONTENT):
         if method == "whole":
             texts = queries
         else:
-            cuts = [cut_for_embedding(q, fits, method=method) for q in queries]
+            cuts = [cut_for_embedding(q, window, method=method) for q in queries]
             texts = [c.text for c in cuts]
             long_rows = [i for i, c in enumerate(cuts) if c.method != "whole"]
         vectors, _ = encode(get, backend, texts, query=True, label=f"facts-{method}")

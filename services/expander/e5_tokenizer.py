@@ -53,3 +53,7 @@ class E5Tokenizer:
         """Tokens of ``text`` untruncated, ``<s>`` and ``</s>`` included."""
         prefix = QUERY_PREFIX if query else PASSAGE_PREFIX
         return len(self._tok.encode(self.normalise(prefix + text), add_special_tokens=False).ids) + 2
+
+    def content_sizes(self, texts: list[str]) -> list[int]:
+        """Tokens of each text alone: no prefix, no ``<s>``/``</s>``."""
+        return [len(e.ids) for e in self._tok.encode_batch([self.normalise(t) for t in texts], add_special_tokens=False)]

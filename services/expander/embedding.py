@@ -25,6 +25,8 @@ from typing import Protocol
 
 import numpy as np
 
+from services.expander.query_cut import Window, char_window
+
 
 class Embedder(Protocol):
     """Maps texts to unit-norm float32 vectors of a fixed dimension."""
@@ -167,11 +169,11 @@ class CachedEmbedder:
         self.dimension = inner.dimension
         self.window_chars = window_chars
 
-    def fits(self, text: str) -> bool:
-        """Whether query ``text`` fits the model's window uncut: the model's
-        own ``fits`` (tokens) where it has one, else ``window_chars``."""
-        own = getattr(self.inner, "fits", None)
-        return own(text, query=True) if own is not None else len(text) <= self.window_chars
+    def query_window(self) -> Window:
+        """The model's query window (``query_cut.Window``): its own, in
+        tokens, where it has one (e5onnx), else ``window_chars`` characters."""
+        own = getattr(self.inner, "query_window", None)
+        return own() if own is not None else char_window(self.window_chars)
 
     def embed_with_stats(self, texts: list[str], *, query: bool) -> tuple[np.ndarray, int]:
         """Returns (vectors of shape (n, dimension), number of cache hits)."""
