@@ -6,6 +6,7 @@ from pathlib import Path
 
 import grpc
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query
 from services.common.llm import LlmClient, LlmConfig
@@ -15,9 +16,9 @@ from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_em
 from services.expander.query_cut import METHOD_CONTENT, METHOD_HEAD, METHOD_WHOLE, QueryCut, cut_for_embedding
 
 _CUT_METHODS = {
-    METHOD_WHOLE: expander_pb2.QUERY_CUT_METHOD_WHOLE,
-    METHOD_CONTENT: expander_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES,
-    METHOD_HEAD: expander_pb2.QUERY_CUT_METHOD_HEAD,
+    METHOD_WHOLE: types_pb2.QUERY_CUT_METHOD_WHOLE,
+    METHOD_CONTENT: types_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES,
+    METHOD_HEAD: types_pb2.QUERY_CUT_METHOD_HEAD,
 }
 
 
@@ -64,9 +65,9 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             cut, vectors = await asyncio.to_thread(self._embed_query, embedder, analysis.normalized_query)
             response.embedding.extend(vectors[0].tolist())
             response.embedding_model = embedder.name
-        response.query_cut.CopyFrom(expander_pb2.QueryCut(
+        response.query_cut.CopyFrom(types_pb2.QueryCut(
             method=_CUT_METHODS[cut.method], original_chars=cut.original_chars, embedded_chars=cut.embedded_chars,
-            kept_spans=[expander_pb2.TextSpan(start=a, end=b) for a, b in cut.spans],
+            kept_spans=[types_pb2.TextSpan(start=a, end=b) for a, b in cut.spans],
             keywords_found=analysis.keywords_found,
         ))
         return response

@@ -100,6 +100,8 @@ class GatewaySettings(ServiceSettings):
         Retry-After.
     cors_origins: origins allowed to call the REST API from a browser (JSON
         list; "*" allows any; empty = no CORS headers).
+    max_entity_query_chars: longest SearchEntities query (characters): an
+        entity name, alias or attribute list (the Lucene full text takes 256).
     max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
         message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
     entity_retrievers_by_route: per entity route, the retrievers searched
@@ -152,6 +154,7 @@ class GatewaySettings(ServiceSettings):
     rate_limit_burst: int = Field(0, ge=0)
     cors_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_entity_query_chars: int = Field(2000, ge=1)
 
     def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
         """(name, profile) for a question type: its own profile when it has

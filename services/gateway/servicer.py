@@ -97,5 +97,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return response
 
     async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
-        query, top_k = self._validate(request.query, request.top_k)
+        query = validate_query(request.query, self._settings.max_entity_query_chars)
+        top_k = validate_range(request.top_k or 10, 1, MAX_TOP_K, "top_k")
         return await self._use.entities.search(query, top_k, self._deadline(context))

@@ -52,7 +52,8 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
         return Understanding(gateway_pb2.QueryInfo(normalized_query=query, keywords=keywords), keywords)
     question_type = expander_pb2.QuestionType.Name(expanded.question_type)
     info = gateway_pb2.QueryInfo(
-        normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type)
+        normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type,
+        query_cut=expanded.query_cut)
     return Understanding(info, list(expanded.keywords), list(expanded.embedding), question_type,
                          expanded.question_type_confidence)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import pytest_asyncio
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import field_violations
 from services.expander.config import ExpanderSettings
@@ -36,7 +37,7 @@ async def test_a_9000_character_description_is_cut_and_says_how(expander):
     cut = reply.query_cut
     assert reply.embedding_model == "e5onnx" and len(reply.embedding) == 384
     assert abs(np.linalg.norm(reply.embedding) - 1.0) < 1e-4
-    assert cut.method == expander_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES
+    assert cut.method == types_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES
     assert cut.original_chars == len(reply.normalized_query) >= 8900
     kept = "".join(reply.normalized_query[s.start:s.end] for s in cut.kept_spans)
     assert len(kept) == cut.embedded_chars and 200 < cut.embedded_chars < 1000

@@ -3,6 +3,7 @@ embedded part chosen by content, and the cut reported by Expand."""
 import numpy as np
 import pytest
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from services.common.errors import InvalidArgument
 from services.expander.config import ExpanderSettings
@@ -108,7 +109,7 @@ async def test_expand_reports_how_a_long_description_was_cut():
     text = long_description()
     response = await servicer.Expand(expander_pb2.ExpandRequest(query=text, embed=True), None)
     cut = response.query_cut
-    assert cut.method == expander_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES
+    assert cut.method == types_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES
     assert cut.original_chars == len(response.normalized_query) and 0 < cut.embedded_chars <= 300
     kept = "".join(response.normalized_query[s.start:s.end] for s in cut.kept_spans)
     assert fake.seen == [kept] and len(kept) == cut.embedded_chars and "枪支" in kept
@@ -116,7 +117,7 @@ async def test_expand_reports_how_a_long_description_was_cut():
     assert len(response.embedding) == 4
 
     short = await servicer.Expand(expander_pb2.ExpandRequest(query="专利权的期限是多久？", embed=True), None)
-    assert short.query_cut.method == expander_pb2.QUERY_CUT_METHOD_WHOLE
+    assert short.query_cut.method == types_pb2.QUERY_CUT_METHOD_WHOLE
     assert short.query_cut.embedded_chars == short.query_cut.original_chars == len(short.normalized_query)
 
     bounded = ExpanderServicer(ExpanderSettings(embedding_cache="", max_keywords=30))

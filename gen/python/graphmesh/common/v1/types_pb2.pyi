@@ -85,6 +85,38 @@ STAGE_STATUS_DEGRADED: StageStatus.ValueType  # 3
 """The stage failed or timed out; the answer was produced without it."""
 Global___StageStatus: _TypeAlias = StageStatus  # noqa: Y015
 
+class _QueryCutMethod:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _QueryCutMethodEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QueryCutMethod.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    QUERY_CUT_METHOD_UNSPECIFIED: _QueryCutMethod.ValueType  # 0
+    """Not reported."""
+    QUERY_CUT_METHOD_WHOLE: _QueryCutMethod.ValueType  # 1
+    """Nothing cut: the whole query was embedded (or no embedding was asked)."""
+    QUERY_CUT_METHOD_CONTENT_SENTENCES: _QueryCutMethod.ValueType  # 2
+    """The sentences richest in content words (TF-IDF of the terms each adds),
+    chosen greedily until the window is full, in their original order.
+    """
+    QUERY_CUT_METHOD_HEAD: _QueryCutMethod.ValueType  # 3
+    """The opening sentences that fit the window."""
+
+class QueryCutMethod(_QueryCutMethod, metaclass=_QueryCutMethodEnumTypeWrapper):
+    """How a query was cut to fit the embedding model's window."""
+
+QUERY_CUT_METHOD_UNSPECIFIED: QueryCutMethod.ValueType  # 0
+"""Not reported."""
+QUERY_CUT_METHOD_WHOLE: QueryCutMethod.ValueType  # 1
+"""Nothing cut: the whole query was embedded (or no embedding was asked)."""
+QUERY_CUT_METHOD_CONTENT_SENTENCES: QueryCutMethod.ValueType  # 2
+"""The sentences richest in content words (TF-IDF of the terms each adds),
+chosen greedily until the window is full, in their original order.
+"""
+QUERY_CUT_METHOD_HEAD: QueryCutMethod.ValueType  # 3
+"""The opening sentences that fit the window."""
+Global___QueryCutMethod: _TypeAlias = QueryCutMethod  # noqa: Y015
+
 @_typing.final
 class ChannelScore(_message.Message):
     """The score one retrieval channel gave a candidate."""
@@ -402,3 +434,71 @@ class IngestFailure(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestFailure: _TypeAlias = IngestFailure  # noqa: Y015
+
+@_typing.final
+class TextSpan(_message.Message):
+    """A half-open range [start, end) of characters (Unicode code points)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    start: _builtins.int
+    """First character, 0-based."""
+    end: _builtins.int
+    """One past the last character."""
+    def __init__(
+        self,
+        *,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextSpan: _TypeAlias = TextSpan  # noqa: Y015
+
+@_typing.final
+class QueryCut(_message.Message):
+    """What was kept of a long query."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METHOD_FIELD_NUMBER: _builtins.int
+    ORIGINAL_CHARS_FIELD_NUMBER: _builtins.int
+    EMBEDDED_CHARS_FIELD_NUMBER: _builtins.int
+    KEPT_SPANS_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FOUND_FIELD_NUMBER: _builtins.int
+    method: Global___QueryCutMethod.ValueType
+    """How the embedded part was chosen."""
+    original_chars: _builtins.int
+    """Characters of the (normalised) query."""
+    embedded_chars: _builtins.int
+    """Characters embedded (0 when no embedding was asked)."""
+    keywords_found: _builtins.int
+    """Distinct keywords found in the whole query, before the max_keywords cut."""
+    @_builtins.property
+    def kept_spans(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextSpan]:
+        """The embedded parts as ranges of the normalised query, ascending; empty when
+        no embedding was asked.
+        """
+
+    def __init__(
+        self,
+        *,
+        method: Global___QueryCutMethod.ValueType = ...,
+        original_chars: _builtins.int = ...,
+        embedded_chars: _builtins.int = ...,
+        kept_spans: _abc.Iterable[Global___TextSpan] | None = ...,
+        keywords_found: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedded_chars", b"embedded_chars", "kept_spans", b"kept_spans", "keywords_found", b"keywords_found", "method", b"method", "original_chars", b"original_chars"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryCut: _TypeAlias = QueryCut  # noqa: Y015

@@ -126,7 +126,11 @@ class SearchRequest(_message.Message):
     RERANK_FIELD_NUMBER: _builtins.int
     DISABLED_STAGES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The question (1 to 2,000 characters by default; not only whitespace)."""
+    """The question (1 to 10,000 characters by default; not only whitespace). A
+    long question is searched with keywords from the whole text and an
+    embedding of its most content-rich sentences; QueryInfo.query_cut says
+    how it was cut.
+    """
     top_k: _builtins.int
     """Results to return (1 to 100; 10 when 0)."""
     rerank: _builtins.bool
@@ -170,6 +174,7 @@ class QueryInfo(_message.Message):
     QUESTION_TYPE_FIELD_NUMBER: _builtins.int
     PROFILE_FIELD_NUMBER: _builtins.int
     EXPANSIONS_FIELD_NUMBER: _builtins.int
+    QUERY_CUT_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
@@ -184,6 +189,10 @@ class QueryInfo(_message.Message):
     def expansions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Expansion terms added to the keyword query, with their origin."""
 
+    @_builtins.property
+    def query_cut(self) -> _types_pb2.QueryCut:
+        """How a long query was cut: the part embedded, the keywords kept."""
+
     def __init__(
         self,
         *,
@@ -192,10 +201,11 @@ class QueryInfo(_message.Message):
         question_type: _builtins.str = ...,
         profile: _builtins.str = ...,
         expansions: _abc.Iterable[_builtins.str] | None = ...,
+        query_cut: _types_pb2.QueryCut | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -687,7 +697,9 @@ class SearchEntitiesRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The query (1 to 2,000 characters by default; not only whitespace)."""
+    """The query (1 to 2,000 characters by default; not only whitespace): an
+    entity name, alias or attribute list.
+    """
     top_k: _builtins.int
     """Entities to return (1 to 100; 10 when 0)."""
     def __init__(
