@@ -89,7 +89,9 @@ class GatewaySettings(ServiceSettings):
         "sub_queries" for DeepSearch's sub-query call.
     deep_partial_max_tokens / deep_partial_context_chars: size of the
         partial answer per DeepSearch iteration and of its context.
-    chunk_chars / chunk_overlap: chunking of ingested documents.
+    chunk_tokens / chunk_overlap: chunking of ingested documents, in tokens
+        (a CJK character or a Latin word is one; services.gateway.sentences):
+        512 / 64, the MetaSearch defaults.
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
         given entities/triples at ingestion (JSON list).
@@ -131,7 +133,7 @@ class GatewaySettings(ServiceSettings):
     )
     deep_partial_max_tokens: int = 64
     deep_partial_context_chars: int = 1500
-    chunk_chars: int = 512
+    chunk_tokens: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])

@@ -23,9 +23,11 @@ DOC_LOCK_SEED = 0x4744_4F43  # "GDOC"
 
 
 def _where(ids: Sequence[str], collections: Sequence[str] | None, conditions: Sequence[Condition], params: Params) -> str:
+    """Documents of ``ids`` (when given) in scope (collections: None = any)."""
+    scope = scope_sql(collections, conditions, params)
     if ids:
-        return f"d.id = ANY({params.add(list(ids))}::text[])"
-    return scope_sql(collections, conditions, params)
+        return f"d.id = ANY({params.add(list(ids))}::text[]) AND {scope}"
+    return scope
 
 
 async def list_documents(conn: asyncpg.Connection, ids: Sequence[str], collections: Sequence[str] | None,

@@ -725,7 +725,9 @@ class ListDocumentsRequest(_message.Message):
     """Only documents whose id sorts after this one (the last id of the previous page)."""
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Documents by id (at most 1,000); when set, collections and filters are ignored."""
+        """Documents by id (at most 1,000); with collections or filters, only
+        those of the ids that are in scope.
+        """
 
     @_builtins.property
     def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -787,11 +789,15 @@ class DeleteDocumentsRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Documents to delete by id (at most 10,000)."""
+        """Documents to delete by id (at most 10,000); with collections or
+        filters, only those of the ids that are in scope.
+        """
 
     @_builtins.property
     def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """When ids is empty: delete every document of these collections ..."""
+        """Delete the documents of these collections (every collection when
+        empty and ids are given) ...
+        """
 
     @_builtins.property
     def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
