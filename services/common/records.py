@@ -84,7 +84,7 @@ class Hit:
         evidence: what matched (keywords, heading, edge), for the caller.
         embedding: stored embedding when the channel returns it, else empty.
         collection: collection of the chunk's document ("" when unknown).
-        metadata: chunk metadata (e.g. "page") when the store returns it.
+        metadata: document metadata with the chunk's own (e.g. "page") over it, when the store returns it.
     """
 
     chunk_id: str

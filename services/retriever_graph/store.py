@@ -201,14 +201,14 @@ def _row(record: Any) -> _Row:
         text=record["text"] or "",
         ordinal=int(record["ordinal"] or 0),
         collection=record["collection"],
-        metadata=json.loads(record["chunk_metadata"]) if record["chunk_metadata"] else {},
+        metadata={**json.loads(record["document_metadata"] or "{}"), **json.loads(record["chunk_metadata"] or "{}")},
     )
 
 
 _HIT_FIELDS = """
     c.id AS chunk_id, d.id AS document_id, d.title AS title,
     c.heading_path AS heading_path, c.text AS text, c.ordinal AS ordinal,
-    coalesce(d.collection, 'default') AS collection, c.metadata AS chunk_metadata
+    coalesce(d.collection, 'default') AS collection, c.metadata AS chunk_metadata, d.metadata AS document_metadata
 """
 
 _EXISTING = """

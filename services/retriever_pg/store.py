@@ -360,7 +360,7 @@ def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") ->
 
 _HIT_COLUMNS = (
     "c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, c.embedding, d.collection,"
-    " c.metadata AS chunk_metadata"
+    " d.metadata || c.metadata AS chunk_metadata"
 )
 
 

@@ -189,7 +189,9 @@ class Candidate(_message.Message):
 
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Chunk metadata (e.g. "page"), when the retriever returns it."""
+        """Metadata of the chunk's document, with the chunk's own (e.g. "page")
+        over it, when the retriever returns it.
+        """
 
     def __init__(
         self,
