@@ -58,7 +58,7 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
             field = fields.get(name)
             if field is None:
                 return name, "is not a field of this request"
-            if field.label == FieldDescriptor.LABEL_REPEATED or field.type == FieldDescriptor.TYPE_MESSAGE:
+            if field.is_repeated or field.type == FieldDescriptor.TYPE_MESSAGE:
                 return name, "cannot be given as a URL parameter"
             if field.type in _INTEGERS:
                 try:
