@@ -733,7 +733,7 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
 
     headings: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], None] = {}
-    for _, path in to_write:
+    for doc, path in to_write:
         for i, (hid, name, level) in enumerate(path):
             headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name),
                                       "collection": doc.collection or DEFAULT_COLLECTION})
