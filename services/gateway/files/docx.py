@@ -17,10 +17,9 @@ _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
-def _heading_level(paragraph) -> int:
-    """1..9 for a heading paragraph, 0 otherwise."""
-    name = (paragraph.style.name if paragraph.style is not None else "") or ""
-    m = _HEADING_STYLE.match(name.strip())
+def _heading_level(paragraph, style_name: str) -> int:
+    """1..9 for a heading paragraph (by its style's name, else its outline level), 0 otherwise."""
+    m = _HEADING_STYLE.match(style_name.strip())
     if m:
         return int(m.group(1))
     outline = paragraph._p.find(f"{_W}pPr/{_W}outlineLvl")
@@ -61,14 +60,16 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
         raise FileParseError(f"not a valid .docx (corrupt or not a zip archive: {type(err).__name__})") from None
     builder = SectionBuilder()
     title = (document.core_properties.title or "").strip()
+    # Style names by id, read once (python-docx's Paragraph.style searches the styles part every time).
+    style_names = {s.style_id: s.name or "" for s in document.styles if s.style_id}
     for element in document.element.body.iterchildren():
         if element.tag == f"{_W}p":
             paragraph = Paragraph(element, document)
-            style = (paragraph.style.name if paragraph.style is not None else "") or ""
+            style = style_names.get(element.style or "", "")
             if style.lower() == "title":
                 title = title or paragraph.text.strip()
                 continue
-            level = _heading_level(paragraph)
+            level = _heading_level(paragraph, style)
             if level:
                 builder.heading(level, paragraph.text)
             else:
