@@ -10,7 +10,7 @@ Schema (migration 1):
 - ``chunks(id, document_id → documents, ordinal, heading_path, text,
   parent_context, embedding vector(D), term_count)``, HNSW index
   (``vector_cosine_ops``) on ``embedding``.
-- ``chunk_terms(term, chunk_id → chunks, tf, doc_len)``, one row per distinct
+- ``chunk_terms(term, chunk_id → chunks, tf, doc_len[, collection])``, one row per distinct
   term of a chunk; index on ``term`` INCLUDE ``(chunk_id, tf, doc_len)`` so a
   BM25 query reads postings with index-only scans.
 
@@ -100,7 +100,7 @@ _CHUNK_COLUMNS = [
     "id", "document_id", "ordinal", "heading_path", "text",
     "parent_context", "embedding", "term_count", "metadata",
 ]
-_TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len"]
+_TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len", "collection"]
 
 
 def _migrations(dim: int) -> list[tuple[int, list[str]]]:
@@ -168,6 +168,11 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS metadata jsonb NOT NULL DEFAULT '{}'::jsonb",
                 "CREATE INDEX IF NOT EXISTS documents_collection_idx ON documents (collection, id)",
                 "CREATE INDEX IF NOT EXISTS documents_metadata_idx ON documents USING gin (metadata jsonb_path_ops)",
+                # The collection beside each posting, in the covering index, so
+                # keyword channels scope a query without a join.
+                "ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
+                "DROP INDEX IF EXISTS chunk_terms_term_idx",
+                "CREATE INDEX chunk_terms_term_idx ON chunk_terms (term) INCLUDE (chunk_id, tf, doc_len, collection)",
                 *entity_collection_migration(),
             ],
         ),
@@ -337,8 +342,19 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
              chunk.parent_context, embedding, doc_len, dict(chunk.metadata))
         )
         for term, tf in Counter(t for t in terms if _usable_term(t)).items():
-            term_rows.append((term, chunk.id, tf, doc_len))
+            term_rows.append((term, chunk.id, tf, doc_len, collection))
     return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows, collection)
+
+
+def _term_scope(collections: Sequence[str] | None, conditions: Sequence[Condition], params: Params) -> str:
+    """JOIN + WHERE text scoping postings ``ct``: the collection from the
+    posting itself (covering index), metadata conditions through the
+    chunk's document (joined only when there are conditions)."""
+    where = f"ct.collection = ANY({params.add(list(collections))}::text[])" if collections is not None else "TRUE"
+    if not conditions:
+        return f" WHERE {where}"
+    return (" JOIN chunks sc ON sc.id = ct.chunk_id JOIN documents sd ON sd.id = sc.document_id"
+            f" WHERE {where} AND {scope_sql(None, conditions, params, 'sd')}")
 
 
 def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") -> Hit:
@@ -767,14 +783,13 @@ class PgStore:
         if not wanted or top_k <= 0:
             return []
         params = Params(wanted, top_k)
-        scope = scope_sql(collections, conditions, params, "sd")
+        scope = _term_scope(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
                 # Length = the chunk's term count (doc_len, in the index).
                 "WITH m AS MATERIALIZED ("
                 "  SELECT ct.chunk_id, count(*) AS hits, min(ct.doc_len) AS len"
-                "  FROM chunk_terms ct JOIN chunks sc ON sc.id = ct.chunk_id JOIN documents sd ON sd.id = sc.document_id"
-                f"  WHERE ct.term = ANY($1::text[]) AND {scope} GROUP BY ct.chunk_id"
+                f"  FROM chunk_terms ct {scope} AND ct.term = ANY($1::text[]) GROUP BY ct.chunk_id"
                 "  ORDER BY hits DESC, len, ct.chunk_id LIMIT $2)"
                 f" SELECT {_HIT_COLUMNS}, m.hits,"
                 "  ARRAY(SELECT t.term FROM chunk_terms t WHERE t.chunk_id = m.chunk_id"
@@ -879,7 +894,7 @@ class PgStore:
         if n == 0 or avgdl <= 0:
             return []
         params = Params(wanted, float(n), self.bm25_k1, self.bm25_b, float(avgdl), top_k)
-        scope = scope_sql(collections, conditions, params, "sd")
+        scope = _term_scope(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
                 """
@@ -898,9 +913,7 @@ class PgStore:
                                / (ct.tf + $3::float8 * (1 - $4::float8
                                                         + $4::float8 * ct.doc_len / $5::float8))
                            ) AS score
-                    FROM df JOIN chunk_terms ct ON ct.term = df.term
-                    JOIN chunks sc ON sc.id = ct.chunk_id JOIN documents sd ON sd.id = sc.document_id
-                    WHERE """ + scope + """
+                    FROM df JOIN chunk_terms ct ON ct.term = df.term""" + scope + """
                     GROUP BY ct.chunk_id
                     ORDER BY score DESC, ct.chunk_id
                     LIMIT $6
