@@ -32,16 +32,20 @@ from tests import file_makers as mk  # noqa: E402
 
 
 def make_files(n: int) -> dict[str, list[tuple[str, bytes]]]:
-    """``n`` distinct files of each format, each a few pages of text."""
+    """``n`` distinct files of each format, each a few pages of text no
+    other file shares (so neither the tokenizer's cache nor the embedding
+    cache serves one format from another's)."""
     out: dict[str, list[tuple[str, bytes]]] = {f: [] for f in ("txt", "md", "html", "pdf", "docx")}
     for i in range(n):
-        paragraphs = mk.long_chinese_text(30, f"事项{i}")
-        body = "\n\n".join(paragraphs)
-        out["txt"].append((f"f{i}.txt", (f"{mk.CHAPTER_1}\n{mk.PARAGRAPH_1}\n\n{mk.CHAPTER_2}\n\n{body}\n").encode("gb18030")))
-        out["md"].append((f"f{i}.md", (mk.markdown_text() + "\n## 附则\n\n" + body).encode()))
-        out["html"].append((f"f{i}.html", mk.html_text().replace("</body>", "".join(f"<p>{p}</p>" for p in paragraphs) + "</body>").encode()))
-        out["pdf"].append((f"f{i}.pdf", mk.pdf_bytes(pages_of_filler=2, title=f"{mk.TITLE}{i}")))
-        out["docx"].append((f"f{i}.docx", mk.docx_bytes(paragraphs)))
+        def body(fmt: str) -> list[str]:
+            return mk.long_chinese_text(30, f"{fmt}事项{i}")
+        text = "\n\n".join(body("文本"))
+        out["txt"].append((f"f{i}.txt", (f"{mk.CHAPTER_1}\n{mk.PARAGRAPH_1}\n\n{mk.CHAPTER_2}\n\n{text}\n").encode("gb18030")))
+        out["md"].append((f"f{i}.md", (mk.markdown_text() + "\n## 附则\n\n" + "\n\n".join(body("标记"))).encode()))
+        out["html"].append((f"f{i}.html", mk.html_text().replace(
+            "</body>", "".join(f"<p>{p}</p>" for p in body("网页")) + "</body>").encode()))
+        out["pdf"].append((f"f{i}.pdf", mk.pdf_bytes(pages_of_filler=2, title=f"{mk.TITLE}{i}", filler_seed=f"版式{i}")))
+        out["docx"].append((f"f{i}.docx", mk.docx_bytes(body("文档"))))
     return out
 
 
@@ -104,9 +108,9 @@ async def ingest_figures(by_format: dict[str, list[tuple[str, bytes]]]) -> dict[
         servers.append((server, gateway))
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]) as ch:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
-            warm = by_format["md"][:1]  # loads the embedding model before timing
-            await stub.Ingest(gateway_pb2.IngestRequest(collection="warm", files=[
-                gateway_pb2.IngestFile(name=n, content=d) for n, d in warm]), timeout=600)
+            # loads the embedding model before timing (another id, another text)
+            await stub.Ingest(gateway_pb2.IngestRequest(collection="warm", files=[gateway_pb2.IngestFile(
+                name="warm.md", content="# 预热\n\n加载嵌入模型的预热文本。".encode())]), timeout=600)
             for fmt, files in by_format.items():
                 request = gateway_pb2.IngestRequest(collection=f"bench-{fmt}", files=[
                     gateway_pb2.IngestFile(name=n, content=d) for n, d in files])
@@ -144,7 +148,10 @@ def main() -> None:
     if not args.no_ingest:
         for fmt, ingest in asyncio.run(ingest_figures(by_format)).items():
             figures[fmt].update(ingest)
-    save("files_ingest", {"files_per_format": args.files, "rounds": args.rounds, "formats": figures})
+    import os
+
+    save("files_ingest", {"files_per_format": args.files, "rounds": args.rounds, "load_average_1_5_15": os.getloadavg(),
+                          "formats": figures})
 
 
 if __name__ == "__main__":

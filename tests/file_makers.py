@@ -23,7 +23,7 @@ def long_chinese_text(paragraphs: int, seed: str = "规定") -> list[str]:
             f"逾期未办理的，视为放弃申请。该项事务编号为{i:04d}，归档期限为{i % 7 + 3}年。" for i in range(1, paragraphs + 1)]
 
 
-def pdf_bytes(pages_of_filler: int = 1, title: str = TITLE) -> bytes:
+def pdf_bytes(pages_of_filler: int = 1, title: str = TITLE, filler_seed: str = "附则") -> bytes:
     """A multi-page PDF: headings (larger font) on page 1 and 2, a table on
     page 2, ``pages_of_filler`` more pages of body text after it."""
     from reportlab.lib.pagesizes import A4
@@ -41,7 +41,7 @@ def pdf_bytes(pages_of_filler: int = 1, title: str = TITLE) -> bytes:
              PageBreak(), Paragraph(CHAPTER_2, h1), Paragraph(PARAGRAPH_3, body),
              Table(TABLE, style=[("FONTNAME", (0, 0), (-1, -1), "STSong-Light")])]
     for page in range(pages_of_filler):
-        story += [PageBreak(), *(Paragraph(p, body) for p in long_chinese_text(12, f"附则{page}"))]
+        story += [PageBreak(), *(Paragraph(p, body) for p in long_chinese_text(12, f"{filler_seed}{page}"))]
     out = io.BytesIO()
     SimpleDocTemplate(out, pagesize=A4, title=title).build(story)
     return out.getvalue()
