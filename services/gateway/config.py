@@ -13,10 +13,13 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 # Measured with bench/fusion_sweep.py on the law scenario dev set (245
 # queries; docs/retrieval.md): weighted fusion of BM25, the USE vector,
 # tsvector hit counts and graph heading matches beats every single channel
-# and RRF. Channels that did not help weigh 0.
+# and RRF. Channels that did not help weigh 0. pg.boost (same-document
+# neighbours) finds nothing on single-chunk law articles; for long documents
+# it weighs as much as a heading match, so the chunks around two hits of one
+# document rank just after the hits themselves.
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
-    names.PG_BOOST: 0.0, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
     names.RERANK: 1.0,
 }
 
@@ -86,7 +89,9 @@ class GatewaySettings(ServiceSettings):
         "sub_queries" for DeepSearch's sub-query call.
     deep_partial_max_tokens / deep_partial_context_chars: size of the
         partial answer per DeepSearch iteration and of its context.
-    chunk_chars / chunk_overlap: chunking of ingested documents.
+    chunk_tokens / chunk_overlap: chunking of ingested documents, in tokens
+        (a CJK character or a Latin word is one; services.gateway.sentences):
+        512 / 64, the MetaSearch defaults.
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
         given entities/triples at ingestion (JSON list).
@@ -142,7 +147,7 @@ class GatewaySettings(ServiceSettings):
     )
     deep_partial_max_tokens: int = 64
     deep_partial_context_chars: int = 1500
-    chunk_chars: int = 512
+    chunk_tokens: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])

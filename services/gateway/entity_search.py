@@ -58,9 +58,10 @@ class EntitySearch:
         wanted = self.settings.entity_retrievers_by_route.get(route, self.settings.entity_retrievers)
         return [r for r in self.retrievers if r.name in wanted]
 
-    async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
-        """Library entities for ``query``, best first, with evidence and
-        score breakdown.
+    async def search(self, query: str, top_k: int, deadline: Deadline,
+                     collections: tuple[str, ...] = ("default",)) -> gateway_pb2.SearchEntitiesResponse:
+        """Library entities of ``collections`` for ``query``, best first,
+        with evidence and score breakdown.
 
         Raises:
             DownstreamError: a service found the query invalid.
@@ -86,7 +87,7 @@ class EntitySearch:
             # shape, even when the route's confidence is too low to hard-route.
             attribute_values=norm.attribute_values[:MAX_ATTRIBUTE_VALUES], attribute_label=norm.attribute_label,
             categories=norm.categories if route in ("global", "cross_category") else [],
-            query_embedding=await embedding,
+            query_embedding=await embedding, collections=collections,
         )
         candidates, summaries = await self._retrieve(request, route, deadline, trace)
         _add_expander_evidence(candidates, norm)

@@ -20,6 +20,7 @@ from services.gateway.clients import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.fusion import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.guard import Deadline, Trace, guarded
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 from services.gateway.understanding import Understanding, add_expansions, hyde_embedding, understand
 
 PG = "retriever_pg"
@@ -48,10 +49,10 @@ class SearchFlow:
         return next((r for r in self.retrievers if r.name == name), None)
 
     async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
-                     disabled: frozenset[str] = frozenset()) -> Retrieval:
+                     disabled: frozenset[str] = frozenset(), scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """The full pipeline for ``query``; ``disabled`` switches stages or
         channels off (names.SWITCHABLE_STAGES), ``rerank`` None = the
-        service default.
+        service default; every retriever searches only ``scope``.
 
         Raises:
             DownstreamError: the query is invalid (INVALID_ARGUMENT from a
@@ -66,11 +67,12 @@ class SearchFlow:
         understood.info.profile = profile_name
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
-            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout)
+            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout,
+                                 list(scope.collections))
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
             hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
-        request = self._retrieve_request(query, understood, profile, hyde, disabled)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
         retrievers = [r for r in self.retrievers if not ("graph" in disabled and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled")
@@ -82,7 +84,7 @@ class SearchFlow:
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 
-    async def fast_search(self, query: str, top_k: int, deadline: Deadline) -> Retrieval:
+    async def fast_search(self, query: str, top_k: int, deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """The fast path: PostgreSQL channels only, no graph, no rerank, the
         default profile's fusion.
 
@@ -93,7 +95,7 @@ class SearchFlow:
         trace = Trace()
         understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
         _, profile = s.profile_for("", 0.0)
-        request = self._retrieve_request(query, understood, profile, [], frozenset())
+        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
         pg = self._retriever(PG)
         lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
@@ -113,11 +115,12 @@ class SearchFlow:
         return to_retrieval(fused, lists, trace, info)
 
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
-                          hyde: list[float], disabled: frozenset[str]) -> retriever_pb2.RetrieveRequest:
+                          hyde: list[float], disabled: frozenset[str], scope: Scope) -> retriever_pb2.RetrieveRequest:
         return retriever_pb2.RetrieveRequest(
             query=understood.info.normalized_query or query, keywords=understood.keywords,
             query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
+            collections=scope.collections, filters=scope.proto_filters(),
         )
 
     async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,

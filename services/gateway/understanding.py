@@ -59,7 +59,7 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
 
 
 async def add_expansions(retriever: Retriever, understanding: Understanding, limit: int, deadline: Deadline,
-                         trace: Trace, cap: float) -> None:
+                         trace: Trace, cap: float, collections: list[str] | None = None) -> None:
     """Adds the keywords of retriever_pg's expansion terms (L1 entity names,
     L2 entity definitions, L3 headings; MarxSphere expandQuery,
     ../shared/reference/000_b3ead142e963747a.txt section 5) to
@@ -67,7 +67,7 @@ async def add_expansions(retriever: Retriever, understanding: Understanding, lim
     as "text (origin: matched keyword)". Unchanged, with the stage
     DEGRADED, when the retriever fails."""
     keywords = understanding.keywords
-    request = retriever_pb2.SuggestExpansionsRequest(keywords=keywords[:50], limit=limit)
+    request = retriever_pb2.SuggestExpansionsRequest(keywords=keywords[:50], limit=limit, collections=collections or [])
     reply = await guarded(trace, names.STAGE_EXPANSION, retriever.name,
                           lambda t: retriever.suggest_expansions(request, t), None, deadline, cap)
     if reply is None:

@@ -19,8 +19,9 @@ class RetrieverPgSettings(ServiceSettings):
     pool_max: most pooled connections.
     bm25_k1 / bm25_b: Okapi BM25 parameters of the keyword channel.
     fulltext_enabled / trigram_enabled / boost_enabled: default state of the
-        pg.fulltext, pg.trigram and pg.boost channels (boost is off: it found
-        nothing on the law corpus, whose articles are single chunks).
+        pg.fulltext, pg.trigram and pg.boost channels (boost is on: it finds
+        nothing for single-chunk law articles and brings the chunks around
+        the hits of a long document, e.g. a PDF split into many chunks).
     short_query_chars: queries at most this many characters also use trigrams.
     boost_window / boost_limit: same-document boost: neighbour distance in
         chunk ordinals, most boosted chunks (reference default 10).
@@ -38,7 +39,7 @@ class RetrieverPgSettings(ServiceSettings):
     bm25_b: float = 0.75
     fulltext_enabled: bool = True
     trigram_enabled: bool = True
-    boost_enabled: bool = False
+    boost_enabled: bool = True
     short_query_chars: int = 4
     boost_window: int = 2
     boost_limit: int = 10

@@ -146,6 +146,8 @@ async def test_bi_encoder_scores_through_a_real_expander(tmp_path):
         await expander.on_start()
     server, port, _ = await create_server(expander, "127.0.0.1", 0)
     try:
+        for warm_up in expander.extra_tasks:  # loads the embedding model (first use builds the ONNX graph)
+            await warm_up(port)
         addresses = MeshAddresses(expander_addr=f"127.0.0.1:{port}")
         async with Serving(RerankerSettings(port=0, scorer="bi-encoder"), addresses=addresses) as stub:
             reply = await stub.Rerank(request("专利权的保护期限", ["天气预报说明天下雨。", "发明专利权的期限为二十年。"]), timeout=60)
