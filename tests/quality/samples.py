@@ -51,16 +51,16 @@ ENV_SHARED = "GRAPHMESH_SHARED_DIR"
 
 SEED = 18
 #: Queries drawn per law dev set (after leaving out over-long ones).
-LAW_SAMPLE = {"scenario": 80, "consult": 40, "facts": 40}
+LAW_SAMPLE = {"scenario": 60, "consult": 40, "facts": 40}
 #: Other articles of a law holding gold: a seeded sample of this many per
 #: gold article of the law, at least SAME_LAW_MIN (all of them when fewer).
 SAME_LAW_PER_GOLD = 5
 SAME_LAW_MIN = 10
 #: Per query, the articles of the whole corpus that BM25 over its keywords
 #: ranks first (keyword_neighbours): the confusions across laws.
-LEXICAL_NEIGHBOURS = 20
+LEXICAL_NEIGHBOURS = 10
 #: Further articles of the rest of the corpus, seeded.
-BACKGROUND_ARTICLES = 100
+BACKGROUND_ARTICLES = 50
 #: Queries drawn per medkg dev set.
 ENTITY_SAMPLE = {"alias": 150, "symptom": 100}
 #: Alias set: distractors per query, by shared character bigrams with the

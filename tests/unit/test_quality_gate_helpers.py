@@ -57,7 +57,16 @@ def test_score_means_hits_and_reciprocal_ranks():
 
 def test_check_floors_names_the_figure_below_its_floor(monkeypatch):
     monkeypatch.setitem(gate.FLOORS, "scenario", {"recall@10": 0.6, "mrr@10": 0.5})
-    figures = gate.Figures("scenario", 10, top1=0.4, recall10=0.7, mrr10=0.45, errors=0, degraded=0)
+    figures = gate.Figures("scenario", 10, top1=0.4, recall10=0.7, mrr10=0.45, errors=0, degraded=0, degraded_services={})
     with pytest.raises(AssertionError, match=r"mrr@10 0.4500 < 0.5"):
+        gate.check_floors(figures)
+    gate.REPORT.clear()
+
+
+def test_check_floors_refuses_degraded_figures_naming_the_service(monkeypatch):
+    monkeypatch.setitem(gate.FLOORS, "alias", {"top1": 0.1})
+    figures = gate.Figures("alias", 10, top1=0.5, recall10=0.7, mrr10=0.6, errors=0, degraded=3,
+                           degraded_services={"fuser": 3})
+    with pytest.raises(AssertionError, match="3 of 10 queries answered without some service {'fuser': 3}"):
         gate.check_floors(figures)
     gate.REPORT.clear()
