@@ -81,6 +81,11 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class NotFound(LookupError):
+    """Raised by pure logic for a resource that does not exist (AIP-131
+    Get); servicers turn it into NOT_FOUND with the message as is."""
+
+
 def _status(code: int, message: str, reason: str, details: list) -> status_pb2.Status:
     info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN)
     packed = []

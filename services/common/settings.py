@@ -30,7 +30,8 @@ class ServiceSettings(BaseSettings):
         port: gRPC port; 0 picks a free one.
         metrics_port: Prometheus port; 0 picks a free one, -1 disables it.
         grace_seconds: how long in-flight RPCs may drain on SIGTERM (seconds).
-        max_query_chars: longest accepted query (characters).
+        max_query_chars: longest accepted query (characters): a pasted case
+            description runs to several thousand.
         max_concurrent_rpcs: RPCs one service runs at once; beyond it new
             calls get RESOURCE_EXHAUSTED at once (0 = no limit).
         max_concurrent_streams: HTTP/2 streams one client connection may
@@ -46,7 +47,7 @@ class ServiceSettings(BaseSettings):
     port: int = 0
     metrics_port: int = -1
     grace_seconds: float = 5.0
-    max_query_chars: int = Field(2000, ge=1)
+    max_query_chars: int = Field(10_000, ge=1)
     max_concurrent_rpcs: int = Field(256, ge=0)
     max_concurrent_streams: int = Field(100, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))

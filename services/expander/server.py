@@ -4,12 +4,12 @@ from __future__ import annotations
 import asyncio
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
-from services.common.text import query_keywords
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.expander.config import ExpanderSettings
 from services.expander.entity_servicer import EntityExpanderServicer
 from services.expander.library import LibraryLoader
+from services.expander.query_cut import term_weights
 
 
 async def build(settings: ExpanderSettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, ExpanderSettings]:
@@ -32,7 +32,8 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
         # about 12 s after a restart under load (fault matrix, issue 16).
         await servicer.warm_up()
         await servicer.embedder()
-        await asyncio.to_thread(query_keywords, "预热分词")
+        # jieba's dictionary and IDF table, read on first use (about 1 s)
+        await asyncio.to_thread(term_weights, "预热")
 
     async def on_stop() -> None:
         await servicer.close()

@@ -55,7 +55,7 @@ async def ingested(mesh):
 
 
 async def test_documents_are_stored_byte_for_byte_in_postgres(ingested):
-    conn = await asyncpg.connect(ingested.dsn)
+    conn = await asyncpg.connect(ingested.pg_dsn)
     try:
         rows = {r["id"]: r for r in await conn.fetch("SELECT id, title, heading_path, metadata FROM documents")}
         chunks = {r["document_id"]: r["text"] for r in await conn.fetch("SELECT document_id, text FROM chunks")}
@@ -136,7 +136,8 @@ async def test_generated_requests_for_every_rpc_of_every_service(ingested):
     for name, module, service_name in targets:
         service = module.DESCRIPTOR.services_by_name[service_name]
         for method in service.methods:
-            if method.name in ("IngestDocuments", "IngestEntities", "IngestTriples", "Ingest"):
+            if method.name in ("IngestDocuments", "IngestEntities", "IngestTriples", "Ingest",
+                               "DeleteDocuments", "DeleteCollection"):
                 continue  # writes: fuzzed over fakes (contract tests), not into the shared test Neo4j
 
             def collector(name=name, method=method, service=service):
