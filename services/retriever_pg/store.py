@@ -945,7 +945,9 @@ class PgStore:
         gets one row per distinct usable term with tf = its count and
         doc_len = len(chunk.terms). Corpus stats for BM25 are refreshed
         afterwards. A call bringing >= 2000 chunks and at least as many as are
-        stored runs inside :meth:`bulk_load` (HNSW index rebuilt at the end).
+        stored runs inside :meth:`bulk_load` (HNSW index rebuilt at the end);
+        any other call rebuilds the index when it is missing (a bulk load
+        whose rebuild failed).
 
         Args:
             docs: documents to store; an id repeated in the list is a failure
@@ -994,7 +996,17 @@ class PgStore:
         result.failures.sort(key=lambda f: f.index)
         if result.stored:
             await self.refresh_stats()
+        if self._bulk_depth == 0 and not await self._vector_index_exists():
+            # A bulk load whose rebuild failed (PostgreSQL died mid-load, here
+            # or in another replica) left chunks without the HNSW index; a
+            # later ingest too small for the bulk path restores it (crash
+            # trials, issue 16).
+            await self.ensure_vector_index()
         return result
+
+    async def _vector_index_exists(self) -> bool:
+        async with self._conn() as conn:
+            return bool(await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", _HNSW_INDEX))
 
     async def _write_with_fallback(
         self, conn: asyncpg.Connection, batch: list[_Prepared], result: IngestResult

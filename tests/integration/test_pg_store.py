@@ -365,3 +365,17 @@ async def test_migrate_restores_a_missing_hnsw_index(store):
     assert await _hnsw_oid(store) is None
     assert await store.migrate() == []
     assert await _hnsw_oid(store) is not None
+
+
+async def test_an_ingest_after_a_failed_bulk_rebuild_restores_the_hnsw_index(store):
+    # PostgreSQL died during a bulk load, after the index was dropped: the
+    # rebuild at its end failed, and the re-run is too small for the bulk
+    # path (crash trials, issue 16, bug #13).
+    await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
+    doc = make_doc("第十条", [ARTICLES["第十条"]], embeddings=[unit(1, 0, 0, 0)])
+    assert (await store.ingest_documents([doc])).stored == 1
+    assert await _hnsw_oid(store) is not None
+    # also when nothing new is stored
+    await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
+    assert (await store.ingest_documents([doc])).unchanged == 1
+    assert await _hnsw_oid(store) is not None
