@@ -13,7 +13,7 @@ from services.gateway import deep
 from services.gateway.config import GatewaySettings
 from services.llm.server import LocalLlmSettings
 from services.retriever_graph.config import RetrieverGraphSettings
-from services.common.settings import DEFAULT_PORTS
+from services.common.settings import DEFAULT_PORTS, ServiceSettings
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -81,3 +81,20 @@ def test_chunk_size_and_overlap_in_prose_and_table():
     table = documented(r"\| `GRAPHMESH_GATEWAY_CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")
     s = GatewaySettings()
     assert (int(tokens), int(overlap)) == tuple(map(int, table)) == (s.chunk_tokens, s.chunk_overlap) == (512, 64)
+
+
+def test_circuit_breaker_and_deadline_margin():
+    failures, rate, cool_down, enabled = documented(
+        r"\| `GRAPHMESH_GATEWAY_BREAKER_FAILURES`, [^|]+\| (\d+), ([\d.]+), ([\d.]+), (true|false) \|")
+    s = GatewaySettings()
+    assert (int(failures), float(rate), float(cool_down), enabled == "true") == (
+        s.breaker_failures, s.breaker_failure_rate, s.breaker_cool_down, s.breaker_enabled)
+    (margin,) = documented(r"\| `GRAPHMESH_GATEWAY_DEADLINE_MARGIN` \| ([\d.]+) \|")
+    assert float(margin) == s.deadline_margin
+
+
+def test_service_resource_bounds():
+    rpcs, streams, chars = documented(
+        r"\| `GRAPHMESH_<SERVICE>_MAX_CONCURRENT_RPCS`, [^|]+\| (\d+), (\d+), (\d+) \|")
+    s = ServiceSettings()
+    assert (int(rpcs), int(streams), int(chars)) == (s.max_concurrent_rpcs, s.max_concurrent_streams, s.max_query_chars)
