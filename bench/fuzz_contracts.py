@@ -25,13 +25,12 @@ import httpx  # noqa: E402
 from hypothesis import HealthCheck, given, settings, seed as hseed, strategies as st  # noqa: E402
 
 from graphmesh.gateway.v1 import gateway_pb2  # noqa: E402
-from tests.proto_fuzz import json_body, json_payload, jsonl_records, message_bytes  # noqa: E402
+from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, json_body, json_payload,  # noqa: E402
+                              jsonl_records, message_bytes, query_params, resource_names)
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
 BAD = {"INTERNAL", "UNKNOWN", "DATA_LOSS"}
-ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
-          "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
-          "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest"}
+ROUTES = REST_BODY_ROUTES
 
 
 def run_case(fn, strategy, cases: int, seed: int) -> None:
@@ -101,14 +100,29 @@ def main() -> None:
     rest_cases = args.cases if args.rest_cases is None else args.rest_cases
     if rest_url and rest_cases:
         with httpx.Client(base_url=rest_url, timeout=args.deadline) as http:
+            def record(key: str, path: str, reply: httpx.Response) -> None:
+                codes.setdefault(key, Counter())[reply.status_code] += 1
+                if reply.status_code >= 500 and reply.status_code not in (503, 504):
+                    findings.append({"route": key, "path": path[:200], "status": reply.status_code, "body": reply.text[:200]})
+
             for route, name in ROUTES.items():
-                def post(body, route=route) -> None:
-                    reply = http.post(route, content=json_payload(body), headers={"Content-Type": "application/json"})
-                    codes.setdefault(route, Counter())[reply.status_code] += 1
-                    if reply.status_code >= 500 and reply.status_code not in (503, 504):
-                        findings.append({"route": route, "status": reply.status_code, "body": reply.text[:200]})
-                run_case(post, json_body(gateway_pb2.DESCRIPTOR.message_types_by_name[name]), rest_cases, args.seed)
+                def post(case, route=route) -> None:
+                    body, parent = case
+                    path = route.replace("{parent}", parent)
+                    record(route, path, http.post(path, content=json_payload(body), headers={"Content-Type": "application/json"}))
+                run_case(post, st.tuples(json_body(gateway_pb2.DESCRIPTOR.message_types_by_name[name]), resource_names()),
+                         rest_cases, args.seed)
                 print(f"{route:24s} {dict(codes[route])}", flush=True)
+            for route, methods in REST_PARAM_ROUTES.items():
+                for verb in methods:
+                    key = f"{verb} {route}"
+
+                    def request(case, route=route, verb=verb, key=key) -> None:
+                        name, params = case
+                        path = route.replace("{name}", name).replace("{parent}", name)
+                        record(key, path, http.request(verb, path, params=params))
+                    run_case(request, st.tuples(resource_names(), query_params()), rest_cases, args.seed)
+                    print(f"{key:24s} {dict(codes[key])}", flush=True)
     alive = True
     try:
         from grpc_health.v1 import health_pb2, health_pb2_grpc

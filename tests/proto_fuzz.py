@@ -188,3 +188,40 @@ def jsonl_records(draw) -> bytes:
     line = st.one_of(record.map(lambda r: json.dumps(r, ensure_ascii=draw(st.booleans())).encode("utf-8")),
                      st.binary(max_size=80), st.sampled_from([b"{", b"[]", b"null", b"\"x\"", b"{\"id\": \"\\ud800\"}"]))
     return b"\n".join(draw(st.lists(line, min_size=1, max_size=6)))
+
+
+#: REST routes with a JSON body: route -> request message name (the gateway's
+#: OpenAPI document, services/gateway/static/openapi.json).
+REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
+                    "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
+                    "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
+                    "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest"}
+#: REST routes without a body (their input is the path and the query string): route -> methods.
+REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/{name}": ("GET", "DELETE"), "/v1/{parent}/documents": ("GET",)}
+
+
+def resource_names() -> st.SearchStrategy[str]:
+    """Values for a route's {parent} / {name}: well-formed resource names
+    and arbitrary text, percent-encoded."""
+    from urllib.parse import quote
+
+    return st.one_of(
+        st.sampled_from(["collections/-", "collections/default", "collections/default/documents/第十条",
+                         "collections/-/documents/x", "collections/%2e%2e", "collections//documents/"]),
+        st.text(max_size=80).map(lambda t: "collections/" + quote(t, safe="/")),
+        st.text(max_size=40).map(lambda t: quote(t, safe="")),
+    )
+
+
+def query_params() -> st.SearchStrategy[dict]:
+    """Query strings for the routes without a body: known and unknown
+    parameters with text (up to about 9 KB once percent-encoded: past
+    the HTTP server's line limit, within the client's), integers at any
+    size and special values."""
+    small = st.text(st.one_of(st.characters(codec="utf-8", exclude_categories=["Cs"]), st.sampled_from(SPECIAL)),
+                    max_size=60)
+    return st.dictionaries(st.sampled_from(["pageSize", "pageToken", "filter", "page_size", "x"]),
+                           st.one_of(small, st.sampled_from(HOSTILE), st.just("长" * 1000), st.integers().map(str),
+                                     st.sampled_from(["-1", "0", "1001", "1e999", "NaN", "\x00"])),
+                           max_size=3)
+
