@@ -98,20 +98,26 @@ class Stack:
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Stores, fakes, then every service; returns once all are SERVING."""
+        """Stores, fakes, then every service; returns once all are SERVING.
+        When a part fails to start, what did start is stopped again (a failed
+        start used to leave the stores and services running)."""
         from bench.fault_fakes import write_control
 
         self.home.mkdir(parents=True, exist_ok=True)
         write_control(self.control, llm="ok", rerank_delay=0)
         self.pids = self._stack._read_pids()
-        self.pg_dsn, self.neo4j_uri = self._stack.start_stores(self.cfg, self.pids)
-        self._stack._write_pids(self.pids)
-        self.service_env = self._stack.service_env(self.cfg, self.pg_dsn, self.neo4j_uri)
-        if self.fake_llm and not self._alive("llm"):
-            self.pids["llm"] = self._spawn_fake("llm", LLM_PORT)
-        if self.stand_in_reranker and not self._alive("reranker"):
-            self.pids["reranker"] = self._spawn_fake("reranker", PORTS["reranker"])
-        self._stack.start_services(self.service_env, self.pids)
+        try:
+            self.pg_dsn, self.neo4j_uri = self._stack.start_stores(self.cfg, self.pids)
+            self._stack._write_pids(self.pids)
+            self.service_env = self._stack.service_env(self.cfg, self.pg_dsn, self.neo4j_uri)
+            if self.fake_llm and not self._alive("llm"):
+                self.pids["llm"] = self._spawn_fake("llm", LLM_PORT)
+            if self.stand_in_reranker and not self._alive("reranker"):
+                self.pids["reranker"] = self._spawn_fake("reranker", PORTS["reranker"])
+            self._stack.start_services(self.service_env, self.pids)
+        except BaseException:
+            self.down()
+            raise
 
     def down(self) -> None:
         """Stops everything this stack started (services, fakes, stores)."""
