@@ -120,7 +120,10 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     from services.gateway.fallback import evidence_score
 
     standard_evidence = evidence_score(probe.results)
-    server, service, address = await start_gateway(mesh, local_llm, llm_expander, min_evidence_score=standard_evidence + 1e-4)
+    # Abstention off: this test is about the chain's evidence verdict, not
+    # whether a lay question's evidence is answerable.
+    server, service, address = await start_gateway(mesh, local_llm, llm_expander, min_evidence_score=standard_evidence + 1e-4,
+                                                   abstention_enabled=False)
     try:
         async with grpc.aio.insecure_channel(address) as ch:
             reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Answer(gateway_pb2.AnswerRequest(query=query, top_k=3), timeout=600)
