@@ -40,12 +40,15 @@ from services.cli import evaluate  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
 
-def sample(rows: list[dict], n: int, seed: int) -> list[dict]:
-    """A fixed-seed sample of ``n`` rows in file order (all when n is 0 or
-    more than there are)."""
-    if not n or n >= len(rows):
+def sample(rows: list[dict], n: int, seed: int, offset: int = 0) -> list[dict]:
+    """Rows ``offset`` .. ``offset + n`` of a fixed-seed shuffle, in file
+    order (all rows when n is 0). A smaller sample is a prefix of a larger
+    one with the same seed, so runs can be done in chunks."""
+    if not n:
         return rows
-    keep = set(random.Random(seed).sample(range(len(rows)), n))
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    keep = set(order[offset: offset + n])
     return [r for i, r in enumerate(rows) if i in keep]
 
 
@@ -96,6 +99,7 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--offset", type=int, default=0, help="skip this many of the shuffled order (chunked runs)")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
@@ -106,7 +110,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {"label": args.label, "settings": vars(args), "sets": {}, "rows": {}}
     for name in args.sets:
-        rows = sample(evaluate.load_dataset(SETS[name]), args.sample, args.seed)
+        rows = sample(evaluate.load_dataset(SETS[name]), args.sample, args.seed, args.offset)
         started = time.perf_counter()
         done = asyncio.run(run_set(rows, args))
         supports = [v for r in done for v in r.supports]

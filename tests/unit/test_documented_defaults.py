@@ -74,3 +74,10 @@ def test_graph_expansion_weights():
 def test_service_ports(service):
     low, high = documented(r"\| (\d+)\.\.(\d+), \+1000 \|")
     assert int(low) <= DEFAULT_PORTS[service] <= int(high)
+
+
+def test_abstention_threshold_in_prose_and_table():
+    (prose,) = documented(r"`GRAPHMESH_GATEWAY_ABSTENTION_THRESHOLD` \(([\d.]+), fitted\)")
+    (table,) = documented(r"\| `GRAPHMESH_GATEWAY_ABSTENTION_ENABLED`, [^|]+\| true, ([\d.]+) \|")
+    assert float(prose) == float(table) == GatewaySettings().abstention_threshold
+    assert GatewaySettings().abstention_enabled
