@@ -8,7 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from services.common.text import CITATION, query_keywords, split_sentences
+from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences
 
 SYSTEM_PROMPT = (
     "你是严谨的法律问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
@@ -102,6 +102,25 @@ def _unwrap_json(text: str) -> str | None:
             if isinstance(data.get(key), str):
                 return data[key]
     return None
+
+
+_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
+
+
+def packed_texts(context: str, n_sources: int) -> list[str] | None:
+    """The text of each numbered block "[n] label\ntext" of a packed
+    context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
+    when the context does not hold exactly ``n_sources`` blocks numbered 1..n."""
+    blocks: list[list[str]] = []
+    for line in context.splitlines():
+        match = _HEADER.match(line)
+        if match and int(match.group(1)) == len(blocks) + 1:
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    if len(blocks) != n_sources:
+        return None
+    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for lines in blocks]
 
 
 def quotable(sentence: str) -> bool:

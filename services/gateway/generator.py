@@ -86,7 +86,7 @@ class Generator:
                 log.warning("LLM generation failed: %s", err)
                 trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
         if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
-            text = generation.extractive_answer(retrieval.cited_texts, query) if cited_ids else NO_EVIDENCE
+            text = generation.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
             if not trace.timings:
                 detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
                 trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
@@ -140,13 +140,21 @@ def label_of(cand) -> str:
     return " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
 
 
+def packed(retrieval: Retrieval) -> list[str]:
+    """Text of each packed source as the context holds it (cut where the
+    fuser cut it), else the candidates' whole texts."""
+    return generation.packed_texts(retrieval.response.context, len(retrieval.cited_ids)) or retrieval.cited_texts
+
+
 def sources(retrieval: Retrieval) -> list[str]:
-    """Label and text of each packed source, in citation order ([n] is
-    item n-1): what the citation verifier checks a sentence against."""
+    """Label and packed text of each source, in citation order ([n] is item
+    n-1): what the citation verifier checks a sentence against (what the
+    reader and the LLM were shown)."""
+    texts = packed(retrieval)
     out = []
-    for cid in retrieval.cited_ids:
+    for cid, text in zip(retrieval.cited_ids, texts):
         cand = retrieval.by_id.get(cid)
-        out.append(f"{label_of(cand)}\n{cand.text}" if cand is not None else "")
+        out.append(f"{label_of(cand)}\n{text}" if cand is not None else text)
     return out
 
 
