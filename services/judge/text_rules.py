@@ -85,8 +85,13 @@ def cited_sentences(answer: str) -> list[str]:
     return out
 
 
+#: The label the gateway puts before an extractive answer (a note to the
+#: reader, not a claim): left out of the sentence rules.
+EXTRACTIVE_LABEL = re.compile(r"^\s*（抽取式答案[^）]*）")
+
+
 def _content_sentences(answer: str) -> list[str]:
-    return [s for s in cited_sentences(answer) if len(bigrams(s)) >= 2]
+    return [s for s in cited_sentences(EXTRACTIVE_LABEL.sub("", answer)) if len(bigrams(s)) >= 2]
 
 
 def _supported(sentence: str, contexts: Sequence[str]) -> bool:
@@ -161,7 +166,7 @@ def hallucination(answer: str, contexts: Sequence[str], question: str = "") -> f
     """1 - share of the answer's bigrams found in neither the contexts nor
     the question (1 = nothing unsupported); None without an answer or
     contexts."""
-    grams = bigrams(answer)
+    grams = bigrams(EXTRACTIVE_LABEL.sub("", answer))
     if not grams or not contexts:
         return None
     known = set(bigrams("\n".join(contexts))) | set(bigrams(question))
@@ -194,7 +199,6 @@ def factual_consistency(answer: str, reference_answer: str, contexts: Sequence[s
 #: in 法/法典/条例) directly before 第N条, N in Arabic or Chinese numerals.
 _ARTICLE = re.compile(r"(?:《([^》]{1,40})》|([\u4e00-\u9fff]{1,20}?(?:法典|法|条例)))?\s*第([零〇一二三四五六七八九十百千两\d]+)条")
 _LAW_PREFIX = re.compile(r"^(?:中华人民共和国|根据|依据|依照|按照|适用|违反|参照|本|该|即|是|在|为|和|与|及|、|，)+")
-_EXTRACTIVE_LABEL = re.compile(r"^（抽取式答案[^）]*）")
 
 
 def _law_name(name: str) -> str:
@@ -261,7 +265,7 @@ def number_agreement(answer: str, reference_answer: str) -> float | None:
 
 
 def _content_chars(text: str) -> str:
-    text = _EXTRACTIVE_LABEL.sub("", normalize(strip_citations(text)).strip())
+    text = EXTRACTIVE_LABEL.sub("", normalize(strip_citations(text)).strip())
     return _NON_WORD.sub("", text.lower())
 
 

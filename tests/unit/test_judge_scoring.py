@@ -80,7 +80,8 @@ def test_faithfulness_hallucination_and_grounding():
     assert tr.source_grounded("法律另有规定[5]。", 2) == 0.0  # [5] points at no context
     # a mark after the sentence end belongs to the sentence before it
     assert tr.source_grounded("甲方应当支付。[1]乙方不必支付。", 2) == 0.5
-    assert tr.source_grounded("（抽取式答案）\n甲方应当支付工资。 [1]\n乙方应当补订合同。 [2]", 2) == pytest.approx(2 / 3)
+    # the extractive label is a note, not a sentence to ground
+    assert tr.source_grounded("（抽取式答案）\n甲方应当支付工资。 [1]\n乙方应当补订合同。 [2]", 2) == 1.0
 
 
 def test_factual_consistency_counts_numbers():
@@ -247,3 +248,10 @@ def test_judge_feeds_the_reference_and_cited_labels_to_correctness():
     right = by_name(answer="发明专利权的期限为二十年[1]。", contexts=["发明专利权的期限为二十年"], reference_answer=REFERENCE,
                     context_labels=["中华人民共和国专利法 第四十二条"])
     assert right["correctness"].value > s["correctness"].value
+
+
+def test_the_extractive_label_is_not_a_claim():
+    answer = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）\n实用新型是对产品的形状、构造提出的新技术方案 [1]"
+    body = answer.split("\n", 1)[1]
+    assert tr.faithfulness(answer, CONTEXTS) == tr.faithfulness(body, CONTEXTS) == 1.0
+    assert tr.hallucination(answer, CONTEXTS) == tr.hallucination(body, CONTEXTS)
