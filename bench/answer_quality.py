@@ -19,7 +19,8 @@ verifier accepts (1.0 by construction); the "bigram" figures judge the same
 marks by the independent rule of the judge's faithfulness (half of the
 sentence's character bigrams in the source). "verifier@t" gives the
 precision before at support thresholds 0.4/0.5/0.6. Saves
-bench/results/answer_quality-<label>-<time>.json.
+bench/results/answer_quality-<label>-<time>.json;
+``--combine FILE...`` merges saved runs (chunks) per label and set.
 """
 from __future__ import annotations
 
@@ -92,7 +93,55 @@ async def run_set(rows: list[dict], args) -> list[evaluate.QueryRow]:
                                       judge_address=args.judge)
 
 
+def combine(paths: list[Path]) -> dict[str, dict[str, dict]]:
+    """Merges saved runs (chunks of one label) per label and set from their
+    per-question rows: n, answer rate, correctness, reference parts,
+    citation precision before/after (verifier and bigram rule), latency;
+    completeness as the answered-weighted mean of the chunks' means."""
+    merged: dict[str, dict[str, dict]] = {}
+    for path in paths:
+        run = json.loads(path.read_text())
+        for name, rows in run["rows"].items():
+            slot = merged.setdefault(run["label"], {}).setdefault(name, {"rows": [], "completeness": []})
+            slot["rows"].extend(r for r in rows if not r["error"])
+            answered = sum(r["mode"] != "abstained" for r in rows if not r["error"])
+            if run["sets"][name].get("completeness") is not None:
+                slot["completeness"].append((run["sets"][name]["completeness"], answered))
+    out: dict[str, dict[str, dict]] = {}
+    for label, sets in merged.items():
+        for name, slot in sets.items():
+            rows = slot["rows"]
+            answered = [r for r in rows if r["mode"] != "abstained"]
+            cit = {k: sum(r["citations"].get(k, 0) for r in rows) for k in ("marks", "supported", "reattributed", "removed",
+                                                                            "kept", "bigram_before", "bigram_after")}
+
+            def mean(values: list) -> float | None:
+                values = [v for v in values if v is not None]
+                return round(statistics.fmean(values), 4) if values else None
+
+            weight = sum(n for _, n in slot["completeness"])
+            latency = sorted(r["latency_ms"] / 1000 for r in rows)
+            out.setdefault(label, {})[name] = {
+                "n": len(rows), "answer_rate": round(len(answered) / len(rows), 4) if rows else None,
+                "modes": {m: sum(r["mode"] == m for r in rows) for m in sorted({r["mode"] for r in rows})},
+                "correctness": mean([r["correctness"] for r in answered]),
+                "completeness": round(sum(v * n for v, n in slot["completeness"]) / weight, 4) if weight else None,
+                **{k: mean([r["reference"].get(k) for r in answered]) for k in ("rouge_l", "articles", "numbers")},
+                "citations": cit,
+                "precision_before": round(cit["supported"] / cit["marks"], 4) if cit["marks"] else None,
+                "precision_after": 1.0 if cit["kept"] else None,
+                "bigram_before": round(cit["bigram_before"] / cit["marks"], 4) if cit["marks"] else None,
+                "bigram_after": round(cit["bigram_after"] / cit["kept"], 4) if cit["kept"] else None,
+                "latency_s": {"mean": round(statistics.fmean(latency), 1), "p50": round(latency[len(latency) // 2], 1)}
+                if latency else {},
+            }
+    return out
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--combine"]:
+        print(json.dumps(combine([Path(p) for p in sys.argv[2:]]), ensure_ascii=False, indent=1))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     addresses = MeshAddresses()
     parser.add_argument("--label", required=True, help="what answered: extractive, qwen0.5b, qwen1.5b")
