@@ -166,7 +166,8 @@ def main() -> None:
         record["sets"][name] = {**figures(done, supports), "wall_s": round(time.perf_counter() - started, 1)}
         record["rows"][name] = [{"id": r.id, "mode": r.answer_mode, "answerability": r.answerability, "citations": r.citations,
                                  "reference": r.reference, "latency_ms": round(r.latency_ms), "error": r.error,
-                                 "correctness": r.judge.get("correctness")} for r in done]
+                                 "correctness": r.judge.get("correctness"), "query": r.query, "answer": r.answer,
+                                 "checks": r.checks} for r in done]
         print(name, json.dumps(record["sets"][name], ensure_ascii=False), flush=True)
         out.write_text(json.dumps(record, ensure_ascii=False, indent=1))
     print(f"saved to {out}")

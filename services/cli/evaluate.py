@@ -69,6 +69,8 @@ class QueryRow:
     reference: dict[str, float | None] = field(default_factory=dict)
     unsupported: int = 0
     supports: list[float] = field(default_factory=list)
+    answer: str = ""
+    checks: list[dict] = field(default_factory=list)
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
@@ -232,6 +234,10 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.citations = citation_summary(reply)
                 base.unsupported = reply.unsupported_count
                 base.supports = [round(c.support, 3) for c in reply.citation_checks]
+                base.answer = reply.answer
+                base.checks = [{"sentence": c.sentence, "cited": c.cited, "final": c.final,
+                                "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower()}
+                               for c in reply.citation_checks]
                 if reference_of(row) and reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED:
                     labels = [c.label for c in reply.citations]
                     base.reference = {k: (None if v is None else round(v, 4))

@@ -8,10 +8,15 @@ A sentence is *supported* by a source when
      values: 二十 = 20) occurs in the source's label or text, numbers the
      question itself states excepted (restating the question is not a claim),
      and
-  2. at least SUPPORT_THRESHOLD of its claim words occur in the source:
-     claim words are the sentence's jieba content words
-     (``services.common.text.query_keywords``) that are not in the
-     question, weighted by length in characters; sub-words of a longer
+  2. at least SUPPORT_THRESHOLD of its claim words occur in the source's
+     text (its first line, the label with law, chapter and article, does
+     not count here: a chapter title such as 专利权的期限、终止和无效 says
+     nothing of what the article states): claim words are the sentence's
+     jieba content words (``services.common.text.query_keywords``) that are
+     not in the question, weighted by length in characters, after law names
+     (《...》, 中华人民共和国..., words ending in 法 of 3+ characters) and
+     article references (第N条) are taken out: naming the article is checked
+     by its number (rule 1), not counted as content. Sub-words of a longer
      claim word are dropped, and when every content word is in the question
      all of them are claim words. A claim word also counts when at least
      half of its character bigrams occur in the source (inflections such as
@@ -112,10 +117,16 @@ def _bigrams(text: str) -> set[str]:
     return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
+_LAW_REFERENCE = re.compile(r"《[^》]{0,40}》|中华人民共和国|第[零〇一二三四五六七八九十百千两\d]+[条款项章节编]")
+_LAW_NAME = re.compile(r".{2,20}(?:法|法典|条例)")
+
+
 def claim_words(sentence: str, question: str = "") -> list[str]:
     """Content words of ``sentence`` that are not in ``question`` (all of
-    them when every one is), without sub-words of longer ones."""
-    words = [w for w in query_keywords(CITATION.sub("", sentence)) if _clean(w)]
+    them when every one is), without law names, article references and
+    sub-words of longer words."""
+    text = _LAW_REFERENCE.sub("，", CITATION.sub("", sentence))
+    words = [w for w in query_keywords(text) if _clean(w) and not _LAW_NAME.fullmatch(w)]
     words = [w for w in words if not any(w != o and w in o for o in words)]
     asked = _clean(question)
     new = [w for w in words if _clean(w) not in asked] if asked else words
@@ -123,10 +134,12 @@ def claim_words(sentence: str, question: str = "") -> list[str]:
 
 
 def support(sentence: str, source: str, question: str = "") -> Support:
-    """Support of ``sentence`` by ``source`` (its label and text); see the
-    module docstring for the rule."""
+    """Support of ``sentence`` by ``source`` ("label\ntext": numbers are
+    looked up in both, content words in the text; a source without a line
+    break is all text); see the module docstring for the rule."""
     body = CITATION.sub("", sentence)
-    haystack = _clean(source)
+    label, _, text = source.partition("\n")
+    haystack = _clean(text if text else label)
     grams = _bigrams(haystack)
     asked = set(number_values(question))
     source_numbers = set(number_values(source))

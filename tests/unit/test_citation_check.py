@@ -58,3 +58,12 @@ def test_unmarked_sentence_no_source_supports_is_listed_unsupported_without_a_ma
     [check] = result.checks
     assert check.outcome == UNSUPPORTED and check.cited == 0
     assert result.text == "量子计算机利用量子叠加原理进行运算。"
+
+
+def test_naming_the_law_and_article_is_not_content_support():
+    # Article 42 is named and its label's chapter title says 终止, but its
+    # text does not say the patent terminates: the sentence is not supported.
+    art42 = "中华人民共和国专利法 第五章 专利权的期限、终止和无效 第四十二条\n发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+    sentence = "依照《中华人民共和国专利法》第四十二条，专利权在期限届满前终止。"
+    assert not support(sentence, art42, QUESTION).supported
+    assert support("依照《专利法》第四十二条，发明专利权的期限为二十年。", art42, QUESTION).supported
