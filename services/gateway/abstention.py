@@ -25,7 +25,10 @@ with the question as asked:
                 not used: no cross-encoder ships offline, so none was fitted).
 
 Decision: answerability = sigmoid(WEIGHTS . signals + BIAS); abstain when
-it is below THRESHOLD. Weights are constrained to be >= 0 (more evidence
+it is below THRESHOLD. When no result carries a pg.vector score (the
+expander could not embed the question, or the vector channel is off) the
+evidence cannot be judged and the answer goes ahead, saying so in the
+reason: a missing signal is not evidence that the corpus lacks the answer. Weights are constrained to be >= 0 (more evidence
 never makes an answer less likely); a feature whose fitted weight was
 negative was dropped and is 0 here.
 
@@ -82,6 +85,7 @@ class Signals:
     agreement: float
     same_source: float = 0.0
     rerank_max: float | None = None
+    has_dense: bool = True
 
     def vector(self) -> tuple[float, ...]:
         """The signals in SIGNALS order."""
@@ -120,7 +124,7 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> 
     by_vector, by_keyword = _best(results, names.PG_VECTOR), _best(results, names.PG_KEYWORD)
     same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
-                   max(rerank) if rerank else None)
+                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0)
 
 
 def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:
@@ -142,6 +146,8 @@ def answerability(sig: Signals, weights: Sequence[float] = WEIGHTS, bias: float 
 def decide(sig: Signals, threshold: float = THRESHOLD, weights: Sequence[float] = WEIGHTS, bias: float = BIAS) -> Decision:
     """Answer when ``answerability(sig)`` reaches ``threshold``."""
     score = answerability(sig, weights, bias)
+    if not sig.has_dense:
+        return Decision(True, score, threshold, "not judged: no vector scores in the results")
     if score >= threshold:
         return Decision(True, score, threshold, "")
     return Decision(False, score, threshold,

@@ -82,3 +82,9 @@ async def test_related_evidence_answers_and_reports_its_answerability():
     assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "[1]" in answer.answer
     assert answer.answerability >= answer.answerability_threshold > 0
     assert not answer.insufficient_sources
+
+
+def test_results_without_vector_scores_are_not_judged_unanswerable():
+    keyword_only = [candidate("1", ARTICLE, "pg.keyword", 5.0), candidate("2", ARTICLE, "pg.keyword", 4.0)]
+    decision = abstention.decide(abstention.signals(["工资"], keyword_only))
+    assert decision.answerable and decision.reason.startswith("not judged")
