@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
+from services.common.records import EntityRecord
+from services.retriever_graph.kg_store import KnowledgeGraphStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "medkg-zh"
 
@@ -36,11 +37,11 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
-def entity_row(r: dict) -> EntityRow:
+def entity_row(r: dict) -> EntityRecord:
     known = {"name", "category", "definition", "aliases", "parents", "attributes"}
     attributes = {k: str(v) for k, v in (r.get("attributes") or {}).items()}
     attributes.update({k: str(v) for k, v in r.items() if k not in known and isinstance(v, str) and v})
-    return EntityRow(r["name"], r.get("category") or "", r.get("definition") or "", list(r.get("aliases") or []),
+    return EntityRecord(r["name"], r.get("category") or "", r.get("definition") or "", list(r.get("aliases") or []),
                      list(r.get("parents") or []), attributes)
 
 

@@ -5,7 +5,7 @@ message descriptors under the proto3 JSON mapping (lowerCamelCase names,
 64-bit integers as strings, enums as their value names, bytes as base64), the
 descriptions from the proto comments.
 
-    python scripts/gen_openapi.py          # writes gen/openapi/gateway.openapi.json
+    python scripts/gen_openapi.py          # writes services/gateway/static/openapi.json
     python scripts/gen_openapi.py --check  # exit 1 when the committed file is stale
 
 Descriptors (with comments) come from grpc_tools' protoc over protos/ and
@@ -27,7 +27,7 @@ from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "gen" / "openapi" / "gateway.openapi.json"
+OUT = ROOT / "services" / "gateway" / "static" / "openapi.json"
 PROTO = "graphmesh/gateway/v1/gateway.proto"
 SERVICE = "graphmesh.gateway.v1.GatewayService"
 F = descriptor_pb2.FieldDescriptorProto
@@ -204,6 +204,14 @@ def build() -> dict:
         if rule.body:
             body = request if rule.body == "*" else b.field_schema(next(f for f in b.messages[method.input_type][0].field if f.name == rule.body))
             operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        else:  # the request's other fields travel as query parameters
+            message, comments = b.messages[method.input_type]
+            in_path = {p["name"] for p in params}
+            for i, field in enumerate(message.field):
+                if field.name not in in_path:
+                    params.insert(len(in_path), {"name": field.json_name, "in": "query", "required": False,
+                                                 "schema": b.field_schema(field), "description": comments.get((2, i), "")})
+                    in_path.add(field.name)
         paths.setdefault(path, {})[verb] = operation
     return {
         "openapi": "3.0.3",

@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common.clients import blocking_channel
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT
 
 SERVICES = ["expander", "retriever_pg", "retriever_graph", "reranker", "fuser", "judge", "gateway"]
@@ -146,7 +147,7 @@ def _tail(path: Path, lines: int = 30) -> str:
 def check_health(address: str, timeout: float = 2.0) -> bool:
     """True when the server at ``address`` answers grpc.health.v1 Check with SERVING."""
     try:
-        with grpc.insecure_channel(address) as ch:
+        with blocking_channel(address) as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
             return reply.status == health_pb2.HealthCheckResponse.SERVING
     except grpc.RpcError:

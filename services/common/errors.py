@@ -49,6 +49,11 @@ class DownstreamError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
+class ConfigError(Exception):
+    """A setting the operator must fix (unreadable key file, malformed key
+    line, ...): the service's entry point stops with this one line."""
+
+
 class InvalidArgument(ValueError):
     """Raised by pure logic for a bad request field; servicers turn it into
     INVALID_ARGUMENT.
@@ -62,6 +67,11 @@ class InvalidArgument(ValueError):
         super().__init__(f"{field}: {description}")
         self.field = field
         self.description = description
+
+
+class NotFound(LookupError):
+    """Raised by pure logic for a resource that does not exist (AIP-131
+    Get); servicers turn it into NOT_FOUND with the message as is."""
 
 
 def _status(code: int, message: str, reason: str, details: list) -> status_pb2.Status:

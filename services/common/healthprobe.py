@@ -17,6 +17,8 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from services.common.clients import blocking_channel
+
 DEFAULT_ADDR = "127.0.0.1:50051"
 ENV_ADDR = "GRAPHMESH_HEALTH_ADDR"
 
@@ -32,7 +34,7 @@ def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[bool, 
         (True, "SERVING") when it serves, else (False, the status name or the
         gRPC error code name). Never raises for RPC failures.
     """
-    with grpc.insecure_channel(address) as channel:
+    with blocking_channel(address) as channel:  # TLS per GRAPHMESH_TLS_*
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)

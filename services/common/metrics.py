@@ -127,7 +127,9 @@ class ClientMetricsInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         code = grpc.StatusCode.UNKNOWN
         try:
             call = await continuation(client_call_details, request)
-            await call
+            # Waits for the outcome without raising it: the caller awaits the
+            # call for that, and interceptors before this one (tracing) see a
+            # call object, not an exception.
             code = await call.code()
             return call
         except grpc.aio.AioRpcError as err:

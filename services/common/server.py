@@ -21,10 +21,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common.errors import DownstreamError, InvalidArgument, abort_downstream, abort_invalid_argument, abort_with
+from services.common.errors import ConfigError, DownstreamError, InvalidArgument, NotFound, abort_downstream, abort_invalid_argument, abort_with
 from services.common.metrics import ServerMetricsInterceptor
-from services.common.settings import ServiceSettings
+from services.common.redaction import KeyRedactingFilter
+from services.common.clients import server_credentials
+from services.common.settings import ServiceSettings, TlsSettings, TracingSettings
 from services.common.text import load_configured_dictionary
+from services.common.tracing import TraceIdLogFilter, setup_tracing, shutdown_tracing
 
 log = logging.getLogger("graphmesh")
 
@@ -78,6 +81,8 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
         await abort_invalid_argument(context, err.field, err.description)
     if isinstance(err, DownstreamError):
         await abort_downstream(context, err)
+    if isinstance(err, NotFound):
+        await abort_with(context, grpc.StatusCode.NOT_FOUND, "NOT_FOUND", str(err))
     if isinstance(err, NotImplementedError):
         # The generated base servicer's answer for an RPC this service does
         # not offer (e.g. IngestTriples on retriever_pg).
@@ -101,6 +106,10 @@ class Service:
         endpoints: futures of further ports the service binds, by name
             ("rest"), set once each listens: callers wait on them instead
             of sleeping.
+        interceptors: further server interceptors (the gateway's auth), run
+            after the metrics interceptor (so refusals are counted) and
+            before error translation.
+        max_message_bytes: largest request or response message, bytes.
     """
 
     name: str
@@ -110,10 +119,14 @@ class Service:
     on_stop: Callable[[], Awaitable[None]] | None = None
     extra_tasks: list[Callable[[int], Awaitable[Any]]] = field(default_factory=list)
     endpoints: dict[str, asyncio.Future] = field(default_factory=dict)
+    interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
+    max_message_bytes: int = 64 * 1024 * 1024
 
 
-async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
-    """Builds and starts the gRPC server for ``service``.
+async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0,
+                        tls: TlsSettings | None = None) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+    """Builds and starts the gRPC server for ``service``; TLS (mTLS with
+    ``tls.client_auth``) when ``tls`` is enabled, plaintext otherwise.
 
     Returns:
         (server, bound port, health servicer). Port 0 binds a free port.
@@ -121,8 +134,9 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
         RuntimeError: when the address cannot be bound.
     """
     server = grpc.aio.server(
-        interceptors=[ServerMetricsInterceptor(), ErrorTranslationInterceptor()],
-        options=[("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", 64 * 1024 * 1024),
+        interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor()],
+        options=[("grpc.max_receive_message_length", service.max_message_bytes),
+                 ("grpc.max_send_message_length", service.max_message_bytes),
                  # Our clients ping every 30 s (services.common.clients); gRPC's
                  # default server policy (5 min, 2 strikes) answers a call that
                  # waits longer than about 90 s on the LLM with GOAWAY
@@ -134,7 +148,10 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection([*service.full_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if tls is not None and tls.enabled:
+        bound = server.add_secure_port(f"{host}:{port}", server_credentials(tls))
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise RuntimeError(f"cannot bind {host}:{port}")
     await server.start()
@@ -152,7 +169,7 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
     """
     if service.on_start is not None:
         await service.on_start()
-    server, port, health_servicer = await create_server(service, settings.host, settings.port)
+    server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings())
     metrics_port = -1
     if settings.metrics_port >= 0:
         http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
@@ -176,21 +193,29 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
         await service.on_stop()
 
 
-def main(build: Callable[[], Awaitable[tuple[Service, ServiceSettings]]]) -> None:
-    """Entry point of ``python -m services.<name>``: builds the service (its
-    async factory opens stores and clients), loads the user dictionary
+def main(name: str, build: Callable[[], Awaitable[tuple[Service, ServiceSettings]]]) -> None:
+    """Entry point of ``python -m services.<name>``: sets up tracing (spans
+    exported when OTEL_EXPORTER_OTLP_ENDPOINT is set), builds the service
+    (its async factory opens stores and clients), loads the user dictionary
     named by its settings, and serves it until SIGTERM. A bad setting or an
     unreadable dictionary stops the process with one line, no traceback."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s] %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(KeyRedactingFilter())
+        handler.addFilter(TraceIdLogFilter())
 
     async def run() -> None:
         try:
+            setup_tracing(name, TracingSettings().otlp_endpoint)
             service, settings = await build()
-        except ValidationError as err:
-            # A bad setting (environment variable) is the operator's to fix:
-            # say which, without a traceback.
+        except (ValidationError, ConfigError) as err:
+            # A bad setting (environment variable, key file) is the
+            # operator's to fix: say which, without a traceback.
             raise SystemExit(f"error: invalid settings: {err}") from None
         load_configured_dictionary(settings.user_dict)
-        await serve(service, settings)
+        try:
+            await serve(service, settings)
+        finally:
+            shutdown_tracing()
 
     asyncio.run(run())

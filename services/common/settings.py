@@ -30,7 +30,8 @@ class ServiceSettings(BaseSettings):
         port: gRPC port; 0 picks a free one.
         metrics_port: Prometheus port; 0 picks a free one, -1 disables it.
         grace_seconds: how long in-flight RPCs may drain on SIGTERM (seconds).
-        max_query_chars: longest accepted query (characters).
+        max_query_chars: longest accepted query (characters): a pasted case
+            description runs to several thousand.
         user_dict: path of the jieba user dictionary every tokenising
             process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
             services; see services.common.lexicon); "" = jieba's own.
@@ -42,8 +43,51 @@ class ServiceSettings(BaseSettings):
     port: int = 0
     metrics_port: int = -1
     grace_seconds: float = 5.0
-    max_query_chars: int = Field(2000, ge=1)
+    max_query_chars: int = Field(10_000, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
+
+
+
+class TlsSettings(BaseSettings):
+    """Transport security of every service's gRPC port and of the channels
+    between services (env prefix GRAPHMESH_TLS_, shared by all services).
+    Off when ``cert_file`` is empty.
+
+    Attributes:
+        cert_file / key_file: PEM certificate chain and private key this
+            process presents (as a server, and as a client under mTLS).
+        ca_file: PEM CA bundle that signs the other services' certificates.
+        client_auth: mTLS: servers require a client certificate signed by
+            ``ca_file``, and clients present theirs.
+        server_name: name to check in server certificates instead of the
+            address's host (e.g. when services are reached by IP).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_TLS_", extra="ignore")
+
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    client_auth: bool = False
+    server_name: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether TLS is configured."""
+        return bool(self.cert_file)
+
+
+class TracingSettings(BaseSettings):
+    """Attributes:
+    otlp_endpoint: OTLP/gRPC collector spans are exported to
+        (``OTEL_EXPORTER_OTLP_ENDPOINT``, the standard variable, e.g.
+        http://collector:4317); "" = no export (spans still give each
+        request its trace id).
+    """
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    otlp_endpoint: str = Field("", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
 class MeshAddresses(BaseSettings):

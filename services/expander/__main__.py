@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.expander.server import build
 
-main(build)
+main("expander", build)

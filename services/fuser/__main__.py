@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.fuser.server import build
 
-main(build)
+main("fuser", build)

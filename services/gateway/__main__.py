@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.gateway.server import build
 
-main(build)
+main("gateway", build)

@@ -11,10 +11,11 @@ from collections.abc import AsyncIterator
 from prometheus_client import Counter
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.answer_chain import STRATEGY_ENUM, Chosen, FallbackChain
 from services.common import names
+from services.gateway.answer_chain import STRATEGY_ENUM, Chosen, FallbackChain
 from services.gateway.generator import Generator, abstained_response
 from services.gateway.guard import Deadline, Trace
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 
 ANSWER_STRATEGY = Counter("graphmesh_answer_strategy_total", "Answers by the strategy that answered them.", ("strategy",))
 ABSTAINED = Counter("graphmesh_answer_abstained_total",
@@ -29,8 +30,8 @@ class Answerer:
         self.chain = chain
         self.generator = generator
 
-    async def events(self, query: str, top_k: int, rerank: bool | None,
-                     deadline: Deadline) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+    async def events(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     scope: Scope = DEFAULT_SCOPE) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
         """Stage events of the chain, answer pieces, and a final ``done``
         event whose answer says which strategy answered and why the others
         were passed over.
@@ -39,7 +40,7 @@ class Answerer:
             DownstreamError: the query is invalid.
         """
         chosen = Chosen()
-        async for event in self.chain.run(query, top_k, rerank, deadline, chosen):
+        async for event in self.chain.run(query, top_k, rerank, deadline, chosen, scope):
             yield event
         strategy = STRATEGY_ENUM.get(chosen.strategy, gateway_pb2.FALLBACK_STRATEGY_UNSPECIFIED)
         if chosen.abstained:
@@ -63,10 +64,11 @@ class Answerer:
                 ANSWER_STRATEGY.labels(chosen.strategy or "none").inc()
             yield event
 
-    async def answer(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline) -> gateway_pb2.AnswerResponse:
+    async def answer(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     scope: Scope = DEFAULT_SCOPE) -> gateway_pb2.AnswerResponse:
         """The final answer of ``events``."""
         final = gateway_pb2.AnswerResponse()
-        async for event in self.events(query, top_k, rerank, deadline):
+        async for event in self.events(query, top_k, rerank, deadline, scope):
             if event.HasField("done"):
                 final = event.done
         return final

@@ -10,8 +10,10 @@
   headers alike). ``TokenBucketLimiter`` answers how long a key must wait.
 - ``Gate`` combines both into one decision; ``AuthInterceptor`` applies it
   to a grpc.aio server (UNAUTHENTICATED / RESOURCE_EXHAUSTED with a
-  ``retry-after`` trailer), exempting health and reflection.
-- Keys never reach a log: ``redact`` and ``KeyRedactingFilter`` mask them.
+  ``retry-after`` trailer), exempting health and reflection; ``build_gate``
+  makes it from GatewaySettings (auth_enabled, api_keys_file, api_keys,
+  rate_limit_per_second, rate_limit_burst).
+- Keys never reach a log: services.common.redaction masks them in every service.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.common.errors import ConfigError
 
 log = logging.getLogger("graphmesh.gateway.auth")
 
@@ -44,24 +47,6 @@ _KEY = re.compile(r"^gmk_([0-9a-f]{8})_([A-Za-z0-9_-]{43})$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BEARER = re.compile(r"^\s*bearer\s+(\S+)\s*$", re.I)
 EXEMPT_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"})
-
-
-class AuthSettings(BaseSettings):
-    """Gateway auth settings (prefix GRAPHMESH_GATEWAY_). Attributes:
-    auth_enabled: require an API key on every RPC but health and reflection.
-    api_keys_file: file of stored key lines ("" = none).
-    api_keys: stored key lines, separated by commas or newlines.
-    rate_limit_per_second: tokens refilled per key per second (0 = no limit).
-    rate_limit_burst: bucket size per key (0 = ceil(rate), at least 1).
-    """
-
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_GATEWAY_", extra="ignore")
-
-    auth_enabled: bool = False
-    api_keys_file: str = ""
-    api_keys: str = ""
-    rate_limit_per_second: float = 0.0
-    rate_limit_burst: int = 0
 
 
 @dataclass(frozen=True)
@@ -273,22 +258,29 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         async def refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
             await context.abort(decision.code, decision.message, trailing_metadata=trailer)
 
-        return _same_kind(handler, refuse)
+        async def refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            # A server-streaming method must be served by an async generator.
+            await context.abort(decision.code, decision.message, trailing_metadata=trailer)
+            yield  # never reached: abort raises
+
+        streaming = handler.unary_stream is not None or handler.stream_stream is not None
+        return _same_kind(handler, refuse_stream if streaming else refuse)
 
 
-_SECRETISH = re.compile(r"(gmk_[0-9a-f]{8}_)[A-Za-z0-9_-]+|((?:bearer|x-api-key)[\s:=\"']+)[^\s,'\"}]+", re.I)
+def build_gate(enabled: bool, keys_file: str, keys: str, rate_per_second: float, burst: int) -> Gate | None:
+    """The gate of the gateway's settings; None when auth is off.
 
-
-def redact(text: str) -> str:
-    """``text`` with every key secret and bearer / x-api-key value masked."""
-    return _SECRETISH.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
-
-
-class KeyRedactingFilter(logging.Filter):
-    """A logging filter (add to a handler) that redacts keys from records."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if (clean := redact(message)) != message:
-            record.msg, record.args = clean, None
-        return True
+    Raises:
+        ConfigError: the keys file cannot be read, a stored key line is
+            malformed, or auth is on with no key.
+    """
+    if not enabled:
+        return None
+    try:
+        store = KeyStore.load(keys_file, keys)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"API keys: {err}") from None
+    if not len(store):
+        raise ConfigError("auth_enabled but no API key is configured (api_keys_file / api_keys)")
+    limiter = TokenBucketLimiter(rate_per_second, burst) if rate_per_second > 0 else None
+    return Gate(store, limiter)

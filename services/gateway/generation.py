@@ -8,7 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences
+from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences, truncate_at_boundary
 
 SYSTEM_PROMPT = (
     "你是严谨的法律问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
@@ -41,11 +41,19 @@ _COLON_SPLIT = re.compile(r"(?<=[：:])")
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 
 
+#: Characters of the question put in the prompt: a pasted case description
+#: (up to 10,000 characters) is cut at a sentence end so the packed sources
+#: keep their room in a small model's context window.
+MAX_PROMPT_QUESTION_CHARS = 1500
+
+
 def build_messages(question: str, context: str) -> list[dict[str, str]]:
     """Chat messages for a grounded answer over the packed ``context``
     (whose items are numbered [n], each headed by its law and article), in
     the question's language: Chinese when it has CJK characters, else
-    English."""
+    English. The question is cut to MAX_PROMPT_QUESTION_CHARS characters at
+    a sentence end."""
+    question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
     if _CJK.search(question) or not question.strip():
         return [
             {"role": "system", "content": SYSTEM_PROMPT},

@@ -1,8 +1,11 @@
 """REST/JSON transcoding of the gateway's gRPC API.
 
 Routes come from the ``google.api.http`` annotations of GatewayService
-(e.g. POST /v1/query:search with body "*"). Each request is parsed into the
-RPC's request message (unknown fields rejected), sent to the gateway's own
+(e.g. POST /v1/query:search with body "*", GET
+/v1/{parent=collections/*}/documents; path templates in ``rest_paths``).
+Each request is parsed into the RPC's request message (the JSON body, the
+path variables, and for a route without body the query parameters;
+unknown fields rejected), sent to the gateway's own
 gRPC port over loopback (so metrics, deadlines and errors are the same as for
 gRPC callers), and the reply is written as JSON (proto3 JSON mapping). Errors
 follow the google.rpc.Status JSON shape with the HTTP code of AIP-193.
@@ -13,6 +16,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,6 +28,9 @@ from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
+from services.gateway.console import add_console_routes
+from services.gateway.rest_middleware import RestOptions, cors, error_body, route_errors
+from services.gateway.rest_paths import aiohttp_path, fill_message
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
 HTTP_STATUS = {
@@ -37,23 +44,23 @@ HTTP_STATUS = {
 
 
 def http_routes() -> list[tuple[str, str, str]]:
-    """(HTTP verb, path, RPC name) for every annotated GatewayService method."""
+    """(HTTP verb, path template, RPC name) for every annotated GatewayService method."""
+    return [(verb, path, name) for verb, path, name, _ in _rules()]
+
+
+def _rules() -> list[tuple[str, str, str, bool]]:
+    """(verb, path template, RPC name, whether the route has a body)."""
     routes = []
     service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
     for method in service.methods:
         rule = method.GetOptions().Extensions[annotations_pb2.http]
         verb = rule.WhichOneof("pattern")
         if verb:
-            routes.append((verb.upper(), getattr(rule, verb), method.name))
+            routes.append((verb.upper(), getattr(rule, verb), method.name, bool(rule.body)))
     return routes
 
 
-def _error(status: int, code: str, message: str, details: list | None = None) -> web.Response:
-    body = {"error": {"code": status, "status": code, "message": message, "details": details or []}}
-    return web.json_response(body, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
-
-
-def _rpc_error(err: grpc.aio.AioRpcError) -> web.Response:
+def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
     status = rpc_status.from_call(err)
     details = []
     if status is not None:
@@ -62,24 +69,32 @@ def _rpc_error(err: grpc.aio.AioRpcError) -> web.Response:
                 details.append(json.loads(json_format.MessageToJson(detail)))
             except Exception:  # unknown detail type: report its type only
                 details.append({"@type": detail.type_url})
-    return _error(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
+    reply = error_body(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
+    reply.headers.update(_returned(err.trailing_metadata()) | _returned(err.initial_metadata()))
+    return reply
 
 
-@web.middleware
-async def json_route_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
-    """An unknown path (404) or method (405) answers in the same JSON error
-    shape as every RPC error, not aiohttp's plain text."""
-    try:
-        return await handler(request)
-    except web.HTTPNotFound:
-        return _error(404, "NOT_FOUND", f"no route {request.method} {request.path}")
-    except web.HTTPMethodNotAllowed as err:
-        return _error(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(err.allowed_methods))}")
+def _returned(metadata) -> dict[str, str]:
+    """The HTTP headers of the gRPC metadata the REST caller should see
+    (trace id, Retry-After)."""
+    return {RETURNED_METADATA[k]: str(v) for k, v in (metadata or ()) if k in RETURNED_METADATA}
 
 
-def build_app(grpc_target: str) -> web.Application:
-    """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``."""
-    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[json_route_errors])
+#: Request headers passed on to the gRPC call as metadata (API keys).
+FORWARDED_HEADERS = ("authorization", "x-api-key")
+#: gRPC response metadata passed back as HTTP headers.
+RETURNED_METADATA = {"x-trace-id": "X-Trace-Id", "retry-after": "Retry-After"}
+OPENAPI = Path(__file__).resolve().parent / "static" / "openapi.json"
+
+
+def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Application:
+    """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
+    with the CORS allow-list and body-size limit of ``options``; it also
+    serves the OpenAPI document at GET /openapi.json, the web console at
+    GET / and GET /v1/stages:summary (services/gateway/console.py)."""
+    options = options or RestOptions()
+    app = web.Application(client_max_size=options.max_request_bytes,
+                          middlewares=[route_errors(options.max_request_bytes), cors(options.cors_origins)])
     state: dict[str, Any] = {}
 
     async def on_startup(_: web.Application) -> None:
@@ -89,7 +104,7 @@ def build_app(grpc_target: str) -> web.Application:
     async def on_cleanup(_: web.Application) -> None:
         await state["channel"].close()
 
-    def handler(rpc_name: str) -> Callable:
+    def handler(rpc_name: str, has_body: bool) -> Callable:
         method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
         request_cls = _message_class(method.input_type.name)
 
@@ -100,24 +115,36 @@ def build_app(grpc_target: str) -> web.Application:
                 if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
                     return _bad_request("body", "must be a JSON object")
                 message: Message = json_format.Parse(text, request_cls())
+                bad = fill_message(message, dict(request.match_info), request.query if not has_body else {})
+                if bad:
+                    return _bad_request(*bad)
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
                 return _bad_request(_field_of(str(err)), str(err))
             timeout = _timeout_header(request)
+            metadata = [(h, request.headers[h]) for h in FORWARDED_HEADERS if h in request.headers]
+            call = getattr(state["stub"], rpc_name)(message, timeout=timeout, metadata=metadata)
             if method.server_streaming:
-                return await _stream(request, getattr(state["stub"], rpc_name)(message, timeout=timeout))
+                return await _stream(request, call)
             try:
-                reply = await getattr(state["stub"], rpc_name)(message, timeout=timeout)
+                reply = await call
             except grpc.aio.AioRpcError as err:
-                return _rpc_error(err)
+                return _rpcerror_body(err)
             body = json_format.MessageToJson(reply, ensure_ascii=False, preserving_proto_field_name=False)
-            return web.Response(text=body, content_type="application/json")
+            return web.Response(text=body, content_type="application/json", headers=_returned(await call.initial_metadata()))
 
         return handle
 
-    for verb, path, rpc_name in http_routes():
-        app.router.add_route(verb, path, handler(rpc_name))
+    # Literal routes first: GET /v1/collections must not be taken for a template.
+    for verb, path, rpc_name, has_body in sorted(_rules(), key=lambda r: "{" in r[1]):
+        app.router.add_route(verb, aiohttp_path(path), handler(rpc_name, has_body))
+
+    async def openapi(_: web.Request) -> web.StreamResponse:
+        return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
+
+    app.router.add_get("/openapi.json", openapi)
+    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
@@ -134,14 +161,14 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     try:
         async for event in call:
             if response is None:
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson",
-                                                       "Cache-Control": "no-cache"})
+                response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
+                                                       "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
                 await response.prepare(request)
             body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
             await response.write((f"data: {body}\n\n" if sse else f"{body}\n").encode())
     except grpc.aio.AioRpcError as err:
         if response is None:
-            return _rpc_error(err)
+            return _rpcerror_body(err)
         error = {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": err.details() or ""}}
         line = json.dumps(error, ensure_ascii=False)
         await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
@@ -149,10 +176,15 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
         call.cancel()
         raise
     if response is None:  # a stream with no events
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson"})
+        response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
         await response.prepare(request)
     await response.write_eof()
     return response
+
+
+#: Media types of a relayed stream (by whether the client asked for SSE);
+#: the charset named so that every client decodes the Chinese text as UTF-8.
+_STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
 
 
 def _message_class(name: str) -> type[Message]:
@@ -164,7 +196,7 @@ def _bad_request(field: str, description: str) -> web.Response:
         "@type": "type.googleapis.com/google.rpc.BadRequest",
         "fieldViolations": [{"field": field, "description": description}],
     }
-    return _error(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
+    return error_body(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
 
 
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
@@ -191,13 +223,14 @@ def _timeout_header(request: web.Request) -> float | None:
         return None
 
 
-async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future | None = None) -> None:
+async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future | None = None,
+                   options: RestOptions | None = None) -> None:
     """Serves the REST app on host:port until cancelled. Port 0 binds a free
     port; the port actually bound is set on ``bound`` once the site listens
     (and printed as ``READY gateway-rest http://host:port``)."""
     # handler_cancellation: a client that disconnects cancels its handler,
     # and so the gRPC call and the LLM request behind it.
-    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}"), access_log=None, handler_cancellation=True)
+    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}", options), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

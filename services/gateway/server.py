@@ -4,23 +4,27 @@ and the REST transcoder beside it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.llm import LlmClient, LlmConfig
 from services.common.server import Service
 from services.common.settings import MeshAddresses
+from services.common.tracing import TraceIdInterceptor
 from services.gateway.answer_chain import FallbackChain
 from services.gateway.answering import Answerer
+from services.gateway.auth import AuthInterceptor, build_gate
 from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
 from services.gateway.document_ingest import DocumentIngest
+from services.gateway.documents import DocumentLifecycle
 from services.gateway.entity_ingest import EntityIngest
 from services.gateway.entity_search import EntitySearch
+from services.gateway.file_ingest import FileIngest
 from services.gateway.generator import Generator
 from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
-from services.gateway.rest import run_rest
+from services.gateway.rest import RestOptions, run_rest
 from services.gateway.search import SearchFlow
 from services.gateway.servicer import GatewayServicer, UseCases
 
@@ -31,21 +35,23 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     (real gRPC adapters in ``build``, fakes in unit tests)."""
     search = SearchFlow(settings, expander, retrievers, reranker, fuser)
     generator = Generator(settings, llm)
+    documents = DocumentIngest(settings, expander, retrievers)
     return UseCases(
         search=search,
         answerer=Answerer(FallbackChain(settings, search, expander), generator),
         deep=DeepSearcher(settings, search, expander, generator),
-        documents=DocumentIngest(settings, expander, retrievers),
+        documents=documents,
         entity_ingest=EntityIngest(settings, expander, retrievers),
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
+        files=FileIngest(documents),
+        lifecycle=DocumentLifecycle(retrievers),
     )
 
 
 async def build(settings: GatewaySettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, GatewaySettings]:
-    """Returns the gateway Service and its settings (from the environment
-    when not given). The REST transcoder runs beside the gRPC server unless
-    ``rest_port`` is -1 (0 binds a free port: ``service.endpoints["rest"]``
-    resolves to it)."""
+    """Returns the gateway Service over gRPC adapters of the services at
+    ``addresses``, and its settings (both from the environment when not
+    given). See ``gateway_service``."""
     settings = settings or GatewaySettings()
     addresses = addresses or MeshAddresses()
     expander = GrpcExpander(addresses.expander_addr)
@@ -58,22 +64,40 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
         base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
         timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, backoff=settings.llm_backoff,
     ))
-    servicer = GatewayServicer(settings, use_cases(settings, expander, retrievers, reranker, fuser, llm))
 
     async def close() -> None:
         await llm.close()
         await asyncio.gather(*(client.close() for client in (expander, *retrievers, reranker, fuser)))
 
+    service = gateway_service(settings, use_cases(settings, expander, retrievers, reranker, fuser, llm), close)
+    return service, settings
+
+
+def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[], Awaitable[None]] | None = None) -> Service:
+    """The gateway Service over ``use`` (its use cases, whatever clients
+    they hold): the GatewayService API with trace ids in the response
+    metadata, API-key auth and rate limits when ``auth_enabled``, and the
+    REST transcoder beside the gRPC server unless ``rest_port`` is -1 (0
+    binds a free port: ``service.endpoints["rest"]`` resolves to it).
+
+    Raises:
+        ConfigError: auth is on and its keys cannot be loaded.
+    """
+    servicer = GatewayServicer(settings, use)
+    gate = build_gate(settings.auth_enabled, settings.api_keys_file, settings.api_keys,
+                      settings.rate_limit_per_second, settings.rate_limit_burst)
     extra, endpoints = [], {}
     if settings.rest_port >= 0:
         endpoints["rest"] = asyncio.get_running_loop().create_future()
-        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"]))
-    service = Service(
+        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate)
+        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
+    return Service(
         name="gateway",
         full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name],
         register=lambda server: gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server),
         on_stop=close,
         extra_tasks=extra,
         endpoints=endpoints,
+        interceptors=[TraceIdInterceptor(), *([AuthInterceptor(gate)] if gate else [])],
+        max_message_bytes=settings.max_request_bytes,
     )
-    return service, settings

@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.judge.server import build
 
-main(build)
+main("judge", build)

@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.reranker.server import build
 
-main(build)
+main("reranker", build)

@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.retriever_graph.server import build
 
-main(build)
+main("retriever_graph", build)

@@ -31,7 +31,8 @@ def build_launcher(repo_root: Path | str | None = None) -> list[str]:
     """Builds the launcher if its jar is missing and returns the command prefix.
 
     Runs ``mvn -q -B package -DskipTests`` in ``deploy/neo4j-launcher`` when
-    ``target/neo4j-launcher-0.1.0.jar`` or ``target/lib`` is absent.
+    ``target/neo4j-launcher-0.1.0.jar`` or ``target/lib`` is absent, or a
+    Java source or the pom is newer than the jar.
 
     Args:
         repo_root: repository root; defaults to the one holding this module.
@@ -48,7 +49,9 @@ def build_launcher(repo_root: Path | str | None = None) -> list[str]:
     target = project / "target"
     jar = target / LAUNCHER_JAR
     lib = target / "lib"
-    if not jar.is_file() or not lib.is_dir():
+    sources = [project / "pom.xml", *project.glob("src/**/*.java")]
+    stale = jar.is_file() and any(src.stat().st_mtime > jar.stat().st_mtime for src in sources)
+    if not jar.is_file() or not lib.is_dir() or stale:
         proc = subprocess.run(
             ["mvn", "-q", "-B", "package", "-DskipTests"],
             cwd=project,
@@ -95,8 +98,8 @@ def start_embedded_neo4j(
         (the running process, its Bolt URI ``bolt://127.0.0.1:<port bound>``).
 
     Raises:
-        RuntimeError: the process exited early or was not ready in time
-            (the process is stopped); the message holds the log tail.
+        RuntimeError: the process exited early, was not ready in time or
+            reported port 0 (the process is stopped); the message holds the log tail.
     """
     command = build_launcher(repo_root) + [str(Path(data_dir).resolve()), str(bolt_port)]
     Path(data_dir).mkdir(parents=True, exist_ok=True)
@@ -114,6 +117,12 @@ def start_embedded_neo4j(
     while True:
         ready = _READY.search(_tail(log_path, limit=1_000_000))
         if ready:
+            if ready.group(1).endswith(":0"):
+                # The launcher sometimes reports port 0 (no port bound yet);
+                # the neo4j driver reads "host:0" as the default 7687, which
+                # would reach another Neo4j (and tests wipe theirs). Refuse.
+                stop_process(proc.pid)
+                raise RuntimeError(f"embedded Neo4j reported {ready.group(1)}, not a bound port; log {log_path}")
             return proc, ready.group(1)
         code = proc.poll()
         if code is not None:

@@ -2,4 +2,4 @@
 from services.common.server import main
 from services.retriever_pg.server import build
 
-main(build)
+main("retriever_pg", build)

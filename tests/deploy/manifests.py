@@ -122,10 +122,11 @@ def setting_names() -> set[str]:
     address and the jieba user dictionary."""
     from services.common.healthprobe import ENV_ADDR
     from services.common.lexicon import ENV_PATH as USER_DICT
-    from services.common.settings import MeshAddresses
+    from pydantic import AliasChoices
+
+    from services.common.settings import MeshAddresses, TlsSettings, TracingSettings
     from services.expander.config import ExpanderSettings
     from services.fuser.config import FuserSettings
-    from services.gateway.auth import AuthSettings
     from services.gateway.config import GatewaySettings
     from services.judge.config import JudgeSettings
     from services.reranker.config import RerankerSettings
@@ -133,8 +134,12 @@ def setting_names() -> set[str]:
     from services.retriever_pg.config import RetrieverPgSettings
 
     names = {ENV_ADDR, USER_DICT}
-    for cls in (MeshAddresses, ExpanderSettings, FuserSettings, AuthSettings, GatewaySettings, JudgeSettings,
-                RerankerSettings, RetrieverGraphSettings, RetrieverPgSettings):
-        prefix = cls.model_config["env_prefix"]
-        names.update(f"{prefix}{field}".upper() for field in cls.model_fields)
+    for cls in (MeshAddresses, ExpanderSettings, FuserSettings, GatewaySettings, JudgeSettings,
+                RerankerSettings, RetrieverGraphSettings, RetrieverPgSettings, TlsSettings, TracingSettings):
+        prefix = cls.model_config.get("env_prefix", "")
+        for field, info in cls.model_fields.items():
+            if isinstance(info.validation_alias, AliasChoices):  # e.g. GRAPHMESH_USER_DICT, OTEL_EXPORTER_OTLP_ENDPOINT
+                names.update(str(choice).upper() for choice in info.validation_alias.choices)
+            else:
+                names.add(f"{prefix}{field}".upper())
     return names

@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from services.retriever_graph.kg_store import EntityRow, KnowledgeGraphStore
+from services.common.records import EntityRecord
+from services.retriever_graph.kg_store import KnowledgeGraphStore
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-def load_rows() -> list[EntityRow]:
+def load_rows() -> list[EntityRecord]:
     rows = []
     for line in (DATA / "kg_entities.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
-        rows.append(EntityRow(r["name"], r["category"], r["definition"], r["aliases"], r["parents"]))
+        rows.append(EntityRecord(r["name"], r["category"], r["definition"], r["aliases"], r["parents"]))
     return rows
 
 

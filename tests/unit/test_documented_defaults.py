@@ -81,3 +81,10 @@ def test_abstention_threshold_in_prose_and_table():
     (table,) = documented(r"\| `GRAPHMESH_GATEWAY_ABSTENTION_ENABLED`, [^|]+\| true, ([\d.]+) \|")
     assert float(prose) == float(table) == GatewaySettings().abstention_threshold
     assert GatewaySettings().abstention_enabled
+
+
+def test_chunk_size_and_overlap_in_prose_and_table():
+    tokens, overlap = documented(r"\*\*Chunking\*\* \(MetaSearch\): (\d+) tokens with (\d+) of overlap")
+    table = documented(r"\| `GRAPHMESH_GATEWAY_CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")
+    s = GatewaySettings()
+    assert (int(tokens), int(overlap)) == tuple(map(int, table)) == (s.chunk_tokens, s.chunk_overlap) == (512, 64)

@@ -1,3 +1,4 @@
+from services.gateway import generation
 from services.gateway.generation import EXTRACTIVE_LABEL, build_messages, clean_answer, extractive_answer
 
 
@@ -46,3 +47,11 @@ def test_packed_texts_reads_the_context_blocks_as_packed():
     context = "[1] 专利法 第四十二条\n发明专利权的期限为二十年。[TRUNCATED]\n[2] 专利法 第四十四条\n专利权终止。"
     assert packed_texts(context, 2) == ["发明专利权的期限为二十年。", "专利权终止。"]
     assert packed_texts(context, 3) is None
+
+
+def test_a_long_question_is_cut_in_the_prompt_at_a_sentence_end():
+    question = "被告人某甲于某日晚间酒后驾车。" * 600  # 9,000 characters
+    messages = generation.build_messages(question, "[1] 刑法 第一百三十三条之一\n在道路上醉酒驾驶机动车的，处拘役。")
+    asked = messages[1]["content"].split("问题：", 1)[1]
+    assert len(asked) < generation.MAX_PROMPT_QUESTION_CHARS + len(generation.ANSWER_INSTRUCTION) + 2
+    assert "[TRUNCATED]" in asked and "。[TRUNCATED]" in asked
