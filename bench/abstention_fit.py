@@ -14,7 +14,14 @@ fitting and half held out. Model: logistic regression on the signals of
 1e-3, weights constrained >= 0 (a feature fitted negative is dropped and
 the rest refitted). Threshold: on the fitting half, the answerability that
 maximises min(OOD abstention rate, each law set's answer rate).
-``fit --check`` evaluates the constants in the module instead of fitting.
+``fit --check --model M`` evaluates the module's fit for embedding model M
+(``abstention.FITS``) instead of fitting. Cosines depend on the embedding
+model, so the evidence must come from a stack embedding with the model
+being fitted (``--model``, default the expander's default); the printed
+``Fit`` has the threshold folded into its bias (answer at answerability
+>= abstention.THRESHOLD, 0.5). ``collect --limit N`` searches the first N
+questions of each answerable set (a bounded run); the OOD file is always
+searched whole.
 """
 from __future__ import annotations
 
@@ -51,7 +58,8 @@ SETS = {
 OOD = "ood"
 
 
-async def collect(gateway: str, out: Path, top_k: int, concurrency: int, only: list[str] | None = None) -> None:
+async def collect(gateway: str, out: Path, top_k: int, concurrency: int, only: list[str] | None = None,
+                  limit: int = 0) -> None:
     """Searches every question of SETS once and writes one JSON line per
     question: set, id, query, keywords, results (Candidate as JSON), error."""
     import grpc
@@ -67,6 +75,8 @@ async def collect(gateway: str, out: Path, top_k: int, concurrency: int, only: l
             if only and name not in only:
                 continue
             rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+            if limit and name != OOD:
+                rows = rows[:limit]
 
             async def one(row: dict) -> dict:
                 record = {"set": name, "id": str(row.get("id")), "query": row["query"]}
@@ -76,6 +86,7 @@ async def collect(gateway: str, out: Path, top_k: int, concurrency: int, only: l
                     except grpc.aio.AioRpcError as err:
                         return {**record, "error": f"{err.code().name}: {err.details()[:120]}"}
                 record["keywords"] = list(reply.query_info.keywords)
+                record["embedding_model"] = reply.query_info.embedding_model
                 record["results"] = [json_format.MessageToDict(c) for c in reply.results]
                 return record
 
@@ -168,13 +179,15 @@ def main() -> None:
     c.add_argument("--top-k", type=int, default=10)
     c.add_argument("--concurrency", type=int, default=2)
     c.add_argument("--only", nargs="*", help="search only these sets and append to --out")
+    c.add_argument("--limit", type=int, default=0, help="first N questions of each answerable set (0 = all)")
     f = sub.add_parser("fit")
     f.add_argument("--evidence", type=Path, default=REPO / "bench" / "results" / "abstention_evidence.jsonl")
     f.add_argument("--seed", type=int, default=12)
-    f.add_argument("--check", action="store_true", help="evaluate the module's constants, do not fit")
+    f.add_argument("--check", action="store_true", help="evaluate the module's fit for --model, do not fit")
+    f.add_argument("--model", default=abstention.DEFAULT_MODEL, help="embedding model of the evidence")
     args = parser.parse_args()
     if args.cmd == "collect":
-        asyncio.run(collect(args.gateway, args.out, args.top_k, args.concurrency, args.only))
+        asyncio.run(collect(args.gateway, args.out, args.top_k, args.concurrency, args.only, args.limit))
         return
 
     by_set = load(args.evidence)
@@ -185,7 +198,8 @@ def main() -> None:
     print("questions:", {s: len(v) for s, v in whole.items()}, "fitting half:", {s: len(v) for s, v in fit.items()})
     separation(whole)
     if args.check:
-        weights, bias, threshold = abstention.WEIGHTS, abstention.BIAS, abstention.THRESHOLD
+        fit_ = abstention.FITS[args.model]
+        weights, bias, threshold = fit_.weights, fit_.bias, abstention.THRESHOLD
     else:
         x = np.vstack([matrix(fit[s]) for s in fit])
         y = np.concatenate([np.full(len(fit[s]), 0.0 if s == OOD else 1.0) for s in fit])
@@ -209,13 +223,29 @@ def main() -> None:
             low = min(float(np.mean(scores[s] < t)) if s == OOD else float(np.mean(scores[s] >= t)) for s in scores)
             if low > best[0]:
                 best = (low, float(t))
+        # The best threshold is one question's own score: move it halfway
+        # (in logit) to the next lower score, so that rounding the printed
+        # constants does not flip that question.
+        lower = np.unique(np.concatenate(list(scores.values())))
+        lower = lower[lower < best[1]]
         threshold = best[1]
-    print("\nconstants:")
-    print(f"  WEIGHTS = ({', '.join(f'{w:.2f}' for w in weights)})  # {', '.join(abstention.SIGNALS)}")
-    print(f"  BIAS = {bias:.2f}")
-    print(f"  THRESHOLD = {threshold:.4f}")
-    if weights[0] > 0 and not any(weights[1:]):
-        print(f"  (= abstain when the best vector cosine < {(np.log(threshold / (1 - threshold)) - bias) / weights[0]:.3f})")
+        if len(lower):
+            mid = (np.log(best[1] / (1 - best[1])) + np.log(lower[-1] / (1 - lower[-1]))) / 2
+            threshold = float(1 / (1 + np.exp(-mid)))
+    logit = float(np.log(threshold / (1 - threshold)))
+    folded = bias - logit
+    print(f"\nconstants ({args.model}): weights ({', '.join(f'{w:.3f}' for w in weights)}) over "
+          f"{', '.join(abstention.SIGNALS)}; bias {bias:.3f}; threshold {threshold:.4f}")
+    print(f"  FITS[{args.model!r}] = Fit(({', '.join(f'{w:.3f}' for w in weights)}), {folded:.3f}, ...)"
+          f"  # threshold folded in: answer at answerability >= {abstention.THRESHOLD}")
+    for k, name in enumerate(abstention.SIGNALS[:2]):
+        rest = [w for j, w in enumerate(weights) if j != k]
+        if weights[k] > 0:
+            base = -folded / weights[k]
+            extra = f" ({base - weights[2] / weights[k]:.3f} with the longest word found)" if weights[2] > 0 and not any(
+                w for j, w in enumerate(weights) if j not in (k, 2)) else ""
+            if not any(rest) or extra:
+                print(f"  = abstain when {name} < {base:.3f}{extra}")
     print("\nOOD abstention rate / law answer rate:")
     for label, data in (("fitting half", fit), ("held-out half", held), ("whole", whole)):
         print(f"  {label:14s}", rates(data, weights, bias, threshold))

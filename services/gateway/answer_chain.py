@@ -183,7 +183,9 @@ class FallbackChain:
         if not force and (strategy not in fallback.AS_ASKED or down):
             return None
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
-        chosen.decision = abstention.decide(sig, s.abstention_threshold)
+        info = retrieval.response.query_info
+        vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
+        chosen.decision = abstention.decide(sig, s.abstention_threshold, info.embedding_model, vector_ran)
         chosen.evidence = retrieval
         return chosen.decision.answerable
 

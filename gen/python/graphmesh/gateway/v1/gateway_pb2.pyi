@@ -257,12 +257,17 @@ class QueryInfo(_message.Message):
     PROFILE_FIELD_NUMBER: _builtins.int
     EXPANSIONS_FIELD_NUMBER: _builtins.int
     QUERY_CUT_FIELD_NUMBER: _builtins.int
+    EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
     """Detected question type, as its enum name."""
     profile: _builtins.str
     """Retrieval profile applied (chosen by question type)."""
+    embedding_model: _builtins.str
+    """Embedding model of the query vector (the expander's); selects the
+    abstention rule fitted for its cosines. Empty when the expander failed.
+    """
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Keywords used for keyword search."""
@@ -284,10 +289,11 @@ class QueryInfo(_message.Message):
         profile: _builtins.str = ...,
         expansions: _abc.Iterable[_builtins.str] | None = ...,
         query_cut: _types_pb2.QueryCut | None = ...,
+        embedding_model: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
