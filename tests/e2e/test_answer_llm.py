@@ -102,8 +102,15 @@ async def test_llm_answer_cites_only_existing_sources(llm_gateway):
     assert reply.answer and "```" not in reply.answer
     n_sources = reply.search.context.count("\n[") + (1 if reply.search.context.startswith("[") else 0)
     cited = set(citation_numbers(reply.answer))
-    assert cited, f"the answer cites nothing: {reply.answer!r}"
-    assert all(1 <= n <= n_sources for n in cited), (cited, n_sources)
+    # The model's own marks (before verification) are in citation_checks; a
+    # mark whose sentence its source does not support (qwen0.5b sometimes
+    # names the wrong article) is removed and the sentence listed.
+    marked = {c.cited for c in reply.citation_checks}
+    assert marked, f"the model cited nothing: {reply.answer!r}"
+    assert all(1 <= n <= n_sources for n in marked | cited), (marked, cited, n_sources)
+    removed = [c for c in reply.citation_checks if c.outcome == gateway_pb2.CITATION_OUTCOME_UNSUPPORTED]
+    assert len(reply.unsupported_sentences) == reply.unsupported_count == len(removed)
+    assert cited or removed, reply.answer
     assert {c.number for c in reply.citations} == cited
     assert all(c.candidate_id and c.document_id for c in reply.citations)
     assert reply.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD
