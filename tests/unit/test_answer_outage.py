@@ -9,6 +9,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import DownstreamError
 from services.gateway.config import GatewaySettings
 from services.gateway.guard import Deadline
@@ -42,5 +43,17 @@ async def test_stream_with_every_retriever_down_ends_with_the_error():
 
 
 async def test_retrievers_that_answer_with_nothing_still_give_the_no_evidence_answer():
+    # Retrievers that answer are no outage: an OK reply, which since issue
+    # 12's abstention says the evidence is insufficient (abstained).
     reply = await use(None, None).answerer.answer("工资", 5, None, Deadline(5))
-    assert reply.answer == "未检索到相关资料。"
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert reply.answer.startswith("检索到的资料不足以回答这个问题")
+    assert reply.attempts  # the strategies ran and answered, unlike the outage case
+
+
+async def test_without_abstention_the_no_evidence_answer_stays():
+    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, abstention_enabled=False)
+    use_ = use_cases(settings, FakeExpander(), [FakeRetriever("retriever_pg"), FakeRetriever("retriever_graph")],
+                     FakeReranker(), FakeFuser(), FakeLlm())
+    reply = await use_.answerer.answer("工资", 5, None, Deadline(5))
+    assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED and reply.answer == "未检索到相关资料。"
