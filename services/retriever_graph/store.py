@@ -48,6 +48,9 @@ from neo4j.exceptions import DriverError
 from services.common import names
 from services.common.entity_skeleton import name_key
 from services.common.records import DocumentRecord, Hit, IngestFailureRecord, IngestResult
+from services.retriever_graph import doc_graph
+from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts
+from services.retriever_graph.doc_graph import link_documents
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +187,7 @@ _EXISTING = """
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
 OPTIONAL MATCH (p:Heading)-[:PARENT_OF]->(d)
-RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent
+RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent, d.graph_version AS graph_version
 """
 
 _MERGE_HEADINGS = """
@@ -403,7 +406,7 @@ class GraphStore:
         """Creates the uniqueness constraints and the ``cjk`` full-text
         indexes, and waits until they are online. Idempotent; a full-text
         index found with another analyzer is dropped and recreated."""
-        for statement in _CONSTRAINTS:
+        for statement in (*_CONSTRAINTS, *doc_graph.SCHEMA):
             await self._query(statement, write=True)
         existing = {
             r["name"]: r["options"]
@@ -579,12 +582,22 @@ class GraphStore:
     # -- lookups -------------------------------------------------------------
 
     async def document_hashes(self, ids: Iterable[str]) -> dict[str, str]:
-        """Stored content hashes of the given document ids that exist."""
+        """Stored content hashes of the given document ids that exist and
+        were linked into the document graph by the current parser
+        (``DOCGRAPH_VERSION``); the others are absent, so an ingest sends
+        them again and they are re-linked."""
         records = await self._query(
-            "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.content_hash AS hash",
-            {"ids": list(ids)},
+            "UNWIND $ids AS id MATCH (d:Document {id: id}) WHERE d.graph_version = $version "
+            "RETURN d.id AS id, d.content_hash AS hash",
+            {"ids": list(ids), "version": DOCGRAPH_VERSION},
         )
         return {r["id"]: r["hash"] for r in records}
+
+    async def dangling_references(self) -> int:
+        """Stored references (CITES/AMENDS) naming an article no stored
+        document holds; they make no edge."""
+        async with self.driver.session(database=self.database) as session:
+            return await session.execute_read(doc_graph.dangling_references)
 
     async def count_documents(self) -> int:
         """Number of stored documents."""
@@ -631,7 +644,7 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
     unchanged = 0
     for doc in docs:
         old = existing.get(doc.id)
-        if old is not None and old["hash"] == doc.content_hash:
+        if old is not None and old["hash"] == doc.content_hash and old["graph_version"] == DOCGRAPH_VERSION:
             unchanged += 1
         else:
             to_write.append((doc, document_headings(doc)))
@@ -698,4 +711,6 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
             }
         )
     await (await tx.run(_WRITE_DOCUMENTS, docs=rows)).consume()
+    stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write])
+    log.debug("document graph: %s", stats)
     return len(to_write), unchanged
