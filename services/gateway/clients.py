@@ -56,6 +56,8 @@ class Retriever(Protocol):
 
     async def suggest_expansions(self, request: rt.SuggestExpansionsRequest, timeout: float) -> rt.SuggestExpansionsResponse: ...
 
+    async def related(self, request: rt.RelatedRequest, timeout: float) -> rt.RetrieveResponse: ...
+
 
 class Reranker(Protocol):
     """graphmesh.reranker.v1.RerankerService."""

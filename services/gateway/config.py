@@ -17,8 +17,15 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.0, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 1.0,
+    names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
     names.RERANK: 1.0,
 }
+#: Channels a profile does not run unless a request switches them on
+#: (docs/retrieval.md: each added no quality on the law dev sets; their
+#: cost is shown there).
+DEFAULT_OFF = (names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR,
+               names.GRAPH_CITES, names.GRAPH_VERSION, names.GRAPH_PPR)
 
 
 class RetrievalProfile(BaseModel):
@@ -37,6 +44,12 @@ class RetrievalProfile(BaseModel):
             stored entity names, entity definitions and chunk headings
             (retriever_pg SuggestExpansions, MarxSphere L1/L2/L3), at most
             ``max_expansions`` terms. Off by default: see docs/retrieval.md.
+        channels_off: channels (and stages, names.SWITCHABLE_STAGES) not run
+            for this profile unless a request switches them on
+            (SearchRequest.enabled_stages); default DEFAULT_OFF.
+        related_seeds: fused first-stage hits that seed the second, related
+            call (graph.cites, graph.version, graph.ppr); 0 = no second call.
+            It runs only when one of those channels is on.
     """
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
@@ -48,6 +61,13 @@ class RetrievalProfile(BaseModel):
     hyde: bool = False
     expansions: bool = False
     max_expansions: int = Field(15, ge=1, le=50)
+    channels_off: list[str] = Field(default_factory=lambda: list(DEFAULT_OFF))
+    related_seeds: int = Field(5, ge=0, le=50)
+
+    def switched_off(self, disabled: frozenset[str], enabled: frozenset[str] = frozenset()) -> frozenset[str]:
+        """Stages and channels not to run: the profile's ``channels_off``
+        less those the request switches on, plus those it switches off."""
+        return frozenset((set(self.channels_off) - set(enabled)) | set(disabled))
 
 
 def _default_profiles() -> dict[str, RetrievalProfile]:
@@ -102,6 +122,8 @@ class GatewaySettings(ServiceSettings):
         list; "*" allows any; empty = no CORS headers).
     max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
         message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
+    related_retrievers: retrievers asked for second-stage candidates
+        (RetrieverService.Related) after a first fusion (JSON list).
     entity_retrievers_by_route: per entity route, the retrievers searched
         instead (JSON object). On the attribute route the query lists
         attribute values (symptoms), not a name, so retriever_pg's name
@@ -144,6 +166,7 @@ class GatewaySettings(ServiceSettings):
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
+    related_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph"])
     entity_retrievers_by_route: dict[str, list[str]] = Field(default_factory=lambda: {"attribute": ["retriever_graph"]})
     auth_enabled: bool = False
     api_keys_file: str = ""

@@ -70,6 +70,7 @@ class GrpcRetriever(_Adapter):
     ingest_triples = _rpc("IngestTriples")
     retrieve_entities = _rpc("RetrieveEntities")
     suggest_expansions = _rpc("SuggestExpansions")
+    related = _rpc("Related")
 
 
 class GrpcReranker(_Adapter):

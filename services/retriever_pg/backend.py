@@ -30,7 +30,7 @@ from graphmesh.common.v1 import types_pb2
 from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
-from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
@@ -123,6 +123,9 @@ class PgBackend:
 
     async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
         return await suggest_expansions(self.store.connection, keywords, limit=limit)
+
+    async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        raise NotImplementedError("retriever_pg has no related channels")
 
 
 class PgEntityBackend:

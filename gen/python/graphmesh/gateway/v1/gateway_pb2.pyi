@@ -125,6 +125,7 @@ class SearchRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
     DISABLED_STAGES_FIELD_NUMBER: _builtins.int
+    ENABLED_STAGES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (1 to 2,000 characters by default; not only whitespace)."""
     top_k: _builtins.int
@@ -134,11 +135,21 @@ class SearchRequest(_message.Message):
     @_builtins.property
     def disabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Stages or channels to switch off for this request, for ablations:
-        "graph", "expansion", "mmr", "rerank" or a retriever channel name:
-        "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram",
-        "pg.boost", "graph.heading", "graph.fulltext", "graph.neighbour". A
+        "graph", "expansion", "mmr", "rerank", "related" (the second, seeded
+        graph call) or a retriever channel name: "pg.vector", "pg.hyde",
+        "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost", "graph.heading",
+        "graph.fulltext", "graph.neighbour", "graph.article", "graph.term",
+        "graph.offence", "graph.cites", "graph.version", "graph.ppr". A
         switched-off channel is not run at all. Unknown names are rejected
         (INVALID_ARGUMENT, field "disabled_stages").
+        """
+
+    @_builtins.property
+    def enabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Channels or stages to switch on for this request although the retrieval
+        profile has them off (same names as "disabled_stages"; a name in both
+        lists is off). Unknown names are rejected (INVALID_ARGUMENT, field
+        "enabled_stages").
         """
 
     def __init__(
@@ -148,10 +159,11 @@ class SearchRequest(_message.Message):
         top_k: _builtins.int = ...,
         rerank: _builtins.bool | None = ...,
         disabled_stages: _abc.Iterable[_builtins.str] | None = ...,
+        enabled_stages: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "disabled_stages", b"disabled_stages", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "disabled_stages", b"disabled_stages", "enabled_stages", b"enabled_stages", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
