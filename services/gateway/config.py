@@ -17,7 +17,7 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.0, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
-    names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 1.0,
+    names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 3.0,
     names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
     names.RERANK: 1.0,
 }
@@ -70,8 +70,31 @@ class RetrievalProfile(BaseModel):
         return frozenset((set(self.channels_off) - set(enabled)) | set(disabled))
 
 
+def _weights(**changes: float) -> dict[str, float]:
+    return {**DEFAULT_WEIGHTS, **{k.replace("_", "."): v for k, v in changes.items()}}
+
+
 def _default_profiles() -> dict[str, RetrievalProfile]:
-    return {"default": RetrievalProfile()}
+    """The default profile and one per legal question type (measured on the
+    law dev sets, docs/retrieval.md "Per question type"):
+
+    - case facts: the offences the case names carry the ranking
+      (graph.offence 3.0, in the defaults); defined terms add nothing there,
+      so graph.term is off.
+    - lay consultation: defined terms found from everyday words weigh more
+      (graph.term 0.5), the seeded citation and PageRank channels run
+      (graph.cites, graph.ppr 0.25), and HyDE runs when an LLM is configured.
+    - article lookup: the exact article first (graph.article 4.0), no
+      second call.
+    """
+    return {
+        "default": RetrievalProfile(),
+        "QUESTION_TYPE_CASE_FACTS": RetrievalProfile(channels_off=[*DEFAULT_OFF, names.GRAPH_TERM]),
+        "QUESTION_TYPE_LAY_CONSULTATION": RetrievalProfile(
+            channel_weights=_weights(graph_term=0.5, graph_cites=0.25, graph_ppr=0.25), hyde=True,
+            channels_off=[c for c in DEFAULT_OFF if c not in (names.GRAPH_CITES, names.GRAPH_PPR)]),
+        "QUESTION_TYPE_ARTICLE_LOOKUP": RetrievalProfile(channel_weights=_weights(graph_article=4.0), related_seeds=0),
+    }
 
 
 class GatewaySettings(ServiceSettings):

@@ -80,7 +80,7 @@ CALL (d, f) {
 CALL (d, f) {
   UNWIND f.terms AS t
   MERGE (x:Term {key: t.key})
-  ON CREATE SET x.name = t.name, x.law = f.law, x.definition = t.definition, x.kind = t.kind
+  ON CREATE SET x.name = t.name, x.law = f.law, x.definition = t.definition, x.kind = t.kind, x.fresh = true
   FOREACH (_ IN CASE WHEN f.current THEN [1] ELSE [] END |
     SET x.definition = t.definition, x.kind = t.kind)
   CREATE (d)-[:DEFINES {chunk_id: t.chunk_id, kind: t.kind}]->(x)
@@ -98,12 +98,10 @@ CALL (t) {
 }
 """
 
-_MATERIALISE = """
-UNWIND $keys AS key
-MATCH (k:ArticleKey {key: key})<-[r:REFERS]-(s:Document)
-MATCH (k)<-[:AT]-(t:Document)
-WHERE t <> s
-WITH s, r, key, collect(t) AS found
+# How a REFERS edge becomes a CITES/AMENDS edge: the target versions of the
+# same status as the source, else the current ones, else all.
+_CHOOSE_AND_CREATE = """
+WITH s, r, k.key AS key, collect(t) AS found
 WITH s, r, key, found, [t IN found WHERE t.status = s.status] AS same, [t IN found WHERE t.current] AS cur
 UNWIND CASE WHEN size(same) > 0 THEN same WHEN size(cur) > 0 THEN cur ELSE found END AS t
 FOREACH (_ IN CASE WHEN r.rel = 'CITES' THEN [1] ELSE [] END |
@@ -112,6 +110,23 @@ FOREACH (_ IN CASE WHEN r.rel = 'AMENDS' THEN [1] ELSE [] END |
   CREATE (s)-[:AMENDS {key: key, kind: r.kind, chunk_id: r.chunk_id, line: r.line}]->(t))
 RETURN r.rel AS rel, count(*) AS n
 """
+
+# References into the keys whose versions changed, from any document.
+_MATERIALISE = """
+UNWIND $keys AS key
+MATCH (k:ArticleKey {key: key})<-[r:REFERS]-(s:Document)
+MATCH (k)<-[:AT]-(t:Document)
+WHERE t <> s
+""" + _CHOOSE_AND_CREATE
+
+# The batch's own references into every other key.
+_MATERIALISE_OUT = """
+UNWIND $ids AS id
+MATCH (s:Document {id: id})-[r:REFERS]->(k:ArticleKey)
+WHERE NOT k.key IN $keys
+MATCH (k)<-[:AT]-(t:Document)
+WHERE t <> s
+""" + _CHOOSE_AND_CREATE
 
 _VERSIONS = """
 UNWIND $keys AS key
@@ -144,10 +159,11 @@ MATCH (d:Document {id: p.doc}), (t:Term {key: p.term})
 MERGE (d)-[:MENTIONS]->(t)
 """
 
-# Documents of the same law, outside the batch, that use a term the batch defines.
+# Documents of the same law, outside the batch, that use a term new in this batch.
 _MENTIONS_OF_NEW_TERMS = """
-UNWIND $terms AS key
-MATCH (t:Term {key: key})
+MATCH (t:Term {fresh: true})
+REMOVE t.fresh
+WITH t
 MATCH (d:Document {law_key: t.law})-[:HAS_CHUNK]->(c:Chunk)
 WHERE NOT d.id IN $ids AND c.text CONTAINS t.name AND NOT (d)-[:DEFINES]->(t)
 MERGE (d)-[:MENTIONS]->(t)
@@ -198,13 +214,24 @@ def _fact_row(f: DocFacts) -> dict[str, Any]:
     }
 
 
-async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts]) -> LinkStats:
+async def known_laws(tx: AsyncManagedTransaction) -> set[str]:
+    """Law keys of the stored documents."""
+    return {r["law"] for r in await _records(tx, _KNOWN_LAWS)}
+
+
+async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts], laws: set[str] | None = None) -> LinkStats:
     """Writes the document-graph part of ``facts`` (documents already
     written in this transaction): their properties, ArticleKey, parsed
-    references and defined terms; then rebuilds CITES, AMENDS and
-    VERSION_OF for every key the batch touches (its documents' keys, old
-    and new, and the keys they refer to), MENTIONS of the batch's laws'
-    terms, and bumps the graph version."""
+    references and defined terms; rebuilds CITES and AMENDS into every key
+    whose versions the batch changes (its documents' keys, old and new) and
+    out of the batch's documents, VERSION_OF among those keys' documents,
+    MENTIONS of the batch's documents and of terms new in it; then bumps
+    the graph version.
+
+    Args:
+        laws: law keys already stored (bare law names resolve against them
+            and the batch's laws); read from the store when None.
+    """
     stats = LinkStats()
     if not facts:
         return stats
@@ -212,17 +239,18 @@ async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts]) -> 
     old_keys = {r["key"] for r in await _records(tx, _OLD_KEYS, ids=ids)}
     await (await tx.run(_DROP_EDGES, ids=ids)).consume()
 
-    known_laws = {r["law"] for r in await _records(tx, _KNOWN_LAWS)} | {f.law for f in facts if f.law}
+    known = (await known_laws(tx) if laws is None else set(laws)) | {f.law for f in facts if f.law}
     for f in facts:
-        f.refs, dropped = resolve_hints(f.refs, known_laws)
+        f.refs, dropped = resolve_hints(f.refs, known)
         stats.dropped_hints += dropped
     rows = [_fact_row(f) for f in facts]
     await (await tx.run(_WRITE_FACTS, docs=rows, version=DOCGRAPH_VERSION)).consume()
     stats.terms = sum(len(f.terms) for f in facts)
 
-    keys = sorted(old_keys | {f.key for f in facts if f.key} | {r["key"] for row in rows for r in row["refs"]})
+    keys = sorted(old_keys | {f.key for f in facts if f.key})
     await (await tx.run(_UNMATERIALISE, keys=keys)).consume()
-    for r in await _records(tx, _MATERIALISE, keys=keys):
+    made = await _records(tx, _MATERIALISE, keys=keys) + await _records(tx, _MATERIALISE_OUT, ids=ids, keys=keys)
+    for r in made:
         if r["rel"] == "CITES":
             stats.cites += r["n"]
         elif r["rel"] == "AMENDS":
@@ -267,9 +295,8 @@ async def _mentions(tx: AsyncManagedTransaction, facts: list[DocFacts], ids: lis
                 pairs.append({"doc": f.id, "term": key})
     if pairs:
         await (await tx.run(_WRITE_MENTIONS, pairs=pairs)).consume()
-    new_terms = sorted({term_key(f.law, t.name) for f in facts for t in f.terms})
-    if new_terms:
-        await (await tx.run(_MENTIONS_OF_NEW_TERMS, terms=new_terms, ids=ids)).consume()
+    if any(f.terms for f in facts):
+        await (await tx.run(_MENTIONS_OF_NEW_TERMS, ids=ids)).consume()
 
 
 async def dangling_references(tx: AsyncManagedTransaction) -> int:

@@ -68,6 +68,8 @@ class IndexHit:
 
 
 _BIGRAM_CLEAN = re.compile(r"[^\u4e00-\u9fff]")
+#: Words with numerals or article markers are references, not content.
+_NUMERAL = re.compile(r"[0-9]|^第|[条款项]$|[零〇一二两三四五六七八九十百千万]{2,}|^[十百千]|[十百千]$")
 _OFFENCE_NAME = (
     re.compile(r"罪名[:：]\s*([^\n]+)"),
     re.compile(r"(?:构成|犯有?|以|涉嫌)([\u4e00-\u9fff、]{2,24}?)罪"),
@@ -140,7 +142,8 @@ class DocIndex:
         self.terms = list(terms)
         self._term_laws: dict[str, int] = defaultdict(int)
         for t in self.terms:
-            t.words = frozenset(w for w in word_tokens(t.definition) if len(w) >= 2 and w not in _DEFINITION_STOP)
+            t.words = frozenset(w for w in word_tokens(t.definition)
+                                if len(w) >= 2 and w not in _DEFINITION_STOP and not _NUMERAL.search(w))
             self._term_laws[t.name] += 1
         # Document frequency of definition words, for idf weights.
         df: dict[str, int] = defaultdict(int)

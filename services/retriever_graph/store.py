@@ -49,7 +49,8 @@ from services.common import names
 from services.common.entity_skeleton import name_key
 from services.common.records import DocumentRecord, Hit, IngestFailureRecord, IngestResult
 from services.retriever_graph import doc_graph
-from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts
+from services.retriever_graph import legal_refs as lr
+from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts, law_and_article
 from services.retriever_graph.doc_graph import link_documents
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,7 @@ class GraphStore:
         self.neighbour_sources = neighbour_sources
         self._auth = (user, password or "") if user is not None else None
         self._driver: AsyncDriver | None = None
+        self._laws: set[str] | None = None  # law keys stored, for bare law names in references
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -473,7 +475,11 @@ class GraphStore:
         for doc in docs:
             _validate(doc)
         async with self.driver.session(database=self.database) as session:
-            return await session.execute_write(_write_batch, docs)
+            if self._laws is None:
+                self._laws = await session.execute_read(doc_graph.known_laws)
+            written = await session.execute_write(_write_batch, docs, self._laws)
+        self._laws |= {lr.law_key(law_and_article(d)[0]) for d in docs if law_and_article(d)[0]}
+        return written
 
     # -- retrieval -----------------------------------------------------------
 
@@ -635,8 +641,9 @@ def _validate(doc: DocumentRecord) -> None:
             raise ValueError(f"chunk {chunk.id!r} belongs to {chunk.document_id!r}, not {doc.id!r}")
 
 
-async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) -> tuple[int, int]:
-    """One transaction: skips unchanged documents, writes the others."""
+async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], laws: set[str] | None = None) -> tuple[int, int]:
+    """One transaction: skips unchanged documents, writes the others and
+    links them into the document graph (``laws``: law keys stored before)."""
     result = await tx.run(_EXISTING, ids=[d.id for d in docs])
     existing = {r["id"]: r async for r in result}
 
@@ -711,6 +718,6 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
             }
         )
     await (await tx.run(_WRITE_DOCUMENTS, docs=rows)).consume()
-    stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write])
+    stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write], laws)
     log.debug("document graph: %s", stats)
     return len(to_write), unchanged
