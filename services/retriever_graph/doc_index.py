@@ -99,17 +99,18 @@ def offence_names(query: str) -> list[str]:
     return [n for n in dict.fromkeys(found) if len(_BIGRAM_CLEAN.sub("", n)) >= 2]
 
 
-def offence_match(name: str, acts: list[str]) -> float:
-    """How well an offence name matches a penal article's acts, in [0, 1]:
-    over the acts, the best of (share of the name's character bigrams the
-    act holds) + 0.3 x (share of the act's bigrams the name holds), plus
-    0.2 for the article's first act, divided by 1.5."""
+def offence_match(name: str, acts: list[str] | list[set[str]]) -> float:
+    """How well an offence name matches a penal article's acts (texts, or
+    their character-bigram sets), in [0, 1]: over the acts, the best of
+    (share of the name's character bigrams the act holds) + 0.3 x (share of
+    the act's bigrams the name holds), plus 0.2 for the article's first
+    act, divided by 1.5."""
     name_bigrams = _bigrams(name)
     if not name_bigrams:
         return 0.0
     best = 0.0
     for i, act in enumerate(acts):
-        act_bigrams = _bigrams(act)
+        act_bigrams = act if isinstance(act, set) else _bigrams(act)
         if not act_bigrams:
             continue
         shared = len(name_bigrams & act_bigrams)
@@ -153,6 +154,13 @@ class DocIndex:
         n = max(1, len(self.terms))
         self._idf = {w: math.log(1 + n / c) for w, c in df.items()}
         self.offences = [(doc, chunk, acts) for doc, chunk, acts in offences if acts]
+        self._act_bigrams = [[_bigrams(a) for a in acts] for _, _, acts in self.offences]
+        # Definition word -> terms whose definitions hold it (lay matching).
+        self._by_word: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(self.terms):
+            for w in t.words:
+                self._by_word[w].append(i)
+        self._total_idf = [sum(self._idf.get(w, 0.0) for w in t.words) for t in self.terms]
 
     @property
     def size(self) -> tuple[int, int, int]:
@@ -163,16 +171,24 @@ class DocIndex:
 
     def article_hits(self, query: str, limit: int = 10) -> list[IndexHit]:
         """Articles the query names with their law: "刑法第二百三十四条",
-        "《民法典》第1165条", "劳动合同法第三十九条第二款". The law is a
-        bracketed name, or the longest stored law key ending the text before
-        the number; a number with no law is skipped. Current versions score
-        1.0, others 0.9."""
+        "《民法典》第1165条", "生态环境法典第一千二百三十七条". The law is a
+        bracketed name or the longest stored law key that the text right
+        before the number ends with; an article of a list ("第三条、第五条")
+        keeps the law of the one before; a number with no law is skipped.
+        Current versions score 1.0, others 0.9."""
+        query = lr.normalize(query)
         hits: list[IndexHit] = []
         seen: set[str] = set()
+        law: str | None = None
+        previous_end = 0
         for ref in lr.article_mentions(query):
-            law = ref.law if ref.law in self._law_set else None
-            if law is None and ref.hint:
-                law = next((k for k in self.laws if ref.hint.endswith(k)), None)
+            named = ref.law if ref.law in self._law_set else self._law_ending(query[max(0, ref.start - 40):ref.start])
+            between = query[previous_end:ref.start]
+            if named is not None:
+                law = named
+            elif law is not None and len(between) > 3 and ref.start > previous_end:
+                law = None
+            previous_end = ref.end
             if law is None:
                 continue
             for entry in self.by_key.get((law, ref.article), []):
@@ -181,6 +197,10 @@ class DocIndex:
                     hits.append(IndexHit(entry.doc_id, entry.first_chunk, 1.0 if entry.current else 0.9,
                                          f"article:{law}第{ref.article}条"))
         return hits[:limit]
+
+    def _law_ending(self, text: str) -> str | None:
+        text = text.rstrip(" 的之》")
+        return next((k for k in self.laws if text.endswith(k)), None)
 
     # -- terms ---------------------------------------------------------------
 
@@ -212,16 +232,16 @@ class DocIndex:
         for term in self.terms:
             if len(term.name) >= 2 and term.name in normalized:
                 add(term, min(1.0, len(term.name) / 4) / self._term_laws[term.name], f"term:{term.name}")
-        words = {k for k in keywords if len(k) >= 2}
+        shared_by_term: dict[int, list[str]] = defaultdict(list)
+        for word in {k for k in keywords if len(k) >= 2}:
+            for i in self._by_word.get(word, ()):
+                shared_by_term[i].append(word)
         lay: list[tuple[float, TermEntry, list[str]]] = []
-        for term in self.terms:
-            if not term.words or term.name in normalized:
+        for i, shared in shared_by_term.items():
+            term, total = self.terms[i], self._total_idf[i]
+            if term.name in normalized or not total:
                 continue
-            shared = [w for w in term.words if w in words or w in normalized]
-            if not shared:
-                continue
-            total = sum(self._idf.get(w, 0.0) for w in term.words)
-            share = sum(self._idf.get(w, 0.0) for w in shared) / total if total else 0.0
+            share = sum(self._idf.get(w, 0.0) for w in shared) / total
             if share >= lay_min:
                 lay.append((share, term, shared))
         lay.sort(key=lambda x: (-x[0], x[1].name))
@@ -246,7 +266,7 @@ class DocIndex:
         if not names:
             return []
         hits = []
-        for doc, chunk, acts in self.offences:
+        for (doc, chunk, _), acts in zip(self.offences, self._act_bigrams):
             best_name, best = "", 0.0
             for name in names:
                 score = offence_match(name, acts)
