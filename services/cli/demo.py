@@ -6,7 +6,9 @@
    embeddings are cached, so a second run is quick);
 4. answers the example questions in examples/questions.jsonl over gRPC, and
    the first one again over REST, printing top articles, the answer with
-   citations and the stage timings;
+   citations and the stage timings; then searches once without and once
+   with the metadata filter status = "现行有效", so only laws in force
+   answer (the corpus also holds repealed and historical versions);
 5. evaluates the 245 scenario dev questions when ../shared/data is present;
 6. stops the stack (unless --keep-up).
 """
@@ -23,6 +25,10 @@ from services.cli.client import cmd_ingest, cmd_search
 from services.cli.tools import DATA_DIR, cmd_datasets, cmd_eval
 
 REPO_ROOT = stack.REPO_ROOT
+#: A question the corpus answers from laws in force and from repealed or
+#: historical versions of them; the filter keeps only the laws in force.
+FILTER_QUESTION = "大气污染防治法对超标排放大气污染物如何处罚？"
+IN_FORCE = 'status = "现行有效"'
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"
 DEV_SET = REPO_ROOT.parent / "shared" / "data" / "law-zh" / "queries-scenario-dev.jsonl"
 
@@ -71,6 +77,13 @@ def run_demo(keep_up: bool = False) -> int:
         print(f"\nREST POST /v1/query:answer {questions[0]!r}:", flush=True)
         reply = _rest_answer(questions[0])
         print(json.dumps({"answer": reply["answer"], "mode": reply["mode"], "citations": reply.get("citations", [])}, ensure_ascii=False, indent=1))
+
+        print(f"\nQ: {FILTER_QUESTION}  (every version of the law)", flush=True)
+        cmd_search(Namespace(query=FILTER_QUESTION, top_k=5, json=False, timeout=120.0, collection=[], filter=""))
+        print(f"\nQ: {FILTER_QUESTION}  (--filter '{IN_FORCE}': laws in force only)", flush=True)
+        code = cmd_search(Namespace(query=FILTER_QUESTION, top_k=5, json=False, timeout=120.0, collection=[], filter=IN_FORCE))
+        if code != 0:
+            return code
 
         _banner("5/5 scenario dev set (245 questions)")
         if DEV_SET.is_file():

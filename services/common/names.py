@@ -53,6 +53,7 @@ STAGE_EXPAND = "expand"
 STAGE_EXPANSION = "expansion"
 STAGE_HYDE = "hyde"
 STAGE_RERANK = "rerank"
+STAGE_RERANK_CANDIDATES = "rerank.candidates"  # the first fusion that picks what to rerank
 STAGE_FUSE = "fuse"
 STAGE_GENERATE = "generate"
 STAGE_TOTAL = "total"

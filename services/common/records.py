@@ -34,6 +34,7 @@ class ChunkRecord:
         parent_context: headings and document opening, for the LLM.
         embedding: passage-side embedding (unit norm), may be empty.
         terms: keyword terms of heading path + text (see ``text.document_terms``).
+        metadata: chunk metadata, e.g. {"page": "3-4"} (PDF pages it spans).
     """
 
     id: str
@@ -44,6 +45,7 @@ class ChunkRecord:
     parent_context: str = ""
     embedding: list[float] = field(default_factory=list)
     terms: list[str] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -57,6 +59,8 @@ class DocumentRecord:
         metadata: free-form string metadata.
         content_hash: SHA-256 hex of title, headings and text.
         chunks: chunks in order.
+        collection: the collection it belongs to.
+        source: where it came from (file name), "" for JSONL records.
     """
 
     id: str
@@ -65,6 +69,8 @@ class DocumentRecord:
     metadata: dict[str, str]
     content_hash: str
     chunks: list[ChunkRecord] = field(default_factory=list)
+    collection: str = "default"
+    source: str = ""
 
 
 @dataclass(slots=True)
@@ -77,6 +83,8 @@ class Hit:
         score: the channel's raw score (cosine similarity, BM25, fulltext score).
         evidence: what matched (keywords, heading, edge), for the caller.
         embedding: stored embedding when the channel returns it, else empty.
+        collection: collection of the chunk's document ("" when unknown).
+        metadata: document metadata with the chunk's own (e.g. "page") over it, when the store returns it.
     """
 
     chunk_id: str
@@ -89,6 +97,51 @@ class Hit:
     score: float
     evidence: str = ""
     embedding: list[float] = field(default_factory=list)
+    collection: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StoredDocumentInfo:
+    """A stored document as listed (graphmesh.common.v1.StoredDocument).
+
+    Attributes:
+        id, collection, title, source, heading_path, metadata, content_hash: as stored.
+        chunk_count: chunks stored for it.
+        update_time_ms: when it was last written (ms since the Unix epoch), 0 when unknown.
+    """
+
+    id: str
+    collection: str
+    title: str
+    source: str
+    heading_path: list[str]
+    metadata: dict[str, str]
+    content_hash: str
+    chunk_count: int
+    update_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class Deletion:
+    """What one store removed (graphmesh.common.v1.DeletionCounts), and
+    the ids of the documents removed."""
+
+    documents: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    postings: int = 0
+    graph_nodes: int = 0
+    graph_edges: int = 0
+    entities: int = 0
+    document_ids: list[str] = field(default_factory=list)
+
+    def add(self, other: "Deletion") -> "Deletion":
+        """Adds ``other``'s counts and ids to this one; returns self."""
+        for name in ("documents", "chunks", "vectors", "postings", "graph_nodes", "graph_edges", "entities"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.document_ids = sorted(set(self.document_ids) | set(other.document_ids))
+        return self
 
 
 @dataclass(slots=True)

@@ -19,10 +19,13 @@ import grpc
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
-from services.common.convert import chunked_document_to_record, failures_to_proto, hits_to_candidates
+from services.common import filters as flt
+from services.common.convert import (chunked_document_to_record, deletion_to_proto, failures_to_proto, hits_to_candidates,
+                                     stored_document_to_proto)
 from services.common.entity_convert import hits_to_candidates as entity_hits_to_candidates
 from services.common.errors import InvalidArgument, validate_query, validate_range
-from services.common.records import DocumentRecord, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.records import (Deletion, DocumentRecord, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult,
+                                     StoredDocumentInfo)
 
 MAX_TOP_K = 200
 MAX_HASH_IDS = 10_000
@@ -33,6 +36,10 @@ MAX_RESOLVED_NAMES = 20
 MAX_CATEGORIES = 10
 MAX_EXPANSION_KEYWORDS = 50
 MAX_SEEDS = 50
+MAX_LIST_IDS = 1_000
+MAX_PAGE_SIZE = 1_000
+DEFAULT_PAGE_SIZE = 100
+MAX_DELETE_IDS = 10_000
 
 
 @dataclass(slots=True)
@@ -46,6 +53,9 @@ class RetrievalQuery:
         hyde_embedding: HyDE passage embedding; empty when none.
         top_k: candidates wanted per channel.
         disabled: channel names switched off for this request (not run).
+        collections: collections searched (validated, never empty).
+        filters: metadata conditions every candidate's document must meet,
+            applied inside each channel's query before its top_k.
     """
 
     query: str
@@ -54,6 +64,8 @@ class RetrievalQuery:
     top_k: int
     hyde_embedding: list[float] = field(default_factory=list)
     disabled: frozenset[str] = frozenset()
+    collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
+    filters: list[flt.Condition] = field(default_factory=list)
 
     def enabled(self, channel: str) -> bool:
         """Whether ``channel`` may run for this request."""
@@ -76,6 +88,8 @@ class RelatedQuery:
     Attributes:
         query / keywords / top_k / disabled: as in RetrievalQuery.
         seeds: first-stage hits, best first.
+        collections / filters: as in RetrievalQuery; no related candidate
+            outside them is returned.
     """
 
     query: str
@@ -83,6 +97,8 @@ class RelatedQuery:
     seeds: list[SeedRecord]
     top_k: int
     disabled: frozenset[str] = frozenset()
+    collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
+    filters: list[flt.Condition] = field(default_factory=list)
 
     def enabled(self, channel: str) -> bool:
         """Whether ``channel`` may run for this request."""
@@ -102,6 +118,7 @@ class EntityQuery:
     categories: list[str] = field(default_factory=list)
     query_embedding: list[float] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
+    collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
 
 
 @dataclass(slots=True)
@@ -145,8 +162,25 @@ class RetrievalBackend(Protocol):
         """Stored content hash of each known id."""
         ...
 
-    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
-        """Expansion terms for ``keywords``; NotImplementedError if not offered."""
+    async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
+        """Expansion terms for ``keywords`` from ``collections``; NotImplementedError if not offered."""
+        ...
+
+    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition],
+                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+        """Stored documents ordered by id, at most ``page_size``, ids after
+        ``after_id``: those of ``ids`` when given, else those of
+        ``collections`` (None = all) meeting ``filters``."""
+        ...
+
+    async def delete_documents(self, ids: list[str], collections: list[str] | None,
+                               filters: list[flt.Condition]) -> Deletion:
+        """Deletes the documents of ``ids`` (or of ``collections`` meeting
+        ``filters``) and everything only they support, atomically."""
+        ...
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        """{collection: (documents, chunks)} of every collection holding documents."""
         ...
 
     async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
@@ -159,14 +193,22 @@ class EntityBackend(Protocol):
     """Entity-library retrieval of one retriever; a method it does not
     offer raises NotImplementedError."""
 
-    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
-        """Stores ``entities`` merged by name; ``unchanged`` counts those
-        whose stored content was the same."""
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
+        """Stores ``entities`` in ``collection`` merged by name; ``unchanged``
+        counts those whose stored content was the same."""
         ...
 
-    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
-        """Stores (subject, predicate, object) facts; returns (stored,
-        [(index, reason) of rejected triples])."""
+    async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
+        """Stores (subject, predicate, object) facts of ``collection``;
+        returns (stored, [(index, reason) of rejected triples])."""
+        ...
+
+    async def entity_counts(self) -> dict[str, int]:
+        """{collection: library entities} of every collection holding entities."""
+        ...
+
+    async def delete_entities(self, collection: str) -> Deletion:
+        """Deletes the library entities and facts of ``collection``."""
         ...
 
     async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
@@ -212,6 +254,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         hits, timings = await self._backend.retrieve(RetrievalQuery(
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
             hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
+            collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
         ))
         return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 
@@ -233,7 +276,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             raise InvalidArgument("keywords", f"at most {MAX_EXPANSION_KEYWORDS} keywords")
         if not 0 <= request.limit <= 50:
             raise InvalidArgument("limit", "must be in 0..50")
-        found = await self._backend.suggest_expansions(list(request.keywords), request.limit or 15)
+        found = await self._backend.suggest_expansions(list(request.keywords), request.limit or 15,
+                                                       flt.validate_collections(request.collections))
         return retriever_pb2.SuggestExpansionsResponse(
             expansions=[retriever_pb2.QueryExpansion(text=e.text, origin=e.origin, matched=e.matched) for e in found])
 
@@ -248,7 +292,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         records = [entity_record(e, s) for e, s in zip(request.entities, surfaces)]
         if not any(r.name for r in records):
             raise InvalidArgument("entities[0].name", "must not be blank")
-        result = await self._entities.ingest_entities(records)
+        result = await self._entities.ingest_entities(records, flt.validate_collection(request.collection))
         return retriever_pb2.IngestEntitiesResponse(stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures))
 
     async def IngestTriples(self, request: retriever_pb2.IngestTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestTriplesResponse:
@@ -256,7 +300,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             raise InvalidArgument("triples", "must not be empty")
         if len(request.triples) > MAX_TRIPLES_PER_CALL:
             raise InvalidArgument("triples", f"at most {MAX_TRIPLES_PER_CALL} triples per call")
-        stored, failures = await self._entities.ingest_triples([(t.subject, t.predicate, t.object) for t in request.triples])
+        stored, failures = await self._entities.ingest_triples([(t.subject, t.predicate, t.object) for t in request.triples],
+                                                               flt.validate_collection(request.collection))
         return retriever_pb2.IngestTriplesResponse(
             stored=stored, failures=[types_pb2.IngestFailure(index=i, id=request.triples[i].subject, reason=r) for i, r in failures])
 
@@ -269,7 +314,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             query=query, top_k=top_k, resolved_names=list(request.resolved_names)[:MAX_RESOLVED_NAMES],
             attribute_values=list(request.attribute_values), attribute_label=request.attribute_label,
             categories=list(request.categories)[:MAX_CATEGORIES], query_embedding=list(request.query_embedding),
-            keywords=list(request.keywords),
+            keywords=list(request.keywords), collections=flt.validate_collections(request.collections),
         ))
         return retriever_pb2.RetrieveEntitiesResponse(
             candidates=entity_hits_to_candidates(found.hits), timings=found.timings, category_summaries=found.summaries)
@@ -287,6 +332,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             query=query, keywords=list(request.keywords),
             seeds=[SeedRecord(s.document_id, s.chunk_id, s.score) for s in request.seeds], top_k=top_k,
             disabled=frozenset(request.disabled_channels),
+            collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
         ))
         return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 
@@ -297,3 +343,46 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             return retriever_pb2.GetEntityLibraryResponse(version=snapshot.version, unchanged=True)
         return retriever_pb2.GetEntityLibraryResponse(version=snapshot.version, entries=[
             retriever_pb2.LibraryEntry(name=n, category=c, aliases=a) for n, c, a in snapshot.entries])
+
+    async def ListDocuments(self, request: retriever_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ListDocumentsResponse:
+        if len(request.ids) > MAX_LIST_IDS:
+            raise InvalidArgument("ids", f"at most {MAX_LIST_IDS} ids per call")
+        page_size = validate_range(request.page_size or DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE, "page_size")
+        collections = flt.validate_collections(request.collections) if request.collections else None
+        found = await self._backend.list_documents(list(request.ids), collections, flt.from_proto(request.filters),
+                                                   page_size, request.after_id)
+        return retriever_pb2.ListDocumentsResponse(documents=[stored_document_to_proto(d) for d in found])
+
+    async def DeleteDocuments(self, request: retriever_pb2.DeleteDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteDocumentsResponse:
+        if len(request.ids) > MAX_DELETE_IDS:
+            raise InvalidArgument("ids", f"at most {MAX_DELETE_IDS} ids per call")
+        if not request.ids and not request.collections:
+            raise InvalidArgument("ids", "give document ids, or collections (and filters) to delete from")
+        collections = flt.validate_collections(request.collections) if request.collections else None
+        deleted = await self._backend.delete_documents(list(request.ids), collections, flt.from_proto(request.filters))
+        return retriever_pb2.DeleteDocumentsResponse(deleted=deletion_to_proto(deleted), document_ids=deleted.document_ids)
+
+    async def ListCollections(self, request: retriever_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ListCollectionsResponse:
+        documents = await self._backend.collection_counts()
+        entities = await _unless_unimplemented(self._entities.entity_counts(), {})
+        names = sorted(set(documents) | set(entities))
+        return retriever_pb2.ListCollectionsResponse(collections=[
+            types_pb2.CollectionInfo(name=n, documents=documents.get(n, (0, 0))[0], chunks=documents.get(n, (0, 0))[1],
+                                     entities=entities.get(n, 0))
+            for n in names])
+
+    async def DeleteCollection(self, request: retriever_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteCollectionResponse:
+        if not request.name.strip():
+            raise InvalidArgument("name", "must name a collection")
+        name = flt.validate_collection(request.name, "name")
+        deleted = await self._backend.delete_documents([], [name], [])
+        deleted.add(await _unless_unimplemented(self._entities.delete_entities(name), Deletion()))
+        return retriever_pb2.DeleteCollectionResponse(deleted=deletion_to_proto(deleted))
+
+
+async def _unless_unimplemented(coro, default):
+    """``await coro``, or ``default`` when the backend does not offer it."""
+    try:
+        return await coro
+    except NotImplementedError:
+        return default

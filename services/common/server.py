@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from services.common.errors import ConfigError, DownstreamError, InvalidArgument, abort_downstream, abort_invalid_argument, abort_with
+from services.common.errors import ConfigError, DownstreamError, InvalidArgument, NotFound, abort_downstream, abort_invalid_argument, abort_with
 from services.common.metrics import ServerMetricsInterceptor
 from services.common.redaction import KeyRedactingFilter
 from services.common.clients import server_credentials
@@ -81,6 +81,8 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
         await abort_invalid_argument(context, err.field, err.description)
     if isinstance(err, DownstreamError):
         await abort_downstream(context, err)
+    if isinstance(err, NotFound):
+        await abort_with(context, grpc.StatusCode.NOT_FOUND, "NOT_FOUND", str(err))
     if isinstance(err, NotImplementedError):
         # The generated base servicer's answer for an RPC this service does
         # not offer (e.g. IngestTriples on retriever_pg).

@@ -30,7 +30,8 @@ class ServiceSettings(BaseSettings):
         port: gRPC port; 0 picks a free one.
         metrics_port: Prometheus port; 0 picks a free one, -1 disables it.
         grace_seconds: how long in-flight RPCs may drain on SIGTERM (seconds).
-        max_query_chars: longest accepted query (characters).
+        max_query_chars: longest accepted query (characters): a pasted case
+            description runs to several thousand.
         user_dict: path of the jieba user dictionary every tokenising
             process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
             services; see services.common.lexicon); "" = jieba's own.
@@ -42,7 +43,7 @@ class ServiceSettings(BaseSettings):
     port: int = 0
     metrics_port: int = -1
     grace_seconds: float = 5.0
-    max_query_chars: int = Field(2000, ge=1)
+    max_query_chars: int = Field(10_000, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
 
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.common.text import normalize, query_keywords
+from services.common.text import normalize
 from services.expander import question_types
+from services.expander.query_cut import weighted_keywords
+
+# Keywords kept of one query (ExpanderSettings.max_keywords).
+DEFAULT_MAX_KEYWORDS = 256
 
 CONCEPT = "QUESTION_TYPE_CONCEPT_DEFINITION"
 FACTUAL = "QUESTION_TYPE_FACTUAL_LOOKUP"
@@ -32,6 +36,7 @@ class QueryAnalysis:
     question_type: str
     confidence: float
     expansions: list[tuple[str, str]] = field(default_factory=list)
+    keywords_found: int = 0
 
 
 def detect_question_type(query: str) -> tuple[str, float]:
@@ -53,10 +58,12 @@ def detect_question_type(query: str) -> tuple[str, float]:
     return best, 0.85 if len(matched) == 1 else 0.6
 
 
-def analyse(query: str) -> QueryAnalysis:
-    """Normalises ``query`` and extracts its keywords and question type."""
+def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS) -> QueryAnalysis:
+    """Normalises ``query`` and extracts its keywords (at most
+    ``max_keywords``, from the whole text: ``query_cut.weighted_keywords``)
+    and question type."""
     normalized = normalize(query)
-    keywords = query_keywords(normalized)
+    keywords, found = weighted_keywords(normalized, max_keywords)
     kind, confidence = detect_question_type(normalized)
     return QueryAnalysis(
         normalized_query=normalized,
@@ -64,4 +71,5 @@ def analyse(query: str) -> QueryAnalysis:
         question_type=kind,
         confidence=confidence,
         expansions=[(k, "keyword") for k in keywords],
+        keywords_found=found,
     )

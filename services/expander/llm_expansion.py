@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.common.llm import LlmClient, LlmError
-from services.common.text import normalize, strip_citations
+from services.common.text import normalize, strip_citations, truncate_at_boundary
 
 EXPANDED_QUERY = "REWRITE_KIND_EXPANDED_QUERY"
 HYDE = "REWRITE_KIND_HYDE"
@@ -39,8 +39,15 @@ class RewriteResult:
     fallback_reason: str
 
 
+#: Characters of the question put in a rewrite prompt (a 10,000-character case
+#: description is cut at a sentence end; the rewrite needs its gist only).
+MAX_PROMPT_QUERY_CHARS = 1500
+
+
 def build_messages(kind: str, query: str, context: str = "", n: int = 3) -> list[dict[str, str]]:
-    """Chat messages asking for one rewrite ``kind`` of ``query``."""
+    """Chat messages asking for one rewrite ``kind`` of ``query`` (cut to
+    MAX_PROMPT_QUERY_CHARS characters at a sentence end)."""
+    query, _ = truncate_at_boundary(query, MAX_PROMPT_QUERY_CHARS)
     if kind == EXPANDED_QUERY:
         user = f"把下面的问题改写成一个更完整的检索查询，补充同义词和相关法律术语，只输出一行查询。\n问题：{query}"
     elif kind == HYDE:

@@ -1,12 +1,15 @@
 """Builds the expander service."""
 from __future__ import annotations
 
+import asyncio
+
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.expander.config import ExpanderSettings
 from services.expander.entity_servicer import EntityExpanderServicer
 from services.expander.library import LibraryLoader
+from services.expander.query_cut import term_weights
 
 
 async def build(settings: ExpanderSettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, ExpanderSettings]:
@@ -26,6 +29,8 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
         # the first query does not pay for it (still lazy: health is SERVING
         # before the load finishes).
         await servicer.embedder()
+        # jieba's dictionary and IDF table, read on first use (about 1 s)
+        await asyncio.to_thread(term_weights, "预热")
 
     async def on_stop() -> None:
         await servicer.close()

@@ -6,12 +6,20 @@ from pathlib import Path
 
 import grpc
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query
 from services.common.llm import LlmClient, LlmConfig
 from services.expander import core, llm_expansion
 from services.expander.config import ExpanderSettings
 from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder
+from services.expander.query_cut import METHOD_CONTENT, METHOD_HEAD, METHOD_WHOLE, QueryCut, cut_for_embedding
+
+_CUT_METHODS = {
+    METHOD_WHOLE: types_pb2.QUERY_CUT_METHOD_WHOLE,
+    METHOD_CONTENT: types_pb2.QUERY_CUT_METHOD_CONTENT_SENTENCES,
+    METHOD_HEAD: types_pb2.QUERY_CUT_METHOD_HEAD,
+}
 
 
 class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
@@ -37,12 +45,12 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
                 s = self._settings
                 inner = await asyncio.to_thread(build_embedder, s.embedding_model, s.embedding_threads)
                 cache = EmbeddingCache(Path(s.embedding_cache), inner.name) if s.embedding_cache else None
-                self._embedder = CachedEmbedder(inner, cache)
+                self._embedder = CachedEmbedder(inner, cache, window_chars=s.embedding_window_chars)
             return self._embedder
 
     async def Expand(self, request: expander_pb2.ExpandRequest, context: grpc.aio.ServicerContext) -> expander_pb2.ExpandResponse:
         query = validate_query(request.query, self._settings.max_query_chars)
-        analysis = core.analyse(query)
+        analysis = await asyncio.to_thread(core.analyse, query, self._settings.max_keywords)
         response = expander_pb2.ExpandResponse(
             normalized_query=analysis.normalized_query,
             keywords=analysis.keywords,
@@ -50,12 +58,26 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             question_type_confidence=analysis.confidence,
             expansions=[expander_pb2.Expansion(text=t, origin=o) for t, o in analysis.expansions],
         )
+        chars = len(analysis.normalized_query)
+        cut = QueryCut("", chars, 0, METHOD_WHOLE, [])
         if request.embed:
             embedder = await self.embedder()
-            vectors, _ = await asyncio.to_thread(embedder.embed_with_stats, [analysis.normalized_query], query=True)
+            cut, vectors = await asyncio.to_thread(self._embed_query, embedder, analysis.normalized_query)
             response.embedding.extend(vectors[0].tolist())
             response.embedding_model = embedder.name
+        response.query_cut.CopyFrom(types_pb2.QueryCut(
+            method=_CUT_METHODS[cut.method], original_chars=cut.original_chars, embedded_chars=cut.embedded_chars,
+            kept_spans=[types_pb2.TextSpan(start=a, end=b) for a, b in cut.spans],
+            keywords_found=analysis.keywords_found,
+        ))
         return response
+
+    def _embed_query(self, embedder: CachedEmbedder, text: str):
+        """(cut, vectors (1, dimension)) of a normalised query: the part
+        chosen by ``query_cut.cut_for_embedding`` is embedded."""
+        cut = cut_for_embedding(text, embedder.query_window(), method=self._settings.query_cut)
+        vectors, _ = embedder.embed_with_stats([cut.text], query=True)
+        return cut, vectors
 
     async def Embed(self, request: expander_pb2.EmbedRequest, context: grpc.aio.ServicerContext) -> expander_pb2.EmbedResponse:
         if not request.texts:
@@ -87,7 +109,7 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             # Leave a quarter of the caller's deadline for the rule fallback
             # and the embedding of the sub-queries.
             timeout = max(0.001, min(timeout, 0.75 * left))
-        analysis = core.analyse(query)
+        analysis = await asyncio.to_thread(core.analyse, query, self._settings.max_keywords)
         result = await llm_expansion.rewrite(
             self._llm, expander_pb2.RewriteKind.Name(request.kind), analysis.normalized_query,
             request.context, n, analysis.keywords, timeout,

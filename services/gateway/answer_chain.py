@@ -24,6 +24,7 @@ from services.gateway.clients import Expander
 from services.gateway.config import GatewaySettings
 from services.gateway.fusion import Retrieval
 from services.gateway.guard import DEGRADED, OK, SKIPPED, Deadline
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 from services.gateway.search import SearchFlow
 
 FALLBACK_ATTEMPTS = Counter(
@@ -73,7 +74,7 @@ class FallbackChain:
         self.expander = expander
 
     async def run(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
-                  chosen: Chosen) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+                  chosen: Chosen, scope: Scope = DEFAULT_SCOPE) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
         """Tries strategies until one's retrieval is accepted; fills
         ``chosen`` (the best retrieval seen when none is accepted, marked
         "best available") and yields stage events as each finishes.
@@ -96,7 +97,7 @@ class FallbackChain:
                 continue
             retrieval = None
             try:
-                retrieval = await self._attempt(strategy, query, names_seen, top_k, rerank, deadline, attempt)
+                retrieval = await self._attempt(strategy, query, names_seen, top_k, rerank, deadline, attempt, scope)
             except _Skip as skip:
                 attempt.reason = f"skipped: {skip}"
             except asyncio.TimeoutError:
@@ -140,16 +141,16 @@ class FallbackChain:
             _answer_with_best(chosen, *best)
 
     async def _attempt(self, strategy: str, query: str, names_seen: list[str], top_k: int, rerank: bool | None,
-                       deadline: Deadline, attempt: gateway_pb2.StrategyAttempt) -> Retrieval:
+                       deadline: Deadline, attempt: gateway_pb2.StrategyAttempt, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """One strategy's retrieval, within its own timeout."""
         timeout = deadline.left(self.settings.strategy_timeouts.get(strategy, 15.0))
         sub_deadline = Deadline(timeout)
         text = await self._strategy_query(strategy, query, names_seen, sub_deadline)
         attempt.query = text
         if strategy == fallback.FAST_PATH:
-            work = self.search.fast_search(text, top_k, sub_deadline)
+            work = self.search.fast_search(text, top_k, sub_deadline, scope)
         else:
-            work = self.search.search(text, top_k, rerank, sub_deadline)
+            work = self.search.search(text, top_k, rerank, sub_deadline, scope=scope)
         return await asyncio.wait_for(work, timeout=sub_deadline.left())
 
     async def _strategy_query(self, strategy: str, query: str, names_seen: list[str], deadline: Deadline) -> str:

@@ -12,6 +12,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.answer_chain import STRATEGY_ENUM, Chosen, FallbackChain
 from services.gateway.generator import Generator
 from services.gateway.guard import Deadline
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 
 ANSWER_STRATEGY = Counter("graphmesh_answer_strategy_total", "Answers by the strategy that answered them.", ("strategy",))
 
@@ -23,8 +24,8 @@ class Answerer:
         self.chain = chain
         self.generator = generator
 
-    async def events(self, query: str, top_k: int, rerank: bool | None,
-                     deadline: Deadline) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+    async def events(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     scope: Scope = DEFAULT_SCOPE) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
         """Stage events of the chain, answer pieces, and a final ``done``
         event whose answer says which strategy answered and why the others
         were passed over.
@@ -33,7 +34,7 @@ class Answerer:
             DownstreamError: the query is invalid.
         """
         chosen = Chosen()
-        async for event in self.chain.run(query, top_k, rerank, deadline, chosen):
+        async for event in self.chain.run(query, top_k, rerank, deadline, chosen, scope):
             yield event
         async for event in self.generator.generate(query, chosen.retrieval, deadline):
             if event.HasField("done"):
@@ -42,10 +43,11 @@ class Answerer:
                 ANSWER_STRATEGY.labels(chosen.strategy or "none").inc()
             yield event
 
-    async def answer(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline) -> gateway_pb2.AnswerResponse:
+    async def answer(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     scope: Scope = DEFAULT_SCOPE) -> gateway_pb2.AnswerResponse:
         """The final answer of ``events``."""
         final = gateway_pb2.AnswerResponse()
-        async for event in self.events(query, top_k, rerank, deadline):
+        async for event in self.events(query, top_k, rerank, deadline, scope):
             if event.HasField("done"):
                 final = event.done
         return final

@@ -258,7 +258,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         async def refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
             await context.abort(decision.code, decision.message, trailing_metadata=trailer)
 
-        return _same_kind(handler, refuse)
+        async def refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            # A server-streaming method must be served by an async generator.
+            await context.abort(decision.code, decision.message, trailing_metadata=trailer)
+            yield  # never reached: abort raises
+
+        streaming = handler.unary_stream is not None or handler.stream_stream is not None
+        return _same_kind(handler, refuse_stream if streaming else refuse)
 
 
 def build_gate(enabled: bool, keys_file: str, keys: str, rate_per_second: float, burst: int) -> Gate | None:

@@ -13,10 +13,13 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 # Measured with bench/fusion_sweep.py on the law scenario dev set (245
 # queries; docs/retrieval.md): weighted fusion of BM25, the USE vector,
 # tsvector hit counts and graph heading matches beats every single channel
-# and RRF. Channels that did not help weigh 0.
+# and RRF. Channels that did not help weigh 0. pg.boost (same-document
+# neighbours) finds nothing on single-chunk law articles; for long documents
+# it weighs as much as a heading match, so the chunks around two hits of one
+# document rank just after the hits themselves.
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
-    names.PG_BOOST: 0.0, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
     names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 3.0,
     names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
     names.RERANK: 1.0,
@@ -129,7 +132,9 @@ class GatewaySettings(ServiceSettings):
         "sub_queries" for DeepSearch's sub-query call.
     deep_partial_max_tokens / deep_partial_context_chars: size of the
         partial answer per DeepSearch iteration and of its context.
-    chunk_chars / chunk_overlap: chunking of ingested documents.
+    chunk_tokens / chunk_overlap: chunking of ingested documents, in tokens
+        (a CJK character or a Latin word is one; services.gateway.sentences):
+        512 / 64, the MetaSearch defaults.
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
         given entities/triples at ingestion (JSON list).
@@ -143,6 +148,8 @@ class GatewaySettings(ServiceSettings):
         Retry-After.
     cors_origins: origins allowed to call the REST API from a browser (JSON
         list; "*" allows any; empty = no CORS headers).
+    max_entity_query_chars: longest SearchEntities query (characters): an
+        entity name, alias or attribute list (the Lucene full text takes 256).
     max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
         message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
     related_retrievers: retrievers asked for second-stage candidates
@@ -185,7 +192,7 @@ class GatewaySettings(ServiceSettings):
     )
     deep_partial_max_tokens: int = 64
     deep_partial_context_chars: int = 1500
-    chunk_chars: int = 512
+    chunk_tokens: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
@@ -198,6 +205,7 @@ class GatewaySettings(ServiceSettings):
     rate_limit_burst: int = Field(0, ge=0)
     cors_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_entity_query_chars: int = Field(2000, ge=1)
 
     def profile_for(self, question_type: str, confidence: float) -> tuple[str, RetrievalProfile]:
         """(name, profile) for a question type: its own profile when it has

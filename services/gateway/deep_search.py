@@ -22,6 +22,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.fusion import Retrieval
 from services.gateway.generator import Generator
 from services.gateway.guard import Deadline, Trace
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 from services.gateway.search import SearchFlow
 
 log = logging.getLogger("graphmesh.gateway.deep")
@@ -40,7 +41,7 @@ class DeepSearcher:
         self.generator = generator
 
     async def run(self, query: str, top_k: int, max_iterations: int, k: int, threshold: float,
-                  deadline: Deadline) -> gateway_pb2.DeepSearchResponse:
+                  deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> gateway_pb2.DeepSearchResponse:
         """Iterates at most ``max_iterations`` times with ``k`` sub-queries a
         round, stopping when new / known chunk ids < ``threshold``.
 
@@ -56,7 +57,7 @@ class DeepSearcher:
         for number in range(1, max_iterations + 1):
             started = time.perf_counter()
             DEEP_ITERATIONS.inc()
-            retrievals = await self._retrieve(queries, top_k, deadline, first=number == 1)
+            retrievals = await self._retrieve(queries, top_k, deadline, first=number == 1, scope=scope)
             fresh = deep.new_ids([c.id for r in retrievals for c in r.response.results], known)
             rate = deep.growth_rate(len(fresh), len(known))
             iteration = gateway_pb2.DeepIteration(number=number, queries=queries, new_chunk_ids=fresh,
@@ -85,13 +86,14 @@ class DeepSearcher:
                 response.answer.CopyFrom(event.done)
         return response
 
-    async def _retrieve(self, queries: list[str], top_k: int, deadline: Deadline, first: bool) -> list[Retrieval]:
+    async def _retrieve(self, queries: list[str], top_k: int, deadline: Deadline, first: bool,
+                        scope: Scope = DEFAULT_SCOPE) -> list[Retrieval]:
         """One round's retrievals, one query after another (the services
         share the CPU); a failed query is logged and left out."""
         out = []
         for q in queries:
             try:
-                out.append(await self.search.search(q, top_k, None, deadline))
+                out.append(await self.search.search(q, top_k, None, deadline, scope=scope))
             except DownstreamError as err:
                 if err.code == grpc.StatusCode.INVALID_ARGUMENT and first:
                     raise

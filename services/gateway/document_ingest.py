@@ -1,12 +1,14 @@
-"""Document ingestion through the gateway: parse JSONL, skip documents whose
-content hash every retriever already holds, chunk, embed (expander), and
-store in every retriever. A record that cannot be read, or that a retriever
+"""Document ingestion through the gateway: parse (JSONL records here, files
+in ``file_ingest``), skip documents whose content hash every retriever
+already holds, chunk, embed (expander), and store in every retriever, all
+in one collection. A record that cannot be read, or that a retriever
 refuses, is reported in ``failures``; the others are stored."""
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from prometheus_client import Counter
 
@@ -16,6 +18,8 @@ from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.errors import DownstreamError
+from services.common.filters import DEFAULT_COLLECTION
+from services.common.records import DocumentRecord
 from services.gateway.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.clients import Expander, Retriever
 from services.gateway.config import GatewaySettings
@@ -42,6 +46,23 @@ def failure_proto(f: ParseFailure) -> types_pb2.IngestFailure:
     return types_pb2.IngestFailure(index=f.index, id=f.id, reason=f"{f.field + ': ' if f.field else ''}{f.reason}")
 
 
+@dataclass
+class Stored:
+    """What storing a set of documents came to.
+
+    Attributes:
+        stored: ids written (new or changed) by every retriever.
+        unchanged: ids every retriever already held with the same hash.
+        failed: {id: reason} of documents some retriever did not store.
+        chunks: chunks written for the stored documents.
+    """
+
+    stored: list[str] = field(default_factory=list)
+    unchanged: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    chunks: int = 0
+
+
 class DocumentIngest:
     """Ingest of INGEST_KIND_DOCUMENTS.
 
@@ -56,8 +77,14 @@ class DocumentIngest:
         self.expander = expander
         self.retrievers = list(retrievers)
 
-    async def ingest(self, payload: bytes, deadline: Deadline) -> tuple[gateway_pb2.IngestResponse, list[ParseFailure]]:
-        """Parses and stores ``payload`` (JSONL documents).
+    @property
+    def chunking(self) -> ChunkingConfig:
+        """The configured chunk sizes (tokens)."""
+        return ChunkingConfig(self.settings.chunk_tokens, self.settings.chunk_overlap)
+
+    async def ingest(self, payload: bytes, deadline: Deadline,
+                     collection: str = DEFAULT_COLLECTION) -> tuple[gateway_pb2.IngestResponse, list[ParseFailure]]:
+        """Parses and stores ``payload`` (JSONL documents) in ``collection``.
 
         Returns:
             the response and the records that could not be read (so the
@@ -66,7 +93,6 @@ class DocumentIngest:
             DownstreamError: a retriever could not be asked for its hashes,
                 or the expander could not embed.
         """
-        s = self.settings
         trace = Trace()
         started = time.perf_counter()
         docs, parse_failures = parse_jsonl(payload)
@@ -75,28 +101,40 @@ class DocumentIngest:
         trace.record(names.STAGE_PARSE, started)
         if not docs:
             return response, parse_failures
-
         latest = {d.id: d for d in docs}  # the last record of each id wins
-        config = ChunkingConfig(s.chunk_chars, s.chunk_overlap)
-        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, config) for d in latest.values()}
+        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, self.chunking, collection)
+                   for d in latest.values()}
+        outcome = await self.store(records, {d.id: d.text for d in latest.values()}, deadline, trace)
+        index_of = {d.id: d.index for d in latest.values()}
+        response.unchanged = len(outcome.unchanged)
+        response.stored = len(outcome.stored)
+        response.chunks = outcome.chunks
+        response.failures.extend(types_pb2.IngestFailure(index=index_of[i], id=i, reason=r) for i, r in outcome.failed.items())
+        response.timings.extend(trace.timings)
+        return response, parse_failures
+
+    async def store(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
+                    trace: Trace) -> Stored:
+        """Skips the unchanged, embeds and stores the others in every
+        retriever (stages hash_check, embed, store).
+
+        Raises:
+            DownstreamError: hashes could not be read or the expander failed.
+        """
         started = time.perf_counter()
-        unchanged = await self._unchanged(records, deadline)
-        response.unchanged = len(unchanged)
-        todo = [records[i] for i in records if i not in unchanged]
+        outcome = Stored(unchanged=await self._unchanged(records, deadline))
+        todo = [records[i] for i in records if i not in outcome.unchanged]
         trace.record(names.STAGE_HASH_CHECK, started)
         if todo:
             started = time.perf_counter()
             await self._embed(todo, deadline)
             trace.record(names.STAGE_EMBED, started)
             started = time.perf_counter()
-            failed = await self._store(todo, {d.id: d.text for d in latest.values()}, deadline)
+            outcome.failed = await self._store(todo, text_of, deadline)
             trace.record(names.STAGE_STORE, started)
-            index_of = {d.id: d.index for d in latest.values()}
-            response.stored = len(todo) - len(failed)
-            response.chunks = sum(len(r.chunks) for r in todo if r.id not in failed)
-            response.failures.extend(types_pb2.IngestFailure(index=index_of[i], id=i, reason=r) for i, r in failed.items())
-        response.timings.extend(trace.timings)
-        return response, parse_failures
+            outcome.stored = [r.id for r in todo if r.id not in outcome.failed]
+            outcome.chunks = sum(len(r.chunks) for r in todo if r.id not in outcome.failed)
+        return outcome
 
     async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
         """Ids whose content hash every retriever already stores."""

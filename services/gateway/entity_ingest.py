@@ -41,8 +41,9 @@ class EntityIngest:
         self.expander = expander
         self.retrievers = [r for r in retrievers if r.name in settings.entity_retrievers]
 
-    async def ingest(self, payload: bytes, kind: int, deadline: Deadline) -> tuple[gateway_pb2.IngestResponse, list]:
-        """Parses entities or triples (``kind``) and stores them.
+    async def ingest(self, payload: bytes, kind: int, deadline: Deadline,
+                     collection: str = "default") -> tuple[gateway_pb2.IngestResponse, list]:
+        """Parses entities or triples (``kind``) and stores them in ``collection``.
 
         Returns:
             the response and the records that could not be read.
@@ -62,9 +63,10 @@ class EntityIngest:
             return response, failures
         if kind == gateway_pb2.INGEST_KIND_ENTITIES:
             surfaces = await self._surface_embeddings(records, deadline, trace)
-            batch_size, make = ENTITY_BATCH, _entity_batches(records, surfaces)
+            batch_size, make = ENTITY_BATCH, _entity_batches(records, surfaces, collection)
         else:
-            batch_size, make = TRIPLE_BATCH, lambda start: retriever_pb2.IngestTriplesRequest(triples=records[start : start + TRIPLE_BATCH])
+            batch_size, make = TRIPLE_BATCH, lambda start: retriever_pb2.IngestTriplesRequest(
+                triples=records[start : start + TRIPLE_BATCH], collection=collection)
         rpc = "ingest_entities" if kind == gateway_pb2.INGEST_KIND_ENTITIES else "ingest_triples"
         started = time.perf_counter()
         stored_by: dict[str, int] = {}
@@ -117,10 +119,11 @@ class EntityIngest:
         return out
 
 
-def _entity_batches(records, surfaces: list[list[list[float]]]) -> Callable[[int], retriever_pb2.IngestEntitiesRequest]:
+def _entity_batches(records, surfaces: list[list[list[float]]],
+                    collection: str) -> Callable[[int], retriever_pb2.IngestEntitiesRequest]:
     """The IngestEntitiesRequest of the batch starting at a record index."""
     def make(start: int) -> retriever_pb2.IngestEntitiesRequest:
-        return retriever_pb2.IngestEntitiesRequest(entities=records[start : start + ENTITY_BATCH], surface_embeddings=[
+        return retriever_pb2.IngestEntitiesRequest(entities=records[start : start + ENTITY_BATCH], collection=collection, surface_embeddings=[
             retriever_pb2.EntitySurfaceEmbeddings(surfaces=[retriever_pb2.EntityEmbedding(values=v) for v in vs])
             for vs in surfaces[start : start + ENTITY_BATCH]
         ])

@@ -28,6 +28,7 @@ from services.common import names
 from services.gateway.clients import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.guard import Deadline, Trace, guarded
+from services.gateway.search import rerank_detail
 
 ROUTE_NAMES = {
     expander_pb2.ENTITY_ROUTE_LOCAL: "local",
@@ -57,9 +58,10 @@ class EntitySearch:
         wanted = self.settings.entity_retrievers_by_route.get(route, self.settings.entity_retrievers)
         return [r for r in self.retrievers if r.name in wanted]
 
-    async def search(self, query: str, top_k: int, deadline: Deadline) -> gateway_pb2.SearchEntitiesResponse:
-        """Library entities for ``query``, best first, with evidence and
-        score breakdown.
+    async def search(self, query: str, top_k: int, deadline: Deadline,
+                     collections: tuple[str, ...] = ("default",)) -> gateway_pb2.SearchEntitiesResponse:
+        """Library entities of ``collections`` for ``query``, best first,
+        with evidence and score breakdown.
 
         Raises:
             DownstreamError: a service found the query invalid.
@@ -85,17 +87,17 @@ class EntitySearch:
             # shape, even when the route's confidence is too low to hard-route.
             attribute_values=norm.attribute_values[:MAX_ATTRIBUTE_VALUES], attribute_label=norm.attribute_label,
             categories=norm.categories if route in ("global", "cross_category") else [],
-            query_embedding=await embedding,
+            query_embedding=await embedding, collections=collections,
         )
         candidates, summaries = await self._retrieve(request, route, deadline, trace)
         _add_expander_evidence(candidates, norm)
-        rerank_scores = await self._rerank(query, candidates, deadline, trace)
         rank_request = fuser_pb2.RankEntitiesRequest(
             query=query, normalized_query=norm.normalized_query, candidates=candidates, top_k=top_k,
             with_embeddings=any(e.channel.endswith("vector") for c in candidates for e in c.evidence),
             route_categories=list(norm.categories), route="" if route == "none" else route,
-            attribute_values=list(norm.attribute_values), rerank_scores=rerank_scores,
+            attribute_values=list(norm.attribute_values),
         )
+        rank_request.rerank_scores.update(await self._rerank(query, rank_request, deadline, trace))
         ranked = await guarded(trace, names.STAGE_RANK, "fuser", lambda t: self.fuser.rank_entities(rank_request, t),
                                None, deadline, s.fuse_timeout)
         entities = list(ranked.entities) if ranked is not None else candidates[:top_k]
@@ -138,24 +140,34 @@ class EntitySearch:
                 summaries.setdefault(summary.category, summary)
         return list(merged.values()), list(summaries.values())
 
-    async def _rerank(self, query: str, candidates: list[entity_pb2.EntityCandidate], deadline: Deadline,
+    async def _rerank(self, query: str, rank_request: fuser_pb2.RankEntitiesRequest, deadline: Deadline,
                       trace: Trace) -> dict[str, float]:
-        """Cross-encoder scores of the entity cards (name, category, aliases,
-        definition) for ``query``, min-max scaled to [0, 1] for the fuser's
-        blend (exact-hit protection runs after it). {} and the stage
-        SKIPPED when reranking is off, DEGRADED when the reranker fails
-        (e.g. FAILED_PRECONDITION: no model configured)."""
+        """Reranker scores of the entity cards (name, category, aliases,
+        definition) of the ranked top ``rerank_max_passages`` (a first
+        ranking without rerank scores picks them), min-max scaled to [0, 1]
+        for the fuser's blend (exact-hit protection runs after it). {} and
+        the stage SKIPPED when reranking is off, DEGRADED when the reranker
+        fails (e.g. FAILED_PRECONDITION: no model configured)."""
         s = self.settings
-        if not s.rerank_enabled or not candidates:
+        if not s.rerank_enabled or not rank_request.candidates:
             trace.skip(names.STAGE_RERANK, "rerank off" if not s.rerank_enabled else "no candidates")
             return {}
+        first_request = fuser_pb2.RankEntitiesRequest()
+        first_request.CopyFrom(rank_request)
+        first_request.top_k = s.rerank_max_passages
+        first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.rank_entities(first_request, t),
+                              None, deadline, s.fuse_timeout)
+        best = list(first.entities) if first is not None else list(rank_request.candidates)[: s.rerank_max_passages]
         passages = [
             reranker_pb2.Passage(id=c.name, text="；".join(p for p in (c.name, c.category, "、".join(c.aliases), c.definition) if p))
-            for c in candidates[: s.rerank_max_passages]
+            for c in best
         ]
         request = reranker_pb2.RerankRequest(query=query, passages=passages)
+        started = time.perf_counter()
         reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(request, t), None,
-                              deadline, s.rerank_timeout)
+                              deadline, s.rerank_timeout, record_ok=False)
+        if reply is not None:
+            trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
         scores = {p.id: p.score for p in reply.scores} if reply is not None else {}
         if not scores:
             return {}

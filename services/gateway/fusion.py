@@ -61,13 +61,20 @@ def arrival_order(lists: Sequence[fuser_pb2.CandidateList], top_k: int) -> fuser
 
 def to_retrieval(fused: fuser_pb2.FuseResponse, lists: Sequence[fuser_pb2.CandidateList], trace: Trace,
                  info: gateway_pb2.QueryInfo) -> Retrieval:
-    """The Retrieval of a fuser answer: results without their embeddings,
-    the packed context and the candidates its citation numbers point at."""
+    """The Retrieval of a fuser answer: results without their embeddings
+    (each with the collection and metadata its retriever gave it, which the
+    fuser does not carry), the packed context and the candidates its
+    citation numbers point at."""
+    by_id = {c.id: c for lst in lists for c in lst.candidates}
     results = []
     for cand in fused.candidates:
         cand.ClearField("embedding")
+        original = by_id.get(cand.id)
+        if original is not None:
+            cand.collection = cand.collection or original.collection
+            for key, value in original.metadata.items():
+                cand.metadata.setdefault(key, value)
         results.append(cand)
-    by_id = {c.id: c for lst in lists for c in lst.candidates}
     by_id.update({c.id: c for c in results})
     cited_ids = [cid for sec in fused.context.sections for cid in sec.candidate_ids]
     response = gateway_pb2.SearchResponse(

@@ -8,7 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from services.common.text import CITATION, split_sentences
+from services.common.text import CITATION, split_sentences, truncate_at_boundary
 
 SYSTEM_PROMPT = "你是严谨的法律问答助手，只依据给出的编号资料回答；资料不足时直说。不要输出 JSON 或代码块。"
 # The instruction sits after the question: small local models (Qwen2.5 0.5B)
@@ -19,9 +19,17 @@ EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 
 
+#: Characters of the question put in the prompt: a pasted case description
+#: (up to 10,000 characters) is cut at a sentence end so the packed sources
+#: keep their room in a small model's context window.
+MAX_PROMPT_QUESTION_CHARS = 1500
+
+
 def build_messages(question: str, context: str) -> list[dict[str, str]]:
     """Chat messages for a grounded answer over the packed ``context``
-    (whose items are numbered [n])."""
+    (whose items are numbered [n]); the question is cut to
+    MAX_PROMPT_QUESTION_CHARS characters at a sentence end."""
+    question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},

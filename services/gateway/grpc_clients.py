@@ -71,6 +71,10 @@ class GrpcRetriever(_Adapter):
     retrieve_entities = _rpc("RetrieveEntities")
     suggest_expansions = _rpc("SuggestExpansions")
     related = _rpc("Related")
+    list_documents = _rpc("ListDocuments")
+    delete_documents = _rpc("DeleteDocuments")
+    list_collections = _rpc("ListCollections")
+    delete_collection = _rpc("DeleteCollection")
 
 
 class GrpcReranker(_Adapter):

@@ -3,7 +3,9 @@
 A record is {"id", "text"} plus optional "title", "heading_path" (list), the
 law-corpus fields "law", "chapter", "section", "article", "status", and
 "metadata" (object of strings). Without "heading_path" the headings are
-[law or title, chapter, section, article] with empty parts dropped.
+[law or title, chapter, section, article] with empty parts dropped. The
+fields "status", "law" and "source" are also kept as metadata, so searches
+can filter on them (status = "现行有效", law = "中华人民共和国专利法").
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from services.common.records import storable_text
 
 _LAW_FIELDS = ("chapter", "section", "article")
-_METADATA_FIELDS = ("status", "source")
+_METADATA_FIELDS = ("status", "law", "source")
 
 
 @dataclass(slots=True)

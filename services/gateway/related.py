@@ -17,6 +17,7 @@ from services.gateway.clients import Fuser, Retriever
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.fusion import fuse_request
 from services.gateway.guard import Deadline, Trace, guarded
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 
 #: Context budget of the seed fusion: no context is packed from it.
 _SEED_BUDGET_CHARS = 1
@@ -24,8 +25,10 @@ _SEED_BUDGET_CHARS = 1
 
 async def related_lists(settings: GatewaySettings, fuser: Fuser, retrievers: Sequence[Retriever], query: str,
                         keywords: list[str], profile: RetrievalProfile, lists: list[fuser_pb2.CandidateList],
-                        off: frozenset[str], deadline: Deadline, trace: Trace) -> list[fuser_pb2.CandidateList]:
-    """Candidate lists of the related channels for ``lists``' best hits.
+                        off: frozenset[str], deadline: Deadline, trace: Trace,
+                        scope: Scope = DEFAULT_SCOPE) -> list[fuser_pb2.CandidateList]:
+    """Candidate lists of the related channels for ``lists``' best hits,
+    within ``scope`` (collections and metadata filters, as the first stage).
 
     Nothing is called (stage "related" SKIPPED) when the profile asks for
     no seeds, "related" is switched off, every related channel is off, no
@@ -49,7 +52,8 @@ async def related_lists(settings: GatewaySettings, fuser: Fuser, retrievers: Seq
              for c in fused.candidates[: profile.related_seeds]]
     request = retriever_pb2.RelatedRequest(
         query=query, keywords=keywords, seeds=seeds, top_k=profile.retrieve_top_k,
-        disabled_channels=sorted(c for c in off if c in names.DOCUMENT_CHANNELS))
+        disabled_channels=sorted(c for c in off if c in names.DOCUMENT_CHANNELS),
+        collections=scope.collections, filters=scope.proto_filters())
 
     async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
         reply = await guarded(trace, names.related_stage(retriever.name), retriever.name,

@@ -1,8 +1,11 @@
 """REST/JSON transcoding of the gateway's gRPC API.
 
 Routes come from the ``google.api.http`` annotations of GatewayService
-(e.g. POST /v1/query:search with body "*"). Each request is parsed into the
-RPC's request message (unknown fields rejected), sent to the gateway's own
+(e.g. POST /v1/query:search with body "*", GET
+/v1/{parent=collections/*}/documents; path templates in ``rest_paths``).
+Each request is parsed into the RPC's request message (the JSON body, the
+path variables, and for a route without body the query parameters;
+unknown fields rejected), sent to the gateway's own
 gRPC port over loopback (so metrics, deadlines and errors are the same as for
 gRPC callers), and the reply is written as JSON (proto3 JSON mapping). Errors
 follow the google.rpc.Status JSON shape with the HTTP code of AIP-193.
@@ -25,7 +28,9 @@ from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
+from services.gateway.console import add_console_routes
 from services.gateway.rest_middleware import RestOptions, cors, error_body, route_errors
+from services.gateway.rest_paths import aiohttp_path, fill_message
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
 HTTP_STATUS = {
@@ -39,14 +44,19 @@ HTTP_STATUS = {
 
 
 def http_routes() -> list[tuple[str, str, str]]:
-    """(HTTP verb, path, RPC name) for every annotated GatewayService method."""
+    """(HTTP verb, path template, RPC name) for every annotated GatewayService method."""
+    return [(verb, path, name) for verb, path, name, _ in _rules()]
+
+
+def _rules() -> list[tuple[str, str, str, bool]]:
+    """(verb, path template, RPC name, whether the route has a body)."""
     routes = []
     service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
     for method in service.methods:
         rule = method.GetOptions().Extensions[annotations_pb2.http]
         verb = rule.WhichOneof("pattern")
         if verb:
-            routes.append((verb.upper(), getattr(rule, verb), method.name))
+            routes.append((verb.upper(), getattr(rule, verb), method.name, bool(rule.body)))
     return routes
 
 
@@ -80,7 +90,8 @@ OPENAPI = Path(__file__).resolve().parent / "static" / "openapi.json"
 def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Application:
     """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
     with the CORS allow-list and body-size limit of ``options``; it also
-    serves the OpenAPI document at GET /openapi.json."""
+    serves the OpenAPI document at GET /openapi.json, the web console at
+    GET / and GET /v1/stages:summary (services/gateway/console.py)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
                           middlewares=[route_errors(options.max_request_bytes), cors(options.cors_origins)])
@@ -93,7 +104,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     async def on_cleanup(_: web.Application) -> None:
         await state["channel"].close()
 
-    def handler(rpc_name: str) -> Callable:
+    def handler(rpc_name: str, has_body: bool) -> Callable:
         method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
         request_cls = _message_class(method.input_type.name)
 
@@ -104,6 +115,9 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                 if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
                     return _bad_request("body", "must be a JSON object")
                 message: Message = json_format.Parse(text, request_cls())
+                bad = fill_message(message, dict(request.match_info), request.query if not has_body else {})
+                if bad:
+                    return _bad_request(*bad)
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
@@ -122,12 +136,15 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
 
         return handle
 
-    for verb, path, rpc_name in http_routes():
-        app.router.add_route(verb, path, handler(rpc_name))
+    # Literal routes first: GET /v1/collections must not be taken for a template.
+    for verb, path, rpc_name, has_body in sorted(_rules(), key=lambda r: "{" in r[1]):
+        app.router.add_route(verb, aiohttp_path(path), handler(rpc_name, has_body))
+
     async def openapi(_: web.Request) -> web.StreamResponse:
         return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
 
     app.router.add_get("/openapi.json", openapi)
+    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
@@ -144,7 +161,7 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     try:
         async for event in call:
             if response is None:
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson",
+                response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
                                                        "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
                 await response.prepare(request)
             body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
@@ -159,10 +176,15 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
         call.cancel()
         raise
     if response is None:  # a stream with no events
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream" if sse else "application/x-ndjson"})
+        response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
         await response.prepare(request)
     await response.write_eof()
     return response
+
+
+#: Media types of a relayed stream (by whether the client asked for SSE);
+#: the charset named so that every client decodes the Chinese text as UTF-8.
+_STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
 
 
 def _message_class(name: str) -> type[Message]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -18,10 +19,14 @@ class RestOptions:
     """Attributes:
     cors_origins: origins allowed to call from a browser ("*" = any).
     max_request_bytes: largest request body, bytes (HTTP 413 beyond).
+    gate: the API-key gate (services.gateway.auth.Gate) of the routes that
+        are not RPCs (GET /v1/stages:summary); None when auth is off. The
+        RPC routes are checked by the gRPC server itself.
     """
 
     cors_origins: Sequence[str] = field(default_factory=tuple)
     max_request_bytes: int = 64 * 1024 * 1024
+    gate: Any = None
 
 
 def error_body(status: int, code: str, message: str, details: list | None = None) -> web.Response:

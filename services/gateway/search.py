@@ -21,6 +21,7 @@ from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.fusion import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.guard import Deadline, Trace, guarded
 from services.gateway.related import related_lists
+from services.gateway.scope import DEFAULT_SCOPE, Scope
 from services.gateway.understanding import Understanding, add_expansions, hyde_embedding, understand
 
 PG = "retriever_pg"
@@ -49,10 +50,12 @@ class SearchFlow:
         return next((r for r in self.retrievers if r.name == name), None)
 
     async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
-                     disabled: frozenset[str] = frozenset(), enabled: frozenset[str] = frozenset()) -> Retrieval:
+                     disabled: frozenset[str] = frozenset(), scope: Scope = DEFAULT_SCOPE,
+                     enabled: frozenset[str] = frozenset()) -> Retrieval:
         """The full pipeline for ``query``; ``disabled`` switches stages or
         channels off and ``enabled`` on where the profile has them off
-        (names.SWITCHABLE_STAGES), ``rerank`` None = the service default.
+        (names.SWITCHABLE_STAGES), ``rerank`` None = the service default;
+        every retriever searches only ``scope``, the related call included.
         After the first-stage retrieval, the profile's related channels run
         seeded by a first fusion (services.gateway.related).
 
@@ -70,26 +73,27 @@ class SearchFlow:
         disabled = profile.switched_off(disabled, enabled)
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
-            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout)
+            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout,
+                                 list(scope.collections))
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
             hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
-        request = self._retrieve_request(query, understood, profile, hyde, disabled)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
-                                     disabled, deadline, trace)
+                                     disabled, deadline, trace, scope)
         use_rerank = s.rerank_enabled if rerank is None else rerank
-        scores = await self._rerank(query, lists, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
+        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 
-    async def fast_search(self, query: str, top_k: int, deadline: Deadline) -> Retrieval:
+    async def fast_search(self, query: str, top_k: int, deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """The fast path: PostgreSQL channels only, no graph, no rerank, the
         default profile's fusion.
 
@@ -100,7 +104,7 @@ class SearchFlow:
         trace = Trace()
         understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
         _, profile = s.profile_for("", 0.0)
-        request = self._retrieve_request(query, understood, profile, [], frozenset())
+        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
         pg = self._retriever(PG)
         lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
@@ -120,11 +124,12 @@ class SearchFlow:
         return to_retrieval(fused, lists, trace, info)
 
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
-                          hyde: list[float], disabled: frozenset[str]) -> retriever_pb2.RetrieveRequest:
+                          hyde: list[float], disabled: frozenset[str], scope: Scope) -> retriever_pb2.RetrieveRequest:
         return retriever_pb2.RetrieveRequest(
             query=understood.info.normalized_query or query, keywords=understood.keywords,
             query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
+            collections=scope.collections, filters=scope.proto_filters(),
         )
 
     async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
@@ -146,25 +151,37 @@ class SearchFlow:
             raise _none_answered(failures)
         return lists
 
-    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], enabled: bool, deadline: Deadline,
-                      trace: Trace) -> dict[str, float]:
-        """Cross-encoder scores of the first ``rerank_max_passages`` distinct
-        candidates (heading path + text); {} when off or the reranker fails."""
+    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
+                      deadline: Deadline, trace: Trace) -> dict[str, float]:
+        """Reranker scores of the fused top ``rerank_max_passages`` (heading
+        path + text): a first fusion without rerank scores picks them (the
+        best candidates, not the first to arrive). {} when off or when the
+        reranker fails (stage DEGRADED); the stage detail names the scorer
+        and how many passages it cut."""
         if not enabled:
             trace.skip(names.STAGE_RERANK, "rerank off")
             return {}
-        passages: dict[str, str] = {}
-        for lst in lists:
-            for cand in lst.candidates:
-                if len(passages) < self.settings.rerank_max_passages:
-                    passages.setdefault(cand.id, f"{' '.join(cand.heading_path)}\n{cand.text}")
+        n = self.settings.rerank_max_passages
+        request = fuse_request(query, lists, profile, n, self.settings.budget_chars)
+        first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.fuse(request, t),
+                              arrival_order(lists, n), deadline, self.settings.fuse_timeout)
+        passages = [reranker_pb2.Passage(id=c.id, text=f"{' '.join(c.heading_path)}\n{c.text}") for c in first.candidates[:n]]
         if not passages:
             trace.skip(names.STAGE_RERANK, "no candidates")
             return {}
-        request = reranker_pb2.RerankRequest(query=query, passages=[reranker_pb2.Passage(id=i, text=t) for i, t in passages.items()])
-        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(request, t), None,
-                              deadline, self.settings.rerank_timeout)
-        return {} if reply is None else {p.id: p.score for p in reply.scores}
+        rerank = reranker_pb2.RerankRequest(query=query, passages=passages)
+        started = time.perf_counter()
+        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
+                              deadline, self.settings.rerank_timeout, record_ok=False)
+        if reply is None:
+            return {}
+        trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
+        return {p.id: p.score for p in reply.scores}
+
+
+def rerank_detail(reply: reranker_pb2.RerankResponse) -> str:
+    """What the reranker did, for the stage detail: "<scorer>: N scored, M cut"."""
+    return f"{reply.scorer or 'reranker'}: {len(reply.scores)} scored, {reply.truncated_passages} cut"
 
 
 def _none_answered(failures: list[DownstreamError]) -> DownstreamError:

@@ -18,8 +18,10 @@ from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
 from services.gateway.document_ingest import DocumentIngest
+from services.gateway.documents import DocumentLifecycle
 from services.gateway.entity_ingest import EntityIngest
 from services.gateway.entity_search import EntitySearch
+from services.gateway.file_ingest import FileIngest
 from services.gateway.generator import Generator
 from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
 from services.gateway.rest import RestOptions, run_rest
@@ -33,13 +35,16 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     (real gRPC adapters in ``build``, fakes in unit tests)."""
     search = SearchFlow(settings, expander, retrievers, reranker, fuser)
     generator = Generator(settings, llm)
+    documents = DocumentIngest(settings, expander, retrievers)
     return UseCases(
         search=search,
         answerer=Answerer(FallbackChain(settings, search, expander), generator),
         deep=DeepSearcher(settings, search, expander, generator),
-        documents=DocumentIngest(settings, expander, retrievers),
+        documents=documents,
         entity_ingest=EntityIngest(settings, expander, retrievers),
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
+        files=FileIngest(documents),
+        lifecycle=DocumentLifecycle(retrievers),
     )
 
 
@@ -84,7 +89,7 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
     extra, endpoints = [], {}
     if settings.rest_port >= 0:
         endpoints["rest"] = asyncio.get_running_loop().create_future()
-        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes)
+        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate)
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
     return Service(
         name="gateway",

@@ -12,18 +12,24 @@ import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.filters import validate_collection, validate_collections
 from services.common.names import SWITCHABLE_STAGES
 from services.gateway import deep
 from services.gateway.answering import Answerer
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
 from services.gateway.document_ingest import DocumentIngest, count_ingest
+from services.gateway.documents import DocumentLifecycle
 from services.gateway.entity_ingest import EntityIngest
 from services.gateway.entity_search import EntitySearch
+from services.gateway.file_ingest import FileIngest
 from services.gateway.guard import Deadline
+from services.gateway.scope import scope_of
 from services.gateway.search import SearchFlow
 
 MAX_TOP_K = 100
+#: Most bytes of files in one Ingest call (the gRPC message limit is 64 MiB).
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -36,6 +42,8 @@ class UseCases:
     documents: DocumentIngest
     entity_ingest: EntityIngest
     entities: EntitySearch
+    files: FileIngest
+    lifecycle: DocumentLifecycle
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -57,19 +65,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             if unknown:
                 raise InvalidArgument(field, f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
         rerank = request.rerank if request.HasField("rerank") else None
-        retrieval = await self._use.search.search(query, top_k, rerank, self._deadline(context),
-                                                  frozenset(request.disabled_stages), frozenset(request.enabled_stages))
+        scope = scope_of(request.collections, request.filters)
+        retrieval = await self._use.search.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages),
+                                                  scope, frozenset(request.enabled_stages))
         return retrieval.response
 
     async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:
         query, top_k = self._validate(request.query, request.top_k)
         rerank = request.rerank if request.HasField("rerank") else None
-        return await self._use.answerer.answer(query, top_k, rerank, self._deadline(context))
+        scope = scope_of(request.collections, request.filters)
+        return await self._use.answerer.answer(query, top_k, rerank, self._deadline(context), scope)
 
     async def AnswerStream(self, request: gateway_pb2.AnswerStreamRequest, context: grpc.aio.ServicerContext):
         query, top_k = self._validate(request.query, request.top_k)
         rerank = request.rerank if request.HasField("rerank") else None
-        async for event in self._use.answerer.events(query, top_k, rerank, self._deadline(context)):
+        scope = scope_of(request.collections, request.filters)
+        async for event in self._use.answerer.events(query, top_k, rerank, self._deadline(context), scope):
             yield event
 
     async def DeepSearch(self, request: gateway_pb2.DeepSearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeepSearchResponse:
@@ -79,17 +90,28 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         threshold = request.growth_threshold or deep.DEFAULT_GROWTH_THRESHOLD
         if not 0.0 <= threshold <= 1.0:
             raise InvalidArgument("growth_threshold", "must be between 0 and 1")
-        return await self._use.deep.run(query, top_k, iterations, sub_queries, threshold, self._deadline(context))
+        scope = scope_of(request.collections, request.filters)
+        return await self._use.deep.run(query, top_k, iterations, sub_queries, threshold, self._deadline(context), scope)
 
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
-        if not request.jsonl.strip():
-            raise InvalidArgument("jsonl", "must hold at least one JSON record")
+        collection = validate_collection(request.collection)
         if request.kind not in gateway_pb2.IngestKind.values():
             raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
+        if request.files:
+            if request.jsonl.strip():
+                raise InvalidArgument("jsonl", "give jsonl records or files, not both")
+            if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
+                raise InvalidArgument("files", "files are ingested as documents only")
+            if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
+                raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
+            return await self._use.files.ingest(list(request.files), self._deadline(context), collection)
+        if not request.jsonl.strip():
+            raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
         if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
-            response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context))
+            response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context),
+                                                                            collection)
         else:
-            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context))
+            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context), collection)
         kind = gateway_pb2.IngestKind.Name(request.kind or gateway_pb2.INGEST_KIND_DOCUMENTS).removeprefix("INGEST_KIND_").lower()
         count_ingest(kind, response)
         if response.received and len(parse_failures) == response.received:
@@ -99,5 +121,23 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return response
 
     async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
-        query, top_k = self._validate(request.query, request.top_k)
-        return await self._use.entities.search(query, top_k, self._deadline(context))
+        query = validate_query(request.query, self._settings.max_entity_query_chars)
+        top_k = validate_range(request.top_k or 10, 1, MAX_TOP_K, "top_k")
+        collections = tuple(validate_collections(request.collections))
+        return await self._use.entities.search(query, top_k, self._deadline(context), collections)
+
+    async def GetDocument(self, request: gateway_pb2.GetDocumentRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.GetDocumentResponse:
+        return await self._use.lifecycle.get(request.name, self._deadline(context))
+
+    async def ListDocuments(self, request: gateway_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListDocumentsResponse:
+        return await self._use.lifecycle.list(request.parent, request.page_size, request.page_token, request.filter,
+                                              self._deadline(context))
+
+    async def DeleteDocuments(self, request: gateway_pb2.DeleteDocumentsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteDocumentsResponse:
+        return await self._use.lifecycle.delete(request.parent, list(request.names), request.filter, self._deadline(context))
+
+    async def ListCollections(self, request: gateway_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListCollectionsResponse:
+        return await self._use.lifecycle.list_collections(self._deadline(context))
+
+    async def DeleteCollection(self, request: gateway_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteCollectionResponse:
+        return await self._use.lifecycle.delete_collection(request.name, self._deadline(context))

@@ -52,13 +52,14 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
         return Understanding(gateway_pb2.QueryInfo(normalized_query=query, keywords=keywords), keywords)
     question_type = expander_pb2.QuestionType.Name(expanded.question_type)
     info = gateway_pb2.QueryInfo(
-        normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type)
+        normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type,
+        query_cut=expanded.query_cut)
     return Understanding(info, list(expanded.keywords), list(expanded.embedding), question_type,
                          expanded.question_type_confidence)
 
 
 async def add_expansions(retriever: Retriever, understanding: Understanding, limit: int, deadline: Deadline,
-                         trace: Trace, cap: float) -> None:
+                         trace: Trace, cap: float, collections: list[str] | None = None) -> None:
     """Adds the keywords of retriever_pg's expansion terms (L1 entity names,
     L2 entity definitions, L3 headings; MarxSphere expandQuery,
     ../shared/reference/000_b3ead142e963747a.txt section 5) to
@@ -66,7 +67,7 @@ async def add_expansions(retriever: Retriever, understanding: Understanding, lim
     as "text (origin: matched keyword)". Unchanged, with the stage
     DEGRADED, when the retriever fails."""
     keywords = understanding.keywords
-    request = retriever_pb2.SuggestExpansionsRequest(keywords=keywords[:50], limit=limit)
+    request = retriever_pb2.SuggestExpansionsRequest(keywords=keywords[:50], limit=limit, collections=collections or [])
     reply = await guarded(trace, names.STAGE_EXPANSION, retriever.name,
                           lambda t: retriever.suggest_expansions(request, t), None, deadline, cap)
     if reply is None:

@@ -1,27 +1,92 @@
 """Reranker settings (environment prefix GRAPHMESH_RERANKER_)."""
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
 
+ScorerName = Literal["cross-encoder", "bi-encoder", "llm"]
+
 
 class RerankerSettings(ServiceSettings):
     """Attributes:
-    model_dir: local directory of a sentence-transformers CrossEncoder (or a
-        Hugging Face BERT from which one is built); "" = no model, Rerank
-        answers FAILED_PRECONDITION.
-    device: "cpu", "cuda", "cuda:N" or "auto" (CUDA when available).
-    batch_size: pairs per forward pass.
-    max_passages: most passages per request.
-    max_length: tokens per (query, passage) pair.
+    scorer: which scorer answers Rerank:
+        "cross-encoder" (a sentence-transformers CrossEncoder from
+        ``model_dir``; needs the ``models`` extra),
+        "bi-encoder" (cosine of the expander's query and passage embeddings,
+        over the expander's Embed RPC at GRAPHMESH_EXPANDER_ADDR; cheap,
+        always available), or
+        "llm" (probability of "yes" from an OpenAI-compatible endpoint at
+        ``llm_base_url``; for small candidate sets).
+    model_dir: local directory of a CrossEncoder (e.g. written by
+        ``graphmesh reranker train``); "" = none, and the cross-encoder scorer
+        answers FAILED_PRECONDITION. Loaded once, lazily, local files only.
+    device: "auto" (CUDA when torch sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
+    fp16: run the cross-encoder in half precision on CUDA (ignored on CPU).
+    warm_up: start loading the cross-encoder in the background when the
+        service starts (health is SERVING at once; a call that arrives
+        before the load ends waits for it), so the first Rerank does not
+        pay the load inside the gateway's rerank timeout.
+    max_length: tokens per (query, passage) pair for the cross-encoder. A
+        passage that does not fit is cut to its heading line plus the head of
+        its body and counted (graphmesh_reranker_truncated_total).
+    max_query_share: at most this share of ``max_length`` goes to the query
+        (a longer query is cut; the passage gets the rest).
+    max_batch_tokens: token budget of one batch, counted padded (longest pair
+        x pairs), as text-embeddings-inference counts for padded models;
+        at least ``max_length``. Characters stand for tokens with the
+        bi-encoder and llm scorers.
+    max_batch_pairs: most pairs in one batch.
+    forward_batch: pairs per forward pass inside a batch, length-sorted so
+        each pass pads less (0 = auto: 16 on CPU, where padding costs, the
+        whole batch on CUDA).
+    max_wait_ms: how long the first pair of a batch waits for others to join
+        it (milliseconds); a full batch goes at once. 0 = no waiting.
+    queue_size: most pairs waiting to be scored; a request whose pairs would
+        not fit gets RESOURCE_EXHAUSTED.
+    max_passages: most passages per request (INVALID_ARGUMENT above it).
+    expander_timeout: seconds per Embed call (bi-encoder).
+    llm_base_url / llm_api_key / llm_model / llm_timeout / llm_max_retries:
+        the OpenAI-compatible endpoint of the llm scorer ("" = none: the llm
+        scorer answers FAILED_PRECONDITION). The endpoint must return
+        ``logprobs`` with ``top_logprobs`` (llama.cpp server, vLLM, OpenAI).
+    llm_concurrency: LLM calls in flight at once.
+    llm_max_passage_chars: passage characters shown to the LLM (longer ones
+        are cut to heading line plus head, and counted).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RERANKER_", extra="ignore")
 
     port: int = DEFAULT_PORTS["reranker"]
+    scorer: ScorerName = "cross-encoder"
     model_dir: str = ""
     device: str = "auto"
-    batch_size: int = 32
-    max_passages: int = 200
-    max_length: int = 512
+    fp16: bool = True
+    warm_up: bool = True
+    max_length: int = Field(512, ge=16, le=8192)
+    max_query_share: float = Field(0.5, gt=0.0, lt=1.0)
+    max_batch_tokens: int = Field(16384, ge=16)
+    max_batch_pairs: int = Field(64, ge=1)
+    forward_batch: int = Field(0, ge=0)
+    max_wait_ms: float = Field(5.0, ge=0.0)
+    queue_size: int = Field(4096, ge=1)
+    max_passages: int = Field(200, ge=1)
+    expander_timeout: float = 10.0
+    llm_base_url: str = ""
+    llm_api_key: str = "none"
+    llm_model: str = ""
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 1
+    llm_concurrency: int = Field(2, ge=1)
+    llm_max_passage_chars: int = Field(1200, ge=32)
+
+    @model_validator(mode="after")
+    def _budget_fits_one_pair(self) -> "RerankerSettings":
+        if self.scorer == "cross-encoder" and self.max_batch_tokens < self.max_length:
+            raise ValueError("max_batch_tokens must be at least max_length")
+        if self.queue_size < self.max_passages:
+            raise ValueError("queue_size must be at least max_passages")
+        return self

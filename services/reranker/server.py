@@ -1,19 +1,92 @@
-"""Builds the reranker service."""
+"""Builds the reranker service: the configured scorer, its dynamic batcher,
+and the servicer."""
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from graphmesh.reranker.v1 import reranker_pb2, reranker_pb2_grpc
 from services.common.server import Service
+from services.common.settings import MeshAddresses
+from services.reranker.batching import DynamicBatcher
 from services.reranker.config import RerankerSettings
+from services.reranker.scorer import Scorer
 from services.reranker.servicer import RerankerServicer
 
 
-async def build(settings: RerankerSettings | None = None) -> tuple[Service, RerankerSettings]:
-    """Returns the reranker Service and its settings."""
+log = logging.getLogger("graphmesh.reranker")
+
+
+def _load_quietly(load) -> None:
+    """Warm-up load; a failure is logged here and reported again by the first Rerank."""
+    try:
+        load()
+    except Exception as err:  # noqa: BLE001 - the first call reports it as FAILED_PRECONDITION
+        log.warning("cross-encoder warm-up failed: %s", err)
+
+
+def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = None) -> Scorer | None:
+    """The scorer ``settings.scorer`` names, or None when it has nothing to
+    run (cross-encoder without model_dir; llm without llm_base_url).
+
+    Raises:
+        FileNotFoundError: model_dir is set but is not a directory.
+    """
+    if settings.scorer == "cross-encoder":
+        if not settings.model_dir:
+            return None
+        from services.reranker.cross_encoder import CrossEncoderScorer
+
+        return CrossEncoderScorer(settings.model_dir, settings.device, settings.max_length,
+                                  settings.max_query_share, settings.fp16, settings.forward_batch)
+    if settings.scorer == "bi-encoder":
+        from services.reranker.bi_encoder import BiEncoderScorer
+
+        return BiEncoderScorer((addresses or MeshAddresses()).expander_addr, settings.expander_timeout)
+    if not settings.llm_base_url:
+        return None
+    from services.common.llm import LlmClient, LlmConfig
+    from services.reranker.llm_scorer import LlmScorer
+
+    client = LlmClient(LlmConfig(base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
+                                 timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, temperature=0.0))
+    return LlmScorer(client, settings.llm_concurrency, settings.llm_max_passage_chars, settings.max_query_chars)
+
+
+async def build(settings: RerankerSettings | None = None, addresses: MeshAddresses | None = None,
+                scorer: Scorer | None = None) -> tuple[Service, RerankerSettings]:
+    """Returns the reranker Service and its settings.
+
+    Args:
+        settings: default RerankerSettings() from the environment.
+        addresses: where the expander is (bi-encoder); default from the environment.
+        scorer: a ready scorer instead of the one ``settings`` names (tests, benchmarks).
+    """
     settings = settings or RerankerSettings()
-    servicer = RerankerServicer(settings)
+    scorer = scorer if scorer is not None else build_scorer(settings, addresses)
+    batcher = None
+    if scorer is not None:
+        batcher = DynamicBatcher(scorer.score, settings.max_batch_tokens, settings.max_batch_pairs,
+                                 settings.max_wait_ms / 1000.0, settings.queue_size, padded=scorer.padded)
+    servicer = RerankerServicer(settings, scorer, batcher)
+    loading: list[asyncio.Future] = []
+
+    async def on_start() -> None:
+        load = getattr(scorer, "load", None)
+        if settings.warm_up and callable(load):
+            loading.append(asyncio.get_running_loop().run_in_executor(None, _load_quietly, load))
+
+    async def on_stop() -> None:
+        if batcher is not None:
+            await batcher.stop()
+        if scorer is not None:
+            await scorer.close()
+
     service = Service(
         name="reranker",
         full_names=[reranker_pb2.DESCRIPTOR.services_by_name["RerankerService"].full_name],
         register=lambda server: reranker_pb2_grpc.add_RerankerServiceServicer_to_server(servicer, server),
+        on_start=on_start,
+        on_stop=on_stop,
     )
     return service, settings

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from services.common import names
-from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord, IngestResult
+from services.common.filters import Condition
+from services.common.records import (Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord, IngestResult,
+                                     StoredDocumentInfo)
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.retriever_graph.doc_channels import DocChannels
@@ -51,7 +53,8 @@ class GraphBackend:
             if not store_channels:
                 return []
             started = time.perf_counter()
-            found = await self.store.retrieve(request.query, request.keywords, request.top_k, store_channels)
+            found = await self.store.retrieve(request.query, request.keywords, request.top_k, store_channels,
+                                              request.collections, request.filters)
             timings.append(timing("graph.retrieve", started))
             return found
 
@@ -59,7 +62,8 @@ class GraphBackend:
             if not lookup_channels:
                 return []
             started = time.perf_counter()
-            found = await self.docs.retrieve(request.query, request.keywords, request.top_k, lookup_channels)
+            found = await self.docs.retrieve(request.query, request.keywords, request.top_k, lookup_channels,
+                                             request.collections, request.filters)
             timings.append(timing("graph.lookup", started))
             return found
 
@@ -71,7 +75,8 @@ class GraphBackend:
         if self.docs is None or not channels:
             return [], []
         started = time.perf_counter()
-        hits = await self.docs.related(request.query, request.keywords, request.seeds, request.top_k, channels)
+        hits = await self.docs.related(request.query, request.keywords, request.seeds, request.top_k, channels,
+                                       request.collections, request.filters)
         return hits, [timing("graph.related", started)]
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
@@ -80,8 +85,18 @@ class GraphBackend:
     async def document_hashes(self, ids: list[str]) -> dict[str, str]:
         return await self.store.document_hashes(ids)
 
-    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
+    async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         raise NotImplementedError("expansion terms come from retriever_pg")
+
+    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition],
+                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
+
+    async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition]) -> Deletion:
+        return await self.store.delete_documents(ids, collections, filters)
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        return await self.store.collection_counts()
 
 
 class GraphEntityBackend:
@@ -97,18 +112,25 @@ class GraphEntityBackend:
         self.kg = kg
         self.attribute_other_weight = attribute_other_weight
 
-    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
         rows, failures = [], []
         for i, e in enumerate(entities):
             if not e.name:
                 failures.append(IngestFailureRecord(index=i, id="", reason="name must not be blank"))
                 continue
             rows.append(e)
-        stored, unchanged = await self.kg.ingest_entities(rows) if rows else (0, 0)
+        stored, unchanged = await self.kg.ingest_entities(rows, collection=collection) if rows else (0, 0)
         return IngestResult(stored=stored, unchanged=unchanged, failures=failures)
 
-    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
-        return await self.kg.ingest_triples(triples)
+    async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
+        return await self.kg.ingest_triples(triples, collection=collection)
+
+    async def entity_counts(self) -> dict[str, int]:
+        return await self.kg.entity_counts()
+
+    async def delete_entities(self, collection: str) -> Deletion:
+        nodes, edges, entities = await self.kg.delete_collection(collection)
+        return Deletion(graph_nodes=nodes, graph_edges=edges, entities=entities)
 
     async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
         hits, timings = await retrieve_entities(self.kg, query, attribute_other_weight=self.attribute_other_weight)
@@ -119,7 +141,7 @@ class GraphEntityBackend:
                 entity_pb2.CategorySummary(
                     category=c.category, members=c.members, top_members=c.top_members,
                     shared_facts=[entity_pb2.SharedFact(predicate=p, value=v, members=n) for p, v, n in c.shared_facts])
-                for c in await self.kg.category_summaries(query.categories)
+                for c in await self.kg.category_summaries(query.categories, collections=query.collections)
             ]
             timings.append(timing("graph.category_summary", started))
         return EntityRetrieval(hits, timings, summaries)

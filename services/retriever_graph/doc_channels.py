@@ -21,6 +21,14 @@ reads):
   (weight 1 each) and the seeds (``PASSAGE_NODE_WEIGHT`` x seed weight), as
   HippoRAG 2 does; documents ranked by their PPR mass.
 
+Scope: every channel returns only chunks of documents in the request's
+collections that meet its metadata conditions (``filter_cypher``), checked
+in the one read of the hit chunks; when the store holds other collections
+or conditions are given, each lookup asks for ``SCOPED_OVERFETCH`` times
+``top_k`` first so the scope rarely leaves a channel short. Graph walks
+(citations, versions, PageRank) may pass through documents outside the
+scope; only their results are restricted.
+
 Seed weight: the seed's score over the best seed's (rank-based 1/(1+rank)
 when scores are not positive). The lookup tables (``DocIndex``) are rebuilt
 from Neo4j when the stored graph version changes, checked at most every
@@ -37,12 +45,14 @@ from typing import Any
 from neo4j import AsyncDriver, RoutingControl
 
 from services.common import names
+from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Hit
 from services.common.retriever import SeedRecord
 from services.common.text import query_keywords
 from services.retriever_graph.doc_facts import term_key
 from services.retriever_graph.doc_graph import META_ID
 from services.retriever_graph.doc_index import ArticleEntry, DocIndex, IndexHit, TermEntry
+from services.retriever_graph.filter_cypher import scope_cypher
 from services.retriever_graph.ppr import DAMPING, PASSAGE_NODE_WEIGHT, personalized_pagerank
 
 log = logging.getLogger(__name__)
@@ -59,15 +69,19 @@ MATCH (d:Document)-[e:DEFINES]->(t:Term)
 RETURN t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
        collect([d.id, e.chunk_id, d.current]) AS definers
 """
+_COLLECTIONS = "MATCH (d:Document) RETURN DISTINCT coalesce(d.collection, 'default') AS collection"
+# SCOPE: the scope's boolean expression over d (filter_cypher.scope_cypher).
 _CHUNKS = """
 UNWIND $ids AS id
 MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk {id: id})
+WHERE SCOPE
 RETURN c.id AS chunk_id, d.id AS document_id, d.title AS title, c.heading_path AS heading_path,
        c.text AS text, c.ordinal AS ordinal
 """
 _FIRST_CHUNKS = """
 UNWIND $ids AS id
 MATCH (d:Document {id: id})-[:HAS_CHUNK]->(c:Chunk {ordinal: 0})
+WHERE SCOPE
 RETURN d.id AS document_id, c.id AS chunk_id
 """
 _CITES = """
@@ -109,6 +123,8 @@ RETURN key, doc, rel
 EDGE_WEIGHT = {"out": 1.0, "in": 0.7}
 #: A historical version reached from a current seed counts this much.
 VERSION_BACK_WEIGHT = 0.8
+#: Candidates asked of each lookup per wanted one when the scope may drop some.
+SCOPED_OVERFETCH = 4
 
 
 def seed_weights(seeds: list[SeedRecord]) -> dict[str, float]:
@@ -145,6 +161,8 @@ class DocChannels:
         self.ppr_cap = ppr_cap
         self.word_tokens = word_tokens
         self.index = DocIndex([], [], [], word_tokens, version=-1)
+        #: Collections holding documents when the index was built.
+        self.collections: frozenset[str] = frozenset()
         self._checked = 0.0
         self._refreshing: asyncio.Task | None = None
 
@@ -169,7 +187,8 @@ class DocChannels:
         terms = [TermEntry(r["name"], r["law"], r["definition"] or "", r["kind"] or "",
                            [(d, c, bool(cur)) for d, c, cur in r["definers"]]) for r in await self._query(_TERMS)]
         index = await asyncio.to_thread(DocIndex, articles, terms, offences, self.word_tokens, version)
-        self.index = index
+        collections = frozenset(r["collection"] for r in await self._query(_COLLECTIONS))
+        self.index, self.collections = index, collections
         self._checked = time.monotonic()
         log.info("document graph index: version %d, %d articles, %d terms, %d penal articles", version, *index.size)
         return index
@@ -196,33 +215,52 @@ class DocChannels:
 
     # -- first stage -----------------------------------------------------------
 
-    async def retrieve(self, query: str, keywords: list[str], top_k: int, channels: Collection[str]) -> list[Hit]:
+    def _fetch(self, top_k: int, collections: Collection[str], conditions: list[Condition]) -> int:
+        """Candidates to ask of a lookup for ``top_k`` within the scope."""
+        if not conditions and self.collections <= set(collections):
+            return top_k
+        return top_k * SCOPED_OVERFETCH
+
+    async def retrieve(self, query: str, keywords: list[str], top_k: int, channels: Collection[str],
+                       collections: Collection[str] = (DEFAULT_COLLECTION,),
+                       conditions: Collection[Condition] = ()) -> list[Hit]:
         """Hits of the enabled first-stage channels (article, term, offence),
-        each channel's best first, at most ``top_k`` per channel."""
+        each channel's best first, at most ``top_k`` per channel, all of
+        documents in ``collections`` meeting ``conditions``."""
         self.maybe_refresh()
         index = self.index
+        conditions = list(conditions)
+        fetch = self._fetch(top_k, collections, conditions)
         found: list[tuple[str, IndexHit]] = []
         if names.GRAPH_ARTICLE in channels:
-            found += [(names.GRAPH_ARTICLE, h) for h in index.article_hits(query, top_k)]
+            found += [(names.GRAPH_ARTICLE, h) for h in index.article_hits(query, fetch)]
         if names.GRAPH_TERM in channels:
-            found += [(names.GRAPH_TERM, h) for h in index.term_hits(query, keywords, top_k)]
+            found += [(names.GRAPH_TERM, h) for h in index.term_hits(query, keywords, fetch)]
         if names.GRAPH_OFFENCE in channels:
-            found += [(names.GRAPH_OFFENCE, h) for h in index.offence_hits(query, top_k)]
-        return await self._hits(found)
+            found += [(names.GRAPH_OFFENCE, h) for h in index.offence_hits(query, fetch)]
+        return await self._hits(found, top_k, collections, conditions)
 
-    async def _hits(self, found: list[tuple[str, IndexHit]]) -> list[Hit]:
+    async def _hits(self, found: list[tuple[str, IndexHit]], top_k: int, collections: Collection[str],
+                    conditions: list[Condition]) -> list[Hit]:
+        """The chunks of ``found`` (in order) whose documents are in the
+        scope, at most ``top_k`` per channel."""
         if not found:
             return []
+        params: dict[str, Any] = {}
+        scope = scope_cypher(list(collections), conditions, params)
         chunk_ids = sorted({h.chunk_id for _, h in found if h.chunk_id})
         missing = sorted({h.doc_id for _, h in found if not h.chunk_id})
-        first = {r["document_id"]: r["chunk_id"] for r in await self._query(_FIRST_CHUNKS, ids=missing)} if missing else {}
+        first = {r["document_id"]: r["chunk_id"]
+                 for r in await self._query(_FIRST_CHUNKS.replace("SCOPE", scope), ids=missing, **params)} if missing else {}
         chunk_ids = sorted(set(chunk_ids) | set(first.values()))
-        rows = {r["chunk_id"]: r for r in await self._query(_CHUNKS, ids=chunk_ids)}
+        rows = {r["chunk_id"]: r for r in await self._query(_CHUNKS.replace("SCOPE", scope), ids=chunk_ids, **params)}
         hits = []
+        per_channel: dict[str, int] = {}
         for channel, h in found:
             row = rows.get(h.chunk_id or first.get(h.doc_id, ""))
-            if row is None:
+            if row is None or per_channel.get(channel, 0) >= top_k:
                 continue
+            per_channel[channel] = per_channel.get(channel, 0) + 1
             hits.append(Hit(chunk_id=row["chunk_id"], document_id=row["document_id"], title=row["title"] or "",
                             heading_path=list(row["heading_path"] or []), text=row["text"] or "",
                             ordinal=int(row["ordinal"] or 0), channel=channel, score=float(h.score), evidence=h.evidence))
@@ -231,20 +269,24 @@ class DocChannels:
     # -- second stage ------------------------------------------------------------
 
     async def related(self, query: str, keywords: list[str], seeds: list[SeedRecord], top_k: int,
-                      channels: Collection[str]) -> list[Hit]:
+                      channels: Collection[str], collections: Collection[str] = (DEFAULT_COLLECTION,),
+                      conditions: Collection[Condition] = ()) -> list[Hit]:
         """Hits of the enabled related channels (cites, version, ppr) for
-        ``seeds``, at most ``top_k`` per channel, best first."""
+        ``seeds``, at most ``top_k`` per channel, best first, all of
+        documents in ``collections`` meeting ``conditions``."""
         self.maybe_refresh()
         weights = seed_weights(seeds)
+        conditions = list(conditions)
+        fetch = self._fetch(top_k, collections, conditions)
         tasks = []
         if names.GRAPH_CITES in channels:
-            tasks.append(self._cites(weights, top_k))
+            tasks.append(self._cites(weights, fetch))
         if names.GRAPH_VERSION in channels:
-            tasks.append(self._versions(weights, top_k))
+            tasks.append(self._versions(weights, fetch))
         if names.GRAPH_PPR in channels:
-            tasks.append(self._ppr(query, keywords, weights, top_k))
+            tasks.append(self._ppr(query, keywords, weights, fetch))
         found = [f for part in await asyncio.gather(*tasks) for f in part]
-        return await self._hits(found)
+        return await self._hits(found, top_k, collections, conditions)
 
     async def _cites(self, weights: dict[str, float], top_k: int) -> list[tuple[str, IndexHit]]:
         best: dict[str, IndexHit] = {}

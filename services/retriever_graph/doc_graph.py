@@ -267,6 +267,13 @@ async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts], law
     return stats
 
 
+async def bump_version(tx: AsyncManagedTransaction) -> None:
+    """After documents were deleted: drops terms no document defines any
+    more and bumps the graph version (readers rebuild their lookup tables)."""
+    await (await tx.run(_ORPHAN_TERMS)).consume()
+    await (await tx.run(_BUMP, id=META_ID)).consume()
+
+
 async def _version_pairs(tx: AsyncManagedTransaction, keys: list[str]) -> list[dict[str, Any]]:
     by_key: dict[str, list[tuple[Version, str, str]]] = defaultdict(list)
     for r in await _records(tx, _VERSIONS, keys=keys):

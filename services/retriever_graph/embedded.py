@@ -98,8 +98,8 @@ def start_embedded_neo4j(
         (the running process, its Bolt URI ``bolt://127.0.0.1:<port bound>``).
 
     Raises:
-        RuntimeError: the process exited early or was not ready in time
-            (the process is stopped); the message holds the log tail.
+        RuntimeError: the process exited early, was not ready in time or
+            reported port 0 (the process is stopped); the message holds the log tail.
     """
     command = build_launcher(repo_root) + [str(Path(data_dir).resolve()), str(bolt_port)]
     Path(data_dir).mkdir(parents=True, exist_ok=True)
@@ -117,9 +117,12 @@ def start_embedded_neo4j(
     while True:
         ready = _READY.search(_tail(log_path, limit=1_000_000))
         if ready:
-            if ready.group(1).endswith(":0"):  # a launcher built before it reported the bound port
+            if ready.group(1).endswith(":0"):
+                # The launcher sometimes reports port 0 (no port bound yet);
+                # the neo4j driver reads "host:0" as the default 7687, which
+                # would reach another Neo4j (and tests wipe theirs). Refuse.
                 stop_process(proc.pid)
-                raise RuntimeError(f"the Neo4j launcher reported port 0; rebuild it (make launcher): {ready.group(0)}")
+                raise RuntimeError(f"embedded Neo4j reported {ready.group(1)}, not a bound port; log {log_path}")
             return proc, ready.group(1)
         code = proc.poll()
         if code is not None:

@@ -26,11 +26,11 @@ async def retrieve_entities(
     timings = []
     hits: list[EntityHit] = []
     started = time.perf_counter()
-    exact = await store.lookup([q.query])
+    exact = await store.lookup([q.query], q.collections)
     hits += exact
     resolved = []
     if q.resolved_names:
-        found = {h.name: h for h in await store.lookup(q.resolved_names) if h.channel == "graph.exact"}
+        found = {h.name: h for h in await store.lookup(q.resolved_names, q.collections) if h.channel == "graph.exact"}
         for rank, name in enumerate(q.resolved_names):
             if name in found:
                 h = found[name]
@@ -39,7 +39,7 @@ async def retrieve_entities(
         hits += resolved
     timings.append(timing("graph.lookup", started))
     started = time.perf_counter()
-    text_hits = await store.fulltext(q.query, q.top_k)
+    text_hits = await store.fulltext(q.query, q.top_k, q.collections)
     if text_hits:
         top = max(h.score for h in text_hits) or 1.0
         for h in text_hits:
@@ -49,17 +49,17 @@ async def retrieve_entities(
     if len(q.attribute_values) >= 2:
         started = time.perf_counter()
         hits += await store.attribute_search(q.attribute_values, q.attribute_label, limit=max(q.top_k, 20),
-                                             other_weight=attribute_other_weight)
+                                             other_weight=attribute_other_weight, collections=q.collections)
         timings.append(timing("graph.attribute", started))
     if q.categories:
         started = time.perf_counter()
-        hits += await store.category_members(q.categories, limit=q.top_k)
+        hits += await store.category_members(q.categories, limit=q.top_k, collections=q.collections)
         timings.append(timing("graph.category", started))
     seeds: dict[str, float] = {}
     for h in (exact + resolved)[:expand_seeds] or text_hits[:expand_seeds]:
         seeds.setdefault(h.name, h.score)
     if seeds:
         started = time.perf_counter()
-        hits += await store.expand(list(seeds.items()), limit=q.top_k)
+        hits += await store.expand(list(seeds.items()), limit=q.top_k, collections=q.collections)
         timings.append(timing("graph.expand", started))
     return hits, timings

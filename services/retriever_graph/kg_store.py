@@ -29,6 +29,13 @@ query.
 
 Weights (../shared/reference/003_7fbaa063cd3b9113.txt section 6, add_candidate): parent/child 0.85, same
 object 0.55, same property 0.45, same category 0.35.
+
+Collections: Entity, Alias, Category and Value nodes carry ``collection``
+and are unique per (collection, name or key); edges never cross
+collections; every read takes the collections it searches. ``migrate``
+puts nodes stored before collections into "default" and replaces the old
+single-property uniqueness constraints by the (collection, ...) ones. The
+library (GetEntityLibrary) lists the entities of every collection.
 """
 from __future__ import annotations
 
@@ -76,12 +83,19 @@ MAX_SKELETON_GROUP = 40
 # reject the empty one and cap the length.
 MAX_PREDICATE_CHARS = 64
 
+# Single-property uniqueness of the library before collections; dropped by migrate().
+_OLD_CONSTRAINTS = ("kg_entity_name", "kg_alias_key", "kg_category_name", "kg_value_key")
+_KG_LABELS = ("Entity", "Alias", "Category", "Value")
 _CONSTRAINTS = (
-    "CREATE CONSTRAINT kg_entity_name IF NOT EXISTS FOR (e:Entity) REQUIRE e.name IS UNIQUE",
-    "CREATE CONSTRAINT kg_alias_key IF NOT EXISTS FOR (a:Alias) REQUIRE a.key IS UNIQUE",
-    "CREATE CONSTRAINT kg_category_name IF NOT EXISTS FOR (c:Category) REQUIRE c.name IS UNIQUE",
-    "CREATE CONSTRAINT kg_value_key IF NOT EXISTS FOR (v:Value) REQUIRE v.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_entity_collection_name IF NOT EXISTS FOR (e:Entity) REQUIRE (e.collection, e.name) IS UNIQUE",
+    "CREATE CONSTRAINT kg_alias_collection_key IF NOT EXISTS FOR (a:Alias) REQUIRE (a.collection, a.key) IS UNIQUE",
+    "CREATE CONSTRAINT kg_category_collection_name IF NOT EXISTS FOR (c:Category) REQUIRE (c.collection, c.name) IS UNIQUE",
+    "CREATE CONSTRAINT kg_value_collection_key IF NOT EXISTS FOR (v:Value) REQUIRE (v.collection, v.key) IS UNIQUE",
     "CREATE CONSTRAINT kg_library_id IF NOT EXISTS FOR (l:Library) REQUIRE l.id IS UNIQUE",
+    "CREATE INDEX kg_entity_name_only IF NOT EXISTS FOR (e:Entity) ON (e.name)",
+    "CREATE INDEX kg_alias_key_only IF NOT EXISTS FOR (a:Alias) ON (a.key)",
+    "CREATE INDEX kg_category_name_only IF NOT EXISTS FOR (c:Category) ON (c.name)",
+    "CREATE INDEX kg_value_key_only IF NOT EXISTS FOR (v:Value) ON (v.key)",
     "CREATE INDEX kg_entity_key IF NOT EXISTS FOR (e:Entity) ON (e.key)",
     "CREATE INDEX kg_entity_object IF NOT EXISTS FOR (e:Entity) ON (e.object)",
     "CREATE INDEX kg_entity_property IF NOT EXISTS FOR (e:Entity) ON (e.property)",
@@ -130,54 +144,54 @@ _FIELDS = "e.name AS name, e.category AS category, e.definition AS definition, e
 
 _MERGE_ENTITIES = """
 UNWIND $rows AS r
-MERGE (e:Entity {name: r.name})
+MERGE (e:Entity {collection: $collection, name: r.name})
 SET e.key = r.key, e.category = r.category, e.definition = r.definition, e.aliases = r.aliases,
     e.attributes = r.attributes, e.object = r.object, e.property = r.property, e.content_hash = r.content_hash,
     e.conditions = r.conditions, e.value_type = r.value_type, e.degree = coalesce(e.degree, 0)
 WITH e, r
 CALL (e, r) {
   WITH e, r WHERE r.category <> ''
-  MERGE (c:Category {name: r.category})
+  MERGE (c:Category {collection: $collection, name: r.category})
   MERGE (c)-[:HAS_ENTITY]->(e)
 }
 CALL (e, r) {
   UNWIND r.alias_rows AS a
-  MERGE (x:Alias {key: a.key}) ON CREATE SET x.name = a.name
+  MERGE (x:Alias {collection: $collection, key: a.key}) ON CREATE SET x.name = a.name
   MERGE (e)-[h:HAS_ALIAS]->(x) SET h.controlled = a.controlled
 }
 """
 
 _ENTITY_HASHES = """
 UNWIND $names AS n
-MATCH (e:Entity {name: n})
+MATCH (e:Entity {collection: $collection, name: n})
 RETURN e.name AS name, e.content_hash AS content_hash
 """
 
 _MERGE_PARENTS = """
 UNWIND $rows AS r
-MATCH (c:Entity {name: r.child})
-MERGE (p:Entity {name: r.parent})
+MATCH (c:Entity {collection: $collection, name: r.child})
+MERGE (p:Entity {collection: $collection, name: r.parent})
   ON CREATE SET p.key = r.parent_key, p.category = '', p.definition = '', p.aliases = [], p.degree = 0,
                 p.placeholder = true
 MERGE (p)-[:PARENT_OF]->(c)
 """
 
-_KNOWN_ENTITIES = "UNWIND $names AS n MATCH (e:Entity {name: n}) RETURN e.name AS name"
+_KNOWN_ENTITIES = "UNWIND $names AS n MATCH (e:Entity {collection: $collection, name: n}) RETURN e.name AS name"
 
 # {rel} is a quoted identifier from ``relation_type`` (backticks doubled),
 # never raw text: Neo4j 5.26 caches the plan of a dynamic ``$(...)`` type
 # across calls, so the type is quoted into one statement per predicate.
 _MERGE_TRIPLES_TO_ENTITY = """
 UNWIND $rows AS t
-MATCH (s:Entity {{name: t.s}})
-MATCH (o:Entity {{name: t.o}})
+MATCH (s:Entity {{collection: $collection, name: t.s}})
+MATCH (o:Entity {{collection: $collection, name: t.o}})
 MERGE (s)-[r:{rel}]->(o) ON CREATE SET r.predicate = $predicate
 """
 
 _MERGE_TRIPLES_TO_VALUE = """
 UNWIND $rows AS t
-MATCH (s:Entity {{name: t.s}})
-MERGE (o:Value {{key: t.k}}) ON CREATE SET o.name = t.o
+MATCH (s:Entity {{collection: $collection, name: t.s}})
+MERGE (o:Value {{collection: $collection, key: t.k}}) ON CREATE SET o.name = t.o
 MERGE (s)-[r:{rel}]->(o) ON CREATE SET r.predicate = $predicate
 """
 
@@ -190,42 +204,50 @@ def relation_type(predicate: str) -> str:
 
 _REFRESH_DEGREE = """
 UNWIND $names AS n
-MATCH (e:Entity {name: n})
+MATCH (e:Entity {collection: $collection, name: n})
 SET e.degree = COUNT { (e)-[r]->() WHERE r.predicate IS NOT NULL }
 """
 
 _BUMP_VERSION = "MERGE (l:Library {id: 'default'}) SET l.version = coalesce(l.version, 0) + 1 RETURN l.version AS v"
 
 _GROUP_MEMBERS = {
-    "object": "UNWIND $keys AS k MATCH (e:Entity {object: k}) WITH k, collect(e.name) AS names RETURN k AS key, names",
+    "object": (
+        "UNWIND $keys AS k MATCH (e:Entity {object: k}) WHERE e.collection = $collection "
+        "WITH k, collect(e.name) AS names RETURN k AS key, names"
+    ),
     "property": (
-        "UNWIND $keys AS k MATCH (e:Entity {property: k}) WITH k, e.category AS cat, collect(e.name) AS names "
+        "UNWIND $keys AS k MATCH (e:Entity {property: k}) WHERE e.collection = $collection "
+        "WITH k, e.category AS cat, collect(e.name) AS names "
         "WHERE cat <> '' RETURN k AS key, names"
     ),
 }
 _MERGE_SAME = {
-    "object": "UNWIND $pairs AS p MATCH (a:Entity {name: p[0]}), (b:Entity {name: p[1]}) MERGE (a)-[:SAME_OBJECT]->(b)",
-    "property": "UNWIND $pairs AS p MATCH (a:Entity {name: p[0]}), (b:Entity {name: p[1]}) MERGE (a)-[:SAME_PROPERTY]->(b)",
+    "object": ("UNWIND $pairs AS p MATCH (a:Entity {collection: $collection, name: p[0]}), "
+               "(b:Entity {collection: $collection, name: p[1]}) MERGE (a)-[:SAME_OBJECT]->(b)"),
+    "property": ("UNWIND $pairs AS p MATCH (a:Entity {collection: $collection, name: p[0]}), "
+                 "(b:Entity {collection: $collection, name: p[1]}) MERGE (a)-[:SAME_PROPERTY]->(b)"),
 }
 
 _LOOKUP_EXACT = f"""
 UNWIND $keys AS k
-MATCH (e:Entity {{key: k}}) WHERE e.placeholder IS NULL
+MATCH (e:Entity {{key: k}}) WHERE e.placeholder IS NULL AND e.collection IN $collections
 RETURN k AS matched, {_FIELDS}
 """
 
 _LOOKUP_ALIAS = f"""
 UNWIND $keys AS k
-MATCH (a:Alias {{key: k}})<-[:HAS_ALIAS]-(e:Entity)
+MATCH (a:Alias {{key: k}})<-[:HAS_ALIAS]-(e:Entity) WHERE e.collection IN $collections
 RETURN a.name AS matched, {_FIELDS}
 """
 
 _FULLTEXT_SEARCH = f"""
-CALL db.index.fulltext.queryNodes($index, $q, {{limit: $limit}}) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $q) YIELD node, score
+WHERE node.collection IN $collections
 WITH node, score
 OPTIONAL MATCH (node)<-[:HAS_ALIAS]-(owner:Entity)
 WITH coalesce(owner, node) AS e, node.name AS matched, score
 WHERE e:Entity AND e.placeholder IS NULL
+WITH e, matched, score LIMIT $limit
 RETURN matched, score, {_FIELDS}
 """
 
@@ -239,10 +261,10 @@ _ATTRIBUTE = f"""
 UNWIND $values AS v
 CALL (v) {{
   UNWIND v.keys AS k
-  MATCH (x:Value {{key: k}}) RETURN x
+  MATCH (x:Value {{key: k}}) WHERE x.collection IN $collections RETURN x
   UNION
   UNWIND v.keys AS k
-  MATCH (x:Entity {{key: k}}) RETURN x
+  MATCH (x:Entity {{key: k}}) WHERE x.collection IN $collections RETURN x
 }}
 MATCH (e:Entity)-[r]->(x)
 WHERE NOT type(r) IN ['PARENT_OF', 'SAME_OBJECT', 'SAME_PROPERTY', 'HAS_ALIAS']
@@ -256,7 +278,7 @@ RETURN covered, matched, {_FIELDS}
 
 _EXPAND = f"""
 UNWIND $seeds AS seed
-MATCH (s:Entity {{name: seed.name}})
+MATCH (s:Entity {{name: seed.name}}) WHERE s.collection IN $collections
 CALL (s) {{
   MATCH (s)-[:PARENT_OF]-(e:Entity) WHERE e.placeholder IS NULL RETURN e, 'parent' AS relation LIMIT 20
   UNION
@@ -272,7 +294,7 @@ RETURN seed.name AS seed, seed.score AS seed_score, relation, {_FIELDS}
 
 _CATEGORY_MEMBERS = f"""
 UNWIND $categories AS cat
-MATCH (c:Category {{name: cat}})-[:HAS_ENTITY]->(e:Entity)
+MATCH (c:Category {{name: cat}})-[:HAS_ENTITY]->(e:Entity) WHERE c.collection IN $collections
 RETURN cat AS matched, {_FIELDS}
 ORDER BY e.degree DESC
 LIMIT $limit
@@ -280,7 +302,7 @@ LIMIT $limit
 
 _CATEGORY_SUMMARY = """
 UNWIND $categories AS cat
-MATCH (c:Category {name: cat})-[:HAS_ENTITY]->(e:Entity)
+MATCH (c:Category {name: cat})-[:HAS_ENTITY]->(e:Entity) WHERE c.collection IN $collections
 WITH cat, e ORDER BY e.degree DESC, e.name
 WITH cat, count(e) AS members, collect(e.name)[..$top_members] AS top
 RETURN cat AS category, members, top
@@ -291,7 +313,7 @@ RETURN cat AS category, members, top
 _CATEGORY_FACTS = """
 UNWIND $categories AS cat
 MATCH (c:Category {name: cat})-[:HAS_ENTITY]->(e:Entity)-[r]->(o)
-WHERE r.predicate IS NOT NULL
+WHERE r.predicate IS NOT NULL AND c.collection IN $collections
 WITH cat, r.predicate AS predicate, o.name AS value, count(DISTINCT e) AS members
 WHERE members >= 2
 WITH cat, predicate, value, members ORDER BY members DESC, predicate, value
@@ -340,7 +362,16 @@ class KnowledgeGraphStore:
         return cls(driver, database)
 
     async def migrate(self) -> None:
-        """Creates constraints, indexes and the full-text index (idempotent)."""
+        """Creates constraints, indexes and the full-text index (idempotent);
+        puts library nodes stored before collections into "default" and
+        drops the old single-property uniqueness constraints."""
+        for name in _OLD_CONSTRAINTS:
+            await self.driver.execute_query(f"DROP CONSTRAINT {name} IF EXISTS", database_=self.database)
+        for label in _KG_LABELS:  # constant labels
+            while (await self.driver.execute_query(
+                    f"MATCH (n:{label}) WHERE n.collection IS NULL WITH n LIMIT 20000 SET n.collection = 'default' "
+                    "RETURN count(n) AS n", database_=self.database)).records[0]["n"]:
+                pass
         for statement in (*_CONSTRAINTS, _FULLTEXT):
             await self.driver.execute_query(statement, database_=self.database)
         await self.driver.execute_query("CALL db.awaitIndexes(300)", database_=self.database)
@@ -353,11 +384,13 @@ class KnowledgeGraphStore:
         return result.records
 
     # ---- ingestion -------------------------------------------------------
-    async def ingest_entities(self, rows: list[EntityRecord], batch_size: int = 2000) -> tuple[int, int]:
+    async def ingest_entities(self, rows: list[EntityRecord], batch_size: int = 2000,
+                              collection: str = "default") -> tuple[int, int]:
         """Merges entities by name with their category, given and controlled
         aliases and parents; then links skeleton groups (SAME_OBJECT,
-        SAME_PROPERTY) touched by these entities. An entity stored with the
-        same content (content hash of all its fields) is left alone.
+        SAME_PROPERTY) touched by these entities, all in ``collection``. An
+        entity stored there with the same content (content hash of all its
+        fields) is left alone.
 
         Returns:
             (written, unchanged) entity counts.
@@ -368,7 +401,7 @@ class KnowledgeGraphStore:
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
             hashes = {r.name: _entity_hash(r) for r in batch}
-            stored = {rec["name"]: rec["content_hash"] for rec in await self._read(_ENTITY_HASHES, names=list(hashes))}
+            stored = {rec["name"]: rec["content_hash"] for rec in await self._read(_ENTITY_HASHES, names=list(hashes), collection=collection)}
             todo = [r for r in batch if stored.get(r.name) != hashes[r.name]]
             unchanged += len(batch) - len(todo)
             if not todo:
@@ -394,32 +427,33 @@ class KnowledgeGraphStore:
                 if sk.property:
                     properties.add(name_key(sk.property))
                 parents += [{"child": r.name, "parent": p, "parent_key": name_key(p)} for p in r.parents if p.strip() and p != r.name]
-            await self._write(_MERGE_ENTITIES, rows=payload)
+            await self._write(_MERGE_ENTITIES, rows=payload, collection=collection)
             if parents:
-                await self._write(_MERGE_PARENTS, rows=parents)
-        await self._link_groups("object", sorted(objects))
-        await self._link_groups("property", sorted(properties))
+                await self._write(_MERGE_PARENTS, rows=parents, collection=collection)
+        await self._link_groups("object", sorted(objects), collection)
+        await self._link_groups("property", sorted(properties), collection)
         if unchanged < len(rows):
             await self._write(_BUMP_VERSION)
         return len(rows) - unchanged, unchanged
 
-    async def _link_groups(self, kind: str, keys: list[str], batch_size: int = 2000) -> None:
+    async def _link_groups(self, kind: str, keys: list[str], collection: str, batch_size: int = 2000) -> None:
         for start in range(0, len(keys), batch_size):
-            records = await self._read(_GROUP_MEMBERS[kind], keys=keys[start : start + batch_size])
+            records = await self._read(_GROUP_MEMBERS[kind], keys=keys[start : start + batch_size], collection=collection)
             pairs = []
             for rec in records:
                 names = sorted(rec["names"])
                 if 2 <= len(names) <= MAX_SKELETON_GROUP:
                     pairs += [[a, b] for i, a in enumerate(names) for b in names[i + 1 :]]
             for p in range(0, len(pairs), 10_000):
-                await self._write(_MERGE_SAME[kind], pairs=pairs[p : p + 10_000])
+                await self._write(_MERGE_SAME[kind], pairs=pairs[p : p + 10_000], collection=collection)
 
-    async def ingest_triples(self, triples: list[tuple[str, str, str]], batch_size: int = 5000) -> tuple[int, list[tuple[int, str]]]:
+    async def ingest_triples(self, triples: list[tuple[str, str, str]], batch_size: int = 5000,
+                             collection: str = "default") -> tuple[int, list[tuple[int, str]]]:
         """Merges (subject, predicate, object) triples: the relation type is
         the predicate; an object that names a library entity links to it,
         any other becomes a Value node. Returns (stored, [(index, reason)])
         for triples with a blank field, an over-long or reserved predicate
-        (RESERVED_RELATIONS) or a subject outside the library."""
+        (RESERVED_RELATIONS) or a subject outside the library of ``collection``."""
         failures: list[tuple[int, str]] = []
         clean: list[tuple[int, str, str, str]] = []
         for i, (s, p, o) in enumerate(triples):
@@ -435,7 +469,7 @@ class KnowledgeGraphStore:
         names = sorted({s for _, s, _, _ in clean} | {o for _, _, _, o in clean})
         known: set[str] = set()
         for start in range(0, len(names), 20_000):
-            known.update(r["name"] for r in await self._read(_KNOWN_ENTITIES, names=names[start : start + 20_000]))
+            known.update(r["name"] for r in await self._read(_KNOWN_ENTITIES, names=names[start : start + 20_000], collection=collection))
         stored = 0
         to_entity, to_value = [], []
         for i, s, p, o in clean:
@@ -456,14 +490,41 @@ class KnowledgeGraphStore:
             for predicate, group in sorted(by_predicate.items()):
                 group.sort(key=lambda t: t["s"])
                 for start in range(0, len(group), batch_size):
-                    await self._write(query.format(rel=relation_type(predicate)), rows=group[start : start + batch_size], predicate=predicate)
+                    await self._write(query.format(rel=relation_type(predicate)), rows=group[start : start + batch_size], predicate=predicate,
+                                      collection=collection)
                     stored += len(group[start : start + batch_size])
         subjects = sorted({t["s"] for t in to_entity} | {t["s"] for t in to_value})
         for start in range(0, len(subjects), 5000):
-            await self._write(_REFRESH_DEGREE, names=subjects[start : start + 5000])
+            await self._write(_REFRESH_DEGREE, names=subjects[start : start + 5000], collection=collection)
         # Facts do not change names, aliases or categories: the library
         # version (which readers such as the expander's index follow) stays.
         return stored, sorted(failures)
+
+    async def entity_counts(self) -> dict[str, int]:
+        """{collection: library entities (placeholders not counted)}."""
+        return {r["collection"]: int(r["n"]) for r in await self._read(
+            "MATCH (e:Entity) WHERE e.placeholder IS NULL RETURN e.collection AS collection, count(e) AS n ORDER BY collection")}
+
+    async def delete_collection(self, collection: str) -> tuple[int, int, int]:
+        """Deletes every Entity, Alias, Category and Value of ``collection``
+        with their edges (facts included), in batches; bumps the library
+        version when entities went. Returns (nodes, edges, entities) removed."""
+        entities = (await self.entity_counts()).get(collection, 0)
+        edges = (await self._read(
+            "MATCH (n)-[r]-() WHERE (n:Entity OR n:Alias OR n:Category OR n:Value) AND n.collection = $collection "
+            "RETURN count(DISTINCT r) AS n", collection=collection))[0]["n"]
+        nodes = 0
+        for label in _KG_LABELS:  # constant labels
+            while True:
+                result = await self._write(
+                    f"MATCH (n:{label}) WHERE n.collection = $collection WITH n LIMIT 5000 DETACH DELETE n RETURN count(n) AS n",
+                    collection=collection)
+                if not result.records[0]["n"]:
+                    break
+                nodes += result.records[0]["n"]
+        if nodes:
+            await self._write(_BUMP_VERSION)
+        return nodes, int(edges), entities
 
     # ---- reading -----------------------------------------------------------
     async def library_version(self) -> int:
@@ -476,30 +537,34 @@ class KnowledgeGraphStore:
         """(name, category, aliases) of every library entity."""
         return [(r["name"], r["category"] or "", list(r["aliases"])) for r in await self._read(_LIBRARY_INDEX)]
 
-    async def lookup(self, names: Iterable[str]) -> list[EntityHit]:
+    async def lookup(self, names: Iterable[str], collections: Iterable[str] = ("default",)) -> list[EntityHit]:
         """Entities whose name or alias equals one of ``names`` (by name key):
         channel graph.exact (score 1.0) or graph.alias (0.95)."""
         keys = sorted({name_key(n) for n in names if name_key(n)})
         if not keys:
             return []
-        hits = [_hit(r, "graph.exact", 1.0, r["matched"], "direct") for r in await self._read(_LOOKUP_EXACT, keys=keys)]
-        hits += [_hit(r, "graph.alias", 0.95, r["matched"], "direct") for r in await self._read(_LOOKUP_ALIAS, keys=keys)]
+        scope = list(collections)
+        hits = [_hit(r, "graph.exact", 1.0, r["matched"], "direct")
+                for r in await self._read(_LOOKUP_EXACT, keys=keys, collections=scope)]
+        hits += [_hit(r, "graph.alias", 0.95, r["matched"], "direct")
+                 for r in await self._read(_LOOKUP_ALIAS, keys=keys, collections=scope)]
         return hits
 
-    async def fulltext(self, query: str, limit: int) -> list[EntityHit]:
+    async def fulltext(self, query: str, limit: int, collections: Iterable[str] = ("default",)) -> list[EntityHit]:
         """Names and aliases sharing character bigrams (or Latin words) with
         ``query``; channel graph.fulltext, raw Lucene score."""
         q = lucene_terms(query)
         if not q:
             return []
-        records = await self._read(_FULLTEXT_SEARCH, index=ENTITY_INDEX, q=q, limit=limit * 3)
+        records = await self._read(_FULLTEXT_SEARCH, index=ENTITY_INDEX, q=q, limit=limit * 3, collections=list(collections))
         best: dict[str, EntityHit] = {}
         for r in records:
             if r["name"] not in best:
                 best[r["name"]] = _hit(r, "graph.fulltext", r["score"], r["matched"], "direct")
         return list(best.values())[:limit]
 
-    async def attribute_search(self, values: list[str], label: str = "", limit: int = 50, other_weight: float = 0.3) -> list[EntityHit]:
+    async def attribute_search(self, values: list[str], label: str = "", limit: int = 50, other_weight: float = 0.3,
+                               collections: Iterable[str] = ("default",)) -> list[EntityHit]:
         """Entities linked to the attribute ``values`` (e.g. symptoms), scored
         by weighted coverage: over the distinct values, the best link weight
         (1.0 when the query names no label or the relation type contains the
@@ -515,7 +580,7 @@ class KnowledgeGraphStore:
         if not distinct:
             return []
         records = await self._read(_ATTRIBUTE, values=[{"keys": value_keys(v), "value": v} for v in distinct.values()],
-                                   label=label.strip(), other=float(other_weight), limit=limit)
+                                   label=label.strip(), other=float(other_weight), limit=limit, collections=list(collections))
         order = list(distinct.values())
         n = len(distinct)
         return [
@@ -523,14 +588,15 @@ class KnowledgeGraphStore:
             for r in records
         ]
 
-    async def expand(self, seeds: list[tuple[str, float]], limit: int = 50) -> list[EntityHit]:
+    async def expand(self, seeds: list[tuple[str, float]], limit: int = 50,
+                     collections: Iterable[str] = ("default",)) -> list[EntityHit]:
         """Weighted expansion from directly matched entities along meaningful
         edges only: PARENT_OF both ways, SAME_OBJECT, SAME_PROPERTY, same
         category. Score = seed score x edge weight; one-character entities are
         never reached (they only match their exact name). Channel graph.expand."""
         if not seeds:
             return []
-        records = await self._read(_EXPAND, seeds=[{"name": n, "score": s} for n, s in seeds])
+        records = await self._read(_EXPAND, seeds=[{"name": n, "score": s} for n, s in seeds], collections=list(collections))
         seed_names = {n for n, _ in seeds}
         best: dict[str, EntityHit] = {}
         for r in records:
@@ -541,22 +607,26 @@ class KnowledgeGraphStore:
                 best[r["name"]] = _hit(r, "graph.expand", score, f"{r['relation']}:{r['seed']}", r["relation"])
         return sorted(best.values(), key=lambda h: -h.score)[:limit]
 
-    async def category_members(self, categories: list[str], limit: int = 50) -> list[EntityHit]:
+    async def category_members(self, categories: list[str], limit: int = 50,
+                               collections: Iterable[str] = ("default",)) -> list[EntityHit]:
         """Members of the named categories (global route: the community
         view), most connected first; channel graph.category, score 0.5."""
         if not categories:
             return []
         return [_hit(r, "graph.category", 0.5, r["matched"], "category_member")
-                for r in await self._read(_CATEGORY_MEMBERS, categories=categories, limit=limit)]
+                for r in await self._read(_CATEGORY_MEMBERS, categories=categories, limit=limit, collections=list(collections))]
 
-    async def category_summaries(self, categories: list[str], top_members: int = 10, top_facts: int = 8) -> list[CategorySummary]:
+    async def category_summaries(self, categories: list[str], top_members: int = 10, top_facts: int = 8,
+                                 collections: Iterable[str] = ("default",)) -> list[CategorySummary]:
         """The global route's community view of each named category that
         exists: member count, most connected members, and the facts most
         members share. Unknown categories are left out."""
         if not categories:
             return []
-        sizes = await self._read(_CATEGORY_SUMMARY, categories=categories, top_members=top_members)
-        facts = {r["category"]: r["facts"] for r in await self._read(_CATEGORY_FACTS, categories=categories, top_facts=top_facts)}
+        scope = list(collections)
+        sizes = await self._read(_CATEGORY_SUMMARY, categories=categories, top_members=top_members, collections=scope)
+        facts = {r["category"]: r["facts"]
+                 for r in await self._read(_CATEGORY_FACTS, categories=categories, top_facts=top_facts, collections=scope)}
         return [
             CategorySummary(r["category"], int(r["members"]), list(r["top"]),
                             [(f["predicate"], f["value"], int(f["members"])) for f in facts.get(r["category"], [])])

@@ -25,7 +25,19 @@ as a quoted phrase (its bigrams adjacent and in order), so ``劳动者`` does no
 match a text that only contains ``劳动``. A single Chinese character never
 matches (the index holds no unigrams for runs of Chinese text).
 
-All Cypher takes user data as parameters; query strings are constants.
+Collections: every Document and Heading carries ``collection``; a
+Heading's id is prefixed with its collection and "\x1f" unless the
+collection is "default" (so a store built before collections keeps its
+ids). Document metadata is also stored as ``meta.<key>`` properties for
+filtering (``filter_cypher``). Search channels apply the request's scope
+(collections, metadata conditions) right after the full-text index yields,
+before their limits, so a filtered search still fills its top_k.
+``migrate`` upgrades a store ingested before collections: every Document
+and Heading gets collection "default" and the documents their
+``meta.<key>`` properties.
+
+All Cypher takes user data as parameters; query strings are constants
+(the scope expressions of ``filter_cypher`` are built from constants too).
 """
 from __future__ import annotations
 
@@ -47,11 +59,14 @@ from neo4j.exceptions import DriverError
 
 from services.common import names
 from services.common.entity_skeleton import name_key
-from services.common.records import DocumentRecord, Hit, IngestFailureRecord, IngestResult
+from services.common.filters import DEFAULT_COLLECTION, Condition
+from services.common.records import Deletion, DocumentRecord, Hit, IngestFailureRecord, IngestResult, StoredDocumentInfo
 from services.retriever_graph import doc_graph
 from services.retriever_graph import legal_refs as lr
 from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts, law_and_article
 from services.retriever_graph.doc_graph import link_documents
+from services.retriever_graph.filter_cypher import meta_properties, scope_cypher
+from services.retriever_graph.lifecycle import collection_counts, delete_documents, list_documents, prune_headings
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +87,13 @@ _CONSTRAINTS = (
     "CREATE CONSTRAINT graph_document_id IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
     "CREATE CONSTRAINT graph_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
     "CREATE CONSTRAINT graph_heading_id IF NOT EXISTS FOR (h:Heading) REQUIRE h.id IS UNIQUE",
+    "CREATE INDEX graph_document_collection IF NOT EXISTS FOR (d:Document) ON (d.collection)",
+    "CREATE INDEX graph_heading_collection IF NOT EXISTS FOR (h:Heading) ON (h.collection)",
 )
+#: Separates a non-default collection from the heading path in Heading ids.
+COLLECTION_SEPARATOR = "\x1f"
+#: Documents upgraded per transaction by ``migrate``.
+_MIGRATE_BATCH = 5000
 # Index names cannot be parameters; these are constants, not user data.
 _FULLTEXT_INDEXES = {
     CHUNK_INDEX: (
@@ -128,14 +149,17 @@ def document_headings(doc: DocumentRecord) -> list[tuple[str, str, int]]:
     """The Heading nodes above ``doc``, outermost first, as (id, name, level).
 
     Level 1 is the outermost heading. The last heading is the document's
-    parent."""
+    parent. Ids are the path joined with "/", prefixed with the collection
+    and COLLECTION_SEPARATOR outside the default collection."""
     path = [" ".join(p.split()) for p in doc.heading_path if p and p.strip()]
     names = path[:-1]
     if not names and doc.title.strip():
         names = [" ".join(doc.title.split())]
+    collection = getattr(doc, "collection", DEFAULT_COLLECTION) or DEFAULT_COLLECTION
+    scope = "" if collection == DEFAULT_COLLECTION else collection + COLLECTION_SEPARATOR
     headings = []
     for i, name in enumerate(names):
-        headings.append((HEADING_SEPARATOR.join(names[: i + 1]), name, i + 1))
+        headings.append((scope + HEADING_SEPARATOR.join(names[: i + 1]), name, i + 1))
     return headings
 
 
@@ -153,6 +177,8 @@ class _Row:
     heading_path: list[str]
     text: str
     ordinal: int
+    collection: str = DEFAULT_COLLECTION
+    metadata: dict[str, str] | None = None
 
     def hit(self, channel: str, score: float, evidence: str) -> Hit:
         return Hit(
@@ -165,6 +191,8 @@ class _Row:
             channel=channel,
             score=float(score),
             evidence=evidence,
+            collection=self.collection,
+            metadata=dict(self.metadata or {}),
         )
 
 
@@ -176,25 +204,29 @@ def _row(record: Any) -> _Row:
         heading_path=list(record["heading_path"] or []),
         text=record["text"] or "",
         ordinal=int(record["ordinal"] or 0),
+        collection=record["collection"],
+        metadata={**json.loads(record["document_metadata"] or "{}"), **json.loads(record["chunk_metadata"] or "{}")},
     )
 
 
 _HIT_FIELDS = """
     c.id AS chunk_id, d.id AS document_id, d.title AS title,
-    c.heading_path AS heading_path, c.text AS text, c.ordinal AS ordinal
+    c.heading_path AS heading_path, c.text AS text, c.ordinal AS ordinal,
+    coalesce(d.collection, 'default') AS collection, c.metadata AS chunk_metadata, d.metadata AS document_metadata
 """
 
 _EXISTING = """
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
 OPTIONAL MATCH (p:Heading)-[:PARENT_OF]->(d)
-RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent, d.graph_version AS graph_version
+RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent, d.graph_version AS graph_version,
+       coalesce(d.collection, 'default') AS collection, d.metadata AS metadata
 """
 
 _MERGE_HEADINGS = """
 UNWIND $headings AS h
 MERGE (x:Heading {id: h.id})
-ON CREATE SET x.name = h.name, x.level = h.level, x.keys = h.keys, x.next_position = 0
+ON CREATE SET x.name = h.name, x.level = h.level, x.keys = h.keys, x.next_position = 0, x.collection = h.collection
 """
 
 _MERGE_HEADING_EDGES = """
@@ -223,7 +255,9 @@ _WRITE_DOCUMENTS = """
 UNWIND $docs AS doc
 MERGE (d:Document {id: doc.id})
 SET d.title = doc.title, d.content_hash = doc.hash, d.heading_path = doc.heading_path,
-    d.metadata = doc.metadata, d.position = doc.position
+    d.metadata = doc.metadata, d.position = doc.position, d.collection = doc.collection, d.source = doc.source,
+    d.updated_ms = timestamp()
+SET d += doc.meta
 WITH d, doc
 CALL (d) {
   MATCH (d)-[:HAS_CHUNK]->(old:Chunk)
@@ -242,7 +276,7 @@ CALL (d, doc) {
   UNWIND doc.chunks AS ch
   CREATE (c:Chunk {id: ch.id, document_id: doc.id, ordinal: ch.ordinal, text: ch.text,
                    heading_path: ch.heading_path, parent_context: ch.parent_context,
-                   search_text: ch.search_text})
+                   search_text: ch.search_text, metadata: ch.metadata})
   CREATE (d)-[:HAS_CHUNK]->(c)
 }
 CALL (doc) {
@@ -253,10 +287,12 @@ CALL (doc) {
 """
 
 _HEADING_LOOKUP = """
-CALL db.index.fulltext.queryNodes($index, $q, {limit: $limit}) YIELD node AS h, score
+CALL db.index.fulltext.queryNodes($index, $q) YIELD node AS h, score
+WHERE h.collection IN $collections
+WITH h, score LIMIT $limit
 RETURN h.id AS id, h.name AS name, h.level AS level, score, [] AS keys
 UNION ALL
-MATCH (h:Heading)
+MATCH (h:Heading) WHERE h.collection IN $collections
 WITH h, [k IN h.keys WHERE size(k) >= 2 AND ($query_key CONTAINS k OR k IN $keyword_keys)] AS keys
 WHERE size(keys) > 0
 RETURN h.id AS id, h.name AS name, h.level AS level, 0.0 AS score, keys
@@ -264,10 +300,14 @@ RETURN h.id AS id, h.name AS name, h.level AS level, 0.0 AS score, keys
 
 # Full-text hits over chunks, with the matching headings above each one. The
 # first $ft_limit rows feed graph.fulltext; rows under a matched heading
-# (from a deeper pool) feed graph.heading.
+# (from a deeper pool) feed graph.heading. The scope (SCOPE: collections and
+# metadata conditions, filter_cypher) applies as the index yields, before
+# the pool's limit.
 _CHUNK_SEARCH = f"""
-CALL db.index.fulltext.queryNodes($index, $q, {{limit: $pool}}) YIELD node AS c, score
+CALL db.index.fulltext.queryNodes($index, $q) YIELD node AS c, score
 MATCH (d:Document)-[:HAS_CHUNK]->(c)
+WHERE SCOPE
+WITH c, d, score LIMIT $pool
 WITH c, d, score,
      CASE WHEN size($heading_ids) = 0 THEN []
           ELSE [(h:Heading)-[:PARENT_OF*1..8]->(d) WHERE h.id IN $heading_ids | h.id] END AS heads
@@ -307,6 +347,7 @@ CALL (s, sd) {{
   RETURN c
 }}
 MATCH (d:Document)-[:HAS_CHUNK]->(c)
+WHERE SCOPE
 RETURN src AS source, {_HIT_FIELDS}
 """
 
@@ -425,6 +466,30 @@ class GraphStore:
                     await self._query(f"DROP INDEX {name}", write=True)
             await self._query(statement, write=True)
         await self._query("CALL db.awaitIndexes(300)")
+        await self._upgrade_collections()
+
+    async def _upgrade_collections(self) -> int:
+        """Puts nodes stored before collections into "default": Documents
+        (with their ``meta.<key>`` properties from the metadata JSON) and
+        Headings, a batch per transaction. Returns the documents upgraded."""
+        upgraded = 0
+        while True:
+            rows = await self._query(
+                "MATCH (d:Document) WHERE d.collection IS NULL RETURN d.id AS id, d.metadata AS metadata LIMIT $n",
+                {"n": _MIGRATE_BATCH})
+            if not rows:
+                break
+            payload = [{"id": r["id"], "props": {"collection": DEFAULT_COLLECTION, "source": "",
+                                                 **meta_properties(json.loads(r["metadata"] or "{}"))}} for r in rows]
+            await self._query("UNWIND $rows AS r MATCH (d:Document {id: r.id}) SET d += r.props", {"rows": payload}, write=True)
+            upgraded += len(rows)
+        while (await self._query(
+                "MATCH (h:Heading) WHERE h.collection IS NULL WITH h LIMIT $n SET h.collection = 'default' RETURN count(h) AS n",
+                {"n": _MIGRATE_BATCH * 4}, write=True))[0]["n"]:
+            pass
+        if upgraded:
+            log.info("put %d documents stored before collections into %r", upgraded, DEFAULT_COLLECTION)
+        return upgraded
 
     # -- ingestion -----------------------------------------------------------
 
@@ -484,8 +549,11 @@ class GraphStore:
     # -- retrieval -----------------------------------------------------------
 
     async def retrieve(self, query: str, keywords: list[str], top_k: int,
-                       channels: Collection[str] = ALL_CHANNELS) -> list[Hit]:
-        """Finds chunks for a query through three channels.
+                       channels: Collection[str] = ALL_CHANNELS, collections: Collection[str] = (DEFAULT_COLLECTION,),
+                       conditions: Collection[Condition] = ()) -> list[Hit]:
+        """Finds chunks for a query through three channels, among the
+        documents of ``collections`` meeting ``conditions`` (headings of
+        those collections; the scope applies before every limit).
 
         - ``graph.heading``: headings whose name full-text matches a keyword,
           or whose name (or a law name without ``中华人民共和国``) equals a
@@ -518,11 +586,13 @@ class GraphStore:
         if not (use_heading or use_fulltext):
             return []
 
-        headings = await self._matching_headings(query, clean, lucene) if use_heading else {}
+        headings = await self._matching_headings(query, clean, lucene, list(collections)) if use_heading else {}
         if use_heading and not headings and not use_fulltext:
             return []
+        scope_params: dict[str, Any] = {}
+        scope = scope_cypher(list(collections), list(conditions), scope_params)
         records = await self._query(
-            _CHUNK_SEARCH,
+            _CHUNK_SEARCH.replace("SCOPE", scope),
             {
                 "index": CHUNK_INDEX,
                 "q": lucene,
@@ -530,6 +600,7 @@ class GraphStore:
                 "ft_limit": limit if use_fulltext else 0,
                 "heading_ids": list(headings),
                 "keywords": clean,
+                **scope_params,
             },
         )
         best: dict[str, Hit] = {}
@@ -547,7 +618,7 @@ class GraphStore:
         sources = ranked[: self.neighbour_sources] if CHANNEL_NEIGHBOUR in channels else []
         if sources:
             score_of = {h.chunk_id: h.score for h in sources}
-            for record in await self._query(_NEIGHBOURS, {"sources": list(score_of)}):
+            for record in await self._query(_NEIGHBOURS.replace("SCOPE", scope), {"sources": list(score_of), **scope_params}):
                 source = record["source"]
                 _keep(
                     best,
@@ -555,10 +626,12 @@ class GraphStore:
                 )
         return sorted(best.values(), key=_order)[:limit]
 
-    async def _matching_headings(self, query: str, keywords: list[str], lucene: str) -> dict[str, "_Heading"]:
+    async def _matching_headings(self, query: str, keywords: list[str], lucene: str,
+                                 collections: list[str]) -> dict[str, "_Heading"]:
         records = await self._query(
             _HEADING_LOOKUP,
             {
+                "collections": collections,
                 "index": HEADING_INDEX,
                 "q": lucene,
                 "limit": self.heading_limit,
@@ -604,6 +677,23 @@ class GraphStore:
         document holds; they make no edge."""
         async with self.driver.session(database=self.database) as session:
             return await session.execute_read(doc_graph.dangling_references)
+
+    async def list_documents(self, ids: list[str], collections: list[str] | None, conditions: list[Condition],
+                             page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
+        """Stored documents ordered by id (``lifecycle.list_documents``)."""
+        return await list_documents(self, ids, collections, conditions, page_size, after_id)
+
+    async def delete_documents(self, ids: list[str], collections: list[str] | None,
+                               conditions: list[Condition]) -> Deletion:
+        """Deletes documents with their chunks and the headings only they
+        kept, in one transaction (``lifecycle.delete_documents``); the
+        document graph's version is bumped so its lookup tables are rebuilt."""
+        async with self.driver.session(database=self.database) as session:
+            return await session.execute_write(_delete_and_bump, ids, collections, conditions)
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        """{collection: (documents, chunks)}."""
+        return await collection_counts(self)
 
     async def count_documents(self) -> int:
         """Number of stored documents."""
@@ -651,6 +741,10 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
     unchanged = 0
     for doc in docs:
         old = existing.get(doc.id)
+        collection = doc.collection or DEFAULT_COLLECTION
+        if old is not None and old["collection"] != collection:
+            raise ValueError(f"document id {doc.id!r} is stored in collection {old['collection']!r}; "
+                             "delete it there first or give another id")
         if old is not None and old["hash"] == doc.content_hash and old["graph_version"] == DOCGRAPH_VERSION:
             unchanged += 1
         else:
@@ -660,9 +754,10 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
 
     headings: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], None] = {}
-    for _, path in to_write:
+    for doc, path in to_write:
         for i, (hid, name, level) in enumerate(path):
-            headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name)})
+            headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name),
+                                      "collection": doc.collection or DEFAULT_COLLECTION})
             if i:
                 edges[(path[i - 1][0], hid)] = None
     if headings:
@@ -702,6 +797,9 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
                 "hash": doc.content_hash,
                 "heading_path": list(doc.heading_path),
                 "metadata": json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True),
+                "meta": meta_properties(doc.metadata, _old_metadata(existing.get(doc.id))),
+                "collection": doc.collection or DEFAULT_COLLECTION,
+                "source": doc.source,
                 "position": positions[doc.id],
                 "parent": path[-1][0] if path else None,
                 "chunks": [
@@ -712,12 +810,33 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
                         "heading_path": list(c.heading_path),
                         "parent_context": c.parent_context,
                         "search_text": _search_text(c.heading_path, c.text),
+                        "metadata": json.dumps(c.metadata, ensure_ascii=False, sort_keys=True) if c.metadata else None,
                     }
                     for c in chunks
                 ],
             }
         )
     await (await tx.run(_WRITE_DOCUMENTS, docs=rows)).consume()
+    # Headings a rewritten document left, kept only while something is under them.
+    left = [old["parent"] for doc, path in to_write if (old := existing.get(doc.id)) is not None and old["parent"]
+            and old["parent"] != (path[-1][0] if path else None)]
+    if left:
+        await prune_headings(tx, left)
     stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write], laws)
     log.debug("document graph: %s", stats)
     return len(to_write), unchanged
+
+
+async def _delete_and_bump(tx: AsyncManagedTransaction, ids: list[str], collections: list[str] | None,
+                           conditions: list[Condition]) -> Deletion:
+    """``lifecycle.delete_documents``, then a document-graph version bump
+    when anything was deleted (the lookup tables then drop the documents)."""
+    deleted = await delete_documents(tx, ids, collections, conditions)
+    if deleted.documents:
+        await doc_graph.bump_version(tx)
+    return deleted
+
+
+def _old_metadata(old: Any) -> dict[str, str]:
+    """The metadata a stored document had (from _EXISTING), {} when new."""
+    return json.loads(old["metadata"] or "{}") if old is not None else {}

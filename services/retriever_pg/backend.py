@@ -11,7 +11,12 @@ Document channels (``PgBackend``), run concurrently:
   queries (at most ``short_query_chars``) or queries without keywords;
 - ``pg.boost``: same-document neighbours of the top keyword hits when hits
   concentrate in a document (MarxSphere V88A,
-  ../shared/reference/000_b3ead142e963747a.txt section 3).
+  ../shared/reference/000_b3ead142e963747a.txt section 3); it finds
+  nothing for single-chunk records (law articles) and brings the chunks
+  around the hits of a long document (a PDF chapter).
+
+Every channel searches only the request's collections and the documents
+meeting its metadata filters, inside its own query (before its top_k).
 
 Entity channels (``PgEntityBackend``, entity cards): ``pg.entity_keyword``
 (BM25 over character grams) and ``pg.entity_vector`` (closest surface).
@@ -29,7 +34,8 @@ from graphmesh.common.v1 import types_pb2
 
 from services.common import names
 from services.common.errors import InvalidArgument
-from services.common.records import DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.filters import Condition
+from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult, StoredDocumentInfo
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
@@ -51,7 +57,7 @@ class PgChannelConfig:
 
     fulltext: bool = True
     trigram: bool = True
-    boost: bool = False
+    boost: bool = True
     short_query_chars: int = 4
     boost_window: int = 2
     boost_limit: int = 10
@@ -79,26 +85,27 @@ class PgBackend:
         hits = await coro
         return stage, hits, timing(stage, started)
 
-    async def _hyde(self, embedding: list[float], top_k: int) -> list[Hit]:
-        hits = await self.store.vector_search(embedding, top_k)
+    async def _hyde(self, embedding: list[float], top_k: int, scope: tuple) -> list[Hit]:
+        hits = await self.store.vector_search(embedding, top_k, *scope)
         for h in hits:
             h.channel, h.evidence = names.PG_HYDE, "cosine to HyDE passage"
         return hits
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         cfg, k = self.config, request.top_k
+        scope = (request.collections, request.filters)
         jobs = []
         if request.embedding and request.enabled(names.PG_VECTOR):
-            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k)))
+            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k, *scope)))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
-            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k)))
+            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k, scope)))
         if request.keywords and request.enabled(names.PG_KEYWORD):
-            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k)))
+            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k, *scope)))
         if request.keywords and cfg.fulltext and request.enabled(names.PG_FULLTEXT):
-            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k)))
+            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k, *scope)))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
-            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k)))
+            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k, *scope)))
         results = await asyncio.gather(*jobs)
         hits = [h for _, part, _ in results for h in part]
         timings = [t for _, _, t in results]
@@ -121,8 +128,18 @@ class PgBackend:
     async def document_hashes(self, ids: list[str]) -> dict[str, str]:
         return await self.store.document_hashes(ids)
 
-    async def suggest_expansions(self, keywords: list[str], limit: int) -> list[ExpansionTerm]:
-        return await suggest_expansions(self.store.connection, keywords, limit=limit)
+    async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
+        return await suggest_expansions(self.store.connection, keywords, limit=limit, collections=collections)
+
+    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition],
+                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
+
+    async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition]) -> Deletion:
+        return await self.store.delete_documents(ids, collections, filters)
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        return await self.store.collection_counts()
 
     async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         raise NotImplementedError("retriever_pg has no related channels")
@@ -135,15 +152,21 @@ class PgEntityBackend:
     def __init__(self, cards: EntityCardStore) -> None:
         self.cards = cards
 
-    async def ingest_entities(self, entities: list[EntityRecord]) -> IngestResult:
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
         return await self.cards.ingest([
             EntityCard(name=e.name, category=e.category, definition=e.definition, aliases=e.aliases, parents=e.parents,
                        surface_embeddings=e.surface_embeddings)
             for e in entities
-        ])
+        ], collection)
 
-    async def ingest_triples(self, triples: list[tuple[str, str, str]]) -> tuple[int, list[tuple[int, str]]]:
+    async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
         raise NotImplementedError("facts live in the graph retriever")
+
+    async def entity_counts(self) -> dict[str, int]:
+        return await self.cards.collection_counts()
+
+    async def delete_entities(self, collection: str) -> Deletion:
+        return Deletion(entities=await self.cards.delete_collection(collection))
 
     async def retrieve_entities(self, query: EntityQuery) -> EntityRetrieval:
         """Raises InvalidArgument when the query embedding has the wrong
@@ -153,14 +176,14 @@ class PgEntityBackend:
             hits = await coro
             return hits, timing(stage, started)
 
-        jobs = [timed(names.ENTITY_CARD_KEYWORD, self.cards.keyword_search(query.query, query.top_k))]
+        jobs = [timed(names.ENTITY_CARD_KEYWORD, self.cards.keyword_search(query.query, query.top_k, query.collections))]
         vector = query.query_embedding
         if vector:
             if len(vector) != self.cards.embedding_dim:
                 raise InvalidArgument("query_embedding", f"has {len(vector)} values, expected {self.cards.embedding_dim}")
             if not all(math.isfinite(v) for v in vector) or not any(vector):
                 raise InvalidArgument("query_embedding", "must be finite and non-zero")
-            jobs.append(timed(names.ENTITY_CARD_VECTOR, self.cards.vector_search(vector, query.top_k)))
+            jobs.append(timed(names.ENTITY_CARD_VECTOR, self.cards.vector_search(vector, query.top_k, query.collections)))
         results = await asyncio.gather(*jobs)
         return EntityRetrieval([h for part, _ in results for h in part], [t for _, t in results])
 

@@ -17,6 +17,10 @@ Schema (migration 3 of ``store.py``):
   because names and aliases are short, often rare words jieba does not
   know, and a misspelt or partial name still shares most of its characters.
 
+Migration 4 (``entity_collection_migration``) puts every card in a
+collection: the three tables get a ``collection`` column ('default' for
+cards stored before) and their keys become (collection, name).
+
 Pure asyncio (asyncpg); no gRPC.
 """
 from __future__ import annotations
@@ -77,6 +81,28 @@ def entity_migration(dim: int) -> list[str]:
         )
         """,
         "CREATE INDEX IF NOT EXISTS entity_grams_gram_idx ON entity_grams (gram) INCLUDE (entity_name, tf, doc_len)",
+    ]
+
+
+def entity_collection_migration() -> list[str]:
+    """DDL of migration 4's entity part: collections for entity cards."""
+    return [
+        *(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'"
+          for t in ("entity_cards", "entity_surfaces", "entity_grams")),
+        "ALTER TABLE entity_surfaces DROP CONSTRAINT IF EXISTS entity_surfaces_entity_name_fkey",
+        "ALTER TABLE entity_grams DROP CONSTRAINT IF EXISTS entity_grams_entity_name_fkey",
+        "ALTER TABLE entity_surfaces DROP CONSTRAINT IF EXISTS entity_surfaces_pkey",
+        "ALTER TABLE entity_grams DROP CONSTRAINT IF EXISTS entity_grams_pkey",
+        "ALTER TABLE entity_cards DROP CONSTRAINT IF EXISTS entity_cards_pkey",
+        "ALTER TABLE entity_cards ADD PRIMARY KEY (collection, name)",
+        "ALTER TABLE entity_surfaces ADD PRIMARY KEY (collection, entity_name, ordinal)",
+        "ALTER TABLE entity_grams ADD PRIMARY KEY (collection, entity_name, gram)",
+        "ALTER TABLE entity_surfaces ADD FOREIGN KEY (collection, entity_name) "
+        "REFERENCES entity_cards (collection, name) ON DELETE CASCADE",
+        "ALTER TABLE entity_grams ADD FOREIGN KEY (collection, entity_name) "
+        "REFERENCES entity_cards (collection, name) ON DELETE CASCADE",
+        "DROP INDEX IF EXISTS entity_grams_gram_idx",
+        "CREATE INDEX entity_grams_gram_idx ON entity_grams (gram) INCLUDE (entity_name, tf, doc_len, collection)",
     ]
 
 
@@ -153,10 +179,23 @@ class EntityCardStore:
         async with self._connect() as conn:
             return int(await conn.fetchval("SELECT count(*) FROM entity_cards"))
 
-    async def ingest(self, cards: list[EntityCard]) -> IngestResult:
-        """Stores ``cards``, replacing stored cards of the same name; a card
-        whose content (fields and embeddings) is unchanged is left alone.
-        One transaction for the call.
+    async def collection_counts(self) -> dict[str, int]:
+        """{collection: entity cards}."""
+        async with self._connect() as conn:
+            return {r["collection"]: int(r["n"]) for r in await conn.fetch(
+                "SELECT collection, count(*) AS n FROM entity_cards GROUP BY collection ORDER BY collection")}
+
+    async def delete_collection(self, collection: str) -> int:
+        """Deletes every card of ``collection`` (surfaces and grams
+        cascade); returns how many cards went."""
+        async with self._connect() as conn:
+            status = await conn.execute("DELETE FROM entity_cards WHERE collection = $1", collection)
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def ingest(self, cards: list[EntityCard], collection: str = "default") -> IngestResult:
+        """Stores ``cards`` in ``collection``, replacing stored cards of the
+        same name there; a card whose content (fields and embeddings) is
+        unchanged is left alone. One transaction for the call.
 
         Returns:
             IngestResult: stored, unchanged, failures (index in ``cards``,
@@ -193,9 +232,9 @@ class EntityCardStore:
             digest = hashlib.sha256(json.dumps(
                 [name, card.category, card.definition, card.aliases, card.parents, [v.round(5).tolist() for v in vectors]],
                 ensure_ascii=False).encode()).hexdigest()
-            surface_rows = [(name, i, s, vectors[i] if i < len(vectors) else None) for i, s in enumerate(surfaces)]
+            surface_rows = [(collection, name, i, s, vectors[i] if i < len(vectors) else None) for i, s in enumerate(surfaces)]
             doc_len = sum(grams.values())
-            gram_rows = [(g, name, tf, doc_len) for g, tf in grams.items()]
+            gram_rows = [(collection, g, name, tf, doc_len) for g, tf in grams.items()]
             rows[name] = (index, card, digest, surface_rows, gram_rows)
         if not rows:
             return result
@@ -203,27 +242,33 @@ class EntityCardStore:
         async with self._connect() as conn:
             async with conn.transaction():
                 existing = {r["name"]: r["content_hash"] for r in await conn.fetch(
-                    "SELECT name, content_hash FROM entity_cards WHERE name = ANY($1::text[])", names)}
+                    "SELECT name, content_hash FROM entity_cards WHERE collection = $1 AND name = ANY($2::text[])",
+                    collection, names)}
                 todo = [n for n in names if existing.get(n) != rows[n][2]]
                 replaced = [n for n in todo if n in existing]
                 if replaced:
-                    await conn.execute("DELETE FROM entity_cards WHERE name = ANY($1::text[])", replaced)
+                    await conn.execute("DELETE FROM entity_cards WHERE collection = $1 AND name = ANY($2::text[])",
+                                       collection, replaced)
                 if todo:
                     await conn.copy_records_to_table("entity_cards", columns=[
-                        "name", "category", "definition", "aliases", "parents", "card", "gram_count", "content_hash"], records=[
-                        (n, rows[n][1].category, rows[n][1].definition, list(rows[n][1].aliases), list(rows[n][1].parents),
-                         rows[n][1].card_text(), len(rows[n][4]), rows[n][2]) for n in todo])
-                    await conn.copy_records_to_table("entity_surfaces", columns=["entity_name", "ordinal", "surface", "embedding"],
-                                                     records=[r for n in todo for r in rows[n][3]])
-                    await conn.copy_records_to_table("entity_grams", columns=["gram", "entity_name", "tf", "doc_len"],
-                                                     records=[r for n in todo for r in rows[n][4]])
+                        "collection", "name", "category", "definition", "aliases", "parents", "card", "gram_count",
+                        "content_hash"], records=[
+                        (collection, n, rows[n][1].category, rows[n][1].definition, list(rows[n][1].aliases),
+                         list(rows[n][1].parents), rows[n][1].card_text(), len(rows[n][4]), rows[n][2]) for n in todo])
+                    await conn.copy_records_to_table(
+                        "entity_surfaces", columns=["collection", "entity_name", "ordinal", "surface", "embedding"],
+                        records=[r for n in todo for r in rows[n][3]])
+                    await conn.copy_records_to_table(
+                        "entity_grams", columns=["collection", "gram", "entity_name", "tf", "doc_len"],
+                        records=[r for n in todo for r in rows[n][4]])
         result.stored, result.unchanged = len(todo), len(names) - len(todo)
         return result
 
-    async def keyword_search(self, query: str, top_k: int) -> list[EntityHit]:
+    async def keyword_search(self, query: str, top_k: int, collections: Sequence[str] = ("default",)) -> list[EntityHit]:
         """Okapi BM25 of the query's character grams against each entity's
         surface grams (formula as ``PgStore.keyword_search``; N = entities,
-        doc_len = grams of the entity's surfaces).
+        doc_len = grams of the entity's surfaces), over the cards of
+        ``collections`` (N, avgdl and df counted there).
 
         Returns:
             Up to top_k hits, best first; channel "pg.entity_keyword",
@@ -234,7 +279,9 @@ class EntityCardStore:
         if top_k <= 0 or not grams:
             return []
         async with self._connect() as conn:
-            n, avgdl = await conn.fetchrow("SELECT count(*)::float8, coalesce(avg(gram_count), 0)::float8 FROM entity_cards")
+            n, avgdl = await conn.fetchrow(
+                "SELECT count(*)::float8, coalesce(avg(gram_count), 0)::float8 FROM entity_cards WHERE collection = ANY($1::text[])",
+                list(collections))
             if not n or not avgdl:
                 return []
             rows = await conn.fetch(
@@ -242,19 +289,20 @@ class EntityCardStore:
                 WITH q AS (SELECT DISTINCT unnest($1::text[]) AS gram),
                 df AS (
                     SELECT q.gram, ln(1 + (greatest($2, count(*)::float8) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                    FROM q JOIN entity_grams g ON g.gram = q.gram GROUP BY q.gram
+                    FROM q JOIN entity_grams g ON g.gram = q.gram WHERE g.collection = ANY($7::text[]) GROUP BY q.gram
                 ), scored AS (
-                    SELECT g.entity_name, sum(df.idf * g.tf * ($3 + 1)
+                    SELECT g.collection, g.entity_name, sum(df.idf * g.tf * ($3 + 1)
                            / (g.tf + $3 * (1 - $4 + $4 * g.doc_len / $5))) AS score
-                    FROM df JOIN entity_grams g ON g.gram = df.gram
-                    GROUP BY g.entity_name ORDER BY score DESC, g.entity_name LIMIT $6
+                    FROM df JOIN entity_grams g ON g.gram = df.gram WHERE g.collection = ANY($7::text[])
+                    GROUP BY g.collection, g.entity_name ORDER BY score DESC, g.entity_name, g.collection LIMIT $6
                 )
                 SELECT c.name, c.category, c.definition, c.aliases, s.score,
-                       ARRAY(SELECT surface FROM entity_surfaces es WHERE es.entity_name = c.name ORDER BY ordinal) AS surfaces
-                FROM scored s JOIN entity_cards c ON c.name = s.entity_name
+                       ARRAY(SELECT surface FROM entity_surfaces es WHERE es.collection = c.collection
+                             AND es.entity_name = c.name ORDER BY ordinal) AS surfaces
+                FROM scored s JOIN entity_cards c ON c.collection = s.collection AND c.name = s.entity_name
                 ORDER BY s.score DESC, c.name
                 """,
-                grams, n, float(self.bm25_k1), float(self.bm25_b), avgdl, top_k,
+                grams, n, float(self.bm25_k1), float(self.bm25_b), avgdl, top_k, list(collections),
             )
         if not rows:
             return []
@@ -266,9 +314,11 @@ class EntityCardStore:
             for r in rows
         ]
 
-    async def vector_search(self, embedding: Sequence[float], top_k: int) -> list[EntityHit]:
-        """Nearest entities by the cosine of their closest surface (HNSW over
-        surfaces, 4 x top_k surfaces read, grouped by entity).
+    async def vector_search(self, embedding: Sequence[float], top_k: int,
+                            collections: Sequence[str] = ("default",)) -> list[EntityHit]:
+        """Nearest entities of ``collections`` by the cosine of their closest
+        surface (HNSW over surfaces with iterative scan, 4 x top_k surfaces
+        read, grouped by entity).
 
         Returns:
             Up to top_k hits, best first; channel "pg.entity_vector",
@@ -284,19 +334,22 @@ class EntityCardStore:
         async with self._connect() as conn:
             async with conn.transaction(readonly=True):
                 await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(min(max(self.ef_search, limit), 1000)))
+                await conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
                 rows = await conn.fetch(
                     """
                     WITH nn AS MATERIALIZED (
-                        SELECT entity_name, surface, embedding <=> $1::vector AS dist FROM entity_surfaces
-                        WHERE embedding IS NOT NULL ORDER BY embedding <=> $1::vector LIMIT $2
+                        SELECT collection, entity_name, surface, embedding <=> $1::vector AS dist FROM entity_surfaces
+                        WHERE embedding IS NOT NULL AND collection = ANY($4::text[])
+                        ORDER BY embedding <=> $1::vector LIMIT $2
                     ), best AS (
-                        SELECT DISTINCT ON (entity_name) entity_name, surface, dist FROM nn ORDER BY entity_name, dist
+                        SELECT DISTINCT ON (collection, entity_name) collection, entity_name, surface, dist
+                        FROM nn ORDER BY collection, entity_name, dist
                     )
                     SELECT c.name, c.category, c.definition, c.aliases, 1 - b.dist AS score, b.surface
-                    FROM best b JOIN entity_cards c ON c.name = b.entity_name
+                    FROM best b JOIN entity_cards c ON c.collection = b.collection AND c.name = b.entity_name
                     ORDER BY b.dist, c.name LIMIT $3
                     """,
-                    query, limit, top_k,
+                    query, limit, top_k, list(collections),
                 )
         return [_hit(r, "pg.entity_vector", r["score"], r["surface"]) for r in rows]
 

@@ -46,6 +46,7 @@ async def suggest_expansions(
     limit: int = 15,
     per_level: int = 5,
     min_before_headings: int = 5,
+    collections: list[str] | None = None,
 ) -> list[ExpansionTerm]:
     """Expansion terms for ``keywords`` (module doc), L1 then L2 then L3.
 
@@ -54,6 +55,8 @@ async def suggest_expansions(
         keywords: the query's content keywords, best first; the first
             MAX_KEYWORDS of at least 2 characters are used.
         limit / per_level / min_before_headings: caps (module doc).
+        collections: where the terms come from (entity cards and documents
+            of these collections); ["default"] when None.
 
     Returns:
         At most ``limit`` expansions, none equal to a keyword or to each other.
@@ -74,16 +77,17 @@ async def suggest_expansions(
             level_count[0] += 1
 
     patterns = [_like_pattern(w) for w in words]
+    scope = list(collections or ["default"])
     async with connect() as conn:
         for origin, column in (("entity_name", "name"), ("entity_description", "definition")):
             rows = await conn.fetch(
                 f"""
                 SELECT DISTINCT ON (c.name) c.name, w.word, w.pos
                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(word, pattern, pos)
-                JOIN entity_cards c ON c.{column} LIKE w.pattern
+                JOIN entity_cards c ON c.{column} LIKE w.pattern AND c.collection = ANY($3::text[])
                 ORDER BY c.name, w.pos
                 """,
-                words, patterns,
+                words, patterns, scope,
             )
             count = [0]
             # earlier keywords first, then shorter (more general) names
@@ -92,12 +96,13 @@ async def suggest_expansions(
         if len(out) < min_before_headings and len(words) >= 2:
             rows = await conn.fetch(
                 """
-                SELECT c.heading_path FROM chunks c
+                SELECT c.heading_path FROM chunks c JOIN documents d ON d.id = c.document_id
                 WHERE c.id IN (SELECT a.chunk_id FROM chunk_terms a JOIN chunk_terms b
                                ON b.chunk_id = a.chunk_id AND b.term = $2 WHERE a.term = $1)
+                  AND d.collection = ANY($3::text[])
                 ORDER BY c.id LIMIT 50
                 """,
-                words[0], words[1],
+                words[0], words[1], scope,
             )
             count = [0]
             for r in rows:

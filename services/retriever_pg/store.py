@@ -10,12 +10,21 @@ Schema (migration 1):
 - ``chunks(id, document_id → documents, ordinal, heading_path, text,
   parent_context, embedding vector(D), term_count)``, HNSW index
   (``vector_cosine_ops``) on ``embedding``.
-- ``chunk_terms(term, chunk_id → chunks, tf, doc_len)``, one row per distinct
+- ``chunk_terms(term, chunk_id → chunks, tf, doc_len[, collection])``, one row per distinct
   term of a chunk; index on ``term`` INCLUDE ``(chunk_id, tf, doc_len)`` so a
   BM25 query reads postings with index-only scans.
 
 Migration 2 adds a trigram index on chunk text; migration 3 the entity
-cards of ``entity_store``.
+cards of ``entity_store``; migration 4 collections and metadata filters:
+``documents.collection`` (default 'default', so a store ingested before
+collections keeps working as the "default" collection) and
+``documents.source``, an index on (collection, id), a GIN index on
+``documents.metadata``, ``chunks.metadata`` (page numbers), and the
+collection column of the entity cards (their keys become (collection, name)).
+
+Every search channel takes a scope (collections and metadata conditions,
+``filter_sql``) and applies it inside its query before its LIMIT, so a
+filtered search still returns top_k hits when that many match.
 
 Keyword terms come from ``services.common.text`` (jieba); PostgreSQL text
 search configurations are not used.
@@ -34,8 +43,13 @@ from typing import Any, AsyncContextManager, AsyncIterator, Iterable, Sequence
 import asyncpg
 import numpy as np
 
-from services.retriever_pg.entity_store import entity_migration
+from services.common.filters import Condition
+from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
+from services.retriever_pg.filter_sql import Params, scope_sql
+from services.retriever_pg import lifecycle
 from services.common.records import (
+    Deletion,
+    StoredDocumentInfo,
     DocumentRecord,
     storable_text,
     Hit,
@@ -81,12 +95,12 @@ _HNSW_INDEX_SQL = (
 
 _WRITE_ERRORS = (asyncpg.PostgresError, ValueError, TypeError, OverflowError, struct.error)
 
-_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash"]
+_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash", "collection", "source"]
 _CHUNK_COLUMNS = [
     "id", "document_id", "ordinal", "heading_path", "text",
-    "parent_context", "embedding", "term_count",
+    "parent_context", "embedding", "term_count", "metadata",
 ]
-_TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len"]
+_TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len", "collection"]
 
 
 def _migrations(dim: int) -> list[tuple[int, list[str]]]:
@@ -145,6 +159,23 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
         ),
         # Entity cards: keyword and vector channels of entity search.
         (3, entity_migration(dim)),
+        (
+            # Collections and metadata filters (issue 15).
+            4,
+            [
+                "ALTER TABLE documents ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
+                "ALTER TABLE documents ADD COLUMN IF NOT EXISTS source text NOT NULL DEFAULT ''",
+                "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS metadata jsonb NOT NULL DEFAULT '{}'::jsonb",
+                "CREATE INDEX IF NOT EXISTS documents_collection_idx ON documents (collection, id)",
+                "CREATE INDEX IF NOT EXISTS documents_metadata_idx ON documents USING gin (metadata jsonb_path_ops)",
+                # The collection beside each posting, in the covering index, so
+                # keyword channels scope a query without a join.
+                "ALTER TABLE chunk_terms ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
+                "DROP INDEX IF EXISTS chunk_terms_term_idx",
+                "CREATE INDEX chunk_terms_term_idx ON chunk_terms (term) INCLUDE (chunk_id, tf, doc_len, collection)",
+                *entity_collection_migration(),
+            ],
+        ),
     ]
 
 
@@ -252,6 +283,7 @@ class _Prepared:
     doc_row: tuple
     chunk_rows: list[tuple]
     term_rows: list[tuple]
+    collection: str = "default"
 
 
 def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
@@ -274,7 +306,10 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
         raise ValueError("metadata contains a NUL character")
     # TypeError when not JSON-able, UnicodeEncodeError (a ValueError) on lone surrogates
     json.dumps(doc.metadata, ensure_ascii=False).encode("utf-8")
-    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash)
+    collection = getattr(doc, "collection", "") or "default"
+    _check_str(collection, "collection")
+    _check_str(getattr(doc, "source", ""), "source")
+    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash, collection, doc.source)
 
     chunk_rows: list[tuple] = []
     term_rows: list[tuple] = []
@@ -295,6 +330,8 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
         _check_str(chunk.parent_context, f"{what} parent_context")
         _check_str_list(chunk.heading_path, f"{what} heading_path")
         _check_str_list(chunk.terms, f"{what} terms")
+        if not isinstance(chunk.metadata, dict) or _has_nul(chunk.metadata):
+            raise ValueError(f"{what} metadata must be a dict without NUL characters")
         embedding = (
             _vector_bytes(chunk.embedding, dim, f"{what} embedding") if len(chunk.embedding) else None
         )
@@ -302,11 +339,22 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
         doc_len = len(terms)
         chunk_rows.append(
             (chunk.id, doc.id, chunk.ordinal, list(chunk.heading_path), chunk.text,
-             chunk.parent_context, embedding, doc_len)
+             chunk.parent_context, embedding, doc_len, dict(chunk.metadata))
         )
         for term, tf in Counter(t for t in terms if _usable_term(t)).items():
-            term_rows.append((term, chunk.id, tf, doc_len))
-    return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows)
+            term_rows.append((term, chunk.id, tf, doc_len, collection))
+    return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows, collection)
+
+
+def _term_scope(collections: Sequence[str] | None, conditions: Sequence[Condition], params: Params) -> str:
+    """JOIN + WHERE text scoping postings ``ct``: the collection from the
+    posting itself (covering index), metadata conditions through the
+    chunk's document (joined only when there are conditions)."""
+    where = f"ct.collection = ANY({params.add(list(collections))}::text[])" if collections is not None else "TRUE"
+    if not conditions:
+        return f" WHERE {where}"
+    return (" JOIN chunks sc ON sc.id = ct.chunk_id JOIN documents sd ON sd.id = sc.document_id"
+            f" WHERE {where} AND {scope_sql(None, conditions, params, 'sd')}")
 
 
 def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") -> Hit:
@@ -321,10 +369,15 @@ def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") ->
         score=float(score),
         evidence=evidence,
         embedding=list(row["embedding"]) if row["embedding"] is not None else [],
+        collection=row["collection"],
+        metadata=dict(row["chunk_metadata"] or {}),
     )
 
 
-_HIT_COLUMNS = "c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, c.embedding"
+_HIT_COLUMNS = (
+    "c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, c.embedding, d.collection,"
+    " d.metadata || c.metadata AS chunk_metadata"
+)
 
 
 # ----------------------------------------------------------------- store
@@ -602,6 +655,37 @@ class PgStore:
             )
         return {r["id"]: r["content_hash"] for r in rows}
 
+    async def list_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
+                             conditions: Sequence[Condition], page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
+        """Stored documents ordered by id (``lifecycle.list_documents``).
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        async with self._conn() as conn:
+            return await lifecycle.list_documents(conn, [i for i in ids if storable_text(i)], collections, conditions,
+                                                  page_size, after_id if storable_text(after_id) else "")
+
+    async def delete_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
+                               conditions: Sequence[Condition]) -> Deletion:
+        """Deletes documents by id or by scope with their chunks, vectors
+        and postings in one transaction (``lifecycle.delete_documents``);
+        BM25 corpus stats are refreshed afterwards.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: nothing deleted.
+        """
+        async with self._conn() as conn:
+            deleted = await lifecycle.delete_documents(conn, [i for i in ids if storable_text(i)], collections, conditions)
+        if deleted.documents:
+            await self.refresh_stats()
+        return deleted
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        """{collection: (documents, chunks)}."""
+        async with self._conn() as conn:
+            return await lifecycle.collection_counts(conn)
+
     async def chunks_by_ids(self, ids: list[str]) -> list[Hit]:
         """Chunks by id, in the order of ``ids`` (first occurrence), unknown
         ids (and strings PostgreSQL cannot hold) skipped.
@@ -626,12 +710,19 @@ class PgStore:
             )
         return [_hit(r, "pg.lookup", 0.0) for r in rows]
 
-    async def vector_search(self, embedding: list[float], top_k: int) -> list[Hit]:
-        """Approximate nearest chunks by cosine similarity (HNSW).
+    async def vector_search(self, embedding: list[float], top_k: int, collections: Sequence[str] | None = None,
+                            conditions: Sequence[Condition] = ()) -> list[Hit]:
+        """Approximate nearest chunks by cosine similarity (HNSW) among the
+        chunks of ``collections`` (None = all) whose document meets
+        ``conditions``. The scope is applied during the index scan (pgvector
+        iterative scan, strict order); when that still returns fewer than
+        top_k hits the query is repeated as an exact scan, so a selective
+        scope still gets top_k hits when that many exist.
 
         Args:
             embedding: query embedding, length embedding_dim (need not be unit norm).
             top_k: number of hits wanted; <= 0 gives [].
+            collections / conditions: the scope (``filter_sql.scope_sql``).
 
         Returns:
             Up to top_k hits, most similar first; channel "pg.vector",
@@ -646,23 +737,30 @@ class PgStore:
             return []
         query = _vector_bytes(embedding, self.embedding_dim, "query embedding")
         ef = min(max(self.ef_search, top_k), _MAX_EF_SEARCH)
+        params = Params(query, top_k)
+        scope = scope_sql(collections, conditions, params)
+        sql = (
+            "WITH nn AS MATERIALIZED ("
+            "  SELECT c.id, c.embedding <=> $1::vector AS dist FROM chunks c JOIN documents d ON d.id = c.document_id"
+            f"  WHERE c.embedding IS NOT NULL AND {scope}"
+            "  ORDER BY c.embedding <=> $1::vector LIMIT $2)"
+            f" SELECT {_HIT_COLUMNS}, 1 - nn.dist AS score"
+            " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
+            " ORDER BY nn.dist, c.id"
+        )
         async with self._conn() as conn:
             async with conn.transaction(readonly=True):
                 await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
-                rows = await conn.fetch(
-                    "WITH nn AS MATERIALIZED ("
-                    "  SELECT id, embedding <=> $1::vector AS dist FROM chunks"
-                    "  WHERE embedding IS NOT NULL"
-                    "  ORDER BY embedding <=> $1::vector LIMIT $2)"
-                    f" SELECT {_HIT_COLUMNS}, 1 - nn.dist AS score"
-                    " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
-                    " ORDER BY nn.dist, c.id",
-                    query,
-                    top_k,
-                )
+                await conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+                rows = await conn.fetch(sql, *params.values)
+                if len(rows) < top_k and scope != "TRUE":
+                    # Too few passed the scope within the index scan's limits: exact scan.
+                    await conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
+                    rows = await conn.fetch(sql, *params.values)
         return [_hit(r, "pg.vector", r["score"], "cosine") for r in rows]
 
-    async def fulltext_search(self, terms: list[str], top_k: int) -> list[Hit]:
+    async def fulltext_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
+                              conditions: Sequence[Condition] = ()) -> list[Hit]:
         """Chunks holding any of ``terms``, ordered by the number of distinct
         query terms they hold, then by length in terms (shorter first): the
         keyword ordering of MarxSphere's V47 keyword channel (../shared/reference/000_b3ead142e963747a.txt,
@@ -673,6 +771,8 @@ class PgStore:
         same terms gave this ranking at 143 ms a law dev query against
         BM25's 24 ms on the same postings, so it was dropped.
 
+        Only chunks in scope (``collections`` / ``conditions``) are counted.
+
         Returns:
             Up to top_k hits, channel "pg.fulltext", score = hit count,
             evidence = the matched terms.
@@ -682,29 +782,30 @@ class PgStore:
         wanted = [t for t in dict.fromkeys(terms) if _usable_term(t)]
         if not wanted or top_k <= 0:
             return []
+        params = Params(wanted, top_k)
+        scope = _term_scope(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
-                # Length = the chunk's term count (doc_len, in the index) so
-                # the ordering needs no join before the LIMIT.
+                # Length = the chunk's term count (doc_len, in the index).
                 "WITH m AS MATERIALIZED ("
                 "  SELECT ct.chunk_id, count(*) AS hits, min(ct.doc_len) AS len"
-                "  FROM chunk_terms ct WHERE ct.term = ANY($1::text[]) GROUP BY ct.chunk_id"
+                f"  FROM chunk_terms ct {scope} AND ct.term = ANY($1::text[]) GROUP BY ct.chunk_id"
                 "  ORDER BY hits DESC, len, ct.chunk_id LIMIT $2)"
                 f" SELECT {_HIT_COLUMNS}, m.hits,"
                 "  ARRAY(SELECT t.term FROM chunk_terms t WHERE t.chunk_id = m.chunk_id"
                 "        AND t.term = ANY($1::text[]) ORDER BY t.term) AS matched"
                 " FROM m JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = c.document_id"
                 " ORDER BY m.hits DESC, m.len, c.id",
-                wanted,
-                top_k,
+                *params.values,
             )
         return [_hit(r, "pg.fulltext", r["hits"], " ".join(r["matched"] or [])) for r in rows]
 
-    async def trigram_search(self, text: str, top_k: int) -> list[Hit]:
+    async def trigram_search(self, text: str, top_k: int, collections: Sequence[str] | None = None,
+                             conditions: Sequence[Condition] = ()) -> list[Hit]:
         """Chunks containing ``text`` or close to it by trigram word
         similarity (pg_trgm), for queries too short or too unusual to
-        segment. ``text`` is bound as a parameter; LIKE wildcards in it are
-        escaped.
+        segment, in scope (``collections`` / ``conditions``). ``text`` is
+        bound as a parameter; LIKE wildcards in it are escaped.
 
         Returns:
             Up to top_k hits, channel "pg.trigram", score = word_similarity in
@@ -715,16 +816,16 @@ class PgStore:
         if not text or not storable_text(text) or top_k <= 0:
             return []
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        params = Params(text, pattern, top_k)
+        scope = scope_sql(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
                 f"SELECT {_HIT_COLUMNS},"
                 " CASE WHEN c.text LIKE $2 THEN 1.0 ELSE word_similarity($1, c.text) END AS score"
                 " FROM chunks c JOIN documents d ON d.id = c.document_id"
-                " WHERE c.text LIKE $2 OR $1 <% c.text"
+                f" WHERE (c.text LIKE $2 OR $1 <% c.text) AND {scope}"
                 " ORDER BY score DESC, length(c.text), c.id LIMIT $3",
-                text,
-                pattern,
-                top_k,
+                *params.values,
             )
         return [_hit(r, "pg.trigram", r["score"], "substring" if r["score"] >= 1.0 else "trigram") for r in rows]
 
@@ -757,7 +858,8 @@ class PgStore:
         rows = sorted(rows, key=lambda r: (r["distance"], r["id"]))[:limit]
         return [_hit(r, "pg.boost", 1.0 / (1 + r["distance"]), f"same-document:{r['seed']}") for r in rows]
 
-    async def keyword_search(self, terms: list[str], top_k: int) -> list[Hit]:
+    async def keyword_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
+                             conditions: Sequence[Condition] = ()) -> list[Hit]:
         """Okapi BM25 over chunk terms.
 
         score(chunk) = sum over distinct query terms t in the chunk of
@@ -772,6 +874,8 @@ class PgStore:
                 MAX_TERM_CHARS, unencodable) are ignored. Passed as a bound
                 text[] parameter, never formatted into SQL.
             top_k: number of hits wanted; <= 0 gives [].
+            collections / conditions: the scope; only chunks in it are
+                scored (idf and avgdl stay those of the whole store).
 
         Returns:
             Up to top_k hits, highest BM25 first (ties by chunk id); channel
@@ -789,6 +893,8 @@ class PgStore:
         n, avgdl = await self._corpus_stats()
         if n == 0 or avgdl <= 0:
             return []
+        params = Params(wanted, float(n), self.bm25_k1, self.bm25_b, float(avgdl), top_k)
+        scope = _term_scope(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
                 """
@@ -807,7 +913,7 @@ class PgStore:
                                / (ct.tf + $3::float8 * (1 - $4::float8
                                                         + $4::float8 * ct.doc_len / $5::float8))
                            ) AS score
-                    FROM df JOIN chunk_terms ct ON ct.term = df.term
+                    FROM df JOIN chunk_terms ct ON ct.term = df.term""" + scope + """
                     GROUP BY ct.chunk_id
                     ORDER BY score DESC, ct.chunk_id
                     LIMIT $6
@@ -820,12 +926,7 @@ class PgStore:
                 JOIN documents d ON d.id = c.document_id
                 ORDER BY s.score DESC, c.id
                 """,
-                wanted,
-                float(n),
-                self.bm25_k1,
-                self.bm25_b,
-                float(avgdl),
-                top_k,
+                *params.values,
             )
         return [_hit(r, "pg.keyword", r["score"], " ".join(r["matched"])) for r in rows]
 
@@ -899,7 +1000,7 @@ class PgStore:
         self, conn: asyncpg.Connection, batch: list[_Prepared], result: IngestResult
     ) -> None:
         try:
-            stored, unchanged = await self._write(conn, batch)
+            stored, unchanged, conflicts = await self._write(conn, batch)
         except _WRITE_ERRORS as exc:
             if len(batch) == 1:
                 result.failures.append(IngestFailureRecord(batch[0].index, batch[0].id, _reason(exc)))
@@ -910,9 +1011,13 @@ class PgStore:
             return
         result.stored += stored
         result.unchanged += unchanged
+        result.failures.extend(conflicts)
 
-    async def _write(self, conn: asyncpg.Connection, items: list[_Prepared]) -> tuple[int, int]:
-        """One transaction for ``items``. Returns (stored, unchanged)."""
+    async def _write(self, conn: asyncpg.Connection, items: list[_Prepared]) -> tuple[int, int, list[IngestFailureRecord]]:
+        """One transaction for ``items``. Returns (stored, unchanged,
+        failures): a document whose id is stored in another collection is
+        not written (ids are unique across collections; delete it there
+        first)."""
         ids = [p.id for p in items]
         async with conn.transaction():
             # Serialise concurrent writers of the same documents (sorted: no deadlock).
@@ -923,12 +1028,16 @@ class PgStore:
                 ids,
                 _DOC_LOCK_SEED,
             )
-            existing = {
-                r["id"]: r["content_hash"]
-                for r in await conn.fetch(
-                    "SELECT id, content_hash FROM documents WHERE id = ANY($1::text[])", ids
-                )
-            }
+            rows = await conn.fetch("SELECT id, content_hash, collection FROM documents WHERE id = ANY($1::text[])", ids)
+            existing = {r["id"]: r["content_hash"] for r in rows}
+            elsewhere = {r["id"]: r["collection"] for r in rows}
+            conflicts = [
+                IngestFailureRecord(p.index, p.id, f"document id {p.id!r} is stored in collection {elsewhere[p.id]!r}; "
+                                                   "delete it there first or give another id")
+                for p in items if p.id in elsewhere and elsewhere[p.id] != p.collection
+            ]
+            clash = {f.id for f in conflicts}
+            items = [p for p in items if p.id not in clash]
             todo = [p for p in items if existing.get(p.id) != p.content_hash]
             replaced = [p.id for p in todo if p.id in existing]
             if replaced:
@@ -949,7 +1058,7 @@ class PgStore:
                 term_rows = _flatten(p.term_rows for p in todo)
                 if term_rows:
                     await conn.copy_records_to_table("chunk_terms", records=term_rows, columns=_TERM_COLUMNS)
-        return len(todo), len(items) - len(todo)
+        return len(todo), len(items) - len(todo), conflicts
 
 
 def _flatten(parts: Iterable[list[tuple]]) -> list[tuple]:

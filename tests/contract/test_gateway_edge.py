@@ -78,6 +78,20 @@ async def test_rest_auth_401_good_key_and_429_with_retry_after(fake_gateway, key
     assert status == 429 and body["error"]["status"] == "RESOURCE_EXHAUSTED" and int(headers["Retry-After"]) >= 1
 
 
+async def test_streaming_rpc_without_a_key_is_unauthenticated_not_internal(fake_gateway, keys):
+    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
+    stream = gw.stub.AnswerStream(gateway_pb2.AnswerStreamRequest(query="测试"), timeout=10)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        async for _ in stream:
+            pass
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    status, _, body = await rest(gw.rest_url, "/v1/query:answerStream", {"query": "测试"}, {"Accept": "text/event-stream"})
+    assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED"
+    good = (("authorization", f"Bearer {keys['alice']}"),)
+    events = [e async for e in gw.stub.AnswerStream(gateway_pb2.AnswerStreamRequest(query="测试"), metadata=good, timeout=10)]
+    assert events[-1].WhichOneof("event") == "done"
+
+
 async def test_keys_never_reach_the_logs(fake_gateway, keys, caplog):
     gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
     with caplog.at_level(logging.DEBUG):

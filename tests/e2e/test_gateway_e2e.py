@@ -99,7 +99,7 @@ async def test_rest_search_and_answer(mesh, ingested):
     [
         ({"query": ""}, "query"),
         ({"query": "   \t "}, "query"),
-        ({"query": "劳" * 2001}, "query"),
+        ({"query": "劳" * 10_001}, "query"),
         ({"query": "专利", "topK": 0 - 1}, "top_k"),
         ({"query": "专利", "topK": 101}, "top_k"),
         ({"query": "专利", "bogus": 1}, "bogus"),

@@ -106,7 +106,7 @@ async def test_migrate_is_idempotent_and_safe_concurrently(pg_new_database):
             indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
                 "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")}
             assert "USING hnsw (embedding vector_cosine_ops)" in indexes["chunks_embedding_hnsw_idx"]
-            assert "INCLUDE (chunk_id, tf, doc_len)" in indexes["chunk_terms_term_idx"]
+            assert "INCLUDE (chunk_id, tf, doc_len, collection)" in indexes["chunk_terms_term_idx"]  # migration 4
             assert not any("english" in d for d in indexes.values())
         assert await stores[0].count_documents() == 0
     finally:

@@ -17,7 +17,7 @@ def test_created_key_verifies_against_its_stored_line_only():
     key, line = create_key("alice")
     other_key, other_line = create_key("alice")
     assert key != other_key and line != other_line  # fresh secret and salt each time
-    assert key not in line and key.split("_")[2] not in line  # only the hash is stored
+    assert key not in line and key.split("_", 2)[2] not in line  # only the hash is stored
     store = KeyStore([parse_line(line)])
     assert store.verify(key) == "alice"
     assert store.verify(other_key) is None  # same name, other key

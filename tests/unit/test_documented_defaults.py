@@ -74,3 +74,10 @@ def test_graph_expansion_weights():
 def test_service_ports(service):
     low, high = documented(r"\| (\d+)\.\.(\d+), \+1000 \|")
     assert int(low) <= DEFAULT_PORTS[service] <= int(high)
+
+
+def test_chunk_size_and_overlap_in_prose_and_table():
+    tokens, overlap = documented(r"\*\*Chunking\*\* \(MetaSearch\): (\d+) tokens with (\d+) of overlap")
+    table = documented(r"\| `GRAPHMESH_GATEWAY_CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")
+    s = GatewaySettings()
+    assert (int(tokens), int(overlap)) == tuple(map(int, table)) == (s.chunk_tokens, s.chunk_overlap) == (512, 64)

@@ -76,8 +76,27 @@ async def test_reranker_scores_reach_the_fuser_when_it_answers():
     fuser = FakeFuser()
     reply = (await mesh(fuser=fuser).search.search("工资", 5, True, Deadline(5))).response
     assert stages(reply)["rerank"].status == OK and not reply.degraded
-    fuse_request = fuser.calls[0][1]
-    assert set(fuse_request.rerank_scores) == {"5689#0", "17#0"}
+    assert stages(reply)["rerank"].detail == "reranker: 2 scored, 0 cut"
+    final_request = fuser.calls[-1][1]
+    assert set(final_request.rerank_scores) == {"5689#0", "17#0"}
+
+
+class ReversingFuser(FakeFuser):
+    """Ranks the candidates in the reverse of their arrival order."""
+
+    async def fuse(self, request, timeout):
+        reversed_request = type(request)()
+        reversed_request.CopyFrom(request)
+        del reversed_request.lists[:]
+        reversed_request.lists.extend(reversed(request.lists))
+        return await super().fuse(reversed_request, timeout)
+
+
+async def test_reranker_gets_the_fused_best_not_the_first_to_arrive():
+    reranker = FakeReranker()
+    await mesh(fuser=ReversingFuser(), reranker=reranker, rerank_max_passages=1).search.search("工资", 5, True, Deadline(5))
+    [(_, rerank_request)] = reranker.calls
+    assert [p.id for p in rerank_request.passages] == ["17#0"]  # the fuser's first, the graph's candidate
 
 
 async def test_fuser_that_fails_gives_arrival_order_without_context():
@@ -221,3 +240,18 @@ async def test_graph_with_every_first_stage_channel_off_is_not_asked():
                                                    disabled=frozenset(names.GRAPH_FIRST_STAGE))).response
     assert not any(rpc == "retrieve" for rpc, _ in graph.calls)
     assert stages(reply)["retrieve.graph"].status == SKIPPED
+
+
+async def test_the_related_call_searches_the_request_scope():
+    from services.common.filters import parse_filter
+    from services.gateway.scope import Scope
+
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    scope = Scope(("law",), tuple(parse_filter('status = "现行有效"')))
+    await mesh(graph=graph).search.search("工资", 5, None, Deadline(5), scope=scope, enabled=frozenset({"graph.cites"}))
+    retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
+    related = next(r for rpc, r in graph.calls if rpc == "related")
+    for request in (retrieve, related):
+        assert list(request.collections) == ["law"]
+        assert [(f.key, f.equals) for f in request.filters] == [("status", "现行有效")]

@@ -7,7 +7,7 @@ def test_law_record_becomes_heading_path():
     assert not failures
     assert docs[0].id == "1"
     assert docs[0].heading_path == ["中华人民共和国专利法", "第一章 总则", "第一条"]
-    assert docs[0].metadata == {"status": "现行有效"}
+    assert docs[0].metadata == {"status": "现行有效", "law": "中华人民共和国专利法"}  # filterable
 
 
 def test_bad_lines_are_reported_and_others_kept():

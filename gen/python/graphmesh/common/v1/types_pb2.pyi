@@ -85,6 +85,38 @@ STAGE_STATUS_DEGRADED: StageStatus.ValueType  # 3
 """The stage failed or timed out; the answer was produced without it."""
 Global___StageStatus: _TypeAlias = StageStatus  # noqa: Y015
 
+class _QueryCutMethod:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _QueryCutMethodEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QueryCutMethod.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    QUERY_CUT_METHOD_UNSPECIFIED: _QueryCutMethod.ValueType  # 0
+    """Not reported."""
+    QUERY_CUT_METHOD_WHOLE: _QueryCutMethod.ValueType  # 1
+    """Nothing cut: the whole query was embedded (or no embedding was asked)."""
+    QUERY_CUT_METHOD_CONTENT_SENTENCES: _QueryCutMethod.ValueType  # 2
+    """The sentences richest in content words (TF-IDF of the terms each adds),
+    chosen greedily until the window is full, in their original order.
+    """
+    QUERY_CUT_METHOD_HEAD: _QueryCutMethod.ValueType  # 3
+    """The opening sentences that fit the window."""
+
+class QueryCutMethod(_QueryCutMethod, metaclass=_QueryCutMethodEnumTypeWrapper):
+    """How a query was cut to fit the embedding model's window."""
+
+QUERY_CUT_METHOD_UNSPECIFIED: QueryCutMethod.ValueType  # 0
+"""Not reported."""
+QUERY_CUT_METHOD_WHOLE: QueryCutMethod.ValueType  # 1
+"""Nothing cut: the whole query was embedded (or no embedding was asked)."""
+QUERY_CUT_METHOD_CONTENT_SENTENCES: QueryCutMethod.ValueType  # 2
+"""The sentences richest in content words (TF-IDF of the terms each adds),
+chosen greedily until the window is full, in their original order.
+"""
+QUERY_CUT_METHOD_HEAD: QueryCutMethod.ValueType  # 3
+"""The opening sentences that fit the window."""
+Global___QueryCutMethod: _TypeAlias = QueryCutMethod  # noqa: Y015
+
 @_typing.final
 class ChannelScore(_message.Message):
     """The score one retrieval channel gave a candidate."""
@@ -127,6 +159,26 @@ class Candidate(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ID_FIELD_NUMBER: _builtins.int
     DOCUMENT_ID_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
@@ -137,6 +189,8 @@ class Candidate(_message.Message):
     FUSED_SCORE_FIELD_NUMBER: _builtins.int
     ORDINAL_FIELD_NUMBER: _builtins.int
     EMBEDDING_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Stable id of the chunk or entity, unique across the whole store."""
     document_id: _builtins.str
@@ -151,6 +205,8 @@ class Candidate(_message.Message):
     """Score after fusion; set by the fuser, 0 before."""
     ordinal: _builtins.int
     """Ordinal of the chunk inside its document (0-based)."""
+    collection: _builtins.str
+    """Collection of the chunk's document."""
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Headings from the document down to the chunk, outermost first."""
@@ -162,6 +218,12 @@ class Candidate(_message.Message):
     @_builtins.property
     def embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Stored embedding of the chunk, when the retriever returns it (for MMR)."""
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Metadata of the chunk's document, with the chunk's own (e.g. "page")
+        over it, when the retriever returns it.
+        """
 
     def __init__(
         self,
@@ -176,10 +238,12 @@ class Candidate(_message.Message):
         fused_score: _builtins.float = ...,
         ordinal: _builtins.int = ...,
         embedding: _abc.Iterable[_builtins.float] | None = ...,
+        collection: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "ordinal", b"ordinal", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "collection", b"collection", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -252,12 +316,18 @@ class Document(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     HEADING_PATH_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Caller's stable id; gold labels refer to it."""
     title: _builtins.str
     """Title, e.g. the law's name."""
     text: _builtins.str
     """Full text (UTF-8, must not be empty)."""
+    collection: _builtins.str
+    """Collection the document belongs to; "default" when empty."""
+    source: _builtins.str
+    """Where it came from (file name), empty for JSONL records."""
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Headings above the text, outermost first (law, chapter, section, article)."""
@@ -274,10 +344,12 @@ class Document(_message.Message):
         text: _builtins.str = ...,
         heading_path: _abc.Iterable[_builtins.str] | None = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        collection: _builtins.str = ...,
+        source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -289,6 +361,26 @@ class Chunk(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ID_FIELD_NUMBER: _builtins.int
     DOCUMENT_ID_FIELD_NUMBER: _builtins.int
     ORDINAL_FIELD_NUMBER: _builtins.int
@@ -297,6 +389,7 @@ class Chunk(_message.Message):
     PARENT_CONTEXT_FIELD_NUMBER: _builtins.int
     EMBEDDING_FIELD_NUMBER: _builtins.int
     KEYWORD_TOKENS_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Chunk id: "<document id>#<ordinal>"."""
     document_id: _builtins.str
@@ -319,6 +412,10 @@ class Chunk(_message.Message):
     def keyword_tokens(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """jieba tokens of the chunk used for keyword search."""
 
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Chunk metadata, e.g. "page": "3" or "3-4" (1-based PDF pages it spans)."""
+
     def __init__(
         self,
         *,
@@ -330,10 +427,11 @@ class Chunk(_message.Message):
         parent_context: _builtins.str = ...,
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         keyword_tokens: _abc.Iterable[_builtins.str] | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["document_id", b"document_id", "embedding", b"embedding", "heading_path", b"heading_path", "id", b"id", "keyword_tokens", b"keyword_tokens", "ordinal", b"ordinal", "parent_context", b"parent_context", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["document_id", b"document_id", "embedding", b"embedding", "heading_path", b"heading_path", "id", b"id", "keyword_tokens", b"keyword_tokens", "metadata", b"metadata", "ordinal", b"ordinal", "parent_context", b"parent_context", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -402,3 +500,357 @@ class IngestFailure(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestFailure: _TypeAlias = IngestFailure  # noqa: Y015
+
+@_typing.final
+class TextSpan(_message.Message):
+    """A half-open range [start, end) of characters (Unicode code points)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    start: _builtins.int
+    """First character, 0-based."""
+    end: _builtins.int
+    """One past the last character."""
+    def __init__(
+        self,
+        *,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextSpan: _TypeAlias = TextSpan  # noqa: Y015
+
+@_typing.final
+class QueryCut(_message.Message):
+    """What was kept of a long query."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METHOD_FIELD_NUMBER: _builtins.int
+    ORIGINAL_CHARS_FIELD_NUMBER: _builtins.int
+    EMBEDDED_CHARS_FIELD_NUMBER: _builtins.int
+    KEPT_SPANS_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FOUND_FIELD_NUMBER: _builtins.int
+    method: Global___QueryCutMethod.ValueType
+    """How the embedded part was chosen."""
+    original_chars: _builtins.int
+    """Characters of the (normalised) query."""
+    embedded_chars: _builtins.int
+    """Characters embedded (0 when no embedding was asked)."""
+    keywords_found: _builtins.int
+    """Distinct keywords found in the whole query, before the max_keywords cut."""
+    @_builtins.property
+    def kept_spans(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextSpan]:
+        """The embedded parts as ranges of the normalised query, ascending; empty when
+        no embedding was asked.
+        """
+
+    def __init__(
+        self,
+        *,
+        method: Global___QueryCutMethod.ValueType = ...,
+        original_chars: _builtins.int = ...,
+        embedded_chars: _builtins.int = ...,
+        kept_spans: _abc.Iterable[Global___TextSpan] | None = ...,
+        keywords_found: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedded_chars", b"embedded_chars", "kept_spans", b"kept_spans", "keywords_found", b"keywords_found", "method", b"method", "original_chars", b"original_chars"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryCut: _TypeAlias = QueryCut  # noqa: Y015
+
+@_typing.final
+class MetadataFilter(_message.Message):
+    """A condition on one metadata key of a document. Keys name document
+    metadata (e.g. "status", "law" of the law corpus); they must match
+    [\\w.-]{1,64} (letters of any script, digits, "_", ".", "-"). Stores bind
+    keys and values as query parameters, never as query text.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    EQUALS_FIELD_NUMBER: _builtins.int
+    ANY_OF_FIELD_NUMBER: _builtins.int
+    RANGE_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """Metadata key."""
+    equals: _builtins.str
+    """The value equals this string."""
+    @_builtins.property
+    def any_of(self) -> Global___StringList:
+        """The value is one of these strings (at most 100)."""
+
+    @_builtins.property
+    def range(self) -> Global___MetadataRange:
+        """The value lies in this range."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        equals: _builtins.str = ...,
+        any_of: Global___StringList | None = ...,
+        range: Global___MetadataRange | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["any_of", b"any_of", "condition", b"condition", "equals", b"equals", "range", b"range"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["any_of", b"any_of", "condition", b"condition", "equals", b"equals", "key", b"key", "range", b"range"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_condition: _TypeAlias = _typing.Literal["equals", "any_of", "range"]  # noqa: Y015
+    _WhichOneofArgType_condition: _TypeAlias = _typing.Literal["condition", b"condition"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_condition) -> _WhichOneofReturnType_condition | None: ...
+
+Global___MetadataFilter: _TypeAlias = MetadataFilter  # noqa: Y015
+
+@_typing.final
+class StringList(_message.Message):
+    """A list of strings (a oneof member cannot be repeated)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The strings."""
+
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StringList: _TypeAlias = StringList  # noqa: Y015
+
+@_typing.final
+class MetadataRange(_message.Message):
+    """Bounds on a metadata value; an unset bound is open, at least one is set."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GT_FIELD_NUMBER: _builtins.int
+    GTE_FIELD_NUMBER: _builtins.int
+    LT_FIELD_NUMBER: _builtins.int
+    LTE_FIELD_NUMBER: _builtins.int
+    NUMERIC_FIELD_NUMBER: _builtins.int
+    gt: _builtins.str
+    """Value > gt."""
+    gte: _builtins.str
+    """Value >= gte."""
+    lt: _builtins.str
+    """Value < lt."""
+    lte: _builtins.str
+    """Value <= lte."""
+    numeric: _builtins.bool
+    """Compare as numbers (every bound must be a number; values that are not
+    numbers never match); otherwise as strings in code-point order, which
+    orders ISO dates such as "2024-01-31" correctly.
+    """
+    def __init__(
+        self,
+        *,
+        gt: _builtins.str | None = ...,
+        gte: _builtins.str | None = ...,
+        lt: _builtins.str | None = ...,
+        lte: _builtins.str | None = ...,
+        numeric: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte", "numeric", b"numeric"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__gt: _TypeAlias = _typing.Literal["gt"]  # noqa: Y015
+    _WhichOneofArgType__gt: _TypeAlias = _typing.Literal["_gt", b"_gt"]  # noqa: Y015
+    _WhichOneofReturnType__gte: _TypeAlias = _typing.Literal["gte"]  # noqa: Y015
+    _WhichOneofArgType__gte: _TypeAlias = _typing.Literal["_gte", b"_gte"]  # noqa: Y015
+    _WhichOneofReturnType__lt: _TypeAlias = _typing.Literal["lt"]  # noqa: Y015
+    _WhichOneofArgType__lt: _TypeAlias = _typing.Literal["_lt", b"_lt"]  # noqa: Y015
+    _WhichOneofReturnType__lte: _TypeAlias = _typing.Literal["lte"]  # noqa: Y015
+    _WhichOneofArgType__lte: _TypeAlias = _typing.Literal["_lte", b"_lte"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__gt) -> _WhichOneofReturnType__gt | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__gte) -> _WhichOneofReturnType__gte | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__lt) -> _WhichOneofReturnType__lt | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__lte) -> _WhichOneofReturnType__lte | None: ...
+
+Global___MetadataRange: _TypeAlias = MetadataRange  # noqa: Y015
+
+@_typing.final
+class StoredDocument(_message.Message):
+    """A stored document as listed and fetched (AIP-131/132), without its text."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ID_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    HEADING_PATH_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    CONTENT_HASH_FIELD_NUMBER: _builtins.int
+    CHUNK_COUNT_FIELD_NUMBER: _builtins.int
+    UPDATE_TIME_MS_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Document id (unique across collections)."""
+    collection: _builtins.str
+    """Collection it belongs to."""
+    title: _builtins.str
+    """Title."""
+    source: _builtins.str
+    """Where it came from (file name, or empty for JSONL records)."""
+    content_hash: _builtins.str
+    """SHA-256 (hex) of its stored content."""
+    chunk_count: _builtins.int
+    """Number of chunks stored."""
+    update_time_ms: _builtins.int
+    """When it was last written, milliseconds since the Unix epoch (UTC)."""
+    name: _builtins.str
+    """Resource name "collections/{collection}/documents/{id}" (set by the gateway)."""
+    @_builtins.property
+    def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Headings above the text, outermost first."""
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Document metadata."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        collection: _builtins.str = ...,
+        title: _builtins.str = ...,
+        source: _builtins.str = ...,
+        heading_path: _abc.Iterable[_builtins.str] | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        content_hash: _builtins.str = ...,
+        chunk_count: _builtins.int = ...,
+        update_time_ms: _builtins.int = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_count", b"chunk_count", "collection", b"collection", "content_hash", b"content_hash", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "name", b"name", "source", b"source", "title", b"title", "update_time_ms", b"update_time_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredDocument: _TypeAlias = StoredDocument  # noqa: Y015
+
+@_typing.final
+class DeletionCounts(_message.Message):
+    """What a deletion removed from one store."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    VECTORS_FIELD_NUMBER: _builtins.int
+    POSTINGS_FIELD_NUMBER: _builtins.int
+    GRAPH_NODES_FIELD_NUMBER: _builtins.int
+    GRAPH_EDGES_FIELD_NUMBER: _builtins.int
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    documents: _builtins.int
+    """Documents removed."""
+    chunks: _builtins.int
+    """Chunks removed."""
+    vectors: _builtins.int
+    """Chunk embeddings removed (PostgreSQL)."""
+    postings: _builtins.int
+    """Keyword postings removed (PostgreSQL chunk terms)."""
+    graph_nodes: _builtins.int
+    """Graph nodes removed, documents and chunks included (Neo4j)."""
+    graph_edges: _builtins.int
+    """Graph relationships removed (Neo4j)."""
+    entities: _builtins.int
+    """Library entities removed (a collection deletion)."""
+    def __init__(
+        self,
+        *,
+        documents: _builtins.int = ...,
+        chunks: _builtins.int = ...,
+        vectors: _builtins.int = ...,
+        postings: _builtins.int = ...,
+        graph_nodes: _builtins.int = ...,
+        graph_edges: _builtins.int = ...,
+        entities: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "documents", b"documents", "entities", b"entities", "graph_edges", b"graph_edges", "graph_nodes", b"graph_nodes", "postings", b"postings", "vectors", b"vectors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeletionCounts: _TypeAlias = DeletionCounts  # noqa: Y015
+
+@_typing.final
+class CollectionInfo(_message.Message):
+    """A collection and what it holds in one store."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Collection name."""
+    documents: _builtins.int
+    """Documents in it."""
+    chunks: _builtins.int
+    """Chunks in it."""
+    entities: _builtins.int
+    """Library entities in it."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        documents: _builtins.int = ...,
+        chunks: _builtins.int = ...,
+        entities: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "documents", b"documents", "entities", b"entities", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollectionInfo: _TypeAlias = CollectionInfo  # noqa: Y015

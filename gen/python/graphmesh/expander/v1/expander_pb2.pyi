@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -164,7 +165,10 @@ class ExpandRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     EMBED_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The user's question (1 to 2,000 characters by default)."""
+    """The user's question (1 to 10,000 characters by default). A long one (a
+    pasted case description) keeps its keywords from the whole text and has
+    a chosen part embedded; ExpandResponse.query_cut says which.
+    """
     embed: _builtins.bool
     """Whether to return the query embedding."""
     def __init__(
@@ -220,6 +224,7 @@ class ExpandResponse(_message.Message):
     EMBEDDING_FIELD_NUMBER: _builtins.int
     EXPANSIONS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    QUERY_CUT_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Query after whitespace and full-width normalisation."""
     question_type: Global___QuestionType.ValueType
@@ -230,7 +235,11 @@ class ExpandResponse(_message.Message):
     """Name of the embedding model."""
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Content keywords from jieba (search mode), stop words removed, in order."""
+        """Content keywords from jieba (search mode), stop words removed, in
+        first-seen order. At most the expander's max_keywords (256 by default):
+        a query with more keeps the heaviest by TF-IDF over the whole text,
+        heaviest first.
+        """
 
     @_builtins.property
     def embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
@@ -239,6 +248,12 @@ class ExpandResponse(_message.Message):
     @_builtins.property
     def expansions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Expansion]:
         """Expansion terms with their origin."""
+
+    @_builtins.property
+    def query_cut(self) -> _types_pb2.QueryCut:
+        """How the query was cut: which part was embedded and how many keywords
+        were kept. Always set.
+        """
 
     def __init__(
         self,
@@ -250,10 +265,11 @@ class ExpandResponse(_message.Message):
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         expansions: _abc.Iterable[Global___Expansion] | None = ...,
         embedding_model: _builtins.str = ...,
+        query_cut: _types_pb2.QueryCut | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -359,7 +375,7 @@ class RewriteRequest(_message.Message):
     MAX_RESULTS_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The question (1 to 2,000 characters by default)."""
+    """The question (1 to 10,000 characters by default)."""
     kind: Global___RewriteKind.ValueType
     """What to produce."""
     context: _builtins.str

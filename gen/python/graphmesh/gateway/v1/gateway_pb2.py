@@ -27,7 +27,7 @@ from graphmesh.common.v1 import entity_pb2 as graphmesh_dot_common_dot_v1_dot_en
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"~\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0f\x64isabled_stages\x18\x04 \x03(\t\x12\x16\n\x0e\x65nabled_stages\x18\x05 \x03(\tB\t\n\x07_rerank\"s\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x12\n\nexpansions\x18\x05 \x03(\t\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"M\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\xe7\x02\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\x12\x38\n\x08strategy\x18\x06 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x37\n\x08\x61ttempts\x18\x07 \x03(\x0b\x32%.graphmesh.gateway.v1.StrategyAttempt\x12\x16\n\x0e\x66\x65nces_removed\x18\x08 \x01(\x05\"\xba\x01\n\x0fStrategyAttempt\x12\x38\n\x08strategy\x18\x01 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x10\n\x08\x61nswered\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x16\n\x0e\x65vidence_score\x18\x04 \x01(\x01\x12\x0f\n\x07results\x18\x05 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\r\n\x05query\x18\x07 \x01(\t\"S\n\x13\x41nswerStreamRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"\x99\x01\n\x14\x41nswerStreamResponse\x12\x31\n\x05stage\x18\x01 \x01(\x0b\x32 .graphmesh.common.v1.StageTimingH\x00\x12\x0f\n\x05token\x18\x02 \x01(\tH\x00\x12\x34\n\x04\x64one\x18\x03 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponseH\x00\x42\x07\n\x05\x65vent\"x\n\x11\x44\x65\x65pSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x16\n\x0emax_iterations\x18\x03 \x01(\x05\x12\x13\n\x0bsub_queries\x18\x04 \x01(\x05\x12\x18\n\x10growth_threshold\x18\x05 \x01(\x01\"*\n\x0bScoredQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xd4\x01\n\rDeepIteration\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12\x15\n\rnew_chunk_ids\x18\x03 \x03(\t\x12\x14\n\x0cknown_chunks\x18\x04 \x01(\x05\x12\x13\n\x0bgrowth_rate\x18\x05 \x01(\x01\x12\x16\n\x0epartial_answer\x18\x06 \x01(\t\x12\x33\n\x08proposed\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.ScoredQuery\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\"\xae\x01\n\x12\x44\x65\x65pSearchResponse\x12\x34\n\x06\x61nswer\x18\x01 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponse\x12\x37\n\niterations\x18\x02 \x03(\x0b\x32#.graphmesh.gateway.v1.DeepIteration\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\"N\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.IngestKind\"5\n\x15SearchEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\"\xc2\x02\n\x16SearchEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x11\n\trewritten\x18\x03 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x31\n\x07timings\x18\x07 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x08 \x03(\t\x12@\n\x12\x63\x61tegory_summaries\x18\t \x03(\x0b\x32$.graphmesh.common.v1.CategorySummary\"\xbe\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming*Z\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02*\xdc\x01\n\x10\x46\x61llbackStrategy\x12!\n\x1d\x46\x41LLBACK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x46\x41LLBACK_STRATEGY_STANDARD\x10\x01\x12$\n FALLBACK_STRATEGY_EXPANDED_QUERY\x10\x02\x12\x1a\n\x16\x46\x41LLBACK_STRATEGY_HYDE\x10\x03\x12\"\n\x1e\x46\x41LLBACK_STRATEGY_ENTITY_NAMES\x10\x04\x12\x1f\n\x1b\x46\x41LLBACK_STRATEGY_FAST_PATH\x10\x05*w\n\nIngestKind\x12\x1b\n\x17INGEST_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_KIND_DOCUMENTS\x10\x01\x12\x18\n\x14INGEST_KIND_ENTITIES\x10\x02\x12\x17\n\x13INGEST_KIND_TRIPLES\x10\x03\x32\x88\x06\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12\x8a\x01\n\x0c\x41nswerStream\x12).graphmesh.gateway.v1.AnswerStreamRequest\x1a*.graphmesh.gateway.v1.AnswerStreamResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/query:answerStream:\x01*0\x01\x12\x80\x01\n\nDeepSearch\x12\'.graphmesh.gateway.v1.DeepSearchRequest\x1a(.graphmesh.gateway.v1.DeepSearchResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/query:deepSearch:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*\x12\x8b\x01\n\x0eSearchEntities\x12+.graphmesh.gateway.v1.SearchEntitiesRequest\x1a,.graphmesh.gateway.v1.SearchEntitiesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/entities:search:\x01*B\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"\xc9\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0f\x64isabled_stages\x18\x04 \x03(\t\x12\x13\n\x0b\x63ollections\x18\x05 \x03(\t\x12\x34\n\x07\x66ilters\x18\x06 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\x12\x16\n\x0e\x65nabled_stages\x18\x07 \x03(\tB\t\n\x07_rerank\"\xa5\x01\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x12\n\nexpansions\x18\x05 \x03(\t\x12\x30\n\tquery_cut\x18\x06 \x01(\x0b\x32\x1d.graphmesh.common.v1.QueryCut\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"\x98\x01\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\xe7\x02\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\x12\x38\n\x08strategy\x18\x06 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x37\n\x08\x61ttempts\x18\x07 \x03(\x0b\x32%.graphmesh.gateway.v1.StrategyAttempt\x12\x16\n\x0e\x66\x65nces_removed\x18\x08 \x01(\x05\"\xba\x01\n\x0fStrategyAttempt\x12\x38\n\x08strategy\x18\x01 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x10\n\x08\x61nswered\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x16\n\x0e\x65vidence_score\x18\x04 \x01(\x01\x12\x0f\n\x07results\x18\x05 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\r\n\x05query\x18\x07 \x01(\t\"\x9e\x01\n\x13\x41nswerStreamRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"\x99\x01\n\x14\x41nswerStreamResponse\x12\x31\n\x05stage\x18\x01 \x01(\x0b\x32 .graphmesh.common.v1.StageTimingH\x00\x12\x0f\n\x05token\x18\x02 \x01(\tH\x00\x12\x34\n\x04\x64one\x18\x03 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponseH\x00\x42\x07\n\x05\x65vent\"\xc3\x01\n\x11\x44\x65\x65pSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x16\n\x0emax_iterations\x18\x03 \x01(\x05\x12\x13\n\x0bsub_queries\x18\x04 \x01(\x05\x12\x18\n\x10growth_threshold\x18\x05 \x01(\x01\x12\x13\n\x0b\x63ollections\x18\x06 \x03(\t\x12\x34\n\x07\x66ilters\x18\x07 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\"*\n\x0bScoredQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xd4\x01\n\rDeepIteration\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12\x15\n\rnew_chunk_ids\x18\x03 \x03(\t\x12\x14\n\x0cknown_chunks\x18\x04 \x01(\x05\x12\x13\n\x0bgrowth_rate\x18\x05 \x01(\x01\x12\x16\n\x0epartial_answer\x18\x06 \x01(\t\x12\x33\n\x08proposed\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.ScoredQuery\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\"\xae\x01\n\x12\x44\x65\x65pSearchResponse\x12\x34\n\x06\x61nswer\x18\x01 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponse\x12\x37\n\niterations\x18\x02 \x03(\x0b\x32#.graphmesh.gateway.v1.DeepIteration\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\"\x93\x01\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.IngestKind\x12\x12\n\ncollection\x18\x03 \x01(\t\x12/\n\x05\x66iles\x18\x04 \x03(\x0b\x32 .graphmesh.gateway.v1.IngestFile\"\xc7\x01\n\nIngestFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12@\n\x08metadata\x18\x05 \x03(\x0b\x32..graphmesh.gateway.v1.IngestFile.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa5\x01\n\x0b\x46ileOutcome\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x30\n\x06status\x18\x03 \x01(\x0e\x32 .graphmesh.gateway.v1.FileStatus\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\r\n\x05pages\x18\x06 \x01(\x05\x12\x12\n\nmedia_type\x18\x07 \x01(\t\"J\n\x15SearchEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x0b\x63ollections\x18\x03 \x03(\t\"\xc2\x02\n\x16SearchEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x11\n\trewritten\x18\x03 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x31\n\x07timings\x18\x07 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x08 \x03(\t\x12@\n\x12\x63\x61tegory_summaries\x18\t \x03(\x0b\x32$.graphmesh.common.v1.CategorySummary\"\xf0\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x30\n\x05\x66iles\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.FileOutcome\"\"\n\x12GetDocumentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"L\n\x13GetDocumentResponse\x12\x35\n\x08\x64ocument\x18\x01 \x01(\x0b\x32#.graphmesh.common.v1.StoredDocument\"]\n\x14ListDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\"h\n\x15ListDocumentsResponse\x12\x36\n\tdocuments\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.StoredDocument\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x16\x44\x65leteDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\"\xed\x01\n\x17\x44\x65leteDocumentsResponse\x12\x19\n\x11\x64\x65leted_documents\x18\x01 \x01(\x05\x12L\n\x08\x62y_store\x18\x02 \x03(\x0b\x32:.graphmesh.gateway.v1.DeleteDocumentsResponse.ByStoreEntry\x12\x14\n\x0c\x64ocument_ids\x18\x03 \x03(\t\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01\"\x18\n\x16ListCollectionsRequest\"S\n\x17ListCollectionsResponse\x12\x38\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.CollectionInfo\"\'\n\x17\x44\x65leteCollectionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xbe\x01\n\x18\x44\x65leteCollectionResponse\x12M\n\x08\x62y_store\x18\x01 \x03(\x0b\x32;.graphmesh.gateway.v1.DeleteCollectionResponse.ByStoreEntry\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01*Z\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02*\xdc\x01\n\x10\x46\x61llbackStrategy\x12!\n\x1d\x46\x41LLBACK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x46\x41LLBACK_STRATEGY_STANDARD\x10\x01\x12$\n FALLBACK_STRATEGY_EXPANDED_QUERY\x10\x02\x12\x1a\n\x16\x46\x41LLBACK_STRATEGY_HYDE\x10\x03\x12\"\n\x1e\x46\x41LLBACK_STRATEGY_ENTITY_NAMES\x10\x04\x12\x1f\n\x1b\x46\x41LLBACK_STRATEGY_FAST_PATH\x10\x05*t\n\nFileStatus\x12\x1b\n\x17\x46ILE_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_STATUS_STORED\x10\x01\x12\x19\n\x15\x46ILE_STATUS_UNCHANGED\x10\x02\x12\x16\n\x12\x46ILE_STATUS_FAILED\x10\x03*w\n\nIngestKind\x12\x1b\n\x17INGEST_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_KIND_DOCUMENTS\x10\x01\x12\x18\n\x14INGEST_KIND_ENTITIES\x10\x02\x12\x17\n\x13INGEST_KIND_TRIPLES\x10\x03\x32\x83\x0c\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12\x8a\x01\n\x0c\x41nswerStream\x12).graphmesh.gateway.v1.AnswerStreamRequest\x1a*.graphmesh.gateway.v1.AnswerStreamResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/query:answerStream:\x01*0\x01\x12\x80\x01\n\nDeepSearch\x12\'.graphmesh.gateway.v1.DeepSearchRequest\x1a(.graphmesh.gateway.v1.DeepSearchResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/query:deepSearch:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*\x12\x8b\x01\n\x0eSearchEntities\x12+.graphmesh.gateway.v1.SearchEntitiesRequest\x1a,.graphmesh.gateway.v1.SearchEntitiesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/entities:search:\x01*\x12\x91\x01\n\x0bGetDocument\x12(.graphmesh.gateway.v1.GetDocumentRequest\x1a).graphmesh.gateway.v1.GetDocumentResponse\"-\x82\xd3\xe4\x93\x02\'\x12%/v1/{name=collections/*/documents/**}\x12\x96\x01\n\rListDocuments\x12*.graphmesh.gateway.v1.ListDocumentsRequest\x1a+.graphmesh.gateway.v1.ListDocumentsResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{parent=collections/*}/documents\x12\xab\x01\n\x0f\x44\x65leteDocuments\x12,.graphmesh.gateway.v1.DeleteDocumentsRequest\x1a-.graphmesh.gateway.v1.DeleteDocumentsResponse\";\x82\xd3\xe4\x93\x02\x35\"0/v1/{parent=collections/*}/documents:batchDelete:\x01*\x12\x87\x01\n\x0fListCollections\x12,.graphmesh.gateway.v1.ListCollectionsRequest\x1a-.graphmesh.gateway.v1.ListCollectionsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/collections\x12\x93\x01\n\x10\x44\x65leteCollection\x12-.graphmesh.gateway.v1.DeleteCollectionRequest\x1a..graphmesh.gateway.v1.DeleteCollectionResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v1/{name=collections/*}B\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,6 +35,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'graphmesh.gateway.v1.gatewa
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\027io.graphmesh.gateway.v1P\001'
+  _globals['_INGESTFILE_METADATAENTRY']._loaded_options = None
+  _globals['_INGESTFILE_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._loaded_options = None
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_options = b'8\001'
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._loaded_options = None
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_options = b'8\001'
   _globals['_GATEWAYSERVICE'].methods_by_name['Search']._loaded_options = None
   _globals['_GATEWAYSERVICE'].methods_by_name['Search']._serialized_options = b'\202\323\344\223\002\025\"\020/v1/query:search:\001*'
   _globals['_GATEWAYSERVICE'].methods_by_name['Answer']._loaded_options = None
@@ -47,46 +53,88 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GATEWAYSERVICE'].methods_by_name['Ingest']._serialized_options = b'\202\323\344\223\002\031\"\024/v1/documents:ingest:\001*'
   _globals['_GATEWAYSERVICE'].methods_by_name['SearchEntities']._loaded_options = None
   _globals['_GATEWAYSERVICE'].methods_by_name['SearchEntities']._serialized_options = b'\202\323\344\223\002\030\"\023/v1/entities:search:\001*'
-  _globals['_ANSWERMODE']._serialized_start=2777
-  _globals['_ANSWERMODE']._serialized_end=2867
-  _globals['_FALLBACKSTRATEGY']._serialized_start=2870
-  _globals['_FALLBACKSTRATEGY']._serialized_end=3090
-  _globals['_INGESTKIND']._serialized_start=3092
-  _globals['_INGESTKIND']._serialized_end=3211
-  _globals['_SEARCHREQUEST']._serialized_start=157
-  _globals['_SEARCHREQUEST']._serialized_end=283
-  _globals['_QUERYINFO']._serialized_start=285
-  _globals['_QUERYINFO']._serialized_end=400
-  _globals['_SEARCHRESPONSE']._serialized_start=403
-  _globals['_SEARCHRESPONSE']._serialized_end=607
-  _globals['_ANSWERREQUEST']._serialized_start=609
-  _globals['_ANSWERREQUEST']._serialized_end=686
-  _globals['_CITATION']._serialized_start=688
-  _globals['_CITATION']._serialized_end=772
-  _globals['_ANSWERRESPONSE']._serialized_start=775
-  _globals['_ANSWERRESPONSE']._serialized_end=1134
-  _globals['_STRATEGYATTEMPT']._serialized_start=1137
-  _globals['_STRATEGYATTEMPT']._serialized_end=1323
-  _globals['_ANSWERSTREAMREQUEST']._serialized_start=1325
-  _globals['_ANSWERSTREAMREQUEST']._serialized_end=1408
-  _globals['_ANSWERSTREAMRESPONSE']._serialized_start=1411
-  _globals['_ANSWERSTREAMRESPONSE']._serialized_end=1564
-  _globals['_DEEPSEARCHREQUEST']._serialized_start=1566
-  _globals['_DEEPSEARCHREQUEST']._serialized_end=1686
-  _globals['_SCOREDQUERY']._serialized_start=1688
-  _globals['_SCOREDQUERY']._serialized_end=1730
-  _globals['_DEEPITERATION']._serialized_start=1733
-  _globals['_DEEPITERATION']._serialized_end=1945
-  _globals['_DEEPSEARCHRESPONSE']._serialized_start=1948
-  _globals['_DEEPSEARCHRESPONSE']._serialized_end=2122
-  _globals['_INGESTREQUEST']._serialized_start=2124
-  _globals['_INGESTREQUEST']._serialized_end=2202
-  _globals['_SEARCHENTITIESREQUEST']._serialized_start=2204
-  _globals['_SEARCHENTITIESREQUEST']._serialized_end=2257
-  _globals['_SEARCHENTITIESRESPONSE']._serialized_start=2260
-  _globals['_SEARCHENTITIESRESPONSE']._serialized_end=2582
-  _globals['_INGESTRESPONSE']._serialized_start=2585
-  _globals['_INGESTRESPONSE']._serialized_end=2775
-  _globals['_GATEWAYSERVICE']._serialized_start=3214
-  _globals['_GATEWAYSERVICE']._serialized_end=3990
+  _globals['_GATEWAYSERVICE'].methods_by_name['GetDocument']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['GetDocument']._serialized_options = b'\202\323\344\223\002\'\022%/v1/{name=collections/*/documents/**}'
+  _globals['_GATEWAYSERVICE'].methods_by_name['ListDocuments']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['ListDocuments']._serialized_options = b'\202\323\344\223\002&\022$/v1/{parent=collections/*}/documents'
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteDocuments']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteDocuments']._serialized_options = b'\202\323\344\223\0025\"0/v1/{parent=collections/*}/documents:batchDelete:\001*'
+  _globals['_GATEWAYSERVICE'].methods_by_name['ListCollections']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['ListCollections']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/collections'
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteCollection']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteCollection']._serialized_options = b'\202\323\344\223\002\032*\030/v1/{name=collections/*}'
+  _globals['_ANSWERMODE']._serialized_start=4616
+  _globals['_ANSWERMODE']._serialized_end=4706
+  _globals['_FALLBACKSTRATEGY']._serialized_start=4709
+  _globals['_FALLBACKSTRATEGY']._serialized_end=4929
+  _globals['_FILESTATUS']._serialized_start=4931
+  _globals['_FILESTATUS']._serialized_end=5047
+  _globals['_INGESTKIND']._serialized_start=5049
+  _globals['_INGESTKIND']._serialized_end=5168
+  _globals['_SEARCHREQUEST']._serialized_start=158
+  _globals['_SEARCHREQUEST']._serialized_end=359
+  _globals['_QUERYINFO']._serialized_start=362
+  _globals['_QUERYINFO']._serialized_end=527
+  _globals['_SEARCHRESPONSE']._serialized_start=530
+  _globals['_SEARCHRESPONSE']._serialized_end=734
+  _globals['_ANSWERREQUEST']._serialized_start=737
+  _globals['_ANSWERREQUEST']._serialized_end=889
+  _globals['_CITATION']._serialized_start=891
+  _globals['_CITATION']._serialized_end=975
+  _globals['_ANSWERRESPONSE']._serialized_start=978
+  _globals['_ANSWERRESPONSE']._serialized_end=1337
+  _globals['_STRATEGYATTEMPT']._serialized_start=1340
+  _globals['_STRATEGYATTEMPT']._serialized_end=1526
+  _globals['_ANSWERSTREAMREQUEST']._serialized_start=1529
+  _globals['_ANSWERSTREAMREQUEST']._serialized_end=1687
+  _globals['_ANSWERSTREAMRESPONSE']._serialized_start=1690
+  _globals['_ANSWERSTREAMRESPONSE']._serialized_end=1843
+  _globals['_DEEPSEARCHREQUEST']._serialized_start=1846
+  _globals['_DEEPSEARCHREQUEST']._serialized_end=2041
+  _globals['_SCOREDQUERY']._serialized_start=2043
+  _globals['_SCOREDQUERY']._serialized_end=2085
+  _globals['_DEEPITERATION']._serialized_start=2088
+  _globals['_DEEPITERATION']._serialized_end=2300
+  _globals['_DEEPSEARCHRESPONSE']._serialized_start=2303
+  _globals['_DEEPSEARCHRESPONSE']._serialized_end=2477
+  _globals['_INGESTREQUEST']._serialized_start=2480
+  _globals['_INGESTREQUEST']._serialized_end=2627
+  _globals['_INGESTFILE']._serialized_start=2630
+  _globals['_INGESTFILE']._serialized_end=2829
+  _globals['_INGESTFILE_METADATAENTRY']._serialized_start=2782
+  _globals['_INGESTFILE_METADATAENTRY']._serialized_end=2829
+  _globals['_FILEOUTCOME']._serialized_start=2832
+  _globals['_FILEOUTCOME']._serialized_end=2997
+  _globals['_SEARCHENTITIESREQUEST']._serialized_start=2999
+  _globals['_SEARCHENTITIESREQUEST']._serialized_end=3073
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_start=3076
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_end=3398
+  _globals['_INGESTRESPONSE']._serialized_start=3401
+  _globals['_INGESTRESPONSE']._serialized_end=3641
+  _globals['_GETDOCUMENTREQUEST']._serialized_start=3643
+  _globals['_GETDOCUMENTREQUEST']._serialized_end=3677
+  _globals['_GETDOCUMENTRESPONSE']._serialized_start=3679
+  _globals['_GETDOCUMENTRESPONSE']._serialized_end=3755
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=3757
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=3850
+  _globals['_LISTDOCUMENTSRESPONSE']._serialized_start=3852
+  _globals['_LISTDOCUMENTSRESPONSE']._serialized_end=3956
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_start=3958
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_end=4029
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_start=4032
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_end=4269
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_start=4186
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_end=4269
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_start=4271
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_end=4295
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_start=4297
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_end=4380
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_start=4382
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_end=4421
+  _globals['_DELETECOLLECTIONRESPONSE']._serialized_start=4424
+  _globals['_DELETECOLLECTIONRESPONSE']._serialized_end=4614
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_start=4186
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_end=4269
+  _globals['_GATEWAYSERVICE']._serialized_start=5171
+  _globals['_GATEWAYSERVICE']._serialized_end=6710
 # @@protoc_insertion_point(module_scope)

@@ -83,6 +83,34 @@ FALLBACK_STRATEGY_FAST_PATH: FallbackStrategy.ValueType  # 5
 """PostgreSQL vector + keyword only: no graph, no rerank."""
 Global___FallbackStrategy: _TypeAlias = FallbackStrategy  # noqa: Y015
 
+class _FileStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _FileStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FileStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    FILE_STATUS_UNSPECIFIED: _FileStatus.ValueType  # 0
+    """Not set."""
+    FILE_STATUS_STORED: _FileStatus.ValueType  # 1
+    """Stored (new or changed)."""
+    FILE_STATUS_UNCHANGED: _FileStatus.ValueType  # 2
+    """Already stored with the same content (content hash); left alone."""
+    FILE_STATUS_FAILED: _FileStatus.ValueType  # 3
+    """Not stored; "reason" says why. The other files were still ingested."""
+
+class FileStatus(_FileStatus, metaclass=_FileStatusEnumTypeWrapper):
+    """Outcome of one ingested file."""
+
+FILE_STATUS_UNSPECIFIED: FileStatus.ValueType  # 0
+"""Not set."""
+FILE_STATUS_STORED: FileStatus.ValueType  # 1
+"""Stored (new or changed)."""
+FILE_STATUS_UNCHANGED: FileStatus.ValueType  # 2
+"""Already stored with the same content (content hash); left alone."""
+FILE_STATUS_FAILED: FileStatus.ValueType  # 3
+"""Not stored; "reason" says why. The other files were still ingested."""
+Global___FileStatus: _TypeAlias = FileStatus  # noqa: Y015
+
 class _IngestKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -125,9 +153,15 @@ class SearchRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
     DISABLED_STAGES_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     ENABLED_STAGES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The question (1 to 2,000 characters by default; not only whitespace)."""
+    """The question (1 to 10,000 characters by default; not only whitespace). A
+    long question is searched with keywords from the whole text and an
+    embedding of its most content-rich sentences; QueryInfo.query_cut says
+    how it was cut.
+    """
     top_k: _builtins.int
     """Results to return (1 to 100; 10 when 0)."""
     rerank: _builtins.bool
@@ -145,6 +179,16 @@ class SearchRequest(_message.Message):
         """
 
     @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched (at most 20); ["default"] when empty."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata, all of which must hold (at most 20);
+        applied inside every retriever's queries, so top_k stays full.
+        """
+
+    @_builtins.property
     def enabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Channels or stages to switch on for this request although the retrieval
         profile has them off (same names as "disabled_stages"; a name in both
@@ -159,11 +203,13 @@ class SearchRequest(_message.Message):
         top_k: _builtins.int = ...,
         rerank: _builtins.bool | None = ...,
         disabled_stages: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
         enabled_stages: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "disabled_stages", b"disabled_stages", "enabled_stages", b"enabled_stages", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "collections", b"collections", "disabled_stages", b"disabled_stages", "enabled_stages", b"enabled_stages", "filters", b"filters", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
@@ -182,6 +228,7 @@ class QueryInfo(_message.Message):
     QUESTION_TYPE_FIELD_NUMBER: _builtins.int
     PROFILE_FIELD_NUMBER: _builtins.int
     EXPANSIONS_FIELD_NUMBER: _builtins.int
+    QUERY_CUT_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
@@ -196,6 +243,10 @@ class QueryInfo(_message.Message):
     def expansions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Expansion terms added to the keyword query, with their origin."""
 
+    @_builtins.property
+    def query_cut(self) -> _types_pb2.QueryCut:
+        """How a long query was cut: the part embedded, the keywords kept."""
+
     def __init__(
         self,
         *,
@@ -204,10 +255,11 @@ class QueryInfo(_message.Message):
         question_type: _builtins.str = ...,
         profile: _builtins.str = ...,
         expansions: _abc.Iterable[_builtins.str] | None = ...,
+        query_cut: _types_pb2.QueryCut | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -268,22 +320,34 @@ class AnswerRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (as SearchRequest.query)."""
     top_k: _builtins.int
     """Evidence items to consider (1 to 100; 10 when 0)."""
     rerank: _builtins.bool
     """Whether to run the cross-encoder; the service default when unset."""
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty (as SearchRequest)."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata (as SearchRequest)."""
+
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         top_k: _builtins.int = ...,
         rerank: _builtins.bool | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "collections", b"collections", "filters", b"filters", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
@@ -438,22 +502,34 @@ class AnswerStreamRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (as SearchRequest.query)."""
     top_k: _builtins.int
     """Evidence items to consider (1 to 100; 10 when 0)."""
     rerank: _builtins.bool
     """Whether to run the cross-encoder; the service default when unset."""
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty (as SearchRequest)."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata (as SearchRequest)."""
+
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         top_k: _builtins.int = ...,
         rerank: _builtins.bool | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "collections", b"collections", "filters", b"filters", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015
@@ -510,6 +586,8 @@ class DeepSearchRequest(_message.Message):
     MAX_ITERATIONS_FIELD_NUMBER: _builtins.int
     SUB_QUERIES_FIELD_NUMBER: _builtins.int
     GROWTH_THRESHOLD_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (as SearchRequest.query)."""
     top_k: _builtins.int
@@ -520,6 +598,14 @@ class DeepSearchRequest(_message.Message):
     """Sub-queries carried into the next iteration (1 to 5; 3 when 0)."""
     growth_threshold: _builtins.float
     """Stop when new / known chunk ids falls below this (0 to 1; 0.1 when 0)."""
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty (as SearchRequest)."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata (as SearchRequest)."""
+
     def __init__(
         self,
         *,
@@ -528,10 +614,12 @@ class DeepSearchRequest(_message.Message):
         max_iterations: _builtins.int = ...,
         sub_queries: _builtins.int = ...,
         growth_threshold: _builtins.float = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["growth_threshold", b"growth_threshold", "max_iterations", b"max_iterations", "query", b"query", "sub_queries", b"sub_queries", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "filters", b"filters", "growth_threshold", b"growth_threshold", "max_iterations", b"max_iterations", "query", b"query", "sub_queries", b"sub_queries", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -669,6 +757,8 @@ class IngestRequest(_message.Message):
 
     JSONL_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    FILES_FIELD_NUMBER: _builtins.int
     jsonl: _builtins.bytes
     """JSONL, one document a line: {"id", "text", optional "title", "law",
     "chapter", "section", "article", "heading_path", "metadata"}. Lines must
@@ -676,19 +766,148 @@ class IngestRequest(_message.Message):
     """
     kind: Global___IngestKind.ValueType
     """What the records are; documents when unset."""
+    collection: _builtins.str
+    """Collection the documents, entities or triples go into ([A-Za-z0-9]
+    then up to 62 of [A-Za-z0-9_-]); "default" when empty. Created by the
+    first ingest into it.
+    """
+    @_builtins.property
+    def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestFile]:
+        """Files to ingest as documents, one document each (instead of jsonl; at
+        most 64 MiB in all per call).
+        """
+
     def __init__(
         self,
         *,
         jsonl: _builtins.bytes = ...,
         kind: Global___IngestKind.ValueType = ...,
+        collection: _builtins.str = ...,
+        files: _abc.Iterable[Global___IngestFile] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["jsonl", b"jsonl", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "files", b"files", "jsonl", b"jsonl", "kind", b"kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestRequest: _TypeAlias = IngestRequest  # noqa: Y015
+
+@_typing.final
+class IngestFile(_message.Message):
+    """One file to ingest as a document."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    DOCUMENT_ID_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """File name or relative path, e.g. "手册/第一章.pdf"; becomes the
+    document's source, and its extension picks the parser when
+    media_type is empty.
+    """
+    media_type: _builtins.str
+    """"text/plain", "text/markdown", "text/html", "application/pdf" or
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    empty = from the name's extension (.txt, .md, .html/.htm, .pdf, .docx).
+    """
+    content: _builtins.bytes
+    """The file's bytes. Text files may be UTF-8 (with or without BOM),
+    UTF-16 with BOM or GB18030/GBK (detected).
+    """
+    document_id: _builtins.str
+    """Document id (unique across collections); the name when empty."""
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Metadata kept with the document, over what the file itself gives
+        (its title).
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        media_type: _builtins.str = ...,
+        content: _builtins.bytes = ...,
+        document_id: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "document_id", b"document_id", "media_type", b"media_type", "metadata", b"metadata", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestFile: _TypeAlias = IngestFile  # noqa: Y015
+
+@_typing.final
+class FileOutcome(_message.Message):
+    """What happened to one file of an Ingest call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DOCUMENT_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    PAGES_FIELD_NUMBER: _builtins.int
+    MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The file's name, as given."""
+    document_id: _builtins.str
+    """Its document id."""
+    status: Global___FileStatus.ValueType
+    """Stored, unchanged or failed."""
+    reason: _builtins.str
+    """Why it failed ("encrypted PDF", "no text layer (scanned PDF?)", ...)."""
+    chunks: _builtins.int
+    """Chunks written (0 unless stored)."""
+    pages: _builtins.int
+    """Pages of a PDF (0 for other formats)."""
+    media_type: _builtins.str
+    """Media type it was parsed as."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        document_id: _builtins.str = ...,
+        status: Global___FileStatus.ValueType = ...,
+        reason: _builtins.str = ...,
+        chunks: _builtins.int = ...,
+        pages: _builtins.int = ...,
+        media_type: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "document_id", b"document_id", "media_type", b"media_type", "name", b"name", "pages", b"pages", "reason", b"reason", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FileOutcome: _TypeAlias = FileOutcome  # noqa: Y015
 
 @_typing.final
 class SearchEntitiesRequest(_message.Message):
@@ -698,19 +917,27 @@ class SearchEntitiesRequest(_message.Message):
 
     QUERY_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """The query (1 to 2,000 characters by default; not only whitespace)."""
+    """The query (1 to 2,000 characters by default; not only whitespace): an
+    entity name, alias or attribute list.
+    """
     top_k: _builtins.int
     """Entities to return (1 to 100; 10 when 0)."""
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty."""
+
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         top_k: _builtins.int = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["query", b"query", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "query", b"query", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -794,6 +1021,7 @@ class IngestResponse(_message.Message):
     FAILURES_FIELD_NUMBER: _builtins.int
     CHUNKS_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
+    FILES_FIELD_NUMBER: _builtins.int
     received: _builtins.int
     """Records read."""
     stored: _builtins.int
@@ -810,6 +1038,10 @@ class IngestResponse(_message.Message):
     def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
         """Per-stage timings (parse, embed, store), milliseconds."""
 
+    @_builtins.property
+    def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileOutcome]:
+        """One outcome per file of IngestRequest.files, in request order."""
+
     def __init__(
         self,
         *,
@@ -819,11 +1051,317 @@ class IngestResponse(_message.Message):
         failures: _abc.Iterable[_types_pb2.IngestFailure] | None = ...,
         chunks: _builtins.int = ...,
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+        files: _abc.Iterable[Global___FileOutcome] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "failures", b"failures", "received", b"received", "stored", b"stored", "timings", b"timings", "unchanged", b"unchanged"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "failures", b"failures", "files", b"files", "received", b"received", "stored", b"stored", "timings", b"timings", "unchanged", b"unchanged"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestResponse: _TypeAlias = IngestResponse  # noqa: Y015
+
+@_typing.final
+class GetDocumentRequest(_message.Message):
+    """Request for GetDocument."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"collections/{collection}/documents/{id}"; collection "-" = any."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetDocumentRequest: _TypeAlias = GetDocumentRequest  # noqa: Y015
+
+@_typing.final
+class GetDocumentResponse(_message.Message):
+    """Response for GetDocument."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def document(self) -> _types_pb2.StoredDocument:
+        """The document, with its "name"."""
+
+    def __init__(
+        self,
+        *,
+        document: _types_pb2.StoredDocument | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["document", b"document"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["document", b"document"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetDocumentResponse: _TypeAlias = GetDocumentResponse  # noqa: Y015
+
+@_typing.final
+class ListDocumentsRequest(_message.Message):
+    """Request for ListDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """"collections/{collection}", or "collections/-" for every collection."""
+    page_size: _builtins.int
+    """Most documents per page (1 to 1,000; 100 when 0)."""
+    page_token: _builtins.str
+    """next_page_token of the previous page, with the same parent and filter."""
+    filter: _builtins.str
+    """Conditions on metadata (AIP-160 subset): key = "v", key IN ("a", "b"),
+    key < v, <=, >, >= (numeric when v is an unquoted number), joined by AND.
+    """
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        filter: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDocumentsRequest: _TypeAlias = ListDocumentsRequest  # noqa: Y015
+
+@_typing.final
+class ListDocumentsResponse(_message.Message):
+    """Response for ListDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token of the next page; empty on the last page."""
+    @_builtins.property
+    def documents(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StoredDocument]:
+        """Documents, ordered by id, each with its "name"."""
+
+    def __init__(
+        self,
+        *,
+        documents: _abc.Iterable[_types_pb2.StoredDocument] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["documents", b"documents", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDocumentsResponse: _TypeAlias = ListDocumentsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteDocumentsRequest(_message.Message):
+    """Request for DeleteDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """"collections/{collection}", or "collections/-" for every collection."""
+    filter: _builtins.str
+    """Or: delete the parent's documents matching this filter (as ListDocuments.filter)."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Documents to delete: "collections/{collection}/documents/{id}" (at most 10,000)."""
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        filter: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "names", b"names", "parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteDocumentsRequest: _TypeAlias = DeleteDocumentsRequest  # noqa: Y015
+
+@_typing.final
+class DeleteDocumentsResponse(_message.Message):
+    """Response for DeleteDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ByStoreEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> _types_pb2.DeletionCounts: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _types_pb2.DeletionCounts | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    DELETED_DOCUMENTS_FIELD_NUMBER: _builtins.int
+    BY_STORE_FIELD_NUMBER: _builtins.int
+    DOCUMENT_IDS_FIELD_NUMBER: _builtins.int
+    deleted_documents: _builtins.int
+    """Documents deleted (the most any store removed)."""
+    @_builtins.property
+    def by_store(self) -> _containers.MessageMap[_builtins.str, _types_pb2.DeletionCounts]:
+        """What each store removed, by retriever name."""
+
+    @_builtins.property
+    def document_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids of the documents deleted, sorted."""
+
+    def __init__(
+        self,
+        *,
+        deleted_documents: _builtins.int = ...,
+        by_store: _abc.Mapping[_builtins.str, _types_pb2.DeletionCounts] | None = ...,
+        document_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_store", b"by_store", "deleted_documents", b"deleted_documents", "document_ids", b"document_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteDocumentsResponse: _TypeAlias = DeleteDocumentsResponse  # noqa: Y015
+
+@_typing.final
+class ListCollectionsRequest(_message.Message):
+    """Request for ListCollections."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCollectionsRequest: _TypeAlias = ListCollectionsRequest  # noqa: Y015
+
+@_typing.final
+class ListCollectionsResponse(_message.Message):
+    """Response for ListCollections."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.CollectionInfo]:
+        """Collections ordered by name; each count is the largest any store holds."""
+
+    def __init__(
+        self,
+        *,
+        collections: _abc.Iterable[_types_pb2.CollectionInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCollectionsResponse: _TypeAlias = ListCollectionsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteCollectionRequest(_message.Message):
+    """Request for DeleteCollection."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"collections/{collection}"."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCollectionRequest: _TypeAlias = DeleteCollectionRequest  # noqa: Y015
+
+@_typing.final
+class DeleteCollectionResponse(_message.Message):
+    """Response for DeleteCollection."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ByStoreEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> _types_pb2.DeletionCounts: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _types_pb2.DeletionCounts | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    BY_STORE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def by_store(self) -> _containers.MessageMap[_builtins.str, _types_pb2.DeletionCounts]:
+        """What each store removed, by retriever name."""
+
+    def __init__(
+        self,
+        *,
+        by_store: _abc.Mapping[_builtins.str, _types_pb2.DeletionCounts] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_store", b"by_store"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCollectionResponse: _TypeAlias = DeleteCollectionResponse  # noqa: Y015

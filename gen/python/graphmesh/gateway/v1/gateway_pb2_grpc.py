@@ -66,6 +66,31 @@ class GatewayServiceStub:
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.FromString,
                 _registered_method=True)
+        self.GetDocument = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/GetDocument',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentResponse.FromString,
+                _registered_method=True)
+        self.ListDocuments = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/ListDocuments',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsResponse.FromString,
+                _registered_method=True)
+        self.DeleteDocuments = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/DeleteDocuments',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsResponse.FromString,
+                _registered_method=True)
+        self.ListCollections = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/ListCollections',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.FromString,
+                _registered_method=True)
+        self.DeleteCollection = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/DeleteCollection',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -125,9 +150,11 @@ class GatewayServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Ingest(self, request, context):
-        """Ingests documents from JSONL. A record that cannot be read is reported
-        and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
-        the payload is empty.
+        """Ingests documents from JSONL records or from files (.txt, .md, .html,
+        .pdf, .docx), into one collection. A record or file that cannot be read
+        is reported (files one by one in "files") and the rest are stored.
+        Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
+        are given (or both), "collection" when the name is not valid.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -138,6 +165,55 @@ class GatewayServiceServicer:
         query: normalisation behind the safety gate, routing, graph lookup,
         attribute retrieval, weighted expansion, protected ranking. Results are
         always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocument(self, request, context):
+        """One stored document (AIP-131), without its text. "name" is
+        "collections/{collection}/documents/{id}"; "-" as the collection finds
+        the id in any collection. Errors: INVALID_ARGUMENT (field "name");
+        NOT_FOUND when no such document is stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDocuments(self, request, context):
+        """Stored documents of a collection ("collections/-": all), ordered by id,
+        a page at a time (AIP-132, AIP-158), optionally filtered (AIP-160 subset:
+        status = "现行有效" AND year >= 2020 AND law IN ("a", "b")).
+        Errors: INVALID_ARGUMENT naming "parent", "page_size", "page_token" or
+        "filter".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDocuments(self, request, context):
+        """Deletes documents by name, or every document of the parent collection
+        matching a filter (AIP-235 batch delete, AIP-165 criteria), from every
+        store: chunks, vectors, keyword postings and the graph nodes and edges
+        only those documents support. Idempotent: names not stored are not
+        errors. Errors: INVALID_ARGUMENT naming "parent", "names" or "filter"
+        (one of names and filter is required).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCollections(self, request, context):
+        """Every collection with its counts (created implicitly by Ingest).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCollection(self, request, context):
+        """Deletes a collection (AIP-135) from every store: its documents as
+        DeleteDocuments, and its library entities and facts. Idempotent.
+        Errors: INVALID_ARGUMENT (field "name").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -175,6 +251,31 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.SearchEntities,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.SerializeToString,
+            ),
+            'GetDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocument,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentResponse.SerializeToString,
+            ),
+            'ListDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocuments,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsResponse.SerializeToString,
+            ),
+            'DeleteDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDocuments,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsResponse.SerializeToString,
+            ),
+            'ListCollections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCollections,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.SerializeToString,
+            ),
+            'DeleteCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCollection,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -341,6 +442,141 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/SearchEntities',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.SearchEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/GetDocument',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/ListDocuments',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/DeleteDocuments',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCollections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/ListCollections',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/DeleteCollection',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.FromString,
             options,
             channel_credentials,
             insecure,

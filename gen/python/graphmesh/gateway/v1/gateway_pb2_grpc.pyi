@@ -71,15 +71,45 @@ class GatewayServiceStub:
     "sub_queries" or "growth_threshold".
     """
     Ingest: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]
-    """Ingests documents from JSONL. A record that cannot be read is reported
-    and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
-    the payload is empty.
+    """Ingests documents from JSONL records or from files (.txt, .md, .html,
+    .pdf, .docx), into one collection. A record or file that cannot be read
+    is reported (files one by one in "files") and the rest are stored.
+    Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
+    are given (or both), "collection" when the name is not valid.
     """
     SearchEntities: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]
     """Finds library entities for a colloquial, misspelt, alias or attribute
     query: normalisation behind the safety gate, routing, graph lookup,
     attribute retrieval, weighted expansion, protected ranking. Results are
     always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+    """
+    GetDocument: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetDocumentRequest, _gateway_pb2.GetDocumentResponse]
+    """One stored document (AIP-131), without its text. "name" is
+    "collections/{collection}/documents/{id}"; "-" as the collection finds
+    the id in any collection. Errors: INVALID_ARGUMENT (field "name");
+    NOT_FOUND when no such document is stored.
+    """
+    ListDocuments: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ListDocumentsRequest, _gateway_pb2.ListDocumentsResponse]
+    """Stored documents of a collection ("collections/-": all), ordered by id,
+    a page at a time (AIP-132, AIP-158), optionally filtered (AIP-160 subset:
+    status = "现行有效" AND year >= 2020 AND law IN ("a", "b")).
+    Errors: INVALID_ARGUMENT naming "parent", "page_size", "page_token" or
+    "filter".
+    """
+    DeleteDocuments: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteDocumentsRequest, _gateway_pb2.DeleteDocumentsResponse]
+    """Deletes documents by name, or every document of the parent collection
+    matching a filter (AIP-235 batch delete, AIP-165 criteria), from every
+    store: chunks, vectors, keyword postings and the graph nodes and edges
+    only those documents support. Idempotent: names not stored are not
+    errors. Errors: INVALID_ARGUMENT naming "parent", "names" or "filter"
+    (one of names and filter is required).
+    """
+    ListCollections: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ListCollectionsRequest, _gateway_pb2.ListCollectionsResponse]
+    """Every collection with its counts (created implicitly by Ingest)."""
+    DeleteCollection: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]
+    """Deletes a collection (AIP-135) from every store: its documents as
+    DeleteDocuments, and its library entities and facts. Idempotent.
+    Errors: INVALID_ARGUMENT (field "name").
     """
 
 @_typing.type_check_only
@@ -125,15 +155,45 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     "sub_queries" or "growth_threshold".
     """
     Ingest: _aio.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]  # type: ignore[assignment]
-    """Ingests documents from JSONL. A record that cannot be read is reported
-    and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
-    the payload is empty.
+    """Ingests documents from JSONL records or from files (.txt, .md, .html,
+    .pdf, .docx), into one collection. A record or file that cannot be read
+    is reported (files one by one in "files") and the rest are stored.
+    Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
+    are given (or both), "collection" when the name is not valid.
     """
     SearchEntities: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]  # type: ignore[assignment]
     """Finds library entities for a colloquial, misspelt, alias or attribute
     query: normalisation behind the safety gate, routing, graph lookup,
     attribute retrieval, weighted expansion, protected ranking. Results are
     always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+    """
+    GetDocument: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetDocumentRequest, _gateway_pb2.GetDocumentResponse]  # type: ignore[assignment]
+    """One stored document (AIP-131), without its text. "name" is
+    "collections/{collection}/documents/{id}"; "-" as the collection finds
+    the id in any collection. Errors: INVALID_ARGUMENT (field "name");
+    NOT_FOUND when no such document is stored.
+    """
+    ListDocuments: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ListDocumentsRequest, _gateway_pb2.ListDocumentsResponse]  # type: ignore[assignment]
+    """Stored documents of a collection ("collections/-": all), ordered by id,
+    a page at a time (AIP-132, AIP-158), optionally filtered (AIP-160 subset:
+    status = "现行有效" AND year >= 2020 AND law IN ("a", "b")).
+    Errors: INVALID_ARGUMENT naming "parent", "page_size", "page_token" or
+    "filter".
+    """
+    DeleteDocuments: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteDocumentsRequest, _gateway_pb2.DeleteDocumentsResponse]  # type: ignore[assignment]
+    """Deletes documents by name, or every document of the parent collection
+    matching a filter (AIP-235 batch delete, AIP-165 criteria), from every
+    store: chunks, vectors, keyword postings and the graph nodes and edges
+    only those documents support. Idempotent: names not stored are not
+    errors. Errors: INVALID_ARGUMENT naming "parent", "names" or "filter"
+    (one of names and filter is required).
+    """
+    ListCollections: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ListCollectionsRequest, _gateway_pb2.ListCollectionsResponse]  # type: ignore[assignment]
+    """Every collection with its counts (created implicitly by Ingest)."""
+    DeleteCollection: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]  # type: ignore[assignment]
+    """Deletes a collection (AIP-135) from every store: its documents as
+    DeleteDocuments, and its library entities and facts. Idempotent.
+    Errors: INVALID_ARGUMENT (field "name").
     """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -206,9 +266,11 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _gateway_pb2.IngestRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.IngestResponse, _abc.Awaitable[_gateway_pb2.IngestResponse]]:
-        """Ingests documents from JSONL. A record that cannot be read is reported
-        and the rest are stored. Errors: INVALID_ARGUMENT (field "jsonl") when
-        the payload is empty.
+        """Ingests documents from JSONL records or from files (.txt, .md, .html,
+        .pdf, .docx), into one collection. A record or file that cannot be read
+        is reported (files one by one in "files") and the rest are stored.
+        Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
+        are given (or both), "collection" when the name is not valid.
         """
 
     @_abc_1.abstractmethod
@@ -221,6 +283,64 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         query: normalisation behind the safety gate, routing, graph lookup,
         attribute retrieval, weighted expansion, protected ranking. Results are
         always library entities. Errors: INVALID_ARGUMENT naming "query" or "top_k".
+        """
+
+    @_abc_1.abstractmethod
+    def GetDocument(
+        self,
+        request: _gateway_pb2.GetDocumentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.GetDocumentResponse, _abc.Awaitable[_gateway_pb2.GetDocumentResponse]]:
+        """One stored document (AIP-131), without its text. "name" is
+        "collections/{collection}/documents/{id}"; "-" as the collection finds
+        the id in any collection. Errors: INVALID_ARGUMENT (field "name");
+        NOT_FOUND when no such document is stored.
+        """
+
+    @_abc_1.abstractmethod
+    def ListDocuments(
+        self,
+        request: _gateway_pb2.ListDocumentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.ListDocumentsResponse, _abc.Awaitable[_gateway_pb2.ListDocumentsResponse]]:
+        """Stored documents of a collection ("collections/-": all), ordered by id,
+        a page at a time (AIP-132, AIP-158), optionally filtered (AIP-160 subset:
+        status = "现行有效" AND year >= 2020 AND law IN ("a", "b")).
+        Errors: INVALID_ARGUMENT naming "parent", "page_size", "page_token" or
+        "filter".
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteDocuments(
+        self,
+        request: _gateway_pb2.DeleteDocumentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeleteDocumentsResponse, _abc.Awaitable[_gateway_pb2.DeleteDocumentsResponse]]:
+        """Deletes documents by name, or every document of the parent collection
+        matching a filter (AIP-235 batch delete, AIP-165 criteria), from every
+        store: chunks, vectors, keyword postings and the graph nodes and edges
+        only those documents support. Idempotent: names not stored are not
+        errors. Errors: INVALID_ARGUMENT naming "parent", "names" or "filter"
+        (one of names and filter is required).
+        """
+
+    @_abc_1.abstractmethod
+    def ListCollections(
+        self,
+        request: _gateway_pb2.ListCollectionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.ListCollectionsResponse, _abc.Awaitable[_gateway_pb2.ListCollectionsResponse]]:
+        """Every collection with its counts (created implicitly by Ingest)."""
+
+    @_abc_1.abstractmethod
+    def DeleteCollection(
+        self,
+        request: _gateway_pb2.DeleteCollectionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeleteCollectionResponse, _abc.Awaitable[_gateway_pb2.DeleteCollectionResponse]]:
+        """Deletes a collection (AIP-135) from every store: its documents as
+        DeleteDocuments, and its library entities and facts. Idempotent.
+        Errors: INVALID_ARGUMENT (field "name").
         """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

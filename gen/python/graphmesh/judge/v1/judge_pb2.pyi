@@ -127,7 +127,7 @@ class JudgeRequest(_message.Message):
     TIMINGS_FIELD_NUMBER: _builtins.int
     TOTAL_TOKENS_FIELD_NUMBER: _builtins.int
     question: _builtins.str
-    """The question (1 to 2,000 characters by default; not only whitespace)."""
+    """The question (1 to 10,000 characters by default; not only whitespace)."""
     answer: _builtins.str
     """The answer to score, with [n] citation marks referring to "contexts"
     (empty for retrieval-only scoring: answer metrics are then not computed).

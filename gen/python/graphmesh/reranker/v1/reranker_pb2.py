@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/reranker/v1/reranker.proto\x12\x15graphmesh.reranker.v1\"#\n\x07Passage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"P\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x08passages\x18\x02 \x03(\x0b\x32\x1e.graphmesh.reranker.v1.Passage\")\n\x0cPassageScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"d\n\x0eRerankResponse\x12\x33\n\x06scores\x18\x01 \x03(\x0b\x32#.graphmesh.reranker.v1.PassageScore\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t2h\n\x0fRerankerService\x12U\n\x06Rerank\x12$.graphmesh.reranker.v1.RerankRequest\x1a%.graphmesh.reranker.v1.RerankResponseB\x1c\n\x18io.graphmesh.reranker.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/reranker/v1/reranker.proto\x12\x15graphmesh.reranker.v1\"#\n\x07Passage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"P\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x08passages\x18\x02 \x03(\x0b\x32\x1e.graphmesh.reranker.v1.Passage\")\n\x0cPassageScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\x90\x01\n\x0eRerankResponse\x12\x33\n\x06scores\x18\x01 \x03(\x0b\x32#.graphmesh.reranker.v1.PassageScore\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x0e\n\x06scorer\x18\x04 \x01(\t\x12\x1a\n\x12truncated_passages\x18\x05 \x01(\x05\x32h\n\x0fRerankerService\x12U\n\x06Rerank\x12$.graphmesh.reranker.v1.RerankRequest\x1a%.graphmesh.reranker.v1.RerankResponseB\x1c\n\x18io.graphmesh.reranker.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RERANKREQUEST']._serialized_end=180
   _globals['_PASSAGESCORE']._serialized_start=182
   _globals['_PASSAGESCORE']._serialized_end=223
-  _globals['_RERANKRESPONSE']._serialized_start=225
-  _globals['_RERANKRESPONSE']._serialized_end=325
-  _globals['_RERANKERSERVICE']._serialized_start=327
-  _globals['_RERANKERSERVICE']._serialized_end=431
+  _globals['_RERANKRESPONSE']._serialized_start=226
+  _globals['_RERANKRESPONSE']._serialized_end=370
+  _globals['_RERANKERSERVICE']._serialized_start=372
+  _globals['_RERANKERSERVICE']._serialized_end=476
 # @@protoc_insertion_point(module_scope)

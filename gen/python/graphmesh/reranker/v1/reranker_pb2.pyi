@@ -29,7 +29,10 @@ class Passage(_message.Message):
     id: _builtins.str
     """Caller's id, echoed back."""
     text: _builtins.str
-    """Passage text (characters; long texts are cut to the model's window)."""
+    """Passage text: by convention its heading line, a newline, then the body.
+    A passage longer than the scorer's window is cut to its heading line plus
+    the head of its body, and counted in RerankResponse.truncated_passages.
+    """
     def __init__(
         self,
         *,
@@ -83,7 +86,9 @@ class PassageScore(_message.Message):
     id: _builtins.str
     """The passage id."""
     score: _builtins.float
-    """Model score (higher is more relevant; scale depends on the model)."""
+    """Relevance in [0, 1], higher is more relevant. cross-encoder: the model's
+    sigmoid output; bi-encoder: (cosine + 1) / 2; llm: probability of "yes".
+    """
     def __init__(
         self,
         *,
@@ -107,10 +112,18 @@ class RerankResponse(_message.Message):
     SCORES_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     DEVICE_FIELD_NUMBER: _builtins.int
+    SCORER_FIELD_NUMBER: _builtins.int
+    TRUNCATED_PASSAGES_FIELD_NUMBER: _builtins.int
     model: _builtins.str
     """Name of the model."""
     device: _builtins.str
-    """Device the model ran on ("cpu", "cuda:0")."""
+    """Device the model ran on ("cpu", "cuda:0"; "remote" for scorers that call
+    another service).
+    """
+    scorer: _builtins.str
+    """Scorer that produced the scores: "cross-encoder", "bi-encoder" or "llm"."""
+    truncated_passages: _builtins.int
+    """How many of this request's passages were cut to fit the scorer's window."""
     @_builtins.property
     def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___PassageScore]:
         """One score per passage, best first."""
@@ -121,10 +134,12 @@ class RerankResponse(_message.Message):
         scores: _abc.Iterable[Global___PassageScore] | None = ...,
         model: _builtins.str = ...,
         device: _builtins.str = ...,
+        scorer: _builtins.str = ...,
+        truncated_passages: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["device", b"device", "model", b"model", "scores", b"scores"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["device", b"device", "model", b"model", "scorer", b"scorer", "scores", b"scores", "truncated_passages", b"truncated_passages"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -26,8 +26,9 @@ if _version_not_supported:
 
 
 class RerankerServiceStub:
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     def __init__(self, channel):
@@ -44,14 +45,17 @@ class RerankerServiceStub:
 
 
 class RerankerServiceServicer:
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     def Rerank(self, request, context):
         """Scores every passage against the query. Errors: INVALID_ARGUMENT when
-        "query" is empty or "passages" has more than the configured maximum;
-        FAILED_PRECONDITION when no model is configured.
+        "query" is empty or "passages" is empty or has more than the configured
+        maximum (field "passages"); FAILED_PRECONDITION when no model is
+        configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
+        later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -74,8 +78,9 @@ def add_RerankerServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class RerankerService:
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     @staticmethod

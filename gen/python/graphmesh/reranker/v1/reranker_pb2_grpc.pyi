@@ -27,8 +27,9 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class RerankerServiceStub:
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     @_typing.overload
@@ -37,26 +38,32 @@ class RerankerServiceStub:
     def __new__(cls, channel: _aio.Channel) -> RerankerServiceAsyncStub: ...
     Rerank: _grpc.UnaryUnaryMultiCallable[_reranker_pb2.RerankRequest, _reranker_pb2.RerankResponse]
     """Scores every passage against the query. Errors: INVALID_ARGUMENT when
-    "query" is empty or "passages" has more than the configured maximum;
-    FAILED_PRECONDITION when no model is configured.
+    "query" is empty or "passages" is empty or has more than the configured
+    maximum (field "passages"); FAILED_PRECONDITION when no model is
+    configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
+    later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
     """
 
 @_typing.type_check_only
 class RerankerServiceAsyncStub(RerankerServiceStub):
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Rerank: _aio.UnaryUnaryMultiCallable[_reranker_pb2.RerankRequest, _reranker_pb2.RerankResponse]  # type: ignore[assignment]
     """Scores every passage against the query. Errors: INVALID_ARGUMENT when
-    "query" is empty or "passages" has more than the configured maximum;
-    FAILED_PRECONDITION when no model is configured.
+    "query" is empty or "passages" is empty or has more than the configured
+    maximum (field "passages"); FAILED_PRECONDITION when no model is
+    configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
+    later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
     """
 
 class RerankerServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Scores (query, passage) pairs with a cross-encoder. Knows nothing of sources
-    or quotas.
+    """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
+    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
+    into batches under a token budget. Knows nothing of sources or quotas.
     """
 
     @_abc_1.abstractmethod
@@ -66,8 +73,10 @@ class RerankerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_reranker_pb2.RerankResponse, _abc.Awaitable[_reranker_pb2.RerankResponse]]:
         """Scores every passage against the query. Errors: INVALID_ARGUMENT when
-        "query" is empty or "passages" has more than the configured maximum;
-        FAILED_PRECONDITION when no model is configured.
+        "query" is empty or "passages" is empty or has more than the configured
+        maximum (field "passages"); FAILED_PRECONDITION when no model is
+        configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
+        later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
         """
 
 def add_RerankerServiceServicer_to_server(servicer: RerankerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -61,6 +61,8 @@ class RelatedRequest(_message.Message):
     SEEDS_FIELD_NUMBER: _builtins.int
     TOP_K_FIELD_NUMBER: _builtins.int
     DISABLED_CHANNELS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -77,6 +79,16 @@ class RelatedRequest(_message.Message):
     def disabled_channels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Channels not to run (as RetrieveRequest.disabled_channels)."""
 
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty (as RetrieveRequest)."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata, all of which must hold; a related
+        candidate outside them is not returned.
+        """
+
     def __init__(
         self,
         *,
@@ -85,10 +97,12 @@ class RelatedRequest(_message.Message):
         seeds: _abc.Iterable[Global___Seed] | None = ...,
         top_k: _builtins.int = ...,
         disabled_channels: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["disabled_channels", b"disabled_channels", "keywords", b"keywords", "query", b"query", "seeds", b"seeds", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "keywords", b"keywords", "query", b"query", "seeds", b"seeds", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -106,6 +120,8 @@ class RetrieveRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _builtins.int
     HYDE_EMBEDDING_FIELD_NUMBER: _builtins.int
     DISABLED_CHANNELS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -131,6 +147,16 @@ class RetrieveRequest(_message.Message):
         ignored.
         """
 
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata, all of which must hold; applied inside
+        each channel's query, before its top_k.
+        """
+
     def __init__(
         self,
         *,
@@ -140,10 +166,12 @@ class RetrieveRequest(_message.Message):
         top_k: _builtins.int = ...,
         hyde_embedding: _abc.Iterable[_builtins.float] | None = ...,
         disabled_channels: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["disabled_channels", b"disabled_channels", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -311,6 +339,9 @@ class IngestEntitiesRequest(_message.Message):
 
     ENTITIES_FIELD_NUMBER: _builtins.int
     SURFACE_EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection the entities belong to; "default" when empty."""
     @_builtins.property
     def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
         """Entities to merge by name (at most 10,000 per call)."""
@@ -327,10 +358,11 @@ class IngestEntitiesRequest(_message.Message):
         *,
         entities: _abc.Iterable[_entity_pb2.Entity] | None = ...,
         surface_embeddings: _abc.Iterable[Global___EntitySurfaceEmbeddings] | None = ...,
+        collection: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "surface_embeddings", b"surface_embeddings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "entities", b"entities", "surface_embeddings", b"surface_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -427,6 +459,9 @@ class IngestTriplesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TRIPLES_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection of the facts (and of their subject entities); "default" when empty."""
     @_builtins.property
     def triples(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Triple]:
         """Triples to merge (at most 50,000 per call)."""
@@ -435,10 +470,11 @@ class IngestTriplesRequest(_message.Message):
         self,
         *,
         triples: _abc.Iterable[_entity_pb2.Triple] | None = ...,
+        collection: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["triples", b"triples"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "triples", b"triples"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -486,6 +522,7 @@ class RetrieveEntitiesRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _builtins.int
     QUERY_EMBEDDING_FIELD_NUMBER: _builtins.int
     KEYWORDS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query as the user wrote it (after whitespace normalisation)."""
     attribute_label: _builtins.str
@@ -516,6 +553,10 @@ class RetrieveEntitiesRequest(_message.Message):
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Keywords for the keyword channel."""
 
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty."""
+
     def __init__(
         self,
         *,
@@ -527,10 +568,11 @@ class RetrieveEntitiesRequest(_message.Message):
         top_k: _builtins.int = ...,
         query_embedding: _abc.Iterable[_builtins.float] | None = ...,
         keywords: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_label", b"attribute_label", "attribute_values", b"attribute_values", "categories", b"categories", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "resolved_names", b"resolved_names", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attribute_label", b"attribute_label", "attribute_values", b"attribute_values", "categories", b"categories", "collections", b"collections", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "resolved_names", b"resolved_names", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -582,6 +624,7 @@ class SuggestExpansionsRequest(_message.Message):
 
     KEYWORDS_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
     """Most expansion terms wanted; 0 means 15 (the reference cap)."""
     @_builtins.property
@@ -590,15 +633,20 @@ class SuggestExpansionsRequest(_message.Message):
         characters are used).
         """
 
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections the terms come from; ["default"] when empty."""
+
     def __init__(
         self,
         *,
         keywords: _abc.Iterable[_builtins.str] | None = ...,
         limit: _builtins.int = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["keywords", b"keywords", "limit", b"limit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "keywords", b"keywords", "limit", b"limit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -747,3 +795,230 @@ class GetEntityLibraryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetEntityLibraryResponse: _TypeAlias = GetEntityLibraryResponse  # noqa: Y015
+
+@_typing.final
+class ListDocumentsRequest(_message.Message):
+    """Request for ListDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    AFTER_ID_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """Most documents returned (1 to 1,000; 100 when 0)."""
+    after_id: _builtins.str
+    """Only documents whose id sorts after this one (the last id of the previous page)."""
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Documents by id (at most 1,000); with collections or filters, only
+        those of the ids that are in scope.
+        """
+
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections listed; every collection when empty."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata, all of which must hold."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
+        page_size: _builtins.int = ...,
+        after_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_id", b"after_id", "collections", b"collections", "filters", b"filters", "ids", b"ids", "page_size", b"page_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDocumentsRequest: _TypeAlias = ListDocumentsRequest  # noqa: Y015
+
+@_typing.final
+class ListDocumentsResponse(_message.Message):
+    """Response for ListDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def documents(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StoredDocument]:
+        """Documents, ordered by id."""
+
+    def __init__(
+        self,
+        *,
+        documents: _abc.Iterable[_types_pb2.StoredDocument] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["documents", b"documents"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDocumentsResponse: _TypeAlias = ListDocumentsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteDocumentsRequest(_message.Message):
+    """Request for DeleteDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Documents to delete by id (at most 10,000); with collections or
+        filters, only those of the ids that are in scope.
+        """
+
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Delete the documents of these collections (every collection when
+        empty and ids are given) ...
+        """
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """... that matches all these conditions (every document when empty)."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "filters", b"filters", "ids", b"ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteDocumentsRequest: _TypeAlias = DeleteDocumentsRequest  # noqa: Y015
+
+@_typing.final
+class DeleteDocumentsResponse(_message.Message):
+    """Response for DeleteDocuments."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    DOCUMENT_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deleted(self) -> _types_pb2.DeletionCounts:
+        """What was removed."""
+
+    @_builtins.property
+    def document_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids of the documents removed, sorted."""
+
+    def __init__(
+        self,
+        *,
+        deleted: _types_pb2.DeletionCounts | None = ...,
+        document_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted", "document_ids", b"document_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteDocumentsResponse: _TypeAlias = DeleteDocumentsResponse  # noqa: Y015
+
+@_typing.final
+class ListCollectionsRequest(_message.Message):
+    """Request for ListCollections."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCollectionsRequest: _TypeAlias = ListCollectionsRequest  # noqa: Y015
+
+@_typing.final
+class ListCollectionsResponse(_message.Message):
+    """Response for ListCollections."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.CollectionInfo]:
+        """Collections, ordered by name."""
+
+    def __init__(
+        self,
+        *,
+        collections: _abc.Iterable[_types_pb2.CollectionInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCollectionsResponse: _TypeAlias = ListCollectionsResponse  # noqa: Y015
+
+@_typing.final
+class DeleteCollectionRequest(_message.Message):
+    """Request for DeleteCollection."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Collection name."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCollectionRequest: _TypeAlias = DeleteCollectionRequest  # noqa: Y015
+
+@_typing.final
+class DeleteCollectionResponse(_message.Message):
+    """Response for DeleteCollection."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deleted(self) -> _types_pb2.DeletionCounts:
+        """What was removed."""
+
+    def __init__(
+        self,
+        *,
+        deleted: _types_pb2.DeletionCounts | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCollectionResponse: _TypeAlias = DeleteCollectionResponse  # noqa: Y015

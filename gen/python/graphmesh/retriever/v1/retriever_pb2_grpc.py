@@ -76,6 +76,26 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.FromString,
                 _registered_method=True)
+        self.ListDocuments = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/ListDocuments',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsResponse.FromString,
+                _registered_method=True)
+        self.DeleteDocuments = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/DeleteDocuments',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsResponse.FromString,
+                _registered_method=True)
+        self.ListCollections = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/ListCollections',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsResponse.FromString,
+                _registered_method=True)
+        self.DeleteCollection = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/DeleteCollection',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.FromString,
+                _registered_method=True)
         self.Related = channel.unary_unary(
                 '/graphmesh.retriever.v1.RetrieverService/Related',
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
@@ -163,6 +183,41 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDocuments(self, request, context):
+        """Stored documents ordered by id: the given ids, or those of the given
+        collections matching the filters, one page at a time. Errors:
+        INVALID_ARGUMENT naming "page_size", "collections" or "filters".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDocuments(self, request, context):
+        """Deletes documents by id, or every document of the given collections
+        matching the filters, with their chunks and everything only they
+        support (vectors, postings, graph nodes and edges); one transaction per
+        store. Idempotent: unknown ids are not errors. Errors: INVALID_ARGUMENT
+        when neither ids nor collections are given.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCollections(self, request, context):
+        """Every collection the store holds, with its counts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCollection(self, request, context):
+        """Deletes a collection: its documents as DeleteDocuments, and its library
+        entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Related(self, request, context):
         """Second-stage retrieval seeded by first-stage hits: candidates related to
         the seed documents in the retriever's own store (the graph retriever:
@@ -221,6 +276,26 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.GetEntityLibrary,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.SerializeToString,
+            ),
+            'ListDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocuments,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsResponse.SerializeToString,
+            ),
+            'DeleteDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDocuments,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsResponse.SerializeToString,
+            ),
+            'ListCollections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCollections,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsResponse.SerializeToString,
+            ),
+            'DeleteCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCollection,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.SerializeToString,
             ),
             'Related': grpc.unary_unary_rpc_method_handler(
                     servicer.Related,
@@ -446,6 +521,114 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/GetEntityLibrary',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.GetEntityLibraryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/ListDocuments',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/DeleteDocuments',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCollections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/ListCollections',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ListCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/DeleteCollection',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -78,6 +78,24 @@ class RetrieverServiceStub:
     Errors: UNIMPLEMENTED on a retriever that holds no entity library
     (retriever_pg); UNAVAILABLE when its store is down.
     """
+    ListDocuments: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.ListDocumentsRequest, _retriever_pb2.ListDocumentsResponse]
+    """Stored documents ordered by id: the given ids, or those of the given
+    collections matching the filters, one page at a time. Errors:
+    INVALID_ARGUMENT naming "page_size", "collections" or "filters".
+    """
+    DeleteDocuments: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.DeleteDocumentsRequest, _retriever_pb2.DeleteDocumentsResponse]
+    """Deletes documents by id, or every document of the given collections
+    matching the filters, with their chunks and everything only they
+    support (vectors, postings, graph nodes and edges); one transaction per
+    store. Idempotent: unknown ids are not errors. Errors: INVALID_ARGUMENT
+    when neither ids nor collections are given.
+    """
+    ListCollections: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.ListCollectionsRequest, _retriever_pb2.ListCollectionsResponse]
+    """Every collection the store holds, with its counts."""
+    DeleteCollection: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.DeleteCollectionRequest, _retriever_pb2.DeleteCollectionResponse]
+    """Deletes a collection: its documents as DeleteDocuments, and its library
+    entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
+    """
     Related: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]
     """Second-stage retrieval seeded by first-stage hits: candidates related to
     the seed documents in the retriever's own store (the graph retriever:
@@ -140,6 +158,24 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     true, so a reader can poll cheaply and rebuild only on change.
     Errors: UNIMPLEMENTED on a retriever that holds no entity library
     (retriever_pg); UNAVAILABLE when its store is down.
+    """
+    ListDocuments: _aio.UnaryUnaryMultiCallable[_retriever_pb2.ListDocumentsRequest, _retriever_pb2.ListDocumentsResponse]  # type: ignore[assignment]
+    """Stored documents ordered by id: the given ids, or those of the given
+    collections matching the filters, one page at a time. Errors:
+    INVALID_ARGUMENT naming "page_size", "collections" or "filters".
+    """
+    DeleteDocuments: _aio.UnaryUnaryMultiCallable[_retriever_pb2.DeleteDocumentsRequest, _retriever_pb2.DeleteDocumentsResponse]  # type: ignore[assignment]
+    """Deletes documents by id, or every document of the given collections
+    matching the filters, with their chunks and everything only they
+    support (vectors, postings, graph nodes and edges); one transaction per
+    store. Idempotent: unknown ids are not errors. Errors: INVALID_ARGUMENT
+    when neither ids nor collections are given.
+    """
+    ListCollections: _aio.UnaryUnaryMultiCallable[_retriever_pb2.ListCollectionsRequest, _retriever_pb2.ListCollectionsResponse]  # type: ignore[assignment]
+    """Every collection the store holds, with its counts."""
+    DeleteCollection: _aio.UnaryUnaryMultiCallable[_retriever_pb2.DeleteCollectionRequest, _retriever_pb2.DeleteCollectionResponse]  # type: ignore[assignment]
+    """Deletes a collection: its documents as DeleteDocuments, and its library
+    entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
     """
     Related: _aio.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]  # type: ignore[assignment]
     """Second-stage retrieval seeded by first-stage hits: candidates related to
@@ -248,6 +284,48 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
         true, so a reader can poll cheaply and rebuild only on change.
         Errors: UNIMPLEMENTED on a retriever that holds no entity library
         (retriever_pg); UNAVAILABLE when its store is down.
+        """
+
+    @_abc_1.abstractmethod
+    def ListDocuments(
+        self,
+        request: _retriever_pb2.ListDocumentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.ListDocumentsResponse, _abc.Awaitable[_retriever_pb2.ListDocumentsResponse]]:
+        """Stored documents ordered by id: the given ids, or those of the given
+        collections matching the filters, one page at a time. Errors:
+        INVALID_ARGUMENT naming "page_size", "collections" or "filters".
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteDocuments(
+        self,
+        request: _retriever_pb2.DeleteDocumentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.DeleteDocumentsResponse, _abc.Awaitable[_retriever_pb2.DeleteDocumentsResponse]]:
+        """Deletes documents by id, or every document of the given collections
+        matching the filters, with their chunks and everything only they
+        support (vectors, postings, graph nodes and edges); one transaction per
+        store. Idempotent: unknown ids are not errors. Errors: INVALID_ARGUMENT
+        when neither ids nor collections are given.
+        """
+
+    @_abc_1.abstractmethod
+    def ListCollections(
+        self,
+        request: _retriever_pb2.ListCollectionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.ListCollectionsResponse, _abc.Awaitable[_retriever_pb2.ListCollectionsResponse]]:
+        """Every collection the store holds, with its counts."""
+
+    @_abc_1.abstractmethod
+    def DeleteCollection(
+        self,
+        request: _retriever_pb2.DeleteCollectionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.DeleteCollectionResponse, _abc.Awaitable[_retriever_pb2.DeleteCollectionResponse]]:
+        """Deletes a collection: its documents as DeleteDocuments, and its library
+        entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
         """
 
     @_abc_1.abstractmethod

@@ -1,0 +1,232 @@
+"""``graphmesh ingest files``, ``graphmesh documents`` and ``graphmesh
+collections``: files in, and the document lifecycle, over the gateway at
+GRAPHMESH_GATEWAY_ADDR.
+
+  graphmesh ingest files PATH... [--collection C] [--id-prefix P] [--meta k=v]
+      files, folders (recursive) and globs ("docs/**/*.pdf"); .txt .md .html
+      .pdf .docx go to Ingest as files (a call per 16 MiB or 64 files),
+      .jsonl/.jsonl.gz as JSONL records; a progress bar; one line per file:
+      stored / unchanged / failed (with the reason).
+  graphmesh documents list [--collection C] [--filter F] [--page-size N] [--all] [--json]
+  graphmesh documents get ID [--collection C] [--json]
+  graphmesh documents delete [ID...] [--collection C] [--filter F]
+  graphmesh collections list [--json] | delete NAME
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from pathlib import Path
+
+import grpc
+from google.protobuf import json_format
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.cli.client import _report_rpc_error, cmd_ingest, gateway_address
+
+BATCH_BYTES = 16 * 1024 * 1024
+BATCH_FILES = 64
+FILE_SUFFIXES = (".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
+_STATUS = {gateway_pb2.FILE_STATUS_STORED: "stored", gateway_pb2.FILE_STATUS_UNCHANGED: "unchanged",
+           gateway_pb2.FILE_STATUS_FAILED: "failed"}
+
+
+def _stub(ch: grpc.Channel) -> gateway_pb2_grpc.GatewayServiceStub:
+    return gateway_pb2_grpc.GatewayServiceStub(ch)
+
+
+def _channel() -> grpc.Channel:
+    return grpc.insecure_channel(gateway_address(), options=[("grpc.max_send_message_length", 64 << 20),
+                                                              ("grpc.max_receive_message_length", 64 << 20)])
+
+
+def _error(err: grpc.RpcError) -> int:
+    return _report_rpc_error(err)
+
+
+def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path, str]], list[str]]:
+    """(file, document id) of every supported file the arguments name, in
+    order, each once, and the arguments that name nothing. A folder is read
+    recursively (its files' ids are "<folder name>/<relative path>"); a glob
+    is expanded (** recursive); a file's id is its path relative to the
+    current directory (its name when outside it). ``id_prefix`` is put
+    before every id."""
+    found: dict[Path, str] = {}
+    missing = []
+
+    def own_id(path: Path) -> str:
+        rel = os.path.relpath(path)
+        return Path(rel).as_posix() if not rel.startswith("..") else path.name
+
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                if _supported(file):
+                    found.setdefault(file, (Path(path.resolve().name) / file.relative_to(path)).as_posix())
+        elif path.is_file():
+            found.setdefault(path, own_id(path))
+        else:
+            matches = sorted(Path(m) for m in glob.glob(arg, recursive=True) if Path(m).is_file() and _supported(Path(m)))
+            if not matches:
+                missing.append(arg)
+            for file in matches:
+                found.setdefault(file, own_id(file))
+    return [(f, id_prefix + i) for f, i in found.items()], missing
+
+
+def _supported(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(FILE_SUFFIXES) or name.endswith(JSONL_SUFFIXES)
+
+
+def cmd_ingest_files(args: argparse.Namespace) -> int:
+    """Ingests files into one collection; prints one line per file and the
+    totals as JSON; exit 1 when a file failed, 2 on a usage or RPC error."""
+    from tqdm import tqdm
+
+    files, missing = expand_paths(args.paths, args.id_prefix or "")
+    for arg in missing:
+        print(f"error: no supported file at {arg}", file=sys.stderr)
+    if missing and not files:
+        return 2
+    try:
+        metadata = dict(kv.split("=", 1) for kv in args.meta or [])
+    except ValueError:
+        print("error: --meta takes key=value", file=sys.stderr)
+        return 2
+    totals = {"files": len(files), "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0}
+    jsonl = [f for f in files if f[0].name.lower().endswith(JSONL_SUFFIXES)]
+    documents = [f for f in files if f not in jsonl]
+    lines: list[str] = []
+    with _channel() as ch, tqdm(total=sum(f.stat().st_size for f, _ in documents), unit="B", unit_scale=True,
+                                desc="ingest files", file=sys.stderr) as bar:
+        stub = _stub(ch)
+        batch: list[gateway_pb2.IngestFile] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal batch, size
+            if not batch:
+                return
+            reply = stub.Ingest(gateway_pb2.IngestRequest(files=batch, collection=args.collection or ""), timeout=3600)
+            for outcome in reply.files:
+                status = _STATUS.get(outcome.status, "failed")
+                totals[status] += 1
+                detail = f": {outcome.reason}" if outcome.reason else (f" ({outcome.chunks} chunks)" if outcome.chunks else "")
+                lines.append(f"{status:9s} {outcome.name}{detail}")
+                bar.write(lines[-1], file=sys.stderr)
+            totals["chunks"] += reply.chunks
+            bar.update(size)
+            batch, size = [], 0
+
+        try:
+            for path, doc_id in documents:
+                data = path.read_bytes()
+                if batch and (size + len(data) > BATCH_BYTES or len(batch) >= BATCH_FILES):
+                    flush()
+                batch.append(gateway_pb2.IngestFile(name=doc_id, content=data, document_id=doc_id, metadata=metadata))
+                size += len(data)
+            flush()
+        except grpc.RpcError as err:
+            return _error(err)
+    for path, _ in jsonl:
+        code = cmd_ingest(argparse.Namespace(kind="documents", file=str(path), batch=0, collection=args.collection))
+        totals["failed" if code else "stored"] += 1
+    print(json.dumps(totals, ensure_ascii=False))
+    return 1 if totals["failed"] else 0
+
+
+def _parent(args: argparse.Namespace) -> str:
+    return f"collections/{args.collection or '-'}"
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    """documents list | get | delete."""
+    try:
+        with _channel() as ch:
+            stub = _stub(ch)
+            if args.action == "get":
+                if len(args.ids) != 1:
+                    print("error: documents get takes one ID", file=sys.stderr)
+                    return 2
+                doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}"),
+                                       timeout=60).document
+                print(json_format.MessageToJson(doc, ensure_ascii=False) if args.json else _describe(doc, full=True))
+                return 0
+            if args.action == "delete":
+                if not args.ids and not args.filter:
+                    print("error: documents delete takes IDs or --filter", file=sys.stderr)
+                    return 2
+                reply = stub.DeleteDocuments(gateway_pb2.DeleteDocumentsRequest(
+                    parent=_parent(args), names=[f"{_parent(args)}/documents/{i}" for i in args.ids], filter=args.filter or ""),
+                    timeout=600)
+                print(json_format.MessageToJson(reply, ensure_ascii=False, indent=None) if args.json else
+                      f"deleted {reply.deleted_documents} documents: {', '.join(reply.document_ids) or '-'}\n" +
+                      "\n".join(f"  {store}: {json_format.MessageToJson(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
+                return 0
+            token, shown = "", 0
+            while True:
+                reply = stub.ListDocuments(gateway_pb2.ListDocumentsRequest(
+                    parent=_parent(args), page_size=args.page_size, page_token=token, filter=args.filter or ""), timeout=60)
+                for doc in reply.documents:
+                    print(json_format.MessageToJson(doc, ensure_ascii=False, indent=None) if args.json else _describe(doc))
+                shown += len(reply.documents)
+                token = reply.next_page_token
+                if not token or not args.all:
+                    break
+            if token and not args.json:
+                print(f"... more: --all, or page token {token}", file=sys.stderr)
+            return 0
+    except grpc.RpcError as err:
+        return _error(err)
+
+
+def _describe(doc, full: bool = False) -> str:
+    meta = ", ".join(f"{k}={v}" for k, v in sorted(doc.metadata.items()))
+    line = f"{doc.name}  {doc.title}  chunks={doc.chunk_count}" + (f"  [{meta}]" if meta else "")
+    if full:
+        line += f"\n  source: {doc.source or '-'}\n  headings: {' / '.join(doc.heading_path)}\n  content hash: {doc.content_hash}"
+    return line
+
+
+def cmd_collections(args: argparse.Namespace) -> int:
+    """collections list | delete NAME."""
+    try:
+        with _channel() as ch:
+            stub = _stub(ch)
+            if args.action == "delete":
+                if not args.name:
+                    print("error: collections delete takes NAME", file=sys.stderr)
+                    return 2
+                reply = stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{args.name}"), timeout=600)
+                print(json_format.MessageToJson(reply, ensure_ascii=False, indent=None))
+                return 0
+            reply = stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60)
+            for c in reply.collections:
+                print(json_format.MessageToJson(c, indent=None) if args.json else
+                      f"{c.name:24s} documents={c.documents} chunks={c.chunks} entities={c.entities}")
+            return 0
+    except grpc.RpcError as err:
+        return _error(err)
+
+
+def add_parsers(sub) -> None:
+    """The documents and collections subcommands (ingest files is added by main)."""
+    docs = sub.add_parser("documents", help="list, get or delete stored documents")
+    docs.add_argument("action", choices=["list", "get", "delete"])
+    docs.add_argument("ids", nargs="*", help="document ids (get: one; delete: any)")
+    docs.add_argument("--collection", default="", help="collection (default: any)")
+    docs.add_argument("--filter", default="", help='metadata filter, e.g. \'status = "已废止"\'')
+    docs.add_argument("--page-size", type=int, default=50)
+    docs.add_argument("--all", action="store_true", help="list: every page")
+    docs.add_argument("--json", action="store_true")
+    col = sub.add_parser("collections", help="list or delete collections")
+    col.add_argument("action", choices=["list", "delete"])
+    col.add_argument("name", nargs="?")
+    col.add_argument("--json", action="store_true")
+

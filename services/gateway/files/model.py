@@ -1,0 +1,98 @@
+"""What a file parser produces: the document's title and its sections, each
+under its heading path, made of text blocks that remember their page.
+
+Parsers are pure functions ``parse(data: bytes, name: str) -> ParsedFile``
+raising ``FileParseError`` with a reason a person can act on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class FileParseError(ValueError):
+    """A file that cannot be turned into text (encrypted, scanned without a
+    text layer, corrupt); the message is the reason reported for the file."""
+
+
+@dataclass(slots=True)
+class Block:
+    """A paragraph, list item, table row group or code block.
+
+    Attributes:
+        text: its text (a table: one line per row, cells joined by " | ").
+        page: 1-based page it starts on (PDF), None for formats without pages.
+    """
+
+    text: str
+    page: int | None = None
+
+
+@dataclass(slots=True)
+class Section:
+    """Blocks under one heading path (outermost heading first; [] before the
+    first heading)."""
+
+    heading_path: list[str]
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """A parsed file.
+
+    Attributes:
+        title: the document's title (its own title, first top heading, or file name).
+        sections: in reading order; sections without text are left out.
+        media_type: the media type it was parsed as.
+        pages: number of pages (PDF), else 0.
+        metadata: what the file says about itself (e.g. "author").
+    """
+
+    title: str
+    sections: list[Section]
+    media_type: str
+    pages: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """All text in reading order, each section after its headings."""
+        parts = []
+        for section in self.sections:
+            if section.heading_path:
+                parts.append(" / ".join(section.heading_path))
+            parts.extend(b.text for b in section.blocks)
+        return "\n".join(parts)
+
+
+class SectionBuilder:
+    """Collects blocks under a heading stack: ``heading(level, text)`` opens
+    a section (closing deeper ones), ``add(text, page)`` adds a block."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+        self.sections: list[Section] = []
+        self.first_heading = ""
+
+    def heading(self, level: int, text: str) -> None:
+        """Opens a section under ``text`` at ``level`` (1 = outermost)."""
+        text = " ".join(text.split())
+        if not text:
+            return
+        self.first_heading = self.first_heading or text
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        self._stack.append((level, text))
+        self.sections.append(Section([t for _, t in self._stack]))
+
+    def add(self, text: str, page: int | None = None) -> None:
+        """Adds a block of ``text`` (blank text is dropped) to the open section."""
+        text = text.strip()
+        if not text:
+            return
+        if not self.sections:
+            self.sections.append(Section([]))
+        self.sections[-1].blocks.append(Block(text, page))
+
+    def build(self) -> list[Section]:
+        """The sections that hold text."""
+        return [s for s in self.sections if s.blocks]

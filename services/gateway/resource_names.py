@@ -1,0 +1,102 @@
+"""Resource names and page tokens of the document lifecycle RPCs (AIP-122,
+AIP-131/132/135, AIP-158).
+
+- collection: ``collections/{collection}``; ``collections/-`` stands for
+  every collection where a parent may (AIP-159).
+- document: ``collections/{collection}/documents/{id}``; the id is the rest
+  of the name and may itself contain "/" (a file's relative path).
+- page token: URL-safe base64 of {"after": last id, "q": fingerprint of the
+  parent and filter}; a token used with another parent or filter is refused.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+
+from services.common.errors import InvalidArgument
+from services.common.filters import validate_collection
+
+WILDCARD = "-"
+_COLLECTIONS = "collections/"
+_DOCUMENTS = "/documents/"
+
+
+def parse_parent(parent: str, field: str = "parent") -> list[str] | None:
+    """The collections a parent names: [name], or None for "collections/-".
+
+    Raises:
+        InvalidArgument: not "collections/{collection}".
+    """
+    if not parent.startswith(_COLLECTIONS) or "/" in parent[len(_COLLECTIONS):]:
+        raise InvalidArgument(field, f"must be collections/{{collection}} or collections/-, got {parent!r}")
+    name = parent[len(_COLLECTIONS):]
+    if name == WILDCARD:
+        return None
+    if not name:
+        raise InvalidArgument(field, "names no collection")
+    return [validate_collection(name, field)]
+
+
+def parse_collection_name(name: str, field: str = "name") -> str:
+    """The collection of "collections/{collection}" (no wildcard).
+
+    Raises:
+        InvalidArgument: not a collection name.
+    """
+    collections = parse_parent(name, field)
+    if collections is None:
+        raise InvalidArgument(field, "must name one collection, not collections/-")
+    return collections[0]
+
+
+def parse_document_name(name: str, field: str = "name") -> tuple[str | None, str]:
+    """(collection or None for "-", document id) of a document name.
+
+    Raises:
+        InvalidArgument: not "collections/{collection}/documents/{id}".
+    """
+    if not name.startswith(_COLLECTIONS) or _DOCUMENTS not in name:
+        raise InvalidArgument(field, f"must be collections/{{collection}}/documents/{{id}}, got {name!r}")
+    collection, doc_id = name[len(_COLLECTIONS):].split(_DOCUMENTS, 1)
+    if not doc_id or "\x00" in doc_id:
+        raise InvalidArgument(field, "names no document id")
+    if collection == WILDCARD:
+        return None, doc_id
+    if not collection:
+        raise InvalidArgument(field, "names no collection (use - for any)")
+    return validate_collection(collection, field), doc_id
+
+
+def document_name(collection: str, doc_id: str) -> str:
+    """The resource name of a stored document."""
+    return f"{_COLLECTIONS}{collection}{_DOCUMENTS}{doc_id}"
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def encode_page_token(after_id: str, *context: str) -> str:
+    """The token of the page after ``after_id`` under ``context`` (parent, filter)."""
+    raw = json.dumps({"after": after_id, "q": _fingerprint(*context)}, ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def decode_page_token(token: str, *context: str, field: str = "page_token") -> str:
+    """The id a page token continues after ("" for no token).
+
+    Raises:
+        InvalidArgument: not a token of ours, or made for another parent or filter.
+    """
+    if not token:
+        return ""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+        after, fingerprint = data["after"], data["q"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
+        raise InvalidArgument(field, "is not a page token of this API") from None
+    if fingerprint != _fingerprint(*context) or not isinstance(after, str):
+        raise InvalidArgument(field, "was made for another parent or filter")
+    return after

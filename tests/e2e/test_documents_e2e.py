@@ -1,0 +1,218 @@
+"""Files in, collections, metadata filters and the document lifecycle end
+to end: real files of each format through the gateway's Ingest over gRPC,
+searches scoped to a collection and filtered on metadata, GetDocument /
+ListDocuments / DeleteDocuments / DeleteCollection over REST, and both
+stores checked directly after a deletion."""
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import asyncpg
+import grpc
+import pytest
+import pytest_asyncio
+from neo4j import AsyncGraphDatabase
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.filters import parse_filter, to_proto
+from tests import file_makers as mk
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+PDF = "手册/差旅办法.pdf"
+FILES = {
+    PDF: mk.pdf_bytes(1),
+    "手册/差旅办法.docx": mk.docx_bytes(),
+    "手册/制度.txt": mk.text_gb18030(),
+    "手册/说明.md": mk.markdown_text().encode(),
+    "手册/页面.html": mk.html_text().encode(),
+    "手册/加密.pdf": mk.encrypted_pdf_bytes(),
+}
+OPS_TEXT = f"# 运维值班手册\n\n## 住宿\n\n{mk.PARAGRAPH_3}\n\n夜间值班人员的住宿由运维部统一安排。\n"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def stub(mesh):
+    channel = grpc.aio.insecure_channel(mesh.gateway, options=[("grpc.max_send_message_length", 64 << 20)])
+    yield gateway_pb2_grpc.GatewayServiceStub(channel)
+    await channel.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def ingested(stub):
+    files = [gateway_pb2.IngestFile(name=n, content=c) for n, c in FILES.items()]
+    hr = await stub.Ingest(gateway_pb2.IngestRequest(files=files, collection="hr"), timeout=600)
+    ops = await stub.Ingest(gateway_pb2.IngestRequest(
+        files=[gateway_pb2.IngestFile(name="运维/值班.md", content=OPS_TEXT.encode())], collection="ops"), timeout=600)
+    records = [{"id": f"old-{i}", "law": "大气污染防治法", "chapter": "第七章 法律责任", "article": f"第{i}条", "status": "已废止",
+                "text": f"违反本法规定超标排放大气污染物的，责令改正，处以罚款；超标排放情节严重的，责令停业。旧{i}"} for i in range(12)]
+    records += [{"id": f"new-{i}", "law": "大气污染防治法", "chapter": "第七章 法律责任", "article": f"第{i}条之一",
+                 "status": "现行有效", "text": f"超标排放的，处以罚款。新{i}"} for i in range(8)]
+    laws = await stub.Ingest(gateway_pb2.IngestRequest(
+        jsonl="\n".join(json.dumps(r, ensure_ascii=False) for r in records).encode(), collection="laws"), timeout=600)
+    return hr, ops, laws
+
+
+def _http(mesh, method: str, path: str, body: object | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+    url = mesh.rest_url + urllib.parse.quote(path, safe="/:?=&%")
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+async def http(mesh, method: str, path: str, body: object | None = None) -> tuple[int, dict]:
+    return await asyncio.to_thread(_http, mesh, method, path, body)
+
+
+async def test_every_file_reports_its_outcome_and_reingest_is_unchanged(stub, ingested):
+    hr, ops, laws = ingested
+    outcome = {f.name: (gateway_pb2.FileStatus.Name(f.status), f.reason) for f in hr.files}
+    assert outcome["手册/加密.pdf"] == ("FILE_STATUS_FAILED", "encrypted PDF: needs a password")
+    assert [n for n, (s, _) in outcome.items() if s == "FILE_STATUS_STORED"] == list(FILES)[:-1]
+    assert (hr.stored, ops.stored, laws.stored) == (5, 1, 20)
+    again = await stub.Ingest(gateway_pb2.IngestRequest(
+        files=[gateway_pb2.IngestFile(name=PDF, content=FILES[PDF])], collection="hr"), timeout=300)
+    assert [gateway_pb2.FileStatus.Name(f.status) for f in again.files] == ["FILE_STATUS_UNCHANGED"]
+
+
+async def test_collections_with_overlapping_text_return_only_their_own(stub, ingested):
+    for collections, expected in ((["hr"], {"hr"}), (["ops"], {"ops"}), (["hr", "ops"], {"hr", "ops"})):
+        reply = await stub.Search(gateway_pb2.SearchRequest(query="住宿费超出标准的部分由谁承担？", top_k=10,
+                                                            collections=collections), timeout=120)
+        assert reply.results, collections
+        assert {c.collection for c in reply.results} == expected
+    default = await stub.Search(gateway_pb2.SearchRequest(query="住宿费超出标准的部分由谁承担？", top_k=10), timeout=120)
+    assert not default.results  # nothing was ingested into "default"
+
+
+async def test_a_status_filter_returns_only_matching_documents_and_still_top_k(stub, ingested):
+    query = "超标排放大气污染物如何处罚？"
+    unfiltered = await stub.Search(gateway_pb2.SearchRequest(query=query, top_k=5, collections=["laws"]), timeout=120)
+    assert any(c.metadata["status"] == "已废止" for c in unfiltered.results)
+    filtered = await stub.Search(gateway_pb2.SearchRequest(query=query, top_k=5, collections=["laws"],
+                                                           filters=to_proto(parse_filter('status = "现行有效"'))), timeout=120)
+    assert len(filtered.results) == 5
+    assert {c.metadata["status"] for c in filtered.results} == {"现行有效"}
+    assert all(c.document_id.startswith("new-") for c in filtered.results)
+    answer = await stub.Answer(gateway_pb2.AnswerRequest(query=query, top_k=5, collections=["laws"],
+                                                         filters=to_proto(parse_filter('status = "现行有效"'))), timeout=120)
+    assert {c.document_id[:4] for c in answer.citations} <= {"new-"}
+
+
+async def test_documents_listed_and_fetched_over_rest(mesh, ingested):
+    status, body = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}")
+    assert status == 200 and body["document"]["name"] == f"collections/hr/documents/{PDF}"
+    assert body["document"]["title"] == mk.TITLE and body["document"]["chunkCount"] >= 3
+    status, first = await http(mesh, "GET", "/v1/collections/hr/documents?pageSize=2")
+    assert status == 200 and len(first["documents"]) == 2 and first["nextPageToken"]
+    status, rest = await http(mesh, "GET", f"/v1/collections/hr/documents?pageSize=10&pageToken={first['nextPageToken']}")
+    ids = [d["id"] for d in first["documents"] + rest["documents"]]
+    assert ids == sorted(n for n in FILES if n != "手册/加密.pdf") and "nextPageToken" not in rest
+    status, laws = await http(mesh, "GET", "/v1/collections/-/documents?pageSize=100&filter=" +
+                              urllib.parse.quote('status = "已废止"'))
+    assert status == 200 and sorted(d["id"] for d in laws["documents"]) == sorted(f"old-{i}" for i in range(12))
+    status, missing = await http(mesh, "GET", "/v1/collections/ops/documents/" + PDF)
+    assert status == 404 and missing["error"]["status"] == "NOT_FOUND"
+    status, bad = await http(mesh, "GET", "/v1/collections/hr/documents?filter=status%20~%201")
+    assert status == 400 and bad["error"]["details"][-1]["fieldViolations"][0]["field"] == "filter"
+    status, listed = await http(mesh, "GET", "/v1/collections")
+    counts = {c["name"]: c for c in listed["collections"]}
+    assert counts["hr"]["documents"] == 5 and counts["laws"]["documents"] == 20
+
+
+async def _stores(mesh, doc_id: str) -> dict[str, int]:
+    conn = await asyncpg.connect(mesh.pg_dsn)
+    try:
+        pg = {
+            "pg.documents": await conn.fetchval("SELECT count(*) FROM documents WHERE id = $1", doc_id),
+            "pg.chunks": await conn.fetchval("SELECT count(*) FROM chunks WHERE document_id = $1", doc_id),
+            "pg.postings": await conn.fetchval("SELECT count(*) FROM chunk_terms WHERE chunk_id LIKE $1", doc_id + "#%"),
+        }
+    finally:
+        await conn.close()
+    driver = AsyncGraphDatabase.driver(mesh.neo4j_uri, auth=None)
+    try:
+        async def one(query: str, **params) -> int:
+            return (await driver.execute_query(query, params)).records[0][0]
+        graph = {
+            "graph.documents": await one("MATCH (d:Document {id: $id}) RETURN count(d)", id=doc_id),
+            "graph.chunks": await one("MATCH (c:Chunk {document_id: $id}) RETURN count(c)", id=doc_id),
+            "graph.title_heading": await one("MATCH (h:Heading {collection: 'hr', name: $t}) RETURN count(h)", t=mk.TITLE),
+        }
+    finally:
+        await driver.close()
+    return {**pg, **graph}
+
+
+async def test_a_deleted_document_cannot_be_found_and_nothing_it_alone_supported_remains(mesh, stub, ingested):
+    # Its title heading is shared with the .docx, .md and .html of the same
+    # title; deleted together, nothing is left under it.
+    before = await _stores(mesh, PDF)
+    assert before["pg.documents"] == before["graph.documents"] == 1 and before["pg.postings"] > 0
+    queries = ["住宿标准一类城市", "出差申请单", "差旅", "城市类别分级报销住宿费"]
+    found_before = set()
+    for q in queries:
+        reply = await stub.Search(gateway_pb2.SearchRequest(query=q, top_k=20, collections=["hr"]), timeout=120)
+        found_before |= {c.document_id for c in reply.results}
+    assert PDF in found_before
+    status, body = await http(mesh, "POST", "/v1/collections/hr/documents:batchDelete",
+                              {"names": ["collections/hr/documents/手册/差旅办法.docx", "collections/hr/documents/手册/说明.md",
+                                         "collections/hr/documents/手册/页面.html", f"collections/hr/documents/{PDF}"]})
+    assert status == 200 and body["deletedDocuments"] == 4
+    assert set(body["byStore"]) == {"retriever_pg", "retriever_graph"}
+    assert body["byStore"]["retriever_pg"]["postings"] > 0 and body["byStore"]["retriever_graph"]["graphNodes"] > 3
+    for q in queries:
+        reply = await stub.Search(gateway_pb2.SearchRequest(query=q, top_k=20, collections=["hr"]), timeout=120)
+        channels = {s.channel for c in reply.results for s in c.channel_scores}
+        assert PDF not in {c.document_id for c in reply.results}, (q, channels)
+    after = await _stores(mesh, PDF)
+    assert all(v == 0 for v in after.values()), after
+    remaining = await stub.Search(gateway_pb2.SearchRequest(query="制度总则", top_k=5, collections=["hr"]), timeout=120)
+    assert {c.document_id for c in remaining.results} == {"手册/制度.txt"}  # the rest of the collection is intact
+    status, body = await http(mesh, "POST", "/v1/collections/hr/documents:batchDelete",
+                              {"names": [f"collections/hr/documents/{PDF}"]})
+    assert status == 200 and body.get("deletedDocuments", 0) == 0  # idempotent
+    status, _ = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}")
+    assert status == 404
+
+
+async def test_delete_collection_removes_its_documents_and_entities(mesh, stub, ingested):
+    entities = '{"name": "差旅补助", "category": "费用", "aliases": ["出差补贴"]}\n'.encode()
+    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=entities, kind=gateway_pb2.INGEST_KIND_ENTITIES, collection="ops"),
+                              timeout=120)
+    assert reply.stored == 1
+    found = await stub.SearchEntities(gateway_pb2.SearchEntitiesRequest(query="出差补贴", top_k=3, collections=["ops"]), timeout=60)
+    assert [e.name for e in found.entities][:1] == ["差旅补助"]
+    elsewhere = await stub.SearchEntities(gateway_pb2.SearchEntitiesRequest(query="出差补贴", top_k=3, collections=["hr"]), timeout=60)
+    assert "差旅补助" not in [e.name for e in elsewhere.entities]
+    status, body = await http(mesh, "DELETE", "/v1/collections/ops")
+    assert status == 200 and body["byStore"]["retriever_pg"]["documents"] == 1
+    assert body["byStore"]["retriever_graph"]["entities"] == 1 and body["byStore"]["retriever_pg"]["entities"] == 1
+    gone = await stub.SearchEntities(gateway_pb2.SearchEntitiesRequest(query="出差补贴", top_k=3, collections=["ops"]), timeout=60)
+    assert "差旅补助" not in [e.name for e in gone.entities]
+    reply = await stub.Search(gateway_pb2.SearchRequest(query="夜间值班人员的住宿", top_k=5, collections=["ops"]), timeout=120)
+    assert not reply.results
+    status, listed = await http(mesh, "GET", "/v1/collections")
+    assert "ops" not in {c["name"] for c in listed["collections"]}
+
+
+async def test_bad_scope_is_invalid_argument(stub):
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Search(gateway_pb2.SearchRequest(query="x", collections=["bad name"]), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "collections[0]" in err.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Search(gateway_pb2.SearchRequest(query="x", filters=[types_pb2.MetadataFilter(key="k'; --", equals="x")]),
+                          timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "filters[0].key" in err.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Ingest(gateway_pb2.IngestRequest(jsonl=b'{"id": 1, "text": "x"}', files=[gateway_pb2.IngestFile(name="a.txt")]),
+                          timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
