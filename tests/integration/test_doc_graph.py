@@ -125,3 +125,39 @@ async def test_stale_graph_version_is_relinked(graph_store):
     result = await graph_store.ingest_documents(records([a for a in ARTICLES if a[0] == "4875"]))
     assert result.stored == 1
     assert ("4875", "4873") in await edges(graph_store, "CITES")
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_document_graph_channels_keep_to_the_search_scope(graph_store):
+    """A filtered search gets no chunk outside its collections or metadata
+    conditions through graph.article or graph.cites, and a deleted document
+    leaves the lookup tables."""
+    import dataclasses
+
+    from services.common.filters import parse_filter
+    from services.common.retriever import SeedRecord
+    from services.retriever_graph.doc_channels import DocChannels
+
+    await graph_store.ingest_documents(records())
+    copy = [dataclasses.replace(r, id=f"x{r.id}", collection="other",
+                                chunks=[dataclasses.replace(c, id=f"x{c.id}", document_id=f"x{r.id}") for c in r.chunks])
+            for r in records([a for a in ARTICLES if a[0] in ("4873", "4875")])]
+    await graph_store.ingest_documents(copy)
+    docs = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
+    await docs.load()
+
+    query = "刑法第一百五十三条"
+    found = {h.document_id for h in await docs.retrieve(query, [], 10, ["graph.article"])}
+    assert found == {"4875"}  # the default collection only
+    found = {h.document_id for h in await docs.retrieve(query, [], 10, ["graph.article"], ["other"])}
+    assert found == {"x4875"}
+    assert await docs.retrieve(query, [], 10, ["graph.article"], ["default"], parse_filter('status = "现行有效"')) == []
+
+    seeds = [SeedRecord("4875", "4875#0", 1.0)]
+    cited = {h.document_id for h in await docs.related(query, [], seeds, 10, ["graph.cites"])}
+    assert {"4873", "4874"} <= cited and not any(d.startswith("x") for d in cited)
+    assert await docs.related(query, [], seeds, 10, ["graph.cites"], ["default"], parse_filter('status = "现行有效"')) == []
+
+    await graph_store.delete_documents(["4875"], None, [])
+    await docs._refresh()
+    assert await docs.retrieve(query, [], 10, ["graph.article"]) == []
