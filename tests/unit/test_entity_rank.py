@@ -100,3 +100,12 @@ def test_literal_channel_score_counts_as_fuzzy_evidence():
     with_keyword = item("荔枝核", "pg.entity_keyword", 1.0)
     assert features(plain, "大荔核", "大荔核", set())["fuzzy"] == pytest.approx(2 / 3)  # rapidfuzz ratio
     assert features(with_keyword, "大荔核", "大荔核", set())["fuzzy"] == 1.0
+
+
+def test_a_close_vector_does_not_make_an_expanded_parent_direct():
+    """e5 scores 薯类 0.93 against 马铃薯: the parent edge still names the relation."""
+    parent = EntityItem("薯类", "蔬菜", evidence=[
+        Evidence("pg.entity_vector", 0.93, "薯类", "direct"),
+        Evidence("graph.expand", 0.6, "parent:马铃薯", "parent")])
+    [ranked], _ = rank("马铃薯", [parent], with_embeddings=True)
+    assert ranked.relation == "parent"
