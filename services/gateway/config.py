@@ -11,15 +11,16 @@ from services.gateway import abstention
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
 
 
-# Measured with bench/fusion_sweep.py on the law scenario dev set (245
-# queries; docs/retrieval.md): weighted fusion of BM25, the USE vector,
-# tsvector hit counts and graph heading matches beats every single channel
-# and RRF. Channels that did not help weigh 0. pg.boost (same-document
+# Measured with bench/fusion_sweep.py on the three law dev sets with e5onnx
+# (docs/retrieval.md): weighted fusion with the dense channel at 1.0 and
+# BM25 at 0.5 has the best mean MRR@10 (scenario 0.614, consult 0.151,
+# facts 0.327 against 0.609 / 0.148 / 0.276 with BM25 at 1.0, the USE-era
+# weights). Channels that did not help weigh 0. pg.boost (same-document
 # neighbours) finds nothing on single-chunk law articles; for long documents
 # it weighs as much as a heading match, so the chunks around two hits of one
 # document rank just after the hits themselves.
 DEFAULT_WEIGHTS = {
-    names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
+    names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
     names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 3.0,
     names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
@@ -86,8 +87,11 @@ def _default_profiles() -> dict[str, RetrievalProfile]:
       (graph.offence 3.0, in the defaults); defined terms add nothing there,
       so graph.term is off.
     - lay consultation: defined terms found from everyday words weigh more
-      (graph.term 0.5), the seeded citation and PageRank channels run
-      (graph.cites, graph.ppr 0.25), and HyDE runs when an LLM is configured.
+      (graph.term 0.5), and HyDE runs when an LLM is configured. The seeded
+      citation and PageRank channels (graph.cites, graph.ppr) stay off: they
+      moved consult recall@10 by 2 questions of 146 and the second call
+      costs p95 5 s on scenario questions classed as lay consultations
+      (docs/retrieval.md, "Document graph").
     - article lookup: the exact article first (graph.article 4.0), no
       second call.
     """
@@ -95,8 +99,7 @@ def _default_profiles() -> dict[str, RetrievalProfile]:
         "default": RetrievalProfile(),
         "QUESTION_TYPE_CASE_FACTS": RetrievalProfile(channels_off=[*DEFAULT_OFF, names.GRAPH_TERM]),
         "QUESTION_TYPE_LAY_CONSULTATION": RetrievalProfile(
-            channel_weights=_weights(graph_term=0.5, graph_cites=0.25, graph_ppr=0.25), hyde=True,
-            channels_off=[c for c in DEFAULT_OFF if c not in (names.GRAPH_CITES, names.GRAPH_PPR)]),
+            channel_weights=_weights(graph_term=0.5), hyde=True),
         "QUESTION_TYPE_ARTICLE_LOOKUP": RetrievalProfile(channel_weights=_weights(graph_article=4.0), related_seeds=0),
     }
 
