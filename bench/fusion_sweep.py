@@ -7,6 +7,10 @@ services.fuser.core for each configuration, so a sweep of many
 configurations costs one pass of retrieval.
 
     python bench/fusion_sweep.py --dataset ../shared/data/law-zh/queries-scenario-dev.jsonl
+
+Several --dataset options are collected one after the other; each weight
+configuration is then ranked by its mean over the sets (each set weighs the
+same, whatever its size), and its figures on each set are printed.
 """
 from __future__ import annotations
 
@@ -72,28 +76,34 @@ def _copy(item: core.Item) -> core.Item:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--dataset", required=True, action="append")
     parser.add_argument("--top-k", type=int, default=30)
     parser.add_argument("--limit", type=int)
     args = parser.parse_args()
-    started = time.perf_counter()
-    collected = asyncio.run(collect(load_dataset(Path(args.dataset), args.limit), args.top_k))
-    print(f"collected {len(collected)} queries in {time.perf_counter() - started:.1f}s")
+    sets = {}
+    for path in args.dataset:
+        started = time.perf_counter()
+        sets[Path(path).stem] = asyncio.run(collect(load_dataset(Path(path), args.limit), args.top_k))
+        print(f"{Path(path).stem}: collected {len(sets[Path(path).stem])} queries in {time.perf_counter() - started:.1f}s")
     channels = ["pg.keyword", "pg.vector", "graph.fulltext", "graph.heading", "pg.fulltext", "pg.boost"]
     for name in channels:
         only = {c: (1.0 if c == name else 0.0) for c in channels}
-        print(json.dumps({"only": name, **evaluate(collected, only, "rrf")}))
+        print(json.dumps({"only": name, **{k: evaluate(v, only, "rrf") for k, v in sets.items()}}, ensure_ascii=False))
     grid = [0.0, 0.25, 0.5, 1.0]
     results = []
-    for w in itertools.product([1.0], grid, [0.0], grid, [0.0, 0.25], [0.0, 0.2]):
+    for w in itertools.product(grid, [1.0], [0.0], grid, [0.0, 0.25, 0.5], [0.0]):
         weights = dict(zip(channels, w))
         for method in ("rrf", "weighted"):
-            results.append((evaluate(collected, weights, method), method, weights))
+            per_set = {k: evaluate(v, weights, method) for k, v in sets.items()}
+            mean = {m: round(sum(f[m] for f in per_set.values()) / len(per_set), 4) for m in ("recall@1", "recall@10", "mrr@10")}
+            results.append((mean, method, weights, per_set))
     for key in ("mrr@10", "recall@10"):
-        print(f"best by {key}:")
+        print(f"best by mean {key}:")
         results.sort(key=lambda r: (-r[0][key], -r[0]["mrr@10"] - r[0]["recall@10"]))
-        for scores, method, weights in results[:6]:
-            print(json.dumps({"method": method, **scores, "weights": weights}))
+        for mean, method, weights, per_set in results[:8]:
+            print(json.dumps({"method": method, "mean": mean, "weights": weights, **per_set}, ensure_ascii=False))
+    default = {"pg.keyword": 1.0, "pg.vector": 1.0, "graph.heading": 0.25, "pg.fulltext": 0.25}
+    print("current default:", json.dumps({k: evaluate(v, default, "weighted") for k, v in sets.items()}))
 
 
 if __name__ == "__main__":

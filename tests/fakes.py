@@ -83,12 +83,14 @@ class FakeExpander(_Fake):
 
 
 class FakeRetriever(_Fake):
-    """A retriever answering every Retrieve with ``candidates``."""
+    """A retriever answering every Retrieve with ``candidates`` and every
+    Related with ``related`` (UNIMPLEMENTED-like failure when None)."""
 
-    def __init__(self, name: str, candidates=(), fail=None, entities=()) -> None:
+    def __init__(self, name: str, candidates=(), fail=None, entities=(), related=None) -> None:
         super().__init__(name, fail)
         self.candidates = list(candidates)
         self.entities = list(entities)
+        self.related_candidates = None if related is None else list(related)
         self.stored: list = []
 
     async def retrieve(self, request, timeout):
@@ -113,6 +115,11 @@ class FakeRetriever(_Fake):
 
     async def suggest_expansions(self, request, timeout):
         return await self._answer("suggest_expansions", request, retriever_pb2.SuggestExpansionsResponse())
+
+    async def related(self, request, timeout):
+        if self.related_candidates is None:
+            raise DownstreamError(self.name, grpc.StatusCode.UNIMPLEMENTED, "Related is not offered")
+        return await self._answer("related", request, retriever_pb2.RetrieveResponse(candidates=self.related_candidates))
 
     async def list_documents(self, request, timeout):
         """The documents it was given (``documents``), by id, after after_id."""

@@ -1,39 +1,66 @@
 """``graphmesh eval --ablate``: the same queries with one stage switched off
-at a time, as a markdown table, so each stage's contribution is measured."""
+(or, for a stage off by default, on) at a time, as a markdown table, so each
+stage's contribution and cost are measured.
+
+Rows come from the channel registry (``services.common.names``) and the
+gateway's defaults (``DEFAULT_WEIGHTS``, ``DEFAULT_OFF``): "- X" for every
+document channel the default profile runs with a weight above 0, "+ X" for
+every channel it has off (``SearchRequest.enabled_stages``), then whole
+stages and single-channel baselines."""
 from __future__ import annotations
 
 import asyncio
 
 from services.cli.evaluate import run_queries, summarise
 from services.common import names
+from services.gateway.config import DEFAULT_OFF, DEFAULT_WEIGHTS
 
-_DEFAULT_ON = (names.PG_VECTOR, names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM,
-               names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR)
 _LABELS = {
-    names.PG_VECTOR: "dense", names.PG_KEYWORD: "BM25", names.PG_FULLTEXT: "hit count, then length",
-    names.PG_TRIGRAM: "short queries", names.GRAPH_HEADING: "heading lookup", names.GRAPH_FULLTEXT: "Neo4j full text",
-    names.GRAPH_NEIGHBOUR: "reading-order neighbours",
+    names.PG_VECTOR: "dense", names.PG_HYDE: "HyDE passage", names.PG_KEYWORD: "BM25",
+    names.PG_FULLTEXT: "hit count, then length", names.PG_TRIGRAM: "short queries", names.PG_BOOST: "same document",
+    names.GRAPH_HEADING: "heading lookup", names.GRAPH_FULLTEXT: "Neo4j full text",
+    names.GRAPH_NEIGHBOUR: "reading-order neighbours", names.GRAPH_ARTICLE: "exact article lookup",
+    names.GRAPH_TERM: "defined terms", names.GRAPH_OFFENCE: "offences of a case", names.GRAPH_CITES: "citations",
+    names.GRAPH_VERSION: "versions", names.GRAPH_PPR: "personalised PageRank",
 }
-# (label, stages switched off; a switched-off channel is not run). The first
-# row is the full pipeline.
-ABLATIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("full pipeline", ()),
-    *((f"- {c} ({_LABELS[c]})", (c,)) for c in _DEFAULT_ON),
-    ("- graph (whole retriever)", ("graph",)),
-    ("only pg.keyword (BM25)", tuple(c for c in names.PG_CHANNELS if c != names.PG_KEYWORD) + ("graph",)),
-    ("only pg.vector (dense)", tuple(c for c in names.PG_CHANNELS if c != names.PG_VECTOR) + ("graph",)),
-]
+#: Channels that need something the default stack lacks (an LLM) or weigh 0.
+_NOT_RUN = {names.PG_HYDE}
+
+
+def default_on() -> list[str]:
+    """Document channels the default profile runs and weighs above 0."""
+    return [c for c in names.DOCUMENT_CHANNELS
+            if c not in DEFAULT_OFF and c not in _NOT_RUN and DEFAULT_WEIGHTS.get(c, 1.0) > 0]
+
+
+def ablations() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(label, stages switched off, stages switched on) per row; the first
+    row is the full pipeline with the defaults."""
+    rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [("full pipeline", (), ())]
+    rows += [(f"- {c} ({_LABELS.get(c, c)})", (c,), ()) for c in default_on()]
+    rows += [(f"+ {c} ({_LABELS.get(c, c)})", (), (c,)) for c in DEFAULT_OFF if c in names.DOCUMENT_CHANNELS]
+    rows += [
+        ("- graph (whole retriever)", ("graph",), ()),
+        ("only pg.keyword (BM25)", tuple(c for c in names.PG_CHANNELS if c != names.PG_KEYWORD) + ("graph",), ()),
+        ("only pg.vector (dense)", tuple(c for c in names.PG_CHANNELS if c != names.PG_VECTOR) + ("graph",), ()),
+    ]
+    return rows
+
+
 COLUMNS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "latency_ms_p50", "latency_ms_p95"]
 
 
-def ablation_table(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float) -> str:
-    """Runs every ablation and returns the markdown table."""
+def ablation_table(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
+                   rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None) -> str:
+    """Runs every ablation (``rows``, default ``ablations()``) and returns
+    the markdown table; each row is printed as it completes."""
     # One untimed pass over a few queries so caches are warm for every row.
     asyncio.run(run_queries(address, dataset[:20], top_k, concurrency, timeout))
     lines = ["| configuration | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
-    for label, disabled in ABLATIONS:
-        rows = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled_stages=disabled))
-        summary = summarise(rows)
+    for label, disabled, enabled in rows or ablations():
+        result = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled_stages=disabled,
+                                         enabled_stages=enabled))
+        summary = summarise(result)
         cells = [str(summary.get(c, "")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)

@@ -64,6 +64,8 @@ class QueryRow:
     stages_ms: dict[str, float] = field(default_factory=dict)
     judge: dict[str, float | None] = field(default_factory=dict)
     answer_mode: str = ""
+    question_type: str = ""
+    profile: str = ""
     answerability: float | None = None
     citations: dict[str, int] = field(default_factory=dict)
     reference: dict[str, float | None] = field(default_factory=dict)
@@ -188,13 +190,14 @@ def citation_summary(reply: gateway_pb2.AnswerResponse) -> dict[str, int]:
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
                       answers: bool = False, judge_address: str = "",
                       disabled_stages: tuple[str, ...] = (), entities: bool = False,
-                      collections: tuple[str, ...] = (), filters: tuple = ()) -> list[QueryRow]:
+                      enabled_stages: tuple[str, ...] = (), collections: tuple[str, ...] = (),
+                      filters: tuple = ()) -> list[QueryRow]:
     """Calls Search (Answer and then Judge with ``answers``; SearchEntities
     with ``entities``, ranking entity names) for every query, ``concurrency``
-    at a time, with ``disabled_stages`` switched off (Search only), in
-    ``collections`` (the gateway's default when empty) and with the metadata
-    ``filters`` (MetadataFilter messages; not for entities). An RPC error is
-    recorded in the row."""
+    at a time, with ``disabled_stages`` switched off and ``enabled_stages``
+    on (Search only), in ``collections`` (the gateway's default when empty)
+    and with the metadata ``filters`` (MetadataFilter messages; not for
+    entities). An RPC error is recorded in the row."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     judge_ch = channel(judge_address) if answers else None
@@ -217,8 +220,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                     search = reply.search
                 else:
                     reply = search = await stub.Search(gateway_pb2.SearchRequest(
-                        query=row["query"], top_k=top_k, disabled_stages=disabled_stages, collections=collections,
-                        filters=filters), timeout=timeout)
+                        query=row["query"], top_k=top_k, disabled_stages=disabled_stages, enabled_stages=enabled_stages,
+                        collections=collections, filters=filters), timeout=timeout)
             except grpc.aio.AioRpcError as err:
                 base.error = f"{err.code().name}: {err.details()}"
                 return base
@@ -235,6 +238,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
             base.degraded = list(search.degraded)
             base.strategy = _strategy(reply) or _strategy(search)
             base.stages_ms = {t.stage: round(t.duration_ms, 2) for t in search.timings if t.duration_ms > 0}
+            base.question_type = search.query_info.question_type.removeprefix("QUESTION_TYPE_")
+            base.profile = search.query_info.profile
             if answers:
                 base.answer_mode = gateway_pb2.AnswerMode.Name(reply.mode).removeprefix("ANSWER_MODE_").lower()
                 base.answerability = round(reply.answerability, 4)
@@ -273,6 +278,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 def summarise(rows: list[QueryRow]) -> dict:
     """Totals over ``rows``: top1, recall@1/5/10, mrr@10, ndcg@10, n, errors,
     degraded, latency percentiles (milliseconds), recall@10 per category,
+    recall@1/@10 and mrr@10 per detected question type,
     strategies, and the mean of each judge metric over the rows where it
     was computed (with its count)."""
     n = len(rows)
@@ -305,6 +311,16 @@ def summarise(rows: list[QueryRow]) -> dict:
     if categories:
         summary["category_recall@10"] = {c: {"n": len(rs), "recall@10": round(sum(hit(r, 10) for r in rs) / len(rs), 4)}
                                          for c, rs in sorted(categories.items())}
+    types: dict[str, list[QueryRow]] = defaultdict(list)
+    for r in rows:
+        if r.question_type:
+            types[r.question_type].append(r)
+    if types:
+        summary["by_question_type"] = {
+            t: {"n": len(rs), "recall@1": round(sum(hit(r, 1) for r in rs) / len(rs), 4),
+                "recall@10": round(sum(hit(r, 10) for r in rs) / len(rs), 4),
+                "mrr@10": round(sum(metrics.mrr_at(r.ranked, set(r.gold), 10) for r in rs) / len(rs), 4)}
+            for t, rs in sorted(types.items())}
     summary["strategies"] = dict(Counter(r.strategy or "unreported" for r in rows if not r.error))
     judged: dict[str, list[float]] = defaultdict(list)
     for r in rows:

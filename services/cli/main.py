@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--concurrency", type=int, default=4)
     ev.add_argument("--timeout", type=float, default=60.0, help="seconds per query")
     ev.add_argument("--ablate", action="store_true", help="switch stages off one at a time; print a table")
+    ev.add_argument("--ablate-rows", default="", help="with --ablate: only rows whose label contains one of these "
+                    "comma-separated strings (the full pipeline row always runs)")
     ev.add_argument("--entities", action="store_true", help="rank library entities (SearchEntities; gold = entity names)")
     add_scope_arguments(ev)
     ent = sub.add_parser("entities", help="search the entity library for one query")

@@ -48,9 +48,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.ablate:
-        from services.cli.ablation import ablation_table
+        from services.cli.ablation import ablation_table, ablations
 
-        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout))
+        wanted = [w for w in getattr(args, "ablate_rows", "").split(",") if w]
+        rows = [r for i, r in enumerate(ablations()) if i == 0 or not wanted or any(w in r[0] for w in wanted)]
+        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout, rows))
         return 0
     answers = getattr(args, "answers", False)
     addresses = MeshAddresses()

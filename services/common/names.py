@@ -20,10 +20,20 @@ PG_BOOST = "pg.boost"            # same-document neighbours of keyword hits
 GRAPH_HEADING = "graph.heading"  # chunks under a heading the query names
 GRAPH_FULLTEXT = "graph.fulltext"  # Neo4j Lucene (cjk) full text over chunks
 GRAPH_NEIGHBOUR = "graph.neighbour"  # reading-order neighbours of top hits
+GRAPH_ARTICLE = "graph.article"  # the article a query names by law and number (exact)
+GRAPH_TERM = "graph.term"        # defining article of a term the query names or describes
+GRAPH_OFFENCE = "graph.offence"  # penal articles of the offences a case description names
+GRAPH_CITES = "graph.cites"      # articles a first-stage hit cites, is cited by or amends (CITES/AMENDS)
+GRAPH_VERSION = "graph.version"  # other versions of a first-stage hit (VERSION_OF)
+GRAPH_PPR = "graph.ppr"          # personalised PageRank over passages, terms and citations
 RERANK = "rerank"                # cross-encoder score (added by the fuser)
 
 PG_CHANNELS = (PG_VECTOR, PG_HYDE, PG_KEYWORD, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
-GRAPH_CHANNELS = (GRAPH_HEADING, GRAPH_FULLTEXT, GRAPH_NEIGHBOUR)
+#: Graph channels of the first stage (Retrieve): query text only.
+GRAPH_FIRST_STAGE = (GRAPH_HEADING, GRAPH_FULLTEXT, GRAPH_NEIGHBOUR, GRAPH_ARTICLE, GRAPH_TERM, GRAPH_OFFENCE)
+#: Graph channels of the second stage (Related): seeded by fused first-stage hits.
+GRAPH_RELATED = (GRAPH_CITES, GRAPH_VERSION, GRAPH_PPR)
+GRAPH_CHANNELS = (*GRAPH_FIRST_STAGE, *GRAPH_RELATED)
 DOCUMENT_CHANNELS = (*PG_CHANNELS, *GRAPH_CHANNELS)
 
 # ---- entity retrieval channels -------------------------------------------
@@ -53,6 +63,7 @@ STAGE_RANK = "rank"
 STAGE_PARSE = "parse"
 STAGE_HASH_CHECK = "hash_check"
 STAGE_STORE = "store"
+STAGE_RELATED = "related"        # the second, seeded graph call after a first fusion
 
 
 def retrieve_stage(retriever: str) -> str:
@@ -65,6 +76,11 @@ def retrieve_entities_stage(retriever: str) -> str:
     return f"retrieve_entities.{retriever.removeprefix('retriever_')}"
 
 
+def related_stage(retriever: str) -> str:
+    """Stage of one retriever's Related call: "retriever_graph" -> "related.graph"."""
+    return f"related.{retriever.removeprefix('retriever_')}"
+
+
 def strategy_stage(strategy: str) -> str:
     """Stage event of one fallback-chain strategy ("strategy.fast_path")."""
     return f"strategy.{strategy}"
@@ -72,5 +88,7 @@ def strategy_stage(strategy: str) -> str:
 
 # ---- what a Search request may switch off ---------------------------------
 #: Whole stages: "graph" (the graph retriever), "expansion" (L1/L2/L3 terms),
-#: "mmr", "rerank"; plus every document channel.
-SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, *DOCUMENT_CHANNELS})
+#: "mmr", "rerank", "related" (the second, seeded call); plus every document
+#: channel. Each may be switched off per request (SearchRequest.disabled_stages)
+#: and, where the profile has it off, on (SearchRequest.enabled_stages).
+SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, STAGE_RELATED, *DOCUMENT_CHANNELS})

@@ -35,6 +35,7 @@ MAX_ATTRIBUTE_VALUES = 50
 MAX_RESOLVED_NAMES = 20
 MAX_CATEGORIES = 10
 MAX_EXPANSION_KEYWORDS = 50
+MAX_SEEDS = 50
 MAX_LIST_IDS = 1_000
 MAX_PAGE_SIZE = 1_000
 DEFAULT_PAGE_SIZE = 100
@@ -62,6 +63,39 @@ class RetrievalQuery:
     embedding: list[float]
     top_k: int
     hyde_embedding: list[float] = field(default_factory=list)
+    disabled: frozenset[str] = frozenset()
+    collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
+    filters: list[flt.Condition] = field(default_factory=list)
+
+    def enabled(self, channel: str) -> bool:
+        """Whether ``channel`` may run for this request."""
+        return channel not in self.disabled
+
+
+@dataclass(slots=True)
+class SeedRecord:
+    """A first-stage hit a Related call starts from (see the Seed message)."""
+
+    document_id: str
+    chunk_id: str = ""
+    score: float = 0.0
+
+
+@dataclass(slots=True)
+class RelatedQuery:
+    """One Related request as the backends see it.
+
+    Attributes:
+        query / keywords / top_k / disabled: as in RetrievalQuery.
+        seeds: first-stage hits, best first.
+        collections / filters: as in RetrievalQuery; no related candidate
+            outside them is returned.
+    """
+
+    query: str
+    keywords: list[str]
+    seeds: list[SeedRecord]
+    top_k: int
     disabled: frozenset[str] = frozenset()
     collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
     filters: list[flt.Condition] = field(default_factory=list)
@@ -147,6 +181,11 @@ class RetrievalBackend(Protocol):
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         """{collection: (documents, chunks)} of every collection holding documents."""
+        ...
+
+    async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        """Hits related to the request's seeds, of every enabled related
+        channel; NotImplementedError if the retriever has none."""
         ...
 
 
@@ -279,6 +318,23 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         ))
         return retriever_pb2.RetrieveEntitiesResponse(
             candidates=entity_hits_to_candidates(found.hits), timings=found.timings, category_summaries=found.summaries)
+
+    async def Related(self, request: retriever_pb2.RelatedRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveResponse:
+        query = validate_query(request.query, self._max_query_chars)
+        if not request.seeds:
+            raise InvalidArgument("seeds", "must not be empty")
+        if len(request.seeds) > MAX_SEEDS:
+            raise InvalidArgument("seeds", f"at most {MAX_SEEDS} seeds")
+        if any(not s.document_id for s in request.seeds):
+            raise InvalidArgument("seeds", "every seed needs a document_id")
+        top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+        hits, timings = await self._backend.related(RelatedQuery(
+            query=query, keywords=list(request.keywords),
+            seeds=[SeedRecord(s.document_id, s.chunk_id, s.score) for s in request.seeds], top_k=top_k,
+            disabled=frozenset(request.disabled_channels),
+            collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
+        ))
+        return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 
     async def GetEntityLibrary(self, request: retriever_pb2.GetEntityLibraryRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.GetEntityLibraryResponse:
         known = request.known_version if request.HasField("known_version") else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.common.text import normalize
+from services.expander import question_types
 from services.expander.query_cut import weighted_keywords
 
 # Keywords kept of one query (ExpanderSettings.max_keywords).
@@ -41,10 +42,14 @@ class QueryAnalysis:
 def detect_question_type(query: str) -> tuple[str, float]:
     """Returns (question type enum name, confidence in [0, 1]).
 
-    Downgrade rules: no cue -> factual lookup at 0.5; cues of two types ->
+    An article lookup, a case description or a lay consultation
+    (``question_types.detect``) is recognised first. Downgrade rules: no cue -> factual lookup at 0.5; cues of two types ->
     the type with more cue hits at 0.6 (policy wins ties, since legal
     questions dominate the corpus); one type only -> that type at 0.85.
     """
+    legal = question_types.detect(query)
+    if legal is not None:
+        return legal
     hits = {kind: sum(cue in query for cue in cues) for kind, cues in _CUES.items()}
     matched = {kind: n for kind, n in hits.items() if n}
     if not matched:

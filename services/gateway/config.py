@@ -11,18 +11,26 @@ from services.gateway import abstention
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
 
 
-# Measured with bench/fusion_sweep.py on the law scenario dev set (245
-# queries; docs/retrieval.md): weighted fusion of BM25, the USE vector,
-# tsvector hit counts and graph heading matches beats every single channel
-# and RRF. Channels that did not help weigh 0. pg.boost (same-document
+# Measured with bench/fusion_sweep.py on the three law dev sets with e5onnx
+# (docs/retrieval.md): weighted fusion with the dense channel at 1.0 and
+# BM25 at 0.5 has the best mean MRR@10 (scenario 0.614, consult 0.151,
+# facts 0.327 against 0.609 / 0.148 / 0.276 with BM25 at 1.0, the USE-era
+# weights). Channels that did not help weigh 0. pg.boost (same-document
 # neighbours) finds nothing on single-chunk law articles; for long documents
 # it weighs as much as a heading match, so the chunks around two hits of one
 # document rank just after the hits themselves.
 DEFAULT_WEIGHTS = {
-    names.PG_KEYWORD: 1.0, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
+    names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 3.0,
+    names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
     names.RERANK: 1.0,
 }
+#: Channels a profile does not run unless a request switches them on
+#: (docs/retrieval.md: each added no quality on the law dev sets; their
+#: cost is shown there).
+DEFAULT_OFF = (names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR,
+               names.GRAPH_CITES, names.GRAPH_VERSION, names.GRAPH_PPR)
 
 
 class RetrievalProfile(BaseModel):
@@ -41,6 +49,12 @@ class RetrievalProfile(BaseModel):
             stored entity names, entity definitions and chunk headings
             (retriever_pg SuggestExpansions, MarxSphere L1/L2/L3), at most
             ``max_expansions`` terms. Off by default: see docs/retrieval.md.
+        channels_off: channels (and stages, names.SWITCHABLE_STAGES) not run
+            for this profile unless a request switches them on
+            (SearchRequest.enabled_stages); default DEFAULT_OFF.
+        related_seeds: fused first-stage hits that seed the second, related
+            call (graph.cites, graph.version, graph.ppr); 0 = no second call.
+            It runs only when one of those channels is on.
     """
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
@@ -52,10 +66,42 @@ class RetrievalProfile(BaseModel):
     hyde: bool = False
     expansions: bool = False
     max_expansions: int = Field(15, ge=1, le=50)
+    channels_off: list[str] = Field(default_factory=lambda: list(DEFAULT_OFF))
+    related_seeds: int = Field(5, ge=0, le=50)
+
+    def switched_off(self, disabled: frozenset[str], enabled: frozenset[str] = frozenset()) -> frozenset[str]:
+        """Stages and channels not to run: the profile's ``channels_off``
+        less those the request switches on, plus those it switches off."""
+        return frozenset((set(self.channels_off) - set(enabled)) | set(disabled))
+
+
+def _weights(**changes: float) -> dict[str, float]:
+    return {**DEFAULT_WEIGHTS, **{k.replace("_", "."): v for k, v in changes.items()}}
 
 
 def _default_profiles() -> dict[str, RetrievalProfile]:
-    return {"default": RetrievalProfile()}
+    """The default profile and one per legal question type (measured on the
+    law dev sets, docs/retrieval.md "Per question type"):
+
+    - case facts: the offences the case names carry the ranking
+      (graph.offence 3.0, in the defaults); defined terms add nothing there,
+      so graph.term is off.
+    - lay consultation: defined terms found from everyday words weigh more
+      (graph.term 0.5), and HyDE runs when an LLM is configured. The seeded
+      citation and PageRank channels (graph.cites, graph.ppr) stay off: they
+      moved consult recall@10 by 2 questions of 146 and the second call
+      costs p95 5 s on scenario questions classed as lay consultations
+      (docs/retrieval.md, "Document graph").
+    - article lookup: the exact article first (graph.article 4.0), no
+      second call.
+    """
+    return {
+        "default": RetrievalProfile(),
+        "QUESTION_TYPE_CASE_FACTS": RetrievalProfile(channels_off=[*DEFAULT_OFF, names.GRAPH_TERM]),
+        "QUESTION_TYPE_LAY_CONSULTATION": RetrievalProfile(
+            channel_weights=_weights(graph_term=0.5), hyde=True),
+        "QUESTION_TYPE_ARTICLE_LOOKUP": RetrievalProfile(channel_weights=_weights(graph_article=4.0), related_seeds=0),
+    }
 
 
 class GatewaySettings(ServiceSettings):
@@ -122,6 +168,8 @@ class GatewaySettings(ServiceSettings):
         entity name, alias or attribute list (the Lucene full text takes 256).
     max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
         message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
+    related_retrievers: retrievers asked for second-stage candidates
+        (RetrieverService.Related) after a first fusion (JSON list).
     entity_retrievers_by_route: per entity route, the retrievers searched
         instead (JSON object). On the attribute route the query lists
         attribute values (symptoms), not a name, so retriever_pg's name
@@ -173,6 +221,7 @@ class GatewaySettings(ServiceSettings):
     chunk_overlap: int = 64
     embed_batch: int = 256
     entity_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph", "retriever_pg"])
+    related_retrievers: list[str] = Field(default_factory=lambda: ["retriever_graph"])
     entity_retrievers_by_route: dict[str, list[str]] = Field(default_factory=lambda: {"attribute": ["retriever_graph"]})
     auth_enabled: bool = False
     api_keys_file: str = ""

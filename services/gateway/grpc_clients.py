@@ -70,6 +70,7 @@ class GrpcRetriever(_Adapter):
     ingest_triples = _rpc("IngestTriples")
     retrieve_entities = _rpc("RetrieveEntities")
     suggest_expansions = _rpc("SuggestExpansions")
+    related = _rpc("Related")
     list_documents = _rpc("ListDocuments")
     delete_documents = _rpc("DeleteDocuments")
     list_collections = _rpc("ListCollections")

@@ -20,6 +20,7 @@ from services.gateway.clients import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.fusion import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.guard import Deadline, Trace, guarded
+from services.gateway.related import related_lists
 from services.gateway.scope import DEFAULT_SCOPE, Scope
 from services.gateway.understanding import Understanding, add_expansions, hyde_embedding, understand
 
@@ -49,10 +50,14 @@ class SearchFlow:
         return next((r for r in self.retrievers if r.name == name), None)
 
     async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
-                     disabled: frozenset[str] = frozenset(), scope: Scope = DEFAULT_SCOPE) -> Retrieval:
+                     disabled: frozenset[str] = frozenset(), scope: Scope = DEFAULT_SCOPE,
+                     enabled: frozenset[str] = frozenset()) -> Retrieval:
         """The full pipeline for ``query``; ``disabled`` switches stages or
-        channels off (names.SWITCHABLE_STAGES), ``rerank`` None = the
-        service default; every retriever searches only ``scope``.
+        channels off and ``enabled`` on where the profile has them off
+        (names.SWITCHABLE_STAGES), ``rerank`` None = the service default;
+        every retriever searches only ``scope``, the related call included.
+        After the first-stage retrieval, the profile's related channels run
+        seeded by a first fusion (services.gateway.related).
 
         Raises:
             DownstreamError: the query is invalid (INVALID_ARGUMENT from a
@@ -65,6 +70,7 @@ class SearchFlow:
         understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
+        disabled = profile.switched_off(disabled, enabled)
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
             await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout,
@@ -73,10 +79,13 @@ class SearchFlow:
         if profile.hyde and names.PG_HYDE not in disabled:
             hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
         request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
-        retrievers = [r for r in self.retrievers if not ("graph" in disabled and r.name == GRAPH)]
+        graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
+        retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
-            trace.skip(names.retrieve_stage(GRAPH), "graph disabled")
+            trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
+        lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
+                                     disabled, deadline, trace, scope)
         use_rerank = s.rerank_enabled if rerank is None else rerank
         scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None

@@ -65,13 +65,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def Search(self, request: gateway_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchResponse:
         query, top_k = self._validate(request.query, request.top_k)
-        unknown = sorted(set(request.disabled_stages) - SWITCHABLE_STAGES)
-        if unknown:
-            raise InvalidArgument("disabled_stages", f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
+        for field in ("disabled_stages", "enabled_stages"):
+            unknown = sorted(set(getattr(request, field)) - SWITCHABLE_STAGES)
+            if unknown:
+                raise InvalidArgument(field, f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
         rerank = request.rerank if request.HasField("rerank") else None
         scope = scope_of(request.collections, request.filters)
         retrieval = await self._use.search.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages),
-                                                  scope)
+                                                  scope, frozenset(request.enabled_stages))
         return retrieval.response
 
     async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:

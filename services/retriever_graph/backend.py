@@ -2,13 +2,15 @@
 opens the store and builds them at startup.
 
 Documents (``GraphBackend``): heading lookup, Chinese full text and
-reading-order neighbours. Entities (``GraphEntityBackend``): the knowledge
+reading-order neighbours, and the document graph's channels (article,
+term, offence; cites, version, PPR through Related). Entities (``GraphEntityBackend``): the knowledge
 graph's lookup, full-text, attribute, category and expansion channels,
 category summaries, and the library itself for readers such as the
 expander.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -17,27 +19,65 @@ from services.common import names
 from services.common.filters import Condition
 from services.common.records import (Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord, IngestResult,
                                      StoredDocumentInfo)
-from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
 from services.retriever_graph.config import RetrieverGraphSettings
+from services.retriever_graph.doc_channels import DocChannels
 from services.retriever_graph.entity_retrieval import retrieve_entities
 from services.retriever_graph.kg_store import KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore
 
 
+_STORE_CHANNELS = (names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR)
+_LOOKUP_CHANNELS = (names.GRAPH_ARTICLE, names.GRAPH_TERM, names.GRAPH_OFFENCE)
+
+
 class GraphBackend:
-    """RetrievalBackend over a GraphStore."""
+    """RetrievalBackend over a GraphStore (heading, full-text and neighbour
+    channels) and the document graph (DocChannels: article, term and
+    offence lookups; cites, version and PPR channels of Related). A channel
+    the request switches off is not run; a stage none of whose channels is
+    on makes no query."""
 
     source_by_channel = {channel: types_pb2.SOURCE_GRAPH for channel in names.GRAPH_CHANNELS}
 
-    def __init__(self, store: GraphStore) -> None:
+    def __init__(self, store: GraphStore, docs: DocChannels | None = None) -> None:
         self.store = store
+        self.docs = docs
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        store_channels = [c for c in _STORE_CHANNELS if request.enabled(c)]
+        lookup_channels = [c for c in _LOOKUP_CHANNELS if request.enabled(c)] if self.docs else []
+        timings: list[types_pb2.StageTiming] = []
+
+        async def store_part() -> list[Hit]:
+            if not store_channels:
+                return []
+            started = time.perf_counter()
+            found = await self.store.retrieve(request.query, request.keywords, request.top_k, store_channels,
+                                              request.collections, request.filters)
+            timings.append(timing("graph.retrieve", started))
+            return found
+
+        async def lookup_part() -> list[Hit]:
+            if not lookup_channels:
+                return []
+            started = time.perf_counter()
+            found = await self.docs.retrieve(request.query, request.keywords, request.top_k, lookup_channels,
+                                             request.collections, request.filters)
+            timings.append(timing("graph.lookup", started))
+            return found
+
+        parts = await asyncio.gather(store_part(), lookup_part())
+        return [h for part in parts for h in part], timings
+
+    async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        channels = [c for c in names.GRAPH_RELATED if request.enabled(c)]
+        if self.docs is None or not channels:
+            return [], []
         started = time.perf_counter()
-        channels = [c for c in names.GRAPH_CHANNELS if request.enabled(c)]
-        hits = await self.store.retrieve(request.query, request.keywords, request.top_k, channels,
-                                         request.collections, request.filters)
-        return hits, [timing("graph.retrieve", started)]
+        hits = await self.docs.related(request.query, request.keywords, request.seeds, request.top_k, channels,
+                                       request.collections, request.filters)
+        return hits, [timing("graph.related", started)]
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
         return await self.store.ingest_documents(docs)
@@ -142,7 +182,9 @@ async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
         await store.retrieve("warm up", ["warm"], 1)
         kg = KnowledgeGraphStore(store.driver, settings.neo4j_database, settings.expansion_weights)
         await kg.migrate()
+        docs = DocChannels(store.driver, settings.neo4j_database, refresh_seconds=settings.docgraph_refresh_seconds)
+        await docs.load()
     except BaseException:
         await store.close()
         raise
-    return GraphBackends(GraphBackend(store), GraphEntityBackend(kg, settings.attribute_other_weight), store)
+    return GraphBackends(GraphBackend(store, docs), GraphEntityBackend(kg, settings.attribute_other_weight), store)

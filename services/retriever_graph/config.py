@@ -19,6 +19,9 @@ class RetrieverGraphSettings(ServiceSettings):
     attribute_other_weight: weight of a link whose predicate does not match
         the attribute label the query names (e.g. an adverse reaction when
         the query lists symptoms), in [0, 1].
+    docgraph_refresh_seconds: how often the document graph's lookup tables
+        (articles, terms, offences) check the stored graph version and are
+        rebuilt when it changed.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_GRAPH_", extra="ignore")
@@ -32,3 +35,4 @@ class RetrieverGraphSettings(ServiceSettings):
         default_factory=lambda: {"parent": 0.85, "same_object": 0.55, "same_property": 0.45, "same_category": 0.35}
     )
     attribute_other_weight: float = Field(0.3, ge=0.0, le=1.0)
+    docgraph_refresh_seconds: float = Field(10.0, gt=0.0)

@@ -61,6 +61,10 @@ from services.common import names
 from services.common.entity_skeleton import name_key
 from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Deletion, DocumentRecord, Hit, IngestFailureRecord, IngestResult, StoredDocumentInfo
+from services.retriever_graph import doc_graph
+from services.retriever_graph import legal_refs as lr
+from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts, law_and_article
+from services.retriever_graph.doc_graph import link_documents
 from services.retriever_graph.filter_cypher import meta_properties, scope_cypher
 from services.retriever_graph.lifecycle import collection_counts, delete_documents, list_documents, prune_headings
 
@@ -215,7 +219,7 @@ _EXISTING = """
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
 OPTIONAL MATCH (p:Heading)-[:PARENT_OF]->(d)
-RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent,
+RETURN d.id AS id, d.content_hash AS hash, d.position AS position, p.id AS parent, d.graph_version AS graph_version,
        coalesce(d.collection, 'default') AS collection, d.metadata AS metadata
 """
 
@@ -391,6 +395,7 @@ class GraphStore:
         self._auth = (user, password or "") if user is not None else None
         self.max_retry_seconds = max_retry_seconds
         self._driver: AsyncDriver | None = None
+        self._laws: set[str] | None = None  # law keys stored, for bare law names in references
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -451,7 +456,7 @@ class GraphStore:
         """Creates the uniqueness constraints and the ``cjk`` full-text
         indexes, and waits until they are online. Idempotent; a full-text
         index found with another analyzer is dropped and recreated."""
-        for statement in _CONSTRAINTS:
+        for statement in (*_CONSTRAINTS, *doc_graph.SCHEMA):
             await self._query(statement, write=True)
         existing = {
             r["name"]: r["options"]
@@ -542,7 +547,11 @@ class GraphStore:
         for doc in docs:
             _validate(doc)
         async with self.driver.session(database=self.database) as session:
-            return await session.execute_write(_write_batch, docs)
+            if self._laws is None:
+                self._laws = await session.execute_read(doc_graph.known_laws)
+            written = await session.execute_write(_write_batch, docs, self._laws)
+        self._laws |= {lr.law_key(law_and_article(d)[0]) for d in docs if law_and_article(d)[0]}
+        return written
 
     # -- retrieval -----------------------------------------------------------
 
@@ -659,12 +668,22 @@ class GraphStore:
     # -- lookups -------------------------------------------------------------
 
     async def document_hashes(self, ids: Iterable[str]) -> dict[str, str]:
-        """Stored content hashes of the given document ids that exist."""
+        """Stored content hashes of the given document ids that exist and
+        were linked into the document graph by the current parser
+        (``DOCGRAPH_VERSION``); the others are absent, so an ingest sends
+        them again and they are re-linked."""
         records = await self._query(
-            "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.content_hash AS hash",
-            {"ids": list(ids)},
+            "UNWIND $ids AS id MATCH (d:Document {id: id}) WHERE d.graph_version = $version "
+            "RETURN d.id AS id, d.content_hash AS hash",
+            {"ids": list(ids), "version": DOCGRAPH_VERSION},
         )
         return {r["id"]: r["hash"] for r in records}
+
+    async def dangling_references(self) -> int:
+        """Stored references (CITES/AMENDS) naming an article no stored
+        document holds; they make no edge."""
+        async with self.driver.session(database=self.database) as session:
+            return await session.execute_read(doc_graph.dangling_references)
 
     async def list_documents(self, ids: list[str], collections: list[str] | None, conditions: list[Condition],
                              page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
@@ -674,9 +693,10 @@ class GraphStore:
     async def delete_documents(self, ids: list[str], collections: list[str] | None,
                                conditions: list[Condition]) -> Deletion:
         """Deletes documents with their chunks and the headings only they
-        kept, in one transaction (``lifecycle.delete_documents``)."""
+        kept, in one transaction (``lifecycle.delete_documents``); the
+        document graph's version is bumped so its lookup tables are rebuilt."""
         async with self.driver.session(database=self.database) as session:
-            return await session.execute_write(delete_documents, ids, collections, conditions)
+            return await session.execute_write(_delete_and_bump, ids, collections, conditions)
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         """{collection: (documents, chunks)}."""
@@ -718,8 +738,9 @@ def _validate(doc: DocumentRecord) -> None:
             raise ValueError(f"chunk {chunk.id!r} belongs to {chunk.document_id!r}, not {doc.id!r}")
 
 
-async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) -> tuple[int, int]:
-    """One transaction: skips unchanged documents, writes the others."""
+async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], laws: set[str] | None = None) -> tuple[int, int]:
+    """One transaction: skips unchanged documents, writes the others and
+    links them into the document graph (``laws``: law keys stored before)."""
     result = await tx.run(_EXISTING, ids=[d.id for d in docs])
     existing = {r["id"]: r async for r in result}
 
@@ -731,7 +752,7 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
         if old is not None and old["collection"] != collection:
             raise ValueError(f"document id {doc.id!r} is stored in collection {old['collection']!r}; "
                              "delete it there first or give another id")
-        if old is not None and old["hash"] == doc.content_hash:
+        if old is not None and old["hash"] == doc.content_hash and old["graph_version"] == DOCGRAPH_VERSION:
             unchanged += 1
         else:
             to_write.append((doc, document_headings(doc)))
@@ -808,7 +829,19 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) 
             and old["parent"] != (path[-1][0] if path else None)]
     if left:
         await prune_headings(tx, left)
+    stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write], laws)
+    log.debug("document graph: %s", stats)
     return len(to_write), unchanged
+
+
+async def _delete_and_bump(tx: AsyncManagedTransaction, ids: list[str], collections: list[str] | None,
+                           conditions: list[Condition]) -> Deletion:
+    """``lifecycle.delete_documents``, then a document-graph version bump
+    when anything was deleted (the lookup tables then drop the documents)."""
+    deleted = await delete_documents(tx, ids, collections, conditions)
+    if deleted.documents:
+        await doc_graph.bump_version(tx)
+    return deleted
 
 
 def _old_metadata(old: Any) -> dict[str, str]:

@@ -36,7 +36,7 @@ from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.filters import Condition
 from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult, StoredDocumentInfo
-from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RetrievalQuery, timing
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
@@ -160,6 +160,9 @@ class PgBackend:
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         return await self.store.collection_counts()
+
+    async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
+        raise NotImplementedError("retriever_pg has no related channels")
 
 
 class PgEntityBackend:

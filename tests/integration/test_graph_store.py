@@ -109,6 +109,10 @@ async def scalar(store: GraphStore, query: str, **params):
     return next(iter(rows[0].values()))
 
 
+#: Edge types of the document graph (services.retriever_graph.doc_graph).
+DOC_GRAPH_EDGES = ("AT", "REFERS", "CITES", "AMENDS", "VERSION_OF", "DEFINES", "MENTIONS")
+
+
 async def graph_counts(store: GraphStore) -> dict[str, int]:
     return {
         "headings": await scalar(store, "MATCH (h:Heading) RETURN count(h)"),
@@ -118,8 +122,10 @@ async def graph_counts(store: GraphStore) -> dict[str, int]:
         "parent_edges": await scalar(store, "MATCH (:Heading)-[r:PARENT_OF]->(:Document) RETURN count(r)"),
         "has_chunk": await scalar(store, "MATCH (:Document)-[r:HAS_CHUNK]->(:Chunk) RETURN count(r)"),
         "next": await scalar(store, "MATCH (:Chunk)-[r:NEXT]->(:Chunk) RETURN count(r)"),
-        "all_nodes": await scalar(store, "MATCH (n) RETURN count(n)"),
-        "all_edges": await scalar(store, "MATCH ()-[r]->() RETURN count(r)"),
+        # Everything but the document graph (doc_graph: its own tests).
+        "all_nodes": await scalar(store, "MATCH (n) WHERE NOT (n:ArticleKey OR n:Term OR n:GraphMeta) RETURN count(n)"),
+        "all_edges": await scalar(store, "MATCH ()-[r]->() WHERE NOT type(r) IN $doc_graph RETURN count(r)",
+                                  doc_graph=list(DOC_GRAPH_EDGES)),
     }
 
 

@@ -204,3 +204,58 @@ async def test_retriever_pg_down_leaves_the_graph_results():
     assert list(reply.degraded) == ["retriever_pg"]
     assert stages(reply)["retrieve.pg"].status == DEGRADED and stages(reply)["retrieve.graph"].status == OK
     assert [c.document_id for c in reply.results] == ["17"]
+
+
+async def test_channels_a_profile_has_off_are_not_run_and_related_is_skipped():
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5))).response
+    retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
+    assert {"graph.fulltext", "graph.heading", "graph.neighbour", "graph.ppr"} <= set(retrieve.disabled_channels)
+    assert "graph.term" not in retrieve.disabled_channels
+    assert not any(rpc == "related" for rpc, _ in graph.calls)
+    assert stages(reply)["related"].status == SKIPPED
+    assert "18" not in [c.document_id for c in reply.results]
+
+
+async def test_a_channel_switched_on_per_request_runs_in_the_related_call():
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    use = mesh(graph=graph)
+    reply = (await use.search.search("工资", 5, None, Deadline(5), enabled=frozenset({"graph.cites"}))).response
+    related = next(r for rpc, r in graph.calls if rpc == "related")
+    assert "graph.cites" not in related.disabled_channels
+    assert {"graph.ppr", "graph.version"} <= set(related.disabled_channels)
+    assert [s.document_id for s in related.seeds] == ["5689", "17"]
+    assert "18" in [c.document_id for c in reply.results]
+    assert stages(reply)["related.graph"].status == OK
+    # Switched off per request it is not run, even when also switched on.
+    graph.calls.clear()
+    await use.search.search("工资", 5, None, Deadline(5), disabled=frozenset({"graph.cites"}),
+                            enabled=frozenset({"graph.cites"}))
+    assert not any(rpc == "related" for rpc, _ in graph.calls)
+
+
+async def test_graph_with_every_first_stage_channel_off_is_not_asked():
+    from services.common import names
+
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条", "graph.term", 1.0)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5),
+                                                   disabled=frozenset(names.GRAPH_FIRST_STAGE))).response
+    assert not any(rpc == "retrieve" for rpc, _ in graph.calls)
+    assert stages(reply)["retrieve.graph"].status == SKIPPED
+
+
+async def test_the_related_call_searches_the_request_scope():
+    from services.common.filters import parse_filter
+    from services.gateway.scope import Scope
+
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    scope = Scope(("law",), tuple(parse_filter('status = "现行有效"')))
+    await mesh(graph=graph).search.search("工资", 5, None, Deadline(5), scope=scope, enabled=frozenset({"graph.cites"}))
+    retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
+    related = next(r for rpc, r in graph.calls if rpc == "related")
+    for request in (retrieve, related):
+        assert list(request.collections) == ["law"]
+        assert [(f.key, f.equals) for f in request.filters] == [("status", "现行有效")]

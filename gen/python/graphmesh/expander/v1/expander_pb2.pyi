@@ -36,6 +36,16 @@ class _QuestionTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Question
     """Needs several hops of evidence."""
     QUESTION_TYPE_POLICY_EVALUATION: _QuestionType.ValueType  # 4
     """Evaluation of a policy or legal situation."""
+    QUESTION_TYPE_CASE_FACTS: _QuestionType.ValueType  # 5
+    """A case description (judgment facts: 被告人, 经审理查明, 罪名), answered by
+    the offences and provisions that apply.
+    """
+    QUESTION_TYPE_LAY_CONSULTATION: _QuestionType.ValueType  # 6
+    """A lay consultation in everyday words (我, 怎么办, 可以吗), answered by the
+    provisions behind them.
+    """
+    QUESTION_TYPE_ARTICLE_LOOKUP: _QuestionType.ValueType  # 7
+    """An article named by law and number ("刑法第二百三十四条"), answered exactly."""
 
 class QuestionType(_QuestionType, metaclass=_QuestionTypeEnumTypeWrapper):
     """Kind of question, after MarxSphere detectQuestionType()."""
@@ -50,6 +60,16 @@ QUESTION_TYPE_MULTI_HOP_REASONING: QuestionType.ValueType  # 3
 """Needs several hops of evidence."""
 QUESTION_TYPE_POLICY_EVALUATION: QuestionType.ValueType  # 4
 """Evaluation of a policy or legal situation."""
+QUESTION_TYPE_CASE_FACTS: QuestionType.ValueType  # 5
+"""A case description (judgment facts: 被告人, 经审理查明, 罪名), answered by
+the offences and provisions that apply.
+"""
+QUESTION_TYPE_LAY_CONSULTATION: QuestionType.ValueType  # 6
+"""A lay consultation in everyday words (我, 怎么办, 可以吗), answered by the
+provisions behind them.
+"""
+QUESTION_TYPE_ARTICLE_LOOKUP: QuestionType.ValueType  # 7
+"""An article named by law and number ("刑法第二百三十四条"), answered exactly."""
 Global___QuestionType: _TypeAlias = QuestionType  # noqa: Y015
 
 class _EmbedKind:

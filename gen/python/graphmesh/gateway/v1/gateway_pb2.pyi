@@ -195,6 +195,7 @@ class SearchRequest(_message.Message):
     DISABLED_STAGES_FIELD_NUMBER: _builtins.int
     COLLECTIONS_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
+    ENABLED_STAGES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (1 to 10,000 characters by default; not only whitespace). A
     long question is searched with keywords from the whole text and an
@@ -208,9 +209,11 @@ class SearchRequest(_message.Message):
     @_builtins.property
     def disabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Stages or channels to switch off for this request, for ablations:
-        "graph", "expansion", "mmr", "rerank" or a retriever channel name:
-        "pg.vector", "pg.hyde", "pg.keyword", "pg.fulltext", "pg.trigram",
-        "pg.boost", "graph.heading", "graph.fulltext", "graph.neighbour". A
+        "graph", "expansion", "mmr", "rerank", "related" (the second, seeded
+        graph call) or a retriever channel name: "pg.vector", "pg.hyde",
+        "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost", "graph.heading",
+        "graph.fulltext", "graph.neighbour", "graph.article", "graph.term",
+        "graph.offence", "graph.cites", "graph.version", "graph.ppr". A
         switched-off channel is not run at all. Unknown names are rejected
         (INVALID_ARGUMENT, field "disabled_stages").
         """
@@ -225,6 +228,14 @@ class SearchRequest(_message.Message):
         applied inside every retriever's queries, so top_k stays full.
         """
 
+    @_builtins.property
+    def enabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Channels or stages to switch on for this request although the retrieval
+        profile has them off (same names as "disabled_stages"; a name in both
+        lists is off). Unknown names are rejected (INVALID_ARGUMENT, field
+        "enabled_stages").
+        """
+
     def __init__(
         self,
         *,
@@ -234,10 +245,11 @@ class SearchRequest(_message.Message):
         disabled_stages: _abc.Iterable[_builtins.str] | None = ...,
         collections: _abc.Iterable[_builtins.str] | None = ...,
         filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
+        enabled_stages: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "collections", b"collections", "disabled_stages", b"disabled_stages", "filters", b"filters", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank", b"_rerank", "collections", b"collections", "disabled_stages", b"disabled_stages", "enabled_stages", b"enabled_stages", "filters", b"filters", "query", b"query", "rerank", b"rerank", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank: _TypeAlias = _typing.Literal["rerank"]  # noqa: Y015
     _WhichOneofArgType__rerank: _TypeAlias = _typing.Literal["_rerank", b"_rerank"]  # noqa: Y015

@@ -21,6 +21,94 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class Seed(_message.Message):
+    """One first-stage hit a Related call starts from."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENT_ID_FIELD_NUMBER: _builtins.int
+    CHUNK_ID_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    document_id: _builtins.str
+    """Document id of the hit."""
+    chunk_id: _builtins.str
+    """Chunk id of the hit; empty when unknown."""
+    score: _builtins.float
+    """Its fused score (higher is better); only relative values matter."""
+    def __init__(
+        self,
+        *,
+        document_id: _builtins.str = ...,
+        chunk_id: _builtins.str = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "document_id", b"document_id", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Seed: _TypeAlias = Seed  # noqa: Y015
+
+@_typing.final
+class RelatedRequest(_message.Message):
+    """Request for Related."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FIELD_NUMBER: _builtins.int
+    SEEDS_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    DISABLED_CHANNELS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """The (normalised) query text."""
+    top_k: _builtins.int
+    """Candidates wanted per channel (1 to 200)."""
+    @_builtins.property
+    def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Keywords from the expander."""
+
+    @_builtins.property
+    def seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___Seed]:
+        """Seeds, best first (1 to 50)."""
+
+    @_builtins.property
+    def disabled_channels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Channels not to run (as RetrieveRequest.disabled_channels)."""
+
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Collections searched; ["default"] when empty (as RetrieveRequest)."""
+
+    @_builtins.property
+    def filters(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.MetadataFilter]:
+        """Conditions on document metadata, all of which must hold; a related
+        candidate outside them is not returned.
+        """
+
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        keywords: _abc.Iterable[_builtins.str] | None = ...,
+        seeds: _abc.Iterable[Global___Seed] | None = ...,
+        top_k: _builtins.int = ...,
+        disabled_channels: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "keywords", b"keywords", "query", b"query", "seeds", b"seeds", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelatedRequest: _TypeAlias = RelatedRequest  # noqa: Y015
+
+@_typing.final
 class RetrieveRequest(_message.Message):
     """Request for Retrieve."""
 

@@ -96,6 +96,11 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.FromString,
                 _registered_method=True)
+        self.Related = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/Related',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -213,6 +218,22 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Related(self, request, context):
+        """Second-stage retrieval seeded by first-stage hits: candidates related to
+        the seed documents in the retriever's own store (the graph retriever:
+        articles a seed cites, is cited by or amends ("graph.cites"), other
+        versions of a seed ("graph.version"), personalised PageRank over
+        passages, terms and citations seeded by the query's terms and the seeds
+        ("graph.ppr")). Meant to be fast (indexed lookups); the gateway calls
+        it after a first fusion when the profile asks for it. Errors:
+        INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
+        50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
+        related channels (retriever_pg).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -275,6 +296,11 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.DeleteCollection,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.SerializeToString,
+            ),
+            'Related': grpc.unary_unary_rpc_method_handler(
+                    servicer.Related,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -603,6 +629,33 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/DeleteCollection',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteCollectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Related(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/Related',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.FromString,
             options,
             channel_credentials,
             insecure,

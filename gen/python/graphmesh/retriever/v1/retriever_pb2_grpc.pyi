@@ -96,6 +96,18 @@ class RetrieverServiceStub:
     """Deletes a collection: its documents as DeleteDocuments, and its library
     entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
     """
+    Related: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]
+    """Second-stage retrieval seeded by first-stage hits: candidates related to
+    the seed documents in the retriever's own store (the graph retriever:
+    articles a seed cites, is cited by or amends ("graph.cites"), other
+    versions of a seed ("graph.version"), personalised PageRank over
+    passages, terms and citations seeded by the query's terms and the seeds
+    ("graph.ppr")). Meant to be fast (indexed lookups); the gateway calls
+    it after a first fusion when the profile asks for it. Errors:
+    INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
+    50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
+    related channels (retriever_pg).
+    """
 
 @_typing.type_check_only
 class RetrieverServiceAsyncStub(RetrieverServiceStub):
@@ -164,6 +176,18 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     DeleteCollection: _aio.UnaryUnaryMultiCallable[_retriever_pb2.DeleteCollectionRequest, _retriever_pb2.DeleteCollectionResponse]  # type: ignore[assignment]
     """Deletes a collection: its documents as DeleteDocuments, and its library
     entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
+    """
+    Related: _aio.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]  # type: ignore[assignment]
+    """Second-stage retrieval seeded by first-stage hits: candidates related to
+    the seed documents in the retriever's own store (the graph retriever:
+    articles a seed cites, is cited by or amends ("graph.cites"), other
+    versions of a seed ("graph.version"), personalised PageRank over
+    passages, terms and citations seeded by the query's terms and the seeds
+    ("graph.ppr")). Meant to be fast (indexed lookups); the gateway calls
+    it after a first fusion when the profile asks for it. Errors:
+    INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
+    50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
+    related channels (retriever_pg).
     """
 
 class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -302,6 +326,24 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_retriever_pb2.DeleteCollectionResponse, _abc.Awaitable[_retriever_pb2.DeleteCollectionResponse]]:
         """Deletes a collection: its documents as DeleteDocuments, and its library
         entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
+        """
+
+    @_abc_1.abstractmethod
+    def Related(
+        self,
+        request: _retriever_pb2.RelatedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.RetrieveResponse, _abc.Awaitable[_retriever_pb2.RetrieveResponse]]:
+        """Second-stage retrieval seeded by first-stage hits: candidates related to
+        the seed documents in the retriever's own store (the graph retriever:
+        articles a seed cites, is cited by or amends ("graph.cites"), other
+        versions of a seed ("graph.version"), personalised PageRank over
+        passages, terms and citations seeded by the query's terms and the seeds
+        ("graph.ppr")). Meant to be fast (indexed lookups); the gateway calls
+        it after a first fusion when the profile asks for it. Errors:
+        INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
+        50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
+        related channels (retriever_pg).
         """
 
 def add_RetrieverServiceServicer_to_server(servicer: RetrieverServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

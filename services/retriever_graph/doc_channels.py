@@ -1,0 +1,339 @@
+"""The document-graph channels of the graph retriever.
+
+First stage (Retrieve, the query only; in-memory lookups, then one indexed
+read of the hit chunks):
+
+- ``graph.article``: the article a query names by law and number.
+- ``graph.term``: the defining article of a term the query names, or whose
+  definition its words cover (lay words).
+- ``graph.offence``: penal articles of the offences a case description names.
+
+Second stage (Related, seeded by fused first-stage hits; indexed one-hop
+reads):
+
+- ``graph.cites``: articles a seed cites (CITES), is cited by, amends or is
+  amended by (AMENDS). Score: seed weight x edge weight (out 1.0, in 0.7).
+- ``graph.version``: other versions of a seed (VERSION_OF). Score: seed
+  weight x text similarity (x 0.8 from a current seed to a historical one).
+- ``graph.ppr``: personalised PageRank (``ppr``) over the neighbourhood of
+  the seeds and of the query's terms (documents, Term nodes; CITES, AMENDS,
+  VERSION_OF, DEFINES, MENTIONS edges), restarting at the query's terms
+  (weight 1 each) and the seeds (``PASSAGE_NODE_WEIGHT`` x seed weight), as
+  HippoRAG 2 does; documents ranked by their PPR mass.
+
+Scope: every channel returns only chunks of documents in the request's
+collections that meet its metadata conditions (``filter_cypher``), checked
+in the one read of the hit chunks; when the store holds other collections
+or conditions are given, each lookup asks for ``SCOPED_OVERFETCH`` times
+``top_k`` first so the scope rarely leaves a channel short. Graph walks
+(citations, versions, PageRank) may pass through documents outside the
+scope; only their results are restricted.
+
+Seed weight: the seed's score over the best seed's (rank-based 1/(1+rank)
+when scores are not positive). The lookup tables (``DocIndex``) are rebuilt
+from Neo4j when the stored graph version changes, checked at most every
+``refresh_seconds``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+from neo4j import AsyncDriver, RoutingControl
+
+from services.common import names
+from services.common.filters import DEFAULT_COLLECTION, Condition
+from services.common.records import Hit
+from services.common.retriever import SeedRecord
+from services.common.text import query_keywords
+from services.retriever_graph.doc_facts import term_key
+from services.retriever_graph.doc_graph import META_ID
+from services.retriever_graph.doc_index import ArticleEntry, DocIndex, IndexHit, TermEntry
+from services.retriever_graph.filter_cypher import scope_cypher
+from services.retriever_graph.ppr import DAMPING, PASSAGE_NODE_WEIGHT, personalized_pagerank
+
+log = logging.getLogger(__name__)
+
+_VERSION = "MATCH (m:GraphMeta {id: $id}) RETURN m.version AS version"
+_ARTICLES = """
+MATCH (d:Document) WHERE d.law_key IS NOT NULL AND d.law_key <> ''
+OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk {ordinal: 0})
+RETURN d.id AS id, d.law_key AS law, d.article_key AS article, d.status AS status, d.current AS current,
+       d.offences AS offences, c.id AS chunk
+"""
+_TERMS = """
+MATCH (d:Document)-[e:DEFINES]->(t:Term)
+RETURN t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
+       collect([d.id, e.chunk_id, d.current]) AS definers
+"""
+_COLLECTIONS = "MATCH (d:Document) RETURN DISTINCT coalesce(d.collection, 'default') AS collection"
+# SCOPE: the scope's boolean expression over d (filter_cypher.scope_cypher).
+_CHUNKS = """
+UNWIND $ids AS id
+MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk {id: id})
+WHERE SCOPE
+RETURN c.id AS chunk_id, d.id AS document_id, d.title AS title, c.heading_path AS heading_path,
+       c.text AS text, c.ordinal AS ordinal
+"""
+_FIRST_CHUNKS = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})-[:HAS_CHUNK]->(c:Chunk {ordinal: 0})
+WHERE SCOPE
+RETURN d.id AS document_id, c.id AS chunk_id
+"""
+_CITES = """
+UNWIND $seeds AS seed
+MATCH (s:Document {id: seed})
+CALL (s) {
+  MATCH (s)-[e:CITES|AMENDS]->(t:Document) RETURN t, type(e) AS rel, 'out' AS dir LIMIT $per_seed
+  UNION
+  MATCH (s)<-[e:CITES|AMENDS]-(t:Document) RETURN t, type(e) AS rel, 'in' AS dir LIMIT $per_seed
+}
+RETURN seed, t.id AS target, rel, dir
+"""
+_VERSIONS = """
+UNWIND $seeds AS seed
+MATCH (s:Document {id: seed})-[e:VERSION_OF]-(t:Document)
+RETURN seed, t.id AS target, e.similarity AS similarity, startNode(e) = s AS from_seed
+"""
+_DOC_NEIGHBOURS = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+CALL (d) {
+  MATCH (d)-[e:CITES|AMENDS|VERSION_OF]-(t:Document) RETURN t.id AS other, 'doc' AS kind LIMIT $cap
+  UNION
+  MATCH (d)-[e:DEFINES|MENTIONS]->(x:Term) RETURN x.key AS other, 'term' AS kind LIMIT $cap
+}
+RETURN id, other, kind
+"""
+_TERM_NEIGHBOURS = """
+UNWIND $keys AS key
+MATCH (x:Term {key: key})
+CALL (x) {
+  MATCH (x)<-[e:DEFINES|MENTIONS]-(d:Document)
+  RETURN d.id AS doc, type(e) AS rel ORDER BY rel DESC, doc LIMIT $cap
+}
+RETURN key, doc, rel
+"""
+
+#: Weight of a CITES/AMENDS edge by direction from the seed.
+EDGE_WEIGHT = {"out": 1.0, "in": 0.7}
+#: A historical version reached from a current seed counts this much.
+VERSION_BACK_WEIGHT = 0.8
+#: Candidates asked of each lookup per wanted one when the scope may drop some.
+SCOPED_OVERFETCH = 4
+
+
+def seed_weights(seeds: list[SeedRecord]) -> dict[str, float]:
+    """Weight in (0, 1] of each seed document: its score over the best
+    seed's, or 1/(1+rank) when the scores are not all positive; the first
+    occurrence of a document wins."""
+    weights: dict[str, float] = {}
+    top = max((s.score for s in seeds), default=0.0)
+    positive = top > 0 and all(s.score > 0 for s in seeds)
+    for rank, seed in enumerate(seeds):
+        weight = seed.score / top if positive else 1.0 / (1 + rank)
+        weights.setdefault(seed.document_id, weight)
+    return weights
+
+
+class DocChannels:
+    """Runs the document-graph channels over Neo4j and the in-memory index.
+
+    Args:
+        driver / database: the open Neo4j driver.
+        refresh_seconds: how often the stored graph version is checked.
+        per_seed: CITES/AMENDS neighbours read per seed and direction.
+        ppr_cap: neighbours read per node for the PPR subgraph.
+        word_tokens: the tokenizer for definitions (query_keywords).
+    """
+
+    def __init__(self, driver: AsyncDriver, database: str = "neo4j", *, refresh_seconds: float = 10.0,
+                 per_seed: int = 20, ppr_cap: int = 30,
+                 word_tokens: Callable[[str], list[str]] = query_keywords) -> None:
+        self.driver = driver
+        self.database = database
+        self.refresh_seconds = refresh_seconds
+        self.per_seed = per_seed
+        self.ppr_cap = ppr_cap
+        self.word_tokens = word_tokens
+        self.index = DocIndex([], [], [], word_tokens, version=-1)
+        #: Collections holding documents when the index was built.
+        self.collections: frozenset[str] = frozenset()
+        self._checked = 0.0
+        self._refreshing: asyncio.Task | None = None
+
+    async def _query(self, query: str, **params: Any) -> list:
+        result = await self.driver.execute_query(query, parameters_=params, routing_=RoutingControl.READ,
+                                                 database_=self.database)
+        return result.records
+
+    # -- the lookup tables ---------------------------------------------------
+
+    async def load(self) -> DocIndex:
+        """Rebuilds the lookup tables from what Neo4j holds now."""
+        records = await self._query(_VERSION, id=META_ID)
+        version = int(records[0]["version"]) if records else 0
+        articles, offences = [], []
+        for r in await self._query(_ARTICLES):
+            chunk = r["chunk"] or ""
+            if r["article"]:
+                articles.append(ArticleEntry(r["id"], r["law"], r["article"], r["status"] or "", bool(r["current"]), chunk))
+            if r["offences"]:
+                offences.append((r["id"], chunk, list(r["offences"])))
+        terms = [TermEntry(r["name"], r["law"], r["definition"] or "", r["kind"] or "",
+                           [(d, c, bool(cur)) for d, c, cur in r["definers"]]) for r in await self._query(_TERMS)]
+        index = await asyncio.to_thread(DocIndex, articles, terms, offences, self.word_tokens, version)
+        collections = frozenset(r["collection"] for r in await self._query(_COLLECTIONS))
+        self.index, self.collections = index, collections
+        self._checked = time.monotonic()
+        log.info("document graph index: version %d, %d articles, %d terms, %d penal articles", version, *index.size)
+        return index
+
+    def maybe_refresh(self) -> None:
+        """Starts a background rebuild when the stored version may have
+        changed (at most every ``refresh_seconds``); lookups keep using the
+        current tables meanwhile."""
+        if time.monotonic() - self._checked < self.refresh_seconds:
+            return
+        if self._refreshing is not None and not self._refreshing.done():
+            return
+        self._checked = time.monotonic()
+        self._refreshing = asyncio.create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        try:
+            records = await self._query(_VERSION, id=META_ID)
+            version = int(records[0]["version"]) if records else 0
+            if version != self.index.version:
+                await self.load()
+        except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old tables
+            log.warning("document graph index refresh failed: %s", exc)
+
+    # -- first stage -----------------------------------------------------------
+
+    def _fetch(self, top_k: int, collections: Collection[str], conditions: list[Condition]) -> int:
+        """Candidates to ask of a lookup for ``top_k`` within the scope."""
+        if not conditions and self.collections <= set(collections):
+            return top_k
+        return top_k * SCOPED_OVERFETCH
+
+    async def retrieve(self, query: str, keywords: list[str], top_k: int, channels: Collection[str],
+                       collections: Collection[str] = (DEFAULT_COLLECTION,),
+                       conditions: Collection[Condition] = ()) -> list[Hit]:
+        """Hits of the enabled first-stage channels (article, term, offence),
+        each channel's best first, at most ``top_k`` per channel, all of
+        documents in ``collections`` meeting ``conditions``."""
+        self.maybe_refresh()
+        index = self.index
+        conditions = list(conditions)
+        fetch = self._fetch(top_k, collections, conditions)
+        found: list[tuple[str, IndexHit]] = []
+        if names.GRAPH_ARTICLE in channels:
+            found += [(names.GRAPH_ARTICLE, h) for h in index.article_hits(query, fetch)]
+        if names.GRAPH_TERM in channels:
+            found += [(names.GRAPH_TERM, h) for h in index.term_hits(query, keywords, fetch)]
+        if names.GRAPH_OFFENCE in channels:
+            found += [(names.GRAPH_OFFENCE, h) for h in index.offence_hits(query, fetch)]
+        return await self._hits(found, top_k, collections, conditions)
+
+    async def _hits(self, found: list[tuple[str, IndexHit]], top_k: int, collections: Collection[str],
+                    conditions: list[Condition]) -> list[Hit]:
+        """The chunks of ``found`` (in order) whose documents are in the
+        scope, at most ``top_k`` per channel."""
+        if not found:
+            return []
+        params: dict[str, Any] = {}
+        scope = scope_cypher(list(collections), conditions, params)
+        chunk_ids = sorted({h.chunk_id for _, h in found if h.chunk_id})
+        missing = sorted({h.doc_id for _, h in found if not h.chunk_id})
+        first = {r["document_id"]: r["chunk_id"]
+                 for r in await self._query(_FIRST_CHUNKS.replace("SCOPE", scope), ids=missing, **params)} if missing else {}
+        chunk_ids = sorted(set(chunk_ids) | set(first.values()))
+        rows = {r["chunk_id"]: r for r in await self._query(_CHUNKS.replace("SCOPE", scope), ids=chunk_ids, **params)}
+        hits = []
+        per_channel: dict[str, int] = {}
+        for channel, h in found:
+            row = rows.get(h.chunk_id or first.get(h.doc_id, ""))
+            if row is None or per_channel.get(channel, 0) >= top_k:
+                continue
+            per_channel[channel] = per_channel.get(channel, 0) + 1
+            hits.append(Hit(chunk_id=row["chunk_id"], document_id=row["document_id"], title=row["title"] or "",
+                            heading_path=list(row["heading_path"] or []), text=row["text"] or "",
+                            ordinal=int(row["ordinal"] or 0), channel=channel, score=float(h.score), evidence=h.evidence))
+        return hits
+
+    # -- second stage ------------------------------------------------------------
+
+    async def related(self, query: str, keywords: list[str], seeds: list[SeedRecord], top_k: int,
+                      channels: Collection[str], collections: Collection[str] = (DEFAULT_COLLECTION,),
+                      conditions: Collection[Condition] = ()) -> list[Hit]:
+        """Hits of the enabled related channels (cites, version, ppr) for
+        ``seeds``, at most ``top_k`` per channel, best first, all of
+        documents in ``collections`` meeting ``conditions``."""
+        self.maybe_refresh()
+        weights = seed_weights(seeds)
+        conditions = list(conditions)
+        fetch = self._fetch(top_k, collections, conditions)
+        tasks = []
+        if names.GRAPH_CITES in channels:
+            tasks.append(self._cites(weights, fetch))
+        if names.GRAPH_VERSION in channels:
+            tasks.append(self._versions(weights, fetch))
+        if names.GRAPH_PPR in channels:
+            tasks.append(self._ppr(query, keywords, weights, fetch))
+        found = [f for part in await asyncio.gather(*tasks) for f in part]
+        return await self._hits(found, top_k, collections, conditions)
+
+    async def _cites(self, weights: dict[str, float], top_k: int) -> list[tuple[str, IndexHit]]:
+        best: dict[str, IndexHit] = {}
+        for r in await self._query(_CITES, seeds=list(weights), per_seed=self.per_seed):
+            target = r["target"]
+            if target in weights and weights[target] >= weights[r["seed"]]:
+                continue  # already a better seed
+            label = {("CITES", "out"): "cites", ("CITES", "in"): "cited-by",
+                     ("AMENDS", "out"): "amends", ("AMENDS", "in"): "amended-by"}[(r["rel"], r["dir"])]
+            score = weights[r["seed"]] * EDGE_WEIGHT[r["dir"]]
+            if target not in best or score > best[target].score:
+                best[target] = IndexHit(target, "", round(score, 4), f"{label}:{r['seed']}")
+        return [(names.GRAPH_CITES, h) for h in sorted(best.values(), key=lambda h: (-h.score, h.doc_id))[:top_k]]
+
+    async def _versions(self, weights: dict[str, float], top_k: int) -> list[tuple[str, IndexHit]]:
+        best: dict[str, IndexHit] = {}
+        for r in await self._query(_VERSIONS, seeds=list(weights)):
+            target = r["target"]
+            factor = 1.0 if r["from_seed"] else VERSION_BACK_WEIGHT
+            score = weights[r["seed"]] * float(r["similarity"] or 0.0) * factor
+            label = "current-of" if r["from_seed"] else "earlier-of"
+            if score > 0 and (target not in best or score > best[target].score):
+                best[target] = IndexHit(target, "", round(score, 4), f"{label}:{r['seed']}")
+        return [(names.GRAPH_VERSION, h) for h in sorted(best.values(), key=lambda h: (-h.score, h.doc_id))[:top_k]]
+
+    async def _ppr(self, query: str, keywords: list[str], weights: dict[str, float],
+                   top_k: int) -> list[tuple[str, IndexHit]]:
+        index = self.index
+        term_seeds: dict[str, float] = {}
+        normalized = query
+        for term in index.terms:
+            if len(term.name) >= 2 and term.name in normalized:
+                term_seeds[term_key(term.law, term.name)] = 1.0
+        edges: list[tuple[str, str, float]] = []
+        docs = list(weights)
+        term_rows = await self._query(_TERM_NEIGHBOURS, keys=list(term_seeds), cap=self.ppr_cap) if term_seeds else []
+        term_docs = []
+        for r in term_rows:
+            edges.append((f"t:{r['key']}", f"d:{r['doc']}", 1.0))
+            term_docs.append(r["doc"])
+        for r in await self._query(_DOC_NEIGHBOURS, ids=sorted(set(docs) | set(term_docs)), cap=self.ppr_cap):
+            other = f"d:{r['other']}" if r["kind"] == "doc" else f"t:{r['other']}"
+            edges.append((f"d:{r['id']}", other, 1.0))
+        reset = {f"t:{k}": w for k, w in term_seeds.items()}
+        for doc, w in weights.items():
+            reset[f"d:{doc}"] = reset.get(f"d:{doc}", 0.0) + PASSAGE_NODE_WEIGHT * w
+        scores = personalized_pagerank(edges, reset, damping=DAMPING)
+        ranked = sorted(((n[2:], s) for n, s in scores.items() if n.startswith("d:")), key=lambda x: (-x[1], x[0]))[:top_k]
+        top = ranked[0][1] if ranked else 1.0
+        return [(names.GRAPH_PPR, IndexHit(doc, "", round(s / top, 4), "ppr")) for doc, s in ranked]

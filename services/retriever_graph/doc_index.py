@@ -1,0 +1,278 @@
+"""The document graph's lookup tables, held in memory by the graph retriever
+and matched against queries without a database round trip.
+
+Built from what ``doc_graph`` stored (``DocIndex.build``): every article by
+law and number, every defined term with its defining articles, and the
+acts every penal article punishes. Three first-stage channels read it:
+
+- ``article_hits``: articles a query names by number ("刑法第二百三十四条").
+- ``term_hits``: the defining articles of terms the query names, and of
+  terms whose definitions share the query's words (a lay word such as 投案
+  finds 自首, defined as "犯罪以后自动投案，如实供述自己的罪行的").
+- ``offence_hits``: penal articles whose acts match the offences a case
+  description names (罪名：诈骗, 构成故意伤害罪) or, without a name, its
+  words.
+
+Scores are in [0, 1]; evidence says what matched.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from services.retriever_graph import legal_refs as lr
+
+
+@dataclass(frozen=True, slots=True)
+class ArticleEntry:
+    """One stored article."""
+
+    doc_id: str
+    law: str
+    article: str
+    status: str
+    current: bool
+    first_chunk: str
+
+
+@dataclass(slots=True)
+class TermEntry:
+    """A defined term and where it is defined.
+
+    Attributes:
+        name / law / definition / kind: as stored on the Term node.
+        definers: (document id, provenance chunk id, current) of each
+            defining article.
+        words: content words of the definition (for lay matching).
+    """
+
+    name: str
+    law: str
+    definition: str
+    kind: str
+    definers: list[tuple[str, str, bool]] = field(default_factory=list)
+    words: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHit:
+    """A document found by one lookup: its chunk, score in [0, 1] and why."""
+
+    doc_id: str
+    chunk_id: str
+    score: float
+    evidence: str
+
+
+_BIGRAM_CLEAN = re.compile(r"[^\u4e00-\u9fff]")
+#: Words with numerals or article markers are references, not content.
+_NUMERAL = re.compile(r"[0-9]|^第|[条款项]$|[零〇一二两三四五六七八九十百千万]{2,}|^[十百千]|[十百千]$")
+_OFFENCE_NAME = (
+    re.compile(r"罪名[:：]\s*([^\n]+)"),
+    re.compile(r"(?:构成|犯有?|以|涉嫌)([\u4e00-\u9fff、]{2,24}?)罪"),
+)
+#: Words too common in definitions to tie a lay question to a term.
+_DEFINITION_STOP = frozenset("""
+    的 是 指 或者 以及 和 与 及 其他 等 有关 依法 规定 本法 行为 活动 单位 个人 组织 人员 国家 进行 按照 依照 对 在 中
+    包括 具有 用于 所 为 由 从事 相关 一定 一种 各种 以上 以下 应当 可以 法律 行政法规
+""".split())
+
+
+def _bigrams(text: str) -> set[str]:
+    text = _BIGRAM_CLEAN.sub("", text)
+    return {text[i:i + 2] for i in range(len(text) - 1)}
+
+
+def offence_names(query: str) -> list[str]:
+    """Offences a case description names: after "罪名：" (several split by
+    ";"), and in "构成X罪", "犯X罪", "以X罪", "涉嫌X罪"; in order, distinct."""
+    query = lr.normalize(query)
+    found: list[str] = []
+    first = _OFFENCE_NAME[0].search(query)
+    if first:
+        found += [n.strip(" 。.,，") for n in re.split(r"[;；]", first.group(1))]
+    for match in _OFFENCE_NAME[1].finditer(query):
+        found.append(match.group(1))
+    return [n for n in dict.fromkeys(found) if len(_BIGRAM_CLEAN.sub("", n)) >= 2]
+
+
+def offence_match(name: str, acts: list[str] | list[set[str]]) -> float:
+    """How well an offence name matches a penal article's acts (texts, or
+    their character-bigram sets), in [0, 1]: over the acts, the best of
+    (share of the name's character bigrams the act holds) + 0.3 x (share of
+    the act's bigrams the name holds), plus 0.2 for the article's first
+    act, divided by 1.5."""
+    name_bigrams = _bigrams(name)
+    if not name_bigrams:
+        return 0.0
+    best = 0.0
+    for i, act in enumerate(acts):
+        act_bigrams = act if isinstance(act, set) else _bigrams(act)
+        if not act_bigrams:
+            continue
+        shared = len(name_bigrams & act_bigrams)
+        score = shared / len(name_bigrams) + 0.3 * shared / len(act_bigrams) + (0.2 if i == 0 else 0.0)
+        best = max(best, score)
+    return min(1.0, best / 1.5)
+
+
+class DocIndex:
+    """Articles, terms and offences of the document graph, for lookups.
+
+    Args:
+        articles: every stored article.
+        terms: every defined term.
+        offences: (document id, first chunk id, acts) of every penal article
+            outside amending acts.
+        word_tokens: maps a definition to its content words (the shared
+            tokenizer, so definitions and query keywords are cut alike).
+        version: the GraphMeta version it was built from.
+    """
+
+    def __init__(self, articles: Iterable[ArticleEntry], terms: Iterable[TermEntry],
+                 offences: Iterable[tuple[str, str, list[str]]], word_tokens, version: int = 0) -> None:
+        self.version = version
+        self.by_key: dict[tuple[str, str], list[ArticleEntry]] = defaultdict(list)
+        for a in articles:
+            self.by_key[(a.law, a.article)].append(a)
+        self.laws = sorted({law for law, _ in self.by_key}, key=len, reverse=True)
+        self._law_set = set(self.laws)
+        self.terms = list(terms)
+        self._term_laws: dict[str, int] = defaultdict(int)
+        for t in self.terms:
+            t.words = frozenset(w for w in word_tokens(t.definition)
+                                if len(w) >= 2 and w not in _DEFINITION_STOP and not _NUMERAL.search(w))
+            self._term_laws[t.name] += 1
+        # Document frequency of definition words, for idf weights.
+        df: dict[str, int] = defaultdict(int)
+        for t in self.terms:
+            for w in t.words:
+                df[w] += 1
+        n = max(1, len(self.terms))
+        self._idf = {w: math.log(1 + n / c) for w, c in df.items()}
+        self.offences = [(doc, chunk, acts) for doc, chunk, acts in offences if acts]
+        self._act_bigrams = [[_bigrams(a) for a in acts] for _, _, acts in self.offences]
+        # Definition word -> terms whose definitions hold it (lay matching).
+        self._by_word: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(self.terms):
+            for w in t.words:
+                self._by_word[w].append(i)
+        self._total_idf = [sum(self._idf.get(w, 0.0) for w in t.words) for t in self.terms]
+
+    @property
+    def size(self) -> tuple[int, int, int]:
+        """(articles, terms, penal articles)."""
+        return sum(len(v) for v in self.by_key.values()), len(self.terms), len(self.offences)
+
+    # -- articles ----------------------------------------------------------
+
+    def article_hits(self, query: str, limit: int = 10) -> list[IndexHit]:
+        """Articles the query names with their law: "刑法第二百三十四条",
+        "《民法典》第1165条", "生态环境法典第一千二百三十七条". The law is a
+        bracketed name or the longest stored law key that the text right
+        before the number ends with; an article of a list ("第三条、第五条")
+        keeps the law of the one before; a number with no law is skipped.
+        Current versions score 1.0, others 0.9."""
+        query = lr.normalize(query)
+        hits: list[IndexHit] = []
+        seen: set[str] = set()
+        law: str | None = None
+        previous_end = 0
+        for ref in lr.article_mentions(query):
+            named = ref.law if ref.law in self._law_set else self._law_ending(query[max(0, ref.start - 40):ref.start])
+            between = query[previous_end:ref.start]
+            if named is not None:
+                law = named
+            elif law is not None and len(between) > 3 and ref.start > previous_end:
+                law = None
+            previous_end = ref.end
+            if law is None:
+                continue
+            for entry in self.by_key.get((law, ref.article), []):
+                if entry.doc_id not in seen:
+                    seen.add(entry.doc_id)
+                    hits.append(IndexHit(entry.doc_id, entry.first_chunk, 1.0 if entry.current else 0.9,
+                                         f"article:{law}第{ref.article}条"))
+        return hits[:limit]
+
+    def _law_ending(self, text: str) -> str | None:
+        text = text.rstrip(" 的之》")
+        return next((k for k in self.laws if text.endswith(k)), None)
+
+    # -- terms ---------------------------------------------------------------
+
+    def term_hits(self, query: str, keywords: list[str], limit: int = 10, lay_limit: int = 5,
+                  lay_min: float = 0.35) -> list[IndexHit]:
+        """Defining articles of terms in the query.
+
+        A term named in the query (its name, at least two characters, is a
+        substring) scores ``min(1, len(name) / 4)`` divided by the number of
+        laws defining that name; evidence ``term:<name>``. A term whose
+        definition's content words the query's ``keywords`` cover (idf-
+        weighted share >= ``lay_min``) scores 0.5 x that share; evidence
+        ``lay:<name>(<shared words>)``; at most ``lay_limit`` such terms.
+        A current defining article wins over a historical one of the same
+        term.
+        """
+        scored: dict[str, IndexHit] = {}
+
+        def add(term: TermEntry, score: float, evidence: str) -> None:
+            definers = sorted(term.definers, key=lambda d: (not d[2], d[0]))
+            if not definers:
+                return
+            doc, chunk, _ = definers[0]
+            current = scored.get(doc)
+            if current is None or score > current.score:
+                scored[doc] = IndexHit(doc, chunk, round(score, 4), evidence)
+
+        normalized = lr.normalize(query)
+        for term in self.terms:
+            if len(term.name) >= 2 and term.name in normalized:
+                add(term, min(1.0, len(term.name) / 4) / self._term_laws[term.name], f"term:{term.name}")
+        shared_by_term: dict[int, list[str]] = defaultdict(list)
+        for word in {k for k in keywords if len(k) >= 2}:
+            for i in self._by_word.get(word, ()):
+                shared_by_term[i].append(word)
+        lay: list[tuple[float, TermEntry, list[str]]] = []
+        for i, shared in shared_by_term.items():
+            term, total = self.terms[i], self._total_idf[i]
+            if term.name in normalized or not total:
+                continue
+            share = sum(self._idf.get(w, 0.0) for w in shared) / total
+            if share >= lay_min:
+                lay.append((share, term, shared))
+        lay.sort(key=lambda x: (-x[0], x[1].name))
+        for share, term, shared in lay[:lay_limit]:
+            add(term, 0.5 * share, f"lay:{term.name}({' '.join(sorted(shared))})")
+        return sorted(scored.values(), key=lambda h: (-h.score, h.doc_id))[:limit]
+
+    def lay_terms(self, query: str, keywords: list[str], limit: int = 5, lay_min: float = 0.35) -> list[str]:
+        """Names of the terms ``term_hits`` maps a lay question to (terms
+        the query does not name whose definitions it covers), best first."""
+        return [h.evidence.split(":", 1)[1].split("(", 1)[0]
+                for h in self.term_hits(query, keywords, limit=limit * 4, lay_limit=limit, lay_min=lay_min)
+                if h.evidence.startswith("lay:")][:limit]
+
+    # -- offences ------------------------------------------------------------
+
+    def offence_hits(self, query: str, limit: int = 10, min_score: float = 0.4) -> list[IndexHit]:
+        """Penal articles for the offences a case description names
+        (``offence_names``), scored by ``offence_match`` (best over the
+        names); [] when the query names none."""
+        names = offence_names(query)
+        if not names:
+            return []
+        hits = []
+        for (doc, chunk, _), acts in zip(self.offences, self._act_bigrams):
+            best_name, best = "", 0.0
+            for name in names:
+                score = offence_match(name, acts)
+                if score > best:
+                    best_name, best = name, score
+            if best >= min_score:
+                hits.append(IndexHit(doc, chunk, round(best, 4), f"offence:{best_name}"))
+        hits.sort(key=lambda h: (-h.score, h.doc_id))
+        return hits[:limit]
