@@ -13,12 +13,13 @@ from services.common.settings import TlsSettings
 #: RPCs that are safe to send twice: reads, and the ingest writes, which are
 #: idempotent (documents keyed by id and skipped when their content hash is
 #: stored; entities and triples MERGEd by key). Rewrite (an LLM call) and
-#: Judge are left out: costly, and not worth a second try on the request path.
+#: Judge are left out: costly, and not worth a second try on the request path;
+#: so are the deletes, whose second try would report nothing deleted.
 IDEMPOTENT_RPCS = {
     "graphmesh.expander.v1.ExpanderService": ["Expand", "Embed", "NormalizeEntity"],
     "graphmesh.retriever.v1.RetrieverService": [
-        "Retrieve", "GetDocumentHashes", "RetrieveEntities", "SuggestExpansions", "GetEntityLibrary",
-        "IngestDocuments", "IngestEntities", "IngestTriples"],
+        "Retrieve", "Related", "GetDocumentHashes", "RetrieveEntities", "SuggestExpansions", "GetEntityLibrary",
+        "ListDocuments", "ListCollections", "IngestDocuments", "IngestEntities", "IngestTriples"],
     "graphmesh.reranker.v1.RerankerService": ["Rerank"],
     "graphmesh.fuser.v1.FuserService": ["Fuse", "RankEntities"],
 }
