@@ -56,6 +56,8 @@ DEGRADED = Metric("graphmesh_degraded_total", "counter", ("service",))
 STRATEGY = Metric("graphmesh_answer_strategy_total", "counter", ("strategy",))
 FALLBACK = Metric("graphmesh_fallback_attempts_total", "counter", ("strategy", "outcome", "reason"))
 CLEANUP = Metric("graphmesh_answer_cleanup_total", "counter", ("kind",))
+ABSTAINED = Metric("graphmesh_answer_abstained_total", "counter", ("reason",))
+CITATION_CHECKS = Metric("graphmesh_answer_citation_checks_total", "counter", ("outcome",))
 LLM_CALLS = Metric("graphmesh_llm_calls_total", "counter", ("purpose", "outcome"))
 INGEST = Metric("graphmesh_ingest_records_total", "counter", ("kind", "outcome"))
 RR_QUEUE = Metric("graphmesh_reranker_queue_seconds", "histogram")
@@ -162,6 +164,8 @@ def pipeline_dashboard(q: Q) -> dict:
             panel("Answering strategy mix", [(q.rate(STRATEGY, ("strategy",)), "{{strategy}}")], "ops", stack=True),
             panel("Fallback attempts by strategy, outcome, reason", [(q.rate(FALLBACK, ("strategy", "outcome", "reason")), "{{strategy}} {{outcome}} {{reason}}")], "ops"),
             panel("Answer clean-up (items removed)", [(q.rate(CLEANUP, ("kind",)), "{{kind}}")], "ops", stack=True),
+            panel("No-answers (abstained) by reason", [(q.rate(ABSTAINED, ("reason",)), "{{reason}}")], "ops", stack=True),
+            panel("Citation checks by outcome", [(q.rate(CITATION_CHECKS, ("outcome",)), "{{outcome}}")], "ops", stack=True),
             panel("LLM calls by purpose and outcome", [(q.rate(LLM_CALLS, ("purpose", "outcome")), "{{purpose}} {{outcome}}")], "ops"),
         ]),
         ("Ingestion", [

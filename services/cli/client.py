@@ -162,8 +162,7 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     if answer:
         _print_search(reply.search)
         print(f"\nanswer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
-        for c in reply.citations:
-            print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        _print_answer_notes(reply)
         passed = [f"{gateway_pb2.FallbackStrategy.Name(a.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}: {a.reason}"
                   for a in reply.attempts if not a.answered]
         print(f"strategy: {gateway_pb2.FallbackStrategy.Name(reply.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}"
@@ -171,6 +170,20 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     else:
         _print_search(reply)
     return 0
+
+
+def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
+    """Citations, or the nearest sources of a no-answer, and the sentences
+    the citation check found unsupported."""
+    for c in reply.citations:
+        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+    if reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED:
+        print(f"nearest sources (not sufficient to answer; answerability {reply.answerability:.3f} < "
+              f"{reply.answerability_threshold:.3f}):")
+        for c in reply.insufficient_sources:
+            print(f"  {c.number}. {c.label} (document {c.document_id})")
+    for u in reply.unsupported_sentences:
+        print(f"  unsupported: {u.sentence} ({u.reason})")
 
 
 def cmd_entities(args: argparse.Namespace) -> int:
@@ -213,9 +226,8 @@ def cmd_answer_stream(args: argparse.Namespace) -> int:
                 elif kind == "token":
                     print(event.token, end="", flush=True)
                 elif kind == "done":
-                    print()
-                    for c in event.done.citations:
-                        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+                    print(f"\n\nverified answer:\n{event.done.answer}")
+                    _print_answer_notes(event.done)
                     name = gateway_pb2.FallbackStrategy.Name(event.done.strategy).removeprefix("FALLBACK_STRATEGY_").lower()
                     print(f"strategy: {name}", file=sys.stderr)
         except grpc.RpcError as err:

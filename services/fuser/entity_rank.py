@@ -154,10 +154,15 @@ def _coverage(name: str, query_key: str) -> float:
     return sum(1 for ch in n if ch in query_key) / len(n)
 
 
-def features(item: EntityItem, query_key: str, normalized_key: str, route_categories: set[str], route: str = "") -> dict[str, float]:
+def features(item: EntityItem, query_key: str, normalized_key: str, route_categories: set[str], route: str = "",
+             vector_floor: float = 0.0) -> dict[str, float]:
     """The named features of one candidate, each in [0, 1]. intent is 1 when
     the candidate fits the route: a member of a routed category, or found by
-    attribute coverage on the attribute route."""
+    attribute coverage on the attribute route. vector is the best cosine
+    above ``vector_floor`` stretched to [0, 1] ((cos - floor) / (1 - floor),
+    0 below the floor): e5 puts almost every pair of names between 0.8 and
+    1.0, and the raw cosine would give every candidate nearly the same
+    vector share."""
     names = [item.name] + list(item.aliases)
     fuzzy = max(fuzz.ratio(query_key, name_key(n)) for n in names) / 100.0
     if normalized_key != query_key:
@@ -182,7 +187,7 @@ def features(item: EntityItem, query_key: str, normalized_key: str, route_catego
         intent = 1.0
     return {
         "fuzzy": fuzzy, "coverage": max(text_cov, attr_cov), "text_coverage": text_cov, "attribute_coverage": attr_cov,
-        "vector": max(0.0, vector), "graph": graph, "skeleton": skeleton, "intent": intent, "plan": plan,
+        "vector": max(0.0, (vector - vector_floor) / (1.0 - vector_floor)), "graph": graph, "skeleton": skeleton, "intent": intent, "plan": plan,
     }
 
 
@@ -221,7 +226,7 @@ def rank(
     value_keys = {name_key(v) for v in attribute_values or []}
     max_degree = max((it.degree for it in kept), default=0)
     for it in kept:
-        f = features(it, qkey, nkey, route_set, route)
+        f = features(it, qkey, nkey, route_set, route, vector_floor=cfg.vector_gate)
         score = sum(weights[k] * f[k] for k in weights)
         bonus = 0.0
         length = len(name_key(it.name))

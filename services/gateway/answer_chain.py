@@ -3,7 +3,15 @@
 expanded query -> HyDE passage -> query + entity names -> fast path, each
 under its own timeout, until a strategy's retrieval is good enough to
 answer from. The rules (order, evidence, verdict) are ``fallback``; this
-module runs them."""
+module runs them.
+
+Abstention (``abstention``, when enabled): the first retrieval made with
+the question as asked (standard, else fast path) decides whether the
+corpus answers the question at all; when it does not, the chain stops
+there and ``Chosen.decision`` says so (rewritten queries are not asked:
+their scores measure the rewrite, not the question). When no strategy
+passes, the best retrieval seen is judged the same way before it answers
+("best available")."""
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +27,7 @@ from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common import names
 from services.common.errors import DownstreamError
-from services.gateway import fallback
+from services.gateway import abstention, fallback
 from services.gateway.clients import Expander
 from services.gateway.config import GatewaySettings
 from services.gateway.fusion import Retrieval
@@ -55,6 +63,15 @@ class Chosen:
     retrieval: Retrieval | None = None
     strategy: str = ""
     attempts: list[gateway_pb2.StrategyAttempt] = field(default_factory=list)
+    #: The abstention decision (None when abstention is off) and the
+    #: retrieval it was taken on (its results are the nearest sources).
+    decision: abstention.Decision | None = None
+    evidence: Retrieval | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """True when the evidence does not answer the question."""
+        return self.decision is not None and not self.decision.answerable
 
 
 def stage_event(stage: str, duration_ms: float = 0.0, status: int = OK, detail: str = "") -> gateway_pb2.AnswerStreamResponse:
@@ -120,6 +137,13 @@ class FallbackChain:
                     names_seen.extend([cand.title, *cand.heading_path])
                 if results and (best is None or attempt.evidence_score > best[0]):
                     best = (attempt.evidence_score, retrieval, strategy)
+                if self._decide(strategy, retrieval, chosen) is False:
+                    attempt.reason = chosen.decision.reason
+                    chosen.strategy = strategy
+                    chosen.attempts.append(attempt)
+                    FALLBACK_ATTEMPTS.labels(strategy, "abstained", "low_evidence").inc()
+                    yield stage_event(names.strategy_stage(strategy), attempt.duration_ms, OK, "abstained")
+                    return
                 if verdict.accepted:
                     attempt.answered = True
                     chosen.retrieval, chosen.strategy = retrieval, strategy
@@ -138,7 +162,32 @@ class FallbackChain:
             if deadline.expired:
                 break
         if best is not None:
+            if chosen.decision is None and self.settings.abstention_enabled:
+                self._decide("", best[1], chosen, force=True)
+            if chosen.abstained:
+                chosen.strategy = best[2]
+                return
             _answer_with_best(chosen, *best)
+        elif self.settings.abstention_enabled:
+            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention_threshold, "no evidence retrieved")
+
+    def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
+        """Takes the abstention decision on ``retrieval`` when it is the
+        first usable one made with the question as asked (or ``force``);
+        returns whether it answers, None when no decision was taken."""
+        s = self.settings
+        results = retrieval.response.results
+        down = any(d in fallback.REQUIRED_RETRIEVERS for d in retrieval.response.degraded)
+        if not s.abstention_enabled or chosen.decision is not None or not results:
+            return None
+        if not force and (strategy not in fallback.AS_ASKED or down):
+            return None
+        sig = abstention.signals(retrieval.response.query_info.keywords, results)
+        info = retrieval.response.query_info
+        vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
+        chosen.decision = abstention.decide(sig, s.abstention_threshold, info.embedding_model, vector_ran)
+        chosen.evidence = retrieval
+        return chosen.decision.answerable
 
     async def _attempt(self, strategy: str, query: str, names_seen: list[str], top_k: int, rerank: bool | None,
                        deadline: Deadline, attempt: gateway_pb2.StrategyAttempt, scope: Scope = DEFAULT_SCOPE) -> Retrieval:

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common import names
+from services.gateway import abstention
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
 
 
@@ -83,6 +84,14 @@ class GatewaySettings(ServiceSettings):
         questions is 0.54, but short definitional questions score lower
         (什么是实用新型？ 0.302, whose standard retrieval is right), and 0.45
         sent them to weaker strategies.
+    abstention_enabled: decide whether the evidence answers the question
+        and return an explicit no-answer (ANSWER_MODE_ABSTAINED) when it
+        does not (services/gateway/abstention.py).
+    abstention_threshold: answerability below which Answer abstains
+        (abstention.THRESHOLD, 0.5). The rule is fitted per embedding model
+        (abstention.FITS: cosines of USE and e5 are on different scales),
+        each fit's own threshold folded into its bias, so 0.5 is the fitted
+        point for every model. Lower answers more, higher abstains more.
     fallback_strategies: strategies of the chain, in reference order
         (standard, expanded_query, hyde, entity_names, fast_path).
     strategy_timeouts: seconds per strategy (rewrite + retrieval), and
@@ -139,6 +148,8 @@ class GatewaySettings(ServiceSettings):
     llm_max_retries: int = 2
     llm_backoff: float = 0.5
     min_evidence_score: float = 0.3
+    abstention_enabled: bool = True
+    abstention_threshold: float = Field(abstention.THRESHOLD, ge=0.0, le=1.0)
     fallback_strategies: list[str] = Field(
         default_factory=lambda: ["standard", "expanded_query", "hyde", "entity_names", "fast_path"]
     )

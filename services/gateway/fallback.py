@@ -20,6 +20,9 @@ FAST_PATH = "fast_path"
 ORDER = (STANDARD, EXPANDED_QUERY, HYDE, ENTITY_NAMES, FAST_PATH)
 # Strategies that run the full pipeline (graph retriever included).
 FULL_PIPELINE = frozenset({STANDARD, EXPANDED_QUERY, HYDE, ENTITY_NAMES})
+# Strategies that search with the question as asked: their evidence decides
+# abstention (services.gateway.abstention).
+AS_ASKED = frozenset({STANDARD, FAST_PATH})
 # Retrievers whose failure makes a full-pipeline retrieval unusable: the
 # chain then goes straight to the fast path (PostgreSQL only).
 REQUIRED_RETRIEVERS = ("retriever_pg", "retriever_graph")

@@ -8,13 +8,35 @@ import json
 import re
 from dataclasses import dataclass
 
-from services.common.text import CITATION, split_sentences, truncate_at_boundary
+from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences, truncate_at_boundary
 
-SYSTEM_PROMPT = "你是严谨的法律问答助手，只依据给出的编号资料回答；资料不足时直说。不要输出 JSON 或代码块。"
+SYSTEM_PROMPT = (
+    "你是严谨的法律问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
+    "资料不足时直说。回答中写明所依据的法律名称和条号（如《专利法》第四十二条），每句话后用[n]标注它依据的资料编号，"
+    "只标注确实写有该内容的资料。不要输出 JSON 或代码块。"
+)
 # The instruction sits after the question: small local models (Qwen2.5 0.5B)
 # otherwise answer with a bare "[1]". The example is neutral on purpose.
-ANSWER_INSTRUCTION = "请用一两句完整的中文句子回答，并在句末用方括号标注所依据资料的编号，例如：某某行为应当承担相应责任[2]。"
+ANSWER_INSTRUCTION = (
+    "请用一两句完整的中文句子回答，写明法律名称和条号，并在句末用方括号标注所依据资料的编号，"
+    "例如：依照《某某法》第十条，某某行为应当承担相应责任[2]。"
+)
+SYSTEM_PROMPT_EN = (
+    "You are a careful legal assistant. Answer only from the numbered sources given, in English; do not use other "
+    "knowledge, and say so when the sources are not enough. Name the law and article you rely on, and end each "
+    "sentence with [n], the number of the source that states it. No JSON, no code blocks."
+)
+ANSWER_INSTRUCTION_EN = ("Answer in one or two complete English sentences, naming the law and article, each ending "
+                         "with its source number, e.g.: Under Article 10 of the X Law, the party is liable [2].")
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
+_CJK = re.compile(r"[\u3400-\u9fff]")
+#: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
+#: list lead-ins ending in a colon are not quoted as answers.
+_LIST_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十\d]+[）)]|\d+[.、．]|[①-⑳]|[一二三四五六七八九十]+、|[-•·*])")
+_TABLE = re.compile(r"[|\t]|\s{3,}")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+#: Splits a sentence after a colon (a list lead-in and its first item).
+_COLON_SPLIT = re.compile(r"(?<=[：:])")
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 
@@ -27,12 +49,19 @@ MAX_PROMPT_QUESTION_CHARS = 1500
 
 def build_messages(question: str, context: str) -> list[dict[str, str]]:
     """Chat messages for a grounded answer over the packed ``context``
-    (whose items are numbered [n]); the question is cut to
-    MAX_PROMPT_QUESTION_CHARS characters at a sentence end."""
+    (whose items are numbered [n], each headed by its law and article), in
+    the question's language: Chinese when it has CJK characters, else
+    English. The question is cut to MAX_PROMPT_QUESTION_CHARS characters at
+    a sentence end."""
     question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
+    if _CJK.search(question) or not question.strip():
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
+        ]
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
+        {"role": "system", "content": SYSTEM_PROMPT_EN},
+        {"role": "user", "content": f"Sources:\n{context}\n\nQuestion: {question}\n{ANSWER_INSTRUCTION_EN}"},
     ]
 
 
@@ -83,18 +112,76 @@ def _unwrap_json(text: str) -> str | None:
     return None
 
 
-def extractive_answer(texts: list[str], max_sources: int = 3, max_chars_per_source: int = 160) -> str:
-    """An answer quoted from the first ``max_sources`` packed texts: the
-    leading whole sentences of each, up to ``max_chars_per_source``
-    characters, each followed by its citation [n]."""
+_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
+
+
+def packed_texts(context: str, n_sources: int) -> list[str] | None:
+    """The text of each numbered block "[n] label\ntext" of a packed
+    context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
+    when the context does not hold exactly ``n_sources`` blocks numbered 1..n."""
+    blocks: list[list[str]] = []
+    for line in context.splitlines():
+        match = _HEADER.match(line)
+        if match and int(match.group(1)) == len(blocks) + 1:
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    if len(blocks) != n_sources:
+        return None
+    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for lines in blocks]
+
+
+def quotable(sentence: str) -> bool:
+    """Whether ``sentence`` may be quoted as an answer: not a list item, a
+    table fragment or a lead-in ending in a colon, and at least 6
+    characters of text."""
+    text = sentence.strip()
+    if len(_NON_WORD.sub("", text)) < 6 or text.endswith(("：", ":")):
+        return False
+    return not (_LIST_ITEM.match(text) or _TABLE.search(text))
+
+
+def sentence_score(sentence: str, keywords: list[str]) -> float:
+    """Share of the question's content keywords (weighted by length in
+    characters) that ``sentence`` contains; 0 without keywords."""
+    total = sum(len(k) for k in keywords)
+    if not total:
+        return 0.0
+    text = sentence.lower()
+    return sum(len(k) for k in keywords if k in text) / total
+
+
+def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
+                      max_sentences_per_source: int = 2) -> str:
+    """An answer quoted from the first ``max_sources`` packed texts: from
+    each, the quotable sentences (``quotable``) that best cover the
+    question's content words (``sentence_score``; ties keep reading order),
+    at most ``max_sentences_per_source`` and ``max_chars_per_source``
+    characters, in reading order, followed by the citation [n]. A source
+    none of whose sentences shares a word with the question is skipped,
+    unless it is the first. Without a question the leading sentences are
+    quoted."""
+    keywords = [k for k in query_keywords(question)] if question else []
+    keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
     lines = [EXTRACTIVE_LABEL]
     for number, text in enumerate(texts[:max_sources], start=1):
-        quote = ""
-        for sentence in split_sentences(text.strip()):
-            if quote and len(quote) + len(sentence) > max_chars_per_source:
+        sentences = [c.strip() for s in split_sentences(text.strip()) for c in _COLON_SPLIT.split(s) if c.strip()]
+        candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
+            (i, s) for i, s in enumerate(sentences) if s][:1]
+        ranked = sorted(candidates, key=lambda item: (-sentence_score(item[1], keywords), item[0]))
+        if keywords and number > 1 and (not ranked or sentence_score(ranked[0][1], keywords) == 0):
+            continue
+        chosen: list[tuple[int, str]] = []
+        used = 0
+        for i, sentence in ranked:
+            if len(chosen) >= max_sentences_per_source:
                 break
-            quote += sentence
-        quote = quote.strip()[:max_chars_per_source]
+            if chosen and (used + len(sentence) > max_chars_per_source or
+                           (keywords and sentence_score(sentence, keywords) == 0)):
+                continue
+            chosen.append((i, sentence))
+            used += len(sentence)
+        quote = "".join(s for _, s in sorted(chosen)).strip()[:max_chars_per_source]
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from services.common.text import citation_numbers
 from services.judge import core
 from services.judge import text_rules as tr
 
@@ -73,6 +74,8 @@ class JudgeInputs:
         timings_ms: stage name -> duration in milliseconds (gateway names:
             expand, retrieve.pg, retrieve.graph, rerank, fuse, generate, total).
         total_tokens: prompt + completion tokens; 0 = unknown.
+        context_labels: label of each context (law and article), empty or
+            one per context; the articles cited through [n] are read here.
     """
 
     question: str
@@ -85,6 +88,7 @@ class JudgeInputs:
     k: int = 10
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     total_tokens: int = 0
+    context_labels: Sequence[str] = ()
 
 
 @dataclass(slots=True)
@@ -183,6 +187,12 @@ def _with_gold(fn: Callable[[list[str], set[str], int], float]) -> RuleFn:
     return rule
 
 
+def cited_labels(x: JudgeInputs) -> list[str]:
+    """Labels of the contexts the answer cites with [n]."""
+    numbers = set(citation_numbers(x.answer))
+    return [label for n, label in enumerate(x.context_labels, start=1) if n in numbers]
+
+
 def _cross_doc(x: JudgeInputs) -> float | None:
     ids = [i for i in x.context_ids if i]
     return len(set(ids)) / len(ids) if ids else None
@@ -237,9 +247,9 @@ METRICS: list[MetricSpec] = [
     MetricSpec("hit@k", _A, _with_gold(core.hit_at), False, _NEEDS_GOLD),
     MetricSpec("recall@k", _A, _with_gold(core.recall_at), False, _NEEDS_GOLD),
     MetricSpec("source_grounded", _A, lambda x: tr.source_grounded(x.answer, len(x.contexts)), False, _NEEDS_ANSWER),
-    MetricSpec("correctness", _B, lambda x: tr.correctness(x.answer, x.reference_answer), True,
+    MetricSpec("correctness", _B, lambda x: tr.correctness(x.answer, x.reference_answer, cited_labels(x)), True,
                "needs an answer and a reference answer", "回答是否正确（有参考答案时与之对照）"),
-    MetricSpec("completeness", _B, lambda x: tr.completeness(x.answer, x.reference_answer), True,
+    MetricSpec("completeness", _B, lambda x: tr.completeness(x.answer, x.reference_answer, cited_labels(x)), True,
                "needs an answer and a reference answer", "回答是否完整覆盖问题的各个要点"),
     MetricSpec("relevancy", _B, lambda x: tr.answer_relevancy(x.question, x.answer), True, _NEEDS_ANSWER,
                "回答是否切题"),

@@ -47,7 +47,8 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
 
     Raises:
         InvalidArgument: "question" empty/too long, "k" out of range,
-            "context_ids" not one per context, "reference_answer" too long.
+            "context_ids" or "context_labels" not one per context,
+            "reference_answer" too long.
     """
     question = validate_query(request.question, settings.max_query_chars, "question")
     k = validate_range(request.k or 10, 1, settings.max_k, "k")
@@ -55,6 +56,8 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
         raise InvalidArgument("context_ids", f"has {len(request.context_ids)} ids for {len(request.contexts)} contexts; give one per context or none")
     if len(request.reference_answer) > settings.max_reference_chars:
         raise InvalidArgument("reference_answer", f"is {len(request.reference_answer)} characters; the maximum is {settings.max_reference_chars}")
+    if request.context_labels and len(request.context_labels) != len(request.contexts):
+        raise InvalidArgument("context_labels", f"has {len(request.context_labels)} labels for {len(request.contexts)} contexts; give one per context or none")
     if request.total_tokens < 0:
         raise InvalidArgument("total_tokens", "must not be negative")
     timings: dict[str, float] = {}
@@ -63,7 +66,7 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
     return scoring.JudgeInputs(
         question=question, answer=request.answer, ranked_ids=list(request.ranked_ids), contexts=list(request.contexts),
         context_ids=list(request.context_ids), gold_ids=list(request.gold_ids), reference_answer=request.reference_answer,
-        k=k, timings_ms=timings, total_tokens=request.total_tokens,
+        k=k, timings_ms=timings, total_tokens=request.total_tokens, context_labels=list(request.context_labels),
     )
 
 

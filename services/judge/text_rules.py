@@ -17,6 +17,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
+from services.common.numbers import chinese_to_int, number_values
 from services.common.text import CITATION, normalize, query_keywords, split_sentences, strip_citations
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
@@ -84,8 +85,13 @@ def cited_sentences(answer: str) -> list[str]:
     return out
 
 
+#: The label the gateway puts before an extractive answer (a note to the
+#: reader, not a claim): left out of the sentence rules.
+EXTRACTIVE_LABEL = re.compile(r"^\s*（抽取式答案[^）]*）")
+
+
 def _content_sentences(answer: str) -> list[str]:
-    return [s for s in cited_sentences(answer) if len(bigrams(s)) >= 2]
+    return [s for s in cited_sentences(EXTRACTIVE_LABEL.sub("", answer)) if len(bigrams(s)) >= 2]
 
 
 def _supported(sentence: str, contexts: Sequence[str]) -> bool:
@@ -160,7 +166,7 @@ def hallucination(answer: str, contexts: Sequence[str], question: str = "") -> f
     """1 - share of the answer's bigrams found in neither the contexts nor
     the question (1 = nothing unsupported); None without an answer or
     contexts."""
-    grams = bigrams(answer)
+    grams = bigrams(EXTRACTIVE_LABEL.sub("", answer))
     if not grams or not contexts:
         return None
     known = set(bigrams("\n".join(contexts))) | set(bigrams(question))
@@ -189,20 +195,135 @@ def factual_consistency(answer: str, reference_answer: str, contexts: Sequence[s
     return sum(1 for n in found if n in allowed) / len(found)
 
 
-def correctness(answer: str, reference_answer: str) -> float | None:
-    """Bigram F1 of the answer against the reference answer; None without
-    either."""
-    if not answer.strip() or not reference_answer.strip():
-        return None
-    return overlap_f1(answer, reference_answer)
+#: An article reference: optional law name (《...》 or a run of CJK ending
+#: in 法/法典/条例) directly before 第N条, N in Arabic or Chinese numerals.
+_ARTICLE = re.compile(r"(?:《([^》]{1,40})》|([\u4e00-\u9fff]{1,20}?(?:法典|法|条例)))?\s*第([零〇一二三四五六七八九十百千两\d]+)条")
+_LAW_PREFIX = re.compile(r"^(?:中华人民共和国|根据|依据|依照|按照|适用|违反|参照|本|该|即|是|在|为|和|与|及|、|，)+")
 
 
-def completeness(answer: str, reference_answer: str) -> float | None:
-    """Share of the reference answer's keywords present in the answer; None
-    without either."""
+def _law_name(name: str) -> str:
+    name = _LAW_PREFIX.sub("", name or "")
+    return name.removeprefix("中华人民共和国")
+
+
+def articles(text: str) -> set[tuple[str, int]]:
+    """(law, article number) of each article reference in ``text``
+    ("《中华人民共和国专利法》第四十二条" -> ("专利法", 42), "刑法第266条" ->
+    ("刑法", 266)); a reference without a law name takes the last law
+    named before it, "" when none."""
+    out: set[tuple[str, int]] = set()
+    last = ""
+    for match in _ARTICLE.finditer(normalize(text)):
+        name = _law_name(match.group(1) or match.group(2) or "")
+        if name:
+            last = name
+        raw = match.group(3)
+        number = int(raw) if raw.isdigit() else chinese_to_int(raw)
+        if number:
+            out.add((last, number))
+    return out
+
+
+def _same_article(a: tuple[str, int], b: tuple[str, int]) -> bool:
+    """Same number, and law names compatible (one contains the other, or
+    either unnamed)."""
+    return a[1] == b[1] and (not a[0] or not b[0] or a[0] in b[0] or b[0] in a[0])
+
+
+def article_agreement(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+    """F1 between the articles the reference cites and those the answer
+    names in its text or cites through [n] (``cited_labels``: the labels of
+    the sources it cites, "中华人民共和国刑法 第二百六十六条"); None when
+    the reference cites no article or there is no answer."""
+    want = articles(reference_answer)
+    if not want or not answer.strip():
+        return None
+    got = articles(answer) | {a for label in cited_labels for a in articles(label)}
+    if not got:
+        return 0.0
+    recall = sum(any(_same_article(w, g) for g in got) for w in want) / len(want)
+    precision = sum(any(_same_article(g, w) for w in want) for g in got) / len(got)
+    return 0.0 if not recall or not precision else 2 * precision * recall / (precision + recall)
+
+
+def _claim_numbers(text: str) -> set[float]:
+    """Number values of ``text`` outside article references (第N条)."""
+    return set(number_values(_ARTICLE.sub(" ", normalize(strip_citations(text)))))
+
+
+def number_agreement(answer: str, reference_answer: str) -> float | None:
+    """F1 between the numbers (values, Arabic or Chinese numerals; article
+    numbers left out) of the answer and of the reference; None when neither
+    states a number, or without an answer or reference."""
     if not answer.strip() or not reference_answer.strip():
         return None
-    return coverage(query_keywords(reference_answer), answer)
+    a, b = _claim_numbers(answer), _claim_numbers(reference_answer)
+    if not a and not b:
+        return None
+    common = len(a & b)
+    return 2 * common / (len(a) + len(b)) if common else 0.0
+
+
+def _content_chars(text: str) -> str:
+    text = EXTRACTIVE_LABEL.sub("", normalize(strip_citations(text)).strip())
+    return _NON_WORD.sub("", text.lower())
+
+
+def rouge_l(candidate: str, reference: str) -> float | None:
+    """ROUGE-L F1 over characters of the content (CJK, letters, digits;
+    citation marks, punctuation and the extractive label removed); None
+    when either is empty. Texts are cut at 1,000 characters each."""
+    a, b = _content_chars(candidate)[:1000], _content_chars(reference)[:1000]
+    if not a or not b:
+        return None
+    prev = [0] * (len(b) + 1)
+    for ch in a:
+        cur = [0]
+        for j, other in enumerate(b, start=1):
+            cur.append(prev[j - 1] + 1 if ch == other else max(prev[j], cur[j - 1]))
+        prev = cur
+    lcs = prev[-1]
+    if not lcs:
+        return 0.0
+    precision, recall = lcs / len(a), lcs / len(b)
+    return 2 * precision * recall / (precision + recall)
+
+
+def reference_parts(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> dict[str, float | None]:
+    """The parts of correctness against a reference: "rouge_l" (content),
+    "articles" (article agreement) and "numbers" (number agreement), each
+    None when it cannot be computed."""
+    return {
+        "rouge_l": rouge_l(answer, reference_answer) if answer.strip() else None,
+        "articles": article_agreement(answer, reference_answer, cited_labels),
+        "numbers": number_agreement(answer, reference_answer),
+    }
+
+
+def correctness(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+    """Correctness against the reference answer, no model: the mean of the
+    computable parts of ``reference_parts`` (character ROUGE-L F1 on the
+    content, F1 on the articles cited, F1 on the numbers stated); None
+    without an answer or a reference."""
+    if not answer.strip() or not reference_answer.strip():
+        return None
+    parts = [v for v in reference_parts(answer, reference_answer, cited_labels).values() if v is not None]
+    return statistics.fmean(parts) if parts else None
+
+
+def completeness(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+    """Share of the reference answer's keywords present in the answer,
+    averaged with the share of the reference's articles the answer names or
+    cites (when it cites any); None without either."""
+    if not answer.strip() or not reference_answer.strip():
+        return None
+    parts = [coverage(query_keywords(reference_answer), answer)]
+    want = articles(reference_answer)
+    if want:
+        got = articles(answer) | {a for label in cited_labels for a in articles(label)}
+        parts.append(sum(any(_same_article(w, g) for g in got) for w in want) / len(want))
+    parts = [p for p in parts if p is not None]
+    return statistics.fmean(parts) if parts else None
 
 
 def answer_relevancy(question: str, answer: str) -> float | None:

@@ -36,7 +36,7 @@ class LocalLlmSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_LLM_", extra="ignore")
 
-    model: str = "qwen0.5b"
+    model: str = "qwen1.5b"  # services.llm.models.DEFAULT_MODEL
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     threads: int = 2

@@ -102,8 +102,15 @@ async def test_llm_answer_cites_only_existing_sources(llm_gateway):
     assert reply.answer and "```" not in reply.answer
     n_sources = reply.search.context.count("\n[") + (1 if reply.search.context.startswith("[") else 0)
     cited = set(citation_numbers(reply.answer))
-    assert cited, f"the answer cites nothing: {reply.answer!r}"
-    assert all(1 <= n <= n_sources for n in cited), (cited, n_sources)
+    # The model's own marks (before verification) are in citation_checks; a
+    # mark whose sentence its source does not support (qwen0.5b sometimes
+    # names the wrong article) is removed and the sentence listed.
+    marked = {c.cited for c in reply.citation_checks}
+    assert marked, f"the model cited nothing: {reply.answer!r}"
+    assert all(1 <= n <= n_sources for n in marked | cited), (marked, cited, n_sources)
+    removed = [c for c in reply.citation_checks if c.outcome == gateway_pb2.CITATION_OUTCOME_UNSUPPORTED]
+    assert len(reply.unsupported_sentences) == reply.unsupported_count == len(removed)
+    assert cited or removed, reply.answer
     assert {c.number for c in reply.citations} == cited
     assert all(c.candidate_id and c.document_id for c in reply.citations)
     assert reply.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD
@@ -120,7 +127,10 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     from services.gateway.fallback import evidence_score
 
     standard_evidence = evidence_score(probe.results)
-    server, service, address = await start_gateway(mesh, local_llm, llm_expander, min_evidence_score=standard_evidence + 1e-4)
+    # Abstention off: this test is about the chain's evidence verdict, not
+    # whether a lay question's evidence is answerable.
+    server, service, address = await start_gateway(mesh, local_llm, llm_expander, min_evidence_score=standard_evidence + 1e-4,
+                                                   abstention_enabled=False)
     try:
         async with grpc.aio.insecure_channel(address) as ch:
             reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Answer(gateway_pb2.AnswerRequest(query=query, top_k=3), timeout=600)

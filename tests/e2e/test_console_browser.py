@@ -401,10 +401,12 @@ async def test_entity_search_shows_the_rewrite_and_the_score_breakdown(browser, 
 
 
 async def test_llm_answer_text_renders_as_it_streams(browser, fake_gateway):
-    from tests.fakes import FakeLlm
+    from tests.fakes import FakeLlm, FakeRetriever, candidate
 
-    answer = "第一条规定了这个测试的结论。[1]"
-    gw = await fake_gateway(llm=FakeLlm(enabled=True, answer=answer))
+    # The sentence is in its source, so the citation verifier keeps its [1].
+    answer = "这个测试的结论是合格。[1]"
+    pg = FakeRetriever("retriever_pg", [candidate("1", "第一条 这个测试的结论是合格。", "pg.keyword", 1.0, 0.9)])
+    gw = await fake_gateway(pg=pg, llm=FakeLlm(enabled=True, answer=answer))
     async with open_page(browser, gw.rest_url) as page:
         await page.fill("#ask-query", "测试是什么？")
         await page.press("#ask-query", "Enter")
@@ -427,6 +429,23 @@ async def test_llm_answer_text_renders_as_it_streams(browser, fake_gateway):
         assert "Stopped:" in await page.inner_text("#ask-output")
         assert await page.locator("#ask-output .answer-text").count() == 1
         await shot(page, "ask-deep")
+
+
+async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_not_sufficient(browser, fake_gateway):
+    from tests.fakes import FakeExpander, FakeRetriever, candidate
+
+    # e5onnx cosines of 0.80: unrelated text (the rule abstains below about 0.87).
+    pg = FakeRetriever("retriever_pg", [candidate("1", "第一条 预算收入以人民币元为计算单位。", "pg.keyword", 1.0, 0.80)])
+    gw = await fake_gateway(pg=pg, expander=FakeExpander(keywords=("红烧肉",), embedding_model="e5onnx"))
+    async with open_page(browser, gw.rest_url) as page:
+        await page.fill("#ask-query", "红烧肉怎么做？")
+        await page.press("#ask-query", "Enter")
+        await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
+        assert "资料不足" in await page.inner_text("#ask-output .answer-text")
+        assert await page.locator("#ask-output .answer-text a.cite").count() == 0
+        assert "no answer" in await page.inner_text("#ask-output .strategy h3")
+        nearest = await page.inner_text("#ask-output .answer .insufficient")
+        assert "not sufficient" in nearest and "测试法" in nearest
 
 
 @asynccontextmanager

@@ -17,7 +17,9 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 QUERIES = [
     {"id": "wages", "query": "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？", "gold": ["5689"], "category": "labour"},
-    {"id": "utility", "query": "什么是实用新型？", "gold": ["2"], "category": "patent", "reference": "实用新型是指对产品的形状、构造或者其结合所提出的适于实用的新的技术方案。"},
+    # A question whose evidence passes abstention (什么是实用新型？ alone
+    # does not: docs/benchmarks.md, "Abstention").
+    {"id": "utility", "query": "发明创造包括发明、实用新型和外观设计吗？", "gold": ["2"], "category": "patent", "reference": "实用新型是指对产品的形状、构造或者其结合所提出的适于实用的新的技术方案。"},
     {"id": "none", "query": "火星上的税率是多少？", "gold": ["no-such-article"], "category": "patent"},
 ]
 

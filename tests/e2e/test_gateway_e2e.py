@@ -90,8 +90,15 @@ async def test_rest_search_and_answer(mesh, ingested):
     status, body = await rest(mesh, "/v1/query:search", {"query": TWO_X_WAGES, "topK": 3})
     assert status == 200, body
     assert len(body["results"]) == 3 and body["results"][0]["documentId"]
-    status, body = await rest(mesh, "/v1/query:answer", {"query": "什么是实用新型？"})
+    status, body = await rest(mesh, "/v1/query:answer", {"query": TWO_X_WAGES})
     assert status == 200 and body["mode"] == "ANSWER_MODE_EXTRACTIVE" and body["answer"]
+
+
+async def test_question_the_corpus_does_not_answer_abstains(stub, ingested):
+    reply = await stub.Answer(gateway_pb2.AnswerRequest(query="红烧肉怎么做才能肥而不腻？", top_k=5), timeout=60)
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert not reply.citations and "[1]" not in reply.answer and "资料不足" in reply.answer
+    assert reply.insufficient_sources and reply.answerability < reply.answerability_threshold
 
 
 @pytest.mark.parametrize(

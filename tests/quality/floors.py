@@ -18,11 +18,11 @@ README define it); mrr@10 = reciprocal rank of the first gold within the top
 from __future__ import annotations
 
 FLOORS: dict[str, dict[str, float]] = {
-    # law-zh passage retrieval (Search); measured R@10 / MRR@10 on the sub-corpus
-    "scenario": {"recall@10": 0.71, "mrr@10": 0.59},   # 0.7375 / 0.6186 (80 queries)
-    "consult": {"recall@10": 0.25, "mrr@10": 0.045},   # 0.275 / 0.0684 (40 queries)
-    "facts": {"recall@10": 0.45, "mrr@10": 0.21},      # 0.475 / 0.2335 (40 queries)
+    # law-zh passage retrieval (Search), e5onnx; measured R@10 / MRR@10 on the sub-corpus
+    "scenario": {"recall@10": 0.90, "mrr@10": 0.64},   # 0.9333 / 0.6693 (60 queries)
+    "consult": {"recall@10": 0.37, "mrr@10": 0.11},    # 0.425 / 0.1396 (40 queries)
+    "facts": {"recall@10": 0.57, "mrr@10": 0.24},      # 0.625 / 0.2782 (40 queries)
     # medkg-zh entity retrieval (SearchEntities); measured top-1 / R@10 / MRR@10 on the sub-library
-    "alias": {"top1": 0.23, "recall@10": 0.40, "mrr@10": 0.29},     # 0.2533 / 0.4267 / 0.3121 (150)
+    "alias": {"top1": 0.23, "recall@10": 0.33, "mrr@10": 0.26},     # 0.2467 / 0.3467 / 0.2806 (150)
     "symptom": {"top1": 0.95, "recall@10": 0.97, "mrr@10": 0.96},  # 0.98 / 1.0 / 0.987 (100)
 }

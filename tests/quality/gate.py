@@ -18,6 +18,12 @@ from tests.quality.samples import SharedDataMissing, shared_dir
 
 #: Lines printed in the terminal summary (one per dev set measured).
 REPORT: list[str] = []
+#: As `graphmesh ingest`: large messages, and no keepalive pings, which the
+#: servers' default ping policy answers with GOAWAY "too_many_pings" during
+#: an Ingest call longer than about 90 s (services.common.clients.channel
+#: pings every 30 s).
+CHANNEL_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+
 #: Seconds each gateway stage may take in the gate. The gate measures
 #: quality, not latency: on a loaded CI machine the default caps (fuse 2 s,
 #: expand 10 s) would drop services and lower the figures.

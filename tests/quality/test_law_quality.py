@@ -19,15 +19,9 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.evaluate import run_queries
 from services.gateway.config import GatewaySettings
 from tests.quality import samples
-from tests.quality.gate import PATIENT_SECONDS, check_floors, patient_gateway, require_shared_data, score
+from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, check_floors, patient_gateway, require_shared_data, score
 
 pytestmark = [pytest.mark.quality, pytest.mark.asyncio(loop_scope="session")]
-
-#: As `graphmesh ingest`: large messages, and no keepalive pings, which the
-#: servers' default ping policy answers with GOAWAY "too_many_pings" during
-#: an Ingest call longer than about 90 s (services.common.clients.channel
-#: pings every 30 s).
-CHANNEL_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
 
 #: Documents per Ingest call; small, so each store call stays short (see
 #: gate.EMBED_BATCH).

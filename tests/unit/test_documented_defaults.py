@@ -76,6 +76,13 @@ def test_service_ports(service):
     assert int(low) <= DEFAULT_PORTS[service] <= int(high)
 
 
+def test_abstention_threshold_in_prose_and_table():
+    (prose,) = documented(r"`GRAPHMESH_GATEWAY_ABSTENTION_THRESHOLD` \(([\d.]+), fitted\)")
+    (table,) = documented(r"\| `GRAPHMESH_GATEWAY_ABSTENTION_ENABLED`, [^|]+\| true, ([\d.]+) \|")
+    assert float(prose) == float(table) == GatewaySettings().abstention_threshold
+    assert GatewaySettings().abstention_enabled
+
+
 def test_chunk_size_and_overlap_in_prose_and_table():
     tokens, overlap = documented(r"\*\*Chunking\*\* \(MetaSearch\): (\d+) tokens with (\d+) of overlap")
     table = documented(r"\| `GRAPHMESH_GATEWAY_CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")

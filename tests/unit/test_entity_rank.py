@@ -76,11 +76,11 @@ def test_attribute_coverage_orders_and_breakdown_sums():
 
 
 def test_weights_with_and_without_embeddings():
-    cands = [item("马铃薯产量", "pg.entity_vector", 0.9)]
+    cands = [item("马铃薯产量", "pg.entity_vector", 0.96)]
     with_e, _ = rank("马铃薯产", cands, with_embeddings=True)
-    without, _ = rank("马铃薯产", [item("马铃薯产量", "pg.entity_vector", 0.9)], with_embeddings=False)
+    without, _ = rank("马铃薯产", [item("马铃薯产量", "pg.entity_vector", 0.96)], with_embeddings=False)
     assert "vector" in with_e[0].breakdown and "vector" not in without[0].breakdown
-    assert with_e[0].breakdown["vector"] == round(0.25 * 0.9, 4)
+    assert with_e[0].breakdown["vector"] == round(0.25 * (0.96 - 0.90) / (1 - 0.90), 4)  # stretched above the gate
 
 
 def test_attribute_route_prefers_the_answer_over_a_listed_value():
@@ -109,3 +109,11 @@ def test_a_close_vector_does_not_make_an_expanded_parent_direct():
         Evidence("graph.expand", 0.6, "parent:马铃薯", "parent")])
     [ranked], _ = rank("马铃薯", [parent], with_embeddings=True)
     assert ranked.relation == "parent"
+
+
+def test_the_vector_feature_is_the_cosine_above_the_floor_stretched_to_one():
+    close = EntityItem("马铃薯", evidence=[Evidence("pg.entity_vector", 0.95, "马铃薯", "direct")])
+    far = EntityItem("普通感冒", evidence=[Evidence("pg.entity_vector", 0.85, "普通感冒", "direct")])
+    assert features(close, "洋芋", "洋芋", set(), vector_floor=0.9)["vector"] == pytest.approx(0.5)
+    assert features(far, "洋芋", "洋芋", set(), vector_floor=0.9)["vector"] == 0.0
+    assert features(close, "洋芋", "洋芋", set())["vector"] == pytest.approx(0.95)

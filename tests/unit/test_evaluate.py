@@ -104,3 +104,33 @@ def test_ranks_count_distinct_documents_not_chunks():
     # entity sets label results by title (an entity's name)
     entity = [types_pb2.Candidate(id="e1", title="马铃薯"), types_pb2.Candidate(id="e2", title="薯类")]
     assert evaluate.result_keys(entity, {"薯类"}) == ["e1", "薯类"]
+
+
+def test_citation_summary_counts_checks_before_and_after_and_the_bigram_rule():
+    from graphmesh.gateway.v1 import gateway_pb2
+
+    reply = gateway_pb2.AnswerResponse(search=gateway_pb2.SearchResponse(
+        context="[1] 专利法 第四十四条\n专利权在期限届满前终止。\n\n[2] 专利法 第四十二条\n发明专利权的期限为二十年。"))
+    reply.citation_checks.add(sentence="发明专利权的期限为二十年。", cited=1, final=2,
+                              outcome=gateway_pb2.CITATION_OUTCOME_REATTRIBUTED, support=0.0)
+    reply.citation_checks.add(sentence="专利权在期限届满前终止。", cited=1, final=1,
+                              outcome=gateway_pb2.CITATION_OUTCOME_SUPPORTED, support=1.0)
+    reply.citation_checks.add(sentence="专利权可以无限续展。", cited=2, final=0,
+                              outcome=gateway_pb2.CITATION_OUTCOME_UNSUPPORTED, support=0.2)
+    counts = evaluate.citation_summary(reply)
+    assert counts == {"marks": 3, "supported": 1, "reattributed": 1, "removed": 1, "kept": 2,
+                      "bigram_before": 1, "bigram_after": 2}
+
+
+def test_answer_summary_rates_and_precision():
+    answered = row("1", 1)
+    answered.answer_mode, answered.citations = "extractive", {"marks": 4, "supported": 3, "kept": 4, "bigram_before": 2,
+                                                             "bigram_after": 4}
+    answered.reference = {"rouge_l": 0.5, "articles": None, "numbers": 1.0}
+    abstained = row("2", None)
+    abstained.answer_mode = "abstained"
+    s = evaluate.summarise([answered, abstained])["answers"]
+    assert s["answer_rate"] == 0.5 and s["abstain_rate"] == 0.5
+    assert s["citation_precision_before"] == 0.75 and s["citation_precision_after"] == 1.0
+    assert s["bigram_precision_before"] == 0.5 and s["bigram_precision_after"] == 1.0
+    assert s["reference"] == {"rouge_l": {"mean": 0.5, "computed": 1}, "numbers": {"mean": 1.0, "computed": 1}}

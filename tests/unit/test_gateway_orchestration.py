@@ -27,8 +27,12 @@ def settings(**overrides) -> GatewaySettings:
 
 def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None, **overrides):
     """The gateway's use cases over fakes (healthy unless given)."""
-    pg = pg or FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.8)])
-    graph = graph or FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.fulltext", 3.0)])
+    pg = pg or FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
+    # Both carry a vector cosine well above the abstention cut (e5onnx scale:
+    # law evidence 0.89-0.95, unrelated text 0.75-0.87), so these
+    # tests answer (test_answer_abstention.py covers abstaining).
+    graph = graph or FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.fulltext", 3.0,
+                                                                 vector_score=0.92)])
     return use_cases(settings(**overrides), expander or FakeExpander(), [pg, graph], reranker or FakeReranker(),
                      fuser or FakeFuser(), llm or FakeLlm())
 

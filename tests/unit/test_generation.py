@@ -28,6 +28,27 @@ def test_clean_answer_unwraps_a_json_answer_and_counts_it():
     assert cleaned.fences_removed == 1 and cleaned.invalid_citations_removed == 1
 
 
+def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items():
+    from services.gateway.generation import extractive_answer
+
+    art44 = ("有下列情形之一的，专利权在期限届满前终止：（一）没有按照规定缴纳年费的；"
+             "（二）专利权人以书面声明放弃其专利权的。专利权在期限届满前终止的，由国务院专利行政部门登记和公告。")
+    art42 = "自发明专利申请日起满四年的，可以请求补偿。发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+    answer = extractive_answer([art44, art42], "发明专利权的期限是多久？", max_sentences_per_source=1)
+    lines = answer.splitlines()
+    quoted = "".join(lines[1:])
+    assert "（一）" not in quoted and "：" not in quoted  # no list items, no lead-in
+    assert lines[2] == "发明专利权的期限为二十年，实用新型专利权的期限为十年。 [2]"  # not the leading sentence
+
+
+def test_packed_texts_reads_the_context_blocks_as_packed():
+    from services.gateway.generation import packed_texts
+
+    context = "[1] 专利法 第四十二条\n发明专利权的期限为二十年。[TRUNCATED]\n[2] 专利法 第四十四条\n专利权终止。"
+    assert packed_texts(context, 2) == ["发明专利权的期限为二十年。", "专利权终止。"]
+    assert packed_texts(context, 3) is None
+
+
 def test_a_long_question_is_cut_in_the_prompt_at_a_sentence_end():
     question = "被告人某甲于某日晚间酒后驾车。" * 600  # 9,000 characters
     messages = generation.build_messages(question, "[1] 刑法 第一百三十三条之一\n在道路上醉酒驾驶机动车的，处拘役。")

@@ -60,7 +60,9 @@ def test_citation_f1_of_a_known_answer():
 def test_text_overlap_rules_on_known_strings():
     # bigrams of "abcd" = ab bc cd; of "abce" = ab bc ce -> F1 = 2/3
     assert math.isclose(tr.overlap_f1("abcd", "abce"), 2 / 3)
-    assert tr.correctness("abcd", "abce") == pytest.approx(2 / 3)
+    # correctness = character ROUGE-L F1 (LCS "abc": P = R = 3/4) when
+    # neither text cites an article or states a number
+    assert tr.correctness("abcd", "abce") == pytest.approx(3 / 4)
     assert tr.correctness("", "abce") is None
     assert tr.coverage(["形状", "方法"], "产品的形状") == 0.5
     # reference keywords (jieba search mode, stop words out): 发明 专利 利权
@@ -78,7 +80,8 @@ def test_faithfulness_hallucination_and_grounding():
     assert tr.source_grounded("法律另有规定[5]。", 2) == 0.0  # [5] points at no context
     # a mark after the sentence end belongs to the sentence before it
     assert tr.source_grounded("甲方应当支付。[1]乙方不必支付。", 2) == 0.5
-    assert tr.source_grounded("（抽取式答案）\n甲方应当支付工资。 [1]\n乙方应当补订合同。 [2]", 2) == pytest.approx(2 / 3)
+    # the extractive label is a note, not a sentence to ground
+    assert tr.source_grounded("（抽取式答案）\n甲方应当支付工资。 [1]\n乙方应当补订合同。 [2]", 2) == 1.0
 
 
 def test_factual_consistency_counts_numbers():
@@ -211,3 +214,44 @@ def test_llm_reply_parsing_and_prompt():
         judge_llm.parse_scores("no json here", ["cot_quality"])
     messages = judge_llm.build_messages(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS, reference_answer="参考"), ["cot_quality"])
     assert "[1] 实用新型" in messages[1]["content"] and "参考答案：参考" in messages[1]["content"] and "cot_quality" in messages[1]["content"]
+
+
+REFERENCE = "根据《专利法》第四十二条，发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+
+
+def test_correctness_against_a_reference_rewards_the_right_article_and_numbers():
+    right = "依照《中华人民共和国专利法》第四十二条，发明专利权的期限为20年，实用新型为十年[1]。"
+    parts = tr.reference_parts(right, REFERENCE)
+    assert parts["articles"] == 1.0 and parts["numbers"] == 1.0  # 20 = 二十; article 42 left out of numbers
+    assert tr.correctness(right, REFERENCE) > 0.8
+
+
+def test_correctness_against_a_reference_fails_a_wrong_article_and_wrong_number():
+    wrong = "依照《专利法》第四十四条，专利权的期限为五十年[1]。"
+    parts = tr.reference_parts(wrong, REFERENCE)
+    assert parts["articles"] == 0.0 and parts["numbers"] == 0.0
+    assert tr.correctness(wrong, REFERENCE) < 0.3
+    # the article it cites through [1] counts: the label names article 42
+    assert tr.article_agreement("发明专利权的期限为二十年[1]。", REFERENCE, ["中华人民共和国专利法 第四十二条"]) == 1.0
+
+
+def test_article_references_read_with_and_without_law_names():
+    assert tr.articles("法律依据:《中华人民共和国票据法》第八十一条……第八十二条") == {("票据法", 81), ("票据法", 82)}
+    assert tr.articles("法条:刑法第266条") == {("刑法", 266)}
+    assert tr.article_agreement("盗窃公私财物[1]", "法条:刑法第266条", ["中华人民共和国刑法 第二百六十六条"]) == 1.0
+
+
+def test_judge_feeds_the_reference_and_cited_labels_to_correctness():
+    s = by_name(answer="发明专利权的期限为二十年[1]。", contexts=["发明专利权的期限为二十年"], reference_answer=REFERENCE,
+                context_labels=["中华人民共和国专利法 第四十四条"])
+    assert s["correctness"].method is Method.RULE and s["completeness"].method is Method.RULE
+    right = by_name(answer="发明专利权的期限为二十年[1]。", contexts=["发明专利权的期限为二十年"], reference_answer=REFERENCE,
+                    context_labels=["中华人民共和国专利法 第四十二条"])
+    assert right["correctness"].value > s["correctness"].value
+
+
+def test_the_extractive_label_is_not_a_claim():
+    answer = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）\n实用新型是对产品的形状、构造提出的新技术方案 [1]"
+    body = answer.split("\n", 1)[1]
+    assert tr.faithfulness(answer, CONTEXTS) == tr.faithfulness(body, CONTEXTS) == 1.0
+    assert tr.hallucination(answer, CONTEXTS) == tr.hallucination(body, CONTEXTS)

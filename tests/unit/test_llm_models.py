@@ -40,3 +40,13 @@ def test_pinned_models_match_the_issue():
     assert q.size == 491_400_064 and q.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     big = MODELS["qwen1.5b"]
     assert len(big.packages) == 22 and big.size == 1_117_320_768
+    assert big.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+def test_up_llm_defaults_to_the_measured_model():
+    from services.cli.main import build_parser
+    from services.llm.models import DEFAULT_MODEL
+    from services.llm.server import LocalLlmSettings
+
+    assert DEFAULT_MODEL == "qwen1.5b" == LocalLlmSettings().model
+    assert build_parser().parse_args(["up", "--llm"]).llm == DEFAULT_MODEL

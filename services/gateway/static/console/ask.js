@@ -203,12 +203,32 @@ function queryInfo(info) {
       row("qi.profile", info.profile), row("qi.keywords", info.keywords), row("qi.expansions", info.expansions)));
 }
 
+function modeText(mode) {
+  const name = enumName(mode, "ANSWER_MODE_");
+  return name === "llm" ? t("ask.modeLlm") : name === "abstained" ? t("ask.modeAbstained") : t("ask.modeExtractive");
+}
+
+/** ABSTAINED: the nearest sources, listed as not sufficient; otherwise the
+ * sentences whose citation failed verification (null when neither). */
+function answerNotes(answer) {
+  const nearest = answer.insufficientSources || [];
+  const unsupported = answer.unsupportedSentences || [];
+  return [
+    nearest.length ? el("div", { class: "insufficient" },
+      el("p", { class: "dim", text: t("ask.insufficient", { a: score(answer.answerability || 0), th: score(answer.answerabilityThreshold || 0) }) }),
+      el("ol", {}, nearest.map((c) => el("li", { lang: "zh", text: c.label || c.documentId })))) : null,
+    unsupported.length ? el("div", { class: "unsupported" },
+      el("p", { class: "dim", text: t("ask.unsupported", { n: unsupported.length }) }),
+      el("ul", {}, unsupported.map((u) => el("li", { lang: "zh", text: u.sentence })))) : null,
+  ];
+}
+
 function strategySection(answer) {
   const strategy = enumName(answer.strategy, "FALLBACK_STRATEGY_");
   const attempts = answer.attempts || [];
   return el("section", { class: "card strategy" },
     el("h3", {}, t("ask.strategy"), " ", strategy ? el("span", { class: "badge strategy-name", text: strategy }) : null,
-      " ", el("span", { class: "badge", text: enumName(answer.mode, "ANSWER_MODE_") === "llm" ? t("ask.modeLlm") : t("ask.modeExtractive") })),
+      " ", el("span", { class: "badge", text: modeText(answer.mode) })),
     attempts.length ? el("table", { class: "attempts" },
       el("thead", {}, el("tr", {}, ["att.strategy", "att.outcome", "att.evidence", "att.results", "att.time"].map((k) => el("th", { scope: "col", text: t(k) })))),
       el("tbody", {}, attempts.map((a) => el("tr", { class: a.answered ? "answered" : "" },
@@ -232,7 +252,8 @@ function answerSection(answer, output, streamingText) {
         onclick: (e) => { e.preventDefault(); revealSource(output, c.number); } }, `[${c.number}]`), " ",
       el("span", { text: c.label || c.documentId }))))
     : null;
-  return { node: el("section", { class: "card answer" }, el("h3", { text: t("ask.answer") }), body, citations), search };
+  return { node: el("section", { class: "card answer" }, el("h3", { text: t("ask.answer") }), body, citations,
+    ...(answer ? answerNotes(answer) : [])), search };
 }
 
 /** Renders a finished AnswerResponse (also DeepSearch's answer) below the timeline; streamed: the stage events seen. */

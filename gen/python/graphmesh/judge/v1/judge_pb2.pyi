@@ -126,6 +126,7 @@ class JudgeRequest(_message.Message):
     CONTEXT_IDS_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
     TOTAL_TOKENS_FIELD_NUMBER: _builtins.int
+    CONTEXT_LABELS_FIELD_NUMBER: _builtins.int
     question: _builtins.str
     """The question (1 to 10,000 characters by default; not only whitespace)."""
     answer: _builtins.str
@@ -170,6 +171,13 @@ class JudgeRequest(_message.Message):
         as the gateway reports them; scored in group D.
         """
 
+    @_builtins.property
+    def context_labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Label (law and article, or title and headings) of each context, same
+        length as "contexts" when given: the articles an answer cites through
+        [n] are read from here for correctness against the reference.
+        """
+
     def __init__(
         self,
         *,
@@ -183,10 +191,11 @@ class JudgeRequest(_message.Message):
         context_ids: _abc.Iterable[_builtins.str] | None = ...,
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
         total_tokens: _builtins.int = ...,
+        context_labels: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "context_ids", b"context_ids", "contexts", b"contexts", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids", "reference_answer", b"reference_answer", "timings", b"timings", "total_tokens", b"total_tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "context_ids", b"context_ids", "context_labels", b"context_labels", "contexts", b"contexts", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids", "reference_answer", b"reference_answer", "timings", b"timings", "total_tokens", b"total_tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

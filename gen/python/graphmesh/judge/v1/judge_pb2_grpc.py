@@ -62,7 +62,8 @@ class JudgeServiceServicer:
         """Scores one answered question. Errors: INVALID_ARGUMENT with a
         google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
         1..max_k), "context_ids" (given, but not one per context), or
-        "reference_answer" (too long).
+        "reference_answer" (too long), "context_labels" (given, but not one per
+        context).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -44,7 +44,8 @@ class JudgeServiceStub:
     """Scores one answered question. Errors: INVALID_ARGUMENT with a
     google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
     1..max_k), "context_ids" (given, but not one per context), or
-    "reference_answer" (too long).
+    "reference_answer" (too long), "context_labels" (given, but not one per
+    context).
     """
 
 @_typing.type_check_only
@@ -63,7 +64,8 @@ class JudgeServiceAsyncStub(JudgeServiceStub):
     """Scores one answered question. Errors: INVALID_ARGUMENT with a
     google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
     1..max_k), "context_ids" (given, but not one per context), or
-    "reference_answer" (too long).
+    "reference_answer" (too long), "context_labels" (given, but not one per
+    context).
     """
 
 class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -85,7 +87,8 @@ class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
         """Scores one answered question. Errors: INVALID_ARGUMENT with a
         google.rpc.BadRequest naming "question" (empty or too long), "k" (outside
         1..max_k), "context_ids" (given, but not one per context), or
-        "reference_answer" (too long).
+        "reference_answer" (too long), "context_labels" (given, but not one per
+        context).
         """
 
 def add_JudgeServiceServicer_to_server(servicer: JudgeServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,246 @@
+"""Citation verification: does source n support the answer sentence that
+cites it as [n]? Pure, no model. The gateway runs it on every answer
+(services.gateway.generator); the judge and ``graphmesh eval`` use the same
+rule to measure citation precision.
+
+A sentence is *supported* by a source when
+  1. every number it states (Arabic or Chinese numerals, compared as
+     values: 二十 = 20) occurs in the source's label or text, numbers the
+     question itself states excepted (restating the question is not a claim),
+     and
+  2. at least SUPPORT_THRESHOLD of its claim words occur in the source's
+     text (its first line, the label with law, chapter and article, does
+     not count here: a chapter title such as 专利权的期限、终止和无效 says
+     nothing of what the article states): claim words are the sentence's
+     jieba content words (``services.common.text.query_keywords``) that are
+     not in the question, weighted by length in characters, after law names
+     (《...》, 中华人民共和国..., words ending in 法 of 3+ characters) and
+     article references (第N条) are taken out: naming the article is checked
+     by its number (rule 1), not counted as content. Sub-words of a longer
+     claim word are dropped, and when every content word is in the question
+     all of them are claim words. A claim word also counts when at least
+     half of its character bigrams occur in the source (inflections such as
+     "终止" vs "予以终止" and split compounds).
+A sentence with no claim word at all (fewer than MIN_CLAIM_CHARS
+characters of content) is not checked.
+
+``verify`` checks every sentence that carries [n]: kept when source n
+supports it; else re-attributed to the best-supporting other source; else
+its mark is removed and it is listed as unsupported. Sentences without a
+mark are checked against every source and listed as unsupported when none
+supports them (no mark is added).
+
+Constants are GraphMesh's (no reference design gives them): SUPPORT_THRESHOLD
+0.5, the judge's SUPPORT_THRESHOLD for faithfulness
+(services/judge/text_rules.py), so that a sentence the verifier keeps is one
+the judge counts as faithful; bench/answer_quality.py prints precision at
+0.4/0.5/0.6 for sensitivity.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.common.numbers import number_values
+from services.common.text import CITATION, normalize, query_keywords, split_sentences
+
+#: Share of a sentence's claim words (by characters) a source must contain.
+SUPPORT_THRESHOLD = 0.5
+#: Sentences with fewer content characters than this are not checked.
+MIN_CLAIM_CHARS = 2
+#: A claim word absent verbatim counts when this share of its bigrams occurs.
+WORD_BIGRAM_SHARE = 0.5
+
+SUPPORTED, REATTRIBUTED, UNSUPPORTED = "supported", "reattributed", "unsupported"
+_LEADING_MARKS = re.compile(r"^\s*((?:\[\d+\]\s*)+)")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """How well one source supports one sentence: ``score`` in [0, 1] (share
+    of claim words found; 0 when a number is missing) and the reason when it
+    does not reach ``SUPPORT_THRESHOLD``."""
+
+    score: float
+    supported: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One checked sentence: its text without marks, the number it cited
+    (0 = none), the number after the check (0 = removed or none), the
+    outcome (supported / reattributed / unsupported) and the cited source's
+    support."""
+
+    sentence: str
+    cited: int
+    final: int
+    outcome: str
+    support: float
+    reason: str = ""
+
+
+@dataclass
+class Verification:
+    """The answer after verification and every check made.
+
+    Attributes:
+        text: the answer with re-attributed marks rewritten and
+            unsupported marks removed.
+        checks: one Check per (sentence, mark) pair, and one per unmarked
+            sentence that no source supports (cited 0, outcome unsupported).
+    """
+
+    text: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def unsupported(self) -> list[Check]:
+        """Checks that ended unsupported."""
+        return [c for c in self.checks if c.outcome == UNSUPPORTED]
+
+    def precision_before(self) -> float | None:
+        """Share of the original marks whose source supported the sentence;
+        None when nothing was cited."""
+        marked = [c for c in self.checks if c.cited]
+        return sum(c.outcome == SUPPORTED for c in marked) / len(marked) if marked else None
+
+
+def _clean(text: str) -> str:
+    return _NON_WORD.sub("", normalize(text).lower())
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1)}
+
+
+_LAW_REFERENCE = re.compile(r"《[^》]{0,40}》|中华人民共和国|第[零〇一二三四五六七八九十百千两\d]+[条款项章节编]")
+_LAW_NAME = re.compile(r".{2,20}(?:法|法典|条例)")
+
+
+def claim_words(sentence: str, question: str = "") -> list[str]:
+    """Content words of ``sentence`` that are not in ``question`` (all of
+    them when every one is), without law names, article references and
+    sub-words of longer words."""
+    text = _LAW_REFERENCE.sub("，", CITATION.sub("", sentence))
+    words = [w for w in query_keywords(text) if _clean(w) and not _LAW_NAME.fullmatch(w)]
+    words = [w for w in words if not any(w != o and w in o for o in words)]
+    asked = _clean(question)
+    new = [w for w in words if _clean(w) not in asked] if asked else words
+    return new or words
+
+
+def support(sentence: str, source: str, question: str = "") -> Support:
+    """Support of ``sentence`` by ``source`` ("label\ntext": numbers are
+    looked up in both, content words in the text; a source without a line
+    break is all text); see the module docstring for the rule."""
+    body = CITATION.sub("", sentence)
+    label, _, text = source.partition("\n")
+    haystack = _clean(text if text else label)
+    grams = _bigrams(haystack)
+    asked = set(number_values(question))
+    source_numbers = set(number_values(source))
+    for value in number_values(body):
+        if value not in asked and value not in source_numbers:
+            shown = int(value) if value == int(value) else value
+            return Support(0.0, False, f"number {shown} not in the source")
+    words = claim_words(body, question)
+    total = sum(len(_clean(w)) for w in words)
+    if total < MIN_CLAIM_CHARS:
+        return Support(1.0, True, "nothing to check")
+    found = 0
+    for word in words:
+        w = _clean(word)
+        if w in haystack:
+            found += len(w)
+        elif len(w) > 2:
+            wg = _bigrams(w)
+            if len(wg & grams) / len(wg) >= WORD_BIGRAM_SHARE:
+                found += len(w)
+    score = found / total
+    if score >= SUPPORT_THRESHOLD:
+        return Support(score, True)
+    return Support(score, False, f"content words {score:.2f} < {SUPPORT_THRESHOLD:.2f}")
+
+
+def marked_sentences(answer: str) -> list[tuple[str, list[int]]]:
+    """(sentence, [cited numbers]) for each sentence of ``answer``; marks
+    written after the sentence end ("……。[1]") belong to the sentence before."""
+    out: list[tuple[str, list[int]]] = []
+    for sentence in split_sentences(answer):
+        match = _LEADING_MARKS.match(sentence)
+        if match and out:
+            prev, nums = out[-1]
+            out[-1] = (prev + match.group(1), nums + [int(n) for n in CITATION.findall(match.group(1))])
+            sentence = sentence[match.end():]
+        if sentence:
+            out.append((sentence, [int(n) for n in CITATION.findall(sentence)]))
+    return out
+
+
+def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix: str = "") -> Verification:
+    """Checks every citation of ``answer`` against ``sources`` ([n] is
+    ``sources[n-1]``, label and text) and rewrites the marks.
+
+    Args:
+        skip_prefix: a leading line left unchecked (the extractive label).
+    Returns:
+        The Verification: rewritten text and one Check per mark (and per
+        unmarked unsupported sentence). Marks outside 1..len(sources) are
+        left to the caller's cleaning and not checked.
+    """
+    head, body = "", answer
+    if skip_prefix and answer.startswith(skip_prefix):
+        head, body = skip_prefix, answer[len(skip_prefix):]
+    checks: list[Check] = []
+    pieces: list[str] = []
+    for sentence, cited in marked_sentences(body):
+        plain = CITATION.sub("", sentence).strip()
+        valid = [n for n in dict.fromkeys(cited) if 1 <= n <= len(sources)]
+        if not valid:
+            if not cited and len(claim_words(plain, question)) and not any(
+                    support(plain, s, question).supported for s in sources) and _content_chars(plain) >= MIN_CLAIM_CHARS:
+                best = max((support(plain, s, question) for s in sources), key=lambda x: x.score, default=Support(0.0, False))
+                checks.append(Check(plain, 0, 0, UNSUPPORTED, best.score, "no citation; " + (best.reason or "no source")))
+            pieces.append(sentence)
+            continue
+        mapping: dict[int, int] = {}
+        for n in valid:
+            own = support(plain, sources[n - 1], question)
+            if own.supported:
+                mapping[n] = n
+                checks.append(Check(plain, n, n, SUPPORTED, own.score))
+                continue
+            others = [(support(plain, s, question), m) for m, s in enumerate(sources, start=1) if m != n]
+            best = max(others, key=lambda x: x[0].score, default=None)
+            if best is not None and best[0].supported:
+                mapping[n] = best[1]
+                checks.append(Check(plain, n, best[1], REATTRIBUTED, own.score, own.reason))
+            else:
+                mapping[n] = 0
+                checks.append(Check(plain, n, 0, UNSUPPORTED, own.score, f"source {n}: {own.reason}"))
+        pieces.append(_rewrite_marks(sentence, mapping))
+    return Verification(head + "".join(pieces), checks)
+
+
+def _content_chars(text: str) -> int:
+    return len(_clean(text))
+
+
+def _rewrite_marks(sentence: str, mapping: dict[int, int]) -> str:
+    """``sentence`` with each [n] replaced by [mapping[n]], removed when 0,
+    and repeated marks after a rewrite collapsed."""
+    seen: set[int] = set()
+
+    def repl(match: re.Match) -> str:
+        n = int(match.group(1))
+        target = mapping.get(n, n)
+        if not target or target in seen:
+            return ""
+        seen.add(target)
+        return f"[{target}]"
+
+    return CITATION.sub(repl, sentence)
