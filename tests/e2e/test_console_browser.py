@@ -579,3 +579,9 @@ async def test_keyboard_phone_width_and_chinese_interface(browser, console, laws
         overflow = await page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"page is {overflow}px wider than a phone screen"
         await shot(page, "phone-answer")
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        assert await page.locator("#lib-collections tr[data-collection=default]").count() == 1
+        overflow = await page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"the Library panel is {overflow}px wider than a phone screen"
+        await shot(page, "phone-library")
