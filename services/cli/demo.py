@@ -9,7 +9,7 @@
    citations and the stage timings; then searches once without and once
    with the metadata filter status = "现行有效", so only laws in force
    answer (the corpus also holds repealed and historical versions);
-5. evaluates the 245 scenario dev questions when ../shared/data is present;
+5. evaluates the 243 scenario dev questions when ../shared/data is present;
 6. stops the stack (unless --keep-up).
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def run_demo(keep_up: bool = False) -> int:
         if code != 0:
             return code
 
-        _banner("5/5 scenario dev set (245 questions)")
+        _banner("5/5 scenario dev set (243 questions)")
         if DEV_SET.is_file():
             code = cmd_eval(Namespace(dataset=str(DEV_SET), json=True, limit=None, top_k=30, concurrency=4, timeout=60.0, ablate=False))
             if code != 0:

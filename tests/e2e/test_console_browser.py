@@ -120,6 +120,40 @@ async def rest(url: str, body: dict, headers: dict | None = None) -> tuple[int, 
     return await asyncio.to_thread(_post, url, body, headers)
 
 
+def _get(url: str, headers: dict | None = None) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=120) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+async def collections(url: str) -> dict[str, dict]:
+    """GET /v1/collections (from a worker thread), by name, zero counts filled in."""
+    status, reply = await asyncio.to_thread(_get, url + "/v1/collections")
+    assert status == 200, reply
+    return {c["name"]: {k: int(c.get(k, 0)) for k in ("documents", "chunks", "entities")} for c in reply.get("collections", [])}
+
+
+async def shown_collections(page) -> dict[str, dict]:
+    """The Library panel's collections table, by name: {documents, chunks, entities}."""
+    return await page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#lib-collections tbody tr')].map((r) =>
+        [r.dataset.collection, Object.fromEntries([...r.querySelectorAll('td')].map((d) => [d.dataset.col, Number(d.textContent)]))]))""")
+
+
+async def drop_files(page, files: list[tuple[str, str]]) -> None:
+    """Drops files ([(name, text)]) on the Library drop zone, as a drag and drop does."""
+    transfer = await page.evaluate_handle(
+        "(files) => { const dt = new DataTransfer(); for (const [n, t] of files) dt.items.add(new File([t], n)); return dt; }",
+        [list(f) for f in files])
+    await page.dispatch_event("#lib-drop", "drop", {"dataTransfer": transfer})
+
+
+async def ingested(page, n: int) -> None:
+    """Waits until the panel has finished its n-th ingest (results shown, counts refreshed)."""
+    await page.wait_for_selector(f"#lib-results[data-done='{n}']", timeout=WAIT_MS)
+
+
 #: Deadlines for the gateways the browser talks to: these tests check what the
 #: console shows, so a loaded 2-core machine must not turn the standard
 #: strategy into a timeout (the defaults cap it at 15 s of a 30 s request).
@@ -145,24 +179,23 @@ async def laws(mesh):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def library(browser, console):
-    """The knowledge graph ingested through the console's Library panel:
-    entities dropped on the drop zone, triples through the file picker.
-    Returns the text of each ingest result, newest first."""
+    """The knowledge graph ingested through the console's Library panel into
+    the default collection: entities dropped on the drop zone, triples
+    through the file picker. Returns the text of each ingest result (newest
+    first), the collections table shown after them and GET /v1/collections."""
     async with open_page(browser, console) as page:
         await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        assert await page.input_value("#lib-collection") == "default"
         text = (DATA / "kg_entities.jsonl").read_text(encoding="utf-8")
-        transfer = await page.evaluate_handle(
-            "([name, text]) => { const dt = new DataTransfer(); dt.items.add(new File([text], name)); return dt; }",
-            ["kg_entities.jsonl", text])
-        await page.dispatch_event("#lib-drop", "drop", {"dataTransfer": transfer})
-        await page.wait_for_selector("#lib-results li", timeout=WAIT_MS)
+        await drop_files(page, [("kg_entities.jsonl", text)])
+        await ingested(page, 1)
         await page.set_input_files("#lib-file", str(DATA / "kg_triples.jsonl"))
-        await page.wait_for_selector("#lib-results li:nth-child(2)", timeout=WAIT_MS)
+        await ingested(page, 2)
         await shot(page, "library")
         results = await page.locator("#lib-results li.ingest-result").all_inner_texts()
-        notice = await page.inner_text("#lib-collections .notice")
-        tally = {c: await page.inner_text(f"#lib-collections .tally td[data-col={c}]") for c in ("entities", "triples")}
-    return results, notice, tally
+        shown = await shown_collections(page)
+    return results, shown, await collections(console)
 
 
 async def test_answer_streams_stages_then_answer_with_a_working_citation(browser, console, laws):
@@ -256,12 +289,83 @@ async def test_bad_requests_show_the_servers_message(browser, console):
 
 
 async def test_library_panel_ingests_dropped_and_chosen_files(browser, library):
-    results, notice, tally = library
+    results, shown, listed = library
     triples, entities = results  # newest first
     assert "kg_entities.jsonl" in entities and "entities" in entities and "received 11" in entities
     assert "kg_triples.jsonl" in triples and "triples" in triples and "received 15" in triples
-    assert "not available" in notice  # the collection-listing hook, until issue 15 lands
-    assert tally == {"entities": "11", "triples": "15"}  # what this tab stored (a fresh store: all new)
+    assert "default" in entities and "default" in triples  # the collection they went into
+    assert shown == listed  # the table is GET /v1/collections, after the ingests
+    assert shown["default"]["entities"] >= 11
+
+
+async def test_library_lists_collections_and_ingests_a_chinese_text_file(browser, console):
+    collection = "console_zh"
+    law = "第一条　为了保护劳动者的合法权益，制定本法。\n第二条　用人单位应当依法与劳动者订立书面劳动合同。\n"
+    async with open_page(browser, console, lang="zh") as page:
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        assert collection not in await shown_collections(page)
+        await page.fill("#lib-collection", collection)
+        await drop_files(page, [("劳动法摘录.txt", law)])
+        await ingested(page, 1)
+        assert await page.locator("#lib-error").is_hidden()
+        outcome = page.locator("#lib-results li.file-outcome").first
+        assert (await outcome.get_attribute("data-status")) == "stored"
+        assert (await outcome.get_attribute("data-name")) == "劳动法摘录.txt"
+        assert "已写入" in await outcome.inner_text() and "text/plain" in await outcome.inner_text()
+        shown = await shown_collections(page)
+        assert shown[collection]["documents"] == 1 and shown[collection]["chunks"] >= 1
+        assert shown == await collections(console)
+        assert "文档" in await page.inner_text("#lib-collections thead")
+        assert await page.locator(f"#lib-collections tr.current[data-collection={collection}]").count() == 1
+        await shot(page, "library-file-zh")
+
+        # The file picker (the keyboard's way in): a second file; the first again is unchanged.
+        await page.set_input_files("#lib-file", files=[
+            {"name": "合同法摘录.txt", "mimeType": "text/plain", "buffer": "第三条　订立劳动合同，应当遵循合法、公平的原则。\n".encode()},
+            {"name": "劳动法摘录.txt", "mimeType": "text/plain", "buffer": law.encode()}])
+        await ingested(page, 2)
+        statuses = await page.locator("#lib-results li.ingest-result:first-child li.file-outcome").evaluate_all(
+            "items => items.map((i) => [i.dataset.name, i.dataset.status])")
+        assert statuses == [["合同法摘录.txt", "stored"], ["劳动法摘录.txt", "unchanged"]]
+        assert "写入 1，未变 1，失败 0" in await page.inner_text("#lib-status")
+        after = await shown_collections(page)
+        assert after[collection]["documents"] == 2 and after[collection]["chunks"] > shown[collection]["chunks"]
+        assert after == await collections(console)
+        await shot(page, "library-picker-zh")
+
+
+async def test_library_shows_the_servers_reason_for_a_failed_file(browser, console):
+    async with open_page(browser, console) as page:
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        await page.fill("#lib-collection", "console_bad")
+        await drop_files(page, [("notes.xyz", "some text"), ("empty.txt", "")])
+        await ingested(page, 1)
+        status, reply = await rest(console + "/v1/documents:ingest", {
+            "collection": "console_bad", "files": [{"name": "notes.xyz", "content": "c29tZSB0ZXh0"}, {"name": "empty.txt", "content": ""}]})
+        assert status == 200 and [f["status"] for f in reply["files"]] == ["FILE_STATUS_FAILED"] * 2
+        outcomes = page.locator("#lib-results li.file-outcome")
+        assert await outcomes.evaluate_all("items => items.map((i) => i.dataset.status)") == ["failed", "failed"]
+        reasons = await page.locator("#lib-results .file-reason").all_inner_texts()
+        assert reasons == [f["reason"] for f in reply["files"]]
+        assert "unsupported file type '.xyz'" in reasons[0] and reasons[1] == "empty file"
+        assert "failed" in await outcomes.first.locator(".badge").inner_text()
+        assert "0 stored, 0 unchanged, 2 failed" in await page.inner_text("#lib-status")
+        assert "console_bad" not in await shown_collections(page)  # nothing stored, no collection made
+        await shot(page, "library-file-failed")
+
+        # A collection name the server refuses: its message, the field it names.
+        await page.fill("#lib-collection", "bad name!")
+        await drop_files(page, [("ok.txt", "正文")])
+        await ingested(page, 2)
+        status, body = await rest(console + "/v1/documents:ingest", {
+            "collection": "bad name!", "files": [{"name": "ok.txt", "content": "5q2j5paH"}]})
+        assert status == 400
+        assert (await page.inner_text("#lib-error .error-message")) == body["error"]["message"]
+        assert "HTTP 400 · INVALID_ARGUMENT" in await page.inner_text("#lib-error")
+        assert "collection" in await page.locator("#lib-error .error-fields code").all_inner_texts()
+        await shot(page, "library-error-collection")
 
 
 async def test_entity_search_shows_the_rewrite_and_the_score_breakdown(browser, console, library):
@@ -408,6 +512,25 @@ async def test_auth_key_and_a_degraded_service_are_shown(browser, mesh, laws):
             assert "GatewayService/AnswerStream" in await page.inner_text("#st-output table.rpcs")
             await shot(page, "stages")
 
+            # Without the key the collections cannot be listed: the server's 401 is shown.
+            await page.click("#api-key-forget")
+            await page.click("#tab-library")
+            await page.wait_for_selector("#lib-collections[data-state=error]", timeout=WAIT_MS)
+            assert "could not be listed" in await page.inner_text("#lib-collections")
+            assert "HTTP 401" in await page.inner_text("#lib-list-error")
+            assert "API key is required" in await page.inner_text("#lib-list-error .error-message")
+            await shot(page, "library-auth-required")
+            # With the key, listing asks every store: the refused graph retriever fails it, and the page says so.
+            await page.fill("#api-key", key)
+            await page.click("#lib-refresh")
+            status, body = await asyncio.to_thread(_get, url + "/v1/collections", {"Authorization": f"Bearer {key}"})
+            assert status >= 500, body
+            await page.wait_for_function("(m) => document.querySelector('#lib-list-error .error-message')?.textContent === m",
+                                         arg=body["error"]["message"], timeout=WAIT_MS)
+            assert f"HTTP {status} · {body['error']['status']}" in await page.inner_text("#lib-list-error")
+            assert "could not be listed" in await page.inner_text("#lib-collections")
+            await shot(page, "library-store-down")
+
 
 async def test_voice_fills_the_same_box_and_is_hidden_without_the_api(browser, console, library):
     hide = "delete window.SpeechRecognition; delete window.webkitSpeechRecognition;"
@@ -456,3 +579,9 @@ async def test_keyboard_phone_width_and_chinese_interface(browser, console, laws
         overflow = await page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"page is {overflow}px wider than a phone screen"
         await shot(page, "phone-answer")
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        assert await page.locator("#lib-collections tr[data-collection=default]").count() == 1
+        overflow = await page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"the Library panel is {overflow}px wider than a phone screen"
+        await shot(page, "phone-library")

@@ -51,11 +51,15 @@ function main() {
   const root = document;
   const ask = setupAsk(root);
   const entities = setupEntities(root);
-  setupLibrary(root);
+  const library = setupLibrary(root);
   const stages = setupStages(root);
   attachVoice(document.getElementById("ask-mic"), ask);
   attachVoice(document.getElementById("ent-mic"), entities);
-  setupTabs((name) => (name === "stages" ? stages.start() : stages.stop()));
+  setupTabs((name) => {
+    if (name === "stages") stages.start();
+    else stages.stop();
+    if (name === "library") library.show();
+  });
   document.getElementById("lang").addEventListener("click", () => setLanguage(currentLanguage() === "zh" ? "en" : "zh"));
   document.body.dataset.ready = "true";
 }

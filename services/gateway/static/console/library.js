@@ -1,23 +1,30 @@
-// Library panel: counts per collection, and ingestion of a JSONL file by
-// drag and drop (or the file picker) through POST /v1/documents:ingest
-// (base64 "jsonl", "kind" documents / entities / triples). Gzipped files are
-// unpacked in the browser first.
-import { post } from "./api.js";
+// Library panel: the collections with their counts (GET /v1/collections),
+// and ingestion by drag and drop (or the file picker) into a chosen
+// collection through POST /v1/documents:ingest: JSONL records (base64
+// "jsonl", "kind" documents / entities / triples; gzipped files are unpacked
+// in the browser first), or any other file as one document each (base64
+// "files": .txt, .md, .html, .pdf, .docx; the server picks the parser from
+// the name and says per file whether it was stored, unchanged or failed).
+import { get, post } from "./api.js";
 import { clear, el, ms } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
 
-// ---- HOOK: collection listing (issue 15) ----------------------------------
-// The collections/documents API is being built in issue 15 and is not a
-// public route yet, so nothing here may call it. When it lands, make
-// listCollections() call its REST route and resolve to
-//   [{name, documents, chunks, entities, triples}]
-// (counts as numbers); the table below renders whatever it returns. Until
-// then it resolves to null and the panel says that listing is not available.
+/**
+ * The collections with their counts, from GET /v1/collections, resolved as
+ * [{name, documents, chunks, entities}] (numbers; proto3 JSON leaves zero
+ * counts out, so a missing count is 0). Rejects with the ApiError.
+ */
 export async function listCollections() {
-  return null;
+  const { data } = await get("./v1/collections");
+  return (data.collections || []).map((c) => ({
+    ...c,
+    name: c.name || "",
+    documents: Number(c.documents || 0),
+    chunks: Number(c.chunks || 0),
+    entities: Number(c.entities || 0),
+  }));
 }
-// ---------------------------------------------------------------------------
 
 const KINDS = { documents: "INGEST_KIND_DOCUMENTS", entities: "INGEST_KIND_ENTITIES", triples: "INGEST_KIND_TRIPLES" };
 
@@ -47,36 +54,66 @@ async function readFile(file) {
   return new Uint8Array(await file.arrayBuffer());
 }
 
+/** Whether a file holds JSONL records (ingested as "jsonl") rather than a document (ingested as "files"). */
+export function isRecordsFile(name) {
+  return /\.(jsonl|ndjson|json)(\.gz)?$/i.test(name) || /\.gz$/i.test(name);
+}
+
+/** The collection a name field holds: trimmed, "default" when empty. */
+export function collectionName(value) {
+  return String(value || "").trim() || "default";
+}
+
+// Counts a collection carries; "triples" only when a reply names it.
 const COLUMNS = ["documents", "chunks", "entities", "triples"];
 
-function countsTable(rows, className) {
-  return el("table", { class: className },
-    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("lib.collection") }), COLUMNS.map((c) => el("th", { scope: "col", text: t(`lib.${c}`) })))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, el("th", { scope: "row", text: r.name }),
-      COLUMNS.map((c) => el("td", { class: "num", dataset: { col: c }, text: String(r[c] ?? "–") }))))));
+function countsTable(rows, highlight) {
+  const columns = COLUMNS.filter((c) => c !== "triples" || rows.some((r) => "triples" in r));
+  return el("table", { class: "collections" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("lib.collection") }),
+      columns.map((c) => el("th", { scope: "col", class: "num", text: t(`lib.${c}`) })))),
+    el("tbody", {}, rows.map((r) => el("tr", { class: r.name === highlight ? "current" : null, dataset: { collection: r.name } },
+      el("th", { scope: "row", text: r.name }),
+      columns.map((c) => el("td", { class: "num", dataset: { col: c }, text: String(r[c] ?? "–") }))))));
 }
 
-/** What this tab ingested, from the ingest replies (stored records, chunks written). */
-const tally = { documents: 0, chunks: 0, entities: 0, triples: 0 };
+const FILE_STATUS = { FILE_STATUS_STORED: "stored", FILE_STATUS_UNCHANGED: "unchanged", FILE_STATUS_FAILED: "failed" };
+const FILE_STATUS_TEXT = { stored: () => t("lib.file.stored"), unchanged: () => t("lib.file.unchanged"), failed: () => t("lib.file.failed") };
 
-function collectionsTable(node, rows) {
-  clear(node);
-  if (rows !== null) {
-    node.append(countsTable(rows, "collections"));
-    return;
-  }
-  node.append(el("p", { class: "notice", dataset: { hook: "listCollections" }, text: t("lib.noListing") }),
-    countsTable([{ name: t("lib.thisTab"), ...tally }], "collections tally"));
+function timingsLine(reply) {
+  return el("p", { class: "dim", text: (reply.timings || []).map((s) => `${s.stage} ${ms(s.durationMs)}`).join(" · ") });
 }
 
-function resultRow(file, kind, reply, traceId) {
+/** The result of one JSONL file (records of one kind). */
+function recordsRow(file, kind, collection, reply, traceId) {
   const failures = reply.failures || [];
-  return el("li", { class: "ingest-result" },
-    el("p", {}, el("strong", { text: file }), ` · ${t(`lib.kind.${kind}`)} · `,
+  return el("li", { class: "ingest-result", dataset: { kind: "records" } },
+    el("p", {}, el("strong", { text: file }), ` · ${t(`lib.kind.${kind}`)} → `, el("code", { text: collection }), " · ",
       t("lib.counts", { received: reply.received || 0, stored: reply.stored || 0, unchanged: reply.unchanged || 0, chunks: reply.chunks || 0 })),
-    el("p", { class: "dim", text: (reply.timings || []).map((s) => `${s.stage} ${ms(s.durationMs)}`).join(" · ") }),
+    timingsLine(reply),
     failures.length ? el("details", {}, el("summary", { text: t("lib.failures", { n: failures.length }) }),
       el("ul", {}, failures.map((f) => el("li", { text: `#${f.index}${f.id ? ` (${f.id})` : ""}: ${f.reason}` })))) : null,
+    traceLine(traceId));
+}
+
+/** The result of one call with files: one line per file (stored / unchanged / failed with the server's reason). */
+function filesRow(names, collection, reply, traceId) {
+  const outcomes = reply.files || [];
+  return el("li", { class: "ingest-result", dataset: { kind: "files" } },
+    el("p", {}, el("strong", { text: t("lib.filesInto", { n: names.length }) }), " ", el("code", { text: collection }), " · ",
+      t("lib.fileCounts", { stored: reply.stored || 0, unchanged: reply.unchanged || 0, chunks: reply.chunks || 0 })),
+    el("ul", { class: "file-outcomes" }, outcomes.map((o, i) => {
+      const status = FILE_STATUS[o.status] || "failed";
+      const facts = [o.mediaType, o.pages ? t("lib.pages", { n: o.pages }) : "", status === "stored" ? t("lib.chunksN", { n: o.chunks || 0 }) : ""]
+        .filter(Boolean).join(" · ");
+      return el("li", { class: `file-outcome ${status}`, dataset: { status, name: o.name || names[i] || "" } },
+        el("span", { class: `badge status ${status}`, text: FILE_STATUS_TEXT[status]() }), " ",
+        el("strong", { class: "file-name", text: o.name || names[i] || "" }),
+        o.documentId && o.documentId !== o.name ? el("span", { class: "dim" }, " → ", el("code", { text: o.documentId })) : null,
+        facts ? el("span", { class: "dim", text: ` · ${facts}` }) : null,
+        o.reason ? el("p", { class: "file-reason", text: o.reason }) : null);
+    })),
+    timingsLine(reply),
     traceLine(traceId));
 }
 
@@ -85,40 +122,79 @@ export function setupLibrary(root) {
   const zone = root.querySelector("#lib-drop");
   const picker = root.querySelector("#lib-file");
   const kindSelect = root.querySelector("#lib-kind");
+  const collectionInput = root.querySelector("#lib-collection");
   const results = root.querySelector("#lib-results");
   const errorBox = root.querySelector("#lib-error");
+  const listErrorBox = root.querySelector("#lib-list-error");
   const status = root.querySelector("#lib-status");
   const table = root.querySelector("#lib-collections");
+  const refreshButton = root.querySelector("#lib-refresh");
 
   async function refreshCollections() {
+    table.dataset.state = "loading";
     try {
-      collectionsTable(table, await listCollections());
+      const rows = await listCollections();
+      hideError(listErrorBox);
+      clear(table);
+      table.append(rows.length ? countsTable(rows, collectionName(collectionInput.value))
+        : el("p", { class: "dim empty", text: t("lib.noCollections") }));
+      table.dataset.state = "done";
     } catch (err) {
-      showError(errorBox, err);
+      clear(table);
+      table.append(el("p", { class: "list-failed", text: t("lib.listFailed") }));
+      showError(listErrorBox, err);
+      table.dataset.state = "error";
     }
   }
 
-  async function ingest(file) {
-    hideError(errorBox);
+  async function readText(file) {
     status.textContent = t("lib.reading", { name: file.name });
+    return readFile(file);
+  }
+
+  async function ingestRecords(file, collection) {
+    const bytes = await readText(file);
+    const kind = kindSelect.value === "auto" ? guessKind(new TextDecoder().decode(bytes.subarray(0, 4096))) : kindSelect.value;
+    status.textContent = t("lib.sending", { name: file.name, kind: t(`lib.kind.${kind}`) });
+    const { data, traceId } = await post("./v1/documents:ingest", { jsonl: toBase64(bytes), kind: KINDS[kind], collection });
+    results.prepend(recordsRow(file.name, kind, collection, data, traceId));
+  }
+
+  async function ingestFiles(files, collection) {
+    const payload = [];
+    for (const file of files) {
+      const bytes = await readText(file);
+      // No media type: the server picks the parser from the name's extension
+      // (a browser's guess such as application/octet-stream would be refused).
+      payload.push({ name: file.name, content: toBase64(bytes) });
+    }
+    status.textContent = t("lib.sendingFiles", { n: files.length, collection });
+    const { data, traceId } = await post("./v1/documents:ingest", { files: payload, collection });
+    results.prepend(filesRow(files.map((f) => f.name), collection, data, traceId));
+    const failed = (data.files || []).filter((o) => FILE_STATUS[o.status] !== "stored" && FILE_STATUS[o.status] !== "unchanged").length;
+    return t("lib.filesDone", { n: files.length, stored: data.stored || 0, unchanged: data.unchanged || 0, failed });
+  }
+
+  let finished = 0;
+
+  async function ingestAll(files) {
+    if (!files.length) return;
+    results.dataset.state = "busy";
+    hideError(errorBox);
+    const collection = collectionName(collectionInput.value);
+    const records = files.filter((f) => isRecordsFile(f.name));
+    const documents = files.filter((f) => !isRecordsFile(f.name));
     try {
-      const bytes = await readFile(file);
-      const kind = kindSelect.value === "auto" ? guessKind(new TextDecoder().decode(bytes.subarray(0, 4096))) : kindSelect.value;
-      status.textContent = t("lib.sending", { name: file.name, kind: t(`lib.kind.${kind}`) });
-      const { data, traceId } = await post("./v1/documents:ingest", { jsonl: toBase64(bytes), kind: KINDS[kind] });
-      results.prepend(resultRow(file.name, kind, data, traceId));
-      tally[kind] += data.stored || 0;
-      tally.chunks += data.chunks || 0;
-      status.textContent = t("lib.done", { name: file.name });
-      refreshCollections();
+      for (const file of records) await ingestRecords(file, collection);
+      const filesDone = documents.length ? await ingestFiles(documents, collection) : "";
+      status.textContent = filesDone || t("lib.done", { name: records.map((f) => f.name).join(", ") });
     } catch (err) {
       status.textContent = "";
       showError(errorBox, err);
     }
-  }
-
-  async function ingestAll(files) {
-    for (const file of files) await ingest(file);
+    await refreshCollections();
+    results.dataset.done = String(++finished);  // ingests finished, counts refreshed (tests wait on it)
+    results.dataset.state = "done";
   }
 
   zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
@@ -128,8 +204,11 @@ export function setupLibrary(root) {
     zone.classList.remove("over");
     ingestAll([...(event.dataTransfer?.files || [])]);
   });
-  picker.addEventListener("change", () => { ingestAll([...picker.files]); picker.value = ""; });
-  onLanguage(refreshCollections);
-  refreshCollections();
-  return { ingest };
+  picker.addEventListener("change", () => { const chosen = [...picker.files]; picker.value = ""; ingestAll(chosen); });
+  refreshButton.addEventListener("click", refreshCollections);
+  // Listed when the panel is shown (not at page load: a gateway with auth
+  // on would answer 401 before a key is entered), re-rendered on a language
+  // change once listed.
+  onLanguage(() => { if (table.dataset.state) refreshCollections(); });
+  return { show: refreshCollections, ingest: (file) => ingestAll([file]) };
 }
