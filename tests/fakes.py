@@ -119,7 +119,7 @@ class FakeRetriever(_Fake):
     async def related(self, request, timeout):
         if self.related_candidates is None:
             raise DownstreamError(self.name, grpc.StatusCode.UNIMPLEMENTED, "Related is not offered")
-        return await self._answer("related", request, retriever_pb2.RetrieveResponse(candidates=self.related_candidates))
+        return await self._answer("related", request, retriever_pb2.RelatedResponse(candidates=self.related_candidates))
 
     async def list_documents(self, request, timeout):
         """The documents it was given (``documents``), by id, after after_id."""

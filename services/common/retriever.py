@@ -319,7 +319,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         return retriever_pb2.RetrieveEntitiesResponse(
             candidates=entity_hits_to_candidates(found.hits), timings=found.timings, category_summaries=found.summaries)
 
-    async def Related(self, request: retriever_pb2.RelatedRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveResponse:
+    async def Related(self, request: retriever_pb2.RelatedRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RelatedResponse:
         query = validate_query(request.query, self._max_query_chars)
         if not request.seeds:
             raise InvalidArgument("seeds", "must not be empty")
@@ -334,7 +334,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             disabled=frozenset(request.disabled_channels),
             collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
         ))
-        return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
+        return retriever_pb2.RelatedResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 
     async def GetEntityLibrary(self, request: retriever_pb2.GetEntityLibraryRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.GetEntityLibraryResponse:
         known = request.known_version if request.HasField("known_version") else None

@@ -208,6 +208,38 @@ class RetrieveResponse(_message.Message):
 Global___RetrieveResponse: _TypeAlias = RetrieveResponse  # noqa: Y015
 
 @_typing.final
+class RelatedResponse(_message.Message):
+    """Response for Related: the same shape as RetrieveResponse."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    TIMINGS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Candidate]:
+        """Candidates of the related channels, deduplicated by id, each with its
+        channel scores.
+        """
+
+    @_builtins.property
+    def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
+        """Time per related channel inside the retriever."""
+
+    def __init__(
+        self,
+        *,
+        candidates: _abc.Iterable[_types_pb2.Candidate] | None = ...,
+        timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "timings", b"timings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelatedResponse: _TypeAlias = RelatedResponse  # noqa: Y015
+
+@_typing.final
 class IngestDocumentsRequest(_message.Message):
     """Request for IngestDocuments."""
 

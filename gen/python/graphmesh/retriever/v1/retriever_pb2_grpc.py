@@ -99,7 +99,7 @@ class RetrieverServiceStub:
         self.Related = channel.unary_unary(
                 '/graphmesh.retriever.v1.RetrieverService/Related',
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
-                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.FromString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.FromString,
                 _registered_method=True)
 
 
@@ -300,7 +300,7 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
             'Related': grpc.unary_unary_rpc_method_handler(
                     servicer.Related,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.FromString,
-                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.SerializeToString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -655,7 +655,7 @@ class RetrieverService:
             target,
             '/graphmesh.retriever.v1.RetrieverService/Related',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
-            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RetrieveResponse.FromString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.FromString,
             options,
             channel_credentials,
             insecure,

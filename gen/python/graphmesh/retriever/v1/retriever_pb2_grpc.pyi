@@ -96,7 +96,7 @@ class RetrieverServiceStub:
     """Deletes a collection: its documents as DeleteDocuments, and its library
     entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
     """
-    Related: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]
+    Related: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RelatedResponse]
     """Second-stage retrieval seeded by first-stage hits: candidates related to
     the seed documents in the retriever's own store (the graph retriever:
     articles a seed cites, is cited by or amends ("graph.cites"), other
@@ -177,7 +177,7 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     """Deletes a collection: its documents as DeleteDocuments, and its library
     entities and facts. Idempotent. Errors: INVALID_ARGUMENT (field "name").
     """
-    Related: _aio.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RetrieveResponse]  # type: ignore[assignment]
+    Related: _aio.UnaryUnaryMultiCallable[_retriever_pb2.RelatedRequest, _retriever_pb2.RelatedResponse]  # type: ignore[assignment]
     """Second-stage retrieval seeded by first-stage hits: candidates related to
     the seed documents in the retriever's own store (the graph retriever:
     articles a seed cites, is cited by or amends ("graph.cites"), other
@@ -333,7 +333,7 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _retriever_pb2.RelatedRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_retriever_pb2.RetrieveResponse, _abc.Awaitable[_retriever_pb2.RetrieveResponse]]:
+    ) -> _typing.Union[_retriever_pb2.RelatedResponse, _abc.Awaitable[_retriever_pb2.RelatedResponse]]:
         """Second-stage retrieval seeded by first-stage hits: candidates related to
         the seed documents in the retriever's own store (the graph retriever:
         articles a seed cites, is cited by or amends ("graph.cites"), other
