@@ -49,25 +49,18 @@ class GraphBackend:
         lookup_channels = [c for c in _LOOKUP_CHANNELS if request.enabled(c)] if self.docs else []
         timings: list[types_pb2.StageTiming] = []
 
-        async def store_part() -> list[Hit]:
-            if not store_channels:
+        async def part(source, channels: list[str], stage: str) -> list[Hit]:
+            """One half of the channels: the Neo4j store's, or the in-memory lookups'."""
+            if not channels:
                 return []
             started = time.perf_counter()
-            found = await self.store.retrieve(request.query, request.keywords, request.top_k, store_channels,
-                                              request.collections, request.filters)
-            timings.append(timing("graph.retrieve", started))
+            found = await source.retrieve(request.query, request.keywords, request.top_k, channels,
+                                          request.collections, request.filters)
+            timings.append(timing(stage, started))
             return found
 
-        async def lookup_part() -> list[Hit]:
-            if not lookup_channels:
-                return []
-            started = time.perf_counter()
-            found = await self.docs.retrieve(request.query, request.keywords, request.top_k, lookup_channels,
-                                             request.collections, request.filters)
-            timings.append(timing("graph.lookup", started))
-            return found
-
-        parts = await asyncio.gather(store_part(), lookup_part())
+        parts = await asyncio.gather(part(self.store, store_channels, "graph.retrieve"),
+                                     part(self.docs, lookup_channels, "graph.lookup"))
         return [h for part in parts for h in part], timings
 
     async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
