@@ -166,6 +166,8 @@ class GatewaySettings(ServiceSettings):
         list; "*" allows any; empty = no CORS headers).
     max_entity_query_chars: longest SearchEntities query (characters): an
         entity name, alias or attribute list (the Lucene full text takes 256).
+    max_file_bytes: largest file of an Ingest call (bytes); a larger file
+        fails on its own with the reason, the others are stored.
     max_request_bytes: largest request body (REST, HTTP 413 beyond) and gRPC
         message (RESOURCE_EXHAUSTED beyond) the gateway accepts, bytes.
     related_retrievers: retrievers asked for second-stage candidates
@@ -230,6 +232,7 @@ class GatewaySettings(ServiceSettings):
     rate_limit_burst: int = Field(0, ge=0)
     cors_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
     max_entity_query_chars: int = Field(2000, ge=1)
     breaker_enabled: bool = True
     breaker_failures: int = Field(5, ge=1)

@@ -61,8 +61,9 @@ def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: Ch
 class FileIngest:
     """Ingest of IngestRequest.files over ``documents``' store pipeline."""
 
-    def __init__(self, documents: DocumentIngest) -> None:
+    def __init__(self, documents: DocumentIngest, max_file_bytes: int = 10 * 1024 * 1024) -> None:
         self.documents = documents
+        self.max_file_bytes = max_file_bytes
 
     async def ingest(self, files: Sequence[gateway_pb2.IngestFile], deadline: Deadline,
                      collection: str = DEFAULT_COLLECTION) -> gateway_pb2.IngestResponse:
@@ -83,6 +84,12 @@ class FileIngest:
         index_of: dict[str, int] = {}
         config = self.documents.chunking
         for i, file in enumerate(files):
+            if len(file.content) > self.max_file_bytes:
+                # Refused before parsing: its chunks and vectors would not fit
+                # one store call, and parsing it would hold the expander for minutes.
+                self._fail(response, outcomes[i], i, f"file is {len(file.content) / 1048576:.1f} MiB, over the "
+                           f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_MAX_FILE_BYTES); split it")
+                continue
             try:
                 doc = await asyncio.to_thread(document_from_file, file, collection, config)
             except FileParseError as err:

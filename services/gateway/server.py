@@ -44,7 +44,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
         documents=documents,
         entity_ingest=EntityIngest(settings, expander, retrievers),
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
-        files=FileIngest(documents),
+        files=FileIngest(documents, settings.max_file_bytes),
         lifecycle=DocumentLifecycle(retrievers),
     )
 

@@ -259,3 +259,13 @@ async def test_the_related_call_searches_the_request_scope():
     for request in (retrieve, related):
         assert list(request.collections) == ["law"]
         assert [(f.key, f.equals) for f in request.filters] == [("status", "现行有效")]
+
+
+async def test_a_file_over_the_size_limit_fails_alone_with_the_limit_named():
+    files = [gateway_pb2.IngestFile(name="big.txt", content="劳动合同。".encode() * 400),
+             gateway_pb2.IngestFile(name="small.txt", content="劳动合同应当具备以下条款。".encode())]
+    reply = await mesh(max_file_bytes=2048).files.ingest(files, Deadline(10))
+    big, small = reply.files
+    assert big.status == gateway_pb2.FILE_STATUS_FAILED and "over the 0.00195312 MiB limit per file" in big.reason
+    assert "GRAPHMESH_GATEWAY_MAX_FILE_BYTES" in big.reason and [f.index for f in reply.failures] == [0]
+    assert small.status == gateway_pb2.FILE_STATUS_STORED and reply.stored == 1
