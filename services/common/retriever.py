@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import grpc
 
@@ -187,6 +187,24 @@ class RetrievalBackend(Protocol):
         """Hits related to the request's seeds, of every enabled related
         channel; NotImplementedError if the retriever has none."""
         ...
+
+
+class StoreLifecycle:
+    """The lifecycle half of a RetrievalBackend, handed to ``self.store``
+    unchanged: both stores list, delete and count documents with the same
+    signatures (see RetrievalBackend for shapes and errors)."""
+
+    store: Any
+
+    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition],
+                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
+
+    async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition]) -> Deletion:
+        return await self.store.delete_documents(ids, collections, filters)
+
+    async def collection_counts(self) -> dict[str, tuple[int, int]]:
+        return await self.store.collection_counts()
 
 
 class EntityBackend(Protocol):

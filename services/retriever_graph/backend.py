@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from services.common import names
-from services.common.filters import Condition
-from services.common.records import (Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord, IngestResult,
-                                     StoredDocumentInfo)
-from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
+from services.common.records import (Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord,
+                                     IngestResult)
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.retriever_graph.doc_channels import DocChannels
 from services.retriever_graph.entity_retrieval import retrieve_entities
@@ -31,7 +30,7 @@ _STORE_CHANNELS = (names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHB
 _LOOKUP_CHANNELS = (names.GRAPH_ARTICLE, names.GRAPH_TERM, names.GRAPH_OFFENCE)
 
 
-class GraphBackend:
+class GraphBackend(StoreLifecycle):
     """RetrievalBackend over a GraphStore (heading, full-text and neighbour
     channels) and the document graph (DocChannels: article, term and
     offence lookups; cites, version and PPR channels of Related). A channel
@@ -80,16 +79,6 @@ class GraphBackend:
 
     async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         raise NotImplementedError("expansion terms come from retriever_pg")
-
-    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition],
-                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
-        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
-
-    async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition]) -> Deletion:
-        return await self.store.delete_documents(ids, collections, filters)
-
-    async def collection_counts(self) -> dict[str, tuple[int, int]]:
-        return await self.store.collection_counts()
 
 
 class GraphEntityBackend:

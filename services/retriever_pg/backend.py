@@ -34,9 +34,8 @@ from graphmesh.common.v1 import types_pb2
 
 from services.common import names
 from services.common.errors import InvalidArgument
-from services.common.filters import Condition
-from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult, StoredDocumentInfo
-from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, timing
+from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
@@ -78,7 +77,7 @@ class PgChannelConfig:
     boost_min_hits: int = 2
 
 
-class PgBackend:
+class PgBackend(StoreLifecycle):
     """RetrievalBackend over a PgStore."""
 
     source_by_channel = {
@@ -150,16 +149,6 @@ class PgBackend:
 
     async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         return await suggest_expansions(self.store.connection, keywords, limit=limit, collections=collections)
-
-    async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition],
-                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
-        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
-
-    async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[Condition]) -> Deletion:
-        return await self.store.delete_documents(ids, collections, filters)
-
-    async def collection_counts(self) -> dict[str, tuple[int, int]]:
-        return await self.store.collection_counts()
 
     async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         raise NotImplementedError("retriever_pg has no related channels")
