@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from services.cli import stack
 
+    stack.use_local_mesh_token()
+
     if args.command == "up":
         return stack.up(args.detach, llm=args.llm)
     if args.command == "down":

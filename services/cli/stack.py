@@ -4,6 +4,11 @@ GRAPHMESH_HOME overrides).
 
 External stores are used instead of the embedded ones when
 GRAPHMESH_RETRIEVER_PG_DSN or GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI is set.
+
+Secrets made for the stack live in ``<state dir>/secrets/`` (mode 0600): the
+mesh token the services ask of each other (services.common.mesh_auth) and
+the embedded Neo4j's password. Each is generated on first use and kept, so
+a restarted stack opens the same stores.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.clients import blocking_channel
+from services.common.mesh_auth import new_mesh_token
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT
 
 SERVICES = ["expander", "retriever_pg", "retriever_graph", "reranker", "fuser", "judge", "gateway"]
@@ -30,6 +36,32 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def state_dir() -> Path:
     """Where pids, logs and embedded data live."""
     return Path(os.environ.get("GRAPHMESH_HOME", Path.cwd() / ".graphmesh")).resolve()
+
+
+def local_secret(name: str) -> Path:
+    """The file holding the stack's secret ``name`` ("mesh-token",
+    "neo4j-password"), created with a fresh random value (64 hex
+    characters) on first use; the folder is 0700 and the file 0600."""
+    folder = state_dir() / "secrets"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / name
+    if not path.is_file():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(new_mesh_token())
+    return path
+
+
+def use_local_mesh_token() -> None:
+    """Lets this CLI process call the local stack's services directly (the
+    judge, a retriever): points GRAPHMESH_MESH_TOKEN_FILE at the stack's
+    token unless a token is configured already or the stack has none."""
+    if os.environ.get("GRAPHMESH_MESH_TOKEN") or os.environ.get("GRAPHMESH_MESH_TOKEN_FILE"):
+        return
+    token = state_dir() / "secrets" / "mesh-token"
+    if token.is_file():
+        os.environ["GRAPHMESH_MESH_TOKEN_FILE"] = str(token)
 
 
 def _pids_file() -> Path:
@@ -83,6 +115,11 @@ def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]
     env["GRAPHMESH_RETRIEVER_PG_DSN"] = pg_dsn
     env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"] = neo4j_uri
     env["GRAPHMESH_GATEWAY_REST_PORT"] = str(cfg.rest_port)
+    if not (env.get("GRAPHMESH_MESH_TOKEN") or env.get("GRAPHMESH_MESH_TOKEN_FILE")):
+        env["GRAPHMESH_MESH_TOKEN_FILE"] = str(local_secret("mesh-token"))
+    if not os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"):  # the embedded Neo4j
+        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_USER"] = "neo4j"
+        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_PASSWORD"] = local_secret("neo4j-password").read_text().strip()
     return env
 
 
@@ -104,7 +141,8 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
             from services.retriever_graph.embedded import start_embedded_neo4j
 
             print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
-            proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log")
+            proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log",
+                                           password=local_secret("neo4j-password").read_text().strip())
             pids["neo4j"] = proc.pid
     return pg_dsn, neo4j_uri
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import grpc
 
+from services.common.mesh_auth import MeshSettings, MeshTokenClientInterceptor
 from services.common.metrics import ClientMetricsInterceptor
 from services.common.settings import TlsSettings
 
@@ -62,17 +63,21 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-def channel(address: str, tls: TlsSettings | None = None) -> grpc.aio.Channel:
+def channel(address: str, tls: TlsSettings | None = None, mesh_token: str | None = None) -> grpc.aio.Channel:
     """A channel to ``address`` ("host:port") with client metrics and the
     retry policy of SERVICE_CONFIG for idempotent RPCs: TLS when
     ``tls`` (default: the GRAPHMESH_TLS_* environment, read on each call) is
-    enabled, presenting this process's certificate under mTLS.
+    enabled, presenting this process's certificate under mTLS. Every call
+    carries the mesh token (default: GRAPHMESH_MESH_TOKEN[_FILE], read on
+    each call; "" sends none), see services.common.mesh_auth.
 
     Raises:
         OSError: a configured certificate file cannot be read.
+        ConfigError: the configured mesh token cannot be read.
     """
     tls = tls if tls is not None else TlsSettings()
-    interceptors = [ClientMetricsInterceptor()]
+    token = MeshSettings().resolved_token() if mesh_token is None else mesh_token
+    interceptors: list = [ClientMetricsInterceptor(), *([MeshTokenClientInterceptor(token)] if token else [])]
     if not tls.enabled:
         return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS, interceptors=interceptors)
     return grpc.aio.secure_channel(address, channel_credentials(tls), options=_CHANNEL_OPTIONS + _name_override(tls),
@@ -134,6 +139,7 @@ def blocking_channel(address: str, metadata: list[tuple[str, str]] | None = None
 
     Raises:
         OSError: a configured certificate file cannot be read.
+        ConfigError: the configured mesh token cannot be read.
     """
     tls = tls if tls is not None else TlsSettings()
     opts = list(options or [])

@@ -1,12 +1,13 @@
 """Secrets never reach a log: API keys (``gmk_<id>_<secret>``) and the
-values of bearer / x-api-key headers are masked in log records. Every
+values of bearer / x-api-key headers and of the mesh token are masked in log records. Every
 service's entry point installs ``KeyRedactingFilter`` on its log handlers."""
 from __future__ import annotations
 
 import logging
 import re
 
-_SECRETISH = re.compile(r"(gmk_[0-9a-f]{8}_)[A-Za-z0-9_-]+|((?:bearer|x-api-key)[\s:=\"']+)[^\s,'\"}]+", re.I)
+_SECRETISH = re.compile(r"(gmk_[0-9a-f]{8}_)[A-Za-z0-9_-]+|((?:bearer|x-api-key|x-graphmesh-mesh-token|mesh_token)[\s:=\"']+)[^\s,'\"}]+",
+                        re.I)
 
 
 def redact(text: str) -> str:

@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from services.common.errors import ConfigError, DownstreamError, InvalidArgument, NotFound, abort_downstream, abort_invalid_argument, abort_with
+from services.common.mesh_auth import MeshSettings, MeshTokenInterceptor
 from services.common.metrics import ServerMetricsInterceptor
 from services.common.redaction import KeyRedactingFilter
 from services.common.clients import server_credentials
@@ -158,6 +159,8 @@ class Service:
         max_message_bytes: largest request or response message, bytes.
         unavailable_errors: exception types meaning a store cannot be
             reached; answered UNAVAILABLE instead of INTERNAL.
+        public: the port serves callers outside the mesh (the gateway),
+            so the mesh token is not asked for (services.common.mesh_auth).
     """
 
     name: str
@@ -170,13 +173,17 @@ class Service:
     interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
     max_message_bytes: int = 64 * 1024 * 1024
     unavailable_errors: tuple[type[BaseException], ...] = ()
+    public: bool = False
 
 
 async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0,
                         tls: TlsSettings | None = None, max_concurrent_rpcs: int = 0,
-                        max_concurrent_streams: int = 100) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+                        max_concurrent_streams: int = 100,
+                        mesh_token: str = "") -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """Builds and starts the gRPC server for ``service``; TLS (mTLS with
     ``tls.client_auth``) when ``tls`` is enabled, plaintext otherwise.
+    With ``mesh_token`` set and ``service.public`` false, RPCs other than
+    health and reflection must carry it (UNAUTHENTICATED otherwise).
     At most ``max_concurrent_rpcs`` RPCs run at once (0 = no limit; beyond
     it grpc answers RESOURCE_EXHAUSTED "Concurrent RPC limit exceeded") and
     a client connection holds at most ``max_concurrent_streams`` streams.
@@ -186,8 +193,9 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
     Raises:
         RuntimeError: when the address cannot be bound.
     """
+    mesh = [MeshTokenInterceptor(mesh_token)] if mesh_token and not service.public else []
     server = grpc.aio.server(
-        interceptors=[ServerMetricsInterceptor(), *service.interceptors, ErrorTranslationInterceptor(service.unavailable_errors)],
+        interceptors=[ServerMetricsInterceptor(), *mesh, *service.interceptors, ErrorTranslationInterceptor(service.unavailable_errors)],
         options=[("grpc.max_receive_message_length", service.max_message_bytes),
                  ("grpc.max_send_message_length", service.max_message_bytes),
                  ("grpc.max_concurrent_streams", max_concurrent_streams),
@@ -225,7 +233,8 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
     if service.on_start is not None:
         await service.on_start()
     server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings(),
-                                                        settings.max_concurrent_rpcs, settings.max_concurrent_streams)
+                                                        settings.max_concurrent_rpcs, settings.max_concurrent_streams,
+                                                        MeshSettings().resolved_token())
     metrics_port = -1
     if settings.metrics_port >= 0:
         http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)

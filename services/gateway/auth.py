@@ -36,6 +36,7 @@ from typing import Any
 import grpc
 
 from services.common.errors import ConfigError
+from services.common.mesh_auth import refusing_handler
 
 log = logging.getLogger("graphmesh.gateway.auth")
 
@@ -227,13 +228,6 @@ class Gate:
         return Decision(name)
 
 
-def _same_kind(handler: grpc.RpcMethodHandler, behaviour: Callable) -> grpc.RpcMethodHandler:
-    kinds = (("unary_unary", grpc.unary_unary_rpc_method_handler), ("unary_stream", grpc.unary_stream_rpc_method_handler),
-             ("stream_unary", grpc.stream_unary_rpc_method_handler), ("stream_stream", grpc.stream_stream_rpc_method_handler))
-    factory = next(f for attr, f in kinds if getattr(handler, attr) is not None)
-    return factory(behaviour, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
-
-
 class AuthInterceptor(grpc.aio.ServerInterceptor):
     """Rejects RPCs without a valid key (UNAUTHENTICATED) or over their
     key's rate (RESOURCE_EXHAUSTED, trailing metadata ``retry-after``:
@@ -254,17 +248,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return handler
         log.info("%s refused: %s (key %s)", method, decision.code.name, decision.key_name or "none/invalid")
         trailer = (("retry-after", decision.retry_after),) if decision.retry_after else ()
-
-        async def refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
-            await context.abort(decision.code, decision.message, trailing_metadata=trailer)
-
-        async def refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            # A server-streaming method must be served by an async generator.
-            await context.abort(decision.code, decision.message, trailing_metadata=trailer)
-            yield  # never reached: abort raises
-
-        streaming = handler.unary_stream is not None or handler.stream_stream is not None
-        return _same_kind(handler, refuse_stream if streaming else refuse)
+        return refusing_handler(handler, decision.code, decision.message, trailer)
 
 
 def build_gate(enabled: bool, keys_file: str, keys: str, rate_per_second: float, burst: int) -> Gate | None:

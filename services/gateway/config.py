@@ -163,7 +163,21 @@ class GatewaySettings(ServiceSettings):
         limit; burst 0 = ceil(rate)); over it: RESOURCE_EXHAUSTED / 429 with
         Retry-After.
     cors_origins: origins allowed to call the REST API from a browser (JSON
-        list; "*" allows any; empty = no CORS headers).
+        list; "*" allows any; empty = no CORS headers). Only these origins
+        (and the gateway's own, the console) may send writing requests from
+        a browser: others get 403 (cross-site request forgery).
+    allowed_hosts: Host names the REST port answers besides IP literals,
+        ``localhost`` and ``*.localhost`` (JSON list; ".example.com" = that
+        domain and its subdomains; "*" = any, for a proxy that checks Host
+        itself). Any other Host gets 403: a DNS-rebinding page reaches
+        127.0.0.1 under its own name.
+    rest_max_in_flight / rest_max_queued: REST requests sent to the gRPC
+        servicer at once (below ``max_concurrent_streams``, since they share
+        one connection) and waiting behind them; beyond both, 429 with
+        Retry-After.
+    rest_header_timeout: seconds a REST connection may go without a
+        complete request head (since it opened or since its last response)
+        before it is closed: slow-header clients and idle keep-alives.
     max_entity_query_chars: longest SearchEntities query (characters): an
         entity name, alias or attribute list (the Lucene full text takes 256).
     max_file_bytes: largest file of an Ingest call (bytes); a larger file
@@ -231,6 +245,10 @@ class GatewaySettings(ServiceSettings):
     rate_limit_per_second: float = Field(0.0, ge=0.0)
     rate_limit_burst: int = Field(0, ge=0)
     cors_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    rest_max_in_flight: int = Field(64, ge=1)
+    rest_max_queued: int = Field(1024, ge=0)
+    rest_header_timeout: float = Field(10.0, gt=0.0)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
     max_entity_query_chars: int = Field(2000, ge=1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from services.gateway.stage_summary import History, take_snapshot
 CONSOLE = Path(__file__).resolve().parent / "static" / "console"
 #: Content types of the files the console is made of; nothing else is served.
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".svg": "image/svg+xml"}
+#: A console file's name: letters, digits, "_" and "-", then one extension.
+ASSET_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\.[a-z]{2,4}")
 #: The page loads only its own files and talks only to its own origin.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
@@ -55,7 +58,10 @@ def add_console_routes(app: web.Application, gate: Any = None, registry: Any = R
         return _file(CONSOLE / "index.html")
 
     async def asset(request: web.Request) -> web.StreamResponse:
-        path = (CONSOLE / request.match_info["name"]).resolve()
+        name = request.match_info["name"]
+        if not ASSET_NAME.fullmatch(name):  # NUL bytes, separators, dot files: nothing the console has
+            raise web.HTTPNotFound()
+        path = (CONSOLE / name).resolve()
         if path.parent != CONSOLE or path.suffix not in TYPES or not path.is_file():
             raise web.HTTPNotFound()
         return _file(path)

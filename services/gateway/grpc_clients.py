@@ -13,21 +13,37 @@ from graphmesh.expander.v1 import expander_pb2_grpc
 from graphmesh.fuser.v1 import fuser_pb2_grpc
 from graphmesh.reranker.v1 import reranker_pb2_grpc
 from graphmesh.retriever.v1 import retriever_pb2_grpc
+from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.common.errors import DownstreamError
 
 
+#: Calls one downstream channel carries at once: below the services' limit
+#: of streams per connection (ServiceSettings.max_concurrent_streams, 100),
+#: so a burst waits in the gateway instead of having streams reset.
+MAX_IN_FLIGHT_PER_CHANNEL = 64
+#: Calls that may wait for one of those slots; beyond, RESOURCE_EXHAUSTED.
+MAX_QUEUED_PER_CHANNEL = 4096
+
+
 class _Adapter:
-    """One service's stub on its own channel."""
+    """One service's stub on its own channel, at most
+    MAX_IN_FLIGHT_PER_CHANNEL calls in flight on it."""
 
     def __init__(self, name: str, address: str, stub_class: Callable[[grpc.aio.Channel], Any]) -> None:
         self.name = name
         self._channel = channel(address)
         self._stub = stub_class(self._channel)
+        self._admission = Admission(MAX_IN_FLIGHT_PER_CHANNEL, MAX_QUEUED_PER_CHANNEL, f"calls to {name}")
 
     async def _call(self, rpc: str, request: Any, timeout: float) -> Any:
         try:
-            return await getattr(self._stub, rpc)(request, timeout=timeout)
+            async with self._admission.slot(timeout) as waited:
+                remaining = None if timeout is None else max(timeout - waited, 0.001)
+                return await getattr(self._stub, rpc)(request, timeout=remaining)
+        except Overloaded as busy:
+            code = grpc.StatusCode.DEADLINE_EXCEEDED if busy.waited else grpc.StatusCode.RESOURCE_EXHAUSTED
+            raise DownstreamError(self.name, code, str(busy)) from None
         except grpc.aio.AioRpcError as err:
             raise DownstreamError.from_rpc(self.name, err) from None
 

@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 
 from services.common.records import storable_text
 
+#: Deepest nesting a record may have (a record's own object is level 1).
+#: Deeper JSON is no document or entity, and unbounded nesting would exhaust
+#: the parser's recursion (a RecursionError, once answered INTERNAL).
+MAX_JSON_DEPTH = 32
+
 _LAW_FIELDS = ("chapter", "section", "article")
 _METADATA_FIELDS = ("status", "law", "source")
 
@@ -39,6 +44,40 @@ class ParseFailure:
     id: str
     field: str
     reason: str
+
+
+def too_deep_field(record: dict, max_depth: int = MAX_JSON_DEPTH) -> str:
+    """The first top-level field of ``record`` whose value nests objects or
+    lists deeper than ``max_depth`` levels in all, or "" when none does.
+    Iterative, so any depth is measured without recursion."""
+    for key, value in record.items():
+        stack = [(value, 2)]
+        while stack:
+            item, depth = stack.pop()
+            if isinstance(item, (dict, list)):
+                if depth > max_depth:
+                    return str(key)
+                stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return ""
+
+
+def load_record(line: str | bytes) -> tuple[object, str, str]:
+    """(record, field, reason) of one JSONL line: the decoded value with
+    field and reason "", or None with the field at fault ("" for the whole
+    line) and why: invalid JSON, or nesting deeper than MAX_JSON_DEPTH."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        return None, "", f"invalid JSON: {err.msg}"
+    except RecursionError:
+        return None, "", f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(record, dict):
+        deep = too_deep_field(record)
+        if deep:
+            return None, deep, f"nested deeper than {MAX_JSON_DEPTH} levels"
+    elif isinstance(record, list) and too_deep_field({"": record}):
+        return None, "", f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+    return record, "", ""
 
 
 def unstorable_field(record: dict) -> str:
@@ -71,10 +110,9 @@ def parse_jsonl(payload: bytes) -> tuple[list[ParsedDocument], list[ParseFailure
         except UnicodeDecodeError as err:
             failures.append(ParseFailure(index, "", "", f"line is not UTF-8 (byte {err.start})"))
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            failures.append(ParseFailure(index, "", "", f"invalid JSON: {err.msg}"))
+        record, bad_field, reason = load_record(line)
+        if reason:
+            failures.append(ParseFailure(index, "", bad_field, reason))
             continue
         parsed = parse_record(index, record)
         (docs if isinstance(parsed, ParsedDocument) else failures).append(parsed)

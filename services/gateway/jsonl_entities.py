@@ -11,11 +11,10 @@ store receives the same entities.
 """
 from __future__ import annotations
 
-import json
 import re
 
 from graphmesh.common.v1 import entity_pb2
-from services.gateway.jsonl_documents import ParseFailure, unstorable_field
+from services.gateway.jsonl_documents import ParseFailure, load_record, unstorable_field
 
 #: Longest name, category, alias or parent (characters); longer values are
 #: not names, and Neo4j cannot index them (its index key limit is ~8 KB).
@@ -46,12 +45,13 @@ def _records(payload: bytes):
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8"))
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             yield index, None, ParseFailure(index, "", "", "line is not UTF-8")
             continue
-        except json.JSONDecodeError as err:
-            yield index, None, ParseFailure(index, "", "", f"invalid JSON: {err.msg}")
+        rec, bad_field, reason = load_record(text)
+        if reason:
+            yield index, None, ParseFailure(index, "", bad_field, reason)
             continue
         if not isinstance(rec, dict):
             yield index, None, ParseFailure(index, "", "", "record must be a JSON object")

@@ -27,9 +27,11 @@ from google.protobuf.message import Message
 from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.gateway.console import add_console_routes
-from services.gateway.rest_middleware import RestOptions, cors, error_body, route_errors
+from services.gateway.edge_rules import request_timeout
+from services.gateway.rest_middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
 from services.gateway.rest_paths import aiohttp_path, fill_message
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
@@ -94,12 +96,15 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     GET / and GET /v1/stages:summary (services/gateway/console.py)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
-                          middlewares=[route_errors(options.max_request_bytes), cors(options.cors_origins)])
+                          middlewares=[route_errors(options.max_request_bytes), edge_guard(options), cors(options.cors_origins)])
     state: dict[str, Any] = {}
 
     async def on_startup(_: web.Application) -> None:
         state["channel"] = channel(grpc_target)
         state["stub"] = gateway_pb2_grpc.GatewayServiceStub(state["channel"])
+        # Every REST request rides this one connection: keep its streams
+        # below the server's per-connection limit and queue the rest.
+        state["admission"] = Admission(options.max_in_flight, options.max_queued, "REST requests")
 
     async def on_cleanup(_: web.Application) -> None:
         await state["channel"].close()
@@ -122,15 +127,24 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
                 return _bad_request(_field_of(str(err)), str(err))
-            timeout = _timeout_header(request)
+            except RecursionError:
+                return _bad_request("body", "JSON nested too deeply")
+            timeout, refusal = request_timeout(request.headers)
+            if refusal is not None:
+                return _bad_request(refusal.field, refusal.message)
             metadata = [(h, request.headers[h]) for h in FORWARDED_HEADERS if h in request.headers]
-            call = getattr(state["stub"], rpc_name)(message, timeout=timeout, metadata=metadata)
-            if method.server_streaming:
-                return await _stream(request, call)
             try:
-                reply = await call
-            except grpc.aio.AioRpcError as err:
-                return _rpcerror_body(err)
+                async with state["admission"].slot(timeout) as waited:
+                    remaining = None if timeout is None else max(timeout - waited, 0.001)
+                    call = getattr(state["stub"], rpc_name)(message, timeout=remaining, metadata=metadata)
+                    if method.server_streaming:
+                        return await _stream(request, call)
+                    try:
+                        reply = await call
+                    except grpc.aio.AioRpcError as err:
+                        return _rpcerror_body(err)
+            except Overloaded as busy:
+                return _overloaded(busy)
             body = json_format.MessageToJson(reply, ensure_ascii=False, preserving_proto_field_name=False)
             return web.Response(text=body, content_type="application/json", headers=_returned(await call.initial_metadata()))
 
@@ -215,12 +229,14 @@ def _field_of(parse_error: str) -> str:
     return "body"
 
 
-def _timeout_header(request: web.Request) -> float | None:
-    value = request.headers.get("grpc-timeout") or request.headers.get("X-Timeout-Seconds")
-    try:
-        return float(value.rstrip("S")) if value else None
-    except ValueError:
-        return None
+def _overloaded(busy: Overloaded) -> web.Response:
+    """429 with Retry-After when the admission queue is full; 504 when the
+    request's own deadline ran out while it queued."""
+    if busy.waited:
+        return error_body(504, "DEADLINE_EXCEEDED", str(busy))
+    reply = error_body(429, "RESOURCE_EXHAUSTED", str(busy))
+    reply.headers["Retry-After"] = str(busy.retry_after)
+    return reply
 
 
 async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future | None = None,
@@ -230,6 +246,7 @@ async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future |
     (and printed as ``READY gateway-rest http://host:port``)."""
     # handler_cancellation: a client that disconnects cancels its handler,
     # and so the gRPC call and the LLM request behind it.
+    options = options or RestOptions()
     runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}", options), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -238,7 +255,9 @@ async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future |
     print(f"READY gateway-rest http://{host}:{actual}", flush=True)
     if bound is not None and not bound.done():
         bound.set_result(actual)
+    reaper = asyncio.create_task(close_slow_connections(runner.server, options.header_timeout))
     try:
         await asyncio.Event().wait()
     finally:
+        reaper.cancel()
         await runner.cleanup()

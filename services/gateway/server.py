@@ -107,7 +107,9 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
     extra, endpoints = [], {}
     if settings.rest_port >= 0:
         endpoints["rest"] = asyncio.get_running_loop().create_future()
-        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate)
+        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate,
+                           allowed_hosts=settings.allowed_hosts, max_in_flight=settings.rest_max_in_flight,
+                           max_queued=settings.rest_max_queued, header_timeout=settings.rest_header_timeout)
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
     return Service(
         name="gateway",
@@ -117,5 +119,6 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         extra_tasks=extra,
         endpoints=endpoints,
         interceptors=[TraceIdInterceptor(), *([AuthInterceptor(gate)] if gate else [])],
+        public=True,
         max_message_bytes=settings.max_request_bytes,
     )

@@ -2,7 +2,7 @@
 
 The Maven project in ``deploy/neo4j-launcher`` wraps Neo4j's embedded
 ``DatabaseManagementService`` in a tiny ``Launcher`` main class that serves
-Bolt on 127.0.0.1 with authentication off and prints
+Bolt on 127.0.0.1 (authentication on with the password given, off without one) and prints
 ``NEO4J_READY bolt://127.0.0.1:PORT`` once it accepts connections. This module
 builds that project when needed, starts it as a detached process and stops it.
 """
@@ -79,6 +79,7 @@ def start_embedded_neo4j(
     *,
     repo_root: Path | str | None = None,
     timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+    password: str = "",
 ) -> tuple[subprocess.Popen, str]:
     """Starts embedded Neo4j detached and waits until Bolt is ready.
 
@@ -93,6 +94,8 @@ def start_embedded_neo4j(
         log_path: file receiving the process output.
         repo_root: repository root; defaults to the one holding this module.
         timeout_s: how long to wait for the ready line.
+        password: the password of user ``neo4j`` (8+ characters), set at
+            every start; "" runs without authentication (throwaway stores).
 
     Returns:
         (the running process, its Bolt URI ``bolt://127.0.0.1:<port bound>``).
@@ -112,6 +115,7 @@ def start_embedded_neo4j(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, "GRAPHMESH_NEO4J_PASSWORD": password},
         )
     deadline = time.monotonic() + timeout_s
     while True:

@@ -31,7 +31,8 @@ def keys() -> dict[str, str]:
 
 async def rest(url: str, path: str, body: object, headers: dict | None = None) -> tuple[int, dict, dict]:
     async with ClientSession() as session:
-        async with session.post(url + path, data=json.dumps(body, ensure_ascii=False), headers=headers or {}) as reply:
+        async with session.post(url + path, data=json.dumps(body, ensure_ascii=False),
+                                headers={"Content-Type": "application/json", **(headers or {})}) as reply:
             return reply.status, dict(reply.headers), await reply.json(content_type=None)
 
 

@@ -39,7 +39,7 @@ async def rest(fake_gateway, **fakes) -> str:
 
 async def post(url: str, body: object, accept: str = "application/json") -> tuple[int, str]:
     async with ClientSession() as session:
-        async with session.post(url, data=json.dumps(body, ensure_ascii=False), headers={"Accept": accept}) as reply:
+        async with session.post(url, data=json.dumps(body, ensure_ascii=False), headers={"Accept": accept, "Content-Type": "application/json"}) as reply:
             return reply.status, await reply.text()
 
 

@@ -124,6 +124,7 @@ def setting_names() -> set[str]:
     from services.common.lexicon import ENV_PATH as USER_DICT
     from pydantic import AliasChoices
 
+    from services.common.mesh_auth import MeshSettings
     from services.common.settings import MeshAddresses, TlsSettings, TracingSettings
     from services.expander.config import ExpanderSettings
     from services.fuser.config import FuserSettings
@@ -134,7 +135,7 @@ def setting_names() -> set[str]:
     from services.retriever_pg.config import RetrieverPgSettings
 
     names = {ENV_ADDR, USER_DICT}
-    for cls in (MeshAddresses, ExpanderSettings, FuserSettings, GatewaySettings, JudgeSettings,
+    for cls in (MeshAddresses, MeshSettings, ExpanderSettings, FuserSettings, GatewaySettings, JudgeSettings,
                 RerankerSettings, RetrieverGraphSettings, RetrieverPgSettings, TlsSettings, TracingSettings):
         prefix = cls.model_config.get("env_prefix", "")
         for field, info in cls.model_fields.items():

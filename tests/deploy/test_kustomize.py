@@ -14,7 +14,7 @@ import yaml
 
 from tests.deploy.manifests import COMPONENTS, K8S, REPO, SERVICES, render_all, setting_names, validate_object
 
-EXTERNAL_SECRETS = {"graphmesh-stores", "graphmesh-llm", "graphmesh-api-keys"}  # created by the operator (docs/operate.md)
+EXTERNAL_SECRETS = {"graphmesh-stores", "graphmesh-llm", "graphmesh-api-keys", "graphmesh-mesh"}  # created by the operator (docs/operate.md)
 ADAPTER_RULES = K8S / "components" / "gpu-reranker" / "prometheus-adapter-rules.yaml"
 
 
@@ -212,3 +212,28 @@ def test_monitoring_scrapes_every_service_and_ships_the_generated_dashboards(ren
     assert dashboards["metadata"]["labels"]["grafana_dashboard"] == "1"
     committed = {p.name: p.read_text() for p in (REPO / "deploy" / "grafana" / "dashboards").glob("*.json")}
     assert dashboards["data"] == committed
+
+
+def test_services_authenticate_each_other_and_only_their_callers_reach_them(rendered):
+    """Every service pod reads the mesh token from a Secret; a default-deny
+    NetworkPolicy covers the GraphMesh pods, and each service but the
+    gateway admits its gRPC port only from the pods that call it."""
+    callers = {"expander": {"gateway", "reranker"}, "retriever-pg": {"gateway"}, "retriever-graph": {"gateway", "expander"},
+               "reranker": {"gateway"}, "fuser": {"gateway"}, "judge": {"gateway"}}
+    for label, objs in rendered.items():
+        for name, spec in pod_specs(objs).items():
+            if name.split("/")[1] not in SERVICES:
+                continue
+            env = {e["name"]: e for c in spec["containers"] for e in c.get("env", [])}
+            ref = env["GRAPHMESH_MESH_TOKEN"]["valueFrom"]["secretKeyRef"]
+            assert ref["name"].startswith("graphmesh-mesh") and not ref.get("optional"), f"{label} {name}"
+        policies = of_kind(objs, "NetworkPolicy")
+        deny = policies["graphmesh-default-deny-ingress"]["spec"]
+        assert deny["podSelector"]["matchLabels"] == {"app.kubernetes.io/part-of": "graphmesh"} and "ingress" not in deny
+        for service, allowed in callers.items():
+            rules = policies[f"{service}-ingress"]["spec"]["ingress"]
+            grpc_rule = next(r for r in rules if any(p["port"] < 51000 for p in r["ports"]))
+            peers = {p["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in grpc_rule["from"]}
+            assert peers == allowed, f"{label} {service}: {peers}"
+        if "stores" in label or label.endswith("dev"):
+            assert {"postgres-ingress", "neo4j-ingress"} <= set(policies), label

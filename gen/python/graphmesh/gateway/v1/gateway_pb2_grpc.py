@@ -152,7 +152,10 @@ class GatewayServiceServicer:
     def Ingest(self, request, context):
         """Ingests documents from JSONL records or from files (.txt, .md, .html,
         .pdf, .docx), into one collection. A record or file that cannot be read
-        is reported (files one by one in "files") and the rest are stored.
+        is reported (files one by one in "files") and the rest are stored:
+        a batch is never refused whole for one bad record, and every record not
+        stored is listed in "failures" with its line and the field at fault (not
+        JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
         Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
         are given (or both), "collection" when the name is not valid.
         """

@@ -73,7 +73,10 @@ class GatewayServiceStub:
     Ingest: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]
     """Ingests documents from JSONL records or from files (.txt, .md, .html,
     .pdf, .docx), into one collection. A record or file that cannot be read
-    is reported (files one by one in "files") and the rest are stored.
+    is reported (files one by one in "files") and the rest are stored:
+    a batch is never refused whole for one bad record, and every record not
+    stored is listed in "failures" with its line and the field at fault (not
+    JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
     """
@@ -157,7 +160,10 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     Ingest: _aio.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]  # type: ignore[assignment]
     """Ingests documents from JSONL records or from files (.txt, .md, .html,
     .pdf, .docx), into one collection. A record or file that cannot be read
-    is reported (files one by one in "files") and the rest are stored.
+    is reported (files one by one in "files") and the rest are stored:
+    a batch is never refused whole for one bad record, and every record not
+    stored is listed in "failures" with its line and the field at fault (not
+    JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
     """
@@ -268,7 +274,10 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_gateway_pb2.IngestResponse, _abc.Awaitable[_gateway_pb2.IngestResponse]]:
         """Ingests documents from JSONL records or from files (.txt, .md, .html,
         .pdf, .docx), into one collection. A record or file that cannot be read
-        is reported (files one by one in "files") and the rest are stored.
+        is reported (files one by one in "files") and the rest are stored:
+        a batch is never refused whole for one bad record, and every record not
+        stored is listed in "failures" with its line and the field at fault (not
+        JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
         Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
         are given (or both), "collection" when the name is not valid.
         """

@@ -1,0 +1,164 @@
+"""Rules the REST edge applies before transcoding, as pure functions (no
+aiohttp): the Host allow-list against DNS rebinding, the cross-site write
+rules against CSRF, the media type of unsafe requests, and the deadline
+headers.
+
+They follow what local servers adopted after their own reports: Ollama and
+Jupyter refuse a Host that is not the machine's own (a rebinding page
+reaches 127.0.0.1 under the attacker's name), and Django refuses an unsafe
+request whose Origin is not trusted. A browser can send a cross-site POST
+without a CORS preflight only as a "simple" request (text/plain, a form
+encoding), so requiring ``application/json`` on unsafe methods closes the
+form and ``fetch(..., {mode: "no-cors"})`` routes even before the Origin
+check.
+"""
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+#: Methods that change state: they must carry JSON and come from an allowed origin.
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: Host names always allowed: the loopback names (any IP literal is allowed too).
+LOOPBACK_NAMES = ("localhost",)
+#: Largest deadline a header may ask for (seconds): one day.
+MAX_TIMEOUT_SECONDS = 86_400.0
+#: gRPC's timeout units (PROTOCOL-HTTP2.md, "Timeout"), as seconds.
+_GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request is refused: HTTP status, google.rpc code name, message,
+    and the field (header) at fault for a 400."""
+
+    status: int
+    code: str
+    message: str
+    field: str = ""
+
+
+def host_name(host_header: str) -> str:
+    """The host part of a Host header, lower-cased, without port or the
+    brackets of an IPv6 literal ("[::1]:8080" -> "::1"); "" when malformed."""
+    value = host_header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[1:end] if end > 0 else ""
+    if value.count(":") > 1:  # a bare IPv6 literal, no port
+        return value
+    return value.rsplit(":", 1)[0] if ":" in value else value
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def host_allowed(host_header: str | None, allowed: Iterable[str]) -> bool:
+    """Whether ``host_header`` names this server: an IP literal (a rebinding
+    page can only carry its own DNS name), ``localhost`` or a name under
+    ``.localhost``, or one of ``allowed`` (exact names, ``.example.com`` for
+    the domain and its subdomains, ``*`` for any). A request without Host
+    (HTTP/1.0) is allowed: browsers always send one."""
+    if host_header is None:
+        return True
+    name = host_name(host_header)
+    if not name:
+        return False
+    if _is_ip(name) or name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    for entry in allowed:
+        entry = entry.strip().lower()
+        if entry == "*" or entry == name or (entry.startswith(".") and (name.endswith(entry) or name == entry[1:])):
+            return True
+    return False
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+
+
+def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: Iterable[str]) -> Refusal | None:
+    """The refusal of an unsafe request sent by another site, or None.
+
+    An unsafe request (UNSAFE_METHODS) is cross-site when its Origin is
+    neither this server's own origin (scheme and Host of the request) nor in
+    ``cors_origins`` ("*" allows any), or when it has no Origin but says
+    ``Sec-Fetch-Site: cross-site`` (or an Origin of "null": sandboxed
+    frames, file: pages). Callers that are not browsers send neither header
+    and are not affected.
+    """
+    if method.upper() not in UNSAFE_METHODS:
+        return None
+    allowed = {o.strip().lower().rstrip("/") for o in cors_origins}
+    origin = headers.get("Origin")
+    fetch_site = (headers.get("Sec-Fetch-Site") or "").lower()
+    if origin is not None:
+        normalised = origin.strip().lower().rstrip("/")
+        own = {f"{scheme}://{headers.get('Host', '').lower()}" for scheme in ("http", "https")}
+        if normalised != "null" and ("*" in allowed or normalised in allowed or normalised in own):
+            return None
+        return Refusal(403, "PERMISSION_DENIED",
+                       f"cross-site request refused: origin {origin!r} is not this server's and not in the CORS "
+                       "allow-list (GRAPHMESH_GATEWAY_CORS_ORIGINS)")
+    if fetch_site == "cross-site":
+        referer = _origin_of(headers.get("Referer", ""))
+        if referer and ("*" in allowed or referer in allowed):
+            return None
+        return Refusal(403, "PERMISSION_DENIED",
+                       "cross-site request refused (Sec-Fetch-Site: cross-site without an allowed Origin)")
+    return None
+
+
+def media_type_refusal(method: str, content_type: str | None) -> Refusal | None:
+    """415 for an unsafe request whose Content-Type is not
+    ``application/json`` (parameters such as charset allowed): text/plain
+    and the form encodings are what a cross-site page can send without a
+    preflight. DELETE without a body (no Content-Type) is allowed."""
+    if method.upper() not in UNSAFE_METHODS:
+        return None
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or (method.upper() == "DELETE" and not media):
+        return None
+    shown = media or "none"
+    return Refusal(415, "INVALID_ARGUMENT",
+                   f"Content-Type must be application/json for {method.upper()} (got {shown})", "Content-Type")
+
+
+def request_timeout(headers: Mapping[str, str]) -> tuple[float | None, Refusal | None]:
+    """The deadline (seconds) a request asks for, from ``grpc-timeout``
+    (gRPC's "10S" / "500m" form) or ``X-Timeout-Seconds`` (a number of
+    seconds): (None, None) when neither is set, meaning the gateway's
+    default deadline. A value that is not a positive finite number of at
+    most MAX_TIMEOUT_SECONDS seconds (inf, nan, 0, -1, "soon") is a 400
+    naming the header."""
+    for header in ("grpc-timeout", "X-Timeout-Seconds"):
+        value = headers.get(header)
+        if value is None:
+            continue
+        seconds = _parse_timeout(value.strip(), grpc_form=header == "grpc-timeout")
+        if seconds is None or not (0 < seconds <= MAX_TIMEOUT_SECONDS):
+            return None, Refusal(400, "INVALID_ARGUMENT",
+                                 f"{header} must be a positive number of seconds, at most {MAX_TIMEOUT_SECONDS:.0f} "
+                                 f"(got {value[:40]!r})", header)
+        return seconds, None
+    return None, None
+
+
+def _parse_timeout(value: str, grpc_form: bool) -> float | None:
+    scale = 1.0
+    if grpc_form and value[-1:] in _GRPC_TIMEOUT_UNITS:
+        scale, value = _GRPC_TIMEOUT_UNITS[value[-1]], value[:-1]
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number * scale if math.isfinite(number) else None
