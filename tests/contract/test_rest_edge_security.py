@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout
+from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
 from services.gateway.edge_rules import MAX_TIMEOUT_SECONDS
 
@@ -112,10 +112,21 @@ async def test_configured_hosts_are_served(fake_gateway):
 # 3. Concurrency: queue, never 503 -----------------------------------------
 
 async def test_300_concurrent_requests_get_no_503(fake_gateway):
-    gw = await fake_gateway()
+    from tests.fakes import FakeRetriever
+    from tests.fixtures.fake_gateway import ARTICLE
+
+    class SlowRetriever(FakeRetriever):
+        """Answers after 0.3 s, so that all 300 requests are in flight at once."""
+
+        async def retrieve(self, request, timeout):
+            await asyncio.sleep(0.3)
+            return await super().retrieve(request, timeout)
+
+    gw = await fake_gateway(pg=SlowRetriever("retriever_pg", [ARTICLE]), retrieve_timeout=20.0)
     body = json.dumps({"query": "测试", "topK": 3})
 
-    async with ClientSession(timeout=ClientTimeout(total=120)) as session:
+    # limit=0: aiohttp's client opens at most 100 connections by default.
+    async with ClientSession(timeout=ClientTimeout(total=120), connector=TCPConnector(limit=0)) as session:
         async def one() -> int:
             async with session.post(gw.rest_url + "/v1/query:search", data=body, headers=JSON) as reply:
                 await reply.read()
