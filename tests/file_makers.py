@@ -121,3 +121,33 @@ def text_gb18030() -> bytes:
 
 def text_utf8_bom() -> bytes:
     return b"\xef\xbb\xbf" + f"{CHAPTER_1}\n{PARAGRAPH_1}\n".encode("utf-8")
+
+
+def pdf_with_small_subheadings() -> bytes:
+    """A PDF whose sub-headings are 13 pt over a 12 pt body (reportlab), each
+    followed by its paragraph."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    base = getSampleStyleSheet()
+    h1 = ParagraphStyle("h1", parent=base["Heading1"], fontName="STSong-Light", fontSize=18, leading=24)
+    sub = ParagraphStyle("sub", parent=base["BodyText"], fontName="STSong-Light", fontSize=13, leading=18)
+    body = ParagraphStyle("body", parent=base["BodyText"], fontName="STSong-Light", fontSize=12, leading=17, wordWrap="CJK")
+    story = [Paragraph("差旅费用管理办法", h1),
+             Paragraph("住宿标准", sub), Paragraph("一线城市每晚住宿费不超过六百元，其他城市不超过四百元。", body),
+             Paragraph("交通标准", sub), Paragraph("出差优先乘坐高铁二等座，经批准可乘坐飞机经济舱。", body)]
+    out = io.BytesIO()
+    SimpleDocTemplate(out, pagesize=A4, title="差旅费用管理办法").build(story)
+    return out.getvalue()
+
+
+def markdown_with_html_blocks() -> str:
+    """Markdown holding a raw <table> and a <div> block among its paragraphs."""
+    return ("# 收费标准\n\n普通会员按月收费。\n\n"
+            "<table>\n<tr><th>套餐</th><th>月费</th></tr>\n<tr><td>基础版</td><td>30元</td></tr>\n"
+            "<tr><td>专业版</td><td>98元</td></tr>\n</table>\n\n"
+            "<div class=\"note\">\n退款须在购买后七日内申请。\n</div>\n\n## 其他\n\n发票按月开具。\n")

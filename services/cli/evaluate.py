@@ -33,6 +33,7 @@ import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
+from services.cli.significance import compare_ranks
 from services.common.clients import channel
 from services.judge import core as metrics
 from services.judge import text_rules
@@ -452,7 +453,12 @@ def compare(run_a: dict, run_b: dict) -> dict:
 
     Returns:
         {"warnings": [...], "deltas": {metric: {"a", "b", "delta"}},
-         "better": [...], "worse": [...], "only_a": n, "only_b": n}, where
+         "paired": {metric: {"n", "a", "b", "delta", "low", "high", "p_value",
+         "significant"}}, "better": [...], "worse": [...], "only_a": n,
+         "only_b": n}, where "paired" holds, for recall@1, recall@10 and
+         mrr@10 over the questions both runs hold, the paired bootstrap 95%
+         interval of the delta and its permutation p-value
+         (services/cli/significance.py), and
         better/worse list queries whose first-gold rank moved (a missing gold
         counts as rank infinity), largest moves first.
     """
@@ -489,7 +495,10 @@ def compare(run_a: dict, run_b: dict) -> dict:
 
     better.sort(key=move, reverse=True)
     worse.sort(key=move, reverse=True)
-    return {"warnings": warnings, "deltas": deltas, "better": better, "worse": worse,
+    paired = compare_ranks({q: r["first_gold_rank"] for q, r in rows_a.items()},
+                           {q: r["first_gold_rank"] for q, r in rows_b.items()})
+    return {"warnings": warnings, "deltas": deltas, "paired": {m: d.as_dict() for m, d in paired.items()},
+            "better": better, "worse": worse,
             "only_a": len(rows_a.keys() - rows_b.keys()), "only_b": len(rows_b.keys() - rows_a.keys())}
 
 
@@ -500,6 +509,12 @@ def format_compare(result: dict, name_a: str, name_b: str, show: int = 15) -> st
     lines.append(f"{'metric':24s} {'A':>10s} {'B':>10s} {'B-A':>10s}")
     for key, d in result["deltas"].items():
         lines.append(f"{key:24s} {d['a']:10.4f} {d['b']:10.4f} {d['delta']:+10.4f}")
+    if result.get("paired"):
+        lines.append(f"\npaired over the shared questions: delta [95% bootstrap interval], permutation p")
+        for key, d in result["paired"].items():
+            verdict = "significant" if d["significant"] else "noise"
+            lines.append(f"  {key:12s} n={d['n']:<5d} {d['delta']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]  "
+                         f"p={d['p_value']:.4f}  {verdict}")
 
     def rank(r):
         return "-" if r is None else str(r)

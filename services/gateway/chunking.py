@@ -92,7 +92,10 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
     into the content hash. Embeddings are left empty for the caller."""
     chunks: list[ChunkRecord] = []
     for section in sections:
-        path = [*heading_path, *section.heading_path]
+        own = section.heading_path
+        if own and heading_path and own[0] == heading_path[-1]:  # the file's title is its first heading too
+            own = own[1:]
+        path = [*heading_path, *own]
         heading_line = " ".join(path)
         sentences = _sentences(section.blocks, config.target_tokens)
         for a, b in pack([s for s, _ in sentences], config.target_tokens, config.overlap_tokens):

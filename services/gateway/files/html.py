@@ -21,8 +21,8 @@ _BLOCKS = frozenset("p div li ul ol dl dt dd blockquote pre section article main
 
 
 class _Reader:
-    def __init__(self) -> None:
-        self.builder = SectionBuilder()
+    def __init__(self, builder: SectionBuilder | None = None) -> None:
+        self.builder = builder or SectionBuilder()
         self.buffer: list[str] = []
 
     def flush(self) -> None:
@@ -55,6 +55,21 @@ def _rows(table) -> list[str]:
         if any(cells):
             rows.append(" | ".join(cells))
     return rows
+
+
+def add_html_fragment(builder: SectionBuilder, html: str) -> None:
+    """Reads an HTML fragment (a Markdown file's raw HTML block: a <table>,
+    a <div>) into ``builder`` as the same blocks and headings a whole HTML
+    file would give; non-content elements are dropped."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    for node in tree.css(_DROP):
+        node.decompose()
+    reader = _Reader(builder)
+    if tree.body is not None:
+        reader.walk(tree.body)
+        reader.flush()
 
 
 def parse_html(data: bytes, name: str = "") -> ParsedFile:

@@ -1,10 +1,13 @@
 """Markdown files (.md) through markdown-it-py (CommonMark, with tables):
 ATX and setext headings become the heading path, paragraphs, list items,
 block quotes and code blocks become blocks, a table becomes one block of
-rows ("cell | cell"). Title: the first level-1 heading, else the file name.
+rows ("cell | cell"); a raw HTML block (a <table>, a <div>) is read by the
+HTML reader into the same kinds of blocks, never dropped. Title: the first
+level-1 heading, else the file name.
 """
 from __future__ import annotations
 
+from services.gateway.files.html import add_html_fragment
 from services.gateway.files.model import ParsedFile, SectionBuilder
 from services.gateway.files.text import decode_text
 
@@ -60,5 +63,7 @@ def parse_markdown(data: bytes, name: str = "") -> ParsedFile:
             rows = []
         elif tok.type in ("fence", "code_block"):
             builder.add(tok.content)
+        elif tok.type == "html_block":
+            add_html_fragment(builder, tok.content)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     return ParsedFile(title or stem, builder.build(), MEDIA_TYPE, metadata={"encoding": encoding})

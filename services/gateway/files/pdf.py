@@ -9,8 +9,11 @@ found by font size and table rows rebuilt from text positions.
   one line, ordered left to right; a horizontal gap wider than
   GAP_EMS x the font size between runs separates table cells (" | ").
 - Headings: lines whose font size is at least HEADING_RATIO x the body size
-  (the size most characters have) and at most MAX_HEADING_CHARS long; the
-  largest size is level 1, the next level 2, and so on.
+  (the size most characters have) and at most MAX_HEADING_CHARS long, and
+  sub-headings only a little larger (SUBHEADING_RATIO, e.g. 13 pt over a
+  12 pt body) when they also stand alone: short and not ending like a
+  sentence or a clause. The largest size is level 1, the next level 2, and
+  so on.
 - Every block keeps its 1-based page number.
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from services.gateway.files.model import FileParseError, ParsedFile, SectionBuil
 
 MEDIA_TYPE = "application/pdf"
 HEADING_RATIO = 1.2
+SUBHEADING_RATIO = 1.05
 MAX_HEADING_CHARS = 60
 GAP_EMS = 0.8
 
@@ -128,14 +132,20 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     for line in lines:
         sizes[round(line.size, 1)] += len(line.text)
     body = sizes.most_common(1)[0][0]
-    heading_sizes = sorted({round(ln.size, 1) for ln in lines
-                            if ln.size >= HEADING_RATIO * body and len(ln.text) <= MAX_HEADING_CHARS}, reverse=True)
+    def is_heading(ln: _Line) -> bool:
+        if len(ln.text) > MAX_HEADING_CHARS:
+            return False
+        if ln.size >= HEADING_RATIO * body:
+            return True
+        return ln.size >= SUBHEADING_RATIO * body and ln.text.rstrip()[-1:] not in _ENDS + "，,、"
+
+    heading_sizes = sorted({round(ln.size, 1) for ln in lines if is_heading(ln)}, reverse=True)
     level = {size: i + 1 for i, size in enumerate(heading_sizes)}
     builder = SectionBuilder()
     paragraph: list[str] = []
     page_of = 0
     for line in lines:
-        if round(line.size, 1) in level and len(line.text) <= MAX_HEADING_CHARS:
+        if round(line.size, 1) in level and is_heading(line):
             builder.add(_join(paragraph), page_of)
             paragraph = []
             builder.heading(level[round(line.size, 1)], line.text)
