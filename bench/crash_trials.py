@@ -73,7 +73,7 @@ def ingest(lines: list[str], batch: int, progress: list, stop_on_error: bool = T
         stub = gateway_pb2_grpc.GatewayServiceStub(ch)
         for n, start in enumerate(range(0, len(lines), batch)):
             try:
-                reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl="\n".join(lines[start : start + batch]).encode()),
+                reply = stub.Ingest(gateway_pb2.IngestRequest(domain_pack="law_zh", jsonl="\n".join(lines[start : start + batch]).encode()),
                                     timeout=900)
             except grpc.RpcError as err:
                 totals["error"] = f"{err.code().name}: {err.details()[:200]}"

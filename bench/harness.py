@@ -225,7 +225,7 @@ class Stack:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
             for start in range(0, len(lines), batch):
                 payload = "\n".join(lines[start : start + batch]).encode()
-                reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=payload), timeout=900)
+                reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=payload, domain_pack="law_zh"), timeout=900)
                 totals["received"] += reply.received
                 totals["stored"] += reply.stored
                 totals["unchanged"] += reply.unchanged

@@ -48,7 +48,7 @@ def main() -> None:
     with grpc.insecure_channel(MeshAddresses().gateway_addr, options=[("grpc.max_send_message_length", 64 << 20)]) as ch:
         stub = gateway_pb2_grpc.GatewayServiceStub(ch)
         for start in range(0, len(lines), args.batch):
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(lines[start : start + args.batch])), timeout=1800)
+            reply = stub.Ingest(gateway_pb2.IngestRequest(domain_pack="law_zh", jsonl=b"\n".join(lines[start : start + args.batch])), timeout=1800)
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)

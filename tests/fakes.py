@@ -135,8 +135,15 @@ class FakeRetriever(_Fake):
             deleted=types_pb2.DeletionCounts(documents=len(gone), chunks=2 * len(gone)), document_ids=gone))
 
     async def list_collections(self, request, timeout):
-        return await self._answer("list_collections", request, retriever_pb2.ListCollectionsResponse(
-            collections=list(getattr(self, "collections", []))))
+        """The collections it was given (``collections``). Not logged in
+        ``calls`` (the gateway reads collections' packs beside every call it
+        makes); counted in ``listings``."""
+        self.listings = getattr(self, "listings", 0) + 1
+        if self.fail == "hang":
+            await asyncio.Event().wait()
+        if isinstance(self.fail, grpc.StatusCode):
+            raise downstream_error(self.name, self.fail)
+        return retriever_pb2.ListCollectionsResponse(collections=list(getattr(self, "collections", [])))
 
     async def delete_collection(self, request, timeout):
         return await self._answer("delete_collection", request, retriever_pb2.DeleteCollectionResponse(

@@ -85,7 +85,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             if not batch:
                 return
             reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind],
-                                                          collection=getattr(args, "collection", "") or ""), timeout=1800)
+                                                          collection=getattr(args, "collection", "") or "",
+                                                          domain_pack=getattr(args, "pack", "") or ""), timeout=1800)
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)

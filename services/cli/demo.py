@@ -62,7 +62,7 @@ def run_demo(keep_up: bool = False) -> int:
     try:
         _banner("3/5 ingest (content-hash idempotent, embeddings cached)")
         t0 = time.perf_counter()
-        code = cmd_ingest(Namespace(kind="documents", file=str(corpus), batch=512))
+        code = cmd_ingest(Namespace(kind="documents", file=str(corpus), batch=512, pack="law_zh"))
         print(f"ingest took {time.perf_counter() - t0:.1f}s", flush=True)
         if code != 0:
             return code

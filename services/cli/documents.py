@@ -113,7 +113,8 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
             nonlocal batch, size
             if not batch:
                 return
-            reply = stub.Ingest(gateway_pb2.IngestRequest(files=batch, collection=args.collection or ""), timeout=3600)
+            reply = stub.Ingest(gateway_pb2.IngestRequest(files=batch, collection=args.collection or "",
+                                                          domain_pack=getattr(args, "pack", "") or ""), timeout=3600)
             for outcome in reply.files:
                 status = _STATUS.get(outcome.status, "failed")
                 totals[status] += 1
@@ -209,7 +210,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
             reply = stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60)
             for c in reply.collections:
                 print(json_format.MessageToJson(c, indent=None) if args.json else
-                      f"{c.name:24s} documents={c.documents} chunks={c.chunks} entities={c.entities}")
+                      f"{c.name:24s} pack={c.domain_pack or '-'} documents={c.documents} chunks={c.chunks} entities={c.entities}")
             return 0
     except grpc.RpcError as err:
         return _error(err)

@@ -74,6 +74,7 @@ class QueryRow:
     supports: list[float] = field(default_factory=list)
     answer: str = ""
     checks: list[dict] = field(default_factory=list)
+    answer_quotes_gold: bool | None = None
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
@@ -103,6 +104,35 @@ def reference_of(row: dict) -> str:
         if isinstance(row.get(key), str):
             return row[key]
     return ""
+
+
+def gold_passages(row: dict) -> list[str]:
+    """The row's gold passages given as text ("gold_text": a string or a
+    list), for corpora without stable ids; [] when it has none."""
+    value = row.get("gold_text")
+    if isinstance(value, str):
+        value = [value]
+    return [v for v in (value or []) if isinstance(v, str) and v.strip()]
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def passage_matches(gold: str, text: str, min_share: float = 0.6) -> bool:
+    """Whether a result ``text`` holds the gold passage: the whole passage
+    (whitespace ignored), or a common stretch of at least ``min_share`` of
+    it (a passage cut across two chunks still counts for the chunk holding
+    most of it)."""
+    g, t = _squeeze(gold), _squeeze(text)
+    if not g or not t:
+        return False
+    if g in t:
+        return True
+    from difflib import SequenceMatcher
+
+    match = SequenceMatcher(None, g, t, autojunk=False).find_longest_match(0, len(g), 0, len(t))
+    return match.size >= min_share * len(g)
 
 
 def result_keys(results, gold: set[str]) -> list[str]:
@@ -233,7 +263,13 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.first_gold_rank = metrics.first_gold_rank(ranked, set(gold))
                 base.degraded = list(reply.degraded)
                 return base
-            ranked = result_keys(search.results, set(gold))
+            passages = gold_passages(row)
+            if passages:  # gold given as text: the matching chunks are gold, ranks count chunks
+                gold = sorted({c.id for c in search.results if any(passage_matches(g, c.text) for g in passages)})
+                base.gold = gold
+                ranked = metrics.dedupe([c.id for c in search.results])
+            else:
+                ranked = result_keys(search.results, set(gold))
             base.ranked = ranked[:10]
             base.first_gold_rank = metrics.first_gold_rank(ranked, set(gold))
             base.degraded = list(search.degraded)
@@ -248,6 +284,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.unsupported = reply.unsupported_count
                 base.supports = [round(c.support, 3) for c in reply.citation_checks]
                 base.answer = reply.answer
+                if passages:
+                    base.answer_quotes_gold = any(_squeeze(g) in _squeeze(reply.answer) for g in passages)
                 base.checks = [{"sentence": c.sentence, "cited": c.cited, "final": c.final,
                                 "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower()}
                                for c in reply.citation_checks]
@@ -335,6 +373,9 @@ def summarise(rows: list[QueryRow]) -> dict:
     answered = [r for r in rows if r.answer_mode and not r.error]
     if answered:
         summary["answers"] = answer_summary(answered)
+    quoted = [r.answer_quotes_gold for r in rows if r.answer_quotes_gold is not None]
+    if quoted:  # gold passages given as text: does the answer quote one?
+        summary["answer_quotes_gold"] = round(sum(quoted) / len(quoted), 4)
     return summary
 
 

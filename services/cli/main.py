@@ -3,7 +3,7 @@
   graphmesh up [--detach] [--llm [MODEL]] | down | status
   graphmesh models fetch qwen0.5b|qwen1.5b|m3e-small
   graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
-  graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C]
+  graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C] [--pack law_zh]
   graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh entities QUERY               (library entities for one query)
@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="documents/entities/triples: one JSONL file; files: files, folders, globs")
     ingest.add_argument("--batch", type=int, default=0, help="records per Ingest call (256 documents, 5,000 entities, 50,000 triples)")
     ingest.add_argument("--collection", default="", help="collection to ingest into (default: default; created when new)")
+    ingest.add_argument("--pack", default="", help="domain pack of a new collection (generic, law_zh; "
+                        "default: the collection's own, generic when new)")
     ingest.add_argument("--id-prefix", default="", help="files: put before every document id")
     ingest.add_argument("--meta", action="append", metavar="KEY=VALUE", help="files: metadata for every document (repeatable)")
     for name in ("search", "answer"):

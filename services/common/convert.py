@@ -43,7 +43,7 @@ def chunked_document_to_record(doc: types_pb2.ChunkedDocument) -> DocumentRecord
     d = doc.document
     return DocumentRecord(
         id=d.id, title=d.title, heading_path=list(d.heading_path), metadata=dict(d.metadata),
-        content_hash=doc.content_hash, collection=d.collection or "default", source=d.source,
+        content_hash=doc.content_hash, collection=d.collection or "default", source=d.source, domain_pack=d.domain_pack,
         chunks=[
             ChunkRecord(
                 id=c.id, document_id=c.document_id or d.id, ordinal=c.ordinal, heading_path=list(c.heading_path),

@@ -61,6 +61,8 @@ class DocumentRecord:
         chunks: chunks in order.
         collection: the collection it belongs to.
         source: where it came from (file name), "" for JSONL records.
+        domain_pack: its collection's domain pack (domains/), "" = the
+            collection's recorded pack, else "generic".
     """
 
     id: str
@@ -71,6 +73,7 @@ class DocumentRecord:
     chunks: list[ChunkRecord] = field(default_factory=list)
     collection: str = "default"
     source: str = ""
+    domain_pack: str = ""
 
 
 @dataclass(slots=True)

@@ -183,6 +183,11 @@ class RetrievalBackend(Protocol):
         """{collection: (documents, chunks)} of every collection holding documents."""
         ...
 
+    async def collection_packs(self) -> dict[str, str]:
+        """{collection: domain pack} of the collections this store records
+        a pack for ({} when it keeps none)."""
+        ...
+
     async def related(self, request: RelatedQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
         """Hits related to the request's seeds, of every enabled related
         channel; NotImplementedError if the retriever has none."""
@@ -205,6 +210,10 @@ class StoreLifecycle:
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         return await self.store.collection_counts()
+
+    async def collection_packs(self) -> dict[str, str]:
+        packs = getattr(self.store, "collection_packs", None)
+        return await packs() if packs is not None else {}
 
 
 class EntityBackend(Protocol):
@@ -382,11 +391,12 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 
     async def ListCollections(self, request: retriever_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ListCollectionsResponse:
         documents = await self._backend.collection_counts()
+        packs = await self._backend.collection_packs()
         entities = await _unless_unimplemented(self._entities.entity_counts(), {})
         names = sorted(set(documents) | set(entities))
         return retriever_pb2.ListCollectionsResponse(collections=[
             types_pb2.CollectionInfo(name=n, documents=documents.get(n, (0, 0))[0], chunks=documents.get(n, (0, 0))[1],
-                                     entities=entities.get(n, 0))
+                                     entities=entities.get(n, 0), domain_pack=packs.get(n, ""))
             for n in names])
 
     async def DeleteCollection(self, request: retriever_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteCollectionResponse:

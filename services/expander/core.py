@@ -6,10 +6,12 @@ signal downgrades to factual lookup with a lower confidence.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import domains
+
 from services.common.text import normalize
-from services.expander import question_types
 from services.expander.query_cut import weighted_keywords
 
 # Keywords kept of one query (ExpanderSettings.max_keywords).
@@ -39,17 +41,19 @@ class QueryAnalysis:
     keywords_found: int = 0
 
 
-def detect_question_type(query: str) -> tuple[str, float]:
-    """Returns (question type enum name, confidence in [0, 1]).
+def detect_question_type(query: str, domain_packs: Sequence[str] = ()) -> tuple[str, float]:
+    """Returns (question type name, confidence in [0, 1]).
 
-    An article lookup, a case description or a lay consultation
-    (``question_types.detect``) is recognised first. Downgrade rules: no cue -> factual lookup at 0.5; cues of two types ->
-    the type with more cue hits at 0.6 (policy wins ties, since legal
-    questions dominate the corpus); one type only -> that type at 0.85.
+    The question classifiers of ``domain_packs`` (the packs of the
+    collections searched; law_zh: article lookups, case facts, lay
+    consultations) are tried first, in order. Then the general cue rules.
+    Downgrade rules: no cue -> factual lookup at 0.5; cues of two types ->
+    the type with more cue hits at 0.6 (policy wins ties); one type only ->
+    that type at 0.85.
     """
-    legal = question_types.detect(query)
-    if legal is not None:
-        return legal
+    found = domains.classify(query, domain_packs)
+    if found is not None:
+        return found
     hits = {kind: sum(cue in query for cue in cues) for kind, cues in _CUES.items()}
     matched = {kind: n for kind, n in hits.items() if n}
     if not matched:
@@ -58,13 +62,13 @@ def detect_question_type(query: str) -> tuple[str, float]:
     return best, 0.85 if len(matched) == 1 else 0.6
 
 
-def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS) -> QueryAnalysis:
+def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: Sequence[str] = ()) -> QueryAnalysis:
     """Normalises ``query`` and extracts its keywords (at most
     ``max_keywords``, from the whole text: ``query_cut.weighted_keywords``)
-    and question type."""
+    and question type (``detect_question_type`` with ``domain_packs``)."""
     normalized = normalize(query)
     keywords, found = weighted_keywords(normalized, max_keywords)
-    kind, confidence = detect_question_type(normalized)
+    kind, confidence = detect_question_type(normalized, domain_packs)
     return QueryAnalysis(
         normalized_query=normalized,
         keywords=keywords,

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import grpc
 
+import domains
+
 from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query
@@ -50,11 +52,17 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
 
     async def Expand(self, request: expander_pb2.ExpandRequest, context: grpc.aio.ServicerContext) -> expander_pb2.ExpandResponse:
         query = validate_query(request.query, self._settings.max_query_chars)
-        analysis = await asyncio.to_thread(core.analyse, query, self._settings.max_keywords)
+        packs = list(request.domain_packs)
+        unknown = [p for p in packs if p not in domains.PACKS]
+        if unknown:
+            raise InvalidArgument("domain_packs", f"unknown domain pack {unknown[0]!r}; known: {', '.join(sorted(domains.PACKS))}")
+        analysis = await asyncio.to_thread(core.analyse, query, self._settings.max_keywords, packs)
+        type_names = expander_pb2.QuestionType.keys()
         response = expander_pb2.ExpandResponse(
             normalized_query=analysis.normalized_query,
             keywords=analysis.keywords,
-            question_type=expander_pb2.QuestionType.Value(analysis.question_type),
+            question_type=expander_pb2.QuestionType.Value(analysis.question_type) if analysis.question_type in type_names else 0,
+            question_type_name=analysis.question_type,
             question_type_confidence=analysis.confidence,
             expansions=[expander_pb2.Expansion(text=t, origin=o) for t, o in analysis.expansions],
         )

@@ -137,7 +137,8 @@ def record_to_chunked_document(rec: DocumentRecord, text: str) -> types_pb2.Chun
     """Store record (with embeddings filled) -> protobuf chunked document."""
     return types_pb2.ChunkedDocument(
         document=types_pb2.Document(id=rec.id, title=rec.title, text=text, heading_path=rec.heading_path,
-                                    metadata=rec.metadata, collection=rec.collection, source=rec.source),
+                                    metadata=rec.metadata, collection=rec.collection, source=rec.source,
+                                    domain_pack=rec.domain_pack),
         content_hash=rec.content_hash,
         chunks=[
             types_pb2.Chunk(

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
+import domains
 from services.common import names
 from services.gateway import abstention
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
@@ -19,11 +20,13 @@ from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSe
 # neighbours) finds nothing on single-chunk law articles; for long documents
 # it weighs as much as a heading match, so the chunks around two hits of one
 # document rank just after the hits themselves.
+# The weights of channels a domain pack feeds come from its recipe
+# (domains/<pack>/recipes.json), with the figures that fitted them.
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
-    names.GRAPH_ARTICLE: 2.0, names.GRAPH_TERM: 0.25, names.GRAPH_OFFENCE: 3.0,
-    names.GRAPH_CITES: 0.25, names.GRAPH_VERSION: 0.25, names.GRAPH_PPR: 0.25,
+    names.GRAPH_TERM: 0.25, names.GRAPH_PPR: 0.25,
+    **{channel: weight for pack in domains.PACKS.values() for channel, weight in pack.channel_weights.items()},
     names.RERANK: 1.0,
 }
 #: Channels a profile does not run unless a request switches them on
@@ -75,33 +78,28 @@ class RetrievalProfile(BaseModel):
         return frozenset((set(self.channels_off) - set(enabled)) | set(disabled))
 
 
-def _weights(**changes: float) -> dict[str, float]:
-    return {**DEFAULT_WEIGHTS, **{k.replace("_", "."): v for k, v in changes.items()}}
+def pack_profile(fields: dict) -> RetrievalProfile:
+    """A profile from a domain pack's recipe entry: RetrievalProfile's
+    fields, where ``channel_weights`` change the default weights and
+    ``channels_off`` adds to the default off list."""
+    fields = dict(fields)
+    weights = {**DEFAULT_WEIGHTS, **fields.pop("channel_weights", {})}
+    off = [*DEFAULT_OFF, *(c for c in fields.pop("channels_off", []) if c not in DEFAULT_OFF)]
+    return RetrievalProfile(channel_weights=weights, channels_off=off, **fields)
 
 
 def _default_profiles() -> dict[str, RetrievalProfile]:
-    """The default profile and one per legal question type (measured on the
-    law dev sets, docs/retrieval.md "Per question type"):
-
-    - case facts: the offences the case names carry the ranking
-      (graph.offence 3.0, in the defaults); defined terms add nothing there,
-      so graph.term is off.
-    - lay consultation: defined terms found from everyday words weigh more
-      (graph.term 0.5), and HyDE runs when an LLM is configured. The seeded
-      citation and PageRank channels (graph.cites, graph.ppr) stay off: they
-      moved consult recall@10 by 2 questions of 146 and the second call
-      costs p95 5 s on scenario questions classed as lay consultations
-      (docs/retrieval.md, "Document graph").
-    - article lookup: the exact article first (graph.article 4.0), no
-      second call.
-    """
-    return {
-        "default": RetrievalProfile(),
-        "QUESTION_TYPE_CASE_FACTS": RetrievalProfile(channels_off=[*DEFAULT_OFF, names.GRAPH_TERM]),
-        "QUESTION_TYPE_LAY_CONSULTATION": RetrievalProfile(
-            channel_weights=_weights(graph_term=0.5), hyde=True),
-        "QUESTION_TYPE_ARTICLE_LOOKUP": RetrievalProfile(channel_weights=_weights(graph_article=4.0), related_seeds=0),
-    }
+    """The default profile and those of the domain packs' question types
+    (each pack's recipes.json: e.g. law_zh's case facts, lay consultation
+    and article lookup profiles, measured on the law dev sets,
+    docs/retrieval.md "Per question type"). A pack's question types are
+    detected only for collections of that pack, so the profiles cannot
+    meet another pack's questions."""
+    profiles = {"default": RetrievalProfile()}
+    for pack in domains.PACKS.values():
+        for question_type, fields in pack.profiles.items():
+            profiles[question_type] = pack_profile(fields)
+    return profiles
 
 
 class GatewaySettings(ServiceSettings):

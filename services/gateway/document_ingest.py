@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import Counter
 
+import domains
 from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
@@ -20,6 +21,7 @@ from services.common import names
 from services.common.errors import DownstreamError
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
+from services.gateway.collection_packs import CollectionPacks
 from services.gateway.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.clients import Expander, Retriever
 from services.gateway.config import GatewaySettings
@@ -70,29 +72,46 @@ class DocumentIngest:
         settings: chunk sizes and the embedding batch size.
         expander: embeds the chunks (passage side).
         retrievers: every retriever; each stores every document.
+        packs: the collections' domain packs (default: asked of ``retrievers``).
     """
 
-    def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever]) -> None:
+    def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
+                 packs: CollectionPacks | None = None) -> None:
         self.settings = settings
         self.expander = expander
         self.retrievers = list(retrievers)
+        self.packs = packs or CollectionPacks(self.retrievers)
 
     @property
     def chunking(self) -> ChunkingConfig:
         """The configured chunk sizes (tokens)."""
         return ChunkingConfig(self.settings.chunk_tokens, self.settings.chunk_overlap)
 
-    async def ingest(self, payload: bytes, deadline: Deadline,
-                     collection: str = DEFAULT_COLLECTION) -> tuple[gateway_pb2.IngestResponse, list[ParseFailure]]:
-        """Parses and stores ``payload`` (JSONL documents) in ``collection``.
+    def chunking_for(self, pack: str) -> ChunkingConfig:
+        """The chunk sizes of a collection of domain pack ``pack``: the
+        pack's recipe (e.g. generic's small chunks), unless the operator set
+        GRAPHMESH_GATEWAY_CHUNK_TOKENS / _CHUNK_OVERLAP, which win."""
+        recipe = domains.get_pack(pack)
+        explicit = self.settings.model_fields_set
+        tokens = self.settings.chunk_tokens if "chunk_tokens" in explicit or recipe.chunk_tokens is None else recipe.chunk_tokens
+        overlap = (self.settings.chunk_overlap if "chunk_overlap" in explicit or recipe.chunk_overlap is None
+                   else recipe.chunk_overlap)
+        return ChunkingConfig(tokens, min(overlap, tokens // 2))
+
+    async def ingest(self, payload: bytes, deadline: Deadline, collection: str = DEFAULT_COLLECTION,
+                     domain_pack: str = "") -> tuple[gateway_pb2.IngestResponse, list[ParseFailure]]:
+        """Parses and stores ``payload`` (JSONL documents) in ``collection``,
+        whose domain pack is ``domain_pack`` (CollectionPacks.for_ingest).
 
         Returns:
             the response and the records that could not be read (so the
             servicer can reject a payload with no readable record).
         Raises:
+            InvalidArgument ("domain_pack"): see CollectionPacks.for_ingest.
             DownstreamError: a retriever could not be asked for its hashes,
                 or the expander could not embed.
         """
+        pack = await self.packs.for_ingest(collection, domain_pack, deadline)
         trace = Trace()
         started = time.perf_counter()
         docs, parse_failures = parse_jsonl(payload)
@@ -102,8 +121,11 @@ class DocumentIngest:
         if not docs:
             return response, parse_failures
         latest = {d.id: d for d in docs}  # the last record of each id wins
-        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, self.chunking, collection)
+        chunking = self.chunking_for(pack)
+        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, chunking, collection)
                    for d in latest.values()}
+        for record in records.values():
+            record.domain_pack = pack
         outcome = await self.store(records, {d.id: d.text for d in latest.values()}, deadline, trace)
         index_of = {d.id: d.index for d in latest.values()}
         response.unchanged = len(outcome.unchanged)

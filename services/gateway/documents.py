@@ -19,6 +19,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.errors import DownstreamError, InvalidArgument, NotFound
 from services.common.filters import parse_filter, to_proto
+from services.gateway.collection_packs import CollectionPacks
 from services.gateway.clients import Retriever
 from services.gateway.guard import Deadline
 from services.gateway.resource_names import (decode_page_token, document_name, encode_page_token, parse_collection_name,
@@ -41,8 +42,9 @@ def _named(doc: types_pb2.StoredDocument) -> types_pb2.StoredDocument:
 class DocumentLifecycle:
     """Lifecycle RPCs over ``retrievers`` (each a RetrieverService client)."""
 
-    def __init__(self, retrievers: Sequence[Retriever]) -> None:
+    def __init__(self, retrievers: Sequence[Retriever], packs: CollectionPacks | None = None) -> None:
         self.retrievers = list(retrievers)
+        self.packs = packs
 
     def _primary(self) -> Retriever:
         if not self.retrievers:
@@ -133,6 +135,7 @@ class DocumentLifecycle:
                 into = merged.setdefault(c.name, types_pb2.CollectionInfo(name=c.name))
                 for f in _COUNT_FIELDS:
                     setattr(into, f, max(getattr(into, f), getattr(c, f)))
+                into.domain_pack = into.domain_pack or c.domain_pack
         return gateway_pb2.ListCollectionsResponse(collections=[merged[n] for n in sorted(merged)])
 
     async def delete_collection(self, name: str, deadline: Deadline) -> gateway_pb2.DeleteCollectionResponse:
@@ -145,6 +148,8 @@ class DocumentLifecycle:
         response = gateway_pb2.DeleteCollectionResponse()
         for store, reply in await self._everywhere(lambda r, t: r.delete_collection(request, t), deadline):
             response.by_store[store].CopyFrom(reply.deleted)
+        if self.packs is not None:
+            self.packs.forget(request.name)
         return response
 
     async def _everywhere(self, call: Callable[[Retriever, float], Awaitable], deadline: Deadline) -> list[tuple[str, object]]:

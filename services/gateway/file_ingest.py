@@ -66,15 +66,17 @@ class FileIngest:
         self.max_file_bytes = max_file_bytes
 
     async def ingest(self, files: Sequence[gateway_pb2.IngestFile], deadline: Deadline,
-                     collection: str = DEFAULT_COLLECTION) -> gateway_pb2.IngestResponse:
-        """Parses, chunks and stores ``files`` in ``collection``; one
-        FileOutcome per file, in order; ``failures`` names each failed file
-        by its index.
+                     collection: str = DEFAULT_COLLECTION, domain_pack: str = "") -> gateway_pb2.IngestResponse:
+        """Parses, chunks and stores ``files`` in ``collection`` (domain
+        pack ``domain_pack``, CollectionPacks.for_ingest); one FileOutcome
+        per file, in order; ``failures`` names each failed file by its index.
 
         Raises:
+            InvalidArgument ("domain_pack"): see CollectionPacks.for_ingest.
             DownstreamError: hashes could not be read or the expander failed
                 (nothing of this call is stored then).
         """
+        pack = await self.documents.packs.for_ingest(collection, domain_pack, deadline)
         trace = Trace()
         response = gateway_pb2.IngestResponse(received=len(files))
         outcomes = [gateway_pb2.FileOutcome(name=f.name, document_id=(f.document_id or f.name).strip(),
@@ -82,7 +84,7 @@ class FileIngest:
         started = time.perf_counter()
         parsed: dict[str, ParsedDocument] = {}
         index_of: dict[str, int] = {}
-        config = self.documents.chunking
+        config = self.documents.chunking_for(pack)
         for i, file in enumerate(files):
             if len(file.content) > self.max_file_bytes:
                 # Refused before parsing: its chunks and vectors would not fit
@@ -98,6 +100,7 @@ class FileIngest:
             if doc.record.id in index_of:
                 self._fail(response, outcomes[i], i, f"document id {doc.record.id!r} repeats file {index_of[doc.record.id]} of this call")
                 continue
+            doc.record.domain_pack = pack
             parsed[doc.record.id], index_of[doc.record.id] = doc, i
             outcomes[i].pages, outcomes[i].media_type = doc.pages, doc.media_type
         trace.record(names.STAGE_PARSE, started)

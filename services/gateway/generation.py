@@ -132,23 +132,75 @@ def packed_texts(context: str, n_sources: int) -> list[str] | None:
 
 
 def quotable(sentence: str) -> bool:
-    """Whether ``sentence`` may be quoted as an answer: not a list item, a
-    table fragment or a lead-in ending in a colon, and at least 6
-    characters of text."""
+    """Whether ``sentence`` may be quoted as an answer: not a lead-in ending
+    in a colon, and at least 6 characters of text. List items and table
+    rows may be quoted (a fee table's row can be the answer) but rank below
+    a sentence that covers the question as well (``ITEM_PENALTY``)."""
     text = sentence.strip()
-    if len(_NON_WORD.sub("", text)) < 6 or text.endswith(("：", ":")):
-        return False
-    return not (_LIST_ITEM.match(text) or _TABLE.search(text))
+    return len(_NON_WORD.sub("", text)) >= 6 and not text.endswith(("：", ":"))
 
 
-def sentence_score(sentence: str, keywords: list[str]) -> float:
-    """Share of the question's content keywords (weighted by length in
-    characters) that ``sentence`` contains; 0 without keywords."""
+#: Score factor of a list item or table row against a prose sentence.
+ITEM_PENALTY = 0.85
+#: Bonus of a sentence holding a number when the question asks an amount.
+NUMBER_BONUS = 0.15
+#: Question words asking for an amount, a count or a threshold.
+_AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
+                "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
+_HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
+_BOX_DRAWING = re.compile(r"[\u2500-\u257f]+")
+
+
+def _bigrams(text: str) -> set[str]:
+    """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
+    squeezed = _NON_WORD.sub("", text.lower())
+    return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
+
+
+def asks_amount(question: str) -> bool:
+    """Whether ``question`` asks for an amount, count, period or threshold."""
+    return any(cue in question for cue in _AMOUNT_CUES)
+
+
+def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
+                   wants_number: bool = False) -> float:
+    """How well ``sentence`` answers, in [0, ~1.15]: the share of the
+    question's content keywords it holds (weighted by length in characters;
+    half the score when ``question_bigrams`` are given), the share of the
+    question's character bigrams it holds (the other half: catches words the
+    tokenizer splits differently), plus NUMBER_BONUS when the question asks
+    an amount and the sentence states a number; list items and table rows
+    count ITEM_PENALTY of that. 0 without keywords or bigrams."""
     total = sum(len(k) for k in keywords)
-    if not total:
-        return 0.0
     text = sentence.lower()
-    return sum(len(k) for k in keywords if k in text) / total
+    coverage = sum(len(k) for k in keywords if k in text) / total if total else 0.0
+    if question_bigrams:
+        overlap = len(_bigrams(sentence) & question_bigrams) / len(question_bigrams)
+        score = 0.5 * coverage + 0.5 * overlap
+    else:
+        score = coverage
+    if score and wants_number and _HAS_NUMBER.search(sentence):
+        score += NUMBER_BONUS
+    if _LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()):
+        score *= ITEM_PENALTY
+    return score
+
+
+def _candidates(text: str) -> list[str]:
+    """Quotable pieces of one packed text in reading order: its sentences
+    and lines, box-drawing stripped; a line with a colon inside is offered
+    whole (unless a list item follows the colon) and also cut after the
+    colon (a lead-in and what follows)."""
+    out: list[str] = []
+    for sentence in split_sentences(text.strip()):
+        line = _BOX_DRAWING.sub(" ", sentence).strip()
+        if not line:
+            continue
+        pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
+        if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
+            out.append(line)  # "入口: POST /api/..." whole; never a lead-in glued to a list item
+        out.extend(pieces)
+    return out
 
 
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
@@ -163,21 +215,27 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     quoted."""
     keywords = [k for k in query_keywords(question)] if question else []
     keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
+    question_bigrams = _bigrams(question) if question else set()
+    wants_number = asks_amount(question)
+
+    def score(sentence: str) -> float:
+        return sentence_score(sentence, keywords, question_bigrams, wants_number)
+
     lines = [EXTRACTIVE_LABEL]
     for number, text in enumerate(texts[:max_sources], start=1):
-        sentences = [c.strip() for s in split_sentences(text.strip()) for c in _COLON_SPLIT.split(s) if c.strip()]
+        sentences = _candidates(text)
         candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
             (i, s) for i, s in enumerate(sentences) if s][:1]
-        ranked = sorted(candidates, key=lambda item: (-sentence_score(item[1], keywords), item[0]))
-        if keywords and number > 1 and (not ranked or sentence_score(ranked[0][1], keywords) == 0):
+        ranked = sorted(candidates, key=lambda item: (-score(item[1]), item[0]))
+        if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):
             continue
         chosen: list[tuple[int, str]] = []
         used = 0
         for i, sentence in ranked:
             if len(chosen) >= max_sentences_per_source:
                 break
-            if chosen and (used + len(sentence) > max_chars_per_source or
-                           (keywords and sentence_score(sentence, keywords) == 0)):
+            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(sentence) == 0)
+                           or any(sentence in c or c in sentence for _, c in chosen)):
                 continue
             chosen.append((i, sentence))
             used += len(sentence)

@@ -16,6 +16,7 @@ from graphmesh.reranker.v1 import reranker_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.errors import DownstreamError
+from services.gateway.collection_packs import CollectionPacks
 from services.gateway.clients import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.fusion import Retrieval, arrival_order, fuse_request, to_retrieval
@@ -36,15 +37,18 @@ class SearchFlow:
         expander / reranker / fuser: their clients.
         retrievers: every retriever's client; the one named "retriever_pg"
             also serves expansions and the fast path.
+        packs: the collections' domain packs (default: asked of ``retrievers``);
+            the expander classifies a question with the packs searched.
     """
 
     def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
-                 reranker: Reranker, fuser: Fuser) -> None:
+                 reranker: Reranker, fuser: Fuser, packs: CollectionPacks | None = None) -> None:
         self.settings = settings
         self.expander = expander
         self.retrievers = list(retrievers)
         self.reranker = reranker
         self.fuser = fuser
+        self.packs = packs or CollectionPacks(self.retrievers)
 
     def _retriever(self, name: str) -> Retriever | None:
         return next((r for r in self.retrievers if r.name == name), None)
@@ -67,7 +71,8 @@ class SearchFlow:
         s = self.settings
         trace = Trace()
         started = time.perf_counter()
-        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
+        packs = await self.packs.for_search(scope.collections, deadline)
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
         disabled = profile.switched_off(disabled, enabled)

@@ -16,6 +16,7 @@ from services.gateway.answering import Answerer
 from services.gateway.auth import AuthInterceptor, build_gate
 from services.gateway.breaker import BreakerClient, BreakerConfig, CircuitBreaker
 from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
+from services.gateway.collection_packs import CollectionPacks
 from services.gateway.config import GatewaySettings
 from services.gateway.deep_search import DeepSearcher
 from services.gateway.document_ingest import DocumentIngest
@@ -34,9 +35,10 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
               fuser: Fuser, llm: Llm) -> UseCases:
     """Every use case of the gateway, each given only the clients it needs
     (real gRPC adapters in ``build``, fakes in unit tests)."""
-    search = SearchFlow(settings, expander, retrievers, reranker, fuser)
+    packs = CollectionPacks(retrievers)
+    search = SearchFlow(settings, expander, retrievers, reranker, fuser, packs)
     generator = Generator(settings, llm)
-    documents = DocumentIngest(settings, expander, retrievers)
+    documents = DocumentIngest(settings, expander, retrievers, packs)
     return UseCases(
         search=search,
         answerer=Answerer(FallbackChain(settings, search, expander), generator),
@@ -45,7 +47,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
         entity_ingest=EntityIngest(settings, expander, retrievers),
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
         files=FileIngest(documents, settings.max_file_bytes),
-        lifecycle=DocumentLifecycle(retrievers),
+        lifecycle=DocumentLifecycle(retrievers, packs),
     )
 
 

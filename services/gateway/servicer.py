@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import grpc
 
+import domains
+
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
 from services.common.filters import validate_collection, validate_collections
@@ -109,14 +111,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                 raise InvalidArgument("files", "files are ingested as documents only")
             if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
                 raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
-            return await self._use.files.ingest(list(request.files), self._deadline(context), collection)
+            return await self._use.files.ingest(list(request.files), self._deadline(context), collection, request.domain_pack)
         if not request.jsonl.strip():
             raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
         if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
             response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context),
                                                                             collection)
         else:
-            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context), collection)
+            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context), collection,
+                                                                        request.domain_pack)
         kind = gateway_pb2.IngestKind.Name(request.kind or gateway_pb2.INGEST_KIND_DOCUMENTS).removeprefix("INGEST_KIND_").lower()
         count_ingest(kind, response)
         if response.received and len(parse_failures) == response.received:
@@ -143,6 +146,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def ListCollections(self, request: gateway_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListCollectionsResponse:
         return await self._use.lifecycle.list_collections(self._deadline(context))
+
+    async def ListDomainPacks(self, request: gateway_pb2.ListDomainPacksRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListDomainPacksResponse:
+        return gateway_pb2.ListDomainPacksResponse(packs=[
+            gateway_pb2.DomainPackInfo(name=p.name, description=p.description, question_types=list(p.question_types),
+                                       channels=list(p.channels), recipe_source=p.recipe_source)
+            for _, p in sorted(domains.PACKS.items())])
 
     async def DeleteCollection(self, request: gateway_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteCollectionResponse:
         return await self._use.lifecycle.delete_collection(request.name, self._deadline(context))

@@ -37,20 +37,22 @@ class Understanding:
     confidence: float = 0.0
 
 
-async def understand(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float) -> Understanding:
-    """Expands ``query`` (stage "expand"); without the expander, keywords
-    from the shared tokenizer and no embedding (stage DEGRADED).
+async def understand(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,
+                     domain_packs: list[str] | None = None) -> Understanding:
+    """Expands ``query`` (stage "expand"), its question classified with the
+    ``domain_packs`` of the collections searched; without the expander,
+    keywords from the shared tokenizer and no embedding (stage DEGRADED).
 
     Raises:
         DownstreamError: the expander found the query invalid.
     """
-    expanded = await guarded(
-        trace, names.STAGE_EXPAND, "expander",
-        lambda t: expander.expand(expander_pb2.ExpandRequest(query=query, embed=True), t), None, deadline, cap)
+    request = expander_pb2.ExpandRequest(query=query, embed=True, domain_packs=domain_packs or [])
+    expanded = await guarded(trace, names.STAGE_EXPAND, "expander", lambda t: expander.expand(request, t), None,
+                             deadline, cap)
     if expanded is None:
         keywords = textutil.query_keywords(query)
         return Understanding(gateway_pb2.QueryInfo(normalized_query=query, keywords=keywords), keywords)
-    question_type = expander_pb2.QuestionType.Name(expanded.question_type)
+    question_type = expanded.question_type_name or expander_pb2.QuestionType.Name(expanded.question_type)
     info = gateway_pb2.QueryInfo(
         normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type,
         query_cut=expanded.query_cut, embedding_model=expanded.embedding_model)

@@ -44,12 +44,14 @@ from typing import Any
 
 from neo4j import AsyncDriver, RoutingControl
 
+import domains
+
 from services.common import names
 from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Hit
 from services.common.retriever import SeedRecord
 from services.common.text import query_keywords
-from services.retriever_graph.doc_facts import term_key
+from domains.law_zh.facts import term_key
 from services.retriever_graph.doc_graph import META_ID
 from services.retriever_graph.doc_index import ArticleEntry, DocIndex, IndexHit, TermEntry
 from services.retriever_graph.filter_cypher import scope_cypher
@@ -70,6 +72,7 @@ RETURN t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
        collect([d.id, e.chunk_id, d.current]) AS definers
 """
 _COLLECTIONS = "MATCH (d:Document) RETURN DISTINCT coalesce(d.collection, 'default') AS collection"
+_PACKS = "MATCH (k:Collection) RETURN k.name AS name, k.domain_pack AS pack"
 # SCOPE: the scope's boolean expression over d (filter_cypher.scope_cypher).
 _CHUNKS = """
 UNWIND $ids AS id
@@ -163,6 +166,8 @@ class DocChannels:
         self.index = DocIndex([], [], [], word_tokens, version=-1)
         #: Collections holding documents when the index was built.
         self.collections: frozenset[str] = frozenset()
+        #: Domain pack of each recorded collection when the index was built.
+        self.packs: dict[str, str] = {}
         self._checked = 0.0
         self._refreshing: asyncio.Task | None = None
 
@@ -188,6 +193,7 @@ class DocChannels:
                            [(d, c, bool(cur)) for d, c, cur in r["definers"]]) for r in await self._query(_TERMS)]
         index = await asyncio.to_thread(DocIndex, articles, terms, offences, self.word_tokens, version)
         collections = frozenset(r["collection"] for r in await self._query(_COLLECTIONS))
+        self.packs = {r["name"]: r["pack"] or domains.DEFAULT_PACK for r in await self._query(_PACKS)}
         self.index, self.collections = index, collections
         self._checked = time.monotonic()
         log.info("document graph index: version %d, %d articles, %d terms, %d penal articles", version, *index.size)
@@ -226,9 +232,15 @@ class DocChannels:
                        conditions: Collection[Condition] = ()) -> list[Hit]:
         """Hits of the enabled first-stage channels (article, term, offence),
         each channel's best first, at most ``top_k`` per channel, all of
-        documents in ``collections`` meeting ``conditions``."""
+        documents in ``collections`` meeting ``conditions``. A lookup runs
+        only when the domain pack of one of ``collections`` feeds its
+        channel (``pack_channels``): a search of generic collections runs
+        none of them."""
         self.maybe_refresh()
         index = self.index
+        channels = set(channels) & self.pack_channels(collections)
+        if not channels:
+            return []
         conditions = list(conditions)
         fetch = self._fetch(top_k, collections, conditions)
         found: list[tuple[str, IndexHit]] = []
@@ -239,6 +251,12 @@ class DocChannels:
         if names.GRAPH_OFFENCE in channels:
             found += [(names.GRAPH_OFFENCE, h) for h in index.offence_hits(query, fetch)]
         return await self._hits(found, top_k, collections, conditions)
+
+    def pack_channels(self, collections: Collection[str]) -> set[str]:
+        """The lookup channels the domain packs of ``collections`` feed (a
+        collection not recorded has the default pack)."""
+        return {c for name in collections
+                for c in domains.get_pack(self.packs.get(name, domains.DEFAULT_PACK)).channels}
 
     async def _hits(self, found: list[tuple[str, IndexHit]], top_k: int, collections: Collection[str],
                     conditions: list[Condition]) -> list[Hit]:
@@ -275,6 +293,8 @@ class DocChannels:
         ``seeds``, at most ``top_k`` per channel, best first, all of
         documents in ``collections`` meeting ``conditions``."""
         self.maybe_refresh()
+        fed = self.pack_channels(collections)
+        channels = {c for c in channels if c == names.GRAPH_PPR or c in fed}  # PPR walks any graph
         weights = seed_weights(seeds)
         conditions = list(conditions)
         fetch = self._fetch(top_k, collections, conditions)

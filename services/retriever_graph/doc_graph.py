@@ -32,7 +32,7 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, DocFacts, Version, resolve_hints, term_key, version_pairs
+from domains.law_zh.facts import DOCGRAPH_VERSION, DocFacts, Version, resolve_hints, term_key, version_pairs
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from services.retriever_graph import legal_refs as lr
+from domains.law_zh import references as lr
+from domains.law_zh.lookups import article_mentions, offence_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +71,6 @@ class IndexHit:
 _BIGRAM_CLEAN = re.compile(r"[^\u4e00-\u9fff]")
 #: Words with numerals or article markers are references, not content.
 _NUMERAL = re.compile(r"[0-9]|^第|[条款项]$|[零〇一二两三四五六七八九十百千万]{2,}|^[十百千]|[十百千]$")
-_OFFENCE_NAME = (
-    re.compile(r"罪名[:：]\s*([^\n]+)"),
-    re.compile(r"(?:构成|犯有?|以|涉嫌)([\u4e00-\u9fff、]{2,24}?)罪"),
-)
 #: Words too common in definitions to tie a lay question to a term.
 _DEFINITION_STOP = frozenset("""
     的 是 指 或者 以及 和 与 及 其他 等 有关 依法 规定 本法 行为 活动 单位 个人 组织 人员 国家 进行 按照 依照 对 在 中
@@ -84,19 +81,6 @@ _DEFINITION_STOP = frozenset("""
 def _bigrams(text: str) -> set[str]:
     text = _BIGRAM_CLEAN.sub("", text)
     return {text[i:i + 2] for i in range(len(text) - 1)}
-
-
-def offence_names(query: str) -> list[str]:
-    """Offences a case description names: after "罪名：" (several split by
-    ";"), and in "构成X罪", "犯X罪", "以X罪", "涉嫌X罪"; in order, distinct."""
-    query = lr.normalize(query)
-    found: list[str] = []
-    first = _OFFENCE_NAME[0].search(query)
-    if first:
-        found += [n.strip(" 。.,，") for n in re.split(r"[;；]", first.group(1))]
-    for match in _OFFENCE_NAME[1].finditer(query):
-        found.append(match.group(1))
-    return [n for n in dict.fromkeys(found) if len(_BIGRAM_CLEAN.sub("", n)) >= 2]
 
 
 def offence_match(name: str, acts: list[str] | list[set[str]]) -> float:
@@ -181,7 +165,7 @@ class DocIndex:
         seen: set[str] = set()
         law: str | None = None
         previous_end = 0
-        for ref in lr.article_mentions(query):
+        for ref in article_mentions(query):
             named = ref.law if ref.law in self._law_set else self._law_ending(query[max(0, ref.start - 40):ref.start])
             between = query[previous_end:ref.start]
             if named is not None:

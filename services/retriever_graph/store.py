@@ -61,10 +61,9 @@ from services.common import names
 from services.common.entity_skeleton import name_key
 from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Deletion, DocumentRecord, Hit, IngestFailureRecord, IngestResult, StoredDocumentInfo
+import domains
 from services.retriever_graph import doc_graph
-from services.retriever_graph import legal_refs as lr
-from services.retriever_graph.doc_facts import DOCGRAPH_VERSION, document_facts, law_and_article
-from services.retriever_graph.doc_graph import link_documents
+from services.retriever_graph.doc_graph import DOCGRAPH_VERSION, link_documents
 from services.retriever_graph.filter_cypher import meta_properties, scope_cypher
 from services.retriever_graph.lifecycle import collection_counts, delete_documents, list_documents, prune_headings
 
@@ -89,7 +88,21 @@ _CONSTRAINTS = (
     "CREATE CONSTRAINT graph_heading_id IF NOT EXISTS FOR (h:Heading) REQUIRE h.id IS UNIQUE",
     "CREATE INDEX graph_document_collection IF NOT EXISTS FOR (d:Document) ON (d.collection)",
     "CREATE INDEX graph_heading_collection IF NOT EXISTS FOR (h:Heading) ON (h.collection)",
+    "CREATE CONSTRAINT graph_collection_name IF NOT EXISTS FOR (k:Collection) REQUIRE k.name IS UNIQUE",
 )
+#: Collections stored before domain packs existed were read as Chinese
+#: statutes; they keep that pack (a documented version step).
+_LEGACY_COLLECTION_PACK = "law_zh"
+_RECORD_LEGACY_COLLECTIONS = """
+MATCH (d:Document) WITH DISTINCT coalesce(d.collection, 'default') AS name
+MERGE (k:Collection {name: name}) ON CREATE SET k.domain_pack = $pack, k.legacy = true
+"""
+_DROP_EMPTY_COLLECTIONS = """
+UNWIND $names AS name
+MATCH (k:Collection {name: name})
+WHERE NOT EXISTS { MATCH (d:Document) WHERE coalesce(d.collection, 'default') = name }
+DELETE k
+"""
 #: Separates a non-default collection from the heading path in Heading ids.
 COLLECTION_SEPARATOR = "\x1f"
 #: Documents upgraded per transaction by ``migrate``.
@@ -256,7 +269,7 @@ UNWIND $docs AS doc
 MERGE (d:Document {id: doc.id})
 SET d.title = doc.title, d.content_hash = doc.hash, d.heading_path = doc.heading_path,
     d.metadata = doc.metadata, d.position = doc.position, d.collection = doc.collection, d.source = doc.source,
-    d.updated_ms = timestamp()
+    d.updated_ms = timestamp(), d.graph_version = $graph_version
 SET d += doc.meta
 WITH d, doc
 CALL (d) {
@@ -458,6 +471,7 @@ class GraphStore:
         index found with another analyzer is dropped and recreated."""
         for statement in (*_CONSTRAINTS, *doc_graph.SCHEMA):
             await self._query(statement, write=True)
+        await self._query(_RECORD_LEGACY_COLLECTIONS, {"pack": _LEGACY_COLLECTION_PACK}, write=True)
         existing = {
             r["name"]: r["options"]
             for r in await self._query(
@@ -549,8 +563,9 @@ class GraphStore:
         async with self.driver.session(database=self.database) as session:
             if self._laws is None:
                 self._laws = await session.execute_read(doc_graph.known_laws)
-            written = await session.execute_write(_write_batch, docs, self._laws)
-        self._laws |= {lr.law_key(law_and_article(d)[0]) for d in docs if law_and_article(d)[0]}
+            facts: list = []
+            written = await session.execute_write(_write_batch, docs, self._laws, facts)
+        self._laws |= {f.law for f in facts if f.law}
         return written
 
     # -- retrieval -----------------------------------------------------------
@@ -702,6 +717,11 @@ class GraphStore:
         """{collection: (documents, chunks)}."""
         return await collection_counts(self)
 
+    async def collection_packs(self) -> dict[str, str]:
+        """{collection: domain pack} of every collection recorded."""
+        return {r["name"]: r["pack"] or domains.DEFAULT_PACK
+                for r in await self._query("MATCH (k:Collection) RETURN k.name AS name, k.domain_pack AS pack")}
+
     async def count_documents(self) -> int:
         """Number of stored documents."""
         records = await self._query("MATCH (d:Document) RETURN count(d) AS n")
@@ -738,9 +758,18 @@ def _validate(doc: DocumentRecord) -> None:
             raise ValueError(f"chunk {chunk.id!r} belongs to {chunk.document_id!r}, not {doc.id!r}")
 
 
-async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], laws: set[str] | None = None) -> tuple[int, int]:
-    """One transaction: skips unchanged documents, writes the others and
-    links them into the document graph (``laws``: law keys stored before)."""
+async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], laws: set[str] | None = None,
+                       facts_out: list | None = None) -> tuple[int, int]:
+    """One transaction: records each collection's domain pack, skips
+    unchanged documents, writes the others and links them into the document
+    graph with the facts their collection's pack extracts (none for a pack
+    without a fact extractor, e.g. generic). ``laws``: scope keys stored
+    before; the facts written are appended to ``facts_out``.
+
+    Raises:
+        ValueError: a document names another pack than its collection's.
+    """
+    packs = await _collection_packs(tx, docs)
     result = await tx.run(_EXISTING, ids=[d.id for d in docs])
     existing = {r["id"]: r async for r in result}
 
@@ -823,15 +852,58 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
                 ],
             }
         )
-    await (await tx.run(_WRITE_DOCUMENTS, docs=rows)).consume()
+    await (await tx.run(_WRITE_DOCUMENTS, docs=rows, graph_version=DOCGRAPH_VERSION)).consume()
     # Headings a rewritten document left, kept only while something is under them.
     left = [old["parent"] for doc, path in to_write if (old := existing.get(doc.id)) is not None and old["parent"]
             and old["parent"] != (path[-1][0] if path else None)]
     if left:
         await prune_headings(tx, left)
-    stats = await link_documents(tx, [document_facts(doc) for doc, _ in to_write], laws)
+    facts = []
+    for doc, _ in to_write:
+        extract = domains.get_pack(packs[doc.collection or DEFAULT_COLLECTION]).document_facts
+        if extract is not None:
+            facts.append(extract(doc))
+    stats = await link_documents(tx, facts, laws)
+    if not facts:  # link_documents bumps the version only when it links something
+        await doc_graph.bump_version(tx)
+    if facts_out is not None:
+        facts_out.extend(facts)
     log.debug("document graph: %s", stats)
     return len(to_write), unchanged
+
+
+_COLLECTION_PACKS = """
+UNWIND $collections AS c
+MERGE (k:Collection {name: c.name})
+ON CREATE SET k.domain_pack = c.pack
+RETURN k.name AS name, k.domain_pack AS pack
+"""
+
+
+async def _collection_packs(tx: AsyncManagedTransaction, docs: list[DocumentRecord]) -> dict[str, str]:
+    """{collection: pack} of the collections of ``docs``: a new collection
+    gets the pack its documents name (the default pack when they name
+    none); an existing one keeps its own.
+
+    Raises:
+        ValueError: a document names another pack than its collection's,
+            or an unknown pack.
+    """
+    wanted: dict[str, str] = {}
+    for doc in docs:
+        collection = doc.collection or DEFAULT_COLLECTION
+        if doc.domain_pack:
+            domains.get_pack(doc.domain_pack)  # UnknownPack is a ValueError
+        wanted.setdefault(collection, doc.domain_pack)
+        if doc.domain_pack and wanted[collection] and wanted[collection] != doc.domain_pack:
+            raise ValueError(f"documents of collection {collection!r} name two packs")
+    rows = [{"name": c, "pack": p or domains.DEFAULT_PACK} for c, p in wanted.items()]
+    result = await tx.run(_COLLECTION_PACKS, collections=rows)
+    recorded = {r["name"]: r["pack"] or domains.DEFAULT_PACK async for r in result}
+    for collection, pack in wanted.items():
+        if pack and recorded[collection] != pack:
+            raise ValueError(f"collection {collection!r} uses the {recorded[collection]!r} domain pack, not {pack!r}")
+    return recorded
 
 
 async def _delete_and_bump(tx: AsyncManagedTransaction, ids: list[str], collections: list[str] | None,
@@ -841,6 +913,8 @@ async def _delete_and_bump(tx: AsyncManagedTransaction, ids: list[str], collecti
     deleted = await delete_documents(tx, ids, collections, conditions)
     if deleted.documents:
         await doc_graph.bump_version(tx)
+    if collections:  # a collection left without documents forgets its pack
+        await (await tx.run(_DROP_EMPTY_COLLECTIONS, names=list(collections))).consume()
     return deleted
 
 

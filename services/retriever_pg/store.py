@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import Any, AsyncContextManager, AsyncIterator, Iterable, Sequence
 
 import asyncpg
+
+import domains
 import numpy as np
 
 from services.common.filters import Condition
@@ -176,6 +178,18 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 *entity_collection_migration(),
             ],
         ),
+        (
+            # Domain packs: each collection's pack (domains/). Collections
+            # stored before packs existed were read as Chinese statutes and
+            # keep that pack.
+            5,
+            [
+                "CREATE TABLE IF NOT EXISTS collections ("
+                " name text PRIMARY KEY, domain_pack text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
+                "INSERT INTO collections (name, domain_pack) SELECT DISTINCT collection, 'law_zh' FROM documents "
+                "ON CONFLICT DO NOTHING",
+            ],
+        ),
     ]
 
 
@@ -284,6 +298,7 @@ class _Prepared:
     chunk_rows: list[tuple]
     term_rows: list[tuple]
     collection: str = "default"
+    domain_pack: str = ""
 
 
 def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
@@ -343,7 +358,10 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
         )
         for term, tf in Counter(t for t in terms if _usable_term(t)).items():
             term_rows.append((term, chunk.id, tf, doc_len, collection))
-    return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows, collection)
+    pack = getattr(doc, "domain_pack", "") or ""
+    if pack:
+        domains.get_pack(pack)  # UnknownPack is a ValueError
+    return _Prepared(index, doc.id, doc.content_hash, doc_row, chunk_rows, term_rows, collection, pack)
 
 
 def _term_scope(collections: Sequence[str] | None, conditions: Sequence[Condition], params: Params) -> str:
@@ -677,6 +695,9 @@ class PgStore:
         """
         async with self._conn() as conn:
             deleted = await lifecycle.delete_documents(conn, [i for i in ids if storable_text(i)], collections, conditions)
+            if collections:  # a collection left without documents forgets its pack
+                await conn.execute("DELETE FROM collections c WHERE c.name = ANY($1::text[]) AND NOT EXISTS "
+                                   "(SELECT 1 FROM documents d WHERE d.collection = c.name)", list(collections))
         if deleted.documents:
             await self.refresh_stats()
         return deleted
@@ -685,6 +706,30 @@ class PgStore:
         """{collection: (documents, chunks)}."""
         async with self._conn() as conn:
             return await lifecycle.collection_counts(conn)
+
+    async def collection_packs(self) -> dict[str, str]:
+        """{collection: domain pack} of every recorded collection."""
+        async with self._conn() as conn:
+            return {r["name"]: r["domain_pack"] for r in await conn.fetch("SELECT name, domain_pack FROM collections")}
+
+    @staticmethod
+    async def _record_packs(conn: asyncpg.Connection, items: list[_Prepared]) -> None:
+        """Records the pack of each new collection of ``items`` (the default
+        pack when they name none); an existing collection keeps its own.
+
+        Raises:
+            ValueError: a document names another pack than its collection's.
+        """
+        wanted: dict[str, str] = {}
+        for p in items:
+            wanted.setdefault(p.collection, p.domain_pack)
+        await conn.executemany("INSERT INTO collections (name, domain_pack) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                               [(c, p or domains.DEFAULT_PACK) for c, p in wanted.items()])
+        rows = await conn.fetch("SELECT name, domain_pack FROM collections WHERE name = ANY($1::text[])", list(wanted))
+        recorded = {r["name"]: r["domain_pack"] for r in rows}
+        for collection, pack in wanted.items():
+            if pack and recorded.get(collection) != pack:
+                raise ValueError(f"collection {collection!r} uses the {recorded.get(collection)!r} domain pack, not {pack!r}")
 
     async def chunks_by_ids(self, ids: list[str]) -> list[Hit]:
         """Chunks by id, in the order of ``ids`` (first occurrence), unknown
@@ -1040,6 +1085,7 @@ class PgStore:
                 ids,
                 _DOC_LOCK_SEED,
             )
+            await self._record_packs(conn, items)
             rows = await conn.fetch("SELECT id, content_hash, collection FROM documents WHERE id = ANY($1::text[])", ids)
             existing = {r["id"]: r["content_hash"] for r in rows}
             elsewhere = {r["id"]: r["collection"] for r in rows}

@@ -68,7 +68,7 @@ async def llm_expander(mesh, local_llm, tmp_path_factory):
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def ingested(mesh):
     async with grpc.aio.insecure_channel(mesh.gateway) as ch:
-        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes(), domain_pack="law_zh"), timeout=300)
     assert reply.stored + reply.unchanged == reply.received
     return reply
 

@@ -172,7 +172,7 @@ async def console(mesh):
 async def laws(mesh):
     async with grpc.aio.insecure_channel(mesh.gateway) as channel:
         reply = await gateway_pb2_grpc.GatewayServiceStub(channel).Ingest(
-            gateway_pb2.IngestRequest(jsonl=(DATA / "law_sample.jsonl").read_bytes()), timeout=300)
+            gateway_pb2.IngestRequest(jsonl=(DATA / "law_sample.jsonl").read_bytes(), domain_pack="law_zh"), timeout=300)
     assert reply.stored + reply.unchanged == reply.received > 0
     return reply
 

@@ -26,7 +26,7 @@ QUERIES = [
 
 async def test_eval_runs_save_artifacts_and_compare(mesh, tmp_path, monkeypatch, capsys):
     async with grpc.aio.insecure_channel(mesh.gateway) as ch:
-        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes(), domain_pack="law_zh"), timeout=300)
     assert not reply.failures
     dataset = tmp_path / "dev.jsonl"
     dataset.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in QUERIES), encoding="utf-8")

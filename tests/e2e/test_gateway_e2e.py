@@ -33,7 +33,7 @@ async def stub(mesh):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def ingested(stub):
-    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes(), domain_pack="law_zh"), timeout=300)
     return reply
 
 
@@ -57,7 +57,7 @@ async def test_ingest_stores_every_article_then_is_idempotent(stub, ingested):
     assert ingested.received == n
     assert ingested.stored == n and not ingested.failures
     assert ingested.chunks >= n
-    again = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes()), timeout=300)
+    again = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=SAMPLE.read_bytes(), domain_pack="law_zh"), timeout=300)
     assert again.unchanged == n and again.stored == 0
 
 

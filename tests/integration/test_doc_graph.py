@@ -7,7 +7,7 @@ import pytest
 
 from services.common.records import DocumentRecord
 from services.gateway.chunking import ChunkingConfig, chunk_document
-from services.retriever_graph.doc_facts import DOCGRAPH_VERSION
+from domains.law_zh.facts import DOCGRAPH_VERSION
 from services.retriever_graph.doc_graph import dangling_references
 
 CRIMINAL = "中华人民共和国刑法"
@@ -57,7 +57,9 @@ def records(rows=ARTICLES) -> list[DocumentRecord]:
     out = []
     for doc_id, law, chapter, article, status, text in rows:
         path = [p for p in (law, chapter, article) if p]
-        out.append(chunk_document(doc_id, law, path, text, {"status": status}, config))
+        record = chunk_document(doc_id, law, path, text, {"status": status}, config)
+        record.domain_pack = "law_zh"
+        out.append(record)
     return out
 
 

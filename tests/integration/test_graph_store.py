@@ -123,7 +123,7 @@ async def graph_counts(store: GraphStore) -> dict[str, int]:
         "has_chunk": await scalar(store, "MATCH (:Document)-[r:HAS_CHUNK]->(:Chunk) RETURN count(r)"),
         "next": await scalar(store, "MATCH (:Chunk)-[r:NEXT]->(:Chunk) RETURN count(r)"),
         # Everything but the document graph (doc_graph: its own tests).
-        "all_nodes": await scalar(store, "MATCH (n) WHERE NOT (n:ArticleKey OR n:Term OR n:GraphMeta) RETURN count(n)"),
+        "all_nodes": await scalar(store, "MATCH (n) WHERE NOT (n:ArticleKey OR n:Term OR n:GraphMeta OR n:Collection) RETURN count(n)"),
         "all_edges": await scalar(store, "MATCH ()-[r]->() WHERE NOT type(r) IN $doc_graph RETURN count(r)",
                                   doc_graph=list(DOC_GRAPH_EDGES)),
     }

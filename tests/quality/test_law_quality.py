@@ -54,7 +54,7 @@ async def law_gateway(law_data, mesh):
         async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
             for i in range(0, len(corpus), BATCH):
-                reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=samples.jsonl(corpus[i:i + BATCH])), timeout=900)
+                reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=samples.jsonl(corpus[i:i + BATCH]), domain_pack="law_zh"), timeout=900)
                 assert not reply.failures, reply.failures[:3]
                 stored += reply.stored
                 for t in reply.timings:

@@ -134,3 +134,15 @@ def test_answer_summary_rates_and_precision():
     assert s["citation_precision_before"] == 0.75 and s["citation_precision_after"] == 1.0
     assert s["bigram_precision_before"] == 0.5 and s["bigram_precision_after"] == 1.0
     assert s["reference"] == {"rouge_l": {"mean": 0.5, "computed": 1}, "numbers": {"mean": 1.0, "computed": 1}}
+
+
+def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
+    from services.cli.evaluate import gold_passages, passage_matches
+
+    assert gold_passages({"gold_text": "信息增长率"}) == ["信息增长率"]
+    assert gold_passages({"gold_text": ["a", " "]}) == ["a"] and gold_passages({"gold": ["1"]}) == []
+    gold = "信息增长率 = 新发现的块数 / 已知块数，低于 0.1 时停止迭代。"
+    assert passage_matches(gold, "前文。\n信息增长率 = 新发现的块数 / 已知块数，\n低于 0.1 时停止迭代。后文")
+    assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end
+    assert not passage_matches(gold, "停止迭代。")
+    assert not passage_matches(gold, "")

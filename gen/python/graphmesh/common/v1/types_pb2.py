@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgraphmesh/common/v1/types.proto\x12\x13graphmesh.common.v1\"N\n\x0c\x43hannelScore\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x10\n\x08\x65vidence\x18\x04 \x01(\t\"\x85\x03\n\tCandidate\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x0c\n\x04text\x18\x05 \x01(\t\x12+\n\x06source\x18\x06 \x01(\x0e\x32\x1b.graphmesh.common.v1.Source\x12\x39\n\x0e\x63hannel_scores\x18\x07 \x03(\x0b\x32!.graphmesh.common.v1.ChannelScore\x12\x13\n\x0b\x66used_score\x18\x08 \x01(\x01\x12\x0f\n\x07ordinal\x18\t \x01(\x05\x12\x11\n\tembedding\x18\n \x03(\x02\x12\x12\n\ncollection\x18\x0b \x01(\t\x12>\n\x08metadata\x18\x0c \x03(\x0b\x32,.graphmesh.common.v1.Candidate.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"s\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01\x12\x30\n\x06status\x18\x03 \x01(\x0e\x32 .graphmesh.common.v1.StageStatus\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\"\xdd\x01\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12=\n\x08metadata\x18\x05 \x03(\x0b\x32+.graphmesh.common.v1.Document.MetadataEntry\x12\x12\n\ncollection\x18\x06 \x01(\t\x12\x0e\n\x06source\x18\x07 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x05\x43hunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x0f\n\x07ordinal\x18\x03 \x01(\x05\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x16\n\x0eparent_context\x18\x06 \x01(\t\x12\x11\n\tembedding\x18\x07 \x03(\x02\x12\x16\n\x0ekeyword_tokens\x18\x08 \x03(\t\x12:\n\x08metadata\x18\t \x03(\x0b\x32(.graphmesh.common.v1.Chunk.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x84\x01\n\x0f\x43hunkedDocument\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.graphmesh.common.v1.Document\x12\x14\n\x0c\x63ontent_hash\x18\x02 \x01(\t\x12*\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x1a.graphmesh.common.v1.Chunk\":\n\rIngestFailure\x12\r\n\x05index\x18\x01 \x01(\x05\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"&\n\x08TextSpan\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"\xba\x01\n\x08QueryCut\x12\x33\n\x06method\x18\x01 \x01(\x0e\x32#.graphmesh.common.v1.QueryCutMethod\x12\x16\n\x0eoriginal_chars\x18\x02 \x01(\x05\x12\x16\n\x0e\x65mbedded_chars\x18\x03 \x01(\x05\x12\x31\n\nkept_spans\x18\x04 \x03(\x0b\x32\x1d.graphmesh.common.v1.TextSpan\x12\x16\n\x0ekeywords_found\x18\x05 \x01(\x05\"\xa4\x01\n\x0eMetadataFilter\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x06\x65quals\x18\x02 \x01(\tH\x00\x12\x31\n\x06\x61ny_of\x18\x03 \x01(\x0b\x32\x1f.graphmesh.common.v1.StringListH\x00\x12\x33\n\x05range\x18\x04 \x01(\x0b\x32\".graphmesh.common.v1.MetadataRangeH\x00\x42\x0b\n\tcondition\"\x1c\n\nStringList\x12\x0e\n\x06values\x18\x01 \x03(\t\"\x84\x01\n\rMetadataRange\x12\x0f\n\x02gt\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x03gte\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x02lt\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x10\n\x03lte\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x0f\n\x07numeric\x18\x05 \x01(\x08\x42\x05\n\x03_gtB\x06\n\x04_gteB\x05\n\x03_ltB\x06\n\x04_lte\"\xac\x02\n\x0eStoredDocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x14\n\x0cheading_path\x18\x05 \x03(\t\x12\x43\n\x08metadata\x18\x06 \x03(\x0b\x32\x31.graphmesh.common.v1.StoredDocument.MetadataEntry\x12\x14\n\x0c\x63ontent_hash\x18\x07 \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x08 \x01(\x05\x12\x16\n\x0eupdate_time_ms\x18\t \x01(\x03\x12\x0c\n\x04name\x18\n \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x01\n\x0e\x44\x65letionCounts\x12\x11\n\tdocuments\x18\x01 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x05\x12\x10\n\x08postings\x18\x04 \x01(\x05\x12\x13\n\x0bgraph_nodes\x18\x05 \x01(\x05\x12\x13\n\x0bgraph_edges\x18\x06 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x07 \x01(\x05\"S\n\x0e\x43ollectionInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdocuments\x18\x02 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x04 \x01(\x05*\x90\x01\n\x06Source\x12\x16\n\x12SOURCE_UNSPECIFIED\x10\x00\x12\x19\n\x15SOURCE_DOCUMENT_CHUNK\x10\x01\x12\x14\n\x10SOURCE_PG_ENTITY\x10\x02\x12\x10\n\x0cSOURCE_GRAPH\x10\x03\x12\x13\n\x0fSOURCE_FULLTEXT\x10\x04\x12\x16\n\x12SOURCE_ENTITY_NAME\x10\x05*u\n\x0bStageStatus\x12\x1c\n\x18STAGE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTAGE_STATUS_OK\x10\x01\x12\x18\n\x14STAGE_STATUS_SKIPPED\x10\x02\x12\x19\n\x15STAGE_STATUS_DEGRADED\x10\x03*\x91\x01\n\x0eQueryCutMethod\x12 \n\x1cQUERY_CUT_METHOD_UNSPECIFIED\x10\x00\x12\x1a\n\x16QUERY_CUT_METHOD_WHOLE\x10\x01\x12&\n\"QUERY_CUT_METHOD_CONTENT_SENTENCES\x10\x02\x12\x19\n\x15QUERY_CUT_METHOD_HEAD\x10\x03\x42\x1a\n\x16io.graphmesh.common.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fgraphmesh/common/v1/types.proto\x12\x13graphmesh.common.v1\"N\n\x0c\x43hannelScore\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x10\n\x08\x65vidence\x18\x04 \x01(\t\"\x85\x03\n\tCandidate\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x0c\n\x04text\x18\x05 \x01(\t\x12+\n\x06source\x18\x06 \x01(\x0e\x32\x1b.graphmesh.common.v1.Source\x12\x39\n\x0e\x63hannel_scores\x18\x07 \x03(\x0b\x32!.graphmesh.common.v1.ChannelScore\x12\x13\n\x0b\x66used_score\x18\x08 \x01(\x01\x12\x0f\n\x07ordinal\x18\t \x01(\x05\x12\x11\n\tembedding\x18\n \x03(\x02\x12\x12\n\ncollection\x18\x0b \x01(\t\x12>\n\x08metadata\x18\x0c \x03(\x0b\x32,.graphmesh.common.v1.Candidate.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"s\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01\x12\x30\n\x06status\x18\x03 \x01(\x0e\x32 .graphmesh.common.v1.StageStatus\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\"\xf2\x01\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12=\n\x08metadata\x18\x05 \x03(\x0b\x32+.graphmesh.common.v1.Document.MetadataEntry\x12\x12\n\ncollection\x18\x06 \x01(\t\x12\x0e\n\x06source\x18\x07 \x01(\t\x12\x13\n\x0b\x64omain_pack\x18\x08 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x05\x43hunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x0f\n\x07ordinal\x18\x03 \x01(\x05\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x16\n\x0eparent_context\x18\x06 \x01(\t\x12\x11\n\tembedding\x18\x07 \x03(\x02\x12\x16\n\x0ekeyword_tokens\x18\x08 \x03(\t\x12:\n\x08metadata\x18\t \x03(\x0b\x32(.graphmesh.common.v1.Chunk.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x84\x01\n\x0f\x43hunkedDocument\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.graphmesh.common.v1.Document\x12\x14\n\x0c\x63ontent_hash\x18\x02 \x01(\t\x12*\n\x06\x63hunks\x18\x03 \x03(\x0b\x32\x1a.graphmesh.common.v1.Chunk\":\n\rIngestFailure\x12\r\n\x05index\x18\x01 \x01(\x05\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"&\n\x08TextSpan\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"\xba\x01\n\x08QueryCut\x12\x33\n\x06method\x18\x01 \x01(\x0e\x32#.graphmesh.common.v1.QueryCutMethod\x12\x16\n\x0eoriginal_chars\x18\x02 \x01(\x05\x12\x16\n\x0e\x65mbedded_chars\x18\x03 \x01(\x05\x12\x31\n\nkept_spans\x18\x04 \x03(\x0b\x32\x1d.graphmesh.common.v1.TextSpan\x12\x16\n\x0ekeywords_found\x18\x05 \x01(\x05\"\xa4\x01\n\x0eMetadataFilter\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x06\x65quals\x18\x02 \x01(\tH\x00\x12\x31\n\x06\x61ny_of\x18\x03 \x01(\x0b\x32\x1f.graphmesh.common.v1.StringListH\x00\x12\x33\n\x05range\x18\x04 \x01(\x0b\x32\".graphmesh.common.v1.MetadataRangeH\x00\x42\x0b\n\tcondition\"\x1c\n\nStringList\x12\x0e\n\x06values\x18\x01 \x03(\t\"\x84\x01\n\rMetadataRange\x12\x0f\n\x02gt\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x03gte\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x02lt\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x10\n\x03lte\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x0f\n\x07numeric\x18\x05 \x01(\x08\x42\x05\n\x03_gtB\x06\n\x04_gteB\x05\n\x03_ltB\x06\n\x04_lte\"\xac\x02\n\x0eStoredDocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x14\n\x0cheading_path\x18\x05 \x03(\t\x12\x43\n\x08metadata\x18\x06 \x03(\x0b\x32\x31.graphmesh.common.v1.StoredDocument.MetadataEntry\x12\x14\n\x0c\x63ontent_hash\x18\x07 \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x08 \x01(\x05\x12\x16\n\x0eupdate_time_ms\x18\t \x01(\x03\x12\x0c\n\x04name\x18\n \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x01\n\x0e\x44\x65letionCounts\x12\x11\n\tdocuments\x18\x01 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x05\x12\x10\n\x08postings\x18\x04 \x01(\x05\x12\x13\n\x0bgraph_nodes\x18\x05 \x01(\x05\x12\x13\n\x0bgraph_edges\x18\x06 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x07 \x01(\x05\"h\n\x0e\x43ollectionInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdocuments\x18\x02 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x05\x12\x10\n\x08\x65ntities\x18\x04 \x01(\x05\x12\x13\n\x0b\x64omain_pack\x18\x05 \x01(\t*\x90\x01\n\x06Source\x12\x16\n\x12SOURCE_UNSPECIFIED\x10\x00\x12\x19\n\x15SOURCE_DOCUMENT_CHUNK\x10\x01\x12\x14\n\x10SOURCE_PG_ENTITY\x10\x02\x12\x10\n\x0cSOURCE_GRAPH\x10\x03\x12\x13\n\x0fSOURCE_FULLTEXT\x10\x04\x12\x16\n\x12SOURCE_ENTITY_NAME\x10\x05*u\n\x0bStageStatus\x12\x1c\n\x18STAGE_STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTAGE_STATUS_OK\x10\x01\x12\x18\n\x14STAGE_STATUS_SKIPPED\x10\x02\x12\x19\n\x15STAGE_STATUS_DEGRADED\x10\x03*\x91\x01\n\x0eQueryCutMethod\x12 \n\x1cQUERY_CUT_METHOD_UNSPECIFIED\x10\x00\x12\x1a\n\x16QUERY_CUT_METHOD_WHOLE\x10\x01\x12&\n\"QUERY_CUT_METHOD_CONTENT_SENTENCES\x10\x02\x12\x19\n\x15QUERY_CUT_METHOD_HEAD\x10\x03\x42\x1a\n\x16io.graphmesh.common.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,12 +40,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHUNK_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_STOREDDOCUMENT_METADATAENTRY']._loaded_options = None
   _globals['_STOREDDOCUMENT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_SOURCE']._serialized_start=2435
-  _globals['_SOURCE']._serialized_end=2579
-  _globals['_STAGESTATUS']._serialized_start=2581
-  _globals['_STAGESTATUS']._serialized_end=2698
-  _globals['_QUERYCUTMETHOD']._serialized_start=2701
-  _globals['_QUERYCUTMETHOD']._serialized_end=2846
+  _globals['_SOURCE']._serialized_start=2477
+  _globals['_SOURCE']._serialized_end=2621
+  _globals['_STAGESTATUS']._serialized_start=2623
+  _globals['_STAGESTATUS']._serialized_end=2740
+  _globals['_QUERYCUTMETHOD']._serialized_start=2743
+  _globals['_QUERYCUTMETHOD']._serialized_end=2888
   _globals['_CHANNELSCORE']._serialized_start=56
   _globals['_CHANNELSCORE']._serialized_end=134
   _globals['_CANDIDATE']._serialized_start=137
@@ -55,33 +55,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STAGETIMING']._serialized_start=528
   _globals['_STAGETIMING']._serialized_end=643
   _globals['_DOCUMENT']._serialized_start=646
-  _globals['_DOCUMENT']._serialized_end=867
+  _globals['_DOCUMENT']._serialized_end=888
   _globals['_DOCUMENT_METADATAENTRY']._serialized_start=479
   _globals['_DOCUMENT_METADATAENTRY']._serialized_end=526
-  _globals['_CHUNK']._serialized_start=870
-  _globals['_CHUNK']._serialized_end=1139
+  _globals['_CHUNK']._serialized_start=891
+  _globals['_CHUNK']._serialized_end=1160
   _globals['_CHUNK_METADATAENTRY']._serialized_start=479
   _globals['_CHUNK_METADATAENTRY']._serialized_end=526
-  _globals['_CHUNKEDDOCUMENT']._serialized_start=1142
-  _globals['_CHUNKEDDOCUMENT']._serialized_end=1274
-  _globals['_INGESTFAILURE']._serialized_start=1276
-  _globals['_INGESTFAILURE']._serialized_end=1334
-  _globals['_TEXTSPAN']._serialized_start=1336
-  _globals['_TEXTSPAN']._serialized_end=1374
-  _globals['_QUERYCUT']._serialized_start=1377
-  _globals['_QUERYCUT']._serialized_end=1563
-  _globals['_METADATAFILTER']._serialized_start=1566
-  _globals['_METADATAFILTER']._serialized_end=1730
-  _globals['_STRINGLIST']._serialized_start=1732
-  _globals['_STRINGLIST']._serialized_end=1760
-  _globals['_METADATARANGE']._serialized_start=1763
-  _globals['_METADATARANGE']._serialized_end=1895
-  _globals['_STOREDDOCUMENT']._serialized_start=1898
-  _globals['_STOREDDOCUMENT']._serialized_end=2198
+  _globals['_CHUNKEDDOCUMENT']._serialized_start=1163
+  _globals['_CHUNKEDDOCUMENT']._serialized_end=1295
+  _globals['_INGESTFAILURE']._serialized_start=1297
+  _globals['_INGESTFAILURE']._serialized_end=1355
+  _globals['_TEXTSPAN']._serialized_start=1357
+  _globals['_TEXTSPAN']._serialized_end=1395
+  _globals['_QUERYCUT']._serialized_start=1398
+  _globals['_QUERYCUT']._serialized_end=1584
+  _globals['_METADATAFILTER']._serialized_start=1587
+  _globals['_METADATAFILTER']._serialized_end=1751
+  _globals['_STRINGLIST']._serialized_start=1753
+  _globals['_STRINGLIST']._serialized_end=1781
+  _globals['_METADATARANGE']._serialized_start=1784
+  _globals['_METADATARANGE']._serialized_end=1916
+  _globals['_STOREDDOCUMENT']._serialized_start=1919
+  _globals['_STOREDDOCUMENT']._serialized_end=2219
   _globals['_STOREDDOCUMENT_METADATAENTRY']._serialized_start=479
   _globals['_STOREDDOCUMENT_METADATAENTRY']._serialized_end=526
-  _globals['_DELETIONCOUNTS']._serialized_start=2201
-  _globals['_DELETIONCOUNTS']._serialized_end=2347
-  _globals['_COLLECTIONINFO']._serialized_start=2349
-  _globals['_COLLECTIONINFO']._serialized_end=2432
+  _globals['_DELETIONCOUNTS']._serialized_start=2222
+  _globals['_DELETIONCOUNTS']._serialized_end=2368
+  _globals['_COLLECTIONINFO']._serialized_start=2370
+  _globals['_COLLECTIONINFO']._serialized_end=2474
 # @@protoc_insertion_point(module_scope)

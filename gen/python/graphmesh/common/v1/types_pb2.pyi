@@ -318,6 +318,7 @@ class Document(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     COLLECTION_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACK_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Caller's stable id; gold labels refer to it."""
     title: _builtins.str
@@ -328,6 +329,11 @@ class Document(_message.Message):
     """Collection the document belongs to; "default" when empty."""
     source: _builtins.str
     """Where it came from (file name), empty for JSONL records."""
+    domain_pack: _builtins.str
+    """Domain pack of its collection ("generic", "law_zh"; domains/): which
+    facts the document graph reads from it. "" = the collection's recorded
+    pack, else "generic".
+    """
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Headings above the text, outermost first (law, chapter, section, article)."""
@@ -346,10 +352,11 @@ class Document(_message.Message):
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         collection: _builtins.str = ...,
         source: _builtins.str = ...,
+        domain_pack: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "domain_pack", b"domain_pack", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -831,6 +838,7 @@ class CollectionInfo(_message.Message):
     DOCUMENTS_FIELD_NUMBER: _builtins.int
     CHUNKS_FIELD_NUMBER: _builtins.int
     ENTITIES_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACK_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Collection name."""
     documents: _builtins.int
@@ -839,6 +847,10 @@ class CollectionInfo(_message.Message):
     """Chunks in it."""
     entities: _builtins.int
     """Library entities in it."""
+    domain_pack: _builtins.str
+    """Domain pack the collection was created with ("generic", "law_zh");
+    "" when the store that answered keeps no packs.
+    """
     def __init__(
         self,
         *,
@@ -846,10 +858,11 @@ class CollectionInfo(_message.Message):
         documents: _builtins.int = ...,
         chunks: _builtins.int = ...,
         entities: _builtins.int = ...,
+        domain_pack: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "documents", b"documents", "entities", b"entities", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "documents", b"documents", "domain_pack", b"domain_pack", "entities", b"entities", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -164,6 +164,7 @@ class ExpandRequest(_message.Message):
 
     QUERY_FIELD_NUMBER: _builtins.int
     EMBED_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACKS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The user's question (1 to 10,000 characters by default). A long one (a
     pasted case description) keeps its keywords from the whole text and has
@@ -171,15 +172,23 @@ class ExpandRequest(_message.Message):
     """
     embed: _builtins.bool
     """Whether to return the query embedding."""
+    @_builtins.property
+    def domain_packs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Domain packs of the collections searched ("law_zh", ...): their
+        question classifiers are tried before the general cue rules. Empty =
+        the general rules only.
+        """
+
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         embed: _builtins.bool = ...,
+        domain_packs: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embed", b"embed", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain_packs", b"domain_packs", "embed", b"embed", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -225,14 +234,21 @@ class ExpandResponse(_message.Message):
     EXPANSIONS_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     QUERY_CUT_FIELD_NUMBER: _builtins.int
+    QUESTION_TYPE_NAME_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Query after whitespace and full-width normalisation."""
     question_type: Global___QuestionType.ValueType
-    """Detected question type."""
+    """Detected question type, as the enum (QUESTION_TYPE_UNSPECIFIED for a
+    type a pack registered that the enum lacks; question_type_name has it).
+    """
     question_type_confidence: _builtins.float
     """Confidence of the question type in [0, 1]."""
     embedding_model: _builtins.str
     """Name of the embedding model."""
+    question_type_name: _builtins.str
+    """Detected question type by name ("QUESTION_TYPE_CASE_FACTS"): the
+    general types and those domain packs register.
+    """
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Content keywords from jieba (search mode), stop words removed, in
@@ -266,10 +282,11 @@ class ExpandResponse(_message.Message):
         expansions: _abc.Iterable[Global___Expansion] | None = ...,
         embedding_model: _builtins.str = ...,
         query_cut: _types_pb2.QueryCut | None = ...,
+        question_type_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence", "question_type_name", b"question_type_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

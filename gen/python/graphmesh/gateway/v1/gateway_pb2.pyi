@@ -912,6 +912,7 @@ class IngestRequest(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     COLLECTION_FIELD_NUMBER: _builtins.int
     FILES_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACK_FIELD_NUMBER: _builtins.int
     jsonl: _builtins.bytes
     """JSONL, one document a line: {"id", "text", optional "title", "law",
     "chapter", "section", "article", "heading_path", "metadata"}. Lines must
@@ -923,6 +924,14 @@ class IngestRequest(_message.Message):
     """Collection the documents, entities or triples go into ([A-Za-z0-9]
     then up to 62 of [A-Za-z0-9_-]); "default" when empty. Created by the
     first ingest into it.
+    """
+    domain_pack: _builtins.str
+    """Domain pack of the collection (ListDomainPacks: "generic", "law_zh"):
+    what the document graph reads from its documents and how questions
+    asked of it are classified. Given when the collection is created and
+    kept; "" = the collection's pack, or "generic" for a new collection.
+    Errors: INVALID_ARGUMENT naming "domain_pack" for an unknown pack, or
+    one other than the existing collection's.
     """
     @_builtins.property
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestFile]:
@@ -937,10 +946,11 @@ class IngestRequest(_message.Message):
         kind: Global___IngestKind.ValueType = ...,
         collection: _builtins.str = ...,
         files: _abc.Iterable[Global___IngestFile] | None = ...,
+        domain_pack: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "files", b"files", "jsonl", b"jsonl", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "domain_pack", b"domain_pack", "files", b"files", "jsonl", b"jsonl", "kind", b"kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1451,6 +1461,92 @@ class ListCollectionsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListCollectionsResponse: _TypeAlias = ListCollectionsResponse  # noqa: Y015
+
+@_typing.final
+class ListDomainPacksRequest(_message.Message):
+    """Request for ListDomainPacks."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDomainPacksRequest: _TypeAlias = ListDomainPacksRequest  # noqa: Y015
+
+@_typing.final
+class DomainPackInfo(_message.Message):
+    """One domain pack."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    QUESTION_TYPES_FIELD_NUMBER: _builtins.int
+    CHANNELS_FIELD_NUMBER: _builtins.int
+    RECIPE_SOURCE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Its name, as IngestRequest.domain_pack takes it."""
+    description: _builtins.str
+    """What corpora it is for."""
+    recipe_source: _builtins.str
+    """The command and figures that fitted its retrieval recipes."""
+    @_builtins.property
+    def question_types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Question types it classifies (QueryInfo.question_type values), besides
+        the general QUESTION_TYPE_CONCEPT_DEFINITION, _FACTUAL_LOOKUP,
+        _MULTI_HOP_REASONING and _POLICY_EVALUATION.
+        """
+
+    @_builtins.property
+    def channels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Retrieval channels its document facts feed (stage names of SearchRequest)."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        question_types: _abc.Iterable[_builtins.str] | None = ...,
+        channels: _abc.Iterable[_builtins.str] | None = ...,
+        recipe_source: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channels", b"channels", "description", b"description", "name", b"name", "question_types", b"question_types", "recipe_source", b"recipe_source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DomainPackInfo: _TypeAlias = DomainPackInfo  # noqa: Y015
+
+@_typing.final
+class ListDomainPacksResponse(_message.Message):
+    """Response for ListDomainPacks."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PACKS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def packs(self) -> _containers.RepeatedCompositeFieldContainer[Global___DomainPackInfo]:
+        """Packs ordered by name."""
+
+    def __init__(
+        self,
+        *,
+        packs: _abc.Iterable[Global___DomainPackInfo] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["packs", b"packs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListDomainPacksResponse: _TypeAlias = ListDomainPacksResponse  # noqa: Y015
 
 @_typing.final
 class DeleteCollectionRequest(_message.Message):

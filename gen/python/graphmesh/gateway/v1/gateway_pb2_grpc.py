@@ -86,6 +86,11 @@ class GatewayServiceStub:
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.FromString,
                 _registered_method=True)
+        self.ListDomainPacks = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/ListDomainPacks',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksResponse.FromString,
+                _registered_method=True)
         self.DeleteCollection = channel.unary_unary(
                 '/graphmesh.gateway.v1.GatewayService/DeleteCollection',
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.SerializeToString,
@@ -207,7 +212,16 @@ class GatewayServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCollections(self, request, context):
-        """Every collection with its counts (created implicitly by Ingest).
+        """Every collection with its counts and domain pack (created implicitly
+        by Ingest).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDomainPacks(self, request, context):
+        """The registered domain packs: their names, the question types they
+        classify and the lookup channels they feed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -274,6 +288,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.ListCollections,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.SerializeToString,
+            ),
+            'ListDomainPacks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDomainPacks,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksResponse.SerializeToString,
             ),
             'DeleteCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteCollection,
@@ -553,6 +572,33 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/ListCollections',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDomainPacks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/ListDomainPacks',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ListDomainPacksResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -108,7 +108,13 @@ class GatewayServiceStub:
     (one of names and filter is required).
     """
     ListCollections: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ListCollectionsRequest, _gateway_pb2.ListCollectionsResponse]
-    """Every collection with its counts (created implicitly by Ingest)."""
+    """Every collection with its counts and domain pack (created implicitly
+    by Ingest).
+    """
+    ListDomainPacks: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ListDomainPacksRequest, _gateway_pb2.ListDomainPacksResponse]
+    """The registered domain packs: their names, the question types they
+    classify and the lookup channels they feed.
+    """
     DeleteCollection: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]
     """Deletes a collection (AIP-135) from every store: its documents as
     DeleteDocuments, and its library entities and facts. Idempotent.
@@ -195,7 +201,13 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     (one of names and filter is required).
     """
     ListCollections: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ListCollectionsRequest, _gateway_pb2.ListCollectionsResponse]  # type: ignore[assignment]
-    """Every collection with its counts (created implicitly by Ingest)."""
+    """Every collection with its counts and domain pack (created implicitly
+    by Ingest).
+    """
+    ListDomainPacks: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ListDomainPacksRequest, _gateway_pb2.ListDomainPacksResponse]  # type: ignore[assignment]
+    """The registered domain packs: their names, the question types they
+    classify and the lookup channels they feed.
+    """
     DeleteCollection: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]  # type: ignore[assignment]
     """Deletes a collection (AIP-135) from every store: its documents as
     DeleteDocuments, and its library entities and facts. Idempotent.
@@ -339,7 +351,19 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _gateway_pb2.ListCollectionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.ListCollectionsResponse, _abc.Awaitable[_gateway_pb2.ListCollectionsResponse]]:
-        """Every collection with its counts (created implicitly by Ingest)."""
+        """Every collection with its counts and domain pack (created implicitly
+        by Ingest).
+        """
+
+    @_abc_1.abstractmethod
+    def ListDomainPacks(
+        self,
+        request: _gateway_pb2.ListDomainPacksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.ListDomainPacksResponse, _abc.Awaitable[_gateway_pb2.ListDomainPacksResponse]]:
+        """The registered domain packs: their names, the question types they
+        classify and the lookup channels they feed.
+        """
 
     @_abc_1.abstractmethod
     def DeleteCollection(

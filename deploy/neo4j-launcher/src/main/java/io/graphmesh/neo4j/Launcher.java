@@ -54,11 +54,18 @@ public final class Launcher {
     if (auth) {
       // Embedded transactions are not subject to Bolt authentication; the
       // system database holds the users.
-      service
-          .database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
-          .executeTransactionally(
-              "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
-              java.util.Map.of("password", password));
+      try {
+        service
+            .database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
+            .executeTransactionally(
+                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                java.util.Map.of("password", password));
+      } catch (org.neo4j.graphdb.QueryExecutionException e) {
+        // A restart with the same password: it is set already.
+        if (e.getMessage() == null || !e.getMessage().contains("cannot be the same")) {
+          throw e;
+        }
+      }
     }
     GraphDatabaseAPI db =
         (GraphDatabaseAPI) service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);

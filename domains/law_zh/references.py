@@ -27,8 +27,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+from services.common.numbers import chinese_to_int
+
 NUM = r"[零〇一二两三四五六七八九十百千万0-9]+"
 #: Prefix of PRC law names, usually left out when a law is cited.
 LAW_PREFIX = "中华人民共和国"
@@ -60,28 +60,13 @@ def normalize(text: str) -> str:
 
 def cn_number(text: str) -> int | None:
     """Value of a Chinese or Arabic numeral ("二百零九" -> 209, "十七" -> 17,
-    "一千零九十八" -> 1098, "42" -> 42); None when ``text`` is not one."""
+    "一千零九十八" -> 1098, "42" -> 42); None when ``text`` is not one. The
+    one numeral parser is services.common.numbers.chinese_to_int."""
     if not text:
         return None
     if text.isdigit():
         return int(text)
-    total, section, digit = 0, 0, None
-    for ch in text:
-        if ch in _DIGITS:
-            digit = _DIGITS[ch]
-        elif ch in _UNITS:
-            unit = _UNITS[ch]
-            if unit == 10000:
-                total += (section + (digit or 0)) * unit
-                section, digit = 0, None
-            else:
-                section += (1 if digit is None else digit) * unit
-                digit = None
-        elif ch.isdigit():
-            digit = (digit or 0) * 10 + int(ch)
-        else:
-            return None
-    return total + section + (digit or 0)
+    return chinese_to_int(text)
 
 
 def make_article_key(number: int, sub: int | None = None) -> str:

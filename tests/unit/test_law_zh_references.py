@@ -2,7 +2,7 @@
 on real article texts of /work/shared/data/law-zh/corpus.jsonl.gz."""
 from __future__ import annotations
 
-from services.retriever_graph import legal_refs as lr
+from domains.law_zh import references as lr
 
 # 刑法 第一百五十三条 (id 4875), first paragraph.
 SMUGGLING = ("走私本法第一百五十一条、第一百五十二条、第三百四十七条规定以外的货物、物品的，根据情节轻重，分别依照下列规定处罚：\n"

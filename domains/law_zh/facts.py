@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.common.records import DocumentRecord
-from services.retriever_graph import legal_refs as lr
+from domains.law_zh import references as lr
 
 #: Bumped whenever parsing changes: documents linked by an older version
 #: report no content hash, so the next ingest sends them again.

@@ -1,0 +1,58 @@
+"""law_zh: Chinese statutes (PRC laws, regulations and judicial
+interpretations) as a domain pack.
+
+- Question types: article lookups, case facts and lay consultations
+  (``question_types.detect``), before the general cue rules.
+- Document facts: each article's law and article key, its cross-references
+  and amendments, the terms it defines, the offences it punishes and its
+  status (``facts.document_facts``, over ``references``: the one parser of
+  article references; numerals through services.common.numbers).
+- Channels: graph.article, graph.offence, graph.term, graph.cites,
+  graph.version (the graph retriever's lookups over those facts).
+- Recipes: ``recipes.json`` (profiles per question type and the channel
+  weights, with the command and figures that fitted them).
+
+``USAGE`` counts the calls into the pack's entry points by name; tests
+assert through it that a collection of another pack runs no statute code.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from domains.pack import DomainPack, load_recipe
+
+NAME = "law_zh"
+#: Calls into the pack's entry points ("classify", "document_facts", "query_lookups").
+USAGE: Counter[str] = Counter()
+
+
+def classify(query: str) -> tuple[str, float] | None:
+    """Article lookup, case facts or lay consultation (question_types.detect)."""
+    from domains.law_zh import question_types
+
+    USAGE["classify"] += 1
+    return question_types.detect(query)
+
+
+def document_facts(document):
+    """The document-graph facts of one law article (facts.document_facts)."""
+    from domains.law_zh import facts
+
+    USAGE["document_facts"] += 1
+    return facts.document_facts(document)
+
+
+_RECIPE = load_recipe(Path(__file__).resolve().parent / "recipes.json")
+
+PACK = DomainPack(
+    name=NAME,
+    description="Chinese statutes: article references, amendments, defined terms, offences, versions",
+    classify=classify,
+    question_types=("QUESTION_TYPE_ARTICLE_LOOKUP", "QUESTION_TYPE_CASE_FACTS", "QUESTION_TYPE_LAY_CONSULTATION"),
+    document_facts=document_facts,
+    channels=("graph.article", "graph.offence", "graph.term", "graph.cites", "graph.version"),
+    profiles=_RECIPE["profiles"],
+    channel_weights=_RECIPE.get("channel_weights", {}),
+    recipe_source=_RECIPE.get("source", ""),
+)

@@ -1,0 +1,85 @@
+"""The domain-pack interface: what general retrieval code asks of a domain.
+
+General code (chunking, retrieval channels, fusion, the document graph's
+storage and walks) knows no domain. What is true only of one kind of corpus
+is a pack: data and small pure functions, registered under a name, in the
+way bm25s takes its stopwords and splitter as data. A collection names its
+pack when it is created; documents of that collection are read by the
+pack's fact extractor, and questions asked of it are classified by the
+pack's classifier and answered with the pack's retrieval recipes. Packs
+import no service.
+
+A pack provides (every part optional; ``domains.generic`` provides none of
+the domain parts):
+
+- ``classify(query)``: (question type, confidence) for the forms of
+  question this domain has, tried before the general cue rules; None when
+  the query has none of them.
+- ``question_types``: the question-type names ``classify`` may return.
+- ``document_facts(document)``: what the document graph learns of one
+  stored document (for law_zh: its article key, cross-references,
+  amendments, defined terms, offences, status); None = nothing.
+- ``channels``: the graph lookup channels the pack's facts feed
+  (services.common.names), run only for collections of this pack.
+- ``profiles``: retrieval profiles per question type (the fields of
+  services.gateway.config.RetrievalProfile), read from the pack's recipe
+  file, with ``recipe_source`` naming the command and figures that fitted
+  them.
+- ``channel_weights``: fusion weights of the pack's own channels.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def _no_question_type(query: str) -> tuple[str, float] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class DomainPack:
+    """One domain pack (module doc).
+
+    Attributes:
+        name: registry name, e.g. "law_zh" (lower case, [a-z0-9_]).
+        description: one line for people and the API.
+        classify: query -> (question type, confidence in [0, 1]) or None.
+        question_types: names ``classify`` may return.
+        document_facts: DocumentRecord -> facts for the document graph, or
+            None when the pack extracts none.
+        channels: lookup channels the pack's facts feed.
+        profiles: question type -> RetrievalProfile fields (a dict).
+        channel_weights: fusion weight of each of the pack's channels.
+        chunk_tokens / chunk_overlap: chunk size and overlap (tokens) of the
+            pack's documents; None = the gateway's setting.
+        recipe_source: the command and figures that fitted the recipes.
+    """
+
+    name: str
+    description: str
+    classify: Callable[[str], tuple[str, float] | None] = _no_question_type
+    question_types: tuple[str, ...] = ()
+    document_facts: Callable[[Any], Any] | None = None
+    channels: tuple[str, ...] = ()
+    profiles: Mapping[str, dict] = field(default_factory=dict)
+    channel_weights: Mapping[str, float] = field(default_factory=dict)
+    chunk_tokens: int | None = None
+    chunk_overlap: int | None = None
+    recipe_source: str = ""
+
+
+def load_recipe(path: Path) -> dict:
+    """A pack's recipe file: {"source": str, "profiles": {type: {...}},
+    "channel_weights": {channel: weight}}.
+
+    Raises:
+        ValueError: the file is not such an object.
+    """
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("profiles", {}), dict):
+        raise ValueError(f"{path}: a recipe is an object with \"profiles\"")
+    return data
