@@ -56,6 +56,10 @@ class DomainPack:
         channel_weights: fusion weight of each of the pack's channels.
         chunk_tokens / chunk_overlap: chunk size and overlap (tokens) of the
             pack's documents; None = the gateway's setting.
+        abstention_fitted: the gateway's fitted answerability rule
+            (services/gateway/abstention.py FITS) was fitted on this pack's
+            corpora and applies to its collections; elsewhere Answer does
+            not abstain on that rule's say.
         recipe_source: the command and figures that fitted the recipes.
     """
 
@@ -69,6 +73,7 @@ class DomainPack:
     channel_weights: Mapping[str, float] = field(default_factory=dict)
     chunk_tokens: int | None = None
     chunk_overlap: int | None = None
+    abstention_fitted: bool = False
     recipe_source: str = ""
 
 

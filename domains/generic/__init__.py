@@ -2,10 +2,16 @@
 document facts and no lookup channels of its own: documents get the general
 path (chunks under their headings, dense and keyword channels, the heading
 structure of the document graph) and questions the general cue rules
-(MarxSphere's four types)."""
+(MarxSphere's four types). Its recipe (``recipes.json``) sets smaller
+chunks than the gateway's default, with the figures that chose them."""
 from __future__ import annotations
 
-from domains.pack import DomainPack
+from pathlib import Path
+
+from domains.pack import DomainPack, load_recipe
 
 NAME = "generic"
-PACK = DomainPack(name=NAME, description="any corpus: structure from headings, dense and keyword retrieval")
+_RECIPE = load_recipe(Path(__file__).resolve().parent / "recipes.json")
+PACK = DomainPack(name=NAME, description="any corpus: structure from headings, dense and keyword retrieval",
+                  chunk_tokens=_RECIPE.get("chunk_tokens"), chunk_overlap=_RECIPE.get("chunk_overlap"),
+                  recipe_source=_RECIPE.get("source", ""))

@@ -54,5 +54,6 @@ PACK = DomainPack(
     channels=("graph.article", "graph.offence", "graph.term", "graph.cites", "graph.version"),
     profiles=_RECIPE["profiles"],
     channel_weights=_RECIPE.get("channel_weights", {}),
+    abstention_fitted=True,
     recipe_source=_RECIPE.get("source", ""),
 )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import grpc
 from prometheus_client import Counter
 
+import domains
 from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
@@ -192,8 +193,10 @@ class FallbackChain:
             return None
         if not force and (strategy not in fallback.AS_ASKED or down):
             return None
-        sig = abstention.signals(retrieval.response.query_info.keywords, results)
         info = retrieval.response.query_info
+        if info.domain_packs and not any(domains.PACKS.get(p, domains.GENERIC).abstention_fitted for p in info.domain_packs):
+            return None  # the rule was fitted on other corpora: it does not judge these collections
+        sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
         chosen.decision = abstention.decide(sig, s.abstention_threshold, info.embedding_model, vector_ran)
         chosen.evidence = retrieval

@@ -5,6 +5,7 @@ LLM call itself is ``services.gateway.generator``."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -163,19 +164,23 @@ def asks_amount(question: str) -> bool:
 
 
 def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
-                   wants_number: bool = False) -> float:
+                   wants_number: bool = False, idf: dict[str, float] | None = None) -> float:
     """How well ``sentence`` answers, in [0, ~1.15]: the share of the
-    question's content keywords it holds (weighted by length in characters;
-    half the score when ``question_bigrams`` are given), the share of the
-    question's character bigrams it holds (the other half: catches words the
-    tokenizer splits differently), plus NUMBER_BONUS when the question asks
-    an amount and the sentence states a number; list items and table rows
-    count ITEM_PENALTY of that. 0 without keywords or bigrams."""
-    total = sum(len(k) for k in keywords)
+    question's content keywords it holds (weighted by length in characters
+    times ``idf``; half the score when ``question_bigrams`` are given), the
+    idf-weighted share of the question's character bigrams it holds (the
+    other half: catches words the tokenizer splits differently), plus
+    NUMBER_BONUS when the question asks an amount and the sentence states a
+    number; list items and table rows count ITEM_PENALTY of that. ``idf``
+    (term -> weight, 1 when absent) lets words found in every candidate,
+    such as the document's title, count less. 0 without keywords or bigrams."""
+    idf = idf or {}
+    total = sum(len(k) * idf.get(k, 1.0) for k in keywords)
     text = sentence.lower()
-    coverage = sum(len(k) for k in keywords if k in text) / total if total else 0.0
+    coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
     if question_bigrams:
-        overlap = len(_bigrams(sentence) & question_bigrams) / len(question_bigrams)
+        weight = sum(idf.get(b, 1.0) for b in question_bigrams)
+        overlap = sum(idf.get(b, 1.0) for b in _bigrams(sentence) & question_bigrams) / weight if weight else 0.0
         score = 0.5 * coverage + 0.5 * overlap
     else:
         score = coverage
@@ -184,6 +189,15 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     if _LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()):
         score *= ITEM_PENALTY
     return score
+
+
+def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
+    """Inverse frequency of each of ``terms`` over the candidate ``lines``
+    (log((n + 1) / (df + 0.5)), at least 0.1), so that a word every line
+    shares (a title, a heading) tells the lines apart less than a rare one."""
+    lowered = [line.lower() for line in lines]
+    n = len(lowered)
+    return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
 
 
 def _candidates(text: str) -> list[str]:
@@ -217,13 +231,14 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
     question_bigrams = _bigrams(question) if question else set()
     wants_number = asks_amount(question)
+    pieces = [_candidates(text) for text in texts[:max_sources]]
+    idf = _idf([c for cs in pieces for c in cs], set(keywords) | question_bigrams)
 
     def score(sentence: str) -> float:
-        return sentence_score(sentence, keywords, question_bigrams, wants_number)
+        return sentence_score(sentence, keywords, question_bigrams, wants_number, idf)
 
     lines = [EXTRACTIVE_LABEL]
-    for number, text in enumerate(texts[:max_sources], start=1):
-        sentences = _candidates(text)
+    for number, sentences in enumerate(pieces, start=1):
         candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
             (i, s) for i, s in enumerate(sentences) if s][:1]
         ranked = sorted(candidates, key=lambda item: (-score(item[1]), item[0]))

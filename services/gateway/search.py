@@ -75,6 +75,7 @@ class SearchFlow:
         understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
+        understood.info.domain_packs.extend(packs)
         disabled = profile.switched_off(disabled, enabled)
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
@@ -107,7 +108,9 @@ class SearchFlow:
         """
         s = self.settings
         trace = Trace()
-        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout)
+        packs = await self.packs.for_search(scope.collections, deadline)
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
+        understood.info.domain_packs.extend(packs)
         _, profile = s.profile_for("", 0.0)
         request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
         pg = self._retriever(PG)

@@ -60,6 +60,7 @@ def test_no_answer_message_follows_the_question_language():
 def mesh(vector_scores, llm=None, embedding_model="", **overrides):
     pg = FakeRetriever("retriever_pg", [candidate(f"d{i}", BUDGET if i == 0 else OTHER, "pg.keyword", 2.0, vector_score=v)
                                         for i, v in enumerate(vector_scores)])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=2, domain_pack="law_zh")]  # the rule's corpus
     graph = FakeRetriever("retriever_graph", [])
     settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, rerank_timeout=0.3, fuse_timeout=0.3,
                                expand_timeout=0.3, **overrides)
@@ -126,3 +127,12 @@ async def test_embedded_question_whose_results_have_no_vector_hit_abstains():
     # results are not judged.
     not_embedded = await mesh([0.0, 0.0]).answerer.answer("《西游记》中唐僧有几个徒弟？", 5, None, Deadline(10))
     assert not_embedded.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+
+
+async def test_collections_of_a_pack_the_rule_was_not_fitted_on_are_not_judged():
+    gateway = mesh([0.2, 0.1])
+    gateway.search.packs._packs["default"] = "generic"
+    gateway.search.packs._fetched = float("inf")
+    reply = await gateway.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert list(reply.search.query_info.domain_packs) == ["generic"]

@@ -270,10 +270,13 @@ class QueryInfo(_message.Message):
     EXPANSIONS_FIELD_NUMBER: _builtins.int
     QUERY_CUT_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACKS_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
-    """Detected question type, as its enum name."""
+    """Detected question type by name: the general types and those the
+    searched collections' domain packs register (ListDomainPacks).
+    """
     profile: _builtins.str
     """Retrieval profile applied (chosen by question type)."""
     embedding_model: _builtins.str
@@ -292,6 +295,13 @@ class QueryInfo(_message.Message):
     def query_cut(self) -> _types_pb2.QueryCut:
         """How a long query was cut: the part embedded, the keywords kept."""
 
+    @_builtins.property
+    def domain_packs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Domain packs of the collections searched, which classified the
+        question; the abstention rule applies only where a pack was fitted for
+        it (law_zh).
+        """
+
     def __init__(
         self,
         *,
@@ -302,10 +312,11 @@ class QueryInfo(_message.Message):
         expansions: _abc.Iterable[_builtins.str] | None = ...,
         query_cut: _types_pb2.QueryCut | None = ...,
         embedding_model: _builtins.str = ...,
+        domain_packs: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain_packs", b"domain_packs", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
