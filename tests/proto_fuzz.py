@@ -197,7 +197,8 @@ REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "An
                     "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
                     "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest"}
 #: REST routes without a body (their input is the path and the query string): route -> methods.
-REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/{name}": ("GET", "DELETE"), "/v1/{parent}/documents": ("GET",)}
+REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "/v1/{name}": ("GET", "DELETE"),
+                     "/v1/{parent}/documents": ("GET",)}
 
 
 def resource_names() -> st.SearchStrategy[str]:
