@@ -56,6 +56,8 @@ class DomainPack:
         channel_weights: fusion weight of each of the pack's channels.
         chunk_tokens / chunk_overlap: chunk size and overlap (tokens) of the
             pack's documents; None = the gateway's setting.
+        out_of_scope: query -> why the pack's corpora cannot answer it (a
+            reason string), or None; a "no" makes Answer abstain.
         abstention_fitted: the gateway's fitted answerability rule
             (services/gateway/abstention.py FITS) was fitted on this pack's
             corpora and applies to its collections; elsewhere Answer does
@@ -74,6 +76,7 @@ class DomainPack:
     chunk_tokens: int | None = None
     chunk_overlap: int | None = None
     abstention_fitted: bool = False
+    out_of_scope: Callable[[str], str | None] = _no_question_type
     recipe_source: str = ""
 
 

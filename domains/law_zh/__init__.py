@@ -9,6 +9,8 @@ interpretations) as a domain pack.
   article references; numerals through services.common.numbers).
 - Channels: graph.article, graph.offence, graph.term, graph.cites,
   graph.version (the graph retriever's lookups over those facts).
+- Scope: a question about another country's law is out of scope
+  (``scope.out_of_scope``): Answer abstains and says so.
 - Recipes: ``recipes.json`` (profiles per question type and the channel
   weights, with the command and figures that fitted them).
 
@@ -43,6 +45,14 @@ def document_facts(document):
     return facts.document_facts(document)
 
 
+def out_of_scope(query: str) -> str | None:
+    """Why a PRC law corpus cannot answer ``query`` (another country's law), or None (scope.out_of_scope)."""
+    from domains.law_zh import scope
+
+    USAGE["out_of_scope"] += 1
+    return scope.out_of_scope(query)
+
+
 _RECIPE = load_recipe(Path(__file__).resolve().parent / "recipes.json")
 
 PACK = DomainPack(
@@ -55,5 +65,6 @@ PACK = DomainPack(
     profiles=_RECIPE["profiles"],
     channel_weights=_RECIPE.get("channel_weights", {}),
     abstention_fitted=True,
+    out_of_scope=out_of_scope,
     recipe_source=_RECIPE.get("source", ""),
 )

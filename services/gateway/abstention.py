@@ -143,6 +143,7 @@ class Decision:
     answerability: float
     threshold: float
     reason: str
+    out_of_scope: bool = False
 
 
 def _text(cand: types_pb2.Candidate) -> str:
@@ -215,9 +216,12 @@ def decide(sig: Signals, threshold: float = THRESHOLD, model: str = DEFAULT_MODE
                     f"{'' if sig.has_dense else ': no vector hit in the top results'})")
 
 
-def no_answer_message(question: str) -> str:
+def no_answer_message(question: str, scope_reason: str = "") -> str:
     """The short no-answer message, in Chinese when the question has CJK
-    characters, else in English."""
+    characters, else in English; ``scope_reason`` (a domain pack's word that
+    its corpora cannot hold the answer) leads it when given."""
+    if scope_reason:
+        return f"{scope_reason}，无法回答这个问题。以下是最接近的资料，仅供参考，不能作为答案依据。"
     if _CJK.search(question):
         return "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。以下是最接近的资料，仅供参考，不能作为答案依据。"
     return ("The documents retrieved do not answer this question; the knowledge base may not cover it. "

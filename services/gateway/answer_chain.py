@@ -194,7 +194,13 @@ class FallbackChain:
         if not force and (strategy not in fallback.AS_ASKED or down):
             return None
         info = retrieval.response.query_info
-        if info.domain_packs and not any(domains.PACKS.get(p, domains.GENERIC).abstention_fitted for p in info.domain_packs):
+        packs = [domains.PACKS.get(p, domains.GENERIC) for p in info.domain_packs]
+        outside = [pack.out_of_scope(info.normalized_query) for pack in packs]
+        if packs and all(outside):  # every pack searched says its corpora cannot hold the answer
+            chosen.decision = abstention.Decision(False, 0.0, s.abstention_threshold, outside[0], out_of_scope=True)
+            chosen.evidence = retrieval
+            return False
+        if packs and not any(pack.abstention_fitted for pack in packs):
             return None  # the rule was fitted on other corpora: it does not judge these collections
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded

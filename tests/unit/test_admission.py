@@ -26,14 +26,20 @@ async def test_at_most_max_in_flight_run_and_the_rest_wait_their_turn():
     assert peak == 3 and admission.in_flight == 0 and admission.waiting == 0
 
 
-async def test_a_full_queue_refuses_at_once_with_a_retry_hint():
-    admission = Admission(1, 1)
-    release = asyncio.Event()
+def holder_of(admission: Admission, release: asyncio.Event):
+    """A coroutine function that holds a slot until ``release`` is set."""
 
     async def hold() -> None:
         async with admission.slot():
             await release.wait()
 
+    return hold
+
+
+async def test_a_full_queue_refuses_at_once_with_a_retry_hint():
+    admission = Admission(1, 1)
+    release = asyncio.Event()
+    hold = holder_of(admission, release)
     holder = asyncio.create_task(hold())
     await asyncio.sleep(0)
     queued = asyncio.create_task(hold())
@@ -50,12 +56,7 @@ async def test_a_full_queue_refuses_at_once_with_a_retry_hint():
 async def test_a_wait_longer_than_the_timeout_is_a_deadline_and_frees_nothing():
     admission = Admission(1, 10)
     release = asyncio.Event()
-
-    async def hold() -> None:
-        async with admission.slot():
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
+    holder = asyncio.create_task(holder_of(admission, release)())
     await asyncio.sleep(0)
     with pytest.raises(Overloaded) as err:
         async with admission.slot(timeout=0.05):

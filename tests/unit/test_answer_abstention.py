@@ -136,3 +136,12 @@ async def test_collections_of_a_pack_the_rule_was_not_fitted_on_are_not_judged()
     reply = await gateway.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
     assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
     assert list(reply.search.query_info.domain_packs) == ["generic"]
+
+
+async def test_a_question_about_another_countrys_law_abstains_and_says_so():
+    gateway = mesh([0.9, 0.85])  # close-looking Chinese articles
+    reply = await gateway.answerer.answer("日本刑法对盗窃罪怎么处罚？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert "不含日本的法律" in reply.answer and not reply.citations
+    answered = await gateway.answerer.answer("盗窃罪怎么处罚？", 5, None, Deadline(10))
+    assert answered.mode != gateway_pb2.ANSWER_MODE_ABSTAINED

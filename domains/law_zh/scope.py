@@ -1,0 +1,48 @@
+"""Questions outside what a law_zh corpus holds: the laws of another
+country or of the EU. The corpus holds PRC laws, regulations and judicial
+interpretations (the Basic Laws of Hong Kong and Macao among them), so a
+question naming another jurisdiction's law, constitution, code, tax or
+court is not answerable from it, however close its articles look
+(日本刑法对盗窃罪怎么处罚？ retrieves the PRC Criminal Law's theft article).
+
+The rule wants the jurisdiction right before the legal word (at most
+MAX_GAP Chinese characters between, no punctuation; 司法 and 执法 are not
+law names), so that "我在日本工作，回国后个人所得税怎么交" stays in scope, and a
+question that names China itself (extradition from abroad, judicial
+assistance) is in scope. Measured by bench/law_scope.py.
+"""
+from __future__ import annotations
+
+import re
+
+#: Jurisdictions whose law the corpus does not hold.
+JURISDICTIONS = (
+    "日本", "美国", "英国", "德国", "法国", "俄罗斯", "俄联邦", "韩国", "朝鲜", "印度", "欧盟", "加拿大", "澳大利亚", "新加坡",
+    "意大利", "西班牙", "葡萄牙", "巴西", "越南", "泰国", "荷兰", "瑞士", "瑞典", "挪威", "丹麦", "芬兰", "以色列", "伊朗",
+    "土耳其", "墨西哥", "南非", "埃及", "新西兰", "菲律宾", "马来西亚", "印尼", "印度尼西亚", "阿根廷", "乌克兰", "波兰",
+    "比利时", "奥地利", "希腊", "爱尔兰", "沙特", "阿联酋", "巴基斯坦", "孟加拉", "缅甸", "柬埔寨", "老挝", "蒙古", "哈萨克斯坦",
+    "联邦德国", "欧洲联盟",
+)
+#: Words that make the question one about that jurisdiction's law.
+LEGAL_WORDS = ("宪法", "法典", "刑法", "民法", "法律", "条例", "税法", "税率", "所得税", "修正案", "最高法院", "法院", "总统",
+               "国会", "议会", "判例", "劳动法", "公司法", "合同法", "移民法", "破产法", "法")
+MAX_GAP = 8
+_PATTERN = re.compile(rf"({'|'.join(sorted(JURISDICTIONS, key=len, reverse=True))})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
+                      rf"(?<!司)(?<!执)({'|'.join(sorted(LEGAL_WORDS, key=len, reverse=True))})")
+
+
+#: A question that speaks of China itself asks about PRC law dealing with
+#: abroad (extradition, judicial assistance), which the corpus holds.
+_DOMESTIC = ("中国", "我国", "中华人民共和国", "国内", "内地")
+
+
+def out_of_scope(query: str) -> str | None:
+    """Why ``query`` cannot be answered from a PRC law corpus, in the words
+    the answer gives ("知识库收录的是中华人民共和国的法律法规，不含日本的法律"),
+    or None when it may be."""
+    if any(word in query for word in _DOMESTIC):
+        return None
+    match = _PATTERN.search(query)
+    if match is None:
+        return None
+    return f"知识库收录的是中华人民共和国的法律法规，不含{match.group(1)}的法律（问题问的是“{match.group(0)}”）"
