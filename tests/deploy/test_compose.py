@@ -62,7 +62,14 @@ def test_docker_compose_itself_loads_the_file_with_every_profile_and_refuses_mis
         assert out.returncode == 0, out.stderr
         assert ("llm" in out.stdout.split()) == bool(profiles) and "gateway" in out.stdout.split()
     missing = subprocess.run([*base, "--env-file", os.devnull, "config", "-q"], capture_output=True, text=True, env=env, timeout=60)
-    assert missing.returncode != 0 and "PASSWORD" in missing.stderr
+    assert missing.returncode != 0 and ("PASSWORD" in missing.stderr or "GRAPHMESH_MESH_TOKEN" in missing.stderr)
+    # The mesh token is required like the store passwords: without it the services would be open to any caller.
+    no_token = {**dict(line.split("=", 1) for line in (REPO / ".env.example").read_text().splitlines()
+                       if "=" in line and not line.startswith("#")), "GRAPHMESH_MESH_TOKEN": ""}
+    env_file = Path(os.environ.get("TMPDIR", "/tmp")) / "graphmesh-compose-no-token.env"
+    env_file.write_text("\n".join(f"{k}={v}" for k, v in no_token.items()))
+    refused = subprocess.run([*base, "--env-file", str(env_file), "config", "-q"], capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode != 0 and "GRAPHMESH_MESH_TOKEN" in refused.stderr
 
 
 def test_every_service_is_health_checked_and_started_after_healthy_dependencies(compose):

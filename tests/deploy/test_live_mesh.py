@@ -74,7 +74,7 @@ async def exported(mesh, llm_url) -> dict[str, list[set[str]]]:
     records = b"\n".join(SAMPLE.read_bytes().splitlines()[:3])
     async with grpc.aio.insecure_channel(mesh.gateway) as channel:
         stub = gateway_pb2_grpc.GatewayServiceStub(channel)
-        ingested = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=records), timeout=300)
+        ingested = await stub.Ingest(gateway_pb2.IngestRequest(jsonl=records, domain_pack="law_zh"), timeout=300)
         assert ingested.stored + ingested.unchanged == 3
         assert (await stub.Search(gateway_pb2.SearchRequest(query=QUESTION, top_k=3), timeout=60)).results
         await stub.Answer(gateway_pb2.AnswerRequest(query=QUESTION, top_k=3), timeout=60)
@@ -142,6 +142,7 @@ REST_URLS = {
     ("get", "/v1/{parent}/documents"): "/v1/collections/-/documents?pageSize=1",
     ("post", "/v1/{parent}/documents:batchDelete"): "/v1/collections/default/documents:batchDelete",
     ("get", "/v1/collections"): "/v1/collections",
+    ("get", "/v1/domainPacks"): "/v1/domainPacks",
 }
 
 

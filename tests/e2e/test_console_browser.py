@@ -435,7 +435,10 @@ async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_no
     from tests.fakes import FakeExpander, FakeRetriever, candidate
 
     # e5onnx cosines of 0.80: unrelated text (the rule abstains below about 0.87).
+    from graphmesh.common.v1 import types_pb2
+
     pg = FakeRetriever("retriever_pg", [candidate("1", "第一条 预算收入以人民币元为计算单位。", "pg.keyword", 1.0, 0.80)])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=1, domain_pack="law_zh")]  # the rule was fitted on law
     gw = await fake_gateway(pg=pg, expander=FakeExpander(keywords=("红烧肉",), embedding_model="e5onnx"))
     async with open_page(browser, gw.rest_url) as page:
         await page.fill("#ask-query", "红烧肉怎么做？")
