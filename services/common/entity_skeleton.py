@@ -1,4 +1,4 @@
-"""Entity skeletons and controlled aliases (Guizhou design, ../shared/reference/003_7fbaa063cd3b9113.txt
+"""Entity skeletons and controlled aliases (Guizhou design, the Guizhou indicator GraphRAG design (docs/references.md)
 section 5: each indicator is parsed into object, property, conditions and a
 value type; controlled aliases are derived from the canonical name).
 

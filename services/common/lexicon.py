@@ -1,6 +1,6 @@
 """The user dictionary: domain terms (law names, headings, entity names)
 that jieba must keep whole, so that a query for 三级医院 does not match
-text that only has 二三级 (MarxSphere, ../shared/reference/000_b3ead142e963747a.txt section 5: 分词 +
+text that only has 二三级 (MarxSphere, the MarxSphere design (docs/references.md) section 5: 分词 +
 停用词过滤 before expansion).
 
 One file, one term a line (jieba's user-dictionary format; a frequency

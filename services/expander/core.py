@@ -1,7 +1,7 @@
 """Query understanding without gRPC: normalisation, keywords, question type.
 
 The question-type rules follow MarxSphere detectQuestionType() (four types,
-../shared/reference/000_b3ead142e963747a.txt section 1): cue phrases pick a type, and a weak or conflicting
+the MarxSphere design (docs/references.md) section 1): cue phrases pick a type, and a weak or conflicting
 signal downgrades to factual lookup with a lower confidence.
 """
 from __future__ import annotations

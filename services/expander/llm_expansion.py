@@ -2,9 +2,9 @@
 
 Prompts and parsers are pure functions (tested directly); ``rewrite`` calls
 the shared LLM client and falls back to rules when there is no LLM or it
-fails. Sources: MarxSphere's LLM synonym expansion and HyDE (../shared/reference/000_b3ead142e963747a.txt,
+fails. Sources: MarxSphere's LLM synonym expansion and HyDE (the MarxSphere design (docs/references.md),
 sections 1-2) and MetaSearch's sub-query expansion scored against the
-original question (../shared/reference/002_2167570386bff937.txt).
+original question (the MetaSearch design (docs/references.md)).
 """
 from __future__ import annotations
 

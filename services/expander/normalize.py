@@ -1,5 +1,5 @@
 """Library-constrained normalisation and routing of entity queries (Guizhou
-design, ../shared/reference/003_7fbaa063cd3b9113.txt sections 6 and 7).
+design, the Guizhou indicator GraphRAG design (docs/references.md) sections 6 and 7).
 
 ``LibraryIndex`` is a read-only index of the authorised library: canonical
 names, aliases (given and controlled), optional synonym dictionaries, pinyin
@@ -27,7 +27,7 @@ from rapidfuzz import fuzz, process
 
 from services.common.entity_skeleton import controlled_aliases, name_key
 
-# Gate thresholds (../shared/reference/003_7fbaa063cd3b9113.txt section 6).
+# Gate thresholds (the Guizhou indicator GraphRAG design (docs/references.md) section 6).
 KEEP_BELOW = 0.82
 REWRITE_AT = 0.94
 # Two different names within this margin of the best fuzzy score make the

@@ -16,7 +16,7 @@ class FuserSettings(ServiceSettings):
     mmr_pool_factor: MMR chooses top_k out of top_k x this many fused candidates.
     entity_rank: overrides of services.fuser.entity_rank.RankConfig fields
         (weights w_embed / w_plain, bonuses, gate thresholds; JSON in the
-        environment); ../shared/reference/003_7fbaa063cd3b9113.txt values when empty.
+        environment); the Guizhou indicator GraphRAG design (docs/references.md) values when empty.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")

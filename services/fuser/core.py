@@ -6,7 +6,7 @@
   DocumentJoiner; weighted = sum of weight x min-max normalised score).
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
-  fuseResults V42, ../shared/reference/000_b3ead142e963747a.txt section 4).
+  fuseResults V42, the MarxSphere design (docs/references.md) section 4).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ SOURCE_FULLTEXT = 4
 SOURCE_ENTITY_NAME = 5
 
 # MarxSphere fuseResults V42: Cognee 35%, PG 25%, Graphiti 25%, PG full-text
-# 10%, entity names 5% of 6,000 characters (../shared/reference/000_b3ead142e963747a.txt section 4).
+# 10%, entity names 5% of 6,000 characters (the MarxSphere design (docs/references.md) section 4).
 DEFAULT_QUOTAS: dict[int, float] = {
     SOURCE_DOCUMENT_CHUNK: 0.35,
     SOURCE_PG_ENTITY: 0.25,
@@ -228,7 +228,7 @@ def mmr(ranked: list[Item], lambda_: float, top_k: int) -> list[Item]:
     is the fused score divided by the best fused score (so in [0, 1]) and
     cosine uses the stored embeddings (an item without one is similar to
     nothing). Carbonell and Goldstein 1998; MetaSearch's MMR diversity step
-    (../shared/reference/002_2167570386bff937.txt). ``lambda_`` = 1 keeps the fused order.
+    (the MetaSearch design (docs/references.md)). ``lambda_`` = 1 keeps the fused order.
 
     Returns:
         At most ``top_k`` items.

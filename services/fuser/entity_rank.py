@@ -1,4 +1,4 @@
-"""Ranking of entity candidates (Guizhou design, ../shared/reference/003_7fbaa063cd3b9113.txt sections 8-11).
+"""Ranking of entity candidates (Guizhou design, the Guizhou indicator GraphRAG design (docs/references.md) sections 8-11).
 
 Steps, in order:
 
@@ -70,7 +70,7 @@ class EntityItem:
 
 @dataclass(slots=True)
 class RankConfig:
-    """Weights and thresholds; defaults from ../shared/reference/003_7fbaa063cd3b9113.txt."""
+    """Weights and thresholds; defaults from the Guizhou indicator GraphRAG design (docs/references.md)."""
 
     w_embed: dict[str, float] = field(default_factory=lambda: {
         "fuzzy": 0.20, "coverage": 0.25, "vector": 0.25, "graph": 0.15, "skeleton": 0.10, "intent": 0.08, "plan": 0.10})

@@ -1,5 +1,5 @@
 """The self-healing fallback chain (MarxSphere reasonWithFallback,
-../shared/reference/000_b3ead142e963747a.txt section 2): standard ->
+the MarxSphere design (docs/references.md) section 2): standard ->
 expanded query -> HyDE passage -> query + entity names -> fast path, each
 under its own timeout, until a strategy's retrieval is good enough to
 answer from. The rules (order, evidence, verdict) are ``fallback``; this

@@ -3,7 +3,7 @@
 Sizes are in tokens as ``sentences.count_tokens`` counts them (a CJK
 character is one token, a Latin word or number is one): 512 with 64 of
 overlap by default, the MetaSearch chunking
-(../shared/reference/002_2167570386bff937.txt), configurable with
+(the MetaSearch design (docs/references.md)), configurable with
 GRAPHMESH_GATEWAY_CHUNK_TOKENS / ..._CHUNK_OVERLAP. A chunk ends at a
 sentence end (Chinese punctuation and closing quotes understood) unless one
 sentence alone is longer than the target; a record of at most the target

@@ -1,5 +1,5 @@
 """Pure rules of deep iterative retrieval (MetaSearch,
-../shared/reference/002_2167570386bff937.txt): the
+the MetaSearch design (docs/references.md)): the
 information growth rate, the stopping rule and the choice of the next
 round's sub-queries. Defaults: 3 iterations, 3 sub-queries, stop when
 new / known chunk ids < 0.1 (DESIGN.md, from the reference).

@@ -1,5 +1,5 @@
 """DeepSearch (MetaSearch deep iterative retrieval,
-../shared/reference/002_2167570386bff937.txt): retrieve with this round's
+the MetaSearch design (docs/references.md)): retrieve with this round's
 queries, partial answer, LLM sub-queries scored against the question, the
 best k next round; stop on the information growth rate or the iteration
 cap (rules in ``deep``); a final synthesis over all evidence, fused with RRF

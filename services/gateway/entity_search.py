@@ -8,7 +8,7 @@ weighted score, rerank blend, protections).
 A failing expander or fuser degrades the answer: without the expander the
 raw query is searched, without the fuser candidates come back in retriever
 order (still library entities). The Guizhou design,
-../shared/reference/003_7fbaa063cd3b9113.txt.
+the Guizhou indicator GraphRAG design (docs/references.md).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Pure rules of the self-healing fallback chain (MarxSphere
-reasonWithFallback, ../shared/reference/000_b3ead142e963747a.txt
+reasonWithFallback, the MarxSphere design (docs/references.md)
 section 2): the order of strategies, the
 evidence score of a retrieval, and whether it is good enough to answer from.
 No gRPC here; services.gateway.answer_chain runs the strategies.

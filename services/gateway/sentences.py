@@ -1,5 +1,5 @@
 """Token counting and sentence splitting for chunking (MetaSearch: 512
-tokens with 64 overlap, ../shared/reference/002_2167570386bff937.txt).
+tokens with 64 overlap, the MetaSearch design (docs/references.md)).
 
 How tokens are counted (``count_tokens``): every CJK character (Han
 ideographs, kana, hangul) is one token; every run of other letters and

@@ -64,7 +64,7 @@ async def add_expansions(retriever: Retriever, understanding: Understanding, lim
                          trace: Trace, cap: float, collections: list[str] | None = None) -> None:
     """Adds the keywords of retriever_pg's expansion terms (L1 entity names,
     L2 entity definitions, L3 headings; MarxSphere expandQuery,
-    ../shared/reference/000_b3ead142e963747a.txt section 5) to
+    the MarxSphere design (docs/references.md) section 5) to
     ``understanding.keywords`` and reports each term in ``info.expansions``
     as "text (origin: matched keyword)". Unchanged, with the stage
     DEGRADED, when the retriever fails."""
@@ -81,7 +81,7 @@ async def add_expansions(retriever: Retriever, understanding: Understanding, lim
 
 async def hyde_embedding(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float) -> list[float]:
     """Embedding of a hypothetical answer passage written by the LLM (HyDE,
-    MarxSphere V63 dual vector, ../shared/reference/000_b3ead142e963747a.txt
+    MarxSphere V63 dual vector, the MarxSphere design (docs/references.md)
     section 3); [] and stage "hyde" SKIPPED without an LLM, DEGRADED when
     the expander fails."""
     request = expander_pb2.RewriteRequest(query=query, kind=expander_pb2.REWRITE_KIND_HYDE, max_results=1)

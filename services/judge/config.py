@@ -15,7 +15,7 @@ class JudgeSettings(ServiceSettings):
     max_k: largest accepted cut-off k.
     max_reference_chars: longest accepted reference answer (characters).
     weights: group weights of overall, keys A/B/C/D (JSON in the
-        environment; default 0.40/0.35/0.25/0.00 from ../shared/reference/000_b3ead142e963747a.txt section 6).
+        environment; default 0.40/0.35/0.25/0.00 from the MarxSphere design (docs/references.md) section 6).
     merge_policy: "max" (the reference's mergeScore) or "mean" of the rule and
         LLM scores.
     llm_rounds: LLM rounds per judgement, median taken (reference: 3).

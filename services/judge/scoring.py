@@ -1,7 +1,7 @@
 """The judge's metric set, without gRPC: rule scores, three-round LLM
 median, rule/LLM merge, group scores and the overall score.
 
-Source: MarxSphere eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): 31 scored
+Source: MarxSphere eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): 31 scored
 items in four groups plus overall = 0.40 A + 0.35 B + 0.25 C + 0.00 D; the
 LLM judge runs ``_llmJudgeOnce`` three times and takes the median
 (``runThreeRoundMedian``), and ``mergeScore(rule, llm)`` merges both tracks by

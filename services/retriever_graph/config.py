@@ -15,7 +15,7 @@ class RetrieverGraphSettings(ServiceSettings):
     neo4j_database: database name.
     expansion_weights: entity expansion weight per relation ("parent",
         "same_object", "same_property", "same_category"); defaults 0.85 /
-        0.55 / 0.45 / 0.35 from ../shared/reference/003_7fbaa063cd3b9113.txt (JSON in the environment).
+        0.55 / 0.45 / 0.35 from the Guizhou indicator GraphRAG design (docs/references.md) (JSON in the environment).
     attribute_other_weight: weight of a link whose predicate does not match
         the attribute label the query names (e.g. an adverse reaction when
         the query lists symptoms), in [0, 1].

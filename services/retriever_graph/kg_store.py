@@ -27,7 +27,7 @@ query time, and Latin parts ("Beck") are still tokenised as words. The
 sense), and a jieba-segmented field would miss names cut differently from the
 query.
 
-Weights (../shared/reference/003_7fbaa063cd3b9113.txt section 6, add_candidate): parent/child 0.85, same
+Weights (the Guizhou indicator GraphRAG design (docs/references.md) section 6, add_candidate): parent/child 0.85, same
 object 0.55, same property 0.45, same category 0.35.
 
 Collections: Entity, Alias, Category and Value nodes carry ``collection``

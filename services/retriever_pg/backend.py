@@ -11,7 +11,7 @@ Document channels (``PgBackend``), run concurrently:
   queries (at most ``short_query_chars``) or queries without keywords;
 - ``pg.boost``: same-document neighbours of the top keyword hits when hits
   concentrate in a document (MarxSphere V88A,
-  ../shared/reference/000_b3ead142e963747a.txt section 3); it finds
+  the MarxSphere design (docs/references.md) section 3); it finds
   nothing for single-chunk records (law articles) and brings the chunks
   around the hits of a long document (a PDF chapter).
 

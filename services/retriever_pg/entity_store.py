@@ -1,5 +1,5 @@
 """Entity cards in PostgreSQL: the keyword and vector channels of entity
-search (issue 4; Guizhou design, ../shared/reference/003_7fbaa063cd3b9113.txt section 6: an indicator card
+search (issue 4; Guizhou design, the Guizhou indicator GraphRAG design (docs/references.md) section 6: an indicator card
 is name, category, aliases and definition, searched by keywords and by
 embedding).
 

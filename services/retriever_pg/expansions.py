@@ -1,5 +1,5 @@
 """Query expansion terms from the stored library and corpus (MarxSphere
-expandQuery, ../shared/reference/000_b3ead142e963747a.txt section 5):
+expandQuery, the MarxSphere design (docs/references.md) section 5):
 
 - L1 ``entity_name``: names of entity cards whose name contains a query
   keyword (external_entities.name ILIKE %w%);

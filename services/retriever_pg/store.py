@@ -808,7 +808,7 @@ class PgStore:
                               conditions: Sequence[Condition] = ()) -> list[Hit]:
         """Chunks holding any of ``terms``, ordered by the number of distinct
         query terms they hold, then by length in terms (shorter first): the
-        keyword ordering of MarxSphere's V47 keyword channel (../shared/reference/000_b3ead142e963747a.txt,
+        keyword ordering of MarxSphere's V47 keyword channel (the MarxSphere design (docs/references.md),
         stage 2: hit count, then length).
 
         Runs on the chunk_terms inverted index (the jieba terms, B-tree on
@@ -878,7 +878,7 @@ class PgStore:
         """Chunks of the same documents as ``chunk_ids`` within ``window``
         ordinals of them (the chunks themselves excluded), nearest first, at
         most ``limit`` (MarxSphere V88A same-document boost: "命中doc_id →
-        注入同doc其他chunks LIMIT 10", ../shared/reference/000_b3ead142e963747a.txt).
+        注入同doc其他chunks LIMIT 10", the MarxSphere design (docs/references.md)).
 
         Returns:
             Hits with channel "pg.boost", score = 1 / (1 + ordinal distance),

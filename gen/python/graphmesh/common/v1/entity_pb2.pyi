@@ -288,7 +288,7 @@ Global___EntityCandidate: _TypeAlias = EntityCandidate  # noqa: Y015
 @_typing.final
 class CategorySummary(_message.Message):
     """A category (community) at a glance: the overview the global route answers
-    with (../shared/reference/003_7fbaa063cd3b9113.txt, community view), from the knowledge graph.
+    with (the Guizhou indicator GraphRAG design (docs/references.md), community view), from the knowledge graph.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -163,7 +163,7 @@ class FuseRequest(_message.Message):
     """Maximal marginal relevance over the fused list when set: each pick
     maximises lambda * relevance - (1 - lambda) * max cosine similarity to
     the candidates already picked (Carbonell and Goldstein 1998; MetaSearch
-    MMR diversity, ../shared/reference/002_2167570386bff937.txt). In [0, 1]; 1 keeps the fused order.
+    MMR diversity, the MetaSearch design (docs/references.md)). In [0, 1]; 1 keeps the fused order.
     """
     @_builtins.property
     def lists(self) -> _containers.RepeatedCompositeFieldContainer[Global___CandidateList]:

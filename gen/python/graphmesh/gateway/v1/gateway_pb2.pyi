@@ -106,7 +106,7 @@ class _FallbackStrategyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Fall
 
 class FallbackStrategy(_FallbackStrategy, metaclass=_FallbackStrategyEnumTypeWrapper):
     """A retrieval strategy of the self-healing fallback chain (MarxSphere
-    reasonWithFallback, ../shared/reference/000_b3ead142e963747a.txt section 2), tried in this order.
+    reasonWithFallback, the MarxSphere design (docs/references.md) section 2), tried in this order.
     """
 
 FALLBACK_STRATEGY_UNSPECIFIED: FallbackStrategy.ValueType  # 0

@@ -27,7 +27,7 @@ if _version_not_supported:
 
 class JudgeServiceStub:
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM
@@ -50,7 +50,7 @@ class JudgeServiceStub:
 
 class JudgeServiceServicer:
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM
@@ -87,7 +87,7 @@ def add_JudgeServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class JudgeService:
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM

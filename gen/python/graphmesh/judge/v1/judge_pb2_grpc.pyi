@@ -28,7 +28,7 @@ GRPC_VERSION: str
 
 class JudgeServiceStub:
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM
@@ -51,7 +51,7 @@ class JudgeServiceStub:
 @_typing.type_check_only
 class JudgeServiceAsyncStub(JudgeServiceStub):
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM
@@ -70,7 +70,7 @@ class JudgeServiceAsyncStub(JudgeServiceStub):
 
 class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
     """Scores retrieval and answers with the metric set of MarxSphere's
-    eval-32-metrics V41 (../shared/reference/000_b3ead142e963747a.txt, section 6): groups A retrieval (w 0.40),
+    eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
     LLM-judged metrics run three rounds and take the median, and rule and LLM
