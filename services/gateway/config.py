@@ -176,6 +176,8 @@ class GatewaySettings(ServiceSettings):
     rest_header_timeout: seconds a REST connection may go without a
         complete request head (since it opened or since its last response)
         before it is closed: slow-header clients and idle keep-alives.
+    rest_body_timeout: seconds a REST request's body may take to arrive
+        (HTTP 408 beyond): a client that declares a body and sends none.
     max_entity_query_chars: longest SearchEntities query (characters): an
         entity name, alias or attribute list (the Lucene full text takes 256).
     max_file_bytes: largest file of an Ingest call (bytes); a larger file
@@ -247,6 +249,7 @@ class GatewaySettings(ServiceSettings):
     rest_max_in_flight: int = Field(64, ge=1)
     rest_max_queued: int = Field(1024, ge=0)
     rest_header_timeout: float = Field(10.0, gt=0.0)
+    rest_body_timeout: float = Field(60.0, gt=0.0)
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
     max_entity_query_chars: int = Field(2000, ge=1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -41,16 +42,28 @@ class Refusal:
     field: str = ""
 
 
+_HOST_CHARS = re.compile(r"^[a-z0-9._-]+$")
+
+
 def host_name(host_header: str) -> str:
-    """The host part of a Host header, lower-cased, without port or the
-    brackets of an IPv6 literal ("[::1]:8080" -> "::1"); "" when malformed."""
+    """The host part of a Host header, lower-cased, without port, trailing
+    dot or the brackets of an IPv6 literal ("[::1]:8080" -> "::1",
+    "localhost." -> "localhost"); "" when malformed (a port that is not
+    digits, characters no host name has: "localhost:8080@evil.com")."""
     value = host_header.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        return value[1:end] if end > 0 else ""
+        rest = value[end + 1:] if end > 0 else ""
+        if end <= 0 or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return ""
+        return value[1:end]
     if value.count(":") > 1:  # a bare IPv6 literal, no port
-        return value
-    return value.rsplit(":", 1)[0] if ":" in value else value
+        return value if _is_ip(value) else ""
+    name, _, port = value.partition(":")
+    if port and not port.isdigit():
+        return ""
+    name = name[:-1] if name.endswith(".") else name
+    return name if _HOST_CHARS.match(name) else ""
 
 
 def _is_ip(name: str) -> bool:
@@ -146,17 +159,21 @@ def request_timeout(headers: Mapping[str, str]) -> tuple[float | None, Refusal |
             continue
         seconds = _parse_timeout(value.strip(), grpc_form=header == "grpc-timeout")
         if seconds is None or not (0 < seconds <= MAX_TIMEOUT_SECONDS):
+            form = "a positive number with a unit (H, M, S, m, u, n)" if header == "grpc-timeout" else "a positive number of seconds"
             return None, Refusal(400, "INVALID_ARGUMENT",
-                                 f"{header} must be a positive number of seconds, at most {MAX_TIMEOUT_SECONDS:.0f} "
-                                 f"(got {value[:40]!r})", header)
+                                 f"must be {form}, at most {MAX_TIMEOUT_SECONDS:.0f} seconds (got {value[:40]!r})", header)
         return seconds, None
     return None, None
 
 
 def _parse_timeout(value: str, grpc_form: bool) -> float | None:
     scale = 1.0
-    if grpc_form and value[-1:] in _GRPC_TIMEOUT_UNITS:
+    if grpc_form:  # PROTOCOL-HTTP2.md: TimeoutValue (up to 8 digits) then TimeoutUnit
+        if value[-1:] not in _GRPC_TIMEOUT_UNITS or not value[:-1].isdigit() or len(value) > 9:
+            return None
         scale, value = _GRPC_TIMEOUT_UNITS[value[-1]], value[:-1]
+    elif not re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?", value):
+        return None
     try:
         number = float(value)
     except ValueError:

@@ -38,6 +38,7 @@ class RestOptions:
         waiting behind them; a request beyond both gets 429 + Retry-After.
     header_timeout: seconds a connection may stay without a complete
         request head (from its start or its last response) before it is closed.
+    body_timeout: seconds a request's body may take to arrive (HTTP 408 beyond).
     """
 
     cors_origins: Sequence[str] = field(default_factory=tuple)
@@ -47,6 +48,7 @@ class RestOptions:
     max_in_flight: int = 64
     max_queued: int = 1024
     header_timeout: float = 10.0
+    body_timeout: float = 60.0
 
 
 def error_body(status: int, code: str, message: str, details: list | None = None) -> web.Response:

@@ -111,7 +111,8 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         endpoints["rest"] = asyncio.get_running_loop().create_future()
         rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate,
                            allowed_hosts=settings.allowed_hosts, max_in_flight=settings.rest_max_in_flight,
-                           max_queued=settings.rest_max_queued, header_timeout=settings.rest_header_timeout)
+                           max_queued=settings.rest_max_queued, header_timeout=settings.rest_header_timeout,
+                           body_timeout=settings.rest_body_timeout)
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
     return Service(
         name="gateway",
