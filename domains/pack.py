@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 
-def _no_question_type(query: str) -> tuple[str, float] | None:
+def _nothing(query: str) -> None:
+    """The default of a pack part it does not provide."""
     return None
 
 
@@ -67,7 +68,7 @@ class DomainPack:
 
     name: str
     description: str
-    classify: Callable[[str], tuple[str, float] | None] = _no_question_type
+    classify: Callable[[str], tuple[str, float] | None] = _nothing
     question_types: tuple[str, ...] = ()
     document_facts: Callable[[Any], Any] | None = None
     channels: tuple[str, ...] = ()
@@ -76,7 +77,7 @@ class DomainPack:
     chunk_tokens: int | None = None
     chunk_overlap: int | None = None
     abstention_fitted: bool = False
-    out_of_scope: Callable[[str], str | None] = _no_question_type
+    out_of_scope: Callable[[str], str | None] = _nothing
     recipe_source: str = ""
 
 

@@ -551,7 +551,7 @@ def format_compare(result: dict, name_a: str, name_b: str, show: int = 15) -> st
     for key, d in result["deltas"].items():
         lines.append(f"{key:24s} {d['a']:10.4f} {d['b']:10.4f} {d['delta']:+10.4f}")
     if result.get("paired"):
-        lines.append(f"\npaired over the shared questions: delta [95% bootstrap interval], permutation p")
+        lines.append("\npaired over the shared questions: delta [95% bootstrap interval], permutation p")
         for key, d in result["paired"].items():
             verdict = "significant" if d["significant"] else "noise"
             lines.append(f"  {key:12s} n={d['n']:<5d} {d['delta']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]  "
