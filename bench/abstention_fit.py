@@ -1,4 +1,4 @@
-"""Fits the abstention rule (services/gateway/abstention.py) on dev data and
+"""Fits the abstention rule (services/gateway/answer/abstention.py) on dev data and
 prints the separation and the chosen constants (benchmark, not a test).
 
     # 1. search every question once (any stack with the law corpus ingested)
@@ -40,7 +40,7 @@ sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 from google.protobuf import json_format  # noqa: E402
 
 from graphmesh.common.v1 import types_pb2  # noqa: E402
-from services.gateway import abstention  # noqa: E402
+from services.gateway.answer import abstention  # noqa: E402
 
 #: ../shared/data: the first ancestor of the checkout holding shared/data
 #: (worktrees sit one level deeper than the main checkout).

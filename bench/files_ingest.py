@@ -2,7 +2,7 @@
 ingesting each format (.txt GB18030, .md, .html, .pdf, .docx), with Chinese
 text made by the writers of tests/file_makers.py.
 
-- parse: ``services.gateway.files.parse_file`` + section chunking, in this
+- parse: ``services.ingest.files.parse_file`` + section chunking, in this
   process, every file ``--rounds`` times;
 - ingest: the gateway's Ingest RPC with the files (parse, chunk, embed with
   the expander's model, store in PostgreSQL and Neo4j), one call per format
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import save  # noqa: E402
 
-from services.gateway.chunking import ChunkingConfig, chunk_sections  # noqa: E402
-from services.gateway.files import parse_file  # noqa: E402
+from services.ingest.chunking import ChunkingConfig, chunk_sections  # noqa: E402
+from services.ingest.files import parse_file  # noqa: E402
 from tests import file_makers as mk  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Mesh overhead benchmark (not a test): the same Search flow
-(services.gateway.search.SearchFlow: expand -> both retrievers -> fuse) run
+(services.gateway.search.pipeline.SearchFlow: expand -> both retrievers -> fuse) run
 in one run two ways, per query alternately:
 
 - grpc: its clients are the gRPC adapters calling the running services over
@@ -34,9 +34,9 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli.evaluate import load_dataset  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.gateway.config import GatewaySettings  # noqa: E402
-from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever  # noqa: E402
-from services.gateway.guard import Deadline  # noqa: E402
-from services.gateway.search import SearchFlow  # noqa: E402
+from services.gateway.downstream.grpc_adapters import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever  # noqa: E402
+from services.gateway.downstream.guard import Deadline  # noqa: E402
+from services.gateway.search.pipeline import SearchFlow  # noqa: E402
 
 
 class _Capture:
@@ -58,7 +58,7 @@ class _Context:
 
 
 class DirectClient:
-    """A gateway client (services.gateway.clients) calling a servicer's
+    """A gateway client (services.gateway.downstream.interfaces) calling a servicer's
     methods directly: ``retrieve(request, timeout)`` -> ``Retrieve``."""
 
     def __init__(self, name: str, handlers: dict) -> None:

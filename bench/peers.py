@@ -43,8 +43,8 @@ import numpy as np  # noqa: E402
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli.evaluate import load_dataset  # noqa: E402
-from services.gateway.chunking import ChunkingConfig, chunk_document, embedding_text  # noqa: E402
-from services.gateway.jsonl_documents import parse_jsonl  # noqa: E402
+from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text  # noqa: E402
+from services.ingest.jsonl_documents import parse_jsonl  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.expander.config import ExpanderSettings  # noqa: E402
 from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder  # noqa: E402

@@ -43,7 +43,7 @@ class _Card:
     def __init__(self, e) -> None:
         self.title = self.document_id = self.id = e.name
         self.heading_path: list[str] = []
-        # the card text the gateway sends (services/gateway/entity_search.py)
+        # the card text the gateway sends (services/gateway/search/entity_search.py)
         self.text = "；".join(p for p in (e.name, e.category, "、".join(e.aliases), e.definition) if p)
         self.fused_score = e.score
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from services.gateway.chunking import ChunkingConfig, chunk_document
-from services.gateway.jsonl_documents import parse_jsonl
+from services.ingest.chunking import ChunkingConfig, chunk_document
+from services.ingest.jsonl_documents import parse_jsonl
 
 
 @dataclass(frozen=True)

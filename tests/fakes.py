@@ -1,4 +1,4 @@
-"""Small fakes of the gateway's client interfaces (services.gateway.clients),
+"""Small fakes of the gateway's client interfaces (services.gateway.downstream.interfaces),
 for unit tests of the orchestration. Each fake answers from what it was
 given, or fails the way it was told: ``fail`` is a grpc.StatusCode (raised
 as DownstreamError, with a BadRequest for INVALID_ARGUMENT) or "hang"

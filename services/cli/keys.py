@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from services.gateway.auth import new_key
+from services.gateway.api.auth import new_key
 
 
 def create_key(name: str) -> tuple[str, str]:

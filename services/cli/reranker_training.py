@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.gateway.chunking import ChunkingConfig, split_text
-from services.gateway.jsonl_documents import parse_jsonl
-from services.gateway.jsonl_entities import parse_entities
+from services.ingest.chunking import ChunkingConfig, split_text
+from services.ingest.jsonl_documents import parse_jsonl
+from services.ingest.jsonl_entities import parse_entities
 from services.cli import reranker_pairs as P
 
 log = logging.getLogger("graphmesh.reranker.train")

@@ -107,7 +107,7 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
     Exit 1 (nothing written) when an input cannot be read or yields no term."""
     from services.cli.stack import state_dir
     from services.common import lexicon
-    from services.gateway.jsonl_documents import parse_jsonl
+    from services.ingest.jsonl_documents import parse_jsonl
 
     titles: list[str] = []
     headings: list[str] = []

@@ -1,6 +1,6 @@
 """Citation verification: does source n support the answer sentence that
 cites it as [n]? Pure, no model. The gateway runs it on every answer
-(services.gateway.generator); the judge and ``graphmesh eval`` use the same
+(services.gateway.answer.generator); the judge and ``graphmesh eval`` use the same
 rule to measure citation precision.
 
 A sentence is *supported* by a source when

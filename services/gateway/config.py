@@ -8,7 +8,7 @@ from pydantic_settings import SettingsConfigDict
 
 import domains
 from services.common import names
-from services.gateway import abstention
+from services.gateway.answer import abstention
 from services.common.settings import DEFAULT_PORTS, REST_DEFAULT_PORT, ServiceSettings
 
 
@@ -134,7 +134,7 @@ class GatewaySettings(ServiceSettings):
         sent them to weaker strategies.
     abstention_enabled: decide whether the evidence answers the question
         and return an explicit no-answer (ANSWER_MODE_ABSTAINED) when it
-        does not (services/gateway/abstention.py).
+        does not (services/gateway/answer/abstention.py).
     abstention_threshold: answerability below which Answer abstains
         (abstention.THRESHOLD, 0.5). The rule is fitted per embedding model
         (abstention.FITS: cosines of USE and e5 are on different scales),
@@ -147,7 +147,7 @@ class GatewaySettings(ServiceSettings):
     deep_partial_max_tokens / deep_partial_context_chars: size of the
         partial answer per DeepSearch iteration and of its context.
     chunk_tokens / chunk_overlap: chunking of ingested documents, in tokens
-        (a CJK character or a Latin word is one; services.gateway.sentences):
+        (a CJK character or a Latin word is one; services.ingest.sentences):
         512 / 64, the MetaSearch defaults.
     embed_batch: texts per Embed call during ingestion.
     entity_retrievers: retrievers asked for entities (SearchEntities) and
@@ -193,7 +193,7 @@ class GatewaySettings(ServiceSettings):
         top-1 0.957 with them, see docs/benchmarks.md).
     breaker_enabled / breaker_failures / breaker_failure_rate /
     breaker_cool_down: a circuit breaker per downstream service and the LLM
-        (services/gateway/breaker.py): open after that many consecutive
+        (services/gateway/downstream/breaker.py): open after that many consecutive
         failures or that failure share of the last 20 calls (at least 10
         known), one probe after ``breaker_cool_down`` seconds; while open,
         calls fail at once (stage DEGRADED "circuit open").

@@ -11,24 +11,24 @@ from services.common.llm import LlmClient, LlmConfig
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.common.tracing import TraceIdInterceptor
-from services.gateway.answer_chain import FallbackChain
-from services.gateway.answering import Answerer
-from services.gateway.auth import AuthInterceptor, build_gate
-from services.gateway.breaker import BreakerClient, BreakerConfig, CircuitBreaker
-from services.gateway.clients import Expander, Fuser, Llm, Reranker, Retriever
-from services.gateway.collection_packs import CollectionPacks
+from services.gateway.answer.fallback_chain import FallbackChain
+from services.gateway.answer.handlers import Answerer
+from services.gateway.api.auth import AuthInterceptor, build_gate
+from services.gateway.downstream.breaker import BreakerClient, BreakerConfig, CircuitBreaker
+from services.gateway.downstream.interfaces import Expander, Fuser, Llm, Reranker, Retriever
+from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.config import GatewaySettings
-from services.gateway.deep_search import DeepSearcher
-from services.gateway.document_ingest import DocumentIngest
-from services.gateway.documents import DocumentLifecycle
-from services.gateway.entity_ingest import EntityIngest
-from services.gateway.entity_search import EntitySearch
-from services.gateway.file_ingest import FileIngest
-from services.gateway.generator import Generator
-from services.gateway.grpc_clients import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
-from services.gateway.rest import RestOptions, run_rest
-from services.gateway.search import SearchFlow
-from services.gateway.servicer import GatewayServicer, UseCases
+from services.gateway.search.deep_search import DeepSearcher
+from services.gateway.library.document_ingest import DocumentIngest
+from services.gateway.library.lifecycle import DocumentLifecycle
+from services.gateway.library.entity_ingest import EntityIngest
+from services.gateway.search.entity_search import EntitySearch
+from services.gateway.library.file_ingest import FileIngest
+from services.gateway.answer.generator import Generator
+from services.gateway.downstream.grpc_adapters import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
+from services.gateway.api.rest import RestOptions, run_rest
+from services.gateway.search.pipeline import SearchFlow
+from services.gateway.api.servicer import GatewayServicer, UseCases
 
 
 def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever], reranker: Reranker,
@@ -80,7 +80,7 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
 
 def with_breakers(settings: GatewaySettings) -> Callable[..., object]:
     """A function wrapping a client in its own circuit breaker
-    (services.gateway.breaker; named after the client's ``name``, "llm" for
+    (services.gateway.downstream.breaker; named after the client's ``name``, "llm" for
     the LLM), or returning it unchanged when ``breaker_enabled`` is off."""
     config = BreakerConfig(failures=settings.breaker_failures, failure_rate=settings.breaker_failure_rate,
                            cool_down=settings.breaker_cool_down)

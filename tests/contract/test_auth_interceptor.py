@@ -13,7 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from services.cli.keys import create_key
-from services.gateway.auth import AuthInterceptor, Gate, KeyStore, TokenBucketLimiter, parse_line
+from services.gateway.api.auth import AuthInterceptor, Gate, KeyStore, TokenBucketLimiter, parse_line
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 ECHO, STREAM = "/test.Echo/Echo", "/test.Echo/Chunks"

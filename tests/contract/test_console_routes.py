@@ -8,8 +8,8 @@ import json
 import pytest
 from aiohttp import ClientSession
 
-from services.gateway.auth import new_key
-from services.gateway.console import CONSOLE
+from services.gateway.api.auth import new_key
+from services.gateway.api.console import CONSOLE
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -10,7 +10,7 @@ import pytest
 from graphmesh.fuser.v1 import fuser_pb2
 from services.common.server import create_server
 from services.fuser.server import build
-from services.gateway.grpc_clients import GrpcFuser
+from services.gateway.downstream.grpc_adapters import GrpcFuser
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -17,8 +17,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.jsonl_documents import parse_jsonl
-from services.gateway.jsonl_entities import parse_entities, parse_triples
+from services.ingest.jsonl_documents import parse_jsonl
+from services.ingest.jsonl_entities import parse_entities, parse_triples
 from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, json_body, json_payload, jsonl_records,
                               message_bytes, query_params, resource_names)
 from tests.threaded_gateway import start_threaded_gateway

@@ -14,7 +14,7 @@ from aiohttp import ClientSession
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.auth import new_key
+from services.gateway.api.auth import new_key
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 OPENAPI = Path(__file__).resolve().parents[2] / "services" / "gateway" / "static" / "openapi.json"

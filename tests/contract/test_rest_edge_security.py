@@ -12,7 +12,7 @@ import time
 import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
-from services.gateway.edge_rules import MAX_TIMEOUT_SECONDS
+from services.gateway.api.edge_rules import MAX_TIMEOUT_SECONDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

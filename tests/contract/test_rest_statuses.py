@@ -11,7 +11,7 @@ import grpc
 import pytest
 from aiohttp import ClientSession
 
-from services.gateway.rest import HTTP_STATUS
+from services.gateway.api.rest import HTTP_STATUS
 from tests.fakes import FakeFuser, FakeLlm, FakeRetriever
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

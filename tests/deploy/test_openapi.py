@@ -15,7 +15,7 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.rest import http_routes
+from services.gateway.api.rest import http_routes
 from tests.deploy.manifests import REPO, SCHEMAS
 
 DOC = REPO / "services" / "gateway" / "static" / "openapi.json"

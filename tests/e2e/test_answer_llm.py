@@ -124,7 +124,7 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     # chain measures it; the gateway then demands more than that.
     query = "没签合同的话老板要多给钱吗"
     probe = await llm_gateway.Search(gateway_pb2.SearchRequest(query=query, top_k=3), timeout=120)
-    from services.gateway.fallback import evidence_score
+    from services.gateway.answer.fallback_rules import evidence_score
 
     standard_evidence = evidence_score(probe.results)
     # Abstention off: this test is about the chain's evidence verdict, not

@@ -475,7 +475,7 @@ async def second_gateway(mesh, graph_down: bool, **settings):
 
 
 async def test_auth_key_and_a_degraded_service_are_shown(browser, mesh, laws):
-    from services.gateway.auth import new_key
+    from services.gateway.api.auth import new_key
 
     key, record = new_key("console")
     async with second_gateway(mesh, graph_down=True, auth_enabled=True, api_keys=record.line(), **PATIENT) as url:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.common.records import DocumentRecord
-from services.gateway.chunking import ChunkingConfig, chunk_document
+from services.ingest.chunking import ChunkingConfig, chunk_document
 from domains.law_zh.facts import DOCGRAPH_VERSION
 from services.retriever_graph.doc_graph import dangling_references
 

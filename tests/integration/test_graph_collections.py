@@ -10,8 +10,8 @@ import json
 import pytest
 
 from services.common.filters import parse_filter
-from services.gateway.chunking import ChunkingConfig, chunk_document, chunk_sections
-from services.gateway.files.model import Block, Section
+from services.ingest.chunking import ChunkingConfig, chunk_document, chunk_sections
+from services.ingest.files.model import Block, Section
 from services.common.records import EntityRecord
 from services.retriever_graph.kg_store import KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from services.gateway.chunking import ChunkingConfig, chunk_document
+from services.ingest.chunking import ChunkingConfig, chunk_document
 from services.common.records import DocumentRecord
 from services.common.text import query_keywords
 from services.retriever_graph.store import (

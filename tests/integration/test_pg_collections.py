@@ -16,8 +16,8 @@ from services.common.filters import parse_filter
 from services.common.records import ChunkRecord, DocumentRecord
 from services.common.retriever import RetrievalQuery
 from services.common.text import document_terms, query_keywords
-from services.gateway.chunking import ChunkingConfig, chunk_sections
-from services.gateway.files.model import Block, Section
+from services.ingest.chunking import ChunkingConfig, chunk_sections
+from services.ingest.files.model import Block, Section
 from services.retriever_pg.backend import PgBackend, PgChannelConfig
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.store import PgStore, _migrations

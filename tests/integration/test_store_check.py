@@ -12,8 +12,8 @@ import pytest_asyncio
 from neo4j import AsyncGraphDatabase
 
 from bench.store_check import check_neo4j, check_postgres, check_stores, expected_documents
-from services.gateway.chunking import ChunkingConfig, chunk_document
-from services.gateway.jsonl_documents import parse_jsonl
+from services.ingest.chunking import ChunkingConfig, chunk_document
+from services.ingest.jsonl_documents import parse_jsonl
 from services.retriever_graph.store import GraphStore
 from services.retriever_pg.store import PgStore
 

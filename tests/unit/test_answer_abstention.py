@@ -1,4 +1,4 @@
-"""Abstention: the rule over a search's scores (services.gateway.abstention)
+"""Abstention: the rule over a search's scores (services.gateway.answer.abstention)
 and the Answer use case returning an explicit no-answer for a question the
 corpus does not answer, with fakes of the downstream services."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway import abstention
+from services.gateway.answer import abstention
 from services.gateway.config import GatewaySettings
-from services.gateway.guard import Deadline
+from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate
 

@@ -12,7 +12,7 @@ import pytest
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import DownstreamError
 from services.gateway.config import GatewaySettings
-from services.gateway.guard import Deadline
+from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever
 

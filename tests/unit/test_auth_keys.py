@@ -1,5 +1,5 @@
 """API keys (salted scrypt hashes), key extraction, the token bucket and
-redaction: services/gateway/auth.py and services/cli/keys.py."""
+redaction: services/gateway/api/auth.py and services/cli/keys.py."""
 from __future__ import annotations
 
 import logging
@@ -8,9 +8,9 @@ import pytest
 
 from services.cli import keys as cli_keys
 from services.cli.keys import create_key
-from services.gateway import auth
+from services.gateway.api import auth
 from services.common.redaction import KeyRedactingFilter, redact
-from services.gateway.auth import KeyStore, TokenBucketLimiter, extract_key, parse_line, retry_after
+from services.gateway.api.auth import KeyStore, TokenBucketLimiter, extract_key, parse_line, retry_after
 
 
 def test_created_key_verifies_against_its_stored_line_only():

@@ -1,4 +1,4 @@
-"""The circuit breaker (services/gateway/breaker.py) on a fake clock, alone
+"""The circuit breaker (services/gateway/downstream/breaker.py) on a fake clock, alone
 and wrapped around fake clients inside the gateway's use cases: a dead
 service stops being called (stage DEGRADED "circuit open", no timeout paid),
 one probe after the cool-down, closed again when the service is back."""
@@ -11,9 +11,9 @@ from google.rpc import error_details_pb2
 from graphmesh.common.v1 import types_pb2
 from services.common.errors import DownstreamError
 from services.common.llm import LlmError
-from services.gateway.breaker import CLOSED, HALF_OPEN, OPEN, BreakerClient, BreakerConfig, CircuitBreaker
+from services.gateway.downstream.breaker import CLOSED, HALF_OPEN, OPEN, BreakerClient, BreakerConfig, CircuitBreaker
 from services.gateway.config import GatewaySettings
-from services.gateway.guard import Deadline
+from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate
 

@@ -1,8 +1,8 @@
 import pytest
 
-from services.gateway.chunking import ChunkingConfig, chunk_document, chunk_sections, content_hash, split_text
-from services.gateway.files.model import Block, Section
-from services.gateway.sentences import count_tokens, cut_tokens, pack, split_sentences
+from services.ingest.chunking import ChunkingConfig, chunk_document, chunk_sections, content_hash, split_text
+from services.ingest.files.model import Block, Section
+from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sentences
 
 
 def test_tokens_are_cjk_characters_and_latin_words():
@@ -69,7 +69,7 @@ def test_chunk_document_ids_headings_terms_and_hash():
 
 def test_hash_of_default_collection_is_the_one_before_collections():
     # The hash stored for the law corpus before collections: sha256 of
-    # [title, headings, text, metadata items] (services/gateway/chunking.py of main).
+    # [title, headings, text, metadata items] (services/ingest/chunking.py of main).
     import hashlib
     import json
 

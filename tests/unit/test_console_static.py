@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from services.gateway.console import CONSOLE
+from services.gateway.api.console import CONSOLE
 
 
 def _languages() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-from services.gateway import deep
+from services.gateway.search import deep_rules as deep
 
 
 def test_growth_rate_is_new_over_known():

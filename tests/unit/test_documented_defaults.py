@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from services.expander import normalize
-from services.gateway import deep
+from services.gateway.search import deep_rules as deep
 from services.gateway.config import GatewaySettings
 from services.llm.server import LocalLlmSettings
 from services.retriever_graph.config import RetrieverGraphSettings

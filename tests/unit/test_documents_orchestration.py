@@ -11,8 +11,8 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import DownstreamError, InvalidArgument, NotFound
 from services.common.filters import parse_filter
-from services.gateway.guard import Deadline
-from services.gateway.scope import Scope
+from services.gateway.downstream.guard import Deadline
+from services.gateway.search.scope import Scope
 from tests import file_makers as mk
 from tests.fakes import FakeRetriever
 from tests.unit.test_gateway_orchestration import mesh

@@ -9,9 +9,9 @@ import domains
 from graphmesh.common.v1 import types_pb2
 from services.common.errors import InvalidArgument
 from services.expander.core import detect_question_type
-from services.gateway.collection_packs import CollectionPacks
+from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.config import DEFAULT_OFF, DEFAULT_WEIGHTS, GatewaySettings
-from services.gateway.guard import Deadline
+from services.gateway.downstream.guard import Deadline
 from tests.fakes import FakeRetriever
 
 CASE = "公诉机关指控，被告人王某于2020年盗窃财物，经审理查明属实，罪名：盗窃罪。"

@@ -1,5 +1,5 @@
 from graphmesh.common.v1 import types_pb2
-from services.gateway import fallback
+from services.gateway.answer import fallback_rules as fallback
 
 
 def _cand(cid: str, **scores: float) -> types_pb2.Candidate:

@@ -4,9 +4,9 @@ chunk's heading path (files made by reportlab and markdown writers)."""
 from __future__ import annotations
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.chunking import ChunkingConfig
-from services.gateway.file_ingest import document_from_file
-from services.gateway.files import parse_file
+from services.ingest.chunking import ChunkingConfig
+from services.gateway.library.file_ingest import document_from_file
+from services.ingest.files import parse_file
 from tests.file_makers import docx_bytes, markdown_text, markdown_with_html_blocks, pdf_bytes, pdf_with_small_subheadings
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.chunking import ChunkingConfig, chunk_sections
-from services.gateway.files import FileParseError, media_type_of, parse_file
-from services.gateway.files.text import decode_text
+from services.ingest.chunking import ChunkingConfig, chunk_sections
+from services.ingest.files import FileParseError, media_type_of, parse_file
+from services.ingest.files.text import decode_text
 from tests import file_makers as mk
 
 

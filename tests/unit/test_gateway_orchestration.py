@@ -11,7 +11,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import DownstreamError
 from services.gateway.config import GatewaySettings
-from services.gateway.guard import Deadline
+from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate, entity
 
@@ -248,7 +248,7 @@ async def test_graph_with_every_first_stage_channel_off_is_not_asked():
 
 async def test_the_related_call_searches_the_request_scope():
     from services.common.filters import parse_filter
-    from services.gateway.scope import Scope
+    from services.gateway.search.scope import Scope
 
     graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
                           related=[candidate("18", "第十八条", "graph.cites", 0.5)])

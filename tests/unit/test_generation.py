@@ -1,5 +1,5 @@
-from services.gateway import generation
-from services.gateway.generation import EXTRACTIVE_LABEL, build_messages, clean_answer, extractive_answer
+from services.gateway.answer import grounding as generation
+from services.gateway.answer.grounding import EXTRACTIVE_LABEL, build_messages, clean_answer, extractive_answer
 
 
 def test_clean_answer_removes_citations_without_source_and_fences():
@@ -29,7 +29,7 @@ def test_clean_answer_unwraps_a_json_answer_and_counts_it():
 
 
 def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items():
-    from services.gateway.generation import extractive_answer
+    from services.gateway.answer.grounding import extractive_answer
 
     art44 = ("有下列情形之一的，专利权在期限届满前终止：（一）没有按照规定缴纳年费的；"
              "（二）专利权人以书面声明放弃其专利权的。专利权在期限届满前终止的，由国务院专利行政部门登记和公告。")
@@ -42,7 +42,7 @@ def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items(
 
 
 def test_packed_texts_reads_the_context_blocks_as_packed():
-    from services.gateway.generation import packed_texts
+    from services.gateway.answer.grounding import packed_texts
 
     context = "[1] 专利法 第四十二条\n发明专利权的期限为二十年。[TRUNCATED]\n[2] 专利法 第四十四条\n专利权终止。"
     assert packed_texts(context, 2) == ["发明专利权的期限为二十年。", "专利权终止。"]

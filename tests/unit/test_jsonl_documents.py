@@ -1,4 +1,4 @@
-from services.gateway.jsonl_documents import parse_jsonl
+from services.ingest.jsonl_documents import parse_jsonl
 
 
 def test_law_record_becomes_heading_path():

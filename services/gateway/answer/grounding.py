@@ -1,0 +1,260 @@
+"""Pure rules of answer generation: the grounded prompt over numbered
+sources, answer cleaning (citations without a source and leaked
+JSON/markdown fences removed and counted) and the extractive answer. The
+LLM call itself is ``services.gateway.answer.generator``."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences, truncate_at_boundary
+
+SYSTEM_PROMPT = (
+    "你是严谨的法律问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
+    "资料不足时直说。回答中写明所依据的法律名称和条号（如《专利法》第四十二条），每句话后用[n]标注它依据的资料编号，"
+    "只标注确实写有该内容的资料。不要输出 JSON 或代码块。"
+)
+# The instruction sits after the question: small local models (Qwen2.5 0.5B)
+# otherwise answer with a bare "[1]". The example is neutral on purpose.
+ANSWER_INSTRUCTION = (
+    "请用一两句完整的中文句子回答，写明法律名称和条号，并在句末用方括号标注所依据资料的编号，"
+    "例如：依照《某某法》第十条，某某行为应当承担相应责任[2]。"
+)
+SYSTEM_PROMPT_EN = (
+    "You are a careful legal assistant. Answer only from the numbered sources given, in English; do not use other "
+    "knowledge, and say so when the sources are not enough. Name the law and article you rely on, and end each "
+    "sentence with [n], the number of the source that states it. No JSON, no code blocks."
+)
+ANSWER_INSTRUCTION_EN = ("Answer in one or two complete English sentences, naming the law and article, each ending "
+                         "with its source number, e.g.: Under Article 10 of the X Law, the party is liable [2].")
+EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
+_CJK = re.compile(r"[\u3400-\u9fff]")
+#: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
+#: list lead-ins ending in a colon are not quoted as answers.
+_LIST_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十\d]+[）)]|\d+[.、．]|[①-⑳]|[一二三四五六七八九十]+、|[-•·*])")
+_TABLE = re.compile(r"[|\t]|\s{3,}")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+#: Splits a sentence after a colon (a list lead-in and its first item).
+_COLON_SPLIT = re.compile(r"(?<=[：:])")
+
+_FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
+
+
+#: Characters of the question put in the prompt: a pasted case description
+#: (up to 10,000 characters) is cut at a sentence end so the packed sources
+#: keep their room in a small model's context window.
+MAX_PROMPT_QUESTION_CHARS = 1500
+
+
+def build_messages(question: str, context: str) -> list[dict[str, str]]:
+    """Chat messages for a grounded answer over the packed ``context``
+    (whose items are numbered [n], each headed by its law and article), in
+    the question's language: Chinese when it has CJK characters, else
+    English. The question is cut to MAX_PROMPT_QUESTION_CHARS characters at
+    a sentence end."""
+    question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
+    if _CJK.search(question) or not question.strip():
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
+        ]
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT_EN},
+        {"role": "user", "content": f"Sources:\n{context}\n\nQuestion: {question}\n{ANSWER_INSTRUCTION_EN}"},
+    ]
+
+
+@dataclass(slots=True)
+class CleanedAnswer:
+    """An answer after post-processing."""
+
+    text: str
+    invalid_citations_removed: int
+    fences_removed: int
+
+
+def clean_answer(answer: str, n_sources: int) -> CleanedAnswer:
+    """Strips code fences and a JSON wrapper ({"answer": ...}), and removes
+    citations [n] with n outside 1..n_sources, counting both."""
+    fences = len(_FENCE.findall(answer))
+    text = _FENCE.sub("", answer)
+    unwrapped = _unwrap_json(text)
+    if unwrapped is not None:
+        text, fences = unwrapped, fences + 1
+    removed = 0
+
+    def keep_or_drop(match: re.Match) -> str:
+        nonlocal removed
+        if 1 <= int(match.group(1)) <= n_sources:
+            return match.group(0)
+        removed += 1
+        return ""
+
+    text = CITATION.sub(keep_or_drop, text).strip()
+    return CleanedAnswer(text, removed, fences)
+
+
+def _unwrap_json(text: str) -> str | None:
+    """The answer string inside a JSON object the model wrapped it in
+    ({"answer": ...}, {"回答": ...}, ...), else None."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for key in ("answer", "回答", "答案", "content", "text"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    return None
+
+
+_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
+
+
+def packed_texts(context: str, n_sources: int) -> list[str] | None:
+    """The text of each numbered block "[n] label\ntext" of a packed
+    context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
+    when the context does not hold exactly ``n_sources`` blocks numbered 1..n."""
+    blocks: list[list[str]] = []
+    for line in context.splitlines():
+        match = _HEADER.match(line)
+        if match and int(match.group(1)) == len(blocks) + 1:
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    if len(blocks) != n_sources:
+        return None
+    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for lines in blocks]
+
+
+def quotable(sentence: str) -> bool:
+    """Whether ``sentence`` may be quoted as an answer: not a lead-in ending
+    in a colon, and at least 6 characters of text. List items and table
+    rows may be quoted (a fee table's row can be the answer) but rank below
+    a sentence that covers the question as well (``ITEM_PENALTY``)."""
+    text = sentence.strip()
+    return len(_NON_WORD.sub("", text)) >= 6 and not text.endswith(("：", ":"))
+
+
+#: Score factor of a list item or table row against a prose sentence.
+ITEM_PENALTY = 0.85
+#: Bonus of a sentence holding a number when the question asks an amount.
+NUMBER_BONUS = 0.15
+#: Question words asking for an amount, a count or a threshold.
+_AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
+                "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
+_HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
+_BOX_DRAWING = re.compile(r"[\u2500-\u257f]+")
+
+
+def _bigrams(text: str) -> set[str]:
+    """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
+    squeezed = _NON_WORD.sub("", text.lower())
+    return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
+
+
+def asks_amount(question: str) -> bool:
+    """Whether ``question`` asks for an amount, count, period or threshold."""
+    return any(cue in question for cue in _AMOUNT_CUES)
+
+
+def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
+                   wants_number: bool = False, idf: dict[str, float] | None = None) -> float:
+    """How well ``sentence`` answers, in [0, ~1.15]: the share of the
+    question's content keywords it holds (weighted by length in characters
+    times ``idf``; half the score when ``question_bigrams`` are given), the
+    idf-weighted share of the question's character bigrams it holds (the
+    other half: catches words the tokenizer splits differently), plus
+    NUMBER_BONUS when the question asks an amount and the sentence states a
+    number; list items and table rows count ITEM_PENALTY of that. ``idf``
+    (term -> weight, 1 when absent) lets words found in every candidate,
+    such as the document's title, count less. 0 without keywords or bigrams."""
+    idf = idf or {}
+    total = sum(len(k) * idf.get(k, 1.0) for k in keywords)
+    text = sentence.lower()
+    coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
+    if question_bigrams:
+        weight = sum(idf.get(b, 1.0) for b in question_bigrams)
+        overlap = sum(idf.get(b, 1.0) for b in _bigrams(sentence) & question_bigrams) / weight if weight else 0.0
+        score = 0.5 * coverage + 0.5 * overlap
+    else:
+        score = coverage
+    if score and wants_number and _HAS_NUMBER.search(sentence):
+        score += NUMBER_BONUS
+    if _LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()):
+        score *= ITEM_PENALTY
+    return score
+
+
+def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
+    """Inverse frequency of each of ``terms`` over the candidate ``lines``
+    (log((n + 1) / (df + 0.5)), at least 0.1), so that a word every line
+    shares (a title, a heading) tells the lines apart less than a rare one."""
+    lowered = [line.lower() for line in lines]
+    n = len(lowered)
+    return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
+
+
+def _candidates(text: str) -> list[str]:
+    """Quotable pieces of one packed text in reading order: its sentences
+    and lines, box-drawing stripped; a line with a colon inside is offered
+    whole (unless a list item follows the colon) and also cut after the
+    colon (a lead-in and what follows)."""
+    out: list[str] = []
+    for sentence in split_sentences(text.strip()):
+        line = _BOX_DRAWING.sub(" ", sentence).strip()
+        if not line:
+            continue
+        pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
+        if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
+            out.append(line)  # "入口: POST /api/..." whole; never a lead-in glued to a list item
+        out.extend(pieces)
+    return out
+
+
+def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
+                      max_sentences_per_source: int = 2) -> str:
+    """An answer quoted from the first ``max_sources`` packed texts: from
+    each, the quotable sentences (``quotable``) that best cover the
+    question's content words (``sentence_score``; ties keep reading order),
+    at most ``max_sentences_per_source`` and ``max_chars_per_source``
+    characters, in reading order, followed by the citation [n]. A source
+    none of whose sentences shares a word with the question is skipped,
+    unless it is the first. Without a question the leading sentences are
+    quoted."""
+    keywords = [k for k in query_keywords(question)] if question else []
+    keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
+    question_bigrams = _bigrams(question) if question else set()
+    wants_number = asks_amount(question)
+    pieces = [_candidates(text) for text in texts[:max_sources]]
+    idf = _idf([c for cs in pieces for c in cs], set(keywords) | question_bigrams)
+
+    def score(sentence: str) -> float:
+        return sentence_score(sentence, keywords, question_bigrams, wants_number, idf)
+
+    lines = [EXTRACTIVE_LABEL]
+    for number, sentences in enumerate(pieces, start=1):
+        candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
+            (i, s) for i, s in enumerate(sentences) if s][:1]
+        ranked = sorted(candidates, key=lambda item: (-score(item[1]), item[0]))
+        if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):
+            continue
+        chosen: list[tuple[int, str]] = []
+        used = 0
+        for i, sentence in ranked:
+            if len(chosen) >= max_sentences_per_source:
+                break
+            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(sentence) == 0)
+                           or any(sentence in c or c in sentence for _, c in chosen)):
+                continue
+            chosen.append((i, sentence))
+            used += len(sentence)
+        quote = "".join(s for _, s in sorted(chosen)).strip()[:max_chars_per_source]
+        if quote:
+            lines.append(f"{quote} [{number}]")
+    return "\n".join(lines)

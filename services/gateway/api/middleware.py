@@ -1,0 +1,171 @@
+"""HTTP concerns of the REST transcoder that are not transcoding: errors of
+routing and size in the API's JSON error shape, the edge's security rules
+(Host allow-list, cross-site writes, media type; services.gateway.api.edge_rules),
+the CORS allow-list, and closing connections that are slow to send a request."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal
+
+log = logging.getLogger("graphmesh.gateway.rest")
+
+#: Methods and request headers a browser may use across origins.
+CORS_METHODS = "GET, POST, OPTIONS"
+CORS_HEADERS = "Authorization, X-API-Key, Content-Type, Accept, X-Timeout-Seconds"
+
+
+@dataclass(frozen=True)
+class RestOptions:
+    """Attributes:
+    cors_origins: origins allowed to call from a browser ("*" = any);
+        they may also send unsafe (writing) requests.
+    max_request_bytes: largest request body, bytes (HTTP 413 beyond).
+    gate: the API-key gate (services.gateway.api.auth.Gate) of the routes that
+        are not RPCs (GET /v1/stages:summary); None when auth is off. The
+        RPC routes are checked by the gRPC server itself.
+    allowed_hosts: Host names served besides IP literals and localhost
+        (edge_rules.host_allowed; "*" = any); others get 403 (DNS rebinding).
+    max_in_flight / max_queued: REST calls sent to the gateway at once and
+        waiting behind them; a request beyond both gets 429 + Retry-After.
+    header_timeout: seconds a connection may stay without a complete
+        request head (from its start or its last response) before it is closed.
+    body_timeout: seconds a request's body may take to arrive (HTTP 408 beyond).
+    """
+
+    cors_origins: Sequence[str] = field(default_factory=tuple)
+    max_request_bytes: int = 64 * 1024 * 1024
+    gate: Any = None
+    allowed_hosts: Sequence[str] = field(default_factory=tuple)
+    max_in_flight: int = 64
+    max_queued: int = 1024
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
+
+
+def error_body(status: int, code: str, message: str, details: list | None = None) -> web.Response:
+    """A JSON error in the google.rpc.Status shape every route uses."""
+    body = {"error": {"code": status, "status": code, "message": message, "details": details or []}}
+    return web.json_response(body, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+def route_errors(max_request_bytes: int) -> Callable:
+    """A middleware answering an unknown path (404), method (405) or a body
+    over ``max_request_bytes`` (413) in the same JSON error shape as every
+    RPC error, not aiohttp's plain text."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return error_body(404, "NOT_FOUND", f"no route {request.method} {request.path}")
+        except web.HTTPMethodNotAllowed as err:
+            return error_body(405, "METHOD_NOT_ALLOWED",
+                              f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(err.allowed_methods))}")
+        except web.HTTPRequestEntityTooLarge:
+            return error_body(413, "RESOURCE_EXHAUSTED", f"request body is larger than the maximum of {max_request_bytes} bytes")
+
+    return middleware
+
+
+def cors(origins: Sequence[str]) -> Callable:
+    """A middleware answering preflight requests and adding the
+    Access-Control-Allow-* headers for the allowed ``origins`` ("*" = any);
+    requests from other origins get no CORS headers (the browser blocks
+    them), and nothing changes for callers that send no Origin."""
+    allowed = set(origins)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        ok = origin is not None and ("*" in allowed or origin in allowed)
+        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            if not ok:
+                return error_body(403, "PERMISSION_DENIED", f"origin {origin!r} is not allowed")
+            return web.Response(status=204, headers=_cors_headers(origin, preflight=True))
+        response = await handler(request)
+        if ok:
+            response.headers.update(_cors_headers(origin, preflight=False))
+        return response
+
+    return middleware
+
+
+def _cors_headers(origin: str, preflight: bool) -> dict[str, str]:
+    headers = {"Access-Control-Allow-Origin": origin, "Vary": "Origin",
+               "Access-Control-Expose-Headers": "X-Trace-Id, Retry-After"}
+    if preflight:
+        headers |= {"Access-Control-Allow-Methods": CORS_METHODS, "Access-Control-Allow-Headers": CORS_HEADERS,
+                    "Access-Control-Max-Age": "600"}
+    return headers
+
+
+def edge_guard(options: RestOptions) -> Callable:
+    """A middleware applying the edge's security rules before any route:
+    a Host outside the allow-list is 403 (DNS rebinding), an unsafe request
+    from another site is 403 (CSRF), and an unsafe request that is not
+    ``application/json`` is 415. Each in the API's JSON error shape."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+        if not host_allowed(request.headers.get("Host"), options.allowed_hosts):
+            return error_body(403, "PERMISSION_DENIED",
+                              f"host {request.headers.get('Host', '')[:100]!r} is not served here; add it to "
+                              "GRAPHMESH_GATEWAY_ALLOWED_HOSTS to allow it")
+        if request.method != "OPTIONS":
+            refusal = cross_site_refusal(request.method, request.headers, options.cors_origins)
+            if refusal is None and (request.body_exists or request.method != "DELETE"):
+                refusal = media_type_refusal(request.method, request.headers.get("Content-Type"))
+            if refusal is not None:
+                details = []
+                if refusal.field:
+                    details = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                                "fieldViolations": [{"field": refusal.field, "description": refusal.message}]}]
+                return error_body(refusal.status, refusal.code, refusal.message, details)
+        return await handler(request)
+
+    return middleware
+
+
+async def close_slow_connections(server: web.Server, header_timeout: float, every: float | None = None) -> None:
+    """Closes, until cancelled, each connection of ``server`` that has held
+    no request in progress and delivered no new complete request head for
+    ``header_timeout`` seconds (a client sending its headers a line a
+    second, or an idle keep-alive). aiohttp has no header timeout of its
+    own; its protocol objects' counters are read here (``_request_count``,
+    ``_current_request``, ``_messages``), checked by
+    tests/contract/test_rest_edge_security.py."""
+    every = every or max(header_timeout / 4, 0.05)
+    seen: dict[int, tuple[int, float]] = {}
+    while True:
+        await asyncio.sleep(every)
+        now = time.monotonic()
+        alive = set()
+        for protocol in list(server.connections):
+            key = id(protocol)
+            alive.add(key)
+            busy = getattr(protocol, "_current_request", None) is not None or bool(getattr(protocol, "_messages", ()))
+            count = getattr(protocol, "_request_count", 0)
+            if busy:
+                seen.pop(key, None)
+                continue
+            last = seen.get(key)
+            if last is None or last[0] != count:
+                seen[key] = (count, now)
+            elif now - last[1] >= header_timeout:
+                log.info("closing a connection with no complete request for %.0f s", header_timeout)
+                protocol.force_close()
+                if protocol.transport is not None:
+                    protocol.transport.close()
+                seen.pop(key, None)
+        for key in set(seen) - alive:
+            del seen[key]

@@ -1,0 +1,267 @@
+"""REST/JSON transcoding of the gateway's gRPC API.
+
+Routes come from the ``google.api.http`` annotations of GatewayService
+(e.g. POST /v1/query:search with body "*", GET
+/v1/{parent=collections/*}/documents; path templates in ``rest_paths``).
+Each request is parsed into the RPC's request message (the JSON body, the
+path variables, and for a route without body the query parameters;
+unknown fields rejected), sent to the gateway's own
+gRPC port over loopback (so metrics, deadlines and errors are the same as for
+gRPC callers), and the reply is written as JSON (proto3 JSON mapping). Errors
+follow the google.rpc.Status JSON shape with the HTTP code of AIP-193.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+from aiohttp import web
+from google.api import annotations_pb2
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from grpc_status import rpc_status
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.admission import Admission, Overloaded
+from services.common.clients import channel
+from services.gateway.api.console import add_console_routes
+from services.gateway.api.edge_rules import request_timeout
+from services.gateway.api.middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
+from services.gateway.api.paths import aiohttp_path, fill_message
+
+# gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
+HTTP_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.FAILED_PRECONDITION: 400, grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNAUTHENTICATED: 401, grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409, grpc.StatusCode.ABORTED: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.CANCELLED: 499, grpc.StatusCode.UNIMPLEMENTED: 501, grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504, grpc.StatusCode.INTERNAL: 500, grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.DATA_LOSS: 500,
+}
+
+
+def http_routes() -> list[tuple[str, str, str]]:
+    """(HTTP verb, path template, RPC name) for every annotated GatewayService method."""
+    return [(verb, path, name) for verb, path, name, _ in _rules()]
+
+
+def _rules() -> list[tuple[str, str, str, bool]]:
+    """(verb, path template, RPC name, whether the route has a body)."""
+    routes = []
+    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+    for method in service.methods:
+        rule = method.GetOptions().Extensions[annotations_pb2.http]
+        verb = rule.WhichOneof("pattern")
+        if verb:
+            routes.append((verb.upper(), getattr(rule, verb), method.name, bool(rule.body)))
+    return routes
+
+
+def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
+    status = rpc_status.from_call(err)
+    details = []
+    if status is not None:
+        for detail in status.details:
+            try:
+                details.append(json.loads(json_format.MessageToJson(detail)))
+            except Exception:  # unknown detail type: report its type only
+                details.append({"@type": detail.type_url})
+    reply = error_body(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
+    reply.headers.update(_returned(err.trailing_metadata()) | _returned(err.initial_metadata()))
+    return reply
+
+
+def _returned(metadata) -> dict[str, str]:
+    """The HTTP headers of the gRPC metadata the REST caller should see
+    (trace id, Retry-After)."""
+    return {RETURNED_METADATA[k]: str(v) for k, v in (metadata or ()) if k in RETURNED_METADATA}
+
+
+#: Request headers passed on to the gRPC call as metadata (API keys).
+FORWARDED_HEADERS = ("authorization", "x-api-key")
+#: gRPC response metadata passed back as HTTP headers.
+RETURNED_METADATA = {"x-trace-id": "X-Trace-Id", "retry-after": "Retry-After"}
+OPENAPI = Path(__file__).resolve().parent.parent / "static" / "openapi.json"
+
+
+def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Application:
+    """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
+    with the CORS allow-list and body-size limit of ``options``; it also
+    serves the OpenAPI document at GET /openapi.json, the web console at
+    GET / and GET /v1/stages:summary (services/gateway/api/console.py)."""
+    options = options or RestOptions()
+    app = web.Application(client_max_size=options.max_request_bytes,
+                          middlewares=[route_errors(options.max_request_bytes), edge_guard(options), cors(options.cors_origins)])
+    state: dict[str, Any] = {}
+
+    async def on_startup(_: web.Application) -> None:
+        state["channel"] = channel(grpc_target)
+        state["stub"] = gateway_pb2_grpc.GatewayServiceStub(state["channel"])
+        # Every REST request rides this one connection: keep its streams
+        # below the server's per-connection limit and queue the rest.
+        state["admission"] = Admission(options.max_in_flight, options.max_queued, "REST requests")
+
+    async def on_cleanup(_: web.Application) -> None:
+        await state["channel"].close()
+
+    def handler(rpc_name: str, has_body: bool) -> Callable:
+        method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
+        request_cls = _message_class(method.input_type.name)
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            try:  # a client that declares a body and never sends it is not held forever
+                raw = await asyncio.wait_for(request.read(), options.body_timeout)
+            except asyncio.TimeoutError:
+                return error_body(408, "DEADLINE_EXCEEDED",
+                                  f"request body not received within {options.body_timeout:g} s (GRAPHMESH_GATEWAY_REST_BODY_TIMEOUT)")
+            try:
+                text = raw.decode("utf-8") if raw.strip() else "{}"
+                if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
+                    return _bad_request("body", "must be a JSON object")
+                message: Message = json_format.Parse(text, request_cls())
+                bad = fill_message(message, dict(request.match_info), request.query if not has_body else {})
+                if bad:
+                    return _bad_request(*bad)
+            except UnicodeDecodeError:
+                return _bad_request("body", "must be UTF-8 JSON")
+            except json_format.ParseError as err:
+                return _bad_request(_field_of(str(err)), str(err))
+            except RecursionError:
+                return _bad_request("body", "JSON nested too deeply")
+            timeout, refusal = request_timeout(request.headers)
+            if refusal is not None:
+                return _bad_request(refusal.field, refusal.message)
+            metadata = [(h, request.headers[h]) for h in FORWARDED_HEADERS if h in request.headers]
+            try:
+                async with state["admission"].slot(timeout) as waited:
+                    remaining = None if timeout is None else max(timeout - waited, 0.001)
+                    call = getattr(state["stub"], rpc_name)(message, timeout=remaining, metadata=metadata)
+                    if method.server_streaming:
+                        return await _stream(request, call)
+                    try:
+                        reply = await call
+                    except grpc.aio.AioRpcError as err:
+                        return _rpcerror_body(err)
+            except Overloaded as busy:
+                return _overloaded(busy)
+            body = json_format.MessageToJson(reply, ensure_ascii=False, preserving_proto_field_name=False)
+            return web.Response(text=body, content_type="application/json", headers=_returned(await call.initial_metadata()))
+
+        return handle
+
+    # Literal routes first: GET /v1/collections must not be taken for a template.
+    for verb, path, rpc_name, has_body in sorted(_rules(), key=lambda r: "{" in r[1]):
+        app.router.add_route(verb, aiohttp_path(path), handler(rpc_name, has_body))
+
+    async def openapi(_: web.Request) -> web.StreamResponse:
+        return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
+
+    app.router.add_get("/openapi.json", openapi)
+    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+async def _stream(request: web.Request, call) -> web.StreamResponse:
+    """Relays a server-streaming call: server-sent events ("data: <json>")
+    when the client accepts text/event-stream, else JSON lines
+    (application/x-ndjson). An error before the first event is an ordinary
+    JSON error reply; one after it is sent as a last {"error": ...} event.
+    A client that disconnects cancels the gRPC call (and so the LLM call)."""
+    sse = "text/event-stream" in request.headers.get("Accept", "")
+    response: web.StreamResponse | None = None
+    try:
+        async for event in call:
+            if response is None:
+                response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
+                                                       "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
+                await response.prepare(request)
+            body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
+            await response.write((f"data: {body}\n\n" if sse else f"{body}\n").encode())
+    except grpc.aio.AioRpcError as err:
+        if response is None:
+            return _rpcerror_body(err)
+        error = {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": err.details() or ""}}
+        line = json.dumps(error, ensure_ascii=False)
+        await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
+    except (asyncio.CancelledError, ConnectionResetError):
+        call.cancel()
+        raise
+    if response is None:  # a stream with no events
+        response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
+        await response.prepare(request)
+    await response.write_eof()
+    return response
+
+
+#: Media types of a relayed stream (by whether the client asked for SSE);
+#: the charset named so that every client decodes the Chinese text as UTF-8.
+_STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
+
+
+def _message_class(name: str) -> type[Message]:
+    return getattr(gateway_pb2, name)
+
+
+def _bad_request(field: str, description: str) -> web.Response:
+    violation = {
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        "fieldViolations": [{"field": field, "description": description}],
+    }
+    return error_body(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
+
+
+_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
+
+
+def _field_of(parse_error: str) -> str:
+    # json_format messages look like: Message type "x" has no field named "foo" at ...
+    marker = 'has no field named "'
+    failed = _FAILED_FIELD.search(parse_error)
+    if failed and not failed.group(1).isdigit():
+        return failed.group(1)
+    if marker in parse_error:
+        return parse_error.split(marker, 1)[1].split('"', 1)[0]
+    if 'for field "' in parse_error.lower():
+        return parse_error.lower().split('for field "', 1)[1].split('"', 1)[0]
+    return "body"
+
+
+def _overloaded(busy: Overloaded) -> web.Response:
+    """429 with Retry-After when the admission queue is full; 504 when the
+    request's own deadline ran out while it queued."""
+    if busy.waited:
+        return error_body(504, "DEADLINE_EXCEEDED", str(busy))
+    reply = error_body(429, "RESOURCE_EXHAUSTED", str(busy))
+    reply.headers["Retry-After"] = str(busy.retry_after)
+    return reply
+
+
+async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future | None = None,
+                   options: RestOptions | None = None) -> None:
+    """Serves the REST app on host:port until cancelled. Port 0 binds a free
+    port; the port actually bound is set on ``bound`` once the site listens
+    (and printed as ``READY gateway-rest http://host:port``)."""
+    # handler_cancellation: a client that disconnects cancels its handler,
+    # and so the gRPC call and the LLM request behind it.
+    options = options or RestOptions()
+    runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}", options), access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    actual = runner.addresses[0][1]
+    print(f"READY gateway-rest http://{host}:{actual}", flush=True)
+    if bound is not None and not bound.done():
+        bound.set_result(actual)
+    reaper = asyncio.create_task(close_slow_connections(runner.server, options.header_timeout))
+    try:
+        await asyncio.Event().wait()
+    finally:
+        reaper.cancel()
+        await runner.cleanup()

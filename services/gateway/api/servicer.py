@@ -1,0 +1,157 @@
+"""GatewayService: validates requests and hands them to the use cases.
+
+Errors raised here or below reach the caller through the error interceptor:
+InvalidArgument -> INVALID_ARGUMENT naming the field; DownstreamError -> the
+downstream service's own status.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+import domains
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.filters import validate_collection, validate_collections
+from services.common.names import SWITCHABLE_STAGES
+from services.gateway.search import deep_rules
+from services.gateway.answer.handlers import Answerer
+from services.gateway.config import GatewaySettings
+from services.gateway.search.deep_search import DeepSearcher
+from services.gateway.library.document_ingest import DocumentIngest, count_ingest
+from services.gateway.library.lifecycle import DocumentLifecycle
+from services.gateway.library.entity_ingest import EntityIngest
+from services.gateway.search.entity_search import EntitySearch
+from services.gateway.library.file_ingest import FileIngest
+from services.gateway.downstream.guard import Deadline
+from services.gateway.search.scope import scope_of
+from services.gateway.search.pipeline import SearchFlow
+
+MAX_TOP_K = 100
+#: Most bytes of files in one Ingest call (the gRPC message limit is 64 MiB).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class UseCases:
+    """What the gateway can do, each given only the clients it needs."""
+
+    search: SearchFlow
+    answerer: Answerer
+    deep: DeepSearcher
+    documents: DocumentIngest
+    entity_ingest: EntityIngest
+    entities: EntitySearch
+    files: FileIngest
+    lifecycle: DocumentLifecycle
+
+
+class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
+    def __init__(self, settings: GatewaySettings, use: UseCases) -> None:
+        self._settings = settings
+        self._use = use
+
+    def _deadline(self, context: grpc.aio.ServicerContext) -> Deadline:
+        """The request's deadline inside the gateway: the caller's remaining
+        time less a margin (``deadline_margin``, at most a tenth of it), so
+        a stage that uses up its budget still leaves time to send the
+        degraded answer before the caller gives up."""
+        left = context.time_remaining()
+        left = self._settings.default_deadline if left is None else left
+        return Deadline(max(0.001, left - min(self._settings.deadline_margin, left / 10)))
+
+    def _validate(self, query: str, top_k: int) -> tuple[str, int]:
+        return validate_query(query, self._settings.max_query_chars), validate_range(top_k or 10, 1, MAX_TOP_K, "top_k")
+
+    async def Search(self, request: gateway_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        for field in ("disabled_stages", "enabled_stages"):
+            unknown = sorted(set(getattr(request, field)) - SWITCHABLE_STAGES)
+            if unknown:
+                raise InvalidArgument(field, f"unknown stage {unknown[0]!r}; known: {', '.join(sorted(SWITCHABLE_STAGES))}")
+        rerank = request.rerank if request.HasField("rerank") else None
+        scope = scope_of(request.collections, request.filters)
+        retrieval = await self._use.search.search(query, top_k, rerank, self._deadline(context), frozenset(request.disabled_stages),
+                                                  scope, frozenset(request.enabled_stages))
+        return retrieval.response
+
+    async def Answer(self, request: gateway_pb2.AnswerRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.AnswerResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        rerank = request.rerank if request.HasField("rerank") else None
+        scope = scope_of(request.collections, request.filters)
+        return await self._use.answerer.answer(query, top_k, rerank, self._deadline(context), scope)
+
+    async def AnswerStream(self, request: gateway_pb2.AnswerStreamRequest, context: grpc.aio.ServicerContext):
+        query, top_k = self._validate(request.query, request.top_k)
+        rerank = request.rerank if request.HasField("rerank") else None
+        scope = scope_of(request.collections, request.filters)
+        async for event in self._use.answerer.events(query, top_k, rerank, self._deadline(context), scope):
+            yield event
+
+    async def DeepSearch(self, request: gateway_pb2.DeepSearchRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeepSearchResponse:
+        query, top_k = self._validate(request.query, request.top_k)
+        iterations = validate_range(request.max_iterations or deep_rules.DEFAULT_MAX_ITERATIONS, 1, 5, "max_iterations")
+        sub_queries = validate_range(request.sub_queries or deep_rules.DEFAULT_SUB_QUERIES, 1, 5, "sub_queries")
+        threshold = request.growth_threshold or deep_rules.DEFAULT_GROWTH_THRESHOLD
+        if not 0.0 <= threshold <= 1.0:
+            raise InvalidArgument("growth_threshold", "must be between 0 and 1")
+        scope = scope_of(request.collections, request.filters)
+        return await self._use.deep.run(query, top_k, iterations, sub_queries, threshold, self._deadline(context), scope)
+
+    async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
+        collection = validate_collection(request.collection)
+        if request.kind not in gateway_pb2.IngestKind.values():
+            raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
+        if request.files:
+            if request.jsonl.strip():
+                raise InvalidArgument("jsonl", "give jsonl records or files, not both")
+            if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
+                raise InvalidArgument("files", "files are ingested as documents only")
+            if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
+                raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
+            return await self._use.files.ingest(list(request.files), self._deadline(context), collection, request.domain_pack)
+        if not request.jsonl.strip():
+            raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
+        if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
+            response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context),
+                                                                            collection)
+        else:
+            response, parse_failures = await self._use.documents.ingest(request.jsonl, self._deadline(context), collection,
+                                                                        request.domain_pack)
+        kind = gateway_pb2.IngestKind.Name(request.kind or gateway_pb2.INGEST_KIND_DOCUMENTS).removeprefix("INGEST_KIND_").lower()
+        count_ingest(kind, response)
+        if response.received and len(parse_failures) == response.received:
+            first = parse_failures[0]
+            field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
+            raise InvalidArgument(field, first.reason + ("" if len(parse_failures) == 1 else f" (and {len(parse_failures) - 1} more records)"))
+        return response
+
+    async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
+        query = validate_query(request.query, self._settings.max_entity_query_chars)
+        top_k = validate_range(request.top_k or 10, 1, MAX_TOP_K, "top_k")
+        collections = tuple(validate_collections(request.collections))
+        return await self._use.entities.search(query, top_k, self._deadline(context), collections)
+
+    async def GetDocument(self, request: gateway_pb2.GetDocumentRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.GetDocumentResponse:
+        return await self._use.lifecycle.get(request.name, self._deadline(context))
+
+    async def ListDocuments(self, request: gateway_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListDocumentsResponse:
+        return await self._use.lifecycle.list(request.parent, request.page_size, request.page_token, request.filter,
+                                              self._deadline(context))
+
+    async def DeleteDocuments(self, request: gateway_pb2.DeleteDocumentsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteDocumentsResponse:
+        return await self._use.lifecycle.delete(request.parent, list(request.names), request.filter, self._deadline(context))
+
+    async def ListCollections(self, request: gateway_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListCollectionsResponse:
+        return await self._use.lifecycle.list_collections(self._deadline(context))
+
+    async def ListDomainPacks(self, request: gateway_pb2.ListDomainPacksRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListDomainPacksResponse:
+        return gateway_pb2.ListDomainPacksResponse(packs=[
+            gateway_pb2.DomainPackInfo(name=p.name, description=p.description, question_types=list(p.question_types),
+                                       channels=list(p.channels), recipe_source=p.recipe_source)
+            for _, p in sorted(domains.PACKS.items())])
+
+    async def DeleteCollection(self, request: gateway_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteCollectionResponse:
+        return await self._use.lifecycle.delete_collection(request.name, self._deadline(context))

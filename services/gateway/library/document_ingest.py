@@ -1,0 +1,197 @@
+"""Document ingestion through the gateway: parse (JSONL records here, files
+in ``file_ingest``), skip documents whose content hash every retriever
+already holds, chunk, embed (expander), and store in every retriever, all
+in one collection. A record that cannot be read, or that a retriever
+refuses, is reported in ``failures``; the others are stored."""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import Counter
+
+import domains
+from graphmesh.common.v1 import types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common import names
+from services.common.errors import DownstreamError
+from services.common.filters import DEFAULT_COLLECTION
+from services.common.records import DocumentRecord
+from services.gateway.search.collection_packs import CollectionPacks
+from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
+from services.gateway.downstream.interfaces import Expander, Retriever
+from services.gateway.config import GatewaySettings
+from services.gateway.downstream.guard import Deadline, Trace
+from services.ingest.jsonl_documents import ParseFailure, parse_jsonl
+
+#: Seconds one bulk call (embed a batch, store a batch) may take at most.
+BULK_CALL_SECONDS = 600.0
+
+INGEST_RECORDS = Counter(
+    "graphmesh_ingest_records_total", "Records ingested through the gateway, by kind and outcome (stored, unchanged, failed).",
+    ("kind", "outcome"))
+
+
+def count_ingest(kind: str, response: gateway_pb2.IngestResponse) -> None:
+    """Adds one Ingest call's outcome to graphmesh_ingest_records_total."""
+    INGEST_RECORDS.labels(kind, "stored").inc(response.stored)
+    INGEST_RECORDS.labels(kind, "unchanged").inc(response.unchanged)
+    INGEST_RECORDS.labels(kind, "failed").inc(len(response.failures))
+
+
+def failure_proto(f: ParseFailure) -> types_pb2.IngestFailure:
+    """The IngestFailure of a record that could not be read."""
+    return types_pb2.IngestFailure(index=f.index, id=f.id, reason=f"{f.field + ': ' if f.field else ''}{f.reason}")
+
+
+@dataclass
+class Stored:
+    """What storing a set of documents came to.
+
+    Attributes:
+        stored: ids written (new or changed) by every retriever.
+        unchanged: ids every retriever already held with the same hash.
+        failed: {id: reason} of documents some retriever did not store.
+        chunks: chunks written for the stored documents.
+    """
+
+    stored: list[str] = field(default_factory=list)
+    unchanged: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    chunks: int = 0
+
+
+class DocumentIngest:
+    """Ingest of INGEST_KIND_DOCUMENTS.
+
+    Args:
+        settings: chunk sizes and the embedding batch size.
+        expander: embeds the chunks (passage side).
+        retrievers: every retriever; each stores every document.
+        packs: the collections' domain packs (default: asked of ``retrievers``).
+    """
+
+    def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
+                 packs: CollectionPacks | None = None) -> None:
+        self.settings = settings
+        self.expander = expander
+        self.retrievers = list(retrievers)
+        self.packs = packs or CollectionPacks(self.retrievers)
+
+    @property
+    def chunking(self) -> ChunkingConfig:
+        """The configured chunk sizes (tokens)."""
+        return ChunkingConfig(self.settings.chunk_tokens, self.settings.chunk_overlap)
+
+    def chunking_for(self, pack: str) -> ChunkingConfig:
+        """The chunk sizes of a collection of domain pack ``pack``: the
+        pack's recipe (e.g. generic's small chunks), unless the operator set
+        GRAPHMESH_GATEWAY_CHUNK_TOKENS / _CHUNK_OVERLAP, which win."""
+        recipe = domains.get_pack(pack)
+        explicit = self.settings.model_fields_set
+        tokens = self.settings.chunk_tokens if "chunk_tokens" in explicit or recipe.chunk_tokens is None else recipe.chunk_tokens
+        overlap = (self.settings.chunk_overlap if "chunk_overlap" in explicit or recipe.chunk_overlap is None
+                   else recipe.chunk_overlap)
+        return ChunkingConfig(tokens, min(overlap, tokens // 2))
+
+    async def ingest(self, payload: bytes, deadline: Deadline, collection: str = DEFAULT_COLLECTION,
+                     domain_pack: str = "") -> tuple[gateway_pb2.IngestResponse, list[ParseFailure]]:
+        """Parses and stores ``payload`` (JSONL documents) in ``collection``,
+        whose domain pack is ``domain_pack`` (CollectionPacks.for_ingest).
+
+        Returns:
+            the response and the records that could not be read (so the
+            servicer can reject a payload with no readable record).
+        Raises:
+            InvalidArgument ("domain_pack"): see CollectionPacks.for_ingest.
+            DownstreamError: a retriever could not be asked for its hashes,
+                or the expander could not embed.
+        """
+        pack = await self.packs.for_ingest(collection, domain_pack, deadline)
+        trace = Trace()
+        started = time.perf_counter()
+        docs, parse_failures = parse_jsonl(payload)
+        response = gateway_pb2.IngestResponse(received=len(docs) + len(parse_failures))
+        response.failures.extend(failure_proto(f) for f in parse_failures)
+        trace.record(names.STAGE_PARSE, started)
+        if not docs:
+            return response, parse_failures
+        latest = {d.id: d for d in docs}  # the last record of each id wins
+        chunking = self.chunking_for(pack)
+        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, chunking, collection)
+                   for d in latest.values()}
+        for record in records.values():
+            record.domain_pack = pack
+        outcome = await self.store(records, {d.id: d.text for d in latest.values()}, deadline, trace)
+        index_of = {d.id: d.index for d in latest.values()}
+        response.unchanged = len(outcome.unchanged)
+        response.stored = len(outcome.stored)
+        response.chunks = outcome.chunks
+        response.failures.extend(types_pb2.IngestFailure(index=index_of[i], id=i, reason=r) for i, r in outcome.failed.items())
+        response.timings.extend(trace.timings)
+        return response, parse_failures
+
+    async def store(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
+                    trace: Trace) -> Stored:
+        """Skips the unchanged, embeds and stores the others in every
+        retriever (stages hash_check, embed, store).
+
+        Raises:
+            DownstreamError: hashes could not be read or the expander failed.
+        """
+        started = time.perf_counter()
+        outcome = Stored(unchanged=await self._unchanged(records, deadline))
+        todo = [records[i] for i in records if i not in outcome.unchanged]
+        trace.record(names.STAGE_HASH_CHECK, started)
+        if todo:
+            started = time.perf_counter()
+            await self._embed(todo, deadline)
+            trace.record(names.STAGE_EMBED, started)
+            started = time.perf_counter()
+            outcome.failed = await self._store(todo, text_of, deadline)
+            trace.record(names.STAGE_STORE, started)
+            outcome.stored = [r.id for r in todo if r.id not in outcome.failed]
+            outcome.chunks = sum(len(r.chunks) for r in todo if r.id not in outcome.failed)
+        return outcome
+
+    async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
+        """Ids whose content hash every retriever already stores."""
+        request = retriever_pb2.GetDocumentHashesRequest(document_ids=list(records))
+        stored = await asyncio.gather(*(r.get_document_hashes(request, deadline.left(30)) for r in self.retrievers))
+        return {
+            doc_id for doc_id, rec in records.items()
+            if all(h.content_hashes.get(doc_id) == rec.content_hash for h in stored)
+        }
+
+    async def _embed(self, todo: list, deadline: Deadline) -> None:
+        """Fills every chunk's embedding, ``embed_batch`` texts per call."""
+        size = self.settings.embed_batch
+        chunks = [c for rec in todo for c in rec.chunks]
+        texts = [embedding_text(c) for c in chunks]
+        for start in range(0, len(texts), size):
+            request = expander_pb2.EmbedRequest(texts=texts[start : start + size], kind=expander_pb2.EMBED_KIND_PASSAGE)
+            embedded = await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))
+            for chunk, vector in zip(chunks[start : start + size], embedded.vectors):
+                chunk.embedding = list(vector.values)
+
+    async def _store(self, todo: list, text_of: dict[str, str], deadline: Deadline) -> dict[str, str]:
+        """Stores ``todo`` in every retriever; {document id: reason} of the
+        documents some retriever did not store (the first reason wins)."""
+        batch = retriever_pb2.IngestDocumentsRequest(documents=[record_to_chunked_document(r, text_of[r.id]) for r in todo])
+        results = await asyncio.gather(
+            *(r.ingest_documents(batch, deadline.left(BULK_CALL_SECONDS)) for r in self.retrievers), return_exceptions=True)
+        failed: dict[str, str] = {}
+        for retriever, result in zip(self.retrievers, results):
+            if isinstance(result, DownstreamError):
+                for rec in todo:
+                    failed.setdefault(rec.id, str(result))
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                for f in result.failures:
+                    failed.setdefault(f.id or todo[f.index].id, f"{retriever.name}: {f.reason}")
+        return failed

@@ -1,0 +1,126 @@
+"""Ingest of files (IngestRequest.files): each file is parsed by its
+format's parser (``services.ingest.files``), chunked section by section
+(``chunking.chunk_sections``) and stored as one document through
+``DocumentIngest.store``. A file that cannot be parsed, or that a
+retriever refuses, fails on its own with its reason (FileOutcome); the
+others are stored. Parsing runs in a worker thread, one file at a time."""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common import names
+from services.common.filters import DEFAULT_COLLECTION
+from services.common.records import DocumentRecord, storable_text
+from services.ingest.chunking import ChunkingConfig, chunk_sections
+from services.gateway.library.document_ingest import DocumentIngest
+from services.ingest.files import FileParseError, media_type_of, parse_file
+from services.gateway.downstream.guard import Deadline, Trace
+
+#: Longest document id (characters).
+MAX_ID_CHARS = 512
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """One file ready to store: its record, full text and page count."""
+
+    record: DocumentRecord
+    text: str
+    pages: int
+    media_type: str
+
+
+def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig) -> ParsedDocument:
+    """Parses and chunks one file into its document (id = ``document_id``
+    or the file name; title from the file; heading path [title];
+    metadata = what the file says, overridden by ``file.metadata``).
+
+    Raises:
+        FileParseError: bad id, unsupported or unparsable file, no text.
+    """
+    doc_id = (file.document_id or file.name).strip()
+    if not doc_id or not storable_text(doc_id) or len(doc_id) > MAX_ID_CHARS:
+        raise FileParseError(f"document id must be 1 to {MAX_ID_CHARS} characters without NUL (give name or document_id)")
+    if any(not storable_text(k) or not storable_text(v) for k, v in file.metadata.items()):
+        raise FileParseError("metadata must not contain NUL characters")
+    parsed = parse_file(file.name, file.media_type, file.content)
+    title = parsed.title or doc_id
+    metadata = {**parsed.metadata, **dict(file.metadata)}
+    record = chunk_sections(doc_id, title, [title], parsed.sections, metadata, config, collection=collection,
+                            source=file.name)
+    if not record.chunks:
+        raise FileParseError("no text found in the file")
+    return ParsedDocument(record, parsed.text(), parsed.pages, parsed.media_type)
+
+
+class FileIngest:
+    """Ingest of IngestRequest.files over ``documents``' store pipeline."""
+
+    def __init__(self, documents: DocumentIngest, max_file_bytes: int = 10 * 1024 * 1024) -> None:
+        self.documents = documents
+        self.max_file_bytes = max_file_bytes
+
+    async def ingest(self, files: Sequence[gateway_pb2.IngestFile], deadline: Deadline,
+                     collection: str = DEFAULT_COLLECTION, domain_pack: str = "") -> gateway_pb2.IngestResponse:
+        """Parses, chunks and stores ``files`` in ``collection`` (domain
+        pack ``domain_pack``, CollectionPacks.for_ingest); one FileOutcome
+        per file, in order; ``failures`` names each failed file by its index.
+
+        Raises:
+            InvalidArgument ("domain_pack"): see CollectionPacks.for_ingest.
+            DownstreamError: hashes could not be read or the expander failed
+                (nothing of this call is stored then).
+        """
+        pack = await self.documents.packs.for_ingest(collection, domain_pack, deadline)
+        trace = Trace()
+        response = gateway_pb2.IngestResponse(received=len(files))
+        outcomes = [gateway_pb2.FileOutcome(name=f.name, document_id=(f.document_id or f.name).strip(),
+                                            media_type=media_type_of(f.name, f.media_type)) for f in files]
+        started = time.perf_counter()
+        parsed: dict[str, ParsedDocument] = {}
+        index_of: dict[str, int] = {}
+        config = self.documents.chunking_for(pack)
+        for i, file in enumerate(files):
+            if len(file.content) > self.max_file_bytes:
+                # Refused before parsing: its chunks and vectors would not fit
+                # one store call, and parsing it would hold the expander for minutes.
+                self._fail(response, outcomes[i], i, f"file is {len(file.content) / 1048576:.1f} MiB, over the "
+                           f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_MAX_FILE_BYTES); split it")
+                continue
+            try:
+                doc = await asyncio.to_thread(document_from_file, file, collection, config)
+            except FileParseError as err:
+                self._fail(response, outcomes[i], i, str(err))
+                continue
+            if doc.record.id in index_of:
+                self._fail(response, outcomes[i], i, f"document id {doc.record.id!r} repeats file {index_of[doc.record.id]} of this call")
+                continue
+            doc.record.domain_pack = pack
+            parsed[doc.record.id], index_of[doc.record.id] = doc, i
+            outcomes[i].pages, outcomes[i].media_type = doc.pages, doc.media_type
+        trace.record(names.STAGE_PARSE, started)
+        if parsed:
+            result = await self.documents.store({k: d.record for k, d in parsed.items()}, {k: d.text for k, d in parsed.items()},
+                                                deadline, trace)
+            for doc_id, i in index_of.items():
+                if doc_id in result.failed:
+                    self._fail(response, outcomes[i], i, result.failed[doc_id])
+                elif doc_id in result.unchanged:
+                    outcomes[i].status = gateway_pb2.FILE_STATUS_UNCHANGED
+                else:
+                    outcomes[i].status = gateway_pb2.FILE_STATUS_STORED
+                    outcomes[i].chunks = len(parsed[doc_id].record.chunks)
+            response.stored, response.unchanged, response.chunks = len(result.stored), len(result.unchanged), result.chunks
+        response.files.extend(outcomes)
+        response.timings.extend(trace.timings)
+        return response
+
+    @staticmethod
+    def _fail(response: gateway_pb2.IngestResponse, outcome: gateway_pb2.FileOutcome, index: int, reason: str) -> None:
+        outcome.status, outcome.reason = gateway_pb2.FILE_STATUS_FAILED, reason
+        response.failures.append(types_pb2.IngestFailure(index=index, id=outcome.document_id, reason=f"{outcome.name}: {reason}"))

@@ -1,0 +1,104 @@
+"""Which domain pack each collection has (domains/), as the stores record it.
+
+A collection names its pack when it is created (IngestRequest.domain_pack)
+and keeps it; both retrievers record it (retriever_pg a collections row,
+retriever_graph a Collection node) and report it in ListCollections. The
+gateway asks the primary retriever (retriever_pg; every retriever when none
+is so named) once and caches the answer for
+``ttl`` seconds, and remembers the packs of its own ingests at once. Search
+passes the packs of the searched collections to the expander, so that only
+their question classifiers run; an ingest names the pack on every document,
+so that only its fact extractor runs.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+
+import domains
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common.errors import InvalidArgument
+from services.gateway.downstream.interfaces import Retriever
+from services.gateway.downstream.guard import Deadline
+
+#: The retriever asked first: it stores every document.
+PRIMARY = "retriever_pg"
+#: Seconds a store's answer is kept.
+TTL_SECONDS = 30.0
+#: Seconds a ListCollections call may take.
+CALL_SECONDS = 2.0
+
+
+class CollectionPacks:
+    """Collection name -> domain pack name, from the retrievers' ListCollections."""
+
+    def __init__(self, retrievers: Sequence[Retriever], ttl: float = TTL_SECONDS) -> None:
+        primary = [r for r in retrievers if r.name == PRIMARY]
+        self._retrievers = primary or list(retrievers)
+        self._ttl = ttl
+        self._packs: dict[str, str] = {}
+        self._fetched = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def _refresh(self, deadline: Deadline) -> None:
+        """Reads every retriever's collections (one that fails is skipped:
+        its collections then get the default pack until the next refresh)."""
+        async with self._lock:
+            if time.monotonic() - self._fetched < self._ttl:
+                return
+            request = retriever_pb2.ListCollectionsRequest()
+            seconds = deadline.left(CALL_SECONDS)
+            replies = await asyncio.gather(*(asyncio.wait_for(r.list_collections(request, seconds), seconds)
+                                             for r in self._retrievers), return_exceptions=True)
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    continue
+                for c in reply.collections:
+                    if c.domain_pack:
+                        self._packs[c.name] = c.domain_pack
+            self._fetched = time.monotonic()
+
+    async def pack_of(self, collection: str, deadline: Deadline) -> str | None:
+        """The recorded pack of ``collection``, None when none is known. A
+        collection another gateway created is seen once the cached answer
+        is older than ``ttl``."""
+        if collection not in self._packs:
+            await self._refresh(deadline)
+        return self._packs.get(collection)
+
+    async def for_ingest(self, collection: str, requested: str, deadline: Deadline) -> str:
+        """The pack an ingest into ``collection`` uses: ``requested``, which
+        must be registered and match the collection's recorded pack, or the
+        recorded pack, or the default for a new collection.
+
+        Raises:
+            InvalidArgument ("domain_pack"): unknown, or another pack than the collection's.
+        """
+        if requested:
+            try:
+                domains.get_pack(requested)
+            except domains.UnknownPack as err:
+                raise InvalidArgument("domain_pack", str(err)) from None
+        existing = await self.pack_of(collection, deadline)
+        if requested and existing and requested != existing:
+            raise InvalidArgument("domain_pack", f"collection {collection!r} uses the {existing!r} pack, not {requested!r}")
+        pack = requested or existing or domains.DEFAULT_PACK
+        self._packs[collection] = pack
+        return pack
+
+    async def for_search(self, collections: Iterable[str], deadline: Deadline) -> list[str]:
+        """The distinct packs of ``collections``, in order; a collection
+        without a recorded pack counts as the default pack."""
+        packs: list[str] = []
+        for collection in collections:
+            pack = await self.pack_of(collection, deadline) or domains.DEFAULT_PACK
+            if pack not in packs:
+                packs.append(pack)
+        return packs
+
+    def forget(self, collection: str) -> None:
+        """Drops what is known of ``collection`` (after it was deleted): the
+        next question about it asks the stores again."""
+        self._packs.pop(collection, None)
+        self._fetched = float("-inf")

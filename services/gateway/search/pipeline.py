@@ -1,0 +1,203 @@
+"""Search: expand -> retrieve (every retriever in parallel, each under the
+caller's remaining deadline) -> optional cross-encoder rerank -> fuse and
+pack. The fast path (PostgreSQL only, no graph, no rerank) shares the same
+steps. Holds no retrieval logic: that lives in the services it calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import grpc
+
+from graphmesh.fuser.v1 import fuser_pb2
+from graphmesh.reranker.v1 import reranker_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common import names
+from services.common.errors import DownstreamError
+from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.downstream.interfaces import Expander, Fuser, Reranker, Retriever
+from services.gateway.config import GatewaySettings, RetrievalProfile
+from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_request, to_retrieval
+from services.gateway.downstream.guard import Deadline, Trace, guarded
+from services.gateway.search.related import related_lists
+from services.gateway.search.scope import DEFAULT_SCOPE, Scope
+from services.gateway.search.understanding import Understanding, add_expansions, hyde_embedding, understand
+
+PG = "retriever_pg"
+GRAPH = "retriever_graph"
+
+
+class SearchFlow:
+    """Runs Search for the gateway's use cases.
+
+    Args:
+        settings: the gateway's settings (stage caps, profiles, budget).
+        expander / reranker / fuser: their clients.
+        retrievers: every retriever's client; the one named "retriever_pg"
+            also serves expansions and the fast path.
+        packs: the collections' domain packs (default: asked of ``retrievers``);
+            the expander classifies a question with the packs searched.
+    """
+
+    def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
+                 reranker: Reranker, fuser: Fuser, packs: CollectionPacks | None = None) -> None:
+        self.settings = settings
+        self.expander = expander
+        self.retrievers = list(retrievers)
+        self.reranker = reranker
+        self.fuser = fuser
+        self.packs = packs or CollectionPacks(self.retrievers)
+
+    def _retriever(self, name: str) -> Retriever | None:
+        return next((r for r in self.retrievers if r.name == name), None)
+
+    async def search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                     disabled: frozenset[str] = frozenset(), scope: Scope = DEFAULT_SCOPE,
+                     enabled: frozenset[str] = frozenset()) -> Retrieval:
+        """The full pipeline for ``query``; ``disabled`` switches stages or
+        channels off and ``enabled`` on where the profile has them off
+        (names.SWITCHABLE_STAGES), ``rerank`` None = the service default;
+        every retriever searches only ``scope``, the related call included.
+        After the first-stage retrieval, the profile's related channels run
+        seeded by a first fusion (services.gateway.search.related).
+
+        Raises:
+            DownstreamError: the query is invalid (INVALID_ARGUMENT from a
+                service), or no retriever answered (DEADLINE_EXCEEDED when
+                every one timed out, else UNAVAILABLE).
+        """
+        s = self.settings
+        trace = Trace()
+        started = time.perf_counter()
+        packs = await self.packs.for_search(scope.collections, deadline)
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
+        profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
+        understood.info.profile = profile_name
+        understood.info.domain_packs.extend(packs)
+        disabled = profile.switched_off(disabled, enabled)
+        pg = self._retriever(PG)
+        if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
+            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout,
+                                 list(scope.collections))
+        hyde = []
+        if profile.hyde and names.PG_HYDE not in disabled:
+            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
+        graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
+        retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
+        if all(r.name != GRAPH for r in retrievers):
+            trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
+        lists = await self._retrieve_all(retrievers, request, deadline, trace)
+        lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
+                                     disabled, deadline, trace, scope)
+        use_rerank = s.rerank_enabled if rerank is None else rerank
+        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
+        mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
+        retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
+        retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
+        return retrieval
+
+    async def fast_search(self, query: str, top_k: int, deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
+        """The fast path: PostgreSQL channels only, no graph, no rerank, the
+        default profile's fusion.
+
+        Raises:
+            DownstreamError: retriever_pg failed, or the query is invalid.
+        """
+        s = self.settings
+        trace = Trace()
+        packs = await self.packs.for_search(scope.collections, deadline)
+        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
+        understood.info.domain_packs.extend(packs)
+        _, profile = s.profile_for("", 0.0)
+        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
+        pg = self._retriever(PG)
+        lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
+        trace.skip(names.retrieve_stage(GRAPH), "fast path")
+        trace.skip(names.STAGE_RERANK, "fast path")
+        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile)
+
+    async def fuse(self, query: str, lists: list[fuser_pb2.CandidateList], top_k: int, deadline: Deadline, trace: Trace,
+                   info, profile: RetrievalProfile | None = None, rerank_scores: dict[str, float] | None = None,
+                   mmr_lambda: float | None = None) -> Retrieval:
+        """Merges, fuses (``profile``, default: the default profile) and packs
+        ``lists`` through the fuser; without the fuser, candidates in
+        arrival order and no packed context (stage "fuse" DEGRADED)."""
+        profile = profile or self.settings.profile_for("", 0.0)[1]
+        request = fuse_request(query, lists, profile, top_k, self.settings.budget_chars, rerank_scores, mmr_lambda)
+        fused = await guarded(trace, names.STAGE_FUSE, "fuser", lambda t: self.fuser.fuse(request, t),
+                              arrival_order(lists, top_k), deadline, self.settings.fuse_timeout)
+        return to_retrieval(fused, lists, trace, info)
+
+    def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
+                          hyde: list[float], disabled: frozenset[str], scope: Scope) -> retriever_pb2.RetrieveRequest:
+        return retriever_pb2.RetrieveRequest(
+            query=understood.info.normalized_query or query, keywords=understood.keywords,
+            query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
+            disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
+            collections=scope.collections, filters=scope.proto_filters(),
+        )
+
+    async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
+                            deadline: Deadline, trace: Trace, required: bool = False) -> list[fuser_pb2.CandidateList]:
+        """Each retriever's candidates, asked in parallel; a failed one is
+        left out (degraded). Raises DownstreamError when none answered (any
+        failure when ``required``)."""
+        failures: list[DownstreamError] = []
+
+        async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
+            reply = await guarded(trace, names.retrieve_stage(retriever.name), retriever.name,
+                                  lambda t: retriever.retrieve(request, t), None, deadline,
+                                  self.settings.retrieve_timeout, failures=failures)
+            return None if reply is None else fuser_pb2.CandidateList(producer=retriever.name, candidates=reply.candidates)
+
+        results = await asyncio.gather(*(one(r) for r in retrievers))
+        lists = [r for r in results if r is not None]
+        if failures and (required or not lists):
+            raise _none_answered(failures)
+        return lists
+
+    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
+                      deadline: Deadline, trace: Trace) -> dict[str, float]:
+        """Reranker scores of the fused top ``rerank_max_passages`` (heading
+        path + text): a first fusion without rerank scores picks them (the
+        best candidates, not the first to arrive). {} when off or when the
+        reranker fails (stage DEGRADED); the stage detail names the scorer
+        and how many passages it cut."""
+        if not enabled:
+            trace.skip(names.STAGE_RERANK, "rerank off")
+            return {}
+        n = self.settings.rerank_max_passages
+        request = fuse_request(query, lists, profile, n, self.settings.budget_chars)
+        first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.fuse(request, t),
+                              arrival_order(lists, n), deadline, self.settings.fuse_timeout)
+        passages = [reranker_pb2.Passage(id=c.id, text=f"{' '.join(c.heading_path)}\n{c.text}") for c in first.candidates[:n]]
+        if not passages:
+            trace.skip(names.STAGE_RERANK, "no candidates")
+            return {}
+        rerank = reranker_pb2.RerankRequest(query=query, passages=passages)
+        started = time.perf_counter()
+        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
+                              deadline, self.settings.rerank_timeout, record_ok=False)
+        if reply is None:
+            return {}
+        trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
+        return {p.id: p.score for p in reply.scores}
+
+
+def rerank_detail(reply: reranker_pb2.RerankResponse) -> str:
+    """What the reranker did, for the stage detail: "<scorer>: N scored, M cut"."""
+    return f"{reply.scorer or 'reranker'}: {len(reply.scores)} scored, {reply.truncated_passages} cut"
+
+
+def _none_answered(failures: list[DownstreamError]) -> DownstreamError:
+    """The error of a search no retriever answered: DEADLINE_EXCEEDED when
+    every failure was a timeout, else UNAVAILABLE (or the first failure's
+    own code for a single failed retriever)."""
+    if len(failures) == 1:
+        return failures[0]
+    timed_out = all(f.code == grpc.StatusCode.DEADLINE_EXCEEDED for f in failures)
+    code = grpc.StatusCode.DEADLINE_EXCEEDED if timed_out else grpc.StatusCode.UNAVAILABLE
+    return DownstreamError("retrievers", code, "no retriever answered: " + "; ".join(str(f) for f in failures))

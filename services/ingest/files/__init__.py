@@ -1,0 +1,76 @@
+"""Files in: one parser per format, each a pure function
+``parse(data, name) -> ParsedFile`` (``model``), chosen by media type or
+by the file name's extension.
+
+| format | media type | module |
+|---|---|---|
+| .txt | text/plain | ``text`` (encoding detection: UTF-8 with or without BOM, UTF-16 BOM, GB18030) |
+| .md, .markdown | text/markdown | ``markdown`` (markdown-it-py) |
+| .html, .htm | text/html | ``html`` (selectolax) |
+| .pdf | application/pdf | ``pdf`` (pypdf) |
+| .docx | application/vnd.openxmlformats-officedocument.wordprocessingml.document | ``docx`` (python-docx) |
+
+JSONL records go through ``services.ingest.jsonl_documents`` instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from services.ingest.files.docx import MEDIA_TYPE as DOCX, parse_docx
+from services.ingest.files.html import MEDIA_TYPE as HTML, parse_html
+from services.ingest.files.markdown import MEDIA_TYPE as MARKDOWN, parse_markdown
+from services.ingest.files.model import Block, FileParseError, ParsedFile, Section
+from services.ingest.files.pdf import MEDIA_TYPE as PDF, parse_pdf
+from services.ingest.files.text import MEDIA_TYPE as TEXT, parse_text
+
+__all__ = ["Block", "FileParseError", "ParsedFile", "Section", "PARSERS", "EXTENSIONS", "TEXT", "MARKDOWN", "HTML", "PDF", "DOCX",
+           "media_type_of", "parse_file"]
+
+PARSERS: dict[str, Callable[[bytes, str], ParsedFile]] = {
+    TEXT: parse_text, MARKDOWN: parse_markdown, HTML: parse_html, PDF: parse_pdf, DOCX: parse_docx,
+}
+EXTENSIONS = {
+    ".txt": TEXT, ".text": TEXT, ".md": MARKDOWN, ".markdown": MARKDOWN,
+    ".html": HTML, ".htm": HTML, ".xhtml": HTML, ".pdf": PDF, ".docx": DOCX,
+}
+#: Media types that are the same formats under other names.
+_ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
+
+
+def media_type_of(name: str, media_type: str = "") -> str:
+    """The supported media type of a file: ``media_type`` (parameters such
+    as "; charset=..." ignored) when given, else from ``name``'s extension;
+    "" when not supported."""
+    if media_type.strip():
+        base = media_type.split(";", 1)[0].strip().lower()
+        base = _ALIASES.get(base, base)
+        return base if base in PARSERS else ""
+    dot = name.rfind(".")
+    return EXTENSIONS.get(name[dot:].lower(), "") if dot >= 0 else ""
+
+
+def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
+    """Parses one file.
+
+    Raises:
+        FileParseError: unsupported type, empty file, or the parser's own
+            reason (encrypted, no text layer, corrupt, undecodable), or a
+            file that holds no text at all.
+    """
+    kind = media_type_of(name, media_type)
+    if not kind:
+        shown = media_type or (name[name.rfind("."):] if "." in name else "no extension")
+        raise FileParseError(f"unsupported file type {shown!r}; supported: {', '.join(sorted(EXTENSIONS))}")
+    if not data:
+        raise FileParseError("empty file")
+    try:
+        parsed = PARSERS[kind](data, name)
+    except FileParseError:
+        raise
+    except ImportError as err:
+        raise FileParseError(f"the {kind} parser is not installed ({err.name}); install graphmesh[files]") from None
+    except Exception as err:  # noqa: BLE001 - a parser bug or a malformed file fails this file only
+        raise FileParseError(f"cannot parse as {kind}: {type(err).__name__}: {str(err)[:200]}") from None
+    if not parsed.sections:
+        raise FileParseError("no text found in the file")
+    return parsed

@@ -1,0 +1,78 @@
+"""Plain text files (.txt): encoding detection and paragraphs.
+
+Encoding: a BOM decides (UTF-8, UTF-16); otherwise strict UTF-8; otherwise
+charset-normalizer's best guess, where any guess of the GB family (GB2312,
+GBK, HZ) decodes as GB18030, their superset; a file nothing decodes is a
+failure. Paragraphs are separated by blank lines; a line such as
+"第一章 总则" (第…编 / 章 / 节) opens a heading (编 outermost).
+"""
+from __future__ import annotations
+
+import codecs
+import re
+
+from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+
+MEDIA_TYPE = "text/plain"
+_GB_FAMILY = ("gb2312", "gbk", "gb18030", "hz")
+_CHAPTER = re.compile(r"^\s*第[一二三四五六七八九十百千零〇两0-9]+([编章节])(?:\s+\S.{0,40})?\s*$")
+_LEVEL = {"编": 1, "章": 2, "节": 3}
+
+
+def decode_text(data: bytes) -> tuple[str, str]:
+    """(text, encoding name) of ``data``; see the module doc.
+
+    Raises:
+        FileParseError: no encoding decodes it, or it holds NUL bytes after
+            decoding (a binary file).
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        text, encoding = data[len(codecs.BOM_UTF8):].decode("utf-8", errors="replace"), "utf-8-sig"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text, encoding = data.decode("utf-16"), "utf-16"
+    else:
+        try:
+            text, encoding = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            text, encoding = _guess(data)
+    if "\x00" in text:
+        raise FileParseError("binary file, not text (NUL characters)")
+    return text, encoding
+
+
+def _guess(data: bytes) -> tuple[str, str]:
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    name = (best.encoding if best is not None else "").lower().replace("_", "")
+    if best is None or any(name.startswith(g) for g in _GB_FAMILY):
+        try:
+            return data.decode("gb18030"), "gb18030"
+        except UnicodeDecodeError:
+            if best is None:
+                raise FileParseError("cannot detect the text encoding (not UTF-8, UTF-16 or GB18030)") from None
+    return str(best), best.encoding
+
+
+def parse_text(data: bytes, name: str = "") -> ParsedFile:
+    """A .txt file as paragraphs under chapter headings; title = the file
+    name without its extension.
+
+    Raises:
+        FileParseError: undecodable or binary.
+    """
+    text, encoding = decode_text(data)
+    builder = SectionBuilder()
+    for paragraph in re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n")):
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            m = _CHAPTER.match(line)
+            if m:
+                builder.add("\n".join(lines))
+                lines = []
+                builder.heading(_LEVEL[m.group(1)], line)
+            elif line.strip():
+                lines.append(line.strip())
+        builder.add("\n".join(lines))
+    stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
+    return ParsedFile(stem or builder.first_heading, builder.build(), MEDIA_TYPE, metadata={"encoding": encoding})
