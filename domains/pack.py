@@ -60,7 +60,7 @@ class DomainPack:
         out_of_scope: query -> why the pack's corpora cannot answer it (a
             reason string), or None; a "no" makes Answer abstain.
         abstention_fitted: the gateway's fitted answerability rule
-            (services/gateway/abstention.py FITS) was fitted on this pack's
+            (services/gateway/answer/abstention.py FITS) was fitted on this pack's
             corpora and applies to its collections; elsewhere Answer does
             not abstain on that rule's say.
         recipe_source: the command and figures that fitted the recipes.
