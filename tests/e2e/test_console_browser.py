@@ -5,7 +5,7 @@ graph ingested. One browser for the module, a fresh context per test.
 
 Screenshots of every page are saved under build/screenshots/ (git-ignored);
 with GRAPHMESH_SCREENSHOT_DOCS=1 the answer page is also written to
-docs/images/console-answer.png, the picture the README shows.
+docs/images/console-answer.png, the picture docs/usage.md shows.
 
 Without Chromium (``chromium`` on PATH, or GRAPHMESH_CHROMIUM) or the
 playwright package these tests skip with the reason; with CI=true they fail.

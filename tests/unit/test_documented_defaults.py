@@ -1,6 +1,8 @@
-"""The defaults README.md promises are the ones the code uses: each number
-is read out of README's own sentence or table row and compared with the
-settings or constant it documents. Changing one without the other fails."""
+"""The defaults the documentation promises are the ones the code uses: each
+number is read out of its sentence or table row (in README.md or docs/*.md:
+docs/configuration.md, docs/answers.md, docs/entities.md, docs/usage.md) and
+compared with the settings or constant it documents. Changing one without the
+other fails."""
 from __future__ import annotations
 
 import re
@@ -15,14 +17,16 @@ from services.llm.server import LocalLlmSettings
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = "\n".join(path.read_text(encoding="utf-8")
+                 for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 def documented(pattern: str) -> tuple[str, ...]:
-    """The groups of README's one match of ``pattern`` (whitespace in the
-    pattern matches any run of whitespace, line breaks included)."""
-    matches = re.findall(pattern.replace(" ", r"\s+"), README)
-    assert len(matches) == 1, f"README should state this once: {pattern!r} (found {len(matches)})"
+    """The groups of the documentation's one match of ``pattern`` (whitespace
+    in the pattern matches any run of whitespace, line breaks included)."""
+    matches = re.findall(pattern.replace(" ", r"\s+"), DOCS)
+    assert len(matches) == 1, f"the docs should state this once: {pattern!r} (found {len(matches)})"
     found = matches[0]
     return found if isinstance(found, tuple) else (found,)
 
