@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from domains.generic import PACK as GENERIC
 from domains.law_zh import PACK as LAW_ZH
-from domains.pack import DomainPack
+from domains.pack import CitationRules, DomainPack
 
 DEFAULT_PACK = GENERIC.name
 #: Every registered pack by name.
@@ -43,4 +43,28 @@ def classify(query: str, packs: list[str] | tuple[str, ...]) -> tuple[str, float
     return None
 
 
-__all__ = ["DEFAULT_PACK", "DomainPack", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+def citation_rules(packs: list[str] | tuple[str, ...]) -> CitationRules | None:
+    """The citation rules of the first of ``packs`` that has any (unknown
+    names skipped), else None: the general rule, where a source's name is
+    content like any other word."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None and pack.citations is not None:
+            return pack.citations
+    return None
+
+
+def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """Other names ``title`` is asked by under ``packs`` (every registered
+    pack when None), in pack order, without repeats or the title itself."""
+    out: dict[str, None] = {}
+    for name in (PACKS if packs is None else packs):
+        pack = PACKS.get(name)
+        if pack is not None:
+            for alias in pack.title_aliases(title):
+                if alias and alias != title:
+                    out.setdefault(alias, None)
+    return list(out)
+
+
+__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "citation_rules", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

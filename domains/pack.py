@@ -26,10 +26,16 @@ the domain parts):
   file, with ``recipe_source`` naming the command and figures that fitted
   them.
 - ``channel_weights``: fusion weights of the pack's own channels.
+- ``citations``: how answers over the pack's corpora name their sources
+  (``CitationRules``), read by the citation verifier and the judge.
+- ``title_aliases(title)``: other names a document title is asked by
+  (law_zh: a law without its 中华人民共和国 prefix), for heading lookups
+  and the user dictionary.
 """
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +45,32 @@ from typing import Any
 def _nothing(query: str) -> None:
     """The default of a pack part it does not provide."""
     return None
+
+
+def _no_aliases(title: str) -> tuple[str, ...]:
+    """The default of ``title_aliases``: a title has no other name."""
+    return ()
+
+
+@dataclass(frozen=True)
+class CitationRules:
+    """How answers over a pack's corpora name their sources.
+
+    Attributes:
+        source_names: spans that name a source ("《刑法》", "第二百六十六条"):
+            taken out of an answer sentence before its claim words are
+            checked, since naming a source is checked through its citation
+            and numbers, not counted as content.
+        source_name_word: a whole keyword that is a source's name ("刑法"),
+            likewise not a claim word.
+        cited_units: text -> {(document group, unit number)} it names
+            ("《中华人民共和国刑法》第二百六十六条" -> {("刑法", 266)}), for the
+            judge's reference agreement; the group is "" when unnamed.
+    """
+
+    source_names: re.Pattern
+    source_name_word: re.Pattern
+    cited_units: Callable[[str], set[tuple[str, int]]]
 
 
 @dataclass(frozen=True)
@@ -64,6 +96,8 @@ class DomainPack:
             corpora and applies to its collections; elsewhere Answer does
             not abstain on that rule's say.
         recipe_source: the command and figures that fitted the recipes.
+        citations: how answers name the pack's sources, or None.
+        title_aliases: title -> other names it is asked by.
     """
 
     name: str
@@ -79,6 +113,8 @@ class DomainPack:
     abstention_fitted: bool = False
     out_of_scope: Callable[[str], str | None] = _nothing
     recipe_source: str = ""
+    citations: CitationRules | None = None
+    title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
 
 
 def load_recipe(path: Path) -> dict:

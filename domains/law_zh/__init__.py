@@ -11,6 +11,9 @@ interpretations) as a domain pack.
   graph.version (the graph retriever's lookups over those facts).
 - Scope: a question about another country's law is out of scope
   (``scope.out_of_scope``): Answer abstains and says so.
+- Citations: how answers name laws and articles (``citations``), for the
+  citation verifier and the judge; a law is also asked by its title
+  without the 中华人民共和国 prefix.
 - Recipes: ``recipes.json`` (profiles per question type and the channel
   weights, with the command and figures that fitted them).
 
@@ -22,7 +25,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from domains.pack import DomainPack, load_recipe
+from domains.law_zh import citations
+from domains.pack import CitationRules, DomainPack, load_recipe
 
 NAME = "law_zh"
 #: Calls into the pack's entry points ("classify", "document_facts", "query_lookups").
@@ -67,4 +71,7 @@ PACK = DomainPack(
     abstention_fitted=True,
     out_of_scope=out_of_scope,
     recipe_source=_RECIPE.get("source", ""),
+    citations=CitationRules(source_names=citations.SOURCE_NAMES, source_name_word=citations.SOURCE_NAME_WORD,
+                            cited_units=citations.cited_articles),
+    title_aliases=citations.title_aliases,
 )

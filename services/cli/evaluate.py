@@ -31,6 +31,8 @@ from pathlib import Path
 
 import grpc
 
+import domains
+
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.cli.significance import compare_ranks
@@ -180,6 +182,7 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
         question=row["query"], answer=reply.answer, ranked_ids=ranked, contexts=[t for _, t in blocks],
         context_ids=ids if all(ids) else [], gold_ids=gold, k=k, reference_answer=reference_of(row),
         timings=search.timings, context_labels=[label for label, _ in blocks],
+        domain_packs=list(search.query_info.domain_packs),
     )
 
 
@@ -292,7 +295,9 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 if reference_of(row) and reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED:
                     labels = [c.label for c in reply.citations]
                     base.reference = {k: (None if v is None else round(v, 4))
-                                      for k, v in text_rules.reference_parts(reply.answer, reference_of(row), labels).items()}
+                                      for k, v in text_rules.reference_parts(
+                                          reply.answer, reference_of(row), labels,
+                                          domains.citation_rules(list(reply.search.query_info.domain_packs))).items()}
                 try:
                     judged = await judge.Judge(_judge_request(row, reply, gold, ranked, 10), timeout=timeout)
                 except grpc.aio.AioRpcError as err:

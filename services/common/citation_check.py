@@ -13,10 +13,12 @@ A sentence is *supported* by a source when
      not count here: a chapter title such as 专利权的期限、终止和无效 says
      nothing of what the article states): claim words are the sentence's
      jieba content words (``services.common.text.query_keywords``) that are
-     not in the question, weighted by length in characters, after law names
-     (《...》, 中华人民共和国..., words ending in 法 of 3+ characters) and
-     article references (第N条) are taken out: naming the article is checked
-     by its number (rule 1), not counted as content. Sub-words of a longer
+     not in the question, weighted by length in characters, after the
+     names of sources are taken out when the searched collections' domain
+     pack gives citation rules (domains.pack.CitationRules; law_zh: law
+     names in 《》, 中华人民共和国, words ending in 法, article references
+     第N条): naming the source is checked by its number (rule 1), not
+     counted as content. Sub-words of a longer
      claim word are dropped, and when every content word is in the question
      all of them are claim words. A claim word also counts when at least
      half of its character bigrams occur in the source (inflections such as
@@ -43,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.common.numbers import number_values
+from domains.pack import CitationRules
 from services.common.text import CITATION, normalize, query_keywords, split_sentences
 
 #: Share of a sentence's claim words (by characters) a source must contain.
@@ -117,23 +120,22 @@ def _bigrams(text: str) -> set[str]:
     return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
-_LAW_REFERENCE = re.compile(r"《[^》]{0,40}》|中华人民共和国|第[零〇一二三四五六七八九十百千两\d]+[条款项章节编]")
-_LAW_NAME = re.compile(r".{2,20}(?:法|法典|条例)")
-
-
-def claim_words(sentence: str, question: str = "") -> list[str]:
+def claim_words(sentence: str, question: str = "", rules: CitationRules | None = None) -> list[str]:
     """Content words of ``sentence`` that are not in ``question`` (all of
-    them when every one is), without law names, article references and
-    sub-words of longer words."""
-    text = _LAW_REFERENCE.sub("，", CITATION.sub("", sentence))
-    words = [w for w in query_keywords(text) if _clean(w) and not _LAW_NAME.fullmatch(w)]
+    them when every one is), without sub-words of longer words and, under a
+    pack's ``rules``, without the names of sources."""
+    text = CITATION.sub("", sentence)
+    if rules is not None:
+        text = rules.source_names.sub("，", text)
+    words = [w for w in query_keywords(text)
+             if _clean(w) and (rules is None or not rules.source_name_word.fullmatch(w))]
     words = [w for w in words if not any(w != o and w in o for o in words)]
     asked = _clean(question)
     new = [w for w in words if _clean(w) not in asked] if asked else words
     return new or words
 
 
-def support(sentence: str, source: str, question: str = "") -> Support:
+def support(sentence: str, source: str, question: str = "", rules: CitationRules | None = None) -> Support:
     """Support of ``sentence`` by ``source`` ("label\ntext": numbers are
     looked up in both, content words in the text; a source without a line
     break is all text); see the module docstring for the rule."""
@@ -147,7 +149,7 @@ def support(sentence: str, source: str, question: str = "") -> Support:
         if value not in asked and value not in source_numbers:
             shown = int(value) if value == int(value) else value
             return Support(0.0, False, f"number {shown} not in the source")
-    words = claim_words(body, question)
+    words = claim_words(body, question, rules)
     total = sum(len(_clean(w)) for w in words)
     if total < MIN_CLAIM_CHARS:
         return Support(1.0, True, "nothing to check")
@@ -181,12 +183,15 @@ def marked_sentences(answer: str) -> list[tuple[str, list[int]]]:
     return out
 
 
-def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix: str = "") -> Verification:
+def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix: str = "",
+           rules: CitationRules | None = None) -> Verification:
     """Checks every citation of ``answer`` against ``sources`` ([n] is
     ``sources[n-1]``, label and text) and rewrites the marks.
 
     Args:
         skip_prefix: a leading line left unchecked (the extractive label).
+        rules: the citation rules of the searched collections' domain pack
+            (domains.citation_rules); None = the general rule.
     Returns:
         The Verification: rewritten text and one Check per mark (and per
         unmarked unsupported sentence). Marks outside 1..len(sources) are
@@ -201,20 +206,20 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
         plain = CITATION.sub("", sentence).strip()
         valid = [n for n in dict.fromkeys(cited) if 1 <= n <= len(sources)]
         if not valid:
-            if not cited and len(claim_words(plain, question)) and not any(
-                    support(plain, s, question).supported for s in sources) and _content_chars(plain) >= MIN_CLAIM_CHARS:
-                best = max((support(plain, s, question) for s in sources), key=lambda x: x.score, default=Support(0.0, False))
+            if not cited and len(claim_words(plain, question, rules)) and not any(
+                    support(plain, s, question, rules).supported for s in sources) and _content_chars(plain) >= MIN_CLAIM_CHARS:
+                best = max((support(plain, s, question, rules) for s in sources), key=lambda x: x.score, default=Support(0.0, False))
                 checks.append(Check(plain, 0, 0, UNSUPPORTED, best.score, "no citation; " + (best.reason or "no source")))
             pieces.append(sentence)
             continue
         mapping: dict[int, int] = {}
         for n in valid:
-            own = support(plain, sources[n - 1], question)
+            own = support(plain, sources[n - 1], question, rules)
             if own.supported:
                 mapping[n] = n
                 checks.append(Check(plain, n, n, SUPPORTED, own.score))
                 continue
-            others = [(support(plain, s, question), m) for m, s in enumerate(sources, start=1) if m != n]
+            others = [(support(plain, s, question, rules), m) for m, s in enumerate(sources, start=1) if m != n]
             best = max(others, key=lambda x: x[0].score, default=None)
             if best is not None and best[0].supported:
                 mapping[n] = best[1]

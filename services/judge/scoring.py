@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from domains.pack import CitationRules
 from services.common.text import citation_numbers
 from services.judge import core
 from services.judge import text_rules as tr
@@ -76,6 +77,9 @@ class JudgeInputs:
         total_tokens: prompt + completion tokens; 0 = unknown.
         context_labels: label of each context (law and article), empty or
             one per context; the articles cited through [n] are read here.
+        citation_rules: how answers name sources under the collections'
+            domain pack (domains.citation_rules); None = the general rules,
+            where reference agreement ("articles") is not computed.
     """
 
     question: str
@@ -89,6 +93,7 @@ class JudgeInputs:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     total_tokens: int = 0
     context_labels: Sequence[str] = ()
+    citation_rules: CitationRules | None = None
 
 
 @dataclass(slots=True)
@@ -247,9 +252,9 @@ METRICS: list[MetricSpec] = [
     MetricSpec("hit@k", _A, _with_gold(core.hit_at), False, _NEEDS_GOLD),
     MetricSpec("recall@k", _A, _with_gold(core.recall_at), False, _NEEDS_GOLD),
     MetricSpec("source_grounded", _A, lambda x: tr.source_grounded(x.answer, len(x.contexts)), False, _NEEDS_ANSWER),
-    MetricSpec("correctness", _B, lambda x: tr.correctness(x.answer, x.reference_answer, cited_labels(x)), True,
+    MetricSpec("correctness", _B, lambda x: tr.correctness(x.answer, x.reference_answer, cited_labels(x), x.citation_rules), True,
                "needs an answer and a reference answer", "回答是否正确（有参考答案时与之对照）"),
-    MetricSpec("completeness", _B, lambda x: tr.completeness(x.answer, x.reference_answer, cited_labels(x)), True,
+    MetricSpec("completeness", _B, lambda x: tr.completeness(x.answer, x.reference_answer, cited_labels(x), x.citation_rules), True,
                "needs an answer and a reference answer", "回答是否完整覆盖问题的各个要点"),
     MetricSpec("relevancy", _B, lambda x: tr.answer_relevancy(x.question, x.answer), True, _NEEDS_ANSWER,
                "回答是否切题"),

@@ -7,6 +7,8 @@ import asyncio
 
 import grpc
 
+import domains
+
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
 from services.common.llm import LlmClient, LlmConfig
@@ -48,7 +50,7 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
     Raises:
         InvalidArgument: "question" empty/too long, "k" out of range,
             "context_ids" or "context_labels" not one per context,
-            "reference_answer" too long.
+            "reference_answer" too long, "domain_packs" names an unknown pack.
     """
     question = validate_query(request.question, settings.max_query_chars, "question")
     k = validate_range(request.k or 10, 1, settings.max_k, "k")
@@ -60,6 +62,9 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
         raise InvalidArgument("context_labels", f"has {len(request.context_labels)} labels for {len(request.contexts)} contexts; give one per context or none")
     if request.total_tokens < 0:
         raise InvalidArgument("total_tokens", "must not be negative")
+    unknown = [name for name in request.domain_packs if name and name not in domains.PACKS]
+    if unknown:
+        raise InvalidArgument("domain_packs", f"unknown domain pack {unknown[0]!r}; known: {', '.join(sorted(domains.PACKS))}")
     timings: dict[str, float] = {}
     for t in request.timings:
         timings[t.stage] = timings.get(t.stage, 0.0) + max(0.0, t.duration_ms)
@@ -67,6 +72,7 @@ def inputs_from_request(request: judge_pb2.JudgeRequest, settings: JudgeSettings
         question=question, answer=request.answer, ranked_ids=list(request.ranked_ids), contexts=list(request.contexts),
         context_ids=list(request.context_ids), gold_ids=list(request.gold_ids), reference_answer=request.reference_answer,
         k=k, timings_ms=timings, total_tokens=request.total_tokens, context_labels=list(request.context_labels),
+        citation_rules=domains.citation_rules(list(request.domain_packs)),
     )
 
 

@@ -17,7 +17,8 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from services.common.numbers import chinese_to_int, number_values
+from domains.pack import CitationRules
+from services.common.numbers import number_values
 from services.common.text import CITATION, normalize, query_keywords, split_sentences, strip_citations
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
@@ -195,33 +196,11 @@ def factual_consistency(answer: str, reference_answer: str, contexts: Sequence[s
     return sum(1 for n in found if n in allowed) / len(found)
 
 
-#: An article reference: optional law name (《...》 or a run of CJK ending
-#: in 法/法典/条例) directly before 第N条, N in Arabic or Chinese numerals.
-_ARTICLE = re.compile(r"(?:《([^》]{1,40})》|([\u4e00-\u9fff]{1,20}?(?:法典|法|条例)))?\s*第([零〇一二三四五六七八九十百千两\d]+)条")
-_LAW_PREFIX = re.compile(r"^(?:中华人民共和国|根据|依据|依照|按照|适用|违反|参照|本|该|即|是|在|为|和|与|及|、|，)+")
-
-
-def _law_name(name: str) -> str:
-    name = _LAW_PREFIX.sub("", name or "")
-    return name.removeprefix("中华人民共和国")
-
-
-def articles(text: str) -> set[tuple[str, int]]:
-    """(law, article number) of each article reference in ``text``
-    ("《中华人民共和国专利法》第四十二条" -> ("专利法", 42), "刑法第266条" ->
-    ("刑法", 266)); a reference without a law name takes the last law
-    named before it, "" when none."""
-    out: set[tuple[str, int]] = set()
-    last = ""
-    for match in _ARTICLE.finditer(normalize(text)):
-        name = _law_name(match.group(1) or match.group(2) or "")
-        if name:
-            last = name
-        raw = match.group(3)
-        number = int(raw) if raw.isdigit() else chinese_to_int(raw)
-        if number:
-            out.add((last, number))
-    return out
+def articles(text: str, rules: CitationRules | None = None) -> set[tuple[str, int]]:
+    """(document group, unit number) of each source ``text`` names under a
+    pack's citation ``rules`` (law_zh: "《中华人民共和国专利法》第四十二条"
+    -> ("专利法", 42)); empty without rules."""
+    return rules.cited_units(text) if rules is not None else set()
 
 
 def _same_article(a: tuple[str, int], b: tuple[str, int]) -> bool:
@@ -230,15 +209,17 @@ def _same_article(a: tuple[str, int], b: tuple[str, int]) -> bool:
     return a[1] == b[1] and (not a[0] or not b[0] or a[0] in b[0] or b[0] in a[0])
 
 
-def article_agreement(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+def article_agreement(answer: str, reference_answer: str, cited_labels: Sequence[str] = (),
+                      rules: CitationRules | None = None) -> float | None:
     """F1 between the articles the reference cites and those the answer
     names in its text or cites through [n] (``cited_labels``: the labels of
-    the sources it cites, "中华人民共和国刑法 第二百六十六条"); None when
-    the reference cites no article or there is no answer."""
-    want = articles(reference_answer)
+    the sources it cites, "中华人民共和国刑法 第二百六十六条"), as the pack's
+    citation ``rules`` read them; None when the reference cites no article
+    (always, without rules) or there is no answer."""
+    want = articles(reference_answer, rules)
     if not want or not answer.strip():
         return None
-    got = articles(answer) | {a for label in cited_labels for a in articles(label)}
+    got = articles(answer, rules) | {a for label in cited_labels for a in articles(label, rules)}
     if not got:
         return 0.0
     recall = sum(any(_same_article(w, g) for g in got) for w in want) / len(want)
@@ -246,18 +227,20 @@ def article_agreement(answer: str, reference_answer: str, cited_labels: Sequence
     return 0.0 if not recall or not precision else 2 * precision * recall / (precision + recall)
 
 
-def _claim_numbers(text: str) -> set[float]:
-    """Number values of ``text`` outside article references (第N条)."""
-    return set(number_values(_ARTICLE.sub(" ", normalize(strip_citations(text)))))
+def _claim_numbers(text: str, rules: CitationRules | None = None) -> set[float]:
+    """Number values of ``text`` outside the names of sources (law_zh:
+    第N条) when the pack has citation ``rules``."""
+    text = normalize(strip_citations(text))
+    return set(number_values(rules.source_names.sub(" ", text) if rules is not None else text))
 
 
-def number_agreement(answer: str, reference_answer: str) -> float | None:
+def number_agreement(answer: str, reference_answer: str, rules: CitationRules | None = None) -> float | None:
     """F1 between the numbers (values, Arabic or Chinese numerals; article
     numbers left out) of the answer and of the reference; None when neither
     states a number, or without an answer or reference."""
     if not answer.strip() or not reference_answer.strip():
         return None
-    a, b = _claim_numbers(answer), _claim_numbers(reference_answer)
+    a, b = _claim_numbers(answer, rules), _claim_numbers(reference_answer, rules)
     if not a and not b:
         return None
     common = len(a & b)
@@ -289,38 +272,41 @@ def rouge_l(candidate: str, reference: str) -> float | None:
     return 2 * precision * recall / (precision + recall)
 
 
-def reference_parts(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> dict[str, float | None]:
+def reference_parts(answer: str, reference_answer: str, cited_labels: Sequence[str] = (),
+                    rules: CitationRules | None = None) -> dict[str, float | None]:
     """The parts of correctness against a reference: "rouge_l" (content),
     "articles" (article agreement) and "numbers" (number agreement), each
     None when it cannot be computed."""
     return {
         "rouge_l": rouge_l(answer, reference_answer) if answer.strip() else None,
-        "articles": article_agreement(answer, reference_answer, cited_labels),
-        "numbers": number_agreement(answer, reference_answer),
+        "articles": article_agreement(answer, reference_answer, cited_labels, rules),
+        "numbers": number_agreement(answer, reference_answer, rules),
     }
 
 
-def correctness(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+def correctness(answer: str, reference_answer: str, cited_labels: Sequence[str] = (),
+                rules: CitationRules | None = None) -> float | None:
     """Correctness against the reference answer, no model: the mean of the
     computable parts of ``reference_parts`` (character ROUGE-L F1 on the
     content, F1 on the articles cited, F1 on the numbers stated); None
     without an answer or a reference."""
     if not answer.strip() or not reference_answer.strip():
         return None
-    parts = [v for v in reference_parts(answer, reference_answer, cited_labels).values() if v is not None]
+    parts = [v for v in reference_parts(answer, reference_answer, cited_labels, rules).values() if v is not None]
     return statistics.fmean(parts) if parts else None
 
 
-def completeness(answer: str, reference_answer: str, cited_labels: Sequence[str] = ()) -> float | None:
+def completeness(answer: str, reference_answer: str, cited_labels: Sequence[str] = (),
+                 rules: CitationRules | None = None) -> float | None:
     """Share of the reference answer's keywords present in the answer,
     averaged with the share of the reference's articles the answer names or
     cites (when it cites any); None without either."""
     if not answer.strip() or not reference_answer.strip():
         return None
     parts = [coverage(query_keywords(reference_answer), answer)]
-    want = articles(reference_answer)
+    want = articles(reference_answer, rules)
     if want:
-        got = articles(answer) | {a for label in cited_labels for a in articles(label)}
+        got = articles(answer, rules) | {a for label in cited_labels for a in articles(label, rules)}
         parts.append(sum(any(_same_article(w, g) for g in got) for w in want) / len(want))
     parts = [p for p in parts if p is not None]
     return statistics.fmean(parts) if parts else None

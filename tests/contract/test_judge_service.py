@@ -69,6 +69,7 @@ async def test_judge_returns_every_group_and_overall(judge):
     ({"k": 1000}, "k"),
     ({"context_ids": ["d1"]}, "context_ids"),
     ({"reference_answer": "字" * 20001}, "reference_answer"),
+    ({"domain_packs": ["law_zh", "no_such_pack"]}, "domain_packs"),
 ])
 async def test_bad_input_is_invalid_argument_naming_the_field(judge, kwargs, field):
     with pytest.raises(grpc.aio.AioRpcError) as info:

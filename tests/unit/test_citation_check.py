@@ -67,3 +67,17 @@ def test_naming_the_law_and_article_is_not_content_support():
     sentence = "依照《中华人民共和国专利法》第四十二条，专利权在期限届满前终止。"
     assert not support(sentence, art42, QUESTION).supported
     assert support("依照《专利法》第四十二条，发明专利权的期限为二十年。", art42, QUESTION).supported
+
+
+def test_a_packs_citation_rules_keep_source_names_out_of_the_claim():
+    """Under law_zh's rules the law's name and article number are how the
+    sentence names its source, not what it claims; without a pack's rules
+    (the generic pack) they are words like any other."""
+    import domains
+    from services.common.citation_check import claim_words
+
+    sentence = "依照《中华人民共和国刑法》第二百六十六条，诈骗公私财物数额较大的处三年以下有期徒刑[1]。"
+    law = claim_words(sentence, rules=domains.citation_rules(["law_zh"]))
+    general = claim_words(sentence)
+    assert not any("刑法" in w for w in law) and "诈骗" in "".join(law)
+    assert any("刑法" in w for w in general)

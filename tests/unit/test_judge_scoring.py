@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+import domains
+
 from services.judge import llm as judge_llm
 from services.judge import scoring
 from services.judge import text_rules as tr
@@ -217,36 +219,48 @@ def test_llm_reply_parsing_and_prompt():
 
 
 REFERENCE = "根据《专利法》第四十二条，发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+LAW = domains.citation_rules(["law_zh"])
 
 
 def test_correctness_against_a_reference_rewards_the_right_article_and_numbers():
     right = "依照《中华人民共和国专利法》第四十二条，发明专利权的期限为20年，实用新型为十年[1]。"
-    parts = tr.reference_parts(right, REFERENCE)
+    parts = tr.reference_parts(right, REFERENCE, rules=LAW)
     assert parts["articles"] == 1.0 and parts["numbers"] == 1.0  # 20 = 二十; article 42 left out of numbers
-    assert tr.correctness(right, REFERENCE) > 0.8
+    assert tr.correctness(right, REFERENCE, rules=LAW) > 0.8
 
 
 def test_correctness_against_a_reference_fails_a_wrong_article_and_wrong_number():
     wrong = "依照《专利法》第四十四条，专利权的期限为五十年[1]。"
-    parts = tr.reference_parts(wrong, REFERENCE)
+    parts = tr.reference_parts(wrong, REFERENCE, rules=LAW)
     assert parts["articles"] == 0.0 and parts["numbers"] == 0.0
-    assert tr.correctness(wrong, REFERENCE) < 0.3
+    assert tr.correctness(wrong, REFERENCE, rules=LAW) < 0.3
     # the article it cites through [1] counts: the label names article 42
-    assert tr.article_agreement("发明专利权的期限为二十年[1]。", REFERENCE, ["中华人民共和国专利法 第四十二条"]) == 1.0
+    assert tr.article_agreement("发明专利权的期限为二十年[1]。", REFERENCE, ["中华人民共和国专利法 第四十二条"], LAW) == 1.0
 
 
 def test_article_references_read_with_and_without_law_names():
-    assert tr.articles("法律依据:《中华人民共和国票据法》第八十一条……第八十二条") == {("票据法", 81), ("票据法", 82)}
-    assert tr.articles("法条:刑法第266条") == {("刑法", 266)}
-    assert tr.article_agreement("盗窃公私财物[1]", "法条:刑法第266条", ["中华人民共和国刑法 第二百六十六条"]) == 1.0
+    assert tr.articles("法律依据:《中华人民共和国票据法》第八十一条……第八十二条", LAW) == {("票据法", 81), ("票据法", 82)}
+    assert tr.articles("法条:刑法第266条", LAW) == {("刑法", 266)}
+    assert tr.article_agreement("盗窃公私财物[1]", "法条:刑法第266条", ["中华人民共和国刑法 第二百六十六条"], LAW) == 1.0
+
+
+def test_without_a_packs_citation_rules_articles_are_not_read_and_their_numbers_count():
+    """The generic pack has no citation rules: a "第N条" is a number like any
+    other, and article agreement is not computed."""
+    assert domains.citation_rules(["generic"]) is None
+    assert tr.articles("刑法第266条") == set()
+    assert tr.article_agreement("依照刑法第266条[1]", "法条:刑法第266条") is None
+    assert tr.reference_parts("第三条规定期限为十年", "第三条规定期限为十年")["numbers"] == 1.0
+    assert tr.number_agreement("第三条规定期限为十年", "期限为十年") < 1.0
+    assert tr.number_agreement("第三条规定期限为十年", "期限为十年", LAW) == 1.0
 
 
 def test_judge_feeds_the_reference_and_cited_labels_to_correctness():
     s = by_name(answer="发明专利权的期限为二十年[1]。", contexts=["发明专利权的期限为二十年"], reference_answer=REFERENCE,
-                context_labels=["中华人民共和国专利法 第四十四条"])
+                context_labels=["中华人民共和国专利法 第四十四条"], citation_rules=LAW)
     assert s["correctness"].method is Method.RULE and s["completeness"].method is Method.RULE
     right = by_name(answer="发明专利权的期限为二十年[1]。", contexts=["发明专利权的期限为二十年"], reference_answer=REFERENCE,
-                    context_labels=["中华人民共和国专利法 第四十二条"])
+                    context_labels=["中华人民共和国专利法 第四十二条"], citation_rules=LAW)
     assert right["correctness"].value > s["correctness"].value
 
 

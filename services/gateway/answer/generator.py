@@ -19,6 +19,7 @@ from prometheus_client import Counter
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common import names
 from services.common.llm import LlmError
+import domains
 from services.common import citation_check
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
@@ -94,7 +95,8 @@ class Generator:
         checks: list[citation_check.Check] = []
         if cited_ids:
             label = grounding.EXTRACTIVE_LABEL if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
-            verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label)
+            rules = domains.citation_rules(list(retrieval.response.query_info.domain_packs))
+            verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules)
             text, checks = verified.text, verified.checks
             for check in checks:
                 CITATION_CHECKS.labels(check.outcome).inc()

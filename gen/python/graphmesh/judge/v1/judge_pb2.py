@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egraphmesh/judge/v1/judge.proto\x12\x12graphmesh.judge.v1\x1a\x1fgraphmesh/common/v1/types.proto\"\x83\x02\n\x0cJudgeRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x12\n\nranked_ids\x18\x03 \x03(\t\x12\x10\n\x08\x63ontexts\x18\x04 \x03(\t\x12\x10\n\x08gold_ids\x18\x05 \x03(\t\x12\t\n\x01k\x18\x06 \x01(\x05\x12\x18\n\x10reference_answer\x18\x07 \x01(\t\x12\x13\n\x0b\x63ontext_ids\x18\x08 \x03(\t\x12\x31\n\x07timings\x18\t \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x14\n\x0ctotal_tokens\x18\n \x01(\x05\x12\x16\n\x0e\x63ontext_labels\x18\x0b \x03(\t\"\xf8\x01\n\x06Metric\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x05group\x18\x02 \x01(\x0e\x32\x1f.graphmesh.judge.v1.MetricGroup\x12\r\n\x05value\x18\x03 \x01(\x01\x12/\n\x06method\x18\x04 \x01(\x0e\x32\x1f.graphmesh.judge.v1.ScoreMethod\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12\x17\n\nrule_value\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tllm_value\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\nllm_rounds\x18\x08 \x03(\x01\x42\r\n\x0b_rule_valueB\x0c\n\n_llm_value\"|\n\nGroupScore\x12.\n\x05group\x18\x01 \x01(\x0e\x32\x1f.graphmesh.judge.v1.MetricGroup\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0e\n\x06weight\x18\x03 \x01(\x01\x12\x10\n\x08\x63omputed\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\"\xb1\x01\n\rJudgeResponse\x12+\n\x07metrics\x18\x01 \x03(\x0b\x32\x1a.graphmesh.judge.v1.Metric\x12.\n\x06groups\x18\x02 \x03(\x0b\x32\x1e.graphmesh.judge.v1.GroupScore\x12+\n\x07overall\x18\x03 \x01(\x0b\x32\x1a.graphmesh.judge.v1.Metric\x12\x16\n\x0ellm_configured\x18\x04 \x01(\x08*\x93\x01\n\x0bMetricGroup\x12\x1c\n\x18METRIC_GROUP_UNSPECIFIED\x10\x00\x12\x1a\n\x16METRIC_GROUP_RETRIEVAL\x10\x01\x12\x17\n\x13METRIC_GROUP_ANSWER\x10\x02\x12\x1a\n\x16METRIC_GROUP_REASONING\x10\x03\x12\x15\n\x11METRIC_GROUP_COST\x10\x04*\x90\x01\n\x0bScoreMethod\x12\x1c\n\x18SCORE_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11SCORE_METHOD_RULE\x10\x01\x12\x14\n\x10SCORE_METHOD_LLM\x10\x02\x12\x17\n\x13SCORE_METHOD_MERGED\x10\x03\x12\x1d\n\x19SCORE_METHOD_NOT_COMPUTED\x10\x04\x32\\\n\x0cJudgeService\x12L\n\x05Judge\x12 .graphmesh.judge.v1.JudgeRequest\x1a!.graphmesh.judge.v1.JudgeResponseB\x19\n\x15io.graphmesh.judge.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egraphmesh/judge/v1/judge.proto\x12\x12graphmesh.judge.v1\x1a\x1fgraphmesh/common/v1/types.proto\"\x99\x02\n\x0cJudgeRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x12\n\nranked_ids\x18\x03 \x03(\t\x12\x10\n\x08\x63ontexts\x18\x04 \x03(\t\x12\x10\n\x08gold_ids\x18\x05 \x03(\t\x12\t\n\x01k\x18\x06 \x01(\x05\x12\x18\n\x10reference_answer\x18\x07 \x01(\t\x12\x13\n\x0b\x63ontext_ids\x18\x08 \x03(\t\x12\x31\n\x07timings\x18\t \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x14\n\x0ctotal_tokens\x18\n \x01(\x05\x12\x16\n\x0e\x63ontext_labels\x18\x0b \x03(\t\x12\x14\n\x0c\x64omain_packs\x18\x0c \x03(\t\"\xf8\x01\n\x06Metric\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x05group\x18\x02 \x01(\x0e\x32\x1f.graphmesh.judge.v1.MetricGroup\x12\r\n\x05value\x18\x03 \x01(\x01\x12/\n\x06method\x18\x04 \x01(\x0e\x32\x1f.graphmesh.judge.v1.ScoreMethod\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12\x17\n\nrule_value\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tllm_value\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\nllm_rounds\x18\x08 \x03(\x01\x42\r\n\x0b_rule_valueB\x0c\n\n_llm_value\"|\n\nGroupScore\x12.\n\x05group\x18\x01 \x01(\x0e\x32\x1f.graphmesh.judge.v1.MetricGroup\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0e\n\x06weight\x18\x03 \x01(\x01\x12\x10\n\x08\x63omputed\x18\x04 \x01(\x05\x12\r\n\x05total\x18\x05 \x01(\x05\"\xb1\x01\n\rJudgeResponse\x12+\n\x07metrics\x18\x01 \x03(\x0b\x32\x1a.graphmesh.judge.v1.Metric\x12.\n\x06groups\x18\x02 \x03(\x0b\x32\x1e.graphmesh.judge.v1.GroupScore\x12+\n\x07overall\x18\x03 \x01(\x0b\x32\x1a.graphmesh.judge.v1.Metric\x12\x16\n\x0ellm_configured\x18\x04 \x01(\x08*\x93\x01\n\x0bMetricGroup\x12\x1c\n\x18METRIC_GROUP_UNSPECIFIED\x10\x00\x12\x1a\n\x16METRIC_GROUP_RETRIEVAL\x10\x01\x12\x17\n\x13METRIC_GROUP_ANSWER\x10\x02\x12\x1a\n\x16METRIC_GROUP_REASONING\x10\x03\x12\x15\n\x11METRIC_GROUP_COST\x10\x04*\x90\x01\n\x0bScoreMethod\x12\x1c\n\x18SCORE_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11SCORE_METHOD_RULE\x10\x01\x12\x14\n\x10SCORE_METHOD_LLM\x10\x02\x12\x17\n\x13SCORE_METHOD_MERGED\x10\x03\x12\x1d\n\x19SCORE_METHOD_NOT_COMPUTED\x10\x04\x32\\\n\x0cJudgeService\x12L\n\x05Judge\x12 .graphmesh.judge.v1.JudgeRequest\x1a!.graphmesh.judge.v1.JudgeResponseB\x19\n\x15io.graphmesh.judge.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,18 +33,18 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'graphmesh.judge.v1.judge_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\025io.graphmesh.judge.v1P\001'
-  _globals['_METRICGROUP']._serialized_start=907
-  _globals['_METRICGROUP']._serialized_end=1054
-  _globals['_SCOREMETHOD']._serialized_start=1057
-  _globals['_SCOREMETHOD']._serialized_end=1201
+  _globals['_METRICGROUP']._serialized_start=929
+  _globals['_METRICGROUP']._serialized_end=1076
+  _globals['_SCOREMETHOD']._serialized_start=1079
+  _globals['_SCOREMETHOD']._serialized_end=1223
   _globals['_JUDGEREQUEST']._serialized_start=88
-  _globals['_JUDGEREQUEST']._serialized_end=347
-  _globals['_METRIC']._serialized_start=350
-  _globals['_METRIC']._serialized_end=598
-  _globals['_GROUPSCORE']._serialized_start=600
-  _globals['_GROUPSCORE']._serialized_end=724
-  _globals['_JUDGERESPONSE']._serialized_start=727
-  _globals['_JUDGERESPONSE']._serialized_end=904
-  _globals['_JUDGESERVICE']._serialized_start=1203
-  _globals['_JUDGESERVICE']._serialized_end=1295
+  _globals['_JUDGEREQUEST']._serialized_end=369
+  _globals['_METRIC']._serialized_start=372
+  _globals['_METRIC']._serialized_end=620
+  _globals['_GROUPSCORE']._serialized_start=622
+  _globals['_GROUPSCORE']._serialized_end=746
+  _globals['_JUDGERESPONSE']._serialized_start=749
+  _globals['_JUDGERESPONSE']._serialized_end=926
+  _globals['_JUDGESERVICE']._serialized_start=1225
+  _globals['_JUDGESERVICE']._serialized_end=1317
 # @@protoc_insertion_point(module_scope)

@@ -127,6 +127,7 @@ class JudgeRequest(_message.Message):
     TIMINGS_FIELD_NUMBER: _builtins.int
     TOTAL_TOKENS_FIELD_NUMBER: _builtins.int
     CONTEXT_LABELS_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACKS_FIELD_NUMBER: _builtins.int
     question: _builtins.str
     """The question (1 to 10,000 characters by default; not only whitespace)."""
     answer: _builtins.str
@@ -178,6 +179,17 @@ class JudgeRequest(_message.Message):
         [n] are read from here for correctness against the reference.
         """
 
+    @_builtins.property
+    def domain_packs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Domain packs of the collections the answer was drawn from (the
+        gateway's QueryInfo.domain_packs; "" or none = the default pack,
+        "generic"). Their citation rules say how an answer names its sources:
+        law_zh's make "articles" (article agreement) computable and keep law
+        names and article numbers out of the claims checked. An unknown name
+        is INVALID_ARGUMENT (field "domain_packs"); GraphMesh's ListDomainPacks
+        lists the known ones.
+        """
+
     def __init__(
         self,
         *,
@@ -192,10 +204,11 @@ class JudgeRequest(_message.Message):
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
         total_tokens: _builtins.int = ...,
         context_labels: _abc.Iterable[_builtins.str] | None = ...,
+        domain_packs: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "context_ids", b"context_ids", "context_labels", b"context_labels", "contexts", b"contexts", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids", "reference_answer", b"reference_answer", "timings", b"timings", "total_tokens", b"total_tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "context_ids", b"context_ids", "context_labels", b"context_labels", "contexts", b"contexts", "domain_packs", b"domain_packs", "gold_ids", b"gold_ids", "k", b"k", "question", b"question", "ranked_ids", b"ranked_ids", "reference_answer", b"reference_answer", "timings", b"timings", "total_tokens", b"total_tokens"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
