@@ -25,7 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-ARTICLE_NUMBER = re.compile(r"^第[一二三四五六七八九十百千零〇两\d]+条(之[一二三四五六七八九十]+)?$")
+from services.common.lexicon import strip_heading_ordinal
+
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?")
 _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
@@ -152,9 +153,9 @@ class EvalQueryFilter:
 
 
 def heading_query(heading: str) -> str:
-    """The heading line without article-number parts ("第十条"); "" when
-    nothing else is left."""
-    parts = [p for p in heading.split() if not ARTICLE_NUMBER.match(p)]
+    """The heading line without its ordinal parts ("第十条", "第二章"); ""
+    when nothing else is left."""
+    parts = [p for p in heading.split() if strip_heading_ordinal(p)]
     return " ".join(parts)
 
 

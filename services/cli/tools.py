@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import domains
 from services.cli.client import gateway_address, open_text
 from services.common.settings import MeshAddresses
 
@@ -138,7 +139,7 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
         return 1
     if skipped:
         print(f"warning: {skipped} unreadable records skipped", file=sys.stderr)
-    terms = lexicon.candidate_terms(titles, headings, names)
+    terms = lexicon.candidate_terms(titles, headings, names, title_aliases=domains.title_aliases)
     if not terms:
         print("error: no dictionary terms in the inputs (give --documents and/or --entities); nothing written", file=sys.stderr)
         return 1

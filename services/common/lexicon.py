@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
+
 
 ENV_PATH = "GRAPHMESH_USER_DICT"
 #: Terms outside this length (characters) are not dictionary material.
@@ -28,14 +29,27 @@ MIN_TERM_CHARS, MAX_TERM_CHARS = 2, 16
 TERM_FREQ = 200_000
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
-_ORDINAL_HEADING = re.compile(r"^第[零一二三四五六七八九十百千0-9]+[编章节条款]\s*")
-_STATE_PREFIX = "中华人民共和国"
+#: The ordinal of a Chinese heading (第七章, 第三节, 第二编, 第十条, 第一款,
+#: 第一百二十条之一): the numbering of any Chinese document's parts.
+HEADING_ORDINAL = re.compile(r"^第[零〇一二两三四五六七八九十百千0-9]+[编章节条款](?:之[零〇一二两三四五六七八九十0-9]+)?\s*")
 
 
-def candidate_terms(titles: Iterable[str] = (), headings: Iterable[str] = (), entity_names: Iterable[str] = ()) -> list[str]:
+def strip_heading_ordinal(heading: str) -> str:
+    """``heading`` without its leading ordinal ("第七章 农民专业合作社联合社"
+    -> "农民专业合作社联合社"; "第五十六条" -> "")."""
+    return HEADING_ORDINAL.sub("", heading).strip()
+
+
+def _no_aliases(title: str) -> Iterable[str]:
+    return ()
+
+
+def candidate_terms(titles: Iterable[str] = (), headings: Iterable[str] = (), entity_names: Iterable[str] = (),
+                    title_aliases: Callable[[str], Iterable[str]] = _no_aliases) -> list[str]:
     """Dictionary terms from document titles, headings and entity names:
-    each title, and a law title without the 中华人民共和国 prefix (公司法);
-    headings without their ordinal (第七章 农民专业合作社联合社 -> 农民专业合作社联合社);
+    each title and its aliases (``title_aliases``, from the domain packs:
+    law_zh gives 公司法 for 中华人民共和国公司法); headings without their
+    ordinal (第七章 农民专业合作社联合社 -> 农民专业合作社联合社);
     entity names as they are. Only terms of 2-16 characters with Chinese in
     them and no whitespace; sorted, deduplicated."""
     terms: set[str] = set()
@@ -47,10 +61,10 @@ def candidate_terms(titles: Iterable[str] = (), headings: Iterable[str] = (), en
 
     for title in titles:
         add(title)
-        if title.startswith(_STATE_PREFIX):
-            add(title[len(_STATE_PREFIX):])
+        for alias in title_aliases(title):
+            add(alias)
     for heading in headings:
-        add(_ORDINAL_HEADING.sub("", heading))
+        add(strip_heading_ordinal(heading))
     for name in entity_names:
         add(name)
     return sorted(terms)

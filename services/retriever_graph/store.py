@@ -45,7 +45,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any, Iterable
 
 from neo4j import (
@@ -121,8 +121,6 @@ _FULLTEXT_INDEXES = {
 
 # Characters with a meaning in Lucene's classic query syntax.
 LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
-# Official prefix of PRC law names, often left out in questions.
-_LAW_NAME_PREFIX = "中华人民共和国"
 
 
 def escape_lucene(term: str) -> str:
@@ -139,13 +137,16 @@ def keyword_query(keywords: Iterable[str]) -> str:
     return " OR ".join(phrases)
 
 
-def heading_keys(name: str) -> list[str]:
-    """Keys a Heading name is matched by exactly: the name itself and, for a
-    law named ``中华人民共和国X``, also ``X``."""
+def heading_keys(name: str, title_aliases: Callable[[str], Iterable[str]] = lambda title: ()) -> list[str]:
+    """Keys a Heading name is matched by exactly: the name itself and its
+    aliases under the collection's domain pack (``title_aliases``; law_zh:
+    a law named ``中华人民共和国X`` is also ``X``)."""
     key = name_key(name)
     keys = [key]
-    if key.startswith(_LAW_NAME_PREFIX) and len(key) > len(_LAW_NAME_PREFIX) + 1:
-        keys.append(key[len(_LAW_NAME_PREFIX) :])
+    for alias in title_aliases(key):
+        alias = name_key(alias)
+        if alias and alias not in keys:
+            keys.append(alias)
     return keys
 
 
@@ -791,8 +792,9 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
     headings: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], None] = {}
     for doc, path in to_write:
+        aliases = domains.get_pack(packs[doc.collection or DEFAULT_COLLECTION]).title_aliases
         for i, (hid, name, level) in enumerate(path):
-            headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name),
+            headings.setdefault(hid, {"id": hid, "name": name, "level": level, "keys": heading_keys(name, aliases),
                                       "collection": doc.collection or DEFAULT_COLLECTION})
             if i:
                 edges[(path[i - 1][0], hid)] = None

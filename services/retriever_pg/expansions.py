@@ -16,16 +16,15 @@ bound parameters (LIKE wildcards escaped), never SQL text.
 """
 from __future__ import annotations
 
-import re
 from typing import AsyncContextManager, Callable
 
 import asyncpg
 
 from services.common.records import ExpansionTerm
+from services.common.lexicon import strip_heading_ordinal
 
 #: Reference 000: contentWords[前6].
 MAX_KEYWORDS = 6
-_ORDINAL = re.compile(r"^第[零一二三四五六七八九十百千0-9]+[编章节条款]\s*")
 
 
 def _like_pattern(keyword: str) -> str:
@@ -36,7 +35,7 @@ def _like_pattern(keyword: str) -> str:
 def heading_term(heading: str) -> str:
     """A heading as an expansion term: its ordinal (第七章) removed; "" when
     nothing else is left (an article number such as 第五十六条)."""
-    return _ORDINAL.sub("", heading).strip()
+    return strip_heading_ordinal(heading)
 
 
 async def suggest_expansions(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jieba
 import pytest
 
+import domains
 from services.common import lexicon, text
 from services.ingest.chunking import content_hash
 
@@ -28,8 +29,11 @@ def test_candidate_terms_from_titles_headings_and_entities():
         titles=["中华人民共和国农民专业合作社法"],
         headings=["第七章 农民专业合作社联合社", "第一节"],
         entity_names=["三级医院", "马", "a b", "COVID"],
+        title_aliases=domains.title_aliases,
     )
     assert terms == sorted(["三级医院", "农民专业合作社法", "农民专业合作社联合社", "中华人民共和国农民专业合作社法"])
+    # without a pack's aliases a title is only itself
+    assert "农民专业合作社法" not in lexicon.candidate_terms(titles=["中华人民共和国农民专业合作社法"])
 
 
 def test_dictionary_file_round_trip(tmp_path):
@@ -50,7 +54,7 @@ def test_query_term_stays_whole_and_does_not_match_its_parts(user_dictionary):
 
 
 def test_law_name_kept_whole(user_dictionary):
-    user_dictionary(lexicon.candidate_terms(titles=["中华人民共和国农民专业合作社法"]))
+    user_dictionary(lexicon.candidate_terms(titles=["中华人民共和国农民专业合作社法"], title_aliases=domains.title_aliases))
     keywords = text.query_keywords("根据农民专业合作社法，合作社可以设立联合社吗？")
     assert "农民专业合作社法" in keywords and "合作社" not in keywords
 

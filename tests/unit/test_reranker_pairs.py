@@ -31,9 +31,9 @@ def test_inverse_cloze_removes_the_query_sentence_and_keeps_the_heading():
     assert q.positive.startswith("专利法 第四十二条\n")
 
 
-def test_heading_query_drops_article_numbers():
-    assert P.heading_query("中华人民共和国专利法 第一章 总则 第十条") == "中华人民共和国专利法 第一章 总则"
-    assert P.heading_query("第十条") == ""
+def test_heading_query_drops_ordinal_parts():
+    assert P.heading_query("中华人民共和国专利法 第一章 总则 第十条") == "中华人民共和国专利法 总则"
+    assert P.heading_query("第十条") == "" and P.heading_query("第一百二十条之一") == ""
 
 
 def test_negatives_skip_the_positive_group_and_texts_holding_the_query():
