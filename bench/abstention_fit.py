@@ -14,8 +14,9 @@ fitting and half held out. Model: logistic regression on the signals of
 1e-3, weights constrained >= 0 (a feature fitted negative is dropped and
 the rest refitted). Threshold: on the fitting half, the answerability that
 maximises min(OOD abstention rate, each law set's answer rate).
-``fit --check --model M`` evaluates the module's fit for embedding model M
-(``abstention.FITS``) instead of fitting. Cosines depend on the embedding
+``fit --check --model M`` evaluates the law_zh pack's fit for embedding
+model M (``abstention.pack_fits``, from domains/law_zh/recipes.json) instead
+of fitting. Cosines depend on the embedding
 model, so the evidence must come from a stack embedding with the model
 being fitted (``--model``, default the expander's default); the printed
 ``Fit`` has the threshold folded into its bias (answer at answerability
@@ -37,6 +38,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
+import domains  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
 from graphmesh.common.v1 import types_pb2  # noqa: E402
@@ -198,7 +200,7 @@ def main() -> None:
     print("questions:", {s: len(v) for s, v in whole.items()}, "fitting half:", {s: len(v) for s, v in fit.items()})
     separation(whole)
     if args.check:
-        fit_ = abstention.FITS[args.model]
+        fit_ = abstention.pack_fits([domains.LAW_ZH])[args.model]
         weights, bias, threshold = fit_.weights, fit_.bias, abstention.THRESHOLD
     else:
         x = np.vstack([matrix(fit[s]) for s in fit])
@@ -236,7 +238,8 @@ def main() -> None:
     folded = bias - logit
     print(f"\nconstants ({args.model}): weights ({', '.join(f'{w:.3f}' for w in weights)}) over "
           f"{', '.join(abstention.SIGNALS)}; bias {bias:.3f}; threshold {threshold:.4f}")
-    print(f"  FITS[{args.model!r}] = Fit(({', '.join(f'{w:.3f}' for w in weights)}), {folded:.3f}, ...)"
+    shown = ", ".join(f"{w:.3f}" for w in weights)
+    print(f'  recipes.json "abstention" "fits" "{args.model}": {{"weights": [{shown}], "bias": {folded:.3f}}}'
           f"  # threshold folded in: answer at answerability >= {abstention.THRESHOLD}")
     for k, name in enumerate(abstention.SIGNALS[:2]):
         rest = [w for j, w in enumerate(weights) if j != k]

@@ -91,10 +91,11 @@ class DomainPack:
             pack's documents; None = the gateway's setting.
         out_of_scope: query -> why the pack's corpora cannot answer it (a
             reason string), or None; a "no" makes Answer abstain.
-        abstention_fitted: the gateway's fitted answerability rule
-            (services/gateway/answer/abstention.py FITS) was fitted on this pack's
-            corpora and applies to its collections; elsewhere Answer does
-            not abstain on that rule's say.
+        abstention_fits: the answerability rule fitted on the pack's
+            corpora, per embedding model: {model: {"weights": [5 floats in
+            services.gateway.answer.abstention.SIGNALS order], "bias": float,
+            "note": str}}, from the recipe's "abstention"; empty = Answer
+            does not abstain on that rule's say for the pack's collections.
         recipe_source: the command and figures that fitted the recipes.
         citations: how answers name the pack's sources, or None.
         title_aliases: title -> other names it is asked by.
@@ -110,16 +111,22 @@ class DomainPack:
     channel_weights: Mapping[str, float] = field(default_factory=dict)
     chunk_tokens: int | None = None
     chunk_overlap: int | None = None
-    abstention_fitted: bool = False
+    abstention_fits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     out_of_scope: Callable[[str], str | None] = _nothing
     recipe_source: str = ""
     citations: CitationRules | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
 
+    @property
+    def abstention_fitted(self) -> bool:
+        """Whether the pack carries a fitted answerability rule."""
+        return bool(self.abstention_fits)
+
 
 def load_recipe(path: Path) -> dict:
     """A pack's recipe file: {"source": str, "profiles": {type: {...}},
-    "channel_weights": {channel: weight}}.
+    "channel_weights": {channel: weight}, optionally "chunk_tokens",
+    "chunk_overlap" and "abstention": {"source": str, "fits": {model: fit}}}.
 
     Raises:
         ValueError: the file is not such an object.

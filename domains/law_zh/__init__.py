@@ -68,7 +68,7 @@ PACK = DomainPack(
     channels=("graph.article", "graph.offence", "graph.term", "graph.cites", "graph.version"),
     profiles=_RECIPE["profiles"],
     channel_weights=_RECIPE.get("channel_weights", {}),
-    abstention_fitted=True,
+    abstention_fits=_RECIPE["abstention"]["fits"],
     out_of_scope=out_of_scope,
     recipe_source=_RECIPE.get("source", ""),
     citations=CitationRules(source_names=citations.SOURCE_NAMES, source_name_word=citations.SOURCE_NAME_WORD,

@@ -137,7 +137,7 @@ class GatewaySettings(ServiceSettings):
         does not (services/gateway/answer/abstention.py).
     abstention_threshold: answerability below which Answer abstains
         (abstention.THRESHOLD, 0.5). The rule is fitted per embedding model
-        (abstention.FITS: cosines of USE and e5 are on different scales),
+        (the domain pack's abstention fits: cosines of USE and e5 are on different scales),
         each fit's own threshold folded into its bias, so 0.5 is the fitted
         point for every model. Lower answers more, higher abstains more.
     fallback_strategies: strategies of the chain, in reference order

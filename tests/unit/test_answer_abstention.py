@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import domains
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.answer import abstention
@@ -12,6 +13,10 @@ from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate
+
+#: The law pack's fits by embedding model, the rule these tests exercise.
+LAW = abstention.pack_fits([domains.LAW_ZH])
+E5 = LAW[abstention.DEFAULT_MODEL]
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 ARTICLE = "用人单位自用工之日起超过一个月不满一年未与劳动者订立书面劳动合同的，应当向劳动者每月支付二倍的工资。"
@@ -26,8 +31,8 @@ def results(*vector_scores: float, text: str = ARTICLE) -> list[types_pb2.Candid
 def test_unrelated_evidence_is_judged_unanswerable_and_related_answerable():
     # e5onnx (the default) cosines: unrelated text scores 0.75-0.85 against
     # a question, the evidence of a law question about 0.89-0.94.
-    unrelated = abstention.decide(abstention.signals(["量子", "计算机", "原理"], results(0.85, 0.84, 0.83)))
-    related = abstention.decide(abstention.signals(["工资", "劳动合同"], results(0.92, 0.91, 0.9)))
+    unrelated = abstention.decide(abstention.signals(["量子", "计算机", "原理"], results(0.85, 0.84, 0.83)), LAW)
+    related = abstention.decide(abstention.signals(["工资", "劳动合同"], results(0.92, 0.91, 0.9)), LAW)
     assert not unrelated.answerable and unrelated.answerability < unrelated.threshold
     assert related.answerable and related.answerability >= related.threshold
     assert "answerability" in unrelated.reason
@@ -37,19 +42,22 @@ def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     # USE cosines of 0.72 / 0.66 are strong evidence; the same numbers from
     # e5, whose unrelated text scores 0.75-0.85, are not.
     use_scale = abstention.signals(["工资", "劳动合同"], results(0.72, 0.66, 0.5))
-    assert abstention.decide(use_scale, model="usem3").answerable
-    assert not abstention.decide(use_scale, model="e5onnx").answerable
-    assert not abstention.decide(use_scale, model="").answerable  # empty = the default model, e5onnx
-    assert abstention.decide(use_scale, model="e5onnx-t256").answerability == abstention.decide(use_scale).answerability
-    unknown = abstention.decide(use_scale, model="st:my-model")
+    assert abstention.decide(use_scale, LAW, model="usem3").answerable
+    assert not abstention.decide(use_scale, LAW, model="e5onnx").answerable
+    assert not abstention.decide(use_scale, LAW, model="").answerable  # empty = the default model, e5onnx
+    assert abstention.decide(use_scale, LAW, model="e5onnx-t256").answerability == abstention.decide(use_scale, LAW).answerability
+    unknown = abstention.decide(use_scale, LAW, model="st:my-model")
     assert unknown.answerable and unknown.reason.startswith("not judged: no abstention fit")
+    # the generic pack carries no fit: its collections are never judged by this rule
+    assert abstention.pack_fits([domains.GENERIC]) == {}
+    assert abstention.decide(use_scale, abstention.pack_fits([domains.GENERIC])).answerable
 
 
 def test_the_question_word_found_in_the_evidence_raises_answerability():
     found = abstention.signals(["劳动合同"], results(0.88, 0.87))
     missing = abstention.signals(["红烧肉"], results(0.88, 0.87))
     assert (found.longest_found, missing.longest_found) == (1.0, 0.0)
-    assert abstention.answerability(found) > abstention.answerability(missing)
+    assert abstention.answerability(found, E5.weights, E5.bias) > abstention.answerability(missing, E5.weights, E5.bias)
 
 
 def test_no_answer_message_follows_the_question_language():
@@ -110,7 +118,7 @@ async def test_the_gateway_judges_with_the_fit_of_the_model_the_expander_names()
 
 def test_results_without_vector_scores_are_not_judged_unanswerable():
     keyword_only = [candidate("1", ARTICLE, "pg.keyword", 5.0), candidate("2", ARTICLE, "pg.keyword", 4.0)]
-    decision = abstention.decide(abstention.signals(["工资"], keyword_only))
+    decision = abstention.decide(abstention.signals(["工资"], keyword_only), LAW)
     assert decision.answerable and decision.reason.startswith("not judged")
 
 

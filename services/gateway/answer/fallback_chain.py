@@ -201,11 +201,12 @@ class FallbackChain:
             chosen.decision = abstention.Decision(False, 0.0, s.abstention_threshold, outside[0], out_of_scope=True)
             chosen.evidence = retrieval
             return False
-        if packs and not any(pack.abstention_fitted for pack in packs):
-            return None  # the rule was fitted on other corpora: it does not judge these collections
+        fits = abstention.pack_fits(packs)
+        if not fits:
+            return None  # no rule was fitted on these collections' corpora: it does not judge them
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
-        chosen.decision = abstention.decide(sig, s.abstention_threshold, info.embedding_model, vector_ran)
+        chosen.decision = abstention.decide(sig, fits, s.abstention_threshold, info.embedding_model, vector_ran)
         chosen.evidence = retrieval
         return chosen.decision.answerable
 
