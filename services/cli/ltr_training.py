@@ -36,6 +36,9 @@ PARAMS: dict = {
 }
 #: Boosting rounds.
 ROUNDS = 200
+#: Seed of the fitting / held-back split (fixed: the held-back halves must
+#: stay the same questions whatever fold seed a study uses).
+HOLDOUT_SEED = 23
 
 
 def question_key(question: Mapping) -> str:
@@ -123,7 +126,7 @@ def folds_of(questions: Sequence[Mapping], k: int, seed: int) -> list[int]:
     return [int(hashlib.sha256(f"{seed}:{question_key(q)}".encode()).hexdigest(), 16) % k for q in questions]
 
 
-def holdout_split(questions: Sequence[Mapping], seed: int) -> tuple[list[Mapping], list[Mapping]]:
+def holdout_split(questions: Sequence[Mapping], seed: int = HOLDOUT_SEED) -> tuple[list[Mapping], list[Mapping]]:
     """(fitting half, held-back half) of ``questions`` by a seeded hash of
     each key (about half each, per set)."""
     fit, held = [], []
@@ -181,8 +184,9 @@ def print_table(title: str, table: Mapping) -> None:
 def study(dumps: Mapping[str, Sequence[Mapping]], folds: int = 5, seed: int = 23) -> dict:
     """The LTR study over dumped dev sets (set name -> questions): k-fold
     cross-validation over the pooled sets, then the held-back check (a
-    model trained on the fitting halves, scored on the held-back halves).
-    Prints and returns the figures."""
+    model trained on the fitting halves, scored on the held-back halves,
+    split by HOLDOUT_SEED). ``seed`` assigns the folds. Prints and returns
+    the figures."""
     questions = [{**q, "set": name} for name, qs in dumps.items() for q in qs]
     sets = list(dumps)
     baseline = {question_key(q): first_gold(q) for q in questions}
@@ -193,7 +197,7 @@ def study(dumps: Mapping[str, Sequence[Mapping]], folds: int = 5, seed: int = 23
           f"gold in the candidate list for {pool_recall:.3f}")
     print_table(f"{folds}-fold cross-validation over the pooled dev sets (out of fold)", cv)
 
-    fit, held = holdout_split(questions, seed)
+    fit, held = holdout_split(questions)
     booster = train(fit)
     held_ltr = {question_key(q): first_gold(q, ltr_order(booster, q)) for q in held}
     held_table = compare_table({question_key(q): baseline[question_key(q)] for q in held}, held_ltr, sets)
@@ -201,7 +205,7 @@ def study(dumps: Mapping[str, Sequence[Mapping]], folds: int = 5, seed: int = 23
     importance = dict(zip(booster.feature_name(), booster.feature_importance("gain").round(1).tolist()))
     top = dict(sorted(importance.items(), key=lambda kv: -kv[1])[:15])
     print("\nfeature gain (fitting-half model), top 15:", top)
-    return {"params": PARAMS, "rounds": ROUNDS, "folds": folds, "seed": seed, "n": len(questions),
+    return {"params": PARAMS, "rounds": ROUNDS, "folds": folds, "seed": seed, "holdout_seed": HOLDOUT_SEED, "n": len(questions),
             "gold_in_candidates": pool_recall, "cv": cv,
             "held_back": {"n_fit": len(fit), "n_held": len(held), "table": held_table}, "feature_gain_top": top}
 

@@ -284,3 +284,74 @@ def to_unit(scores: Sequence[float]) -> list[float]:
     """Scores mapped into [0, 1] by a logistic (order kept), for callers that
     need RerankResponse's [0, 1] range."""
     return [1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, s)))) for s in scores]
+
+
+#: The model shipped for law_zh collections (models/ltr/README.md).
+DEFAULT_MODEL_FILE = Path(__file__).resolve().parents[2] / "models" / "ltr" / "law_zh.txt"
+
+
+class LtrScorer:
+    """The reranker service's "ltr" scorer: list-wise, so the servicer calls
+    ``score_list`` with the request's candidates instead of batching pairs
+    (one list of 100 candidates costs about 1-2 ms of one core; see
+    bench/ltr_latency.py). The model loads lazily, once.
+
+    Args:
+        model_file: LightGBM text model (default: models/ltr/law_zh.txt).
+    """
+
+    name = "ltr"
+    padded = False
+    listwise = True
+
+    def __init__(self, model_file: str | Path = DEFAULT_MODEL_FILE) -> None:
+        self.model_file = Path(model_file)
+        self._ranker: LtrRanker | None = None
+
+    @property
+    def model(self) -> str:
+        return str(self.model_file)
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def load(self) -> LtrRanker:
+        """Loads the model (once) and returns it.
+
+        Raises:
+            ScorerUnavailable: ("no_model") the file is missing or is not a
+                model of this feature layout, or lightgbm is not installed.
+        """
+        if self._ranker is None:
+            from services.reranker.scorer import ScorerUnavailable
+
+            try:
+                self._ranker = LtrRanker(self.model_file)
+            except (OSError, ValueError, ModuleNotFoundError) as err:
+                raise ScorerUnavailable("no_model", f"ltr model {self.model_file} cannot be loaded: {err}") from err
+        return self._ranker
+
+    def score_list(self, candidates: Sequence, keywords: Sequence[str] = ()) -> list[float]:
+        """Scores in [0, 1] (``to_unit`` of the model's), one per candidate
+        in input order; ``candidates`` are graphmesh.common.v1.Candidate
+        messages in today's fused order (list position = fused rank).
+
+        Raises:
+            ScorerUnavailable: the model cannot be loaded.
+        """
+        ranker = self.load()
+        return to_unit(ranker.score([LtrCandidate.from_proto(c) for c in candidates], keywords))
+
+    async def prepare(self, query: str, passages: list[str]):
+        """Not a pair scorer: always raises ScorerUnavailable."""
+        from services.reranker.scorer import ScorerUnavailable
+
+        raise ScorerUnavailable("no_model", "the ltr scorer ranks candidate lists; send RerankRequest.candidates")
+
+    async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """Not a pair scorer: always raises ScorerUnavailable."""
+        return await self.prepare("", [])
+
+    async def close(self) -> None:
+        """Nothing to release."""
