@@ -8,7 +8,7 @@ from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
 
-ScorerName = Literal["cross-encoder", "bi-encoder", "llm"]
+ScorerName = Literal["cross-encoder", "bi-encoder", "llm", "ltr"]
 
 
 class RerankerSettings(ServiceSettings):
@@ -20,7 +20,11 @@ class RerankerSettings(ServiceSettings):
         over the expander's Embed RPC at GRAPHMESH_EXPANDER_ADDR; cheap,
         always available), or
         "llm" (probability of "yes" from an OpenAI-compatible endpoint at
-        ``llm_base_url``; for small candidate sets).
+        ``llm_base_url``; for small candidate sets), or
+        "ltr" (a LambdaMART model over a fused candidate list's channel
+        scores, ``ltr_model_file``; needs RerankRequest.candidates).
+    ltr_model_file: the ltr scorer's LightGBM text model; "" = the law_zh
+        model shipped in models/ltr/law_zh.txt (models/ltr/README.md).
     model_dir: local directory of a CrossEncoder (e.g. written by
         ``graphmesh reranker train``); "" = none, and the cross-encoder scorer
         answers FAILED_PRECONDITION. Loaded once, lazily, local files only.
@@ -63,6 +67,7 @@ class RerankerSettings(ServiceSettings):
     port: int = DEFAULT_PORTS["reranker"]
     scorer: ScorerName = "cross-encoder"
     model_dir: str = ""
+    ltr_model_file: str = ""
     device: str = "auto"
     fp16: bool = True
     warm_up: bool = True

@@ -22,7 +22,7 @@ def _load_quietly(load) -> None:
     try:
         load()
     except Exception as err:  # noqa: BLE001 - the first call reports it as FAILED_PRECONDITION
-        log.warning("cross-encoder warm-up failed: %s", err)
+        log.warning("scorer warm-up failed: %s", err)
 
 
 def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = None) -> Scorer | None:
@@ -39,6 +39,10 @@ def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = N
 
         return CrossEncoderScorer(settings.model_dir, settings.device, settings.max_length,
                                   settings.max_query_share, settings.fp16, settings.forward_batch)
+    if settings.scorer == "ltr":
+        from services.reranker.ltr import DEFAULT_MODEL_FILE, LtrScorer
+
+        return LtrScorer(settings.ltr_model_file or DEFAULT_MODEL_FILE)
     if settings.scorer == "bi-encoder":
         from services.reranker.bi_encoder import BiEncoderScorer
 

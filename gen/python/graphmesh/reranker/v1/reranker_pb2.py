@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/reranker/v1/reranker.proto\x12\x15graphmesh.reranker.v1\"#\n\x07Passage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"P\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x08passages\x18\x02 \x03(\x0b\x32\x1e.graphmesh.reranker.v1.Passage\")\n\x0cPassageScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\x90\x01\n\x0eRerankResponse\x12\x33\n\x06scores\x18\x01 \x03(\x0b\x32#.graphmesh.reranker.v1.PassageScore\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x0e\n\x06scorer\x18\x04 \x01(\t\x12\x1a\n\x12truncated_passages\x18\x05 \x01(\x05\x32h\n\x0fRerankerService\x12U\n\x06Rerank\x12$.graphmesh.reranker.v1.RerankRequest\x1a%.graphmesh.reranker.v1.RerankResponseB\x1c\n\x18io.graphmesh.reranker.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/reranker/v1/reranker.proto\x12\x15graphmesh.reranker.v1\x1a\x1fgraphmesh/common/v1/types.proto\"#\n\x07Passage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x96\x01\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x08passages\x18\x02 \x03(\x0b\x32\x1e.graphmesh.reranker.v1.Passage\x12\x10\n\x08keywords\x18\x03 \x03(\t\x12\x32\n\ncandidates\x18\x04 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\")\n\x0cPassageScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\x90\x01\n\x0eRerankResponse\x12\x33\n\x06scores\x18\x01 \x03(\x0b\x32#.graphmesh.reranker.v1.PassageScore\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x0e\n\x06scorer\x18\x04 \x01(\t\x12\x1a\n\x12truncated_passages\x18\x05 \x01(\x05\x32h\n\x0fRerankerService\x12U\n\x06Rerank\x12$.graphmesh.reranker.v1.RerankRequest\x1a%.graphmesh.reranker.v1.RerankResponseB\x1c\n\x18io.graphmesh.reranker.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,14 +33,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'graphmesh.reranker.v1.reran
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\030io.graphmesh.reranker.v1P\001'
-  _globals['_PASSAGE']._serialized_start=63
-  _globals['_PASSAGE']._serialized_end=98
-  _globals['_RERANKREQUEST']._serialized_start=100
-  _globals['_RERANKREQUEST']._serialized_end=180
-  _globals['_PASSAGESCORE']._serialized_start=182
-  _globals['_PASSAGESCORE']._serialized_end=223
-  _globals['_RERANKRESPONSE']._serialized_start=226
-  _globals['_RERANKRESPONSE']._serialized_end=370
-  _globals['_RERANKERSERVICE']._serialized_start=372
-  _globals['_RERANKERSERVICE']._serialized_end=476
+  _globals['_PASSAGE']._serialized_start=96
+  _globals['_PASSAGE']._serialized_end=131
+  _globals['_RERANKREQUEST']._serialized_start=134
+  _globals['_RERANKREQUEST']._serialized_end=284
+  _globals['_PASSAGESCORE']._serialized_start=286
+  _globals['_PASSAGESCORE']._serialized_end=327
+  _globals['_RERANKRESPONSE']._serialized_start=330
+  _globals['_RERANKRESPONSE']._serialized_end=474
+  _globals['_RERANKERSERVICE']._serialized_start=476
+  _globals['_RERANKERSERVICE']._serialized_end=580
 # @@protoc_insertion_point(module_scope)

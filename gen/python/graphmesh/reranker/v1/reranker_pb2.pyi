@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from graphmesh.common.v1 import types_pb2 as _types_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -55,21 +56,42 @@ class RerankRequest(_message.Message):
 
     QUERY_FIELD_NUMBER: _builtins.int
     PASSAGES_FIELD_NUMBER: _builtins.int
+    KEYWORDS_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query."""
     @_builtins.property
     def passages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Passage]:
-        """Passages to score."""
+        """Passages to score. May be empty when "candidates" is set: the passages
+        are then the candidates' heading path, a newline and their text.
+        """
+
+    @_builtins.property
+    def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The query's keywords (the expander's QueryInfo.keywords); the "ltr"
+        scorer's keyword-coverage features use them. Other scorers ignore them.
+        """
+
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Candidate]:
+        """One query's fused candidate list, best first (the fuser's order), with
+        each channel's score and rank: what the list-wise "ltr" scorer scores
+        (it answers INVALID_ARGUMENT, field "candidates", without them). Text
+        scorers score them as passages when "passages" is empty. Embeddings
+        are not needed and should be left out.
+        """
 
     def __init__(
         self,
         *,
         query: _builtins.str = ...,
         passages: _abc.Iterable[Global___Passage] | None = ...,
+        keywords: _abc.Iterable[_builtins.str] | None = ...,
+        candidates: _abc.Iterable[_types_pb2.Candidate] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["passages", b"passages", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "keywords", b"keywords", "passages", b"passages", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -87,7 +109,8 @@ class PassageScore(_message.Message):
     """The passage id."""
     score: _builtins.float
     """Relevance in [0, 1], higher is more relevant. cross-encoder: the model's
-    sigmoid output; bi-encoder: (cosine + 1) / 2; llm: probability of "yes".
+    sigmoid output; bi-encoder: (cosine + 1) / 2; llm: probability of "yes";
+    ltr: the logistic of the LambdaMART score (only the order means anything).
     """
     def __init__(
         self,
@@ -121,7 +144,7 @@ class RerankResponse(_message.Message):
     another service).
     """
     scorer: _builtins.str
-    """Scorer that produced the scores: "cross-encoder", "bi-encoder" or "llm"."""
+    """Scorer that produced the scores: "cross-encoder", "bi-encoder", "llm" or "ltr"."""
     truncated_passages: _builtins.int
     """How many of this request's passages were cut to fit the scorer's window."""
     @_builtins.property

@@ -27,8 +27,10 @@ if _version_not_supported:
 
 class RerankerServiceStub:
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     def __init__(self, channel):
@@ -46,14 +48,17 @@ class RerankerServiceStub:
 
 class RerankerServiceServicer:
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     def Rerank(self, request, context):
         """Scores every passage against the query. Errors: INVALID_ARGUMENT when
         "query" is empty or "passages" is empty or has more than the configured
-        maximum (field "passages"); FAILED_PRECONDITION when no model is
+        maximum (field "passages"; "candidates" likewise, and for the ltr
+        scorer when it is empty); FAILED_PRECONDITION when no model is
         configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
         later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
         """
@@ -79,8 +84,10 @@ def add_RerankerServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class RerankerService:
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     @staticmethod

@@ -28,8 +28,10 @@ GRPC_VERSION: str
 
 class RerankerServiceStub:
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     @_typing.overload
@@ -39,7 +41,8 @@ class RerankerServiceStub:
     Rerank: _grpc.UnaryUnaryMultiCallable[_reranker_pb2.RerankRequest, _reranker_pb2.RerankResponse]
     """Scores every passage against the query. Errors: INVALID_ARGUMENT when
     "query" is empty or "passages" is empty or has more than the configured
-    maximum (field "passages"); FAILED_PRECONDITION when no model is
+    maximum (field "passages"; "candidates" likewise, and for the ltr
+    scorer when it is empty); FAILED_PRECONDITION when no model is
     configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
     later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
     """
@@ -47,23 +50,28 @@ class RerankerServiceStub:
 @_typing.type_check_only
 class RerankerServiceAsyncStub(RerankerServiceStub):
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Rerank: _aio.UnaryUnaryMultiCallable[_reranker_pb2.RerankRequest, _reranker_pb2.RerankResponse]  # type: ignore[assignment]
     """Scores every passage against the query. Errors: INVALID_ARGUMENT when
     "query" is empty or "passages" is empty or has more than the configured
-    maximum (field "passages"); FAILED_PRECONDITION when no model is
+    maximum (field "passages"; "candidates" likewise, and for the ltr
+    scorer when it is empty); FAILED_PRECONDITION when no model is
     configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
     later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
     """
 
 class RerankerServiceServicer(metaclass=_abc_1.ABCMeta):
     """Scores (query, passage) pairs with a pluggable scorer (cross-encoder,
-    bi-encoder cosine, or LLM yes-probability). Concurrent calls are coalesced
-    into batches under a token budget. Knows nothing of sources or quotas.
+    bi-encoder cosine, or LLM yes-probability), or one fused candidate list
+    with a learned ranker over its channel scores ("ltr", list-wise). Concurrent
+    pair calls are coalesced into batches under a token budget (ltr lists are
+    scored at once). Knows nothing of sources or quotas.
     """
 
     @_abc_1.abstractmethod
@@ -74,7 +82,8 @@ class RerankerServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_reranker_pb2.RerankResponse, _abc.Awaitable[_reranker_pb2.RerankResponse]]:
         """Scores every passage against the query. Errors: INVALID_ARGUMENT when
         "query" is empty or "passages" is empty or has more than the configured
-        maximum (field "passages"); FAILED_PRECONDITION when no model is
+        maximum (field "passages"; "candidates" likewise, and for the ltr
+        scorer when it is empty); FAILED_PRECONDITION when no model is
         configured; RESOURCE_EXHAUSTED when the batching queue is full (retry
         later); UNAVAILABLE when the scorer's backend (expander, LLM) fails.
         """
