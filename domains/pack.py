@@ -28,6 +28,11 @@ the domain parts):
 - ``channel_weights``: fusion weights of the pack's own channels.
 - ``citations``: how answers over the pack's corpora name their sources
   (``CitationRules``), read by the citation verifier and the judge.
+- ``lookup_index(articles, terms, offences, word_tokens, version)``: the
+  in-memory lookup tables the pack's channels read, built from what the
+  graph retriever stored (``domains.facts`` entries); the index answers
+  ``hits(channel, query, keywords, limit) -> [IndexHit]`` and has ``terms``
+  (for PageRank seeds), ``size`` and ``version``.
 - ``title_aliases(title)``: other names a document title is asked by
   (law_zh: a law without its 中华人民共和国 prefix), for heading lookups
   and the user dictionary.
@@ -98,6 +103,8 @@ class DomainPack:
             does not abstain on that rule's say for the pack's collections.
         recipe_source: the command and figures that fitted the recipes.
         citations: how answers name the pack's sources, or None.
+        lookup_index: builds the lookup tables of the pack's channels, or
+            None when it has none (module doc).
         title_aliases: title -> other names it is asked by.
     """
 
@@ -115,6 +122,7 @@ class DomainPack:
     out_of_scope: Callable[[str], str | None] = _nothing
     recipe_source: str = ""
     citations: CitationRules | None = None
+    lookup_index: Callable[..., Any] | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
 
     @property

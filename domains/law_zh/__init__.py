@@ -29,7 +29,8 @@ from domains.law_zh import citations
 from domains.pack import CitationRules, DomainPack, load_recipe
 
 NAME = "law_zh"
-#: Calls into the pack's entry points ("classify", "document_facts", "query_lookups").
+#: Calls into the pack's entry points ("classify", "document_facts",
+#: "query_lookups", "lookup_index", "out_of_scope").
 USAGE: Counter[str] = Counter()
 
 
@@ -47,6 +48,14 @@ def document_facts(document):
 
     USAGE["document_facts"] += 1
     return facts.document_facts(document)
+
+
+def lookup_index(articles, terms, offences, word_tokens, version: int = 0):
+    """The article, term and offence lookup tables (lookup_index.DocIndex)."""
+    from domains.law_zh.lookup_index import DocIndex
+
+    USAGE["lookup_index"] += 1
+    return DocIndex(articles, terms, offences, word_tokens, version)
 
 
 def out_of_scope(query: str) -> str | None:
@@ -74,4 +83,5 @@ PACK = DomainPack(
     citations=CitationRules(source_names=citations.SOURCE_NAMES, source_name_word=citations.SOURCE_NAME_WORD,
                             cited_units=citations.cited_articles),
     title_aliases=citations.title_aliases,
+    lookup_index=lookup_index,
 )

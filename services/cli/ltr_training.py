@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.cli.significance import RANK_METRICS, compare_ranks, pooled, rank_metric
+from services.cli.significance import RANK_METRICS, compare_ranks, rank_metric
 from services.judge import core as metrics
 from services.reranker.ltr import FeatureSpec, LtrCandidate, features
 

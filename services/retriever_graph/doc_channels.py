@@ -3,10 +3,11 @@
 First stage (Retrieve, the query only; in-memory lookups, then one indexed
 read of the hit chunks):
 
-- ``graph.article``: the article a query names by law and number.
-- ``graph.term``: the defining article of a term the query names, or whose
-  definition its words cover (lay words).
-- ``graph.offence``: penal articles of the offences a case description names.
+- the lookup channels of the searched collections' domain packs, read from
+  the pack's in-memory tables (law_zh: ``graph.article``, the article a
+  query names by law and number; ``graph.term``, the defining article of a
+  term the query names or whose definition its words cover; ``graph.offence``,
+  penal articles of the offences a case description names).
 
 Second stage (Related, seeded by fused first-stage hits; indexed one-hop
 reads):
@@ -30,7 +31,8 @@ or conditions are given, each lookup asks for ``SCOPED_OVERFETCH`` times
 scope; only their results are restricted.
 
 Seed weight: the seed's score over the best seed's (rank-based 1/(1+rank)
-when scores are not positive). The lookup tables (``DocIndex``) are rebuilt
+when scores are not positive). The lookup tables (one per domain pack with
+lookups, ``DomainPack.lookup_index``, for the packs of stored collections) are rebuilt
 from Neo4j when the stored graph version changes, checked at most every
 ``refresh_seconds``.
 """
@@ -51,15 +53,14 @@ from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Hit
 from services.common.retriever import SeedRecord
 from services.common.text import query_keywords
-from domains.law_zh.facts import term_key
+from domains.facts import ArticleEntry, IndexHit, TermEntry, term_key
 from services.retriever_graph.doc_graph import META_ID
-from services.retriever_graph.doc_index import ArticleEntry, DocIndex, IndexHit, TermEntry
 from services.retriever_graph.filter_cypher import scope_cypher
 from services.retriever_graph.ppr import DAMPING, PASSAGE_NODE_WEIGHT, personalized_pagerank
 
 log = logging.getLogger(__name__)
 
-_VERSION = "MATCH (m:GraphMeta {id: $id}) RETURN m.version AS version"
+_VERSION = "MATCH (m:GraphMeta {id: $id}) RETURN m.version AS version, coalesce(m.facts_version, 0) AS facts_version"
 _ARTICLES = """
 MATCH (d:Document) WHERE d.law_key IS NOT NULL AND d.law_key <> ''
 OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk {ordinal: 0})
@@ -163,7 +164,13 @@ class DocChannels:
         self.per_seed = per_seed
         self.ppr_cap = ppr_cap
         self.word_tokens = word_tokens
-        self.index = DocIndex([], [], [], word_tokens, version=-1)
+        #: Lookup tables by domain pack, for the packs of the stored
+        #: collections that have any (DomainPack.lookup_index).
+        self.indexes: dict[str, Any] = {}
+        #: The stored graph version and facts version the view was built
+        #: from (-1: never built).
+        self.version = -1
+        self.facts_version = -1
         #: Collections holding documents when the index was built.
         self.collections: frozenset[str] = frozenset()
         #: Domain pack of each recorded collection when the index was built.
@@ -178,10 +185,30 @@ class DocChannels:
 
     # -- the lookup tables ---------------------------------------------------
 
-    async def load(self) -> DocIndex:
-        """Rebuilds the lookup tables from what Neo4j holds now."""
+    async def load(self) -> dict[str, Any]:
+        """Rebuilds the lookup tables from what Neo4j holds now: one per
+        domain pack of a stored collection whose pack has lookups, rebuilt
+        only when the stored facts changed (so writes to other packs'
+        collections run none of its code); returns them by pack name."""
         records = await self._query(_VERSION, id=META_ID)
         version = int(records[0]["version"]) if records else 0
+        facts_version = int(records[0]["facts_version"]) if records else 0
+        collections = frozenset(r["collection"] for r in await self._query(_COLLECTIONS))
+        packs = {r["name"]: r["pack"] or domains.DEFAULT_PACK for r in await self._query(_PACKS)}
+        builders = {name: pack.lookup_index for name in sorted(set(packs.values()))
+                    if (pack := domains.PACKS.get(name)) is not None and pack.lookup_index is not None}
+        if facts_version == self.facts_version and set(builders) == set(self.indexes):
+            indexes = self.indexes
+        else:
+            indexes = await self._build(builders, version) if builders else {}
+        self.indexes, self.collections, self.packs = indexes, collections, packs
+        self.version, self.facts_version = version, facts_version
+        self._checked = time.monotonic()
+        for name, index in indexes.items():
+            log.info("document graph index (%s): version %d, sizes %s", name, version, index.size)
+        return indexes
+
+    async def _build(self, builders: dict[str, Callable[..., Any]], version: int) -> dict[str, Any]:
         articles, offences = [], []
         for r in await self._query(_ARTICLES):
             chunk = r["chunk"] or ""
@@ -191,13 +218,8 @@ class DocChannels:
                 offences.append((r["id"], chunk, list(r["offences"])))
         terms = [TermEntry(r["name"], r["law"], r["definition"] or "", r["kind"] or "",
                            [(d, c, bool(cur)) for d, c, cur in r["definers"]]) for r in await self._query(_TERMS)]
-        index = await asyncio.to_thread(DocIndex, articles, terms, offences, self.word_tokens, version)
-        collections = frozenset(r["collection"] for r in await self._query(_COLLECTIONS))
-        self.packs = {r["name"]: r["pack"] or domains.DEFAULT_PACK for r in await self._query(_PACKS)}
-        self.index, self.collections = index, collections
-        self._checked = time.monotonic()
-        log.info("document graph index: version %d, %d articles, %d terms, %d penal articles", version, *index.size)
-        return index
+        return {name: await asyncio.to_thread(build, articles, terms, offences, self.word_tokens, version)
+                for name, build in builders.items()}
 
     def maybe_refresh(self) -> None:
         """Starts a background rebuild when the stored version may have
@@ -214,7 +236,7 @@ class DocChannels:
         try:
             records = await self._query(_VERSION, id=META_ID)
             version = int(records[0]["version"]) if records else 0
-            if version != self.index.version:
+            if version != self.version:
                 await self.load()
         except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old tables
             log.warning("document graph index refresh failed: %s", exc)
@@ -237,19 +259,20 @@ class DocChannels:
         channel (``pack_channels``): a search of generic collections runs
         none of them."""
         self.maybe_refresh()
-        index = self.index
-        channels = set(channels) & self.pack_channels(collections)
-        if not channels:
-            return []
+        wanted = set(channels)
         conditions = list(conditions)
         fetch = self._fetch(top_k, collections, conditions)
         found: list[tuple[str, IndexHit]] = []
-        if names.GRAPH_ARTICLE in channels:
-            found += [(names.GRAPH_ARTICLE, h) for h in index.article_hits(query, fetch)]
-        if names.GRAPH_TERM in channels:
-            found += [(names.GRAPH_TERM, h) for h in index.term_hits(query, keywords, fetch)]
-        if names.GRAPH_OFFENCE in channels:
-            found += [(names.GRAPH_OFFENCE, h) for h in index.offence_hits(query, fetch)]
+        for pack_name in sorted({self.packs.get(c, domains.DEFAULT_PACK) for c in collections}):
+            index = self.indexes.get(pack_name)
+            if index is None:
+                continue
+            own = domains.get_pack(pack_name).channels
+            for channel in names.GRAPH_FIRST_STAGE:
+                if channel in wanted and channel in own:
+                    found += [(channel, h) for h in index.hits(channel, query, keywords, fetch)]
+        if not found:
+            return []
         return await self._hits(found, top_k, collections, conditions)
 
     def pack_channels(self, collections: Collection[str]) -> set[str]:
@@ -334,10 +357,9 @@ class DocChannels:
 
     async def _ppr(self, query: str, keywords: list[str], weights: dict[str, float],
                    top_k: int) -> list[tuple[str, IndexHit]]:
-        index = self.index
         term_seeds: dict[str, float] = {}
         normalized = query
-        for term in index.terms:
+        for term in (t for index in self.indexes.values() for t in index.terms):
             if len(term.name) >= 2 and term.name in normalized:
                 term_seeds[term_key(term.law, term.name)] = 1.0
         edges: list[tuple[str, str, float]] = []

@@ -10,7 +10,7 @@ Graph model (beside the heading tree of ``store.py``)::
     (:Document)-[:VERSION_OF {chunk_id, similarity}]->(:Document)     non-current -> current version
     (:Document)-[:DEFINES {chunk_id, kind}]->(:Term {key, name, law, definition, kind})
     (:Document)-[:MENTIONS]->(:Term)                                  same-law use of a defined term
-    (:GraphMeta {id: "docgraph", version})                            bumped by every link
+    (:GraphMeta {id: "docgraph", version, facts_version})             bumped by every write (facts_version: when facts change)
 
 References are stored against the ArticleKey they name, so they resolve
 whatever order documents arrive in: after each write the CITES and AMENDS
@@ -32,7 +32,7 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from domains.law_zh.facts import DOCGRAPH_VERSION, DocFacts, Version, resolve_hints, term_key, version_pairs
+from domains.facts import DOCGRAPH_VERSION, DocFacts, Version, resolve_hints, term_key, version_pairs
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,12 @@ _ORPHAN_TERMS = "MATCH (t:Term) WHERE NOT (t)<-[:DEFINES]-() DETACH DELETE t"
 
 _KNOWN_LAWS = "MATCH (d:Document) WHERE d.law_key IS NOT NULL AND d.law_key <> '' RETURN DISTINCT d.law_key AS law"
 
+# version: any change of the stored documents; facts_version: a change of
+# the facts the packs' lookup tables are built from.
 _BUMP = """
 MERGE (m:GraphMeta {id: $id})
-SET m.version = coalesce(m.version, 0) + 1
+SET m.version = coalesce(m.version, 0) + 1,
+    m.facts_version = coalesce(m.facts_version, 0) + CASE WHEN $facts THEN 1 ELSE 0 END
 RETURN m.version AS version
 """
 
@@ -263,15 +266,17 @@ async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts], law
 
     await _mentions(tx, facts, ids)
     await (await tx.run(_ORPHAN_TERMS)).consume()
-    await (await tx.run(_BUMP, id=META_ID)).consume()
+    await (await tx.run(_BUMP, id=META_ID, facts=True)).consume()
     return stats
 
 
-async def bump_version(tx: AsyncManagedTransaction) -> None:
-    """After documents were deleted: drops terms no document defines any
-    more and bumps the graph version (readers rebuild their lookup tables)."""
+async def bump_version(tx: AsyncManagedTransaction, facts_changed: bool = True) -> None:
+    """After documents were written without facts or deleted: drops terms no
+    document defines any more and bumps the graph version (readers refresh
+    their view of the collections) and, when ``facts_changed``, the facts
+    version too (readers rebuild their packs' lookup tables)."""
     await (await tx.run(_ORPHAN_TERMS)).consume()
-    await (await tx.run(_BUMP, id=META_ID)).consume()
+    await (await tx.run(_BUMP, id=META_ID, facts=facts_changed)).consume()
 
 
 async def _version_pairs(tx: AsyncManagedTransaction, keys: list[str]) -> list[dict[str, Any]]:

@@ -867,7 +867,7 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
             facts.append(extract(doc))
     stats = await link_documents(tx, facts, laws)
     if not facts:  # link_documents bumps the version only when it links something
-        await doc_graph.bump_version(tx)
+        await doc_graph.bump_version(tx, facts_changed=False)
     if facts_out is not None:
         facts_out.extend(facts)
     log.debug("document graph: %s", stats)

@@ -7,7 +7,7 @@ import pytest
 
 from services.common.records import DocumentRecord
 from services.ingest.chunking import ChunkingConfig, chunk_document
-from domains.law_zh.facts import DOCGRAPH_VERSION
+from domains.facts import DOCGRAPH_VERSION
 from services.retriever_graph.doc_graph import dangling_references
 
 CRIMINAL = "中华人民共和国刑法"
@@ -163,3 +163,33 @@ async def test_document_graph_channels_keep_to_the_search_scope(graph_store):
     await graph_store.delete_documents(["4875"], None, [])
     await docs._refresh()
     assert await docs.retrieve(query, [], 10, ["graph.article"]) == []
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_writing_a_generic_collection_does_not_rebuild_the_law_lookup_tables(graph_store):
+    """The law pack's tables are rebuilt when stored facts change, not when
+    documents of a generic collection arrive: that ingest runs no statute
+    code in the graph retriever (domains.law_zh.USAGE), yet the reader sees
+    the new collection."""
+    from domains.law_zh import USAGE
+    from services.retriever_graph.doc_channels import DocChannels
+
+    await graph_store.ingest_documents(records())
+    docs = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
+    await docs.load()
+    built = USAGE["lookup_index"]
+    handbook = chunk_document("hb-graph-1", "员工手册", ["员工手册"], "第三条 员工依照本法第五条的规定申请年假。",
+                              {}, ChunkingConfig(512, 64))
+    handbook.collection = "handbook-graph"
+    await graph_store.ingest_documents([handbook])
+    await docs._refresh()
+    assert "handbook-graph" in docs.collections and docs.packs["handbook-graph"] == "generic"
+    assert USAGE["lookup_index"] == built
+    assert await docs.retrieve("员工手册第三条", [], 10, ["graph.article", "graph.term", "graph.offence"],
+                               ["handbook-graph"]) == []
+    await graph_store.delete_documents(["hb-graph-1"], None, [])
+    await graph_store.ingest_documents(records()[:1])  # unchanged facts: nothing relinked
+    stale = docs.facts_version
+    await graph_store.delete_documents(["4777"], None, [])
+    await docs._refresh()
+    assert docs.facts_version > stale and USAGE["lookup_index"] > built

@@ -88,7 +88,9 @@ EXPECTED_HEADING_EDGES = {
 def make_doc(doc_id: str, law: str, chapter: str | None, section: str | None, article: str, text: str) -> DocumentRecord:
     path = [p for p in (law, chapter, section, article) if p]
     config = ChunkingConfig(60, 0) if doc_id == MULTI_CHUNK_ID else ChunkingConfig()
-    return chunk_document(doc_id, law, path, text, {"status": "现行有效"}, config)
+    record = chunk_document(doc_id, law, path, text, {"status": "现行有效"}, config)
+    record.domain_pack = "law_zh"  # statutes: a law is also found by its name without 中华人民共和国
+    return record
 
 
 def corpus() -> list[DocumentRecord]:

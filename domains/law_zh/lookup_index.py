@@ -1,9 +1,11 @@
-"""The document graph's lookup tables, held in memory by the graph retriever
-and matched against queries without a database round trip.
+"""law_zh's lookup tables over the document graph, held in memory by the
+graph retriever and matched against queries without a database round trip
+(``DomainPack.lookup_index``).
 
-Built from what ``doc_graph`` stored (``DocIndex.build``): every article by
+Built from what the graph retriever stored (``DocIndex``): every article by
 law and number, every defined term with its defining articles, and the
-acts every penal article punishes. Three first-stage channels read it:
+acts every penal article punishes. Three first-stage channels read it
+(``DocIndex.hits`` by channel name):
 
 - ``article_hits``: articles a query names by number ("刑法第二百三十四条").
 - ``term_hits``: the defining articles of terms the query names, and of
@@ -21,51 +23,11 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
+from domains.facts import ArticleEntry, IndexHit, TermEntry
 from domains.law_zh import references as lr
 from domains.law_zh.lookups import article_mentions, offence_names
-
-
-@dataclass(frozen=True, slots=True)
-class ArticleEntry:
-    """One stored article."""
-
-    doc_id: str
-    law: str
-    article: str
-    status: str
-    current: bool
-    first_chunk: str
-
-
-@dataclass(slots=True)
-class TermEntry:
-    """A defined term and where it is defined.
-
-    Attributes:
-        name / law / definition / kind: as stored on the Term node.
-        definers: (document id, provenance chunk id, current) of each
-            defining article.
-        words: content words of the definition (for lay matching).
-    """
-
-    name: str
-    law: str
-    definition: str
-    kind: str
-    definers: list[tuple[str, str, bool]] = field(default_factory=list)
-    words: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class IndexHit:
-    """A document found by one lookup: its chunk, score in [0, 1] and why."""
-
-    doc_id: str
-    chunk_id: str
-    score: float
-    evidence: str
+from services.common.names import GRAPH_ARTICLE, GRAPH_OFFENCE, GRAPH_TERM
 
 
 _BIGRAM_CLEAN = re.compile(r"[^\u4e00-\u9fff]")
@@ -145,6 +107,18 @@ class DocIndex:
             for w in t.words:
                 self._by_word[w].append(i)
         self._total_idf = [sum(self._idf.get(w, 0.0) for w in t.words) for t in self.terms]
+
+    def hits(self, channel: str, query: str, keywords: list[str], limit: int) -> list[IndexHit]:
+        """The lookup of ``channel`` (graph.article, graph.term or
+        graph.offence), best first, at most ``limit``; [] for another
+        channel."""
+        if channel == GRAPH_ARTICLE:
+            return self.article_hits(query, limit)
+        if channel == GRAPH_TERM:
+            return self.term_hits(query, keywords, limit)
+        if channel == GRAPH_OFFENCE:
+            return self.offence_hits(query, limit)
+        return []
 
     @property
     def size(self) -> tuple[int, int, int]:

@@ -8,7 +8,8 @@ import pytest
 from services.common.text import query_keywords
 from domains.law_zh import references as lr
 from domains.law_zh.lookups import offence_names
-from services.retriever_graph.doc_index import ArticleEntry, DocIndex, TermEntry
+from domains.facts import ArticleEntry, TermEntry
+from domains.law_zh.lookup_index import DocIndex
 from services.retriever_graph.ppr import personalized_pagerank
 
 # 刑法 第六十七条 (4777), 专利法 第二条 (2), 刑法 第二百六十六条 (5005), 第二百三十四条 (4966), 第三百零二条 (5047).
