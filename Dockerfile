@@ -40,7 +40,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     HOME=/home/graphmesh \
     GRAPHMESH_HEALTH_ADDR=127.0.0.1:50051 \
-    GRAPHMESH_EXPANDER_EMBEDDING_CACHE=/cache/embeddings.sqlite
+    GRAPHMESH_EXPANDER_EMBEDDING__CACHE=/cache/embeddings.sqlite
 WORKDIR /home/graphmesh
 USER 10001:10001
 # gRPC 50051-50057, metrics 51051-51057, REST 8080 (gateway).

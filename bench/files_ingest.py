@@ -93,8 +93,8 @@ async def ingest_figures(by_format: dict[str, list[tuple[str, bytes]]]) -> dict[
     try:
         for name, builder in (
             ("retriever_pg", lambda: build_pg(RetrieverPgSettings(port=0, dsn=dsn))),
-            ("retriever_graph", lambda: build_graph(RetrieverGraphSettings(port=0, neo4j_uri=uri))),
-            ("expander", lambda: build_expander(ExpanderSettings(port=0, embedding_cache=str(home / "emb.sqlite")),
+            ("retriever_graph", lambda: build_graph(RetrieverGraphSettings(port=0, neo4j={"uri": uri}))),
+            ("expander", lambda: build_expander(ExpanderSettings(port=0, embedding={"cache": str(home / "emb.sqlite")}),
                                                 MeshAddresses(retriever_graph_addr=addresses["retriever_graph"]))),
             ("fuser", build_fuser),
         ):
@@ -102,7 +102,7 @@ async def ingest_figures(by_format: dict[str, list[tuple[str, bytes]]]) -> dict[
             server, port, _ = await create_server(service, "127.0.0.1", 0)
             servers.append((server, service))
             addresses[name] = f"127.0.0.1:{port}"
-        gateway, _ = await build_gateway(GatewaySettings(port=0, rest_port=-1),
+        gateway, _ = await build_gateway(GatewaySettings(port=0, rest={"port": -1}),
                                          MeshAddresses(**{f"{n}_addr": a for n, a in addresses.items()}))
         server, port, _ = await create_server(gateway, "127.0.0.1", 0)
         servers.append((server, gateway))

@@ -49,11 +49,11 @@ def configure_environment(home: Path, extra: dict[str, str] | None = None) -> No
         os.environ[f"{prefix}_PORT"] = str(port)
         os.environ[f"{prefix}_ADDR"] = f"127.0.0.1:{port}"
         os.environ[f"{prefix}_METRICS_PORT"] = str(port + 1000)
-    os.environ["GRAPHMESH_GATEWAY_REST_PORT"] = str(REST_PORT)
+    os.environ["GRAPHMESH_GATEWAY_REST__PORT"] = str(REST_PORT)
     os.environ["GRAPHMESH_NEO4J_BOLT_PORT"] = str(BOLT_PORT)
     os.environ["GRAPHMESH_LLM_PORT"] = str(LLM_PORT)
     os.environ.pop("GRAPHMESH_RETRIEVER_PG_DSN", None)
-    os.environ.pop("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", None)
+    os.environ.pop("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", None)
     os.environ.update(extra or {})
 
 
@@ -81,11 +81,11 @@ class Stack:
         extra = dict(self.env)
         if self.fake_llm:
             url = f"http://127.0.0.1:{LLM_PORT}/v1"
-            extra.setdefault("GRAPHMESH_GATEWAY_LLM_BASE_URL", url)
-            extra.setdefault("GRAPHMESH_EXPANDER_LLM_BASE_URL", url)
-            extra.setdefault("GRAPHMESH_GATEWAY_LLM_TIMEOUT", "10")
+            extra.setdefault("GRAPHMESH_GATEWAY_LLM__BASE_URL", url)
+            extra.setdefault("GRAPHMESH_EXPANDER_LLM__BASE_URL", url)
+            extra.setdefault("GRAPHMESH_GATEWAY_LLM__TIMEOUT", "10")
         if self.stand_in_reranker:
-            extra.setdefault("GRAPHMESH_GATEWAY_RERANK_ENABLED", "true")
+            extra.setdefault("GRAPHMESH_GATEWAY_RERANK__ENABLED", "true")
         configure_environment(self.home, extra)
         from services.cli import stack
 

@@ -41,7 +41,7 @@ def main() -> None:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         lines = [line.rstrip(b"\n") for line in f if line.strip()]
-    cache = Path(ExpanderSettings().embedding_cache)
+    cache = Path(ExpanderSettings().embedding.cache)
     totals = defaultdict(int)
     stages: dict[str, float] = defaultdict(float)
     started = time.perf_counter()

@@ -94,7 +94,7 @@ async def in_process_stubs() -> tuple[dict[str, DirectClient], list]:
     services = {
         "expander": (await build_expander())[0], "fuser": (await build_fuser())[0], "reranker": (await build_reranker())[0],
         "retriever_pg": (await build_pg(RetrieverPgSettings(dsn=dsn)))[0],
-        "retriever_graph": (await build_graph(RetrieverGraphSettings(neo4j_uri=uri)))[0],
+        "retriever_graph": (await build_graph(RetrieverGraphSettings(neo4j={"uri": uri})))[0],
     }
     stubs = {}
     for name, service in services.items():

@@ -131,10 +131,10 @@ def main() -> None:
     docs, chunks = load_corpus()
     figures["corpus"] = {"articles": len(docs), "chunks": len(chunks)}
     settings = ExpanderSettings()
-    inner = build_embedder(settings.embedding_model)
-    cached = CachedEmbedder(inner, EmbeddingCache(Path(settings.embedding_cache), inner.name))
+    inner = build_embedder(settings.embedding.model)
+    cached = CachedEmbedder(inner, EmbeddingCache(Path(settings.embedding.cache), inner.name))
     vectors, hits = cached.embed_with_stats([embedding_text(c) for c in chunks], query=False)
-    figures["embedding"] = {"model": settings.embedding_model, "dimension": int(vectors.shape[1]), "cache_hits": hits}
+    figures["embedding"] = {"model": settings.embedding.model, "dimension": int(vectors.shape[1]), "cache_hits": hits}
     figures["build_s"]["load_and_embed"] = round(time.perf_counter() - started, 1)
     chunk_doc = [c.document_id for c in chunks]
 

@@ -219,7 +219,7 @@ def build() -> dict:
                  "description": f"REST/JSON transcoding of {SERVICE} (proto3 JSON mapping: lowerCamelCase field names, "
                                 "64-bit integers as strings, enums as value names, bytes as base64; unknown fields are rejected). "
                                 f"Generated from {PROTO} by scripts/gen_openapi.py."},
-        "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST_PORT)"}],
+        "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST__PORT)"}],
         "security": [{}, {"bearer": []}, {"apiKey": []}],
         "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."}],
         "paths": dict(sorted(paths.items())),

@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 
 from services.common.server import create_server
+from services.common.settings import nested_update
 from services.gateway.config import GatewaySettings
 from services.gateway.server import gateway_service, use_cases
 from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate
@@ -42,7 +43,7 @@ def start_threaded_gateway(**overrides) -> ThreadedGateway:
     started = threading.Event()
 
     async def main() -> None:
-        settings = GatewaySettings(**{"port": 0, "rest_port": 0, "retrieve_timeout": 0.5, **overrides})
+        settings = GatewaySettings(**nested_update({"port": 0, "rest": {"port": 0}, "deadlines": {"retrieve": 0.5}}, overrides))
         use = use_cases(settings, FakeExpander(), [FakeRetriever("retriever_pg", [ARTICLE]), FakeRetriever("retriever_graph")],
                         FakeReranker(), FakeFuser(), FakeLlm(enabled=True, answer="根据[1]，测试。"))
         service = gateway_service(settings, use)

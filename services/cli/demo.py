@@ -38,7 +38,7 @@ def _banner(text: str) -> None:
 
 
 def _rest_answer(query: str) -> dict:
-    port = os.environ.get("GRAPHMESH_GATEWAY_REST_PORT", "8080")
+    port = os.environ.get("GRAPHMESH_GATEWAY_REST__PORT", "8080")
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/v1/query:answer",
         data=json.dumps({"query": query, "topK": 3}, ensure_ascii=False).encode(),

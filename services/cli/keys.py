@@ -1,7 +1,7 @@
 """``graphmesh keys create NAME [--file FILE]``: a new gateway API key.
 
 The key is printed once (standard output) and only its salted scrypt hash is
-kept: appended to FILE (the gateway's GRAPHMESH_GATEWAY_API_KEYS_FILE, or the
+kept: appended to FILE (the gateway's GRAPHMESH_GATEWAY_AUTH__API_KEYS_FILE, or the
 Kubernetes Secret graphmesh-api-keys) or printed for you to store.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         append_line(Path(args.file), line)
         print(f"stored the hash of key {args.name!r} in {args.file}", file=sys.stderr)
     else:
-        print(f"stored line (put it in GRAPHMESH_GATEWAY_API_KEYS_FILE):\n{line}", file=sys.stderr)
+        print(f"stored line (put it in GRAPHMESH_GATEWAY_AUTH__API_KEYS_FILE):\n{line}", file=sys.stderr)
     print("the key (shown once; send it as 'authorization: Bearer KEY' or 'x-api-key: KEY'):", file=sys.stderr)
     print(key)
     return 0

@@ -17,6 +17,7 @@
   graphmesh datasets fetch law-zh [--out FILE]
   graphmesh demo
   graphmesh keys create NAME [--file FILE]   (gateway API key; only its hash is stored)
+  graphmesh config show [--service NAME] [--json]   (effective settings and their sources)
 
 Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 (default 127.0.0.1:50051).
@@ -111,11 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     from services.cli.keys import add_parser as add_keys_parser
 
     add_keys_parser(sub)
+    from services.cli.config_cmd import add_parser as add_config_parser
+
+    add_config_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "config":  # the user's own environment, before the local mesh token is added
+        from services.cli.config_cmd import cmd_config
+
+        return cmd_config(args)
     from services.cli import stack
 
     stack.use_local_mesh_token()

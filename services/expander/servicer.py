@@ -11,7 +11,7 @@ import domains
 from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query
-from services.common.llm import LlmClient, LlmConfig
+from services.common.llm import LlmClient
 from services.expander import core, llm_expansion
 from services.expander.config import ExpanderSettings
 from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder
@@ -31,10 +31,7 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         self._settings = settings
         self._embedder: CachedEmbedder | None = None
         self._load_lock = asyncio.Lock()
-        self._llm = LlmClient(LlmConfig(
-            base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
-            timeout=settings.llm_timeout, max_retries=settings.llm_max_retries,
-        ))
+        self._llm = LlmClient(settings.llm.config())
 
     async def close(self) -> None:
         """Releases the LLM client's connections."""
@@ -45,9 +42,9 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         async with self._load_lock:
             if self._embedder is None:
                 s = self._settings
-                inner = await asyncio.to_thread(build_embedder, s.embedding_model, s.embedding_threads)
-                cache = EmbeddingCache(Path(s.embedding_cache), inner.name) if s.embedding_cache else None
-                self._embedder = CachedEmbedder(inner, cache, window_chars=s.embedding_window_chars)
+                inner = await asyncio.to_thread(build_embedder, s.embedding.model, s.embedding.threads)
+                cache = EmbeddingCache(Path(s.embedding.cache), inner.name) if s.embedding.cache else None
+                self._embedder = CachedEmbedder(inner, cache, window_chars=s.embedding.window_chars)
             return self._embedder
 
     async def Expand(self, request: expander_pb2.ExpandRequest, context: grpc.aio.ServicerContext) -> expander_pb2.ExpandResponse:
@@ -111,7 +108,7 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         if request.timeout_seconds < 0:
             raise InvalidArgument("timeout_seconds", "must not be negative")
         n = request.max_results or 3
-        timeout = request.timeout_seconds or self._settings.llm_timeout
+        timeout = request.timeout_seconds or self._settings.llm.timeout
         left = context.time_remaining()
         if left is not None:
             # Leave a quarter of the caller's deadline for the rule fallback

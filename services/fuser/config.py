@@ -19,7 +19,7 @@ class FuserSettings(ServiceSettings):
         environment); the Guizhou indicator GraphRAG design (docs/references.md) values when empty.
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_")
 
     port: int = DEFAULT_PORTS["fuser"]
     rrf_k: int = 60

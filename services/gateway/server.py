@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.common.llm import LlmClient, LlmConfig
+from services.common.llm import LlmClient
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.common.tracing import TraceIdInterceptor
@@ -46,7 +46,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
         documents=documents,
         entity_ingest=EntityIngest(settings, expander, retrievers),
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
-        files=FileIngest(documents, settings.max_file_bytes),
+        files=FileIngest(documents, settings.ingest.max_file_bytes),
         lifecycle=DocumentLifecycle(retrievers, packs),
     )
 
@@ -63,10 +63,7 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
         retrievers.append(GrpcRetriever("retriever_graph", addresses.retriever_graph_addr))
     reranker = GrpcReranker(addresses.reranker_addr)
     fuser = GrpcFuser(addresses.fuser_addr)
-    llm = LlmClient(LlmConfig(
-        base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
-        timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, backoff=settings.llm_backoff,
-    ))
+    llm = LlmClient(settings.llm.config())
 
     async def close() -> None:
         await llm.close()
@@ -81,12 +78,12 @@ async def build(settings: GatewaySettings | None = None, addresses: MeshAddresse
 def with_breakers(settings: GatewaySettings) -> Callable[..., object]:
     """A function wrapping a client in its own circuit breaker
     (services.gateway.downstream.breaker; named after the client's ``name``, "llm" for
-    the LLM), or returning it unchanged when ``breaker_enabled`` is off."""
-    config = BreakerConfig(failures=settings.breaker_failures, failure_rate=settings.breaker_failure_rate,
-                           cool_down=settings.breaker_cool_down)
+    the LLM), or returning it unchanged when ``breaker.enabled`` is off."""
+    config = BreakerConfig(failures=settings.breaker.failures, failure_rate=settings.breaker.failure_rate,
+                           cool_down=settings.breaker.cool_down)
 
     def wrap(client, llm: bool = False):
-        if not settings.breaker_enabled:
+        if not settings.breaker.enabled:
             return client
         return BreakerClient(client, CircuitBreaker("llm" if llm else client.name, config), llm=llm)
 
@@ -96,7 +93,7 @@ def with_breakers(settings: GatewaySettings) -> Callable[..., object]:
 def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[], Awaitable[None]] | None = None) -> Service:
     """The gateway Service over ``use`` (its use cases, whatever clients
     they hold): the GatewayService API with trace ids in the response
-    metadata, API-key auth and rate limits when ``auth_enabled``, and the
+    metadata, API-key auth and rate limits when ``auth.enabled``, and the
     REST transcoder beside the gRPC server unless ``rest_port`` is -1 (0
     binds a free port: ``service.endpoints["rest"]`` resolves to it).
 
@@ -104,16 +101,16 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         ConfigError: auth is on and its keys cannot be loaded.
     """
     servicer = GatewayServicer(settings, use)
-    gate = build_gate(settings.auth_enabled, settings.api_keys_file, settings.api_keys,
-                      settings.rate_limit_per_second, settings.rate_limit_burst)
+    gate = build_gate(settings.auth.enabled, settings.auth.api_keys_file, settings.auth.api_keys,
+                      settings.rate_limit.per_second, settings.rate_limit.burst)
     extra, endpoints = [], {}
-    if settings.rest_port >= 0:
+    if settings.rest.port >= 0:
         endpoints["rest"] = asyncio.get_running_loop().create_future()
-        rest = RestOptions(cors_origins=settings.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate,
-                           allowed_hosts=settings.allowed_hosts, max_in_flight=settings.rest_max_in_flight,
-                           max_queued=settings.rest_max_queued, header_timeout=settings.rest_header_timeout,
-                           body_timeout=settings.rest_body_timeout)
-        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest_port, endpoints["rest"], rest))
+        rest = RestOptions(cors_origins=settings.rest.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate,
+                           allowed_hosts=settings.rest.allowed_hosts, max_in_flight=settings.rest.max_in_flight,
+                           max_queued=settings.rest.max_queued, header_timeout=settings.rest.header_timeout,
+                           body_timeout=settings.rest.body_timeout)
+        extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest.port, endpoints["rest"], rest))
     return Service(
         name="gateway",
         full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name],

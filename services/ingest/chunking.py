@@ -4,7 +4,7 @@ Sizes are in tokens as ``sentences.count_tokens`` counts them (a CJK
 character is one token, a Latin word or number is one): 512 with 64 of
 overlap by default, the MetaSearch chunking
 (the MetaSearch design (docs/references.md)), configurable with
-GRAPHMESH_GATEWAY_CHUNK_TOKENS / ..._CHUNK_OVERLAP. A chunk ends at a
+GRAPHMESH_GATEWAY_INGEST__CHUNK_TOKENS / ..._CHUNK_OVERLAP. A chunk ends at a
 sentence end (Chinese punctuation and closing quotes understood) unless one
 sentence alone is longer than the target; a record of at most the target
 (a law article) stays one chunk. A file's sections are chunked one by one,

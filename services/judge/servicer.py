@@ -11,7 +11,7 @@ import domains
 
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
-from services.common.llm import LlmClient, LlmConfig
+from services.common.llm import LlmClient
 from services.judge import scoring
 from services.judge.llm import judge_round
 from services.judge.config import JudgeSettings
@@ -83,11 +83,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
     def __init__(self, settings: JudgeSettings) -> None:
         self._settings = settings
         self._weights = {g: settings.weights.get(g.value, 0.0) for g in scoring.Group}
-        # Temperature > 0 so that the rounds are independent judgements.
-        self._llm = LlmClient(LlmConfig(
-            base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
-            timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, temperature=0.3,
-        ))
+        # Temperature > 0 (JudgeLlmSettings: 0.3) so that the rounds are independent judgements.
+        self._llm = LlmClient(settings.llm.config())
 
     async def close(self) -> None:
         """Releases the LLM client's connections."""
@@ -100,7 +97,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         llm_results = None
         names = scoring.llm_metric_names(inputs)
         if self._llm.enabled and names:
-            llm_results = [await _round(self._llm, inputs, names) for _ in range(s.llm_rounds)]
+            llm_results = [await _round(self._llm, inputs, names) for _ in range(s.llm.rounds)]
         result = await asyncio.to_thread(
             scoring.judge, inputs, llm_results, policy=s.merge_policy, weights=self._weights,
             latency_budgets_ms=s.latency_budgets_ms, token_budget=s.token_budget,

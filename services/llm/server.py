@@ -20,12 +20,14 @@ import time
 import urllib.request
 from pathlib import Path
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from services.common.settings import GraphMeshSettings
 
 DEFAULT_PORT = 50060
 
 
-class LocalLlmSettings(BaseSettings):
+class LocalLlmSettings(GraphMeshSettings):
     """Attributes:
     model: a name from services.llm.models.MODELS, or a path to a .gguf file.
     host / port: where the HTTP server listens (port 50060 by default).
@@ -34,7 +36,7 @@ class LocalLlmSettings(BaseSettings):
     parallel: concurrent request slots.
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_LLM_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_LLM_")
 
     model: str = "qwen1.5b"  # services.llm.models.DEFAULT_MODEL
     host: str = "127.0.0.1"

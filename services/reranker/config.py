@@ -1,14 +1,31 @@
 """Reranker settings (environment prefix GRAPHMESH_RERANKER_)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from services.common.settings import DEFAULT_PORTS, ServiceSettings
+from services.common.settings import DEFAULT_PORTS, LlmSettings, ServiceSettings, llm_deprecated_fields
 
 ScorerName = Literal["cross-encoder", "bi-encoder", "llm", "ltr"]
+
+
+class RerankerLlmSettings(LlmSettings):
+    """Group ``llm`` (GRAPHMESH_RERANKER_LLM__*): the endpoint of the llm
+    scorer ("" = none: the llm scorer answers FAILED_PRECONDITION). It must
+    return ``logprobs`` with ``top_logprobs`` (llama.cpp server, vLLM,
+    OpenAI). One retry by default.
+
+    Attributes:
+        concurrency: LLM calls in flight at once.
+        max_passage_chars: passage characters shown to the LLM (longer ones
+            are cut to heading line plus head, and counted).
+    """
+
+    max_retries: int = Field(1, ge=0, le=10)
+    concurrency: int = Field(2, ge=1)
+    max_passage_chars: int = Field(1200, ge=32)
 
 
 class RerankerSettings(ServiceSettings):
@@ -20,7 +37,7 @@ class RerankerSettings(ServiceSettings):
         over the expander's Embed RPC at GRAPHMESH_EXPANDER_ADDR; cheap,
         always available), or
         "llm" (probability of "yes" from an OpenAI-compatible endpoint at
-        ``llm_base_url``; for small candidate sets), or
+        ``llm.base_url``; for small candidate sets), or
         "ltr" (a LambdaMART model over a fused candidate list's channel
         scores, ``ltr_model_file``; needs RerankRequest.candidates).
     ltr_model_file: the ltr scorer's LightGBM text model; "" = the law_zh
@@ -53,16 +70,10 @@ class RerankerSettings(ServiceSettings):
         not fit gets RESOURCE_EXHAUSTED.
     max_passages: most passages per request (INVALID_ARGUMENT above it).
     expander_timeout: seconds per Embed call (bi-encoder).
-    llm_base_url / llm_api_key / llm_model / llm_timeout / llm_max_retries:
-        the OpenAI-compatible endpoint of the llm scorer ("" = none: the llm
-        scorer answers FAILED_PRECONDITION). The endpoint must return
-        ``logprobs`` with ``top_logprobs`` (llama.cpp server, vLLM, OpenAI).
-    llm_concurrency: LLM calls in flight at once.
-    llm_max_passage_chars: passage characters shown to the LLM (longer ones
-        are cut to heading line plus head, and counted).
+    llm: RerankerLlmSettings (group, GRAPHMESH_RERANKER_LLM__<FIELD>).
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RERANKER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RERANKER_")
 
     port: int = DEFAULT_PORTS["reranker"]
     scorer: ScorerName = "cross-encoder"
@@ -80,13 +91,10 @@ class RerankerSettings(ServiceSettings):
     queue_size: int = Field(4096, ge=1)
     max_passages: int = Field(200, ge=1)
     expander_timeout: float = 10.0
-    llm_base_url: str = ""
-    llm_api_key: str = "none"
-    llm_model: str = ""
-    llm_timeout: float = 60.0
-    llm_max_retries: int = 1
-    llm_concurrency: int = Field(2, ge=1)
-    llm_max_passage_chars: int = Field(1200, ge=32)
+    llm: RerankerLlmSettings = Field(default_factory=RerankerLlmSettings)
+
+    deprecated_fields: ClassVar[dict[str, str]] = llm_deprecated_fields(
+        "base_url", "api_key", "model", "timeout", "max_retries", "concurrency", "max_passage_chars")
 
     @model_validator(mode="after")
     def _budget_fits_one_pair(self) -> "RerankerSettings":

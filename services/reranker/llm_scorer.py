@@ -65,7 +65,7 @@ class LlmScorer:
 
     async def prepare(self, query: str, passages: list[str]) -> Prepared:
         if not self.client.enabled:
-            raise ScorerUnavailable("no_model", "no LLM endpoint configured (GRAPHMESH_RERANKER_LLM_BASE_URL)")
+            raise ScorerUnavailable("no_model", "no LLM endpoint configured (GRAPHMESH_RERANKER_LLM__BASE_URL)")
         q = cut_text(query, character_spans([query])[0], self.max_query_chars)
         fitted = cut_passages(passages, self.max_passage_chars, character_spans)
         return Prepared(q.text, [f.text for f in fitted], [q.tokens + f.tokens for f in fitted], sum(f.cut for f in fitted))

@@ -47,14 +47,13 @@ def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = N
         from services.reranker.bi_encoder import BiEncoderScorer
 
         return BiEncoderScorer((addresses or MeshAddresses()).expander_addr, settings.expander_timeout)
-    if not settings.llm_base_url:
+    if not settings.llm.base_url:
         return None
-    from services.common.llm import LlmClient, LlmConfig
+    from services.common.llm import LlmClient
     from services.reranker.llm_scorer import LlmScorer
 
-    client = LlmClient(LlmConfig(base_url=settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
-                                 timeout=settings.llm_timeout, max_retries=settings.llm_max_retries, temperature=0.0))
-    return LlmScorer(client, settings.llm_concurrency, settings.llm_max_passage_chars, settings.max_query_chars)
+    client = LlmClient(settings.llm.config())
+    return LlmScorer(client, settings.llm.concurrency, settings.llm.max_passage_chars, settings.max_query_chars)
 
 
 async def build(settings: RerankerSettings | None = None, addresses: MeshAddresses | None = None,

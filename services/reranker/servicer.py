@@ -37,7 +37,7 @@ class RerankerServicer(reranker_pb2_grpc.RerankerServiceServicer):
         if self._scorer is None or self._batcher is None:
             await abort_with(context, grpc.StatusCode.FAILED_PRECONDITION, "NO_MODEL",
                              "no scorer configured (GRAPHMESH_RERANKER_SCORER with GRAPHMESH_RERANKER_MODEL_DIR "
-                             "or GRAPHMESH_RERANKER_LLM_BASE_URL)")
+                             "or GRAPHMESH_RERANKER_LLM__BASE_URL)")
         scorer = self._scorer
         if getattr(scorer, "listwise", False):
             return await self._rerank_list(request, context)

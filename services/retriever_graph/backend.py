@@ -155,16 +155,16 @@ async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
     Raises:
         neo4j.exceptions.DriverError: Neo4j cannot be reached.
     """
-    store = GraphStore(settings.neo4j_uri, settings.neo4j_user or None, settings.neo4j_password or None, settings.neo4j_database)
+    store = GraphStore(settings.neo4j.uri, settings.neo4j.user or None, settings.neo4j.password or None, settings.neo4j.database)
     await store.open()
     try:
         await store.migrate()
         # The first full-text query of a fresh Neo4j takes seconds (index
         # readers, query planning); pay that before serving.
         await store.retrieve("warm up", ["warm"], 1)
-        kg = KnowledgeGraphStore(store.driver, settings.neo4j_database, settings.expansion_weights)
+        kg = KnowledgeGraphStore(store.driver, settings.neo4j.database, settings.expansion_weights)
         await kg.migrate()
-        docs = DocChannels(store.driver, settings.neo4j_database, refresh_seconds=settings.docgraph_refresh_seconds)
+        docs = DocChannels(store.driver, settings.neo4j.database, refresh_seconds=settings.docgraph_refresh_seconds)
         await docs.load()
     except BaseException:
         await store.close()

@@ -1,18 +1,35 @@
 """retriever_graph settings (environment prefix GRAPHMESH_RETRIEVER_GRAPH_)."""
 from __future__ import annotations
 
-from pydantic import Field
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
 
 
+class Neo4jSettings(BaseModel):
+    """Group ``neo4j`` (GRAPHMESH_RETRIEVER_GRAPH_NEO4J__*).
+
+    Attributes:
+        uri: Bolt URI (the embedded Neo4j started by ``graphmesh up``
+            listens on bolt://127.0.0.1:7687).
+        user / password: credentials; empty for no auth (password: a secret).
+        database: database name.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = "bolt://127.0.0.1:7687"
+    user: str = ""
+    password: str = ""
+    database: str = "neo4j"
+
+
 class RetrieverGraphSettings(ServiceSettings):
     """Attributes:
-    neo4j_uri: Bolt URI of Neo4j (the embedded one started by
-        ``graphmesh up`` listens on bolt://127.0.0.1:7687).
-    neo4j_user / neo4j_password: credentials; empty for no auth.
-    neo4j_database: database name.
+    neo4j: Neo4jSettings (group, GRAPHMESH_RETRIEVER_GRAPH_NEO4J__<FIELD>).
     expansion_weights: entity expansion weight per relation ("parent",
         "same_object", "same_property", "same_category"); defaults 0.85 /
         0.55 / 0.45 / 0.35 from the Guizhou indicator GraphRAG design (docs/references.md) (JSON in the environment).
@@ -24,15 +41,14 @@ class RetrieverGraphSettings(ServiceSettings):
         rebuilt when it changed.
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_GRAPH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_GRAPH_")
 
     port: int = DEFAULT_PORTS["retriever_graph"]
-    neo4j_uri: str = "bolt://127.0.0.1:7687"
-    neo4j_user: str = ""
-    neo4j_password: str = ""
-    neo4j_database: str = "neo4j"
+    neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     expansion_weights: dict[str, float] = Field(
         default_factory=lambda: {"parent": 0.85, "same_object": 0.55, "same_property": 0.45, "same_category": 0.35}
     )
     attribute_other_weight: float = Field(0.3, ge=0.0, le=1.0)
     docgraph_refresh_seconds: float = Field(10.0, gt=0.0)
+
+    deprecated_fields: ClassVar[dict[str, str]] = {f"neo4j_{name}": f"neo4j.{name}" for name in Neo4jSettings.model_fields}

@@ -135,7 +135,7 @@ class PgBackend(StoreLifecycle):
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
+                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost.window, cfg.boost.limit)
                 )
                 hits.extend(boosted)
                 timings.append(t)
@@ -223,7 +223,7 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
 
         dsn = await asyncio.to_thread(start_embedded_postgres, Path(settings.data_dir))
     store = PgStore(dsn, settings.embedding_dim, ef_search=settings.ef_search, pool_max=settings.pool_max,
-                    bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b)
+                    bm25_k1=settings.bm25.k1, bm25_b=settings.bm25.b)
     await store.open()
     try:
         await store.migrate()
@@ -231,9 +231,9 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
         await store.close()
         raise
     channels = PgChannelConfig(
-        fulltext=settings.fulltext_enabled, trigram=settings.trigram_enabled, boost=settings.boost_enabled,
-        short_query_chars=settings.short_query_chars, boost_window=settings.boost_window, boost_limit=settings.boost_limit,
+        fulltext=settings.fulltext_enabled, trigram=settings.trigram_enabled, boost=settings.boost.enabled,
+        short_query_chars=settings.short_query_chars, boost_window=settings.boost.window, boost_limit=settings.boost.limit,
     )
     cards = EntityCardStore(store.connection, settings.embedding_dim, ef_search=settings.ef_search,
-                            bm25_k1=settings.bm25_k1, bm25_b=settings.bm25_b)
+                            bm25_k1=settings.bm25.k1, bm25_b=settings.bm25.b)
     return PgBackends(PgBackend(store, channels), PgEntityBackend(cards), store)

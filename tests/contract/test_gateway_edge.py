@@ -37,7 +37,7 @@ async def rest(url: str, path: str, body: object, headers: dict | None = None) -
 
 
 async def test_grpc_without_a_key_or_with_a_wrong_one_is_unauthenticated(fake_gateway, keys):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]})
     for metadata in ((), (("authorization", "Bearer gmk_00000000_" + "x" * 43),), (("x-api-key", keys["alice"] + "x"),)):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await gw.stub.Search(SEARCH, metadata=metadata, timeout=10)
@@ -49,14 +49,15 @@ async def test_grpc_without_a_key_or_with_a_wrong_one_is_unauthenticated(fake_ga
 
 
 async def test_health_stays_open_with_auth_on(fake_gateway, keys):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]})
     async with grpc.aio.insecure_channel(gw.address) as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
 async def test_rate_limit_is_resource_exhausted_with_retry_after_per_key(fake_gateway, keys):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"], rate_limit_per_second=0.01, rate_limit_burst=2)
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]},
+                            rate_limit={"per_second": 0.01, "burst": 2})
     alice = (("authorization", f"Bearer {keys['alice']}"),)
     for _ in range(2):
         await gw.stub.Search(SEARCH, metadata=alice, timeout=10)
@@ -70,7 +71,8 @@ async def test_rate_limit_is_resource_exhausted_with_retry_after_per_key(fake_ga
 
 
 async def test_rest_auth_401_good_key_and_429_with_retry_after(fake_gateway, keys):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"], rate_limit_per_second=0.01, rate_limit_burst=1)
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]},
+                            rate_limit={"per_second": 0.01, "burst": 1})
     status, _, body = await rest(gw.rest_url, "/v1/query:search", {"query": "测试"})
     assert status == 401 and body["error"]["status"] == "UNAUTHENTICATED"
     status, _, body = await rest(gw.rest_url, "/v1/query:search", {"query": "测试"}, {"Authorization": f"Bearer {keys['alice']}"})
@@ -80,7 +82,7 @@ async def test_rest_auth_401_good_key_and_429_with_retry_after(fake_gateway, key
 
 
 async def test_streaming_rpc_without_a_key_is_unauthenticated_not_internal(fake_gateway, keys):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]})
     stream = gw.stub.AnswerStream(gateway_pb2.AnswerStreamRequest(query="测试"), timeout=10)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         async for _ in stream:
@@ -94,7 +96,7 @@ async def test_streaming_rpc_without_a_key_is_unauthenticated_not_internal(fake_
 
 
 async def test_keys_never_reach_the_logs(fake_gateway, keys, caplog):
-    gw = await fake_gateway(auth_enabled=True, api_keys=keys["lines"])
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]})
     with caplog.at_level(logging.DEBUG):
         await gw.stub.Search(SEARCH, metadata=(("x-api-key", keys["alice"]),), timeout=10)
         with pytest.raises(grpc.aio.AioRpcError):
@@ -108,7 +110,7 @@ async def test_keys_never_reach_the_logs(fake_gateway, keys, caplog):
 
 
 async def test_cors_allow_list(fake_gateway):
-    gw = await fake_gateway(cors_origins=["https://console.example"])
+    gw = await fake_gateway(rest={"cors_origins": ["https://console.example"]})
     async with ClientSession() as session:
         preflight = {"Origin": "https://console.example", "Access-Control-Request-Method": "POST",
                      "Access-Control-Request-Headers": "Authorization, Content-Type"}

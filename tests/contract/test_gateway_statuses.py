@@ -17,7 +17,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 async def gateway(fake_gateway, pg_fail=None, graph_fail=None, expander_fail=None):
     """The stub of a gateway over fakes that fail as told."""
-    gw = await fake_gateway(rest_port=-1, expander=FakeExpander(fail=expander_fail),
+    gw = await fake_gateway(rest={"port": -1}, expander=FakeExpander(fail=expander_fail),
                             pg=FakeRetriever("retriever_pg", [ARTICLE], fail=pg_fail),
                             graph=FakeRetriever("retriever_graph", fail=graph_fail))
     return gw.stub

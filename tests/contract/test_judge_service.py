@@ -82,7 +82,7 @@ async def test_unreachable_llm_judge_leaves_llm_metrics_not_computed():
     with socket.socket() as s:  # a loopback port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    settings = JudgeSettings(port=0, llm_base_url=f"http://127.0.0.1:{port}/v1", llm_model="none", llm_timeout=2)
+    settings = JudgeSettings(port=0, llm={"base_url": f"http://127.0.0.1:{port}/v1", "model": "none", "timeout": 2})
     server, ch = await _serve(settings)
     try:
         reply = await judge_pb2_grpc.JudgeServiceStub(ch).Judge(_request(), timeout=60)

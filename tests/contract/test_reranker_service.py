@@ -141,7 +141,8 @@ async def test_bi_encoder_scores_through_a_real_expander(tmp_path):
     from services.expander.config import ExpanderSettings
     from services.expander.server import build as build_expander
 
-    expander, _ = await build_expander(ExpanderSettings(port=0, embedding_cache=str(tmp_path / "emb.sqlite"), library_addr="none"))
+    expander, _ = await build_expander(ExpanderSettings(port=0, embedding={"cache": str(tmp_path / "emb.sqlite")},
+                                                        library={"addr": "none"}))
     if expander.on_start is not None:
         await expander.on_start()
     server, port, _ = await create_server(expander, "127.0.0.1", 0)
@@ -161,7 +162,8 @@ async def test_bi_encoder_scores_through_a_real_expander(tmp_path):
 
 
 async def test_llm_scorer_reads_yes_probability_from_the_local_llm(local_llm):
-    settings = RerankerSettings(port=0, scorer="llm", llm_base_url=local_llm, llm_timeout=120, llm_max_passage_chars=60)
+    settings = RerankerSettings(port=0, scorer="llm",
+                                llm={"base_url": local_llm, "timeout": 120, "max_passage_chars": 60})
     before = sample("graphmesh_reranker_truncated_total")
     async with Serving(settings) as stub:
         reply = await stub.Rerank(request("What is the capital of France?", [

@@ -71,7 +71,7 @@ async def test_a_cross_site_write_is_403_even_as_json(fake_gateway, counting, he
 
 
 async def test_same_origin_allowed_origins_and_non_browser_clients_may_write(fake_gateway, counting):
-    gw = await fake_gateway(pg=counting, cors_origins=["https://console.example"])
+    gw = await fake_gateway(pg=counting, rest={"cors_origins": ["https://console.example"]})
     body = json.dumps({"names": ["collections/default/documents/1"]}).encode()
     own = gw.rest_url  # the console's own origin: http://127.0.0.1:PORT
     for extra in ({}, {"Origin": own, "Sec-Fetch-Site": "same-origin"}, {"Origin": "https://console.example", "Sec-Fetch-Site": "cross-site"}):
@@ -110,7 +110,7 @@ async def test_loopback_names_and_ip_literals_are_served(fake_gateway, host):
 
 
 async def test_configured_hosts_are_served(fake_gateway):
-    gw = await fake_gateway(allowed_hosts=["graphmesh.example.org", ".corp.example"])
+    gw = await fake_gateway(rest={"allowed_hosts": ["graphmesh.example.org", ".corp.example"]})
     for host, expected in (("graphmesh.example.org", 200), ("api.corp.example:443", 200), ("corp.example.evil.com", 403)):
         status, _, _ = await send(gw.rest_url, "GET", "/v1/collections", headers={"Host": host})
         assert status == expected, host
@@ -129,7 +129,7 @@ async def test_300_concurrent_requests_get_no_503(fake_gateway):
             await asyncio.sleep(0.3)
             return await super().retrieve(request, timeout)
 
-    gw = await fake_gateway(pg=SlowRetriever("retriever_pg", [ARTICLE]), retrieve_timeout=20.0)
+    gw = await fake_gateway(pg=SlowRetriever("retriever_pg", [ARTICLE]), deadlines={"retrieve": 20.0})
     body = json.dumps({"query": "测试", "topK": 3})
 
     # limit=0: aiohttp's client opens at most 100 connections by default.
@@ -148,7 +148,7 @@ async def test_a_full_admission_queue_is_429_with_retry_after(fake_gateway):
 
     slow = FakeRetriever("retriever_pg", fail="hang")  # holds its slot until the deadline
     gw = await fake_gateway(pg=slow, graph=FakeRetriever("retriever_graph", fail="hang"),
-                            rest_max_in_flight=2, rest_max_queued=1, retrieve_timeout=2.0)
+                            rest={"max_in_flight": 2, "max_queued": 1}, deadlines={"retrieve": 2.0})
     body = json.dumps({"query": "测试"})
     async with ClientSession(timeout=ClientTimeout(total=60)) as session:
         async def one() -> tuple[int, str | None]:
@@ -225,7 +225,7 @@ async def test_a_good_deadline_header_is_used(fake_gateway):
 # 8. Slow clients ------------------------------------------------------------
 
 async def test_a_client_sending_headers_slowly_is_disconnected(fake_gateway):
-    gw = await fake_gateway(rest_header_timeout=1.0)
+    gw = await fake_gateway(rest={"header_timeout": 1.0})
     host, port = gw.rest_url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(b"GET /v1/collections HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -252,14 +252,14 @@ async def test_a_client_sending_headers_slowly_is_disconnected(fake_gateway):
 async def test_a_connection_with_requests_in_flight_is_not_cut(fake_gateway):
     from tests.fakes import FakeRetriever
 
-    gw = await fake_gateway(rest_header_timeout=0.5, pg=FakeRetriever("retriever_pg", fail="hang"),
-                            graph=FakeRetriever("retriever_graph", fail="hang"), retrieve_timeout=2.0)
+    gw = await fake_gateway(rest={"header_timeout": 0.5}, pg=FakeRetriever("retriever_pg", fail="hang"),
+                            graph=FakeRetriever("retriever_graph", fail="hang"), deadlines={"retrieve": 2.0})
     status, _, _ = await send(gw.rest_url, "POST", "/v1/query:search", json.dumps({"query": "测试"}).encode(), JSON)
     assert status == 504  # the request ran its 2 s to the end, past the 0.5 s header timeout
 
 
 async def test_a_body_that_never_arrives_is_408_not_held_open(fake_gateway):
-    gw = await fake_gateway(rest_body_timeout=0.5, rest_header_timeout=30.0)
+    gw = await fake_gateway(rest={"body_timeout": 0.5, "header_timeout": 30.0})
     host, port = gw.rest_url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(b"POST /v1/query:search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

@@ -63,14 +63,14 @@ def read_until(proc: subprocess.Popen, pattern: re.Pattern, timeout: float) -> t
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def store_env(pg_new_database, neo4j_uri) -> dict[str, str]:
-    return {"GRAPHMESH_RETRIEVER_PG_DSN": await pg_new_database(), "GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI": neo4j_uri}
+    return {"GRAPHMESH_RETRIEVER_PG_DSN": await pg_new_database(), "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI": neo4j_uri}
 
 
 @pytest.mark.parametrize("name", list(SERVICE_NAMES))
 def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
     prefix = f"GRAPHMESH_{name.upper()}"
     env = {**os.environ, **store_env, f"{prefix}_PORT": "0", f"{prefix}_METRICS_PORT": "0",
-           "GRAPHMESH_GATEWAY_REST_PORT": "-1", "PYTHONUNBUFFERED": "1"}
+           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", f"services.{name}"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

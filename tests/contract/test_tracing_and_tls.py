@@ -62,7 +62,7 @@ async def test_gateway_spans_reach_the_collector_with_the_returned_trace_id(coll
     sink, endpoint = collector
     dead = refused_address()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRAPHMESH_GATEWAY_PORT": "0", "GRAPHMESH_GATEWAY_METRICS_PORT": "0",
-           "GRAPHMESH_GATEWAY_REST_PORT": "-1", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
+           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
            **{f"GRAPHMESH_{s}_ADDR": dead for s in ("EXPANDER", "RETRIEVER_PG", "RETRIEVER_GRAPH", "RERANKER", "FUSER")}}
     proc = subprocess.Popen([sys.executable, "-m", "services.gateway"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

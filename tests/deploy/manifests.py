@@ -118,14 +118,15 @@ def validate_object(obj: dict) -> None:
 
 def setting_names() -> set[str]:
     """Every environment variable a GraphMesh process reads: each settings
-    class's prefix + field name, the mesh addresses, the health probe's
+    class's prefix + field name (and + group__field for each group's
+    field), the mesh addresses, the health probe's
     address and the jieba user dictionary."""
     from services.common.healthprobe import ENV_ADDR
     from services.common.lexicon import ENV_PATH as USER_DICT
     from pydantic import AliasChoices
 
     from services.common.mesh_auth import MeshSettings
-    from services.common.settings import MeshAddresses, TlsSettings, TracingSettings
+    from services.common.settings import MeshAddresses, TlsSettings, TracingSettings, env_name, is_group
     from services.expander.config import ExpanderSettings
     from services.fuser.config import FuserSettings
     from services.gateway.config import GatewaySettings
@@ -143,4 +144,6 @@ def setting_names() -> set[str]:
                 names.update(str(choice).upper() for choice in info.validation_alias.choices)
             else:
                 names.add(f"{prefix}{field}".upper())
+            if is_group(info):  # GRAPHMESH_GATEWAY_LLM__BASE_URL
+                names.update(env_name(cls, f"{field}.{sub}") for sub in info.annotation.model_fields)
     return names

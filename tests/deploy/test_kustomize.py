@@ -182,9 +182,9 @@ def test_prod_runs_the_request_path_redundantly_on_external_stores_with_keys(ren
     assert gateway_hpa["minReplicas"] >= 2 and gateway_hpa["metrics"][0]["resource"]["name"] == "cpu"
     assert not of_kind(objs, "StatefulSet") and "graphmesh-stores" not in {o["metadata"]["name"] for o in objs if o["kind"] == "Secret"}
     config = config_map(objs)["data"]
-    assert config["GRAPHMESH_GATEWAY_AUTH_ENABLED"] == "true" and config["GRAPHMESH_GATEWAY_API_KEYS_FILE"].startswith("/etc/graphmesh/")
+    assert config["GRAPHMESH_GATEWAY_AUTH__ENABLED"] == "true" and config["GRAPHMESH_GATEWAY_AUTH__API_KEYS_FILE"].startswith("/etc/graphmesh/")
     mounts = deployments["gateway"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
-    assert any(config["GRAPHMESH_GATEWAY_API_KEYS_FILE"].startswith(m["mountPath"] + "/") for m in mounts)
+    assert any(config["GRAPHMESH_GATEWAY_AUTH__API_KEYS_FILE"].startswith(m["mountPath"] + "/") for m in mounts)
     assert {o["kind"] for o in objs} >= {"ServiceMonitor", "PrometheusRule", "Namespace"}
 
 
@@ -193,7 +193,7 @@ def test_dev_is_self_contained_with_one_replica_each(rendered):
     assert all(d["spec"]["replicas"] == 1 for d in of_kind(objs, "Deployment").values())
     assert set(of_kind(objs, "StatefulSet")) == {"postgres", "neo4j"}
     assert "llm" in of_kind(objs, "Deployment")
-    assert config_map(objs)["data"]["GRAPHMESH_GATEWAY_LLM_BASE_URL"] == "http://llm:8080/v1"
+    assert config_map(objs)["data"]["GRAPHMESH_GATEWAY_LLM__BASE_URL"] == "http://llm:8080/v1"
     secret = next(o for o in objs if o["kind"] == "Secret" and o["metadata"]["name"].startswith("graphmesh-stores"))
     assert {"pg-dsn", "neo4j-uri", "neo4j-user", "neo4j-password", "pg-password"} <= set(secret["data"])
 

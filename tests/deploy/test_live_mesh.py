@@ -85,8 +85,8 @@ async def exported(mesh, llm_url) -> dict[str, list[set[str]]]:
         assert "reranker" in reranked.degraded
     # Three articles are too few evidence for the abstention rule: this gateway
     # is about the LLM path's metrics, so it always answers.
-    settings = GatewaySettings(port=0, rest_port=-1, llm_base_url=llm_url, llm_max_retries=0, min_evidence_score=0.0,
-                               abstention_enabled=False)
+    settings = GatewaySettings(port=0, rest={"port": -1}, llm={"base_url": llm_url, "max_retries": 0},
+                               min_evidence_score=0.0, abstention={"enabled": False})
     async with extra_gateway(mesh, settings) as llm_gateway:
         answer = await llm_gateway.Answer(gateway_pb2.AnswerRequest(query=QUESTION, top_k=3), timeout=60)
     assert answer.mode == gateway_pb2.ANSWER_MODE_LLM and answer.invalid_citations_removed == 1 and answer.fences_removed >= 1

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 async def start_gateway(mesh, llm_url: str | None, expander_addr: str | None = None, graph_down: bool = False, **overrides):
     """A gateway (gRPC only) on the running mesh's services, with the LLM."""
     from services.common.server import create_server
-    from services.common.settings import MeshAddresses
+    from services.common.settings import MeshAddresses, nested_update
     from services.gateway.config import GatewaySettings
     from services.gateway.server import build
     from tests.fixtures.mesh import refused_address
@@ -38,14 +38,14 @@ async def start_gateway(mesh, llm_url: str | None, expander_addr: str | None = N
         addresses["expander_addr"] = expander_addr
     if graph_down:
         addresses["retriever_graph_addr"] = refused_address()
-    settings = dict(port=0, rest_port=-1, retrieve_timeout=20.0, budget_chars=700, llm_max_tokens=40,
-                    llm_timeout=120.0, default_deadline=300.0, deep_partial_max_tokens=32, deep_partial_context_chars=500,
+    settings = dict(port=0, rest={"port": -1}, deadlines={"retrieve": 20.0, "default": 300.0}, budget_chars=700,
+                    llm={"max_tokens": 40, "timeout": 120.0},
+                    deep={"partial_max_tokens": 32, "partial_context_chars": 500},
                     strategy_timeouts={"standard": 60.0, "expanded_query": 90.0, "hyde": 90.0, "entity_names": 60.0,
                                        "fast_path": 60.0, "sub_queries": 90.0})
     if llm_url:
-        settings["llm_base_url"] = llm_url
-    settings.update(overrides)
-    service, _ = await build(GatewaySettings(**settings), MeshAddresses(**addresses))
+        settings["llm"]["base_url"] = llm_url
+    service, _ = await build(GatewaySettings(**nested_update(settings, overrides)), MeshAddresses(**addresses))
     server, port, _ = await create_server(service)
     return server, service, f"127.0.0.1:{port}"
 
@@ -58,7 +58,8 @@ async def llm_expander(mesh, local_llm, tmp_path_factory):
     from services.expander.server import build
 
     cache = tmp_path_factory.mktemp("emb-llm") / "cache.sqlite"
-    service, _ = await build(ExpanderSettings(port=0, embedding_cache=str(cache), llm_base_url=local_llm, llm_timeout=90.0, library_addr="none"))
+    service, _ = await build(ExpanderSettings(port=0, embedding={"cache": str(cache)},
+                                              llm={"base_url": local_llm, "timeout": 90.0}, library={"addr": "none"}))
     server, port, _ = await create_server(service)
     yield f"127.0.0.1:{port}"
     await server.stop(0)
@@ -129,8 +130,9 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     standard_evidence = evidence_score(probe.results)
     # Abstention off: this test is about the chain's evidence verdict, not
     # whether a lay question's evidence is answerable.
-    server, service, address = await start_gateway(mesh, local_llm, llm_expander, min_evidence_score=standard_evidence + 1e-4,
-                                                   abstention_enabled=False)
+    server, service, address = await start_gateway(mesh, local_llm, llm_expander,
+                                                   min_evidence_score=standard_evidence + 1e-4,
+                                                   abstention={"enabled": False})
     try:
         async with grpc.aio.insecure_channel(address) as ch:
             reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Answer(gateway_pb2.AnswerRequest(query=query, top_k=3), timeout=600)
@@ -190,7 +192,7 @@ async def test_deep_search_stops_on_the_growth_rate_rule(llm_gateway):
 
 
 async def test_cancelled_stream_stops_the_llm_call(mesh, local_llm, llm_expander, ingested):
-    server, service, address = await start_gateway(mesh, local_llm, llm_expander, llm_max_tokens=400)
+    server, service, address = await start_gateway(mesh, local_llm, llm_expander, llm={"max_tokens": 400})
     before = REGISTRY.get_sample_value("graphmesh_llm_calls_total", {"purpose": "answer", "outcome": "cancelled"}) or 0.0
     try:
         async with grpc.aio.insecure_channel(address) as ch:

@@ -157,7 +157,7 @@ async def ingested(page, n: int) -> None:
 #: Deadlines for the gateways the browser talks to: these tests check what the
 #: console shows, so a loaded 2-core machine must not turn the standard
 #: strategy into a timeout (the defaults cap it at 15 s of a 30 s request).
-PATIENT = dict(default_deadline=600.0, expand_timeout=120.0, retrieve_timeout=120.0, fuse_timeout=60.0,
+PATIENT = dict(deadlines={"default": 600.0, "expand": 120.0, "retrieve": 120.0, "fuse": 60.0},
                strategy_timeouts={s: 300.0 for s in ("standard", "expanded_query", "hyde", "entity_names", "fast_path", "sub_queries")})
 
 
@@ -455,7 +455,7 @@ async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_no
 async def second_gateway(mesh, graph_down: bool, **settings):
     """A second gateway with its REST port (and console) over the mesh's
     services, the graph retriever's address refused when ``graph_down``."""
-    from services.common.settings import MeshAddresses
+    from services.common.settings import MeshAddresses, nested_update
     from services.gateway.config import GatewaySettings
     from services.gateway.server import build
     from tests.fixtures.mesh import refused_address, start_service
@@ -463,7 +463,8 @@ async def second_gateway(mesh, graph_down: bool, **settings):
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
     if graph_down:
         addresses["retriever_graph_addr"] = refused_address()
-    service, gateway_settings = await build(GatewaySettings(**{"port": 0, "rest_port": 0, **settings}), MeshAddresses(**addresses))
+    service, gateway_settings = await build(GatewaySettings(**nested_update({"port": 0, "rest": {"port": 0}}, settings)),
+                                            MeshAddresses(**addresses))
     server, _, tasks = await start_service(service, gateway_settings)
     try:
         yield f"http://127.0.0.1:{await asyncio.wait_for(service.endpoints['rest'], 60)}"
@@ -478,7 +479,7 @@ async def test_auth_key_and_a_degraded_service_are_shown(browser, mesh, laws):
     from services.gateway.api.auth import new_key
 
     key, record = new_key("console")
-    async with second_gateway(mesh, graph_down=True, auth_enabled=True, api_keys=record.line(), **PATIENT) as url:
+    async with second_gateway(mesh, graph_down=True, auth={"enabled": True, "api_keys": record.line()}, **PATIENT) as url:
         async with open_page(browser, url) as page:
             await page.fill("#ask-query", TWO_X_WAGES)
             await page.press("#ask-query", "Enter")

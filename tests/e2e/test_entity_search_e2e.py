@@ -158,7 +158,7 @@ async def test_rerank_without_a_model_degrades_and_keeps_the_exact_hit_first(mes
     from services.gateway.config import GatewaySettings
     from tests.fixtures.mesh import extra_gateway
 
-    async with extra_gateway(mesh, GatewaySettings(port=0, rest_port=-1, rerank_enabled=True)) as gw:
+    async with extra_gateway(mesh, GatewaySettings(port=0, rest={"port": -1}, rerank={"enabled": True})) as gw:
         reply = await gw.SearchEntities(gateway_pb2.SearchEntitiesRequest(query="马铃薯", top_k=5), timeout=30)
     assert reply.entities[0].name == "马铃薯"
     assert "reranker" in reply.degraded  # the test mesh's reranker has no model

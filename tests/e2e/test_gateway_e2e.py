@@ -181,7 +181,7 @@ async def test_graph_down_degrades_instead_of_failing(mesh, ingested):
 
     addresses = {f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"}
     addresses["retriever_graph_addr"] = refused_address()
-    service, _ = await build(GatewaySettings(port=0, rest_port=-1), MeshAddresses(**addresses))
+    service, _ = await build(GatewaySettings(port=0, rest={"port": -1}), MeshAddresses(**addresses))
     server, port, _ = await create_server(service)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
@@ -216,7 +216,8 @@ async def test_disabled_stages_switch_channels_off_and_unknown_is_rejected(stub,
 
 
 async def test_hyde_profile_is_reported_skipped_without_llm(mesh, ingested):
-    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(hyde=True, mmr_lambda=0.7)})
+    settings = GatewaySettings(port=0, rest={"port": -1},
+                               profiles={"default": RetrievalProfile(hyde=True, mmr_lambda=0.7)})
     async with extra_gateway(mesh, settings) as gw:
         reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
     hyde = next(t for t in reply.timings if t.stage == "hyde")
@@ -225,7 +226,7 @@ async def test_hyde_profile_is_reported_skipped_without_llm(mesh, ingested):
 
 
 async def test_expansion_profile_adds_heading_terms_with_their_origin(mesh, ingested):
-    settings = GatewaySettings(port=0, rest_port=-1, profiles={"default": RetrievalProfile(expansions=True)})
+    settings = GatewaySettings(port=0, rest={"port": -1}, profiles={"default": RetrievalProfile(expansions=True)})
     async with extra_gateway(mesh, settings) as gw:
         reply = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES), timeout=30)
         plain = await gw.Search(gateway_pb2.SearchRequest(query=TWO_X_WAGES, disabled_stages=["expansion"]), timeout=30)

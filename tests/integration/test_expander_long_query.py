@@ -19,7 +19,7 @@ from tests.unit.test_query_cut import long_description
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def expander(tmp_path_factory):
     cache = tmp_path_factory.mktemp("emb") / "cache.sqlite"
-    service, settings = await build(ExpanderSettings(port=0, embedding_cache=str(cache)))
+    service, settings = await build(ExpanderSettings(port=0, embedding={"cache": str(cache)}))
     server, port, tasks = await start_service(service, settings)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

@@ -46,9 +46,10 @@ async def patient_gateway(mesh) -> AsyncIterator[str]:
     from services.gateway.config import GatewaySettings
     from services.gateway.server import build
 
-    settings = GatewaySettings(port=0, rest_port=-1, default_deadline=PATIENT_SECONDS, expand_timeout=PATIENT_SECONDS,
-                               retrieve_timeout=PATIENT_SECONDS, rerank_timeout=PATIENT_SECONDS, fuse_timeout=PATIENT_SECONDS,
-                               embed_batch=EMBED_BATCH)
+    settings = GatewaySettings(port=0, rest={"port": -1},
+                               deadlines={"default": PATIENT_SECONDS, "expand": PATIENT_SECONDS, "retrieve": PATIENT_SECONDS,
+                                          "rerank": PATIENT_SECONDS, "fuse": PATIENT_SECONDS},
+                               ingest={"embed_batch": EMBED_BATCH})
     addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
     service, _ = await build(settings, addresses)
     server, port, _ = await create_server(service)

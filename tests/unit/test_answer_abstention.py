@@ -70,8 +70,8 @@ def mesh(vector_scores, llm=None, embedding_model="", **overrides):
                                         for i, v in enumerate(vector_scores)])
     pg.collections = [types_pb2.CollectionInfo(name="default", documents=2, domain_pack="law_zh")]  # the rule's corpus
     graph = FakeRetriever("retriever_graph", [])
-    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, rerank_timeout=0.3, fuse_timeout=0.3,
-                               expand_timeout=0.3, **overrides)
+    settings = GatewaySettings(port=0, rest={"port": -1},
+                               deadlines={"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3}, **overrides)
     return use_cases(settings, FakeExpander(keywords=("量子", "计算机", "原理"), embedding_model=embedding_model), [pg, graph],
                      FakeReranker(), FakeFuser(), llm or FakeLlm())
 
@@ -94,7 +94,7 @@ async def test_unrelated_question_abstains_with_nearest_sources_and_no_citations
 
 @ASYNC
 async def test_same_evidence_answers_when_abstention_is_switched_off():
-    answer = await mesh([0.84, 0.83, 0.82], abstention_enabled=False).answerer.answer("量子计算机的原理是什么？", 5, None,
+    answer = await mesh([0.84, 0.83, 0.82], abstention={"enabled": False}).answerer.answer("量子计算机的原理是什么？", 5, None,
                                                                                      Deadline(10))
     assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and answer.answerability == 0.0
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def use(pg_fail, graph_fail):
-    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3)
+    settings = GatewaySettings(port=0, rest={"port": -1}, deadlines={"retrieve": 0.3})
     return use_cases(settings, FakeExpander(), [FakeRetriever("retriever_pg", fail=pg_fail),
                                                 FakeRetriever("retriever_graph", fail=graph_fail)],
                      FakeReranker(), FakeFuser(), FakeLlm())
@@ -52,7 +52,7 @@ async def test_retrievers_that_answer_with_nothing_still_give_the_no_evidence_an
 
 
 async def test_without_abstention_the_no_evidence_answer_stays():
-    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, abstention_enabled=False)
+    settings = GatewaySettings(port=0, rest={"port": -1}, deadlines={"retrieve": 0.3}, abstention={"enabled": False})
     use_ = use_cases(settings, FakeExpander(), [FakeRetriever("retriever_pg"), FakeRetriever("retriever_graph")],
                      FakeReranker(), FakeFuser(), FakeLlm())
     reply = await use_.answerer.answer("工资", 5, None, Deadline(5))

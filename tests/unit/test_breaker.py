@@ -130,8 +130,9 @@ pytestmark_async = pytest.mark.asyncio(loop_scope="session")
 def gateway(graph, clock: Clock, llm=None, floor: float = 1.0):
     # abstention off: the fakes' evidence would be judged insufficient and
     # the LLM never asked (issue 12)
-    settings = GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, rerank_timeout=0.3, fuse_timeout=0.3,
-                               expand_timeout=0.3, abstention_enabled=False)
+    settings = GatewaySettings(port=0, rest={"port": -1},
+                               deadlines={"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3},
+                               abstention={"enabled": False})
     config = BreakerConfig(failures=3, cool_down=2.0, slow_call_floor=floor)
     wrapped_graph = BreakerClient(graph, CircuitBreaker(graph.name, config, clock=clock))
     wrapped_llm = BreakerClient(llm or FakeLlm(), CircuitBreaker("llm", config, clock=clock), llm=True)

@@ -50,7 +50,7 @@ def test_minimum_evidence_score_in_prose_and_table():
 
 def test_llm_retries():
     (retries,) = documented(r"`\.\.\._LLM_MAX_RETRIES`, default (\d+)")
-    assert int(retries) == GatewaySettings().llm_max_retries
+    assert int(retries) == GatewaySettings().llm.max_retries
 
 
 def test_local_llm_server_table_row():
@@ -81,27 +81,27 @@ def test_service_ports(service):
 
 
 def test_abstention_threshold_in_prose_and_table():
-    (prose,) = documented(r"`GRAPHMESH_GATEWAY_ABSTENTION_THRESHOLD` \(([\d.]+), fitted\)")
-    (table,) = documented(r"\| `GRAPHMESH_GATEWAY_ABSTENTION_ENABLED`, [^|]+\| true, ([\d.]+) \|")
-    assert float(prose) == float(table) == GatewaySettings().abstention_threshold
-    assert GatewaySettings().abstention_enabled
+    (prose,) = documented(r"`GRAPHMESH_GATEWAY_ABSTENTION_{1,2}THRESHOLD` \(([\d.]+), fitted\)")
+    (table,) = documented(r"\| `GRAPHMESH_GATEWAY_ABSTENTION_{1,2}ENABLED`, [^|]+\| true, ([\d.]+) \|")
+    assert float(prose) == float(table) == GatewaySettings().abstention.threshold
+    assert GatewaySettings().abstention.enabled
 
 
 def test_chunk_size_and_overlap_in_prose_and_table():
     tokens, overlap = documented(r"\*\*Chunking\*\* \(MetaSearch\): (\d+) tokens with (\d+) of overlap")
-    table = documented(r"\| `GRAPHMESH_GATEWAY_CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")
+    table = documented(r"\| `GRAPHMESH_GATEWAY_(?:INGEST__)?CHUNK_TOKENS`, `\.\.\._CHUNK_OVERLAP` \| (\d+), (\d+) \|")
     s = GatewaySettings()
-    assert (int(tokens), int(overlap)) == tuple(map(int, table)) == (s.chunk_tokens, s.chunk_overlap) == (512, 64)
+    assert (int(tokens), int(overlap)) == tuple(map(int, table)) == (s.ingest.chunk_tokens, s.ingest.chunk_overlap) == (512, 64)
 
 
 def test_circuit_breaker_and_deadline_margin():
     failures, rate, cool_down, enabled = documented(
-        r"\| `GRAPHMESH_GATEWAY_BREAKER_FAILURES`, [^|]+\| (\d+), ([\d.]+), ([\d.]+), (true|false) \|")
+        r"\| `GRAPHMESH_GATEWAY_BREAKER_{1,2}FAILURES`, [^|]+\| (\d+), ([\d.]+), ([\d.]+), (true|false) \|")
     s = GatewaySettings()
     assert (int(failures), float(rate), float(cool_down), enabled == "true") == (
-        s.breaker_failures, s.breaker_failure_rate, s.breaker_cool_down, s.breaker_enabled)
-    (margin,) = documented(r"\| `GRAPHMESH_GATEWAY_DEADLINE_MARGIN` \| ([\d.]+) \|")
-    assert float(margin) == s.deadline_margin
+        s.breaker.failures, s.breaker.failure_rate, s.breaker.cool_down, s.breaker.enabled)
+    (margin,) = documented(r"\| `GRAPHMESH_GATEWAY_(?:DEADLINE_MARGIN|DEADLINES__MARGIN)` \| ([\d.]+) \|")
+    assert float(margin) == s.deadlines.margin
 
 
 def test_service_resource_bounds():

@@ -69,7 +69,7 @@ def test_artifact_saves_and_hashes(tmp_path):
 
 
 def test_recorded_env_drops_ports_addresses_and_secrets():
-    env = {"GRAPHMESH_GATEWAY_PORT": "1", "GRAPHMESH_JUDGE_ADDR": "a", "GRAPHMESH_JUDGE_LLM_API_KEY": "s",
+    env = {"GRAPHMESH_GATEWAY_PORT": "1", "GRAPHMESH_JUDGE_ADDR": "a", "GRAPHMESH_JUDGE_LLM__API_KEY": "s",
            "GRAPHMESH_HOME": "/x", "GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted", "PATH": "/bin"}
     assert evaluate.recorded_env(env) == {"GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted"}
 

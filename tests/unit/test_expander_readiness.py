@@ -27,7 +27,7 @@ class CountingEmbedder:
 async def test_embedding_model_is_loaded_before_serving(monkeypatch):
     loads = []
     monkeypatch.setattr(expander_servicer, "build_embedder", lambda *a, **k: loads.append(a) or CountingEmbedder())
-    service, _ = await build(ExpanderSettings(port=0, embedding_cache="", library_addr="none"), MeshAddresses())
+    service, _ = await build(ExpanderSettings(port=0, embedding={"cache": ""}, library={"addr": "none"}), MeshAddresses())
     assert not loads and not service.extra_tasks  # nothing loads at build or after serving
     await service.on_start()
     assert len(loads) == 1

@@ -10,6 +10,7 @@ import pytest
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import DownstreamError
+from services.common.settings import nested_update
 from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
@@ -21,8 +22,9 @@ ARTICLE = "用人单位自用工之日起超过一个月不满一年未与劳动
 
 
 def settings(**overrides) -> GatewaySettings:
-    return GatewaySettings(port=0, rest_port=-1, retrieve_timeout=0.3, rerank_timeout=0.3, fuse_timeout=0.3,
-                           expand_timeout=0.3, **overrides)
+    return GatewaySettings(**nested_update(
+        {"port": 0, "rest": {"port": -1}, "deadlines": {"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3}},
+        overrides))
 
 
 def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None, **overrides):
@@ -98,7 +100,7 @@ class ReversingFuser(FakeFuser):
 
 async def test_reranker_gets_the_fused_best_not_the_first_to_arrive():
     reranker = FakeReranker()
-    await mesh(fuser=ReversingFuser(), reranker=reranker, rerank_max_passages=1).search.search("工资", 5, True, Deadline(5))
+    await mesh(fuser=ReversingFuser(), reranker=reranker, rerank={"max_passages": 1}).search.search("工资", 5, True, Deadline(5))
     [(_, rerank_request)] = reranker.calls
     assert [p.id for p in rerank_request.passages] == ["17#0"]  # the fuser's first, the graph's candidate
 
@@ -264,8 +266,8 @@ async def test_the_related_call_searches_the_request_scope():
 async def test_a_file_over_the_size_limit_fails_alone_with_the_limit_named():
     files = [gateway_pb2.IngestFile(name="big.txt", content="劳动合同。".encode() * 400),
              gateway_pb2.IngestFile(name="small.txt", content="劳动合同应当具备以下条款。".encode())]
-    reply = await mesh(max_file_bytes=2048).files.ingest(files, Deadline(10))
+    reply = await mesh(ingest={"max_file_bytes": 2048}).files.ingest(files, Deadline(10))
     big, small = reply.files
     assert big.status == gateway_pb2.FILE_STATUS_FAILED and "over the 0.00195312 MiB limit per file" in big.reason
-    assert "GRAPHMESH_GATEWAY_MAX_FILE_BYTES" in big.reason and [f.index for f in reply.failures] == [0]
+    assert "GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES" in big.reason and [f.index for f in reply.failures] == [0]
     assert small.status == gateway_pb2.FILE_STATUS_STORED and reply.stored == 1

@@ -103,7 +103,7 @@ class FakeEmbedder:
 
 
 async def test_expand_reports_how_a_long_description_was_cut():
-    servicer = ExpanderServicer(ExpanderSettings(embedding_cache=""))
+    servicer = ExpanderServicer(ExpanderSettings(embedding={"cache": ""}))
     fake = FakeEmbedder()
     servicer._embedder = CachedEmbedder(fake, None)
     text = long_description()
@@ -120,7 +120,7 @@ async def test_expand_reports_how_a_long_description_was_cut():
     assert short.query_cut.method == types_pb2.QUERY_CUT_METHOD_WHOLE
     assert short.query_cut.embedded_chars == short.query_cut.original_chars == len(short.normalized_query)
 
-    bounded = ExpanderServicer(ExpanderSettings(embedding_cache="", max_keywords=30))
+    bounded = ExpanderServicer(ExpanderSettings(embedding={"cache": ""}, max_keywords=30))
     few = await bounded.Expand(expander_pb2.ExpandRequest(query=text), None)
     assert len(few.keywords) == 30 and few.query_cut.keywords_found == cut.keywords_found
 
@@ -130,7 +130,7 @@ async def test_expand_reports_how_a_long_description_was_cut():
 
 
 async def test_expand_accepts_10000_characters_and_refuses_more():
-    settings = ExpanderSettings(embedding_cache="")
+    settings = ExpanderSettings(embedding={"cache": ""})
     assert settings.max_query_chars == 10_000 and settings.max_entity_query_chars == 2_000
     servicer = ExpanderServicer(settings)
     servicer._embedder = CachedEmbedder(FakeEmbedder(), None)

@@ -172,7 +172,7 @@ class FallbackChain:
             if deadline.expired:
                 break
         if best is not None:
-            if chosen.decision is None and self.settings.abstention_enabled:
+            if chosen.decision is None and self.settings.abstention.enabled:
                 self._decide("", best[1], chosen, force=True)
             if chosen.abstained:
                 chosen.strategy = best[2]
@@ -180,8 +180,8 @@ class FallbackChain:
             _answer_with_best(chosen, *best)
         elif not retrieved and down is not None:
             raise down
-        elif self.settings.abstention_enabled:
-            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention_threshold, "no evidence retrieved")
+        elif self.settings.abstention.enabled:
+            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold, "no evidence retrieved")
 
     def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
         """Takes the abstention decision on ``retrieval`` when it is the
@@ -190,7 +190,7 @@ class FallbackChain:
         s = self.settings
         results = retrieval.response.results
         down = any(d in fallback_rules.REQUIRED_RETRIEVERS for d in retrieval.response.degraded)
-        if not s.abstention_enabled or chosen.decision is not None or not results:
+        if not s.abstention.enabled or chosen.decision is not None or not results:
             return None
         if not force and (strategy not in fallback_rules.AS_ASKED or down):
             return None
@@ -198,7 +198,7 @@ class FallbackChain:
         packs = [domains.PACKS.get(p, domains.GENERIC) for p in info.domain_packs]
         outside = [pack.out_of_scope(info.normalized_query) for pack in packs]
         if packs and all(outside):  # every pack searched says its corpora cannot hold the answer
-            chosen.decision = abstention.Decision(False, 0.0, s.abstention_threshold, outside[0], out_of_scope=True)
+            chosen.decision = abstention.Decision(False, 0.0, s.abstention.threshold, outside[0], out_of_scope=True)
             chosen.evidence = retrieval
             return False
         fits = abstention.pack_fits(packs)
@@ -206,7 +206,7 @@ class FallbackChain:
             return None  # no rule was fitted on these collections' corpora: it does not judge them
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
-        chosen.decision = abstention.decide(sig, fits, s.abstention_threshold, info.embedding_model, vector_ran)
+        chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran)
         chosen.evidence = retrieval
         return chosen.decision.answerable
 

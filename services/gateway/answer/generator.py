@@ -71,7 +71,7 @@ class Generator:
             pieces: list[str] = []
             try:
                 messages = grounding.build_messages(query, retrieval.response.context)
-                async for piece in self.llm.stream(messages, max_tokens or s.llm_max_tokens, deadline.left(s.llm_timeout),
+                async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer"):
                     pieces.append(piece)
                     yield gateway_pb2.AnswerStreamResponse(token=piece)
@@ -123,8 +123,8 @@ class Generator:
         s = self.settings
         if self.llm.enabled and context:
             try:
-                raw = await self.llm.complete(grounding.build_messages(query, context), s.deep_partial_max_tokens,
-                                              deadline.left(s.llm_timeout), purpose="partial_answer")
+                raw = await self.llm.complete(grounding.build_messages(query, context), s.deep.partial_max_tokens,
+                                              deadline.left(s.llm.timeout), purpose="partial_answer")
                 return grounding.clean_answer(raw, 10**6).text
             except LlmError as err:
                 log.warning("deep search: partial answer failed: %s", err)

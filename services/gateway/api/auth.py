@@ -11,8 +11,8 @@
 - ``Gate`` combines both into one decision; ``AuthInterceptor`` applies it
   to a grpc.aio server (UNAUTHENTICATED / RESOURCE_EXHAUSTED with a
   ``retry-after`` trailer), exempting health and reflection; ``build_gate``
-  makes it from GatewaySettings (auth_enabled, api_keys_file, api_keys,
-  rate_limit_per_second, rate_limit_burst).
+  makes it from GatewaySettings (auth.enabled, auth.api_keys_file, auth.api_keys,
+  rate_limit.per_second, rate_limit.burst).
 - Keys never reach a log: services.common.redaction masks them in every service.
 """
 from __future__ import annotations
@@ -265,6 +265,6 @@ def build_gate(enabled: bool, keys_file: str, keys: str, rate_per_second: float,
     except (OSError, ValueError) as err:
         raise ConfigError(f"API keys: {err}") from None
     if not len(store):
-        raise ConfigError("auth_enabled but no API key is configured (api_keys_file / api_keys)")
+        raise ConfigError("GRAPHMESH_GATEWAY_AUTH__ENABLED but no API key is configured (AUTH__API_KEYS_FILE / AUTH__API_KEYS)")
     limiter = TokenBucketLimiter(rate_per_second, burst) if rate_per_second > 0 else None
     return Gate(store, limiter)

@@ -121,7 +121,7 @@ def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: It
             return None
         return Refusal(403, "PERMISSION_DENIED",
                        f"cross-site request refused: origin {origin!r} is not this server's and not in the CORS "
-                       "allow-list (GRAPHMESH_GATEWAY_CORS_ORIGINS)")
+                       "allow-list (GRAPHMESH_GATEWAY_REST__CORS_ORIGINS)")
     if fetch_site == "cross-site":
         referer = _origin_of(headers.get("Referer", ""))
         if referer and ("*" in allowed or referer in allowed):

@@ -120,7 +120,7 @@ def edge_guard(options: RestOptions) -> Callable:
         if not host_allowed(request.headers.get("Host"), options.allowed_hosts):
             return error_body(403, "PERMISSION_DENIED",
                               f"host {request.headers.get('Host', '')[:100]!r} is not served here; add it to "
-                              "GRAPHMESH_GATEWAY_ALLOWED_HOSTS to allow it")
+                              "GRAPHMESH_GATEWAY_REST__ALLOWED_HOSTS to allow it")
         if request.method != "OPTIONS":
             refusal = cross_site_refusal(request.method, request.headers, options.cors_origins)
             if refusal is None and (request.body_exists or request.method != "DELETE"):

@@ -118,7 +118,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                 raw = await asyncio.wait_for(request.read(), options.body_timeout)
             except asyncio.TimeoutError:
                 return error_body(408, "DEADLINE_EXCEEDED",
-                                  f"request body not received within {options.body_timeout:g} s (GRAPHMESH_GATEWAY_REST_BODY_TIMEOUT)")
+                                  f"request body not received within {options.body_timeout:g} s (GRAPHMESH_GATEWAY_REST__BODY_TIMEOUT)")
             try:
                 text = raw.decode("utf-8") if raw.strip() else "{}"
                 if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request

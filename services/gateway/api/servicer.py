@@ -55,12 +55,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     def _deadline(self, context: grpc.aio.ServicerContext) -> Deadline:
         """The request's deadline inside the gateway: the caller's remaining
-        time less a margin (``deadline_margin``, at most a tenth of it), so
+        time less a margin (``deadlines.margin``, at most a tenth of it), so
         a stage that uses up its budget still leaves time to send the
         degraded answer before the caller gives up."""
         left = context.time_remaining()
-        left = self._settings.default_deadline if left is None else left
-        return Deadline(max(0.001, left - min(self._settings.deadline_margin, left / 10)))
+        left = self._settings.deadlines.default if left is None else left
+        return Deadline(max(0.001, left - min(self._settings.deadlines.margin, left / 10)))
 
     def _validate(self, query: str, top_k: int) -> tuple[str, int]:
         return validate_query(query, self._settings.max_query_chars), validate_range(top_k or 10, 1, MAX_TOP_K, "top_k")

@@ -85,16 +85,16 @@ class DocumentIngest:
     @property
     def chunking(self) -> ChunkingConfig:
         """The configured chunk sizes (tokens)."""
-        return ChunkingConfig(self.settings.chunk_tokens, self.settings.chunk_overlap)
+        return ChunkingConfig(self.settings.ingest.chunk_tokens, self.settings.ingest.chunk_overlap)
 
     def chunking_for(self, pack: str) -> ChunkingConfig:
         """The chunk sizes of a collection of domain pack ``pack``: the
         pack's recipe (e.g. generic's small chunks), unless the operator set
-        GRAPHMESH_GATEWAY_CHUNK_TOKENS / _CHUNK_OVERLAP, which win."""
+        GRAPHMESH_GATEWAY_INGEST__CHUNK_TOKENS / _CHUNK_OVERLAP, which win."""
         recipe = domains.get_pack(pack)
         explicit = self.settings.model_fields_set
-        tokens = self.settings.chunk_tokens if "chunk_tokens" in explicit or recipe.chunk_tokens is None else recipe.chunk_tokens
-        overlap = (self.settings.chunk_overlap if "chunk_overlap" in explicit or recipe.chunk_overlap is None
+        tokens = self.settings.ingest.chunk_tokens if "chunk_tokens" in explicit or recipe.chunk_tokens is None else recipe.chunk_tokens
+        overlap = (self.settings.ingest.chunk_overlap if "chunk_overlap" in explicit or recipe.chunk_overlap is None
                    else recipe.chunk_overlap)
         return ChunkingConfig(tokens, min(overlap, tokens // 2))
 
@@ -169,7 +169,7 @@ class DocumentIngest:
 
     async def _embed(self, todo: list, deadline: Deadline) -> None:
         """Fills every chunk's embedding, ``embed_batch`` texts per call."""
-        size = self.settings.embed_batch
+        size = self.settings.ingest.embed_batch
         chunks = [c for rec in todo for c in rec.chunks]
         texts = [embedding_text(c) for c in chunks]
         for start in range(0, len(texts), size):

@@ -102,7 +102,7 @@ class EntityIngest:
         per_entity = [list(dict.fromkeys([r.name] + [a for a in r.aliases if a.strip()]))[:SURFACES_PER_ENTITY] for r in records]
         texts = [t for ts in per_entity for t in ts]
         vectors: list[list[float]] = []
-        size = self.settings.embed_batch
+        size = self.settings.ingest.embed_batch
         try:
             for start in range(0, len(texts), size):
                 request = expander_pb2.EmbedRequest(texts=texts[start : start + size], kind=expander_pb2.EMBED_KIND_PASSAGE)

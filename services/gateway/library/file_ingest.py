@@ -90,7 +90,7 @@ class FileIngest:
                 # Refused before parsing: its chunks and vectors would not fit
                 # one store call, and parsing it would hold the expander for minutes.
                 self._fail(response, outcomes[i], i, f"file is {len(file.content) / 1048576:.1f} MiB, over the "
-                           f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_MAX_FILE_BYTES); split it")
+                           f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES); split it")
                 continue
             try:
                 doc = await asyncio.to_thread(document_from_file, file, collection, config)

@@ -67,7 +67,7 @@ class DeepSearcher:
                          for i, r in enumerate(retrievals))
             decision = deep_rules.should_stop(number, rate, max_iterations, threshold)
             if not decision.stop:
-                context = "\n".join(r.response.context for r in retrievals)[: s.deep_partial_context_chars]
+                context = "\n".join(r.response.context for r in retrievals)[: s.deep.partial_context_chars]
                 texts = [t for r in retrievals for t in r.cited_texts]
                 iteration.partial_answer = await self.generator.partial_answer(query, context, texts, deadline)
                 iteration.proposed.extend(await self._sub_queries(query, iteration.partial_answer, k, deadline))

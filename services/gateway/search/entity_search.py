@@ -75,7 +75,7 @@ class EntitySearch:
                 trace, names.STAGE_NORMALIZE, "expander",
                 lambda t: self.expander.normalize_entity(expander_pb2.NormalizeEntityRequest(query=query), t),
                 expander_pb2.NormalizeEntityResponse(normalized_query=query, gate_reason="expander unavailable"),
-                deadline, s.expand_timeout)
+                deadline, s.deadlines.expand)
         except BaseException:
             embedding.cancel()
             raise
@@ -99,7 +99,7 @@ class EntitySearch:
         )
         rank_request.rerank_scores.update(await self._rerank(query, rank_request, deadline, trace))
         ranked = await guarded(trace, names.STAGE_RANK, "fuser", lambda t: self.fuser.rank_entities(rank_request, t),
-                               None, deadline, s.fuse_timeout)
+                               None, deadline, s.deadlines.fuse)
         entities = list(ranked.entities) if ranked is not None else candidates[:top_k]
         trace.record(names.STAGE_TOTAL, started)
         return gateway_pb2.SearchEntitiesResponse(
@@ -113,7 +113,7 @@ class EntitySearch:
         skipped, expander degraded) when the expander fails."""
         request = expander_pb2.EmbedRequest(texts=[query], kind=expander_pb2.EMBED_KIND_QUERY)
         reply = await guarded(trace, names.STAGE_EMBED, "expander", lambda t: self.expander.embed(request, t), None,
-                              deadline, self.settings.expand_timeout)
+                              deadline, self.settings.deadlines.expand)
         return list(reply.vectors[0].values) if reply is not None and reply.vectors else []
 
     async def _retrieve(self, request: retriever_pb2.RetrieveEntitiesRequest, route: str, deadline: Deadline,
@@ -125,7 +125,7 @@ class EntitySearch:
             return await guarded(
                 trace, names.retrieve_entities_stage(retriever.name), retriever.name,
                 lambda t: retriever.retrieve_entities(request, t), retriever_pb2.RetrieveEntitiesResponse(),
-                deadline, self.settings.retrieve_timeout, skip_codes=(grpc.StatusCode.UNIMPLEMENTED,))
+                deadline, self.settings.deadlines.retrieve, skip_codes=(grpc.StatusCode.UNIMPLEMENTED,))
 
         responses = await asyncio.gather(*(one(r) for r in self._retrievers_for(route)))
         merged: dict[str, entity_pb2.EntityCandidate] = {}
@@ -143,21 +143,21 @@ class EntitySearch:
     async def _rerank(self, query: str, rank_request: fuser_pb2.RankEntitiesRequest, deadline: Deadline,
                       trace: Trace) -> dict[str, float]:
         """Reranker scores of the entity cards (name, category, aliases,
-        definition) of the ranked top ``rerank_max_passages`` (a first
+        definition) of the ranked top ``rerank.max_passages`` (a first
         ranking without rerank scores picks them), min-max scaled to [0, 1]
         for the fuser's blend (exact-hit protection runs after it). {} and
         the stage SKIPPED when reranking is off, DEGRADED when the reranker
         fails (e.g. FAILED_PRECONDITION: no model configured)."""
         s = self.settings
-        if not s.rerank_enabled or not rank_request.candidates:
-            trace.skip(names.STAGE_RERANK, "rerank off" if not s.rerank_enabled else "no candidates")
+        if not s.rerank.enabled or not rank_request.candidates:
+            trace.skip(names.STAGE_RERANK, "rerank off" if not s.rerank.enabled else "no candidates")
             return {}
         first_request = fuser_pb2.RankEntitiesRequest()
         first_request.CopyFrom(rank_request)
-        first_request.top_k = s.rerank_max_passages
+        first_request.top_k = s.rerank.max_passages
         first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.rank_entities(first_request, t),
-                              None, deadline, s.fuse_timeout)
-        best = list(first.entities) if first is not None else list(rank_request.candidates)[: s.rerank_max_passages]
+                              None, deadline, s.deadlines.fuse)
+        best = list(first.entities) if first is not None else list(rank_request.candidates)[: s.rerank.max_passages]
         passages = [
             reranker_pb2.Passage(id=c.name, text="；".join(p for p in (c.name, c.category, "、".join(c.aliases), c.definition) if p))
             for c in best
@@ -165,7 +165,7 @@ class EntitySearch:
         request = reranker_pb2.RerankRequest(query=query, passages=passages)
         started = time.perf_counter()
         reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(request, t), None,
-                              deadline, s.rerank_timeout, record_ok=False)
+                              deadline, s.deadlines.rerank, record_ok=False)
         if reply is not None:
             trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
         scores = {p.id: p.score for p in reply.scores} if reply is not None else {}

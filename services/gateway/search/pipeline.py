@@ -72,18 +72,18 @@ class SearchFlow:
         trace = Trace()
         started = time.perf_counter()
         packs = await self.packs.for_search(scope.collections, deadline)
-        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
+        understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs)
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
         understood.info.domain_packs.extend(packs)
         disabled = profile.switched_off(disabled, enabled)
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
-            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.retrieve_timeout,
+            await add_expansions(pg, understood, profile.max_expansions, deadline, trace, s.deadlines.retrieve,
                                  list(scope.collections))
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
-            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.expand_timeout)
+            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.deadlines.expand)
         request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
@@ -92,7 +92,7 @@ class SearchFlow:
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
-        use_rerank = s.rerank_enabled if rerank is None else rerank
+        use_rerank = s.rerank.enabled if rerank is None else rerank
         scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
@@ -109,7 +109,7 @@ class SearchFlow:
         s = self.settings
         trace = Trace()
         packs = await self.packs.for_search(scope.collections, deadline)
-        understood = await understand(self.expander, query, deadline, trace, s.expand_timeout, packs)
+        understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs)
         understood.info.domain_packs.extend(packs)
         _, profile = s.profile_for("", 0.0)
         request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
@@ -128,7 +128,7 @@ class SearchFlow:
         profile = profile or self.settings.profile_for("", 0.0)[1]
         request = fuse_request(query, lists, profile, top_k, self.settings.budget_chars, rerank_scores, mmr_lambda)
         fused = await guarded(trace, names.STAGE_FUSE, "fuser", lambda t: self.fuser.fuse(request, t),
-                              arrival_order(lists, top_k), deadline, self.settings.fuse_timeout)
+                              arrival_order(lists, top_k), deadline, self.settings.deadlines.fuse)
         return to_retrieval(fused, lists, trace, info)
 
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
@@ -150,7 +150,7 @@ class SearchFlow:
         async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
             reply = await guarded(trace, names.retrieve_stage(retriever.name), retriever.name,
                                   lambda t: retriever.retrieve(request, t), None, deadline,
-                                  self.settings.retrieve_timeout, failures=failures)
+                                  self.settings.deadlines.retrieve, failures=failures)
             return None if reply is None else fuser_pb2.CandidateList(producer=retriever.name, candidates=reply.candidates)
 
         results = await asyncio.gather(*(one(r) for r in retrievers))
@@ -161,7 +161,7 @@ class SearchFlow:
 
     async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
                       deadline: Deadline, trace: Trace) -> dict[str, float]:
-        """Reranker scores of the fused top ``rerank_max_passages`` (heading
+        """Reranker scores of the fused top ``rerank.max_passages`` (heading
         path + text): a first fusion without rerank scores picks them (the
         best candidates, not the first to arrive). {} when off or when the
         reranker fails (stage DEGRADED); the stage detail names the scorer
@@ -169,10 +169,10 @@ class SearchFlow:
         if not enabled:
             trace.skip(names.STAGE_RERANK, "rerank off")
             return {}
-        n = self.settings.rerank_max_passages
+        n = self.settings.rerank.max_passages
         request = fuse_request(query, lists, profile, n, self.settings.budget_chars)
         first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.fuse(request, t),
-                              arrival_order(lists, n), deadline, self.settings.fuse_timeout)
+                              arrival_order(lists, n), deadline, self.settings.deadlines.fuse)
         passages = [reranker_pb2.Passage(id=c.id, text=f"{' '.join(c.heading_path)}\n{c.text}") for c in first.candidates[:n]]
         if not passages:
             trace.skip(names.STAGE_RERANK, "no candidates")
@@ -180,7 +180,7 @@ class SearchFlow:
         rerank = reranker_pb2.RerankRequest(query=query, passages=passages)
         started = time.perf_counter()
         reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
-                              deadline, self.settings.rerank_timeout, record_ok=False)
+                              deadline, self.settings.deadlines.rerank, record_ok=False)
         if reply is None:
             return {}
         trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))

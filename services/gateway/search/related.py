@@ -45,7 +45,7 @@ async def related_lists(settings: GatewaySettings, fuser: Fuser, retrievers: Seq
         return []
     seed_request = fuse_request(query, lists, profile, profile.related_seeds, _SEED_BUDGET_CHARS)
     fused = await guarded(trace, names.STAGE_RELATED, "fuser", lambda t: fuser.fuse(seed_request, t), None, deadline,
-                          settings.fuse_timeout)
+                          settings.deadlines.fuse)
     if fused is None or not fused.candidates:
         return []
     seeds = [retriever_pb2.Seed(document_id=c.document_id or c.id, chunk_id=c.id, score=c.fused_score)
@@ -57,7 +57,7 @@ async def related_lists(settings: GatewaySettings, fuser: Fuser, retrievers: Seq
 
     async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
         reply = await guarded(trace, names.related_stage(retriever.name), retriever.name,
-                              lambda t: retriever.related(request, t), None, deadline, settings.retrieve_timeout)
+                              lambda t: retriever.related(request, t), None, deadline, settings.deadlines.retrieve)
         return None if reply is None else fuser_pb2.CandidateList(producer=retriever.name, candidates=reply.candidates)
 
     return [lst for lst in await asyncio.gather(*(one(r) for r in askable)) if lst is not None]

@@ -1,0 +1,27 @@
+"""``graphmesh config show [--service NAME] [--json]``: each service's
+effective settings and where each value came from (default, environment
+variable, deprecated variable, env file, secret file), secrets redacted.
+See services.common.config_report and docs/configuration.md."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from services.common.config_report import SECTIONS, describe_all, render_json, render_text
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Adds ``config show [--service NAME] [--json]`` to the graphmesh command."""
+    config = sub.add_parser("config", help="show each service's effective settings and their sources (secrets redacted)")
+    config.add_argument("action", choices=["show"])
+    config.add_argument("--service", action="append", choices=list(SECTIONS), metavar="NAME",
+                        help=f"only this section (repeatable): {', '.join(SECTIONS)}")
+    config.add_argument("--json", action="store_true", help="machine-readable, values not shortened")
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    """Prints the report; returns 1 when a section's settings are invalid
+    (the service would not start), else 0."""
+    sections = describe_all(args.service)
+    sys.stdout.write(render_json(sections) + "\n" if args.json else render_text(sections))
+    return 1 if any(s.error for s in sections) else 0
