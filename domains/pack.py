@@ -70,12 +70,17 @@ class CitationRules:
             likewise not a claim word.
         cited_units: text -> {(document group, unit number)} it names
             ("《中华人民共和国刑法》第二百六十六条" -> {("刑法", 266)}), for the
-            judge's reference agreement; the group is "" when unnamed.
+            judge's reference agreement and the verifier; the group is ""
+            when unnamed.
+        named_groups: text -> the document groups it names by title
+            ("依照《日本刑法》" -> {"日本刑法"}); the verifier removes a
+            sentence naming a group or unit that no source holds.
     """
 
     source_names: re.Pattern
     source_name_word: re.Pattern
     cited_units: Callable[[str], set[tuple[str, int]]]
+    named_groups: Callable[[str], set[str]] = lambda text: set()
 
 
 @dataclass(frozen=True)

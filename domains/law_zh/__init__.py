@@ -81,7 +81,7 @@ PACK = DomainPack(
     out_of_scope=out_of_scope,
     recipe_source=_RECIPE.get("source", ""),
     citations=CitationRules(source_names=citations.SOURCE_NAMES, source_name_word=citations.SOURCE_NAME_WORD,
-                            cited_units=citations.cited_articles),
+                            cited_units=citations.cited_articles, named_groups=citations.named_laws),
     title_aliases=citations.title_aliases,
     lookup_index=lookup_index,
 )

@@ -7,7 +7,8 @@ law's title is asked by.
 - ``SOURCE_NAME_WORD``: a keyword that is a law's name (刑法, 民法典,
   治安管理处罚条例).
 - ``cited_articles``: the (law, article number) pairs a text names, for
-  the judge's article agreement.
+  the judge's article agreement and the citation verifier; ``named_laws``:
+  the laws it names.
 - ``title_aliases``: a PRC law is asked by its name without the prefix.
 """
 from __future__ import annotations
@@ -46,6 +47,18 @@ def cited_articles(text: str) -> set[tuple[str, int]]:
         if number:
             out.add((last, number))
     return out
+
+
+_BRACKETED = re.compile(r"《([^《》]{1,40})》")
+
+
+def named_laws(text: str) -> set[str]:
+    """Laws ``text`` names in 《》 or before an article number, without the
+    中华人民共和国 prefix ("依照《日本刑法》" -> {"日本刑法"})."""
+    text = normalize(text)
+    names = {_law_name(m.group(1)) for m in _BRACKETED.finditer(text)}
+    names |= {law for law, _ in cited_articles(text) if law}
+    return {n for n in names if n}
 
 
 def title_aliases(title: str) -> tuple[str, ...]:

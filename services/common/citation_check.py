@@ -30,7 +30,15 @@ characters of content) is not checked.
 supports it; else re-attributed to the best-supporting other source; else
 its mark is removed and it is listed as unsupported. Sentences without a
 mark are checked against every source and listed as unsupported when none
-supports them (no mark is added).
+supports them (no mark is added). Under a domain pack's citation rules two
+more hold, since a rule stated as law is the claim a reader acts on:
+  - a sentence that names a group or unit no source holds (law_zh: a law
+    such as 《日本刑法》, or an article number not among the sources) is
+    removed, marked or not;
+  - an unmarked sentence that names a source is given the mark of the
+    source that supports it, or removed when none does.
+The caller (the gateway's generator) falls back to the extractive answer
+when nothing supported is left.
 
 Constants are GraphMesh's (no reference design gives them): SUPPORT_THRESHOLD
 0.5, the judge's SUPPORT_THRESHOLD for faithfulness
@@ -95,10 +103,14 @@ class Verification:
             unsupported marks removed.
         checks: one Check per (sentence, mark) pair, and one per unmarked
             sentence that no source supports (cited 0, outcome unsupported).
+        removed: sentences taken out of the answer (under a pack's citation
+            rules: a sentence naming a group or unit no source holds, or
+            stating a rule without a citation that no source supports).
     """
 
     text: str
     checks: list[Check] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
     @property
     def unsupported(self) -> list[Check]:
@@ -202,14 +214,35 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
         head, body = skip_prefix, answer[len(skip_prefix):]
     checks: list[Check] = []
     pieces: list[str] = []
+    removed: list[str] = []
+    held = _HeldReferences(sources, rules) if rules is not None else None
     for sentence, cited in marked_sentences(body):
         plain = CITATION.sub("", sentence).strip()
         valid = [n for n in dict.fromkeys(cited) if 1 <= n <= len(sources)]
+        if held is not None:
+            unheld = held.first_unheld(plain)
+            if unheld:
+                checks.append(Check(plain, valid[0] if valid else 0, 0, UNSUPPORTED, 0.0,
+                                    f"names {unheld}, which no source holds; removed"))
+                removed.append(plain)
+                continue
         if not valid:
-            if not cited and len(claim_words(plain, question, rules)) and not any(
-                    support(plain, s, question, rules).supported for s in sources) and _content_chars(plain) >= MIN_CLAIM_CHARS:
-                best = max((support(plain, s, question, rules) for s in sources), key=lambda x: x.score, default=Support(0.0, False))
-                checks.append(Check(plain, 0, 0, UNSUPPORTED, best.score, "no citation; " + (best.reason or "no source")))
+            names_source = held is not None and held.names_a_source(plain)
+            if (names_source or not cited) and len(claim_words(plain, question, rules)) and _content_chars(plain) >= MIN_CLAIM_CHARS:
+                scored = [(support(plain, s, question, rules), m) for m, s in enumerate(sources, start=1)]
+                best = max(scored, key=lambda x: x[0].score, default=(Support(0.0, False), 0))
+                if names_source and best[0].supported:
+                    # a rule stated without a mark gets the source that supports it
+                    checks.append(Check(plain, 0, best[1], REATTRIBUTED, best[0].score, "no citation"))
+                    pieces.append(_add_mark(sentence, best[1]))
+                    continue
+                if not best[0].supported:
+                    checks.append(Check(plain, 0, 0, UNSUPPORTED, best[0].score,
+                                        "no citation; " + (best[0].reason or "no source")
+                                        + ("; states a rule no source supports: removed" if names_source else "")))
+                    if names_source:
+                        removed.append(plain)
+                        continue
             pieces.append(sentence)
             continue
         mapping: dict[int, int] = {}
@@ -228,7 +261,45 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
                 mapping[n] = 0
                 checks.append(Check(plain, n, 0, UNSUPPORTED, own.score, f"source {n}: {own.reason}"))
         pieces.append(_rewrite_marks(sentence, mapping))
-    return Verification(head + "".join(pieces), checks)
+    return Verification(head + "".join(pieces), checks, removed)
+
+
+class _HeldReferences:
+    """The groups and units (law_zh: laws and articles) the sources name,
+    read with a pack's citation rules; answers may name only these."""
+
+    def __init__(self, sources: Sequence[str], rules: CitationRules) -> None:
+        self.rules = rules
+        self.units: set[tuple[str, int]] = set()
+        self.groups: set[str] = set()
+        for source in sources:
+            self.units |= rules.cited_units(source)
+            self.groups |= rules.named_groups(source)
+        self.groups |= {group for group, _ in self.units if group}
+        self.text = _clean(" ".join(sources))
+
+    def first_unheld(self, sentence: str) -> str:
+        """The first group or unit ``sentence`` names that no source holds
+        ("日本刑法", "刑法第266条"), "" when every one is held."""
+        for group in sorted(self.rules.named_groups(sentence)):
+            if group not in self.groups and _clean(group) not in self.text:
+                return group
+        for group, number in sorted(self.rules.cited_units(sentence)):
+            if not any(n == number and (not group or not g or g == group) for g, n in self.units):
+                return f"{group}第{number}条" if group else f"第{number}条"
+        return ""
+
+    def names_a_source(self, sentence: str) -> bool:
+        """Whether ``sentence`` names a group or unit (states what a source says)."""
+        return bool(self.rules.source_names.search(sentence) or self.rules.named_groups(sentence))
+
+
+_TRAILING_PUNCT = re.compile(r"([。！？；!?;.]*\s*)$")
+
+
+def _add_mark(sentence: str, number: int) -> str:
+    """``sentence`` with [number] before its closing punctuation."""
+    return _TRAILING_PUNCT.sub(lambda m: f"[{number}]{m.group(1)}", sentence, count=1)
 
 
 def _content_chars(text: str) -> int:

@@ -153,3 +153,16 @@ async def test_a_question_about_another_countrys_law_abstains_and_says_so():
     assert "不含日本的法律" in reply.answer and not reply.citations
     answered = await gateway.answerer.answer("盗窃罪怎么处罚？", 5, None, Deadline(10))
     assert answered.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+
+
+async def test_an_llm_answer_naming_a_law_no_source_holds_falls_back_to_the_extractive_answer():
+    """The LLM names 《日本刑法》, which no source is: that sentence goes, and
+    with nothing supported left the answer quotes the sources instead."""
+    llm = FakeLlm(enabled=True, answer="依照《日本刑法》第二百三十五条，预算收入处十年以下惩役[1]。")
+    gateway = mesh([0.95, 0.94], llm=llm, abstention={"enabled": False})
+    reply = await gateway.answerer.answer("全口径预算管理是什么？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+    assert "日本刑法" not in reply.answer and "全口径预算管理" in reply.answer
+    assert any("日本刑法" in s.reason for s in reply.unsupported_sentences)
+    generate = {t.stage: t for t in reply.search.timings}["generate"]
+    assert "unsupported by the sources" in generate.detail

@@ -81,3 +81,38 @@ def test_a_packs_citation_rules_keep_source_names_out_of_the_claim():
     general = claim_words(sentence)
     assert not any("刑法" in w for w in law) and "诈骗" in "".join(law)
     assert any("刑法" in w for w in general)
+
+
+LAW_SOURCES = ["中华人民共和国刑法 第二百六十四条\n盗窃公私财物，数额较大的，或者多次盗窃、入户盗窃、携带凶器盗窃、扒窃的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。",
+               "中华人民共和国刑法 第二百六十六条\n诈骗公私财物，数额较大的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。"]
+
+
+def test_under_law_rules_a_law_or_article_no_source_holds_is_removed():
+    """An invented law (《日本刑法》) or an article number none of the
+    sources is goes, whatever mark it carries; what the sources hold stays."""
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照《日本刑法》第二百三十五条，盗窃罪处十年以下惩役[1]。"
+              "依照刑法第二百六十四条，盗窃公私财物数额较大的，处三年以下有期徒刑[1]。"
+              "依照刑法第三百条，诈骗公私财物数额较大的处三年以下有期徒刑[2]。")
+    result = verify(answer, LAW_SOURCES, "盗窃罪怎么处罚？", rules=law)
+    assert "日本刑法" not in result.text and "第三百条" not in result.text
+    assert "第二百六十四条" in result.text and "[1]" in result.text
+    assert len(result.removed) == 2
+    reasons = [c.reason for c in result.unsupported]
+    assert any("日本刑法" in r for r in reasons) and any("刑法第300条" in r for r in reasons)
+    # the general rule (no pack rules) leaves naming to the support check alone
+    assert "日本刑法" in verify(answer, LAW_SOURCES, "盗窃罪怎么处罚？").text
+
+
+def test_under_law_rules_an_unmarked_rule_gets_its_source_or_goes():
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照刑法第二百六十六条，诈骗公私财物数额较大的，处三年以下有期徒刑、拘役或者管制。"
+              "依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。")
+    result = verify(answer, LAW_SOURCES, "诈骗怎么处罚？", rules=law)
+    assert "管制[2]。" in result.text
+    assert "会计账簿" not in result.text and result.removed == ["依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。"]
+    assert [c.outcome for c in result.checks] == [REATTRIBUTED, UNSUPPORTED]

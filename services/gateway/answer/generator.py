@@ -98,6 +98,17 @@ class Generator:
             rules = domains.citation_rules(list(retrieval.response.query_info.domain_packs))
             verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules)
             text, checks = verified.text, verified.checks
+            if mode == gateway_pb2.ANSWER_MODE_LLM and verified.removed and not citation_numbers(text):
+                # nothing the sources support is left of the LLM's answer: quote them instead
+                log.info("LLM answer unsupported by its sources (%d sentences removed); extractive answer",
+                         len(verified.removed))
+                mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
+                label = grounding.EXTRACTIVE_LABEL
+                extractive = citation_check.verify(grounding.extractive_answer(packed(retrieval), query),
+                                                   sources(retrieval), query, skip_prefix=label, rules=rules)
+                text, checks = extractive.text, checks + extractive.checks
+                trace.timings[-1].detail = (trace.timings[-1].detail + "; " if trace.timings[-1].detail else "") + \
+                    "LLM answer unsupported by the sources: extractive answer"
             for check in checks:
                 CITATION_CHECKS.labels(check.outcome).inc()
         yield gateway_pb2.AnswerStreamResponse(stage=trace.timings[-1])
