@@ -1,6 +1,7 @@
 """Fuzzed contracts, long run (not a test): ``--cases`` generated requests per
 public RPC of the gateway (tests/proto_fuzz.py: built from the proto
-descriptors), the same per REST route, and JSONL ingest payloads, against
+descriptors), the same per REST route (the OpenAI-compatible chat route with
+tests/proto_fuzz.chat_body), and JSONL ingest payloads, against
 the real gateway over fakes (tests/threaded_gateway.py) or, with
 ``--target ADDRESS``, a running stack's gateway (loopback only). Counts
 status codes per RPC; any INTERNAL / UNKNOWN / DATA_LOSS, a call that
@@ -25,7 +26,7 @@ import httpx  # noqa: E402
 from hypothesis import HealthCheck, given, settings, seed as hseed, strategies as st  # noqa: E402
 
 from graphmesh.gateway.v1 import gateway_pb2  # noqa: E402
-from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, json_body, json_payload,  # noqa: E402
+from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, chat_body, json_body, json_payload,  # noqa: E402
                               jsonl_records, message_bytes, query_params, resource_names)
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
@@ -123,6 +124,11 @@ def main() -> None:
                         record(key, path, http.request(verb, path, params=params))
                     run_case(request, st.tuples(resource_names(), query_params()), rest_cases, args.seed)
                     print(f"{key:24s} {dict(codes[key])}", flush=True)
+            chat = "/v1/chat/completions"  # the OpenAI-compatible route (not an RPC)
+            run_case(lambda body: record(chat, chat, http.post(chat, content=json_payload(body),
+                                                               headers={"Content-Type": "application/json"})),
+                     chat_body(), rest_cases, args.seed)
+            print(f"{chat:24s} {dict(codes[chat])}", flush=True)
     alive = True
     try:
         from grpc_health.v1 import health_pb2, health_pb2_grpc

@@ -10,6 +10,13 @@ descriptions from the proto comments.
 
 Descriptors (with comments) come from grpc_tools' protoc over protos/ and
 third_party/googleapis, as scripts/gen_protos.sh compiles them.
+
+The gateway's routes that are not RPCs are added from the modules that serve
+them, which describe themselves: the OpenAI-compatible POST
+/v1/chat/completions and GET /v1/models (services/gateway/api/openai_chat.py:
+openapi_paths, OPENAPI_SCHEMAS as "openai.<name>", tag "OpenAI"). The console's
+GET / and GET /v1/stages:summary are left out (a page, and an operator view
+of this process's metrics).
 """
 from __future__ import annotations
 
@@ -167,6 +174,17 @@ ERROR = {"type": "object", "description": "google.rpc.Status as JSON; code is th
                                                      "properties": {"@type": {"type": "string"}}, "additionalProperties": True}}}}}}
 
 
+def extra_routes() -> tuple[dict, dict]:
+    """(paths, schemas) of the routes that are not RPCs (module docstring),
+    imported from this checkout (not an installed copy)."""
+    for path in (ROOT / "gen" / "python", ROOT):
+        if str(path) not in sys.path[:2]:
+            sys.path.insert(0, str(path))
+    from services.gateway.api import openai_chat
+
+    return openai_chat.openapi_paths(), {f"openai.{name}": schema for name, schema in openai_chat.OPENAPI_SCHEMAS.items()}
+
+
 def build() -> dict:
     """The OpenAPI document as a dict."""
     b = Builder(descriptor_set())
@@ -213,6 +231,8 @@ def build() -> dict:
                                                  "schema": b.field_schema(field), "description": comments.get((2, i), "")})
                     in_path.add(field.name)
         paths.setdefault(path, {})[verb] = operation
+    extra_paths, extra_schemas = extra_routes()
+    paths.update(extra_paths)
     return {
         "openapi": "3.0.3",
         "info": {"title": "GraphMesh Gateway API", "version": version,
@@ -221,10 +241,12 @@ def build() -> dict:
                                 f"Generated from {PROTO} by scripts/gen_openapi.py."},
         "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST__PORT)"}],
         "security": [{}, {"bearer": []}, {"apiKey": []}],
-        "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."}],
+        "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."},
+                 {"name": "OpenAI", "description": "OpenAI-compatible chat completions and models (not RPCs; "
+                                                   "services/gateway/api/openai_chat.py)."}],
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"Error": ERROR, **dict(sorted(b.schemas.items()))},
+            "schemas": {"Error": ERROR, **dict(sorted(b.schemas.items())), **dict(sorted(extra_schemas.items()))},
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "API key as `authorization: Bearer KEY` (when keys are required)"},
                 "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key", "description": "API key (when keys are required)"},

@@ -201,6 +201,57 @@ REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "
                      "/v1/{parent}/documents": ("GET",)}
 
 
+#: The routes that are not RPCs (the OpenAI-compatible ones,
+#: services/gateway/api/openai_chat.py): route -> methods; fuzzed with chat_body().
+REST_OPENAI_ROUTES = {"/v1/chat/completions": ("POST",), "/v1/models": ("GET",)}
+
+
+def _json_value() -> st.SearchStrategy:
+    return st.one_of(text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none(),
+                     st.sampled_from(["\ud800", [], {}, [1], {"type": "text"}]))
+
+
+@st.composite
+def chat_body(draw) -> dict:
+    """A POST /v1/chat/completions body: model names well formed and not,
+    messages of every role with string, part-list and wrong-typed content,
+    OpenAI's other parameters and GraphMesh's (top_k, filter) with values
+    in and out of range, unknown parameters now and then."""
+    body: dict = {}
+    if draw(st.booleans()):  # a valid request, then perhaps one more parameter of any value
+        body = {"model": draw(st.sampled_from(["graphmesh", "graphmesh:default", "graphmesh@fast"])),
+                "messages": [{"role": "user", "content": draw(st.sampled_from(["试用期多长？", "What is a patent?"]))}],
+                "stream": draw(st.booleans())}
+        if draw(st.booleans()):
+            body[draw(st.sampled_from(["top_k", "temperature", "user", "filter", "max_tokens"]))] = draw(_json_value())
+        return body
+    if draw(st.integers(0, 9)):
+        body["model"] = draw(st.one_of(
+            st.sampled_from(["graphmesh", "graphmesh:default", "graphmesh:a,b@fast", "graphmesh@rerank", "graphmesh:",
+                             "graphmesh@", "graphmesh:default,default", "gpt-4o", "", "graphmesh:" + "c," * 30]),
+            text(40).map(lambda t: "graphmesh:" + t), _json_value()))
+    role = st.one_of(st.sampled_from(["user", "user", "assistant", "system", "developer", "tool"]), _json_value())
+    part = st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": text()}),
+                     st.fixed_dictionaries({"type": st.sampled_from(["image_url", "text", 5]), "text": _json_value()}),
+                     _json_value())
+    content = st.one_of(text(), text(), st.lists(part, max_size=3), _json_value())
+    message = st.one_of(st.fixed_dictionaries({"role": role, "content": content}), _json_value(),
+                        st.fixed_dictionaries({"content": content}))
+    if draw(st.integers(0, 9)):
+        body["messages"] = draw(st.one_of(st.lists(message, max_size=4), _json_value()))
+    extra = st.sampled_from(["stream", "n", "top_k", "filter", "temperature", "max_tokens", "tools", "tool_choice",
+                             "response_format", "logprobs", "stream_options", "user", "unknownParam", "__proto__"])
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(extra)
+        if name == "filter":
+            body[name] = draw(st.one_of(st.sampled_from(['year >= 2020', 'status = "现行有效"', "a != b", "x IN ("]), _json_value()))
+        elif name in ("n", "top_k"):
+            body[name] = draw(st.one_of(st.integers(-2, 200), st.sampled_from([2**63, 1.5, "3"]), _json_value()))
+        else:
+            body[name] = draw(_json_value())
+    return body
+
+
 def resource_names() -> st.SearchStrategy[str]:
     """Values for a route's {parent} / {name}: well-formed resource names
     and arbitrary text, percent-encoded."""

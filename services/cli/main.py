@@ -18,6 +18,7 @@
   graphmesh demo
   graphmesh keys create NAME [--file FILE]   (gateway API key; only its hash is stored)
   graphmesh config show [--service NAME] [--json]   (effective settings and their sources)
+  graphmesh mcp [--transport stdio|http] [--port N]   (MCP server over the gateway; docs/integrations.md)
 
 Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 (default 127.0.0.1:50051).
@@ -115,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     from services.cli.config_cmd import add_parser as add_config_parser
 
     add_config_parser(sub)
+    mcp = sub.add_parser("mcp", help="serve the gateway's search, answers and ingestion as MCP tools (stdio or HTTP)")
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                     help="stdio (the MCP client starts this command) or streamable HTTP")
+    mcp.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default loopback)")
+    mcp.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    mcp.add_argument("--path", default="/mcp", help="http: endpoint path (default /mcp)")
+    mcp.add_argument("--api-key-file", default="", metavar="FILE",
+                     help="file holding the gateway API key sent with every call (default: GRAPHMESH_API_KEY)")
     return parser
 
 
@@ -166,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         from services.cli.keys import cmd_keys
 
         return cmd_keys(args)
+    if args.command == "mcp":
+        return _run_mcp(args)
     if args.command == "reranker":
         from services.cli.reranker_cmd import run as run_reranker
 
@@ -175,6 +186,25 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo(keep_up=args.keep_up)
     return 2
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    """``graphmesh mcp``: the MCP server (services/mcp_server) over the
+    gateway at GRAPHMESH_GATEWAY_ADDR, with the key of --api-key-file or
+    GRAPHMESH_API_KEY."""
+    import os
+    from pathlib import Path
+
+    from services.mcp_server.server import run
+
+    key = os.environ.get("GRAPHMESH_API_KEY", "").strip()
+    if args.api_key_file:
+        try:
+            key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
+        except OSError as err:
+            print(f"error: --api-key-file: {err}", file=sys.stderr)
+            return 2
+    return run(args.transport, args.host, args.port, args.path, api_key=key)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from graphmesh.gateway.v1 import gateway_pb2
 from services.ingest.jsonl_documents import parse_jsonl
 from services.ingest.jsonl_entities import parse_entities, parse_triples
-from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, json_body, json_payload, jsonl_records,
-                              message_bytes, query_params, resource_names)
+from tests.proto_fuzz import (REST_BODY_ROUTES, REST_OPENAI_ROUTES, REST_PARAM_ROUTES, chat_body, json_body, json_payload,
+                              jsonl_records, message_bytes, query_params, resource_names)
 from tests.threaded_gateway import start_threaded_gateway
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
@@ -122,7 +122,32 @@ def test_rest_routes_cover_the_openapi_document():
     from pathlib import Path
 
     document = json.loads((Path(__file__).resolve().parents[2] / "services/gateway/static/openapi.json").read_text())
-    assert set(document["paths"]) == set(ROUTES) | set(PARAM_ROUTES)
+    assert set(document["paths"]) == set(ROUTES) | set(PARAM_ROUTES) | set(REST_OPENAI_ROUTES)
+
+
+def test_generated_chat_completion_bodies_get_an_openai_error_or_an_answer(gateway):
+    gw, channel = gateway
+    statuses: dict[int, int] = {}
+    with httpx.Client(base_url=gw.rest_url, timeout=DEADLINE) as http:
+        @settings(max_examples=60, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(body=chat_body(), raw=st.sampled_from([None, None, None, b"{", b"[]", b"\xff\xfe", b"null", b"5"]))
+        def run(body, raw) -> None:
+            content = json_payload(body) if raw is None else raw
+            reply = http.post("/v1/chat/completions", content=content, headers={"Content-Type": "application/json"})
+            statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
+            assert reply.status_code < 500 or reply.status_code == 503, (reply.status_code, reply.text[:300], content[:300])
+            if reply.headers["content-type"].startswith("text/event-stream"):
+                assert reply.status_code == 200 and reply.text.rstrip().endswith("data: [DONE]"), reply.text[-300:]
+            elif reply.status_code >= 400:
+                error = reply.json()["error"]
+                assert set(error) == {"message", "type", "param", "code"} and error["message"], error
+            else:
+                assert reply.json()["object"] == "chat.completion"
+
+        run()
+        models = http.get("/v1/models")
+        assert models.status_code == 200 and models.json()["data"][0]["id"] == "graphmesh"
+    assert 400 in statuses and 200 in statuses and still_serving(channel) and gw.alive, statuses
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))

@@ -133,6 +133,7 @@ REST_BODIES = {  # one valid request per documented route (proto3 JSON names)
     "/v1/query:deepSearch": {"query": QUESTION, "topK": 3, "maxIterations": 1, "subQueries": 1},
     "/v1/entities:search": {"query": "实用新型", "topK": 3},
     "/v1/{parent}/documents:batchDelete": {"names": ["collections/default/documents/never-stored"]},
+    "/v1/chat/completions": {"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}]},
 }
 # The concrete URL of each templated route, and of the routes without a body
 # (the sample's lines 3..4, ids 4 and 5, are ingested by the first call).
@@ -143,6 +144,7 @@ REST_URLS = {
     ("post", "/v1/{parent}/documents:batchDelete"): "/v1/collections/default/documents:batchDelete",
     ("get", "/v1/collections"): "/v1/collections",
     ("get", "/v1/domainPacks"): "/v1/domainPacks",
+    ("get", "/v1/models"): "/v1/models",
 }
 
 

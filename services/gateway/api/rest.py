@@ -31,6 +31,7 @@ from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.gateway.api.console import add_console_routes
 from services.gateway.api.edge_rules import request_timeout
+from services.gateway.api.openai_chat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
 from services.gateway.api.paths import aiohttp_path, fill_message
 
@@ -93,10 +94,13 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     """An aiohttp app transcoding REST calls to the gateway at ``grpc_target``,
     with the CORS allow-list and body-size limit of ``options``; it also
     serves the OpenAPI document at GET /openapi.json, the web console at
-    GET / and GET /v1/stages:summary (services/gateway/api/console.py)."""
+    GET / and GET /v1/stages:summary (services/gateway/api/console.py), and
+    the OpenAI-compatible POST /v1/chat/completions and GET /v1/models
+    (services/gateway/api/openai_chat.py)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
-                          middlewares=[route_errors(options.max_request_bytes), edge_guard(options), cors(options.cors_origins)])
+                          middlewares=[openai_errors, route_errors(options.max_request_bytes), edge_guard(options),
+                                       cors(options.cors_origins)])
     state: dict[str, Any] = {}
 
     async def on_startup(_: web.Application) -> None:
@@ -163,6 +167,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
 
     app.router.add_get("/openapi.json", openapi)
     add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
+    add_openai_routes(app, state, options.body_timeout)  # POST /v1/chat/completions, GET /v1/models
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
