@@ -13,7 +13,7 @@ third_party/googleapis, as scripts/gen_protos.sh compiles them.
 
 The gateway's routes that are not RPCs are added from the modules that serve
 them, which describe themselves: the OpenAI-compatible POST
-/v1/chat/completions and GET /v1/models (services/gateway/api/openai_chat.py:
+/v1/chat/completions and GET /v1/models (services/gateway/api/openai_compat/:
 openapi_paths, OPENAPI_SCHEMAS as "openai.<name>", tag "OpenAI"). The console's
 GET / and GET /v1/stages:summary are left out (a page, and an operator view
 of this process's metrics).
@@ -180,7 +180,7 @@ def extra_routes() -> tuple[dict, dict]:
     for path in (ROOT / "gen" / "python", ROOT):
         if str(path) not in sys.path[:2]:
             sys.path.insert(0, str(path))
-    from services.gateway.api import openai_chat
+    from services.gateway.api import openai_compat as openai_chat
 
     return openai_chat.openapi_paths(), {f"openai.{name}": schema for name, schema in openai_chat.OPENAPI_SCHEMAS.items()}
 
@@ -243,7 +243,7 @@ def build() -> dict:
         "security": [{}, {"bearer": []}, {"apiKey": []}],
         "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."},
                  {"name": "OpenAI", "description": "OpenAI-compatible chat completions and models (not RPCs; "
-                                                   "services/gateway/api/openai_chat.py)."}],
+                                                   "services/gateway/api/openai_compat/)."}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": {"Error": ERROR, **dict(sorted(b.schemas.items())), **dict(sorted(extra_schemas.items()))},

@@ -202,7 +202,7 @@ REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "
 
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,
-#: services/gateway/api/openai_chat.py): route -> methods; fuzzed with chat_body().
+#: services/gateway/api/openai_compat/): route -> methods; fuzzed with chat_body().
 REST_OPENAI_ROUTES = {"/v1/chat/completions": ("POST",), "/v1/models": ("GET",)}
 
 

@@ -139,7 +139,7 @@ async def test_every_tool_over_streamable_http(fake_gateway):
 
 async def test_with_auth_on_only_the_servers_key_lets_it_read_and_write(fake_gateway):
     key, record = new_key("mcp")
-    gw = await gateway_for_tools(fake_gateway, auth_enabled=True, api_keys=record.line())
+    gw = await gateway_for_tools(fake_gateway, auth={"enabled": True, "api_keys": record.line()})
     async with Client(stdio(gw.address)) as client:  # started without a key
         refused = await client.call_tool("ingest_text", {"text": "第三条。", "document_id": "mcp-2"})
         assert refused.is_error and "UNAUTHENTICATED" in refused.content[0].text

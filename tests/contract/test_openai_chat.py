@@ -1,4 +1,4 @@
-"""The OpenAI-compatible routes (services/gateway/api/openai_chat.py), called
+"""The OpenAI-compatible routes (services/gateway/api/openai_compat/), called
 with the ``openai`` Python client on the real gateway (servicer,
 interceptors, REST edge) over fake downstream clients: answers with their
 citations, streamed and not, the model list and names, earlier turns as
@@ -78,7 +78,7 @@ async def test_models_are_the_default_and_each_stored_collection(fake_gateway):
 
 async def test_the_model_name_picks_the_collections_and_the_profile(fake_gateway):
     pg, reranker = stored_pg("laws", "manuals"), FakeReranker()
-    gw = await fake_gateway(pg=pg, reranker=reranker, rerank_enabled=True)
+    gw = await fake_gateway(pg=pg, reranker=reranker, rerank={"enabled": True})
     await client(gw).chat.completions.create(model="graphmesh:laws,manuals@fast", messages=[{"role": "user", "content": QUESTION}])
     retrieve = next(request for rpc, request in pg.calls if rpc == "retrieve")
     assert list(retrieve.collections) == ["laws", "manuals"]
@@ -180,7 +180,7 @@ async def test_edge_rules_apply_and_answer_in_openais_shape(fake_gateway):
 
 async def test_an_api_key_is_needed_when_auth_is_on_and_bearer_is_accepted(fake_gateway):
     key, record = new_key("chat")
-    gw = await fake_gateway(auth_enabled=True, api_keys=record.line())
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": record.line()})
     messages = [{"role": "user", "content": QUESTION}]
     with pytest.raises(openai.AuthenticationError) as err:
         await client(gw, "gmk_00000000_" + "x" * 43).chat.completions.create(model="graphmesh", messages=messages)

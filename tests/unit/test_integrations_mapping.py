@@ -1,6 +1,6 @@
 """The pure mapping of the integrations, without servers: OpenAI chat
 requests to AnswerRequests and answers to completions and chunks
-(services/gateway/api/openai_chat.py), MCP tool arguments to gateway
+(services/gateway/api/openai_compat/), MCP tool arguments to gateway
 requests and replies to tool results (services/mcp_server/tools.py)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
-from services.gateway.api import openai_chat as chat
+from services.gateway.api import openai_compat as chat
 from services.mcp_server import tools
 
 

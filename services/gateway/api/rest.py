@@ -31,7 +31,7 @@ from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.gateway.api.console import add_console_routes
 from services.gateway.api.edge_rules import request_timeout
-from services.gateway.api.openai_chat import add_openai_routes, openai_errors
+from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
 from services.gateway.api.paths import aiohttp_path, fill_message
 
@@ -96,7 +96,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     serves the OpenAPI document at GET /openapi.json, the web console at
     GET / and GET /v1/stages:summary (services/gateway/api/console.py), and
     the OpenAI-compatible POST /v1/chat/completions and GET /v1/models
-    (services/gateway/api/openai_chat.py)."""
+    (services/gateway/api/openai_compat/)."""
     options = options or RestOptions()
     app = web.Application(client_max_size=options.max_request_bytes,
                           middlewares=[openai_errors, route_errors(options.max_request_bytes), edge_guard(options),
