@@ -119,6 +119,12 @@ class GatewaySettings(ServiceSettings):
     rerank_enabled: run the cross-encoder by default (off: no trained
         cross-encoder ships offline).
     rerank_max_passages: most candidates sent to the reranker.
+    parent_context / parent_context_tokens: pack each top chunk with its
+        parent section (Candidate.context_text: the chunks of its section
+        around it, at most ``parent_context_tokens`` tokens centred on it);
+        a Search request switches it with "parent_context" in
+        enabled_stages / disabled_stages. Off by default: measured on the
+        documents dev set, docs/retrieval.md "Parent context".
     budget_chars: context budget (6,000, MarxSphere fuseResults).
     graph_enabled: fan out to retriever_graph.
     llm_base_url / llm_api_key / llm_model: an OpenAI-compatible endpoint;
@@ -213,6 +219,8 @@ class GatewaySettings(ServiceSettings):
     profile_min_confidence: float = 0.6
     rerank_enabled: bool = False
     rerank_max_passages: int = 50
+    parent_context: bool = False
+    parent_context_tokens: int = Field(512, ge=1, le=4096)
     budget_chars: int = 6000
     graph_enabled: bool = True
     llm_base_url: str = ""
