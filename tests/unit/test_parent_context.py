@@ -89,3 +89,20 @@ def test_only_the_hit_section_counts_when_chunks_of_two_sections_are_given():
         by_path.setdefault(tuple(c.heading_path), []).append(SectionChunk(c.ordinal, c.text))
     first = by_path[("文档", "第一节")]
     assert parent_window(first[0].ordinal, first, 512) == "第一节的第一句话。\n第一节的第二句话。"
+
+
+def test_gateway_asks_for_parent_context_by_setting_or_per_request():
+    from services.common import names
+    from services.gateway.config import GatewaySettings
+    from services.gateway.search.pipeline import SearchFlow
+
+    def tokens(settings: GatewaySettings, disabled=(), enabled=()) -> int:
+        return SearchFlow(settings, None, [], None, None)._parent_tokens(frozenset(disabled), frozenset(enabled))
+
+    off, on = GatewaySettings(), GatewaySettings(parent_context=True, parent_context_tokens=384)
+    assert names.STAGE_PARENT_CONTEXT in names.SWITCHABLE_STAGES
+    assert tokens(off) == 0
+    assert tokens(off, enabled=["parent_context"]) == 512
+    assert tokens(on) == 384
+    assert tokens(on, disabled=["parent_context"]) == 0
+    assert tokens(off, disabled=["parent_context"], enabled=["parent_context"]) == 0  # in both lists: off
