@@ -20,11 +20,13 @@ def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> li
             cand = types_pb2.Candidate(
                 id=hit.chunk_id, document_id=hit.document_id, title=hit.title,
                 heading_path=hit.heading_path, text=hit.text, ordinal=hit.ordinal,
-                collection=hit.collection, metadata=hit.metadata,
+                collection=hit.collection, metadata=hit.metadata, context_text=hit.context_text,
             )
             by_id[hit.chunk_id] = cand
             order.append(hit.chunk_id)
             channels_of[hit.chunk_id] = []
+        if hit.context_text and not cand.context_text:
+            cand.context_text = hit.context_text
         if hit.embedding and not cand.embedding:
             cand.embedding.extend(hit.embedding)
         cand.channel_scores.append(

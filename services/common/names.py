@@ -64,6 +64,7 @@ STAGE_PARSE = "parse"
 STAGE_HASH_CHECK = "hash_check"
 STAGE_STORE = "store"
 STAGE_RELATED = "related"        # the second, seeded graph call after a first fusion
+STAGE_PARENT_CONTEXT = "parent_context"  # top chunks packed with their parent section
 
 
 def retrieve_stage(retriever: str) -> str:
@@ -88,7 +89,9 @@ def strategy_stage(strategy: str) -> str:
 
 # ---- what a Search request may switch off ---------------------------------
 #: Whole stages: "graph" (the graph retriever), "expansion" (L1/L2/L3 terms),
-#: "mmr", "rerank", "related" (the second, seeded call); plus every document
+#: "mmr", "rerank", "related" (the second, seeded call), "parent_context"
+#: (top chunks packed with their parent section); plus every document
 #: channel. Each may be switched off per request (SearchRequest.disabled_stages)
 #: and, where the profile has it off, on (SearchRequest.enabled_stages).
-SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, STAGE_RELATED, *DOCUMENT_CHANNELS})
+SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, STAGE_RELATED, STAGE_PARENT_CONTEXT,
+                               *DOCUMENT_CHANNELS})

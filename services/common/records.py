@@ -88,6 +88,8 @@ class Hit:
         embedding: stored embedding when the channel returns it, else empty.
         collection: collection of the chunk's document ("" when unknown).
         metadata: document metadata with the chunk's own (e.g. "page") over it, when the store returns it.
+        context_text: the chunk's parent context (its section around it,
+            Candidate.context_text) when asked for; "" otherwise.
     """
 
     chunk_id: str
@@ -102,6 +104,7 @@ class Hit:
     embedding: list[float] = field(default_factory=list)
     collection: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    context_text: str = ""
 
 
 @dataclass(slots=True)

@@ -36,6 +36,8 @@ MAX_RESOLVED_NAMES = 20
 MAX_CATEGORIES = 10
 MAX_EXPANSION_KEYWORDS = 50
 MAX_SEEDS = 50
+#: Largest parent-context budget a Retrieve call may ask for (tokens).
+MAX_PARENT_CONTEXT_TOKENS = 4096
 MAX_LIST_IDS = 1_000
 MAX_PAGE_SIZE = 1_000
 DEFAULT_PAGE_SIZE = 100
@@ -56,6 +58,8 @@ class RetrievalQuery:
         collections: collections searched (validated, never empty).
         filters: metadata conditions every candidate's document must meet,
             applied inside each channel's query before its top_k.
+        parent_context_tokens: token budget of the top hits' parent context
+            (Hit.context_text); 0 = none.
     """
 
     query: str
@@ -66,6 +70,7 @@ class RetrievalQuery:
     disabled: frozenset[str] = frozenset()
     collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
     filters: list[flt.Condition] = field(default_factory=list)
+    parent_context_tokens: int = 0
 
     def enabled(self, channel: str) -> bool:
         """Whether ``channel`` may run for this request."""
@@ -282,6 +287,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
             hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
             collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
+            parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
+                                                 "parent_context_tokens"),
         ))
         return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
 

@@ -6,7 +6,9 @@
   DocumentJoiner; weighted = sum of weight x min-max normalised score).
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
-  fuseResults V42, the MarxSphere design (docs/references.md) section 4).
+  fuseResults V42, the MarxSphere design (docs/references.md) section 4);
+  a candidate with a parent context (``Item.context_text``) is packed with
+  it instead of its bare text.
 """
 from __future__ import annotations
 
@@ -64,13 +66,20 @@ class Item:
     scores: list[Scored] = field(default_factory=list)
     embedding: list[float] = field(default_factory=list)
     fused: float = 0.0
+    context_text: str = ""
+
+    @property
+    def packed_text(self) -> str:
+        """What the context packs for this item: its parent context when it
+        has one (Candidate.context_text), else its text."""
+        return self.context_text or self.text
 
 
 def merge(lists: list[list[Item]]) -> list[Item]:
     """Union of ``lists`` by id, in first-seen order. A candidate seen in
     several lists keeps all their channel scores (a channel reported twice
-    keeps its best score); the first non-empty embedding is kept, and the
-    source of the list that ranked it best wins."""
+    keeps its best score); the first non-empty embedding and parent context
+    are kept, and the source of the list that ranked it best wins."""
     merged: dict[str, Item] = {}
     for items in lists:
         for item in items:
@@ -79,6 +88,7 @@ def merge(lists: list[list[Item]]) -> list[Item]:
                 merged[item.id] = Item(
                     item.id, item.document_id, item.title, list(item.heading_path), item.text,
                     item.source, item.ordinal, list(item.scores), list(item.embedding),
+                    context_text=item.context_text,
                 )
                 continue
             by_channel = {s.channel: s for s in known.scores}
@@ -90,6 +100,8 @@ def merge(lists: list[list[Item]]) -> list[Item]:
             known.scores = list(by_channel.values())
             if not known.embedding and item.embedding:
                 known.embedding = list(item.embedding)
+            if not known.context_text and item.context_text:
+                known.context_text = item.context_text
     return list(merged.values())
 
 
@@ -163,7 +175,8 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
     """Packs ranked candidates into a context of at most ``budget_chars``.
 
     Each source gets ceil(budget x share) characters; its candidates are
-    appended in rank order as "[n] label\\ntext"; a text that overflows the
+    appended in rank order as "[n] label\\ntext" (text: ``Item.packed_text``,
+    the parent context when the candidate has one); a text that overflows the
     quota is cut at a sentence boundary and marked [TRUNCATED], and the
     source takes no more. Sources with no candidates leave their share
     unused. Citation numbers n run across sections in packing order.
@@ -188,7 +201,7 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
             if room <= len(TRUNCATION_MARK):
                 section.truncated = True
                 break
-            body, cut = truncate_at_boundary(item.text, room)
+            body, cut = truncate_at_boundary(item.packed_text, room)
             number += 1
             parts.append(header + body)
             section.used_chars += len(header) + len(body)

@@ -10,8 +10,8 @@ from services.common.settings import DEFAULT_PORTS, ServiceSettings, llm_depreca
 
 
 from services.gateway.config_groups import (AbstentionSettings, AuthSettings, BreakerSettings, DeadlineSettings, DeepSettings,
-                                            GatewayLlmSettings, IngestSettings, RateLimitSettings, RerankSettings,
-                                            RestSettings)
+                                            GatewayLlmSettings, IngestSettings, ParentContextSettings, RateLimitSettings,
+                                            RerankSettings, RestSettings)
 # Re-exported: what callers of the settings read of the profiles.
 from services.gateway.profiles import DEFAULT_OFF, DEFAULT_WEIGHTS, RetrievalProfile, _default_profiles, pack_profile
 
@@ -40,7 +40,7 @@ class GatewaySettings(ServiceSettings):
     """Attributes (times in seconds, sizes in characters; groups are read
     from GRAPHMESH_GATEWAY_<GROUP>__<FIELD>, see each group's class):
     llm: GatewayLlmSettings. deadlines: DeadlineSettings. rerank:
-        RerankSettings. abstention: AbstentionSettings. deep: DeepSettings.
+        RerankSettings. parent_context: ParentContextSettings. abstention: AbstentionSettings. deep: DeepSettings.
         ingest: IngestSettings. auth: AuthSettings. rate_limit:
         RateLimitSettings. rest: RestSettings. breaker: BreakerSettings.
     profiles: retrieval profile per question type (QuestionType enum name,
@@ -80,6 +80,7 @@ class GatewaySettings(ServiceSettings):
     llm: GatewayLlmSettings = Field(default_factory=GatewayLlmSettings)
     deadlines: DeadlineSettings = Field(default_factory=DeadlineSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    parent_context: ParentContextSettings = Field(default_factory=ParentContextSettings)
     abstention: AbstentionSettings = Field(default_factory=AbstentionSettings)
     deep: DeepSettings = Field(default_factory=DeepSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)

@@ -56,6 +56,25 @@ class RerankSettings(BaseModel):
     max_passages: int = 50
 
 
+class ParentContextSettings(BaseModel):
+    """Group ``parent_context`` (GRAPHMESH_GATEWAY_PARENT_CONTEXT__*).
+
+    Attributes:
+        enabled: pack each top chunk with its parent section
+            (Candidate.context_text: the chunks of its section around it);
+            a Search request switches it with "parent_context" in
+            enabled_stages / disabled_stages. Off by default: measured on
+            the documents dev set, docs/retrieval.md "Parent context".
+        tokens: most tokens of the parent context, centred on the hit (a
+            CJK character or a Latin word is one).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    tokens: int = Field(512, ge=1, le=4096)
+
+
 class AbstentionSettings(BaseModel):
     """Group ``abstention`` (GRAPHMESH_GATEWAY_ABSTENTION__*).
 

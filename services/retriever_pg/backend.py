@@ -15,6 +15,10 @@ Document channels (``PgBackend``), run concurrently:
   nothing for single-chunk records (law articles) and brings the chunks
   around the hits of a long document (a PDF chapter).
 
+Parent context (``RetrievalQuery.parent_context_tokens`` > 0): each
+channel's first ``parent_top`` hits get ``Hit.context_text``, their section
+around them (``parent_context.parent_window``), read with one query.
+
 Every channel searches only the request's collections and the documents
 meeting its metadata filters, inside its own query (before its top_k).
 
@@ -39,6 +43,7 @@ from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnaps
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
+from services.retriever_pg.parent_context import parent_window
 from services.retriever_pg.store import PgStore
 
 #: Largest magnitude a float4 (pgvector's element type) holds.
@@ -66,6 +71,9 @@ class PgChannelConfig:
         boost_window: neighbour distance in chunk ordinals.
         boost_limit: most boosted chunks (reference default 10).
         boost_min_hits: keyword hits in one document that count as concentrated.
+        parent_top: hits per channel that get a parent context when asked.
+        parent_window: most chunk ordinals read on each side of a hit for its
+            parent context (the token budget decides what is kept).
     """
 
     fulltext: bool = True
@@ -75,6 +83,8 @@ class PgChannelConfig:
     boost_window: int = 2
     boost_limit: int = 10
     boost_min_hits: int = 2
+    parent_top: int = 10
+    parent_window: int = 3
 
 
 class PgBackend(StoreLifecycle):
@@ -135,11 +145,27 @@ class PgBackend(StoreLifecycle):
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost.window, cfg.boost.limit)
+                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
                 )
                 hits.extend(boosted)
                 timings.append(t)
+        if request.parent_context_tokens > 0 and hits:
+            await self._add_parent_context(hits, request.parent_context_tokens)
         return hits, timings
+
+    async def _add_parent_context(self, hits: list[Hit], budget_tokens: int) -> None:
+        """Sets ``context_text`` on each channel's first ``parent_top`` hits
+        (every hit of those chunks), their section within ``budget_tokens``."""
+        rank: Counter[str] = Counter()
+        wanted: list[str] = []
+        for h in hits:
+            rank[h.channel] += 1
+            if rank[h.channel] <= self.config.parent_top:
+                wanted.append(h.chunk_id)
+        sections = await self.store.section_chunks(wanted, self.config.parent_window)
+        windows = {cid: parent_window(ordinal, chunks, budget_tokens) for cid, (ordinal, chunks) in sections.items()}
+        for h in hits:
+            h.context_text = windows.get(h.chunk_id, "")
 
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
         return await self.store.ingest_documents(docs)

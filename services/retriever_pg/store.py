@@ -49,6 +49,7 @@ from services.common.filters import Condition
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
 from services.retriever_pg.filter_sql import Params, scope_sql
 from services.retriever_pg import lifecycle
+from services.retriever_pg.parent_context import SectionChunk
 from services.common.records import (
     Deletion,
     StoredDocumentInfo,
@@ -902,6 +903,36 @@ class PgStore:
             )
         rows = sorted(rows, key=lambda r: (r["distance"], r["id"]))[:limit]
         return [_hit(r, "pg.boost", 1.0 / (1 + r["distance"]), f"same-document:{r['seed']}") for r in rows]
+
+    async def section_chunks(self, chunk_ids: list[str], window: int) -> dict[str, tuple[int, list[SectionChunk]]]:
+        """For each of ``chunk_ids``, the chunks of its document under the same
+        heading_path within ``window`` ordinals of it (itself included), for
+        its parent context (``parent_context.parent_window``). One query,
+        ids passed as a parameter; uses the (document_id, ordinal) index.
+
+        Returns:
+            chunk id -> (its ordinal, its section's chunks in reading order);
+            unknown ids (and strings PostgreSQL cannot hold) are absent.
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [i for i in dict.fromkeys(chunk_ids) if storable_text(i)]
+        if not wanted or window < 0:
+            return {}
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT s.id AS seed, s.ordinal AS seed_ordinal, c.ordinal, c.text"
+                " FROM chunks s JOIN chunks c ON c.document_id = s.document_id"
+                " AND c.ordinal BETWEEN s.ordinal - $2 AND s.ordinal + $2 AND c.heading_path = s.heading_path"
+                " WHERE s.id = ANY($1::text[])"
+                " ORDER BY s.id, c.ordinal",
+                wanted,
+                window,
+            )
+        out: dict[str, tuple[int, list[SectionChunk]]] = {}
+        for r in rows:
+            out.setdefault(r["seed"], (r["seed_ordinal"], []))[1].append(SectionChunk(r["ordinal"], r["text"]))
+        return out
 
     async def keyword_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
                              conditions: Sequence[Condition] = ()) -> list[Hit]:

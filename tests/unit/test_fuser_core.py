@@ -82,3 +82,23 @@ def test_mmr_rejects_bad_lambda():
 
     with pytest.raises(ValueError):
         core.mmr([], 1.5, 3)
+
+
+def test_pack_context_packs_the_parent_context_under_the_same_quota():
+    parented = item("a", "pg.vector", 1, text="命中句。")
+    parented.context_text = "前文一句。\n命中句。\n后文一句很长很长很长很长很长很长。"
+    bare = item("b", "pg.vector", 2, text="另一块。")
+    context, sections = core.pack_context([parented, bare], budget_chars=1000)
+    assert parented.context_text in context and "另一块。" in context
+    # the quota and the sentence-boundary cut apply to the parent text as to any text
+    context, sections = core.pack_context([parented], budget_chars=1000, quotas={core.SOURCE_DOCUMENT_CHUNK: 0.03})
+    assert "后文一句" not in context and "前文一句。" in context and sections[0].truncated
+
+
+def test_merge_keeps_the_first_parent_context():
+    plain = item("a", "graph.fulltext", 1)
+    parented = item("a", "pg.vector", 2)
+    parented.context_text = "父节文本。"
+    merged = core.merge([[plain], [parented]])
+    assert merged[0].context_text == "父节文本。" and merged[0].packed_text == "父节文本。"
+    assert core.merge([[plain]])[0].packed_text == plain.text

@@ -23,7 +23,8 @@ class Retrieval:
             timings, degraded, query info).
         cited_ids: candidate ids of the packed context, in citation order
             (citation [n] is ``cited_ids[n - 1]``).
-        cited_texts: their texts, same order.
+        cited_texts: their texts as packed (the parent context when they
+            have one), same order.
         by_id: every candidate seen, by id.
     """
 
@@ -79,4 +80,4 @@ def to_retrieval(fused: fuser_pb2.FuseResponse, lists: Sequence[fuser_pb2.Candid
     cited_ids = [cid for sec in fused.context.sections for cid in sec.candidate_ids]
     response = gateway_pb2.SearchResponse(
         results=results, context=fused.context.text, timings=trace.timings, degraded=trace.degraded, query_info=info)
-    return Retrieval(response, cited_ids, [by_id[c].text for c in cited_ids if c in by_id], by_id)
+    return Retrieval(response, cited_ids, [by_id[c].context_text or by_id[c].text for c in cited_ids if c in by_id], by_id)

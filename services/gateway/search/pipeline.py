@@ -76,6 +76,7 @@ class SearchFlow:
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
         understood.info.domain_packs.extend(packs)
+        parent = self._parent_tokens(disabled, enabled)
         disabled = profile.switched_off(disabled, enabled)
         pg = self._retriever(PG)
         if profile.expansions and names.STAGE_EXPANSION not in disabled and understood.keywords and pg is not None:
@@ -84,7 +85,7 @@ class SearchFlow:
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
             hyde = await hyde_embedding(self.expander, query, deadline, trace, s.deadlines.expand)
-        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
@@ -112,7 +113,7 @@ class SearchFlow:
         understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs)
         understood.info.domain_packs.extend(packs)
         _, profile = s.profile_for("", 0.0)
-        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope)
+        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope, self._parent_tokens())
         pg = self._retriever(PG)
         lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
@@ -131,13 +132,22 @@ class SearchFlow:
                               arrival_order(lists, top_k), deadline, self.settings.deadlines.fuse)
         return to_retrieval(fused, lists, trace, info)
 
+    def _parent_tokens(self, disabled: frozenset[str] = frozenset(), enabled: frozenset[str] = frozenset()) -> int:
+        """The parent-context budget (tokens) to ask the retrievers for: the
+        setting's, when parent context is on by setting or switched on by
+        the request and not switched off by it; else 0."""
+        s = self.settings
+        on = (s.parent_context.enabled or names.STAGE_PARENT_CONTEXT in enabled) and names.STAGE_PARENT_CONTEXT not in disabled
+        return s.parent_context.tokens if on else 0
+
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
-                          hyde: list[float], disabled: frozenset[str], scope: Scope) -> retriever_pb2.RetrieveRequest:
+                          hyde: list[float], disabled: frozenset[str], scope: Scope,
+                          parent_tokens: int = 0) -> retriever_pb2.RetrieveRequest:
         return retriever_pb2.RetrieveRequest(
             query=understood.info.normalized_query or query, keywords=understood.keywords,
             query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
-            collections=scope.collections, filters=scope.proto_filters(),
+            collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
         )
 
     async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,

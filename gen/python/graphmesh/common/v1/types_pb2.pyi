@@ -191,6 +191,7 @@ class Candidate(_message.Message):
     EMBEDDING_FIELD_NUMBER: _builtins.int
     COLLECTION_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
+    CONTEXT_TEXT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Stable id of the chunk or entity, unique across the whole store."""
     document_id: _builtins.str
@@ -207,6 +208,17 @@ class Candidate(_message.Message):
     """Ordinal of the chunk inside its document (0-based)."""
     collection: _builtins.str
     """Collection of the chunk's document."""
+    context_text: _builtins.str
+    """Parent context of a small chunk: the text of the chunks of the same
+    document under the same heading_path, in reading order (overlaps
+    between consecutive chunks removed), within a token budget centred on
+    this chunk (tokens as the chunker counts them: a CJK character or a
+    Latin word is one; RetrieveRequest.parent_context_tokens, 512 by
+    default). It always holds the chunk's own text. Empty when not asked
+    for, not among the retriever's top hits, or when the chunk is alone in
+    its section (a law article). When set, the fuser packs it instead of
+    "text" (same quotas and truncation); ranking and gold matching use "text".
+    """
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Headings from the document down to the chunk, outermost first."""
@@ -240,10 +252,11 @@ class Candidate(_message.Message):
         embedding: _abc.Iterable[_builtins.float] | None = ...,
         collection: _builtins.str = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        context_text: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "collection", b"collection", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "collection", b"collection", "context_text", b"context_text", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -210,7 +210,8 @@ class SearchRequest(_message.Message):
     def disabled_stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Stages or channels to switch off for this request, for ablations:
         "graph", "expansion", "mmr", "rerank", "related" (the second, seeded
-        graph call) or a retriever channel name: "pg.vector", "pg.hyde",
+        graph call), "parent_context" (each top chunk packed with its parent
+        section, Candidate.context_text) or a retriever channel name: "pg.vector", "pg.hyde",
         "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost", "graph.heading",
         "graph.fulltext", "graph.neighbour", "graph.article", "graph.term",
         "graph.offence", "graph.cites", "graph.version", "graph.ppr". A

@@ -122,10 +122,17 @@ class RetrieveRequest(_message.Message):
     DISABLED_CHANNELS_FIELD_NUMBER: _builtins.int
     COLLECTIONS_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
+    PARENT_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
     """Candidates wanted per channel (1 to 200)."""
+    parent_context_tokens: _builtins.int
+    """Token budget of each top hit's parent context (Candidate.context_text;
+    tokens as the chunker counts them), 0 to 4096; 0 = no parent context.
+    Filled for each channel's first 10 hits. Retrievers without sections
+    ignore it.
+    """
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Keywords from the expander."""
@@ -168,10 +175,11 @@ class RetrieveRequest(_message.Message):
         disabled_channels: _abc.Iterable[_builtins.str] | None = ...,
         collections: _abc.Iterable[_builtins.str] | None = ...,
         filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
+        parent_context_tokens: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
