@@ -91,7 +91,7 @@ test: install launcher model browser proto-check lint-proto kustomize dashboards
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra
 
 test-unit: install
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q -m unit tests
 
 demo: install launcher
 	$(VENV)/bin/graphmesh demo

@@ -1,5 +1,5 @@
 """Hypothesis strategies that build protobuf requests from their message
-descriptors (used by tests/contract/test_fuzz_contracts.py and
+descriptors (used by tests/test_fuzz_contracts.py and
 bench/fuzz_contracts.py).
 
 ``message_bytes(descriptor)`` draws the wire bytes of a request: every field

@@ -5,7 +5,7 @@ name appears in ``ChannelScore.channel``, in retrieval profiles' channel
 weights, in ``SearchRequest.disabled_stages`` and in eval ablations. A stage
 is one step of a gateway request; its name appears in ``StageTiming.stage``
 and in the ``graphmesh_stage_duration_seconds{stage}`` metric. Every service,
-the CLI and the tests take the names from here; tests/unit/test_names.py
+the CLI and the tests take the names from here; tests/common/test_names.py
 checks that the protos' comments list them.
 """
 from __future__ import annotations

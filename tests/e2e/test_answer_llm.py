@@ -22,7 +22,7 @@ from services.common.text import citation_numbers
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 async def start_gateway(mesh, llm_url: str | None, expander_addr: str | None = None, graph_down: bool = False, **overrides):

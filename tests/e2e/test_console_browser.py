@@ -33,7 +33,7 @@ SHOTS = ROOT / "build" / "screenshots"
 DOCS_SHOT = ROOT / "docs" / "images" / "console-answer.png"
 TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
 WAIT_MS = 180_000  # upper bound for one request on a loaded 2-core machine; not a speed assertion
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 # Records, in order, what the console renders: stage lines, answer text as
 # it streams, and the finished answer (its strategy section).

@@ -22,7 +22,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.filters import parse_filter, to_proto
 from tests import file_makers as mk
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 PDF = "手册/差旅办法.pdf"
 FILES = {
     PDF: mk.pdf_bytes(1),

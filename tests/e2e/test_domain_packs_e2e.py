@@ -17,7 +17,7 @@ import domains
 from domains.law_zh import USAGE
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 # A handbook whose text reads like a statute ("第三条", "依照本法"): a generic
 # collection must still not parse it as one.

@@ -18,7 +18,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.errors import field_violations
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -14,7 +14,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.main import main
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 QUERIES = [
     {"id": "wages", "query": "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？", "gold": ["5689"], "category": "labour"},
     # A question whose evidence passes abstention (什么是实用新型？ alone

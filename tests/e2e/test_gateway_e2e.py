@@ -21,7 +21,7 @@ from tests.fixtures.mesh import extra_gateway
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "law_sample.jsonl"
 TWO_X_WAGES = "用人单位超过一个月不满一年未与劳动者订立书面劳动合同，应当向劳动者每月支付多少工资？"
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -19,7 +19,7 @@ from neo4j import AsyncGraphDatabase
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 SQL = "'); DROP TABLE chunks; -- \" OR 1=1; SELECT pg_sleep(5);"
 CYPHER = "'}) MATCH (n) DETACH DELETE n // ${x} `Chunk`"

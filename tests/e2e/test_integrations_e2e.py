@@ -12,10 +12,10 @@ import pytest_asyncio
 from mcp import Client
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from tests.contract.test_mcp_server import stdio
+from tests.mcp_server.test_server import stdio
 from tests.e2e.test_gateway_e2e import SAMPLE, TWO_X_WAGES
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

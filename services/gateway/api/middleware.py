@@ -143,7 +143,7 @@ async def close_slow_connections(server: web.Server, header_timeout: float, ever
     second, or an idle keep-alive). aiohttp has no header timeout of its
     own; its protocol objects' counters are read here (``_request_count``,
     ``_current_request``, ``_messages``), checked by
-    tests/contract/test_rest_edge_security.py."""
+    tests/gateway/api/test_edge_security.py."""
     every = every or max(header_timeout / 4, 0.05)
     seen: dict[int, tuple[int, float]] = {}
     while True:

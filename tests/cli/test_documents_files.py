@@ -1,0 +1,43 @@
+"""`graphmesh ingest files` argument expansion: folders (recursive), globs,
+single files, each once, with their document ids."""
+from __future__ import annotations
+
+import pytest
+
+import os
+from pathlib import Path
+
+from services.cli.documents import expand_paths
+from services.cli.main import build_parser
+
+pytestmark = pytest.mark.unit
+
+
+def test_folders_globs_and_files_become_ids(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for rel in ("手册/a.pdf", "手册/子目录/b.docx", "手册/忽略.xlsx", "其他/c.md", "其他/d.txt", "laws.jsonl"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    found, missing = expand_paths(["手册", "其他/*.md", "其他/d.txt", "手册/a.pdf", "laws.jsonl", "nowhere/*.pdf"])
+    assert [(str(p.relative_to(tmp_path)) if p.is_absolute() else str(p), i) for p, i in found] == [
+        (os.path.join("手册", "a.pdf"), "手册/a.pdf"),
+        (os.path.join("手册", "子目录", "b.docx"), "手册/子目录/b.docx"),
+        (os.path.join("其他", "c.md"), "其他/c.md"),
+        (os.path.join("其他", "d.txt"), "其他/d.txt"),
+        ("laws.jsonl", "laws.jsonl"),
+    ]
+    assert missing == ["nowhere/*.pdf"]
+    prefixed, _ = expand_paths(["其他/c.md"], id_prefix="v2/")
+    assert prefixed[0][1] == "v2/其他/c.md"
+
+
+def test_parser_takes_files_collection_and_filters():
+    args = build_parser().parse_args(["ingest", "files", "a", "b", "--collection", "hr", "--meta", "dept=人事"])
+    assert (args.kind, args.paths, args.collection, args.meta) == ("files", ["a", "b"], "hr", ["dept=人事"])
+    args = build_parser().parse_args(["search", "q", "--collection", "a", "--collection", "b", "--filter", 'status = "x"'])
+    assert (args.collection, args.filter) == (["a", "b"], 'status = "x"')
+    args = build_parser().parse_args(["documents", "delete", "x", "y", "--collection", "hr"])
+    assert (args.action, args.ids, args.collection) == ("delete", ["x", "y"], "hr")
+    args = build_parser().parse_args(["eval", "--dataset", "d.jsonl", "--collection", "laws"])
+    assert args.collection == ["laws"]

@@ -1,0 +1,150 @@
+"""Pure parts of ``graphmesh eval``: dataset reading, totals, artifacts,
+context splitting and run comparison."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.cli import evaluate
+from services.cli.evaluate import QueryRow
+
+pytestmark = pytest.mark.unit
+
+
+def row(qid: str, rank: int | None, category: str = "", gold=("g",), latency: float = 10.0) -> QueryRow:
+    ranked = ["x"] * 0
+    if rank is not None:
+        ranked = [f"o{i}" for i in range(1, rank)] + [gold[0]]
+    return QueryRow(qid, f"q{qid}", list(gold), ranked, rank, latency, [], category=category)
+
+
+def test_summarise_known_ranks():
+    rows = [row("1", 1, "a"), row("2", 3, "a"), row("3", None, "b"), row("4", 7, "b", latency=30.0)]
+    s = evaluate.summarise(rows)
+    assert s["top1"] == s["recall@1"] == 0.25
+    assert s["recall@5"] == 0.5 and s["recall@10"] == 0.75
+    assert s["mrr@10"] == pytest.approx(round((1 + 1 / 3 + 1 / 7) / 4, 4))
+    assert s["category_recall@10"] == {"a": {"n": 2, "recall@10": 1.0}, "b": {"n": 2, "recall@10": 0.5}}
+    assert s["latency_ms_p50"] == 10.0 and s["n"] == 4 and s["errors"] == 0
+
+
+def test_summarise_judge_means_skip_not_computed():
+    a, b = row("1", 1), row("2", 2)
+    a.judge = {"faithfulness": 0.5, "cot_quality": None}
+    b.judge = {"faithfulness": 1.0, "cot_quality": None}
+    s = evaluate.summarise([a, b])
+    assert s["judge"]["faithfulness"] == {"mean": 0.75, "computed": 2}
+    assert s["judge"]["cot_quality"] == {"mean": None, "computed": 0}
+
+
+def test_load_dataset_and_reference(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"query": "问题一", "gold": [1], "reference": "答案"}\n\n{"id": "b", "query": "问题二", "gold": []}\n', encoding="utf-8")
+    rows = evaluate.load_dataset(path)
+    assert [r["id"] for r in rows] == ["1", "b"]
+    assert evaluate.reference_of(rows[0]) == "答案" and evaluate.reference_of(rows[1]) == ""
+    assert len(evaluate.load_dataset(path, limit=1)) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"gold": [1]}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        evaluate.load_dataset(bad)
+
+
+def test_split_context_numbered_blocks():
+    context = "[1] 专利法 第二条\n发明是新的技术方案。\n第二行\n\n[2] 劳动合同法 第八十二条\n支付二倍工资。"
+    assert evaluate.split_context(context) == [
+        ("专利法 第二条", "发明是新的技术方案。\n第二行"), ("劳动合同法 第八十二条", "支付二倍工资。")]
+
+
+def test_artifact_saves_and_hashes(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"query": "q", "gold": ["g"]}\n')
+    config = {"top_k": 30, "env": {"GRAPHMESH_GATEWAY_FUSION_METHOD": "rrf"}}
+    art = evaluate.build_artifact(dataset, [row("1", 2)], config, 2.0, None)
+    assert art["schema"] == evaluate.SCHEMA and len(art["git"]["commit"]) == 40
+    assert art["config_hash"] == evaluate.config_hash(dict(config)) != evaluate.config_hash({**config, "top_k": 10})
+    assert art["dataset"]["sha256"] == evaluate.file_hash(dataset) and art["rows"][0]["first_gold_rank"] == 2
+    saved = evaluate.save_artifact(art, tmp_path / "runs")
+    assert saved.parent == tmp_path / "runs" and json.loads(saved.read_text())["totals"]["mrr@10"] == 0.5
+    assert evaluate.save_artifact(art, tmp_path / "x.json") == tmp_path / "x.json"
+
+
+def test_recorded_env_drops_ports_addresses_and_secrets():
+    env = {"GRAPHMESH_GATEWAY_PORT": "1", "GRAPHMESH_JUDGE_ADDR": "a", "GRAPHMESH_JUDGE_LLM__API_KEY": "s",
+           "GRAPHMESH_HOME": "/x", "GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted", "PATH": "/bin"}
+    assert evaluate.recorded_env(env) == {"GRAPHMESH_GATEWAY_FUSION_METHOD": "weighted"}
+
+
+def test_compare_lists_better_and_worse(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"query": "q", "gold": ["g"]}\n')
+    a = evaluate.build_artifact(dataset, [row("1", 1), row("2", 5), row("3", None), row("4", 2)], {"top_k": 30}, 1.0, None)
+    b = evaluate.build_artifact(dataset, [row("1", 1), row("2", 1), row("3", 9), row("4", None)], {"top_k": 10}, 1.0, None)
+    result = evaluate.compare(a, b)
+    assert [e["id"] for e in result["better"]] == ["2", "3"]   # 5->1 moves MRR more than -(none)->9
+    assert [(e["id"], e["rank_a"], e["rank_b"]) for e in result["worse"]] == [("4", 2, None)]
+    assert result["deltas"]["recall@1"] == {"a": 0.25, "b": 0.5, "delta": 0.25}
+    assert any("top_k" in w for w in result["warnings"])
+    text = evaluate.format_compare(result, "a.json", "b.json")
+    assert "2 queries better" in text and "1 queries worse" in text and "recall@1" in text
+
+
+def test_summary_ndcg_of_known_ranks():
+    # One gold per query: nDCG@10 = 1 / log2(rank + 1); rank 1 -> 1, rank 3 -> 0.5, none -> 0.
+    s = evaluate.summarise([row("1", 1), row("2", 3), row("3", None)])
+    assert s["ndcg@10"] == pytest.approx(round((1 + 0.5 + 0) / 3, 4))
+
+
+def test_ranks_count_distinct_documents_not_chunks():
+    from graphmesh.common.v1 import types_pb2
+
+    results = [types_pb2.Candidate(id=f"{doc}#{n}", document_id=doc, title="某法")
+               for doc, n in (("a", 0), ("a", 1), ("b", 0), ("a", 2), ("gold", 0))]
+    keys = evaluate.result_keys(results, {"gold"})
+    assert keys == ["a", "b", "gold"]  # three chunks of "a" count once: the gold is rank 3, not 5
+    # entity sets label results by title (an entity's name)
+    entity = [types_pb2.Candidate(id="e1", title="马铃薯"), types_pb2.Candidate(id="e2", title="薯类")]
+    assert evaluate.result_keys(entity, {"薯类"}) == ["e1", "薯类"]
+
+
+def test_citation_summary_counts_checks_before_and_after_and_the_bigram_rule():
+    from graphmesh.gateway.v1 import gateway_pb2
+
+    reply = gateway_pb2.AnswerResponse(search=gateway_pb2.SearchResponse(
+        context="[1] 专利法 第四十四条\n专利权在期限届满前终止。\n\n[2] 专利法 第四十二条\n发明专利权的期限为二十年。"))
+    reply.citation_checks.add(sentence="发明专利权的期限为二十年。", cited=1, final=2,
+                              outcome=gateway_pb2.CITATION_OUTCOME_REATTRIBUTED, support=0.0)
+    reply.citation_checks.add(sentence="专利权在期限届满前终止。", cited=1, final=1,
+                              outcome=gateway_pb2.CITATION_OUTCOME_SUPPORTED, support=1.0)
+    reply.citation_checks.add(sentence="专利权可以无限续展。", cited=2, final=0,
+                              outcome=gateway_pb2.CITATION_OUTCOME_UNSUPPORTED, support=0.2)
+    counts = evaluate.citation_summary(reply)
+    assert counts == {"marks": 3, "supported": 1, "reattributed": 1, "removed": 1, "kept": 2,
+                      "bigram_before": 1, "bigram_after": 2}
+
+
+def test_answer_summary_rates_and_precision():
+    answered = row("1", 1)
+    answered.answer_mode, answered.citations = "extractive", {"marks": 4, "supported": 3, "kept": 4, "bigram_before": 2,
+                                                             "bigram_after": 4}
+    answered.reference = {"rouge_l": 0.5, "articles": None, "numbers": 1.0}
+    abstained = row("2", None)
+    abstained.answer_mode = "abstained"
+    s = evaluate.summarise([answered, abstained])["answers"]
+    assert s["answer_rate"] == 0.5 and s["abstain_rate"] == 0.5
+    assert s["citation_precision_before"] == 0.75 and s["citation_precision_after"] == 1.0
+    assert s["bigram_precision_before"] == 0.5 and s["bigram_precision_after"] == 1.0
+    assert s["reference"] == {"rouge_l": {"mean": 0.5, "computed": 1}, "numbers": {"mean": 1.0, "computed": 1}}
+
+
+def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
+    from services.cli.evaluate import gold_passages, passage_matches
+
+    assert gold_passages({"gold_text": "信息增长率"}) == ["信息增长率"]
+    assert gold_passages({"gold_text": ["a", " "]}) == ["a"] and gold_passages({"gold": ["1"]}) == []
+    gold = "信息增长率 = 新发现的块数 / 已知块数，低于 0.1 时停止迭代。"
+    assert passage_matches(gold, "前文。\n信息增长率 = 新发现的块数 / 已知块数，\n低于 0.1 时停止迭代。后文")
+    assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end
+    assert not passage_matches(gold, "停止迭代。")
+    assert not passage_matches(gold, "")

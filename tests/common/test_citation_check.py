@@ -1,0 +1,121 @@
+import pytest
+"""The citation verifier (services.common.citation_check) and the number
+reader it relies on: supported marks stay, a sentence citing the wrong
+source is re-attributed, a number absent from the cited source is flagged."""
+from services.common.citation_check import REATTRIBUTED, SUPPORTED, UNSUPPORTED, support, verify
+from services.common.numbers import chinese_to_int, number_values
+
+pytestmark = pytest.mark.unit
+
+ART44 = ("中华人民共和国专利法 第四十四条\n有下列情形之一的，专利权在期限届满前终止：（一）没有按照规定缴纳年费的；"
+         "（二）专利权人以书面声明放弃其专利权的。")
+ART42 = ("中华人民共和国专利法 第四十二条\n发明专利权的期限为二十年，实用新型专利权的期限为十年，"
+         "外观设计专利权的期限为十五年，均自申请日起计算。")
+QUESTION = "专利权的期限是多久？"
+
+
+def test_chinese_numerals_read_as_values():
+    assert [chinese_to_int(t) for t in ("二十", "一百零四", "两千", "十五万", "二〇二三", "十")] == [20, 104, 2000, 150000, 2023, 10]
+    assert chinese_to_int("专利") is None
+    assert number_values("期限为二十年，罚款1,000元，第四十二条，一般") == [20.0, 1000.0, 42.0]
+
+
+def test_sentence_citing_the_wrong_source_is_reattributed_to_the_one_that_says_it():
+    result = verify("发明专利权的期限为二十年[1]。", [ART44, ART42], QUESTION)
+    assert result.text == "发明专利权的期限为二十年[2]。"
+    [check] = result.checks
+    assert (check.cited, check.final, check.outcome) == (1, 2, REATTRIBUTED)
+    assert result.unsupported == []
+
+
+def test_number_absent_from_every_source_is_flagged_and_its_mark_removed():
+    result = verify("发明专利权的期限为三十年[2]。", [ART44, ART42], QUESTION)
+    assert result.text == "发明专利权的期限为三十年。"
+    [check] = result.unsupported
+    assert check.cited == 2 and check.final == 0 and "number 30" in check.reason
+
+
+def test_supported_marks_are_kept_and_counted_for_precision():
+    answer = "没有按照规定缴纳年费的，专利权在期限届满前终止[1]。外观设计专利权的期限为十五年[1]。"
+    result = verify(answer, [ART44, ART42], "专利权什么时候终止？")
+    assert [c.outcome for c in result.checks] == [SUPPORTED, REATTRIBUTED]
+    assert result.text == "没有按照规定缴纳年费的，专利权在期限届满前终止[1]。外观设计专利权的期限为十五年[2]。"
+    assert result.precision_before() == 0.5
+
+
+def test_content_words_missing_from_the_source_fail_the_check():
+    verdict = support("当事人可以向仲裁委员会申请仲裁。", ART42, QUESTION)
+    assert not verdict.supported and verdict.score < 0.5
+    assert support("外观设计专利权的期限为十五年。", ART42, QUESTION).supported
+
+
+def test_numbers_the_question_states_need_not_be_in_the_source():
+    question = "我借给朋友15000元，他不还怎么办？"
+    source = "中华人民共和国民法典 第六百七十五条\n借款人应当按照约定的期限返还借款。"
+    assert support("借款人应当按照约定的期限返还15000元借款。", source, question).supported
+    assert not support("借款人应当按照约定的期限返还15000元借款。", source, "借款人不还怎么办？").supported
+
+
+def test_unmarked_sentence_no_source_supports_is_listed_unsupported_without_a_mark():
+    result = verify("量子计算机利用量子叠加原理进行运算。", [ART44, ART42], "量子计算机的原理是什么？")
+    [check] = result.checks
+    assert check.outcome == UNSUPPORTED and check.cited == 0
+    assert result.text == "量子计算机利用量子叠加原理进行运算。"
+
+
+def test_naming_the_law_and_article_is_not_content_support():
+    # Article 42 is named and its label's chapter title says 终止, but its
+    # text does not say the patent terminates: the sentence is not supported.
+    art42 = "中华人民共和国专利法 第五章 专利权的期限、终止和无效 第四十二条\n发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+    sentence = "依照《中华人民共和国专利法》第四十二条，专利权在期限届满前终止。"
+    assert not support(sentence, art42, QUESTION).supported
+    assert support("依照《专利法》第四十二条，发明专利权的期限为二十年。", art42, QUESTION).supported
+
+
+def test_a_packs_citation_rules_keep_source_names_out_of_the_claim():
+    """Under law_zh's rules the law's name and article number are how the
+    sentence names its source, not what it claims; without a pack's rules
+    (the generic pack) they are words like any other."""
+    import domains
+    from services.common.citation_check import claim_words
+
+    sentence = "依照《中华人民共和国刑法》第二百六十六条，诈骗公私财物数额较大的处三年以下有期徒刑[1]。"
+    law = claim_words(sentence, rules=domains.citation_rules(["law_zh"]))
+    general = claim_words(sentence)
+    assert not any("刑法" in w for w in law) and "诈骗" in "".join(law)
+    assert any("刑法" in w for w in general)
+
+
+LAW_SOURCES = ["中华人民共和国刑法 第二百六十四条\n盗窃公私财物，数额较大的，或者多次盗窃、入户盗窃、携带凶器盗窃、扒窃的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。",
+               "中华人民共和国刑法 第二百六十六条\n诈骗公私财物，数额较大的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。"]
+
+
+def test_under_law_rules_a_law_or_article_no_source_holds_is_removed():
+    """An invented law (《日本刑法》) or an article number none of the
+    sources is goes, whatever mark it carries; what the sources hold stays."""
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照《日本刑法》第二百三十五条，盗窃罪处十年以下惩役[1]。"
+              "依照刑法第二百六十四条，盗窃公私财物数额较大的，处三年以下有期徒刑[1]。"
+              "依照刑法第三百条，诈骗公私财物数额较大的处三年以下有期徒刑[2]。")
+    result = verify(answer, LAW_SOURCES, "盗窃罪怎么处罚？", rules=law)
+    assert "日本刑法" not in result.text and "第三百条" not in result.text
+    assert "第二百六十四条" in result.text and "[1]" in result.text
+    assert len(result.removed) == 2
+    reasons = [c.reason for c in result.unsupported]
+    assert any("日本刑法" in r for r in reasons) and any("刑法第300条" in r for r in reasons)
+    # the general rule (no pack rules) leaves naming to the support check alone
+    assert "日本刑法" in verify(answer, LAW_SOURCES, "盗窃罪怎么处罚？").text
+
+
+def test_under_law_rules_an_unmarked_rule_gets_its_source_or_goes():
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照刑法第二百六十六条，诈骗公私财物数额较大的，处三年以下有期徒刑、拘役或者管制。"
+              "依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。")
+    result = verify(answer, LAW_SOURCES, "诈骗怎么处罚？", rules=law)
+    assert "管制[2]。" in result.text
+    assert "会计账簿" not in result.text and result.removed == ["依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。"]
+    assert [c.outcome for c in result.checks] == [REATTRIBUTED, UNSUPPORTED]

@@ -1,0 +1,120 @@
+"""Collections and metadata filters: validation, the AIP-160 subset, the
+reference semantics, and the SQL / Cypher built from them (every value,
+keys included, a parameter; no user text in the query)."""
+from __future__ import annotations
+
+import pytest
+
+from graphmesh.common.v1 import types_pb2
+from services.common import filters as flt
+from services.common.errors import InvalidArgument
+from services.retriever_graph.filter_cypher import META_PREFIX, meta_properties, scope_cypher
+from services.retriever_pg.filter_sql import Params, scope_sql
+
+pytestmark = pytest.mark.unit
+
+EVIL = "x') OR 1=1; DROP TABLE documents; --"
+
+
+def test_collections_default_dedupe_and_validation():
+    assert flt.validate_collections([]) == ["default"]
+    assert flt.validate_collections(["hr", " hr ", "", "laws-2024"]) == ["hr", "laws-2024"]
+    with pytest.raises(InvalidArgument) as err:
+        flt.validate_collections(["ok", "bad name"])
+    assert err.value.field == "collections[1]"
+    with pytest.raises(InvalidArgument):
+        flt.validate_collection("-leading-dash")
+    with pytest.raises(InvalidArgument, match="at most 20"):
+        flt.validate_collections([f"c{i}" for i in range(21)])
+
+
+def test_parse_filter_subset():
+    conds = flt.parse_filter('status = "现行有效" AND law IN ("专利法", 商标法) AND year >= 2000 AND year < 2010 '
+                             'AND metadata.date <= "2020-12-31"')
+    assert conds == [
+        flt.Condition("status", "eq", ("现行有效",)),
+        flt.Condition("law", "in", ("专利法", "商标法")),
+        flt.Condition("year", "range", gte="2000", lt="2010", numeric=True),
+        flt.Condition("date", "range", lte="2020-12-31"),
+    ]
+    assert flt.parse_filter(flt.format_filter(conds)) == conds
+    assert flt.parse_filter("  ") == []
+    assert flt.parse_filter('title = "a \\"quoted\\" b"')[0].values == ('a "quoted" b',)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('status != "x"', "unsupported operator"),
+    ('a = "x" OR b = "y"', "only AND"),
+    ('a = ', "expected a value"),
+    ('a IN "x"', r"expected \( after IN"),
+    ('a IN ("x"', r"expected \) closing IN"),
+    ("bad key! = 1", "cannot read|expected an operator"),
+    ('year > 1 AND year > 2', "two > bounds"),
+    ('year > 1 AND year < "b"', "mixes numbers and strings"),
+    ('"quoted" = 1', "expected a metadata key"),
+])
+def test_parse_filter_rejects_what_it_does_not_support(text, message):
+    with pytest.raises(InvalidArgument, match=message) as err:
+        flt.parse_filter(text)
+    assert err.value.field == "filter"
+
+
+def test_proto_round_trip_and_validation():
+    conds = [flt.Condition("status", "eq", ("现行有效",)), flt.Condition("k", "in", ("a", "b")),
+             flt.Condition("n", "range", gt="1.5", numeric=True), flt.Condition("d", "range", gte="2020-01-01", lte="2020-12-31")]
+    assert flt.from_proto(flt.to_proto(conds)) == conds
+    with pytest.raises(InvalidArgument) as err:
+        flt.from_proto([types_pb2.MetadataFilter(key="ok", equals="x"), types_pb2.MetadataFilter(key="no key!", equals="x")])
+    assert err.value.field == "filters[1].key"
+    with pytest.raises(InvalidArgument, match="needs one of"):
+        flt.from_proto([types_pb2.MetadataFilter(key="k")])
+    with pytest.raises(InvalidArgument, match="not a number"):
+        flt.from_proto([types_pb2.MetadataFilter(key="k", range=types_pb2.MetadataRange(gt="abc", numeric=True))])
+    with pytest.raises(InvalidArgument, match="at least one bound"):
+        flt.from_proto([types_pb2.MetadataFilter(key="k", range=types_pb2.MetadataRange())])
+    assert flt.Condition("状态", "eq", ("x",)) == flt.from_proto([types_pb2.MetadataFilter(key="状态", equals="x")])[0]
+
+
+def test_matches_is_the_reference_semantics():
+    conds = flt.parse_filter('status = "现行有效" AND year >= 2000 AND date < "2021"')
+    assert flt.matches({"status": "现行有效", "year": "2005", "date": "2020-05-01"}, conds)
+    assert not flt.matches({"status": "已废止", "year": "2005", "date": "2020-05-01"}, conds)
+    assert not flt.matches({"status": "现行有效", "year": "1999", "date": "2020-05-01"}, conds)
+    assert not flt.matches({"status": "现行有效", "year": "n/a", "date": "2020"}, conds)  # not a number: no match
+    assert not flt.matches({"status": "现行有效", "date": "2020"}, conds)  # missing key: no match
+    # numeric, not string, order: "10" > "9"
+    assert flt.matches({"n": "10"}, flt.parse_filter("n > 9"))
+    assert not flt.matches({"n": "10"}, flt.parse_filter('n > "9"'))
+
+
+def test_sql_binds_every_value_and_key():
+    conds = [flt.Condition("status", "eq", (EVIL,)),
+             flt.Condition("k.ey-1", "in", (EVIL, "b")), flt.Condition("n", "range", gte="1", lt="9", numeric=True),
+             flt.Condition("d", "range", gt=EVIL)]
+    params = Params("first")
+    sql = scope_sql(["c1", EVIL], conds, params)
+    assert EVIL not in sql and "status" not in sql and "k.ey-1" not in sql
+    assert sql.startswith("d.collection = ANY($2::text[])")
+    assert params.values[0] == "first" and ["c1", EVIL] in params.values and "status" in params.values
+    import re
+
+    assert {int(n) for n in re.findall(r"\$(\d+)", sql)} == set(range(2, len(params.values) + 1))  # all bound
+    assert scope_sql(None, [], Params()) == "TRUE"
+    with pytest.raises(ValueError):
+        scope_sql(None, [], Params(), doc="d; DROP")
+
+
+def test_cypher_binds_every_value_and_key():
+    conds = [flt.Condition("status", "eq", (EVIL,)), flt.Condition("law", "in", ("a", EVIL)),
+             flt.Condition("n", "range", gte="1", lt="9", numeric=True), flt.Condition("d", "range", gt=EVIL)]
+    params: dict = {}
+    cypher = scope_cypher(["default"], conds, params)
+    assert EVIL not in cypher and "status" not in cypher and "law" not in cypher
+    assert cypher.startswith("d.collection IN $s_collections AND d[$s_k0] = $s_v0")
+    assert params["s_k0"] == META_PREFIX + "status" and params["s_v1"] == ["a", EVIL]
+    assert "toFloatOrNull(d[$s_k2]) >= $s_b2_0" in cypher and params["s_b2_0"] == 1.0
+    assert scope_cypher(None, [], {}) == "true"
+
+
+def test_meta_properties_remove_keys_that_are_gone():
+    assert meta_properties({"a": "1"}, {"a": "0", "b": "2"}) == {"meta.a": "1", "meta.b": None}

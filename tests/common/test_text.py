@@ -1,0 +1,50 @@
+import pytest
+from services.common.text import (
+    TRUNCATION_MARK,
+    document_terms,
+    normalize,
+    query_keywords,
+    split_sentences,
+    truncate_at_boundary,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def test_normalize_folds_full_width_and_whitespace():
+    assert normalize("  ＡＢＣ１２３\u3000劳动  合同 ") == "ABC123 劳动 合同"
+
+
+def test_query_keywords_drop_stop_words_and_punctuation_and_dedupe():
+    keywords = query_keywords("什么是劳动合同？劳动合同的期限是多久？")
+    assert "什么" not in keywords and "的" not in keywords and "？" not in keywords
+    assert keywords.count("劳动合同") == 1
+    assert "期限" in keywords
+
+
+def test_document_terms_keep_frequencies_for_bm25():
+    terms = document_terms("专利权 专利权 期限")
+    assert terms.count("专利权") == 2
+
+
+def test_split_sentences_round_trips():
+    text = "第一句。第二句！第三句？\n尾巴"
+    parts = split_sentences(text)
+    assert parts == ["第一句。", "第二句！", "第三句？", "\n", "尾巴"]
+    assert "".join(parts) == text
+
+
+def test_truncate_cuts_at_sentence_end_and_marks():
+    text = "甲乙丙丁。戊己庚辛壬癸。" + "子丑寅卯辰巳午未。" * 5
+    cut, truncated = truncate_at_boundary(text, 15 + len(TRUNCATION_MARK))
+    assert truncated
+    assert cut == "甲乙丙丁。戊己庚辛壬癸。" + TRUNCATION_MARK
+
+
+def test_truncate_keeps_short_text():
+    assert truncate_at_boundary("短句。", 100) == ("短句。", False)
+
+
+def test_truncate_falls_back_to_hard_cut_without_boundary():
+    cut, truncated = truncate_at_boundary("一" * 50, 20)
+    assert truncated and len(cut) == 20 and cut.endswith(TRUNCATION_MARK)

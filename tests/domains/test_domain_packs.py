@@ -1,0 +1,78 @@
+"""Domain packs: the registry, classification by the packs searched, the
+recipes the gateway's profiles come from, and the gateway's per-collection
+pack resolution (over fake retrievers)."""
+from __future__ import annotations
+
+import pytest
+
+import domains
+from graphmesh.common.v1 import types_pb2
+from services.common.errors import InvalidArgument
+from services.expander.core import detect_question_type
+from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.config import DEFAULT_OFF, DEFAULT_WEIGHTS, GatewaySettings
+from services.gateway.downstream.guard import Deadline
+from tests.fakes import FakeRetriever
+
+pytestmark = pytest.mark.unit
+
+CASE = "公诉机关指控，被告人王某于2020年盗窃财物，经审理查明属实，罪名：盗窃罪。"
+
+
+def test_registry_and_default_pack():
+    assert domains.get_pack("") is domains.GENERIC and domains.get_pack("law_zh") is domains.LAW_ZH
+    with pytest.raises(domains.UnknownPack, match="known: generic, law_zh"):
+        domains.get_pack("law_fr")
+    assert domains.GENERIC.document_facts is None and not domains.GENERIC.channels
+
+
+def test_law_question_types_only_for_law_collections():
+    assert detect_question_type(CASE, ["law_zh"])[0] == "QUESTION_TYPE_CASE_FACTS"
+    kind, _ = detect_question_type(CASE, ["generic"])
+    assert kind not in domains.LAW_ZH.question_types
+    assert detect_question_type("刑法第二百三十四条", [])[0] not in domains.LAW_ZH.question_types
+    assert detect_question_type("刑法第二百三十四条", ["generic", "law_zh"])[0] == "QUESTION_TYPE_ARTICLE_LOOKUP"
+
+
+def test_profiles_come_from_the_pack_recipe():
+    profiles = GatewaySettings().profiles
+    for question_type in domains.LAW_ZH.question_types:
+        assert question_type in profiles
+    assert profiles["QUESTION_TYPE_ARTICLE_LOOKUP"].channel_weights["graph.article"] == 4.0
+    assert profiles["QUESTION_TYPE_CASE_FACTS"].channels_off == [*DEFAULT_OFF, "graph.term"]
+    assert DEFAULT_WEIGHTS["graph.offence"] == domains.LAW_ZH.channel_weights["graph.offence"]
+
+
+@pytest.mark.asyncio
+async def test_collection_packs_resolve_validate_and_remember():
+    pg = FakeRetriever("retriever_pg")
+    pg.collections = [types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh"),
+                      types_pb2.CollectionInfo(name="old", documents=1)]
+    packs = CollectionPacks([pg, FakeRetriever("retriever_graph", fail="hang")])
+    deadline = Deadline(5)
+    assert await packs.for_ingest("laws", "", deadline) == "law_zh"
+    assert await packs.for_ingest("laws", "law_zh", deadline) == "law_zh"
+    with pytest.raises(InvalidArgument) as err:
+        await packs.for_ingest("laws", "generic", deadline)
+    assert err.value.field == "domain_pack"
+    with pytest.raises(InvalidArgument):
+        await packs.for_ingest("new", "no_such_pack", deadline)
+    assert await packs.for_ingest("new", "", deadline) == "generic"
+    assert await packs.for_search(["laws", "new", "unknown"], deadline) == ["law_zh", "generic"]
+    assert pg.listings == 1  # one read, then the cache
+    packs.forget("laws")
+    assert await packs.for_search(["laws"], deadline) == ["law_zh"]
+
+
+@pytest.mark.parametrize("query", ["日本刑法对盗窃罪怎么处罚？", "美国的个人所得税最高税率是多少？", "俄罗斯联邦宪法规定总统任期几年？",
+                                   "欧盟数据保护条例对罚款有什么规定？"])
+def test_another_countrys_law_is_out_of_the_law_packs_scope(query):
+    reason = domains.LAW_ZH.out_of_scope(query)
+    assert reason and "中华人民共和国" in reason
+
+
+@pytest.mark.parametrize("query", ["我在日本工作，回国后个人所得税怎么交？", "美国司法部门请求中国协助冻结财产，依据什么法律？",
+                                   "盗窃罪怎么处罚？", "香港特别行政区基本法规定了什么？"])
+def test_prc_questions_that_name_abroad_stay_in_scope(query):
+    assert domains.LAW_ZH.out_of_scope(query) is None
+    assert domains.GENERIC.out_of_scope(query) is None

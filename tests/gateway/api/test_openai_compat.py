@@ -1,0 +1,194 @@
+"""The OpenAI-compatible routes (services/gateway/api/openai_compat/), called
+with the ``openai`` Python client on the real gateway (servicer,
+interceptors, REST edge) over fake downstream clients: answers with their
+citations, streamed and not, the model list and names, earlier turns as
+context, an abstention as an ordinary reply, errors in OpenAI's shape with
+the parameter at fault, and the edge's rules and API keys on these routes."""
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from aiohttp import ClientSession
+
+from graphmesh.common.v1 import types_pb2
+from services.gateway.api.auth import new_key
+from tests.fakes import FakeExpander, FakeLlm, FakeReranker, FakeRetriever, candidate
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
+QUESTION = "试用期工资是多少？"
+CITED = "根据[1]，测试。"
+
+
+def client(gw, api_key: str = "unused") -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=gw.rest_url + "/v1", api_key=api_key, max_retries=0, timeout=30)
+
+
+def stored_pg(*names: str) -> FakeRetriever:
+    pg = FakeRetriever("retriever_pg", [candidate("1", "第一条 测试。", "pg.keyword", 1.0, 0.9)])
+    pg.collections = [types_pb2.CollectionInfo(name=n, documents=3, domain_pack="generic") for n in names]
+    return pg
+
+
+async def test_a_chat_completion_is_the_answer_with_its_citations_as_marks_and_extension(fake_gateway):
+    gw = await fake_gateway(llm=FakeLlm(enabled=True, answer=CITED))
+    reply = await client(gw).chat.completions.create(model="graphmesh", messages=[{"role": "user", "content": QUESTION}])
+    assert reply.object == "chat.completion" and reply.id.startswith("chatcmpl-") and reply.model == "graphmesh"
+    message = reply.choices[0].message
+    assert message.role == "assistant" and "[1]" in message.content and reply.choices[0].finish_reason == "stop"
+    assert message.citations == [{"number": 1, "document_id": "1", "candidate_id": "1#0", "label": "测试法 第一条"}]
+    assert reply.graphmesh["mode"] == "llm" and reply.graphmesh["abstained"] is False
+    assert reply.graphmesh["answer"] == message.content
+
+
+async def test_a_streamed_completion_sends_the_tokens_then_the_citations_and_done(fake_gateway):
+    gw = await fake_gateway(llm=FakeLlm(enabled=True, answer=CITED))
+    stream = await client(gw).chat.completions.create(model="graphmesh", stream=True,
+                                                      messages=[{"role": "user", "content": QUESTION}])
+    chunks = [chunk async for chunk in stream]
+    assert all(c.object == "chat.completion.chunk" for c in chunks) and len({c.id for c in chunks}) == 1
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == CITED  # the fake LLM's two pieces, as they came
+    assert len([c for c in chunks if c.choices[0].delta.content]) == 2
+    last = chunks[-1]
+    assert last.choices[0].finish_reason == "stop"
+    assert [c["number"] for c in last.choices[0].delta.citations] == [1]
+    assert last.graphmesh["mode"] == "llm" and "[1]" in last.graphmesh["answer"]
+
+
+async def test_a_stream_without_llm_tokens_sends_the_extractive_answer_in_one_delta(fake_gateway):
+    gw = await fake_gateway()  # no LLM: extractive
+    stream = await client(gw).chat.completions.create(model="graphmesh", stream=True,
+                                                      messages=[{"role": "user", "content": QUESTION}])
+    chunks = [chunk async for chunk in stream]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == chunks[-1].graphmesh["answer"] and "[1]" in text
+    assert chunks[-1].graphmesh["mode"] == "extractive"
+
+
+async def test_models_are_the_default_and_each_stored_collection(fake_gateway):
+    gw = await fake_gateway(pg=stored_pg("default", "laws", "manuals"))
+    models = await client(gw).models.list()
+    assert [m.id for m in models.data] == ["graphmesh", "graphmesh:laws", "graphmesh:manuals"]
+    assert all(m.object == "model" and m.owned_by == "graphmesh" for m in models.data)
+    assert models.data[1].model_extra["documents"] == 3
+
+
+async def test_the_model_name_picks_the_collections_and_the_profile(fake_gateway):
+    pg, reranker = stored_pg("laws", "manuals"), FakeReranker()
+    gw = await fake_gateway(pg=pg, reranker=reranker, rerank={"enabled": True})
+    await client(gw).chat.completions.create(model="graphmesh:laws,manuals@fast", messages=[{"role": "user", "content": QUESTION}])
+    retrieve = next(request for rpc, request in pg.calls if rpc == "retrieve")
+    assert list(retrieve.collections) == ["laws", "manuals"]
+    assert not reranker.calls  # @fast: no cross-encoder although the gateway's default runs it
+    await client(gw).chat.completions.create(model="graphmesh:laws", messages=[{"role": "user", "content": QUESTION}])
+    assert reranker.calls
+    with pytest.raises(openai.NotFoundError) as missing:
+        await client(gw).chat.completions.create(model="graphmesh:nosuch", messages=[{"role": "user", "content": QUESTION}])
+    assert missing.value.code == "model_not_found" and missing.value.param == "model"
+    with pytest.raises(openai.NotFoundError):
+        await client(gw).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
+
+
+async def test_earlier_user_turns_are_prepended_to_the_question(fake_gateway):
+    expander = FakeExpander()
+    gw = await fake_gateway(expander=expander)
+    await client(gw).chat.completions.create(model="graphmesh", messages=[
+        {"role": "system", "content": "你是助手"},
+        {"role": "user", "content": "劳动合同法第十九条讲什么？"},
+        {"role": "assistant", "content": "第十九条规定了试用期[1]。"},
+        {"role": "user", "content": [{"type": "text", "text": "那第二款呢？"}]},
+    ])
+    queries = [request.query for rpc, request in expander.calls if rpc == "expand"]
+    assert queries[0] == "（上文：劳动合同法第十九条讲什么？）那第二款呢？"
+    assert not any("你是助手" in q or "第十九条规定" in q for q in queries)
+
+
+async def test_an_abstention_is_an_ordinary_reply_that_says_so(fake_gateway):
+    pg = FakeRetriever("retriever_pg", [candidate(f"d{i}", "预算收入和预算支出以人民币元为计算单位。", "pg.keyword", 2.0, vector_score=v)
+                                        for i, v in enumerate([0.84, 0.83, 0.82])])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=3, domain_pack="law_zh")]
+    gw = await fake_gateway(pg=pg, expander=FakeExpander(keywords=("量子", "计算机", "原理")),
+                            llm=FakeLlm(enabled=True, answer="量子[1]。"))
+    reply = await client(gw).chat.completions.create(model="graphmesh", messages=[{"role": "user", "content": "量子计算机的原理是什么？"}])
+    message = reply.choices[0].message
+    assert reply.choices[0].finish_reason == "stop" and "资料不足" in message.content and "[1]" not in message.content
+    assert message.citations == [] and reply.graphmesh["abstained"] is True
+    assert [s["document_id"] for s in reply.graphmesh["insufficient_sources"]] == ["d0", "d1", "d2"]
+
+
+BAD_INPUTS = [
+    ({"messages": [{"role": "user", "content": QUESTION}]}, "model"),
+    ({"model": "graphmesh:bad name", "messages": [{"role": "user", "content": QUESTION}]}, "model"),
+    ({"model": "graphmesh@slow", "messages": [{"role": "user", "content": QUESTION}]}, "model"),
+    ({"model": "graphmesh", "messages": []}, "messages"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "x"}]},
+     "messages[1].role"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": "   "}]}, "messages[0].content"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+     "messages[0].content[0]"),
+    ({"model": "graphmesh", "messages": [{"content": QUESTION}]}, "messages[0]"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "n": 2}, "n"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "top_k": 101}, "top_k"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "filter": "year != 3"}, "filter"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "frobnicate": 1}, "frobnicate"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "stream": "yes"}, "stream"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}],
+      "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": "长" * 20_000}]}, "messages"),  # the gateway's own limit
+]
+
+
+@pytest.mark.parametrize("body,param", BAD_INPUTS, ids=[p for _, p in BAD_INPUTS])
+async def test_bad_input_is_a_400_in_openais_shape_naming_the_parameter(fake_gateway, body, param):
+    gw = await fake_gateway()
+    rest = dict(body)
+    model, messages = rest.pop("model", openai.NOT_GIVEN), rest.pop("messages")
+    with pytest.raises(openai.BadRequestError) as err:  # the other parameters as sent, past the client's own checks
+        await client(gw).chat.completions.create(model=model, messages=messages, extra_body=rest)
+    assert err.value.status_code == 400 and err.value.param == param, err.value.body
+    assert err.value.type == "invalid_request_error" and err.value.message
+
+
+async def post(url: str, data: bytes, headers: dict) -> tuple[int, dict]:
+    async with ClientSession() as session:
+        async with session.post(url, data=data, headers=headers) as reply:
+            return reply.status, json.loads(await reply.read())
+
+
+async def test_edge_rules_apply_and_answer_in_openais_shape(fake_gateway):
+    gw = await fake_gateway()
+    url = gw.rest_url + "/v1/chat/completions"
+    body = json.dumps({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}]}).encode()
+    cases = [
+        ({"Content-Type": "text/plain"}, 415, "Content-Type"),
+        ({"Content-Type": "application/json", "Origin": "https://evil.example"}, 403, None),
+        ({"Content-Type": "application/json", "Host": "rebind.evil.example"}, 403, None),
+    ]
+    for headers, status, param in cases:
+        got, reply = await post(url, body, headers)
+        assert got == status, (headers, reply)
+        assert set(reply["error"]) == {"message", "type", "param", "code"} and reply["error"]["param"] == param
+    got, reply = await post(url, b"{not json", {"Content-Type": "application/json"})
+    assert got == 400 and reply["error"]["code"] == "invalid_json"
+    async with ClientSession() as session:  # an unknown method on the route
+        async with session.put(url, data=body, headers={"Content-Type": "application/json"}) as r:
+            assert r.status == 405 and json.loads(await r.read())["error"]["type"] == "invalid_request_error"
+
+
+async def test_an_api_key_is_needed_when_auth_is_on_and_bearer_is_accepted(fake_gateway):
+    key, record = new_key("chat")
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": record.line()})
+    messages = [{"role": "user", "content": QUESTION}]
+    with pytest.raises(openai.AuthenticationError) as err:
+        await client(gw, "gmk_00000000_" + "x" * 43).chat.completions.create(model="graphmesh", messages=messages)
+    assert err.value.status_code == 401 and err.value.code == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        await client(gw).models.list()
+    with pytest.raises(openai.AuthenticationError):  # streamed: refused before the first chunk
+        await client(gw).chat.completions.create(model="graphmesh", messages=messages, stream=True)
+    reply = await client(gw, key).chat.completions.create(model="graphmesh", messages=messages)
+    assert reply.choices[0].message.content
+    assert [m.id for m in (await client(gw, key).models.list()).data] == ["graphmesh"]

@@ -1,0 +1,90 @@
+"""HTTP statuses of the REST transcoder beyond 400: the real REST app over a
+real gateway gRPC server whose downstream services are fakes. Each status
+comes from the gRPC code the gateway answered (AIP-193 mapping), in the
+google.rpc.Status JSON shape; a failure after a stream has started is sent
+as a last error event."""
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+from aiohttp import ClientSession
+
+from services.gateway.api.rest import HTTP_STATUS
+from tests.fakes import FakeFuser, FakeLlm, FakeRetriever
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
+
+
+class BrokenFuser(FakeFuser):
+    """A fuser whose client raises a plain bug (not a DownstreamError)."""
+
+    async def fuse(self, request, timeout):
+        raise RuntimeError("bug in the fake")
+
+
+class StreamThenFail(FakeLlm):
+    """An LLM that writes one piece, then breaks with an unexpected error."""
+
+    async def stream(self, messages, max_tokens, timeout=None, purpose="answer"):
+        yield "应当"
+        raise RuntimeError("connection torn in the fake")
+
+
+async def rest(fake_gateway, **fakes) -> str:
+    """The REST base URL of a gateway over ``fakes``."""
+    return (await fake_gateway(**fakes)).rest_url
+
+
+async def post(url: str, body: object, accept: str = "application/json") -> tuple[int, str]:
+    async with ClientSession() as session:
+        async with session.post(url, data=json.dumps(body, ensure_ascii=False), headers={"Accept": accept, "Content-Type": "application/json"}) as reply:
+            return reply.status, await reply.text()
+
+
+async def test_no_retriever_answering_is_503(fake_gateway):
+    url = await rest(fake_gateway, pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.UNAVAILABLE),
+                     graph=FakeRetriever("retriever_graph", fail=grpc.StatusCode.UNAVAILABLE))
+    status, body = await post(url + "/v1/query:search", {"query": "测试"})
+    error = json.loads(body)["error"]
+    assert status == 503 and error["status"] == "UNAVAILABLE" and "retriever_pg" in error["message"]
+
+
+async def test_every_retriever_timing_out_is_504(fake_gateway):
+    url = await rest(fake_gateway, pg=FakeRetriever("retriever_pg", fail="hang"), graph=FakeRetriever("retriever_graph", fail="hang"))
+    status, body = await post(url + "/v1/query:search", {"query": "测试"})
+    assert status == 504 and json.loads(body)["error"]["status"] == "DEADLINE_EXCEEDED"
+
+
+async def test_an_unexpected_error_is_500_without_a_trace(fake_gateway):
+    url = await rest(fake_gateway, fuser=BrokenFuser())
+    status, body = await post(url + "/v1/query:search", {"query": "测试"})
+    error = json.loads(body)["error"]
+    assert status == 500 and error["status"] == "INTERNAL"
+    assert "Traceback" not in body and "bug in the fake" not in body
+
+
+async def test_unknown_route_and_method_answer_json(fake_gateway):
+    url = await rest(fake_gateway)
+    status, body = await post(url + "/v1/query:nothing", {"query": "测试"})
+    assert status == 404 and json.loads(body)["error"]["status"] == "NOT_FOUND"
+    async with ClientSession() as session:
+        async with session.get(url + "/v1/query:search") as reply:
+            assert reply.status == 405 and (await reply.json())["error"]["status"] == "METHOD_NOT_ALLOWED"
+
+
+async def test_error_after_the_stream_started_is_the_last_event(fake_gateway):
+    url = await rest(fake_gateway, llm=StreamThenFail(enabled=True))
+    status, body = await post(url + "/v1/query:answerStream", {"query": "测试"}, accept="text/event-stream")
+    events = [json.loads(line[len("data: "):]) for line in body.splitlines() if line.startswith("data: ")]
+    assert status == 200 and events[0].get("stage")  # the stream had started
+    assert any(e.get("token") == "应当" for e in events)
+    assert events[-1]["error"]["status"] == "INTERNAL" and events[-1]["error"]["code"] == 500
+
+
+async def test_status_table_follows_aip_193():
+    assert HTTP_STATUS[grpc.StatusCode.NOT_FOUND] == 404
+    assert HTTP_STATUS[grpc.StatusCode.RESOURCE_EXHAUSTED] == 429
+    assert HTTP_STATUS[grpc.StatusCode.UNAUTHENTICATED] == 401
+    assert HTTP_STATUS[grpc.StatusCode.FAILED_PRECONDITION] == 400

@@ -1,0 +1,273 @@
+"""The gateway's orchestration driven in-process with fake clients: what a
+caller gets when a downstream service times out, refuses the request, is
+down or fails. Each test asserts the response, ``degraded`` and the stage
+statuses."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.common.errors import DownstreamError
+from services.common.settings import nested_update
+from services.gateway.config import GatewaySettings
+from services.gateway.downstream.guard import Deadline
+from services.gateway.server import use_cases
+from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate, entity
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.unit]
+OK, SKIPPED, DEGRADED = types_pb2.STAGE_STATUS_OK, types_pb2.STAGE_STATUS_SKIPPED, types_pb2.STAGE_STATUS_DEGRADED
+ARTICLE = "用人单位自用工之日起超过一个月不满一年未与劳动者订立书面劳动合同的，应当向劳动者每月支付二倍的工资。"
+
+
+def settings(**overrides) -> GatewaySettings:
+    return GatewaySettings(**nested_update(
+        {"port": 0, "rest": {"port": -1}, "deadlines": {"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3}},
+        overrides))
+
+
+def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None, **overrides):
+    """The gateway's use cases over fakes (healthy unless given)."""
+    pg = pg or FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
+    # Both carry a vector cosine well above the abstention cut (e5onnx scale:
+    # law evidence 0.89-0.95, unrelated text 0.75-0.87), so these
+    # tests answer (test_answer_abstention.py covers abstaining).
+    graph = graph or FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.fulltext", 3.0,
+                                                                 vector_score=0.92)])
+    return use_cases(settings(**overrides), expander or FakeExpander(), [pg, graph], reranker or FakeReranker(),
+                     fuser or FakeFuser(), llm or FakeLlm())
+
+
+def stages(response) -> dict[str, types_pb2.StageTiming]:
+    return {t.stage: t for t in response.timings}
+
+
+async def test_healthy_search_reports_every_stage_ok_and_nothing_degraded():
+    reply = (await mesh().search.search("工资", 5, None, Deadline(5))).response
+    assert [c.document_id for c in reply.results] == ["5689", "17"]
+    s = stages(reply)
+    for name in ("expand", "retrieve.pg", "retrieve.graph", "fuse", "total"):
+        assert s[name].status == OK, name
+    assert s["rerank"].status == SKIPPED and not reply.degraded
+    assert reply.context.startswith("[1] ")
+
+
+async def test_retriever_that_times_out_is_degraded_and_the_other_answers():
+    reply = (await mesh(graph=FakeRetriever("retriever_graph", fail="hang")).search.search("工资", 5, None, Deadline(5))).response
+    assert [c.document_id for c in reply.results] == ["5689"]
+    assert list(reply.degraded) == ["retriever_graph"]
+    graph = stages(reply)["retrieve.graph"]
+    assert graph.status == DEGRADED and "timed out" in graph.detail
+    assert stages(reply)["retrieve.pg"].status == OK
+
+
+async def test_retriever_invalid_argument_reaches_the_caller_unchanged():
+    use = mesh(pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.INVALID_ARGUMENT))
+    with pytest.raises(DownstreamError) as err:
+        await use.search.search("工资", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and err.value.service == "retriever_pg"
+
+
+async def test_reranker_that_is_down_degrades_rerank_only():
+    use = mesh(reranker=FakeReranker(fail=grpc.StatusCode.UNAVAILABLE))
+    reply = (await use.search.search("工资", 5, True, Deadline(5))).response
+    assert list(reply.degraded) == ["reranker"]
+    rerank = stages(reply)["rerank"]
+    assert rerank.status == DEGRADED and rerank.detail.startswith("UNAVAILABLE")
+    assert [c.document_id for c in reply.results] == ["5689", "17"]
+
+
+async def test_reranker_scores_reach_the_fuser_when_it_answers():
+    fuser = FakeFuser()
+    reply = (await mesh(fuser=fuser).search.search("工资", 5, True, Deadline(5))).response
+    assert stages(reply)["rerank"].status == OK and not reply.degraded
+    assert stages(reply)["rerank"].detail == "reranker: 2 scored, 0 cut"
+    final_request = fuser.calls[-1][1]
+    assert set(final_request.rerank_scores) == {"5689#0", "17#0"}
+
+
+class ReversingFuser(FakeFuser):
+    """Ranks the candidates in the reverse of their arrival order."""
+
+    async def fuse(self, request, timeout):
+        reversed_request = type(request)()
+        reversed_request.CopyFrom(request)
+        del reversed_request.lists[:]
+        reversed_request.lists.extend(reversed(request.lists))
+        return await super().fuse(reversed_request, timeout)
+
+
+async def test_reranker_gets_the_fused_best_not_the_first_to_arrive():
+    reranker = FakeReranker()
+    await mesh(fuser=ReversingFuser(), reranker=reranker, rerank={"max_passages": 1}).search.search("工资", 5, True, Deadline(5))
+    [(_, rerank_request)] = reranker.calls
+    assert [p.id for p in rerank_request.passages] == ["17#0"]  # the fuser's first, the graph's candidate
+
+
+async def test_fuser_that_fails_gives_arrival_order_without_context():
+    reply = (await mesh(fuser=FakeFuser(fail=grpc.StatusCode.INTERNAL)).search.search("工资", 5, None, Deadline(5))).response
+    assert list(reply.degraded) == ["fuser"]
+    assert stages(reply)["fuse"].status == DEGRADED
+    assert [c.document_id for c in reply.results] == ["5689", "17"] and reply.context == ""
+
+
+async def test_expander_down_falls_back_to_the_shared_tokenizer_without_vectors():
+    pg = FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0)])
+    reply = (await mesh(expander=FakeExpander(fail=grpc.StatusCode.UNAVAILABLE), pg=pg).search.search(
+        "劳动合同工资", 5, None, Deadline(5))).response
+    assert list(reply.degraded) == ["expander"] and stages(reply)["expand"].status == DEGRADED
+    request = pg.calls[0][1]
+    assert "工资" in request.keywords and not request.query_embedding
+
+
+async def test_no_retriever_answering_is_unavailable_naming_both():
+    use = mesh(pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.UNAVAILABLE),
+               graph=FakeRetriever("retriever_graph", fail=grpc.StatusCode.UNAVAILABLE))
+    with pytest.raises(DownstreamError) as err:
+        await use.search.search("工资", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "retriever_pg" in err.value.message and "retriever_graph" in err.value.message
+
+
+async def test_every_retriever_timing_out_is_deadline_exceeded():
+    use = mesh(pg=FakeRetriever("retriever_pg", fail="hang"), graph=FakeRetriever("retriever_graph", fail="hang"))
+    with pytest.raises(DownstreamError) as err:
+        await use.search.search("工资", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+async def test_switched_off_graph_is_not_asked():
+    graph = FakeRetriever("retriever_graph", [candidate("17", "x", "graph.fulltext", 1.0)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5), frozenset({"graph", "pg.vector"}))).response
+    assert graph.calls == []
+    assert stages(reply)["retrieve.graph"].status == SKIPPED
+
+
+async def test_graph_down_answer_comes_from_the_fast_path():
+    use = mesh(graph=FakeRetriever("retriever_graph", fail=grpc.StatusCode.UNAVAILABLE))
+    answer = await use.answerer.answer("工资", 5, None, Deadline(10))
+    assert answer.strategy == gateway_pb2.FALLBACK_STRATEGY_FAST_PATH
+    assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "[1]" in answer.answer
+    assert answer.citations[0].document_id == "5689"
+    standard = answer.attempts[0]
+    assert standard.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD and "retriever_graph unavailable" in standard.reason
+
+
+async def test_llm_failure_gives_an_extractive_answer_with_llm_degraded():
+    answer = await mesh(llm=FakeLlm(enabled=True, fail_reason="server_error")).answerer.answer("工资", 5, None, Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and answer.answer
+    assert "llm" in answer.search.degraded
+    generate = stages(answer.search)["generate"]
+    assert generate.status == DEGRADED and generate.detail == "server_error"
+
+
+async def test_llm_answer_keeps_valid_citations_only():
+    llm = FakeLlm(enabled=True, answer="应当每月支付二倍的工资[1]，另见[7]。")
+    answer = await mesh(llm=llm).answerer.answer("工资", 5, None, Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_LLM
+    assert answer.answer == "应当每月支付二倍的工资[1]，另见。" and answer.invalid_citations_removed == 1
+    assert [c.number for c in answer.citations] == [1]
+
+
+async def test_entity_search_without_expander_searches_the_raw_query():
+    graph = FakeRetriever("retriever_graph", entities=[entity("马铃薯")])
+    use = mesh(expander=FakeExpander(fail=grpc.StatusCode.UNAVAILABLE), graph=graph)
+    reply = await use.entities.search("马铃薯", 5, Deadline(5))
+    assert [e.name for e in reply.entities] == ["马铃薯"]
+    assert list(reply.degraded) == ["expander"] and reply.gate_reason == "expander unavailable"
+    assert graph.calls[0][1].query == "马铃薯"
+
+
+async def test_entity_retriever_without_the_rpc_is_skipped_not_degraded():
+    pg = FakeRetriever("retriever_pg", fail=grpc.StatusCode.UNIMPLEMENTED)
+    reply = await mesh(pg=pg, graph=FakeRetriever("retriever_graph", entities=[entity("土豆")])).entities.search("土豆", 5, Deadline(5))
+    assert not reply.degraded and stages(reply)["retrieve_entities.pg"].status == SKIPPED
+
+
+async def test_ingest_with_a_retriever_down_fails_with_its_status():
+    use = mesh(graph=FakeRetriever("retriever_graph", fail=grpc.StatusCode.UNAVAILABLE))
+    with pytest.raises(DownstreamError) as err:
+        await use.documents.ingest('{"id": "1", "text": "第一条 测试。"}'.encode(), Deadline(5))
+    assert err.value.code == grpc.StatusCode.UNAVAILABLE and err.value.service == "retriever_graph"
+
+
+async def test_ingest_stores_in_every_retriever():
+    pg, graph = FakeRetriever("retriever_pg"), FakeRetriever("retriever_graph")
+    reply, failures = await mesh(pg=pg, graph=graph).documents.ingest(
+        '{"id": "1", "text": "第一条 测试。"}\n{"id": "2"}'.encode(), Deadline(5))
+    assert reply.received == 2 and reply.stored == 1 and len(failures) == 1
+    assert pg.stored == ["1"] and graph.stored == ["1"]
+
+
+async def test_retriever_pg_down_leaves_the_graph_results():
+    reply = (await mesh(pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.UNAVAILABLE)).search.search(
+        "工资", 5, None, Deadline(5))).response
+    assert list(reply.degraded) == ["retriever_pg"]
+    assert stages(reply)["retrieve.pg"].status == DEGRADED and stages(reply)["retrieve.graph"].status == OK
+    assert [c.document_id for c in reply.results] == ["17"]
+
+
+async def test_channels_a_profile_has_off_are_not_run_and_related_is_skipped():
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5))).response
+    retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
+    assert {"graph.fulltext", "graph.heading", "graph.neighbour", "graph.ppr"} <= set(retrieve.disabled_channels)
+    assert "graph.term" not in retrieve.disabled_channels
+    assert not any(rpc == "related" for rpc, _ in graph.calls)
+    assert stages(reply)["related"].status == SKIPPED
+    assert "18" not in [c.document_id for c in reply.results]
+
+
+async def test_a_channel_switched_on_per_request_runs_in_the_related_call():
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    use = mesh(graph=graph)
+    reply = (await use.search.search("工资", 5, None, Deadline(5), enabled=frozenset({"graph.cites"}))).response
+    related = next(r for rpc, r in graph.calls if rpc == "related")
+    assert "graph.cites" not in related.disabled_channels
+    assert {"graph.ppr", "graph.version"} <= set(related.disabled_channels)
+    assert [s.document_id for s in related.seeds] == ["5689", "17"]
+    assert "18" in [c.document_id for c in reply.results]
+    assert stages(reply)["related.graph"].status == OK
+    # Switched off per request it is not run, even when also switched on.
+    graph.calls.clear()
+    await use.search.search("工资", 5, None, Deadline(5), disabled=frozenset({"graph.cites"}),
+                            enabled=frozenset({"graph.cites"}))
+    assert not any(rpc == "related" for rpc, _ in graph.calls)
+
+
+async def test_graph_with_every_first_stage_channel_off_is_not_asked():
+    from services.common import names
+
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条", "graph.term", 1.0)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5),
+                                                   disabled=frozenset(names.GRAPH_FIRST_STAGE))).response
+    assert not any(rpc == "retrieve" for rpc, _ in graph.calls)
+    assert stages(reply)["retrieve.graph"].status == SKIPPED
+
+
+async def test_the_related_call_searches_the_request_scope():
+    from services.common.filters import parse_filter
+    from services.gateway.search.scope import Scope
+
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+                          related=[candidate("18", "第十八条", "graph.cites", 0.5)])
+    scope = Scope(("law",), tuple(parse_filter('status = "现行有效"')))
+    await mesh(graph=graph).search.search("工资", 5, None, Deadline(5), scope=scope, enabled=frozenset({"graph.cites"}))
+    retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
+    related = next(r for rpc, r in graph.calls if rpc == "related")
+    for request in (retrieve, related):
+        assert list(request.collections) == ["law"]
+        assert [(f.key, f.equals) for f in request.filters] == [("status", "现行有效")]
+
+
+async def test_a_file_over_the_size_limit_fails_alone_with_the_limit_named():
+    files = [gateway_pb2.IngestFile(name="big.txt", content="劳动合同。".encode() * 400),
+             gateway_pb2.IngestFile(name="small.txt", content="劳动合同应当具备以下条款。".encode())]
+    reply = await mesh(ingest={"max_file_bytes": 2048}).files.ingest(files, Deadline(10))
+    big, small = reply.files
+    assert big.status == gateway_pb2.FILE_STATUS_FAILED and "over the 0.00195312 MiB limit per file" in big.reason
+    assert "GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES" in big.reason and [f.index for f in reply.failures] == [0]
+    assert small.status == gateway_pb2.FILE_STATUS_STORED and reply.stored == 1

@@ -1,0 +1,40 @@
+"""What real files keep of their structure: raw HTML blocks in Markdown,
+PDF sub-headings a point larger than the body, and the title once in each
+chunk's heading path (files made by reportlab and markdown writers)."""
+from __future__ import annotations
+
+import pytest
+
+from graphmesh.gateway.v1 import gateway_pb2
+from services.ingest.chunking import ChunkingConfig
+from services.gateway.library.file_ingest import document_from_file
+from services.ingest.files import parse_file
+from tests.file_makers import docx_bytes, markdown_text, markdown_with_html_blocks, pdf_bytes, pdf_with_small_subheadings
+
+pytestmark = pytest.mark.unit
+
+
+def test_markdown_html_blocks_are_kept_as_text():
+    parsed = parse_file("fees.md", "", markdown_with_html_blocks().encode())
+    text = parsed.text()
+    assert "基础版 | 30元" in text and "专业版 | 98元" in text
+    assert "退款须在购买后七日内申请" in text
+    assert "<table>" not in text and "<div" not in text
+
+
+def test_pdf_subheadings_a_point_larger_than_the_body_are_split_from_their_paragraph():
+    parsed = parse_file("travel.pdf", "", pdf_with_small_subheadings())
+    paths = {tuple(s.heading_path): [b.text for b in s.blocks] for s in parsed.sections}
+    assert ("差旅费用管理办法", "住宿标准") in paths and ("差旅费用管理办法", "交通标准") in paths
+    assert paths[("差旅费用管理办法", "住宿标准")][0].startswith("一线城市")
+    assert not any("住宿标准一线城市" in b for blocks in paths.values() for b in blocks)
+
+
+def test_the_title_appears_once_in_every_chunk_heading_path():
+    files = [("guide.md", markdown_text().encode()), ("guide.pdf", pdf_bytes(0)), ("fees.md", markdown_with_html_blocks().encode()),
+             ("travel.pdf", pdf_with_small_subheadings()), ("guide.docx", docx_bytes())]
+    for name, content in files:
+        doc = document_from_file(gateway_pb2.IngestFile(name=name, content=content), "default", ChunkingConfig())
+        for chunk in doc.record.chunks:
+            assert len(chunk.heading_path) == len(set(chunk.heading_path)), (name, chunk.heading_path)
+            assert chunk.heading_path[0] == doc.record.title

@@ -1,0 +1,123 @@
+"""File parsers on real files of each format with Chinese text, made by
+well-kept writers (tests/file_makers.py)."""
+from __future__ import annotations
+
+import pytest
+
+from services.ingest.chunking import ChunkingConfig, chunk_sections
+from services.ingest.files import FileParseError, media_type_of, parse_file
+from services.ingest.files.text import decode_text
+from tests import file_makers as mk
+
+pytestmark = pytest.mark.unit
+
+
+def _sections(parsed) -> list[tuple[list[str], str]]:
+    return [(s.heading_path, "\n".join(b.text for b in s.blocks)) for s in parsed.sections]
+
+
+def _table_rows() -> list[str]:
+    return [" | ".join(r) for r in mk.TABLE]
+
+
+def test_multi_page_pdf_keeps_headings_pages_and_table_rows():
+    parsed = parse_file("办法.pdf", "", mk.pdf_bytes(pages_of_filler=2))
+    assert parsed.media_type == "application/pdf" and parsed.pages == 4
+    assert parsed.title == mk.TITLE  # the PDF's own title
+    sections = _sections(parsed)
+    assert sections[0] == ([mk.CHAPTER_1], mk.PARAGRAPH_1)
+    assert sections[1] == ([mk.CHAPTER_1, mk.SECTION_1], mk.PARAGRAPH_2)
+    assert sections[2][0] == [mk.CHAPTER_2]
+    lines = sections[2][1].splitlines()
+    assert lines[:4] == [mk.PARAGRAPH_3, *_table_rows()]
+    assert lines[4:] == mk.long_chinese_text(12, "附则0") + mk.long_chinese_text(12, "附则1")  # wrapped lines re-joined
+    pages = [b.page for s in parsed.sections for b in s.blocks]
+    assert pages[:3] == [1, 1, 2] and set(pages[3:]) == {3, 4}
+    # the filler pages stay under the last heading, and chunks carry their pages
+    rec = chunk_sections("d", parsed.title, [parsed.title], parsed.sections, {}, ChunkingConfig(128, 16))
+    pages = [c.metadata["page"] for c in rec.chunks]
+    assert pages[:2] == ["1", "1"] and pages[2] == "2-3"  # chapter 2 starts on page 2 and runs on
+    assert pages[-1] == "4" and "3-4" in pages
+    assert all(c.heading_path[0] == mk.TITLE for c in rec.chunks)
+
+
+def test_encrypted_pdf_fails_with_a_clear_reason():
+    with pytest.raises(FileParseError, match="encrypted PDF: needs a password"):
+        parse_file("秘密.pdf", "application/pdf", mk.encrypted_pdf_bytes())
+
+
+def test_scanned_pdf_without_text_layer_fails():
+    with pytest.raises(FileParseError, match=r"no text layer \(scanned PDF\?\)"):
+        parse_file("扫描件.pdf", "", mk.scanned_pdf_bytes())
+
+
+def test_corrupt_pdf_and_docx_fail_with_their_reason():
+    with pytest.raises(FileParseError, match="not a readable PDF"):
+        parse_file("坏.pdf", "", b"%PDF-1.7\n garbage that is not a PDF")
+    with pytest.raises(FileParseError, match=r"not a valid \.docx \(corrupt or not a zip archive"):
+        parse_file("坏.docx", "", b"PK\x03\x04 this is no zip archive")
+    truncated = mk.docx_bytes()[:2000]
+    with pytest.raises(FileParseError, match="docx"):
+        parse_file("截断.docx", "", truncated)
+
+
+def test_docx_headings_title_and_table():
+    parsed = parse_file("办法.docx", "", mk.docx_bytes(["附录：本办法自发布之日起施行。"]))
+    assert parsed.title == mk.TITLE
+    sections = _sections(parsed)
+    assert sections[0] == ([mk.CHAPTER_1], mk.PARAGRAPH_1)
+    assert sections[1] == ([mk.CHAPTER_1, mk.SECTION_1], mk.PARAGRAPH_2)
+    assert sections[2] == ([mk.CHAPTER_2], "\n".join([mk.PARAGRAPH_3, "\n".join(_table_rows()), "附录：本办法自发布之日起施行。"]))
+
+
+def test_gb18030_text_is_detected_and_chapters_become_headings():
+    data = mk.text_gb18030()
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+    text, encoding = decode_text(data)
+    assert encoding == "gb18030" and "𠀀" in text
+    parsed = parse_file("制度.txt", "", data)
+    assert parsed.title == "制度"
+    assert _sections(parsed) == [([mk.CHAPTER_1], mk.PARAGRAPH_1), ([mk.CHAPTER_1, mk.SECTION_1], mk.PARAGRAPH_2 + "𠀀"),
+                                 ([mk.CHAPTER_2], mk.PARAGRAPH_3)]
+
+
+def test_utf8_with_and_without_bom_and_utf16():
+    assert decode_text(mk.text_utf8_bom()) == (f"{mk.CHAPTER_1}\n{mk.PARAGRAPH_1}\n", "utf-8-sig")
+    assert decode_text("纯文本".encode("utf-8")) == ("纯文本", "utf-8")
+    assert decode_text("\ufeff宽字符".encode("utf-16-le"))[0] == "宽字符"
+    with pytest.raises(FileParseError, match="binary"):
+        parse_file("x.txt", "", b"\x00\x01\x02\x00binary")
+
+
+def test_markdown_headings_and_table():
+    parsed = parse_file("办法.md", "", mk.markdown_text().encode())
+    assert parsed.title == mk.TITLE
+    sections = _sections(parsed)
+    assert sections[0] == ([mk.TITLE, mk.CHAPTER_1], mk.PARAGRAPH_1)
+    assert sections[1] == ([mk.TITLE, mk.CHAPTER_1, mk.SECTION_1], mk.PARAGRAPH_2)
+    assert sections[2] == ([mk.TITLE, mk.CHAPTER_2], "\n".join([mk.PARAGRAPH_3, "\n".join(_table_rows())]))
+
+
+def test_html_drops_navigation_and_scripts():
+    parsed = parse_file("办法.html", "text/html; charset=utf-8", mk.html_text().encode())
+    assert parsed.title == mk.TITLE
+    text = parsed.text()
+    for gone in ("导航菜单", "脚本内容不应出现", "页眉广告", "版权所有", "color:red"):
+        assert gone not in text
+    sections = _sections(parsed)
+    assert sections[0] == ([mk.CHAPTER_1], mk.PARAGRAPH_1)
+    assert sections[1] == ([mk.CHAPTER_1, mk.SECTION_1], mk.PARAGRAPH_2)
+    assert sections[2] == ([mk.CHAPTER_2], "\n".join([mk.PARAGRAPH_3, "\n".join(_table_rows())]))
+
+
+def test_media_types_and_unsupported_files():
+    assert media_type_of("a/b.PDF") == "application/pdf"
+    assert media_type_of("x", "text/markdown; charset=utf-8") == "text/markdown"
+    assert media_type_of("x.xlsx") == ""
+    with pytest.raises(FileParseError, match="unsupported file type '.xlsx'"):
+        parse_file("表.xlsx", "", b"data")
+    with pytest.raises(FileParseError, match="empty file"):
+        parse_file("空.txt", "", b"")
+    with pytest.raises(FileParseError, match="no text"):
+        parse_file("空白.md", "", b"\n\n   \n")

@@ -1,0 +1,104 @@
+import pytest
+
+from services.ingest.chunking import ChunkingConfig, chunk_document, chunk_sections, content_hash, split_text
+from services.ingest.files.model import Block, Section
+from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sentences
+
+pytestmark = pytest.mark.unit
+
+
+def test_tokens_are_cjk_characters_and_latin_words():
+    # 5 Han characters, then "GraphMesh", "2024", "RAG"; punctuation and spaces count nothing
+    assert count_tokens("检索增强，GraphMesh 2024 的 RAG！") == 5 + 3
+    assert count_tokens("。！？ ,.") == 0
+    assert count_tokens("かな한국") == 4
+
+
+def test_sentences_end_on_chinese_punctuation_and_keep_closing_quotes():
+    text = "他说：“走吧。”然后离开了！真的吗？是的；好。最后一句"
+    assert split_sentences(text) == ["他说：“走吧。”", "然后离开了！", "真的吗？", "是的；", "好。", "最后一句"]
+    assert "".join(split_sentences(text)) == text
+    assert split_sentences("It works. Yes!\n第二行") == ["It works.", " Yes!", "\n", "第二行"]
+    assert split_sentences("等等……然后") == ["等等……", "然后"]
+
+
+def test_short_record_is_one_chunk():
+    text = "第一条 为了保护专利权人的合法权益，制定本法。"
+    assert split_text(text, ChunkingConfig()) == [text]
+
+
+def test_chunks_end_on_sentence_boundaries_with_token_overlap():
+    sentences = [f"第{i}句话的内容比较长一些。" for i in range(40)]  # 12 tokens each
+    assert {count_tokens(s) for s in sentences} == {12}
+    pieces = split_text("".join(sentences), ChunkingConfig(100, 30))
+    assert len(pieces) > 3
+    for piece in pieces:
+        assert count_tokens(piece) <= 100
+        assert piece.endswith("。")
+    # 100 tokens hold 8 sentences; 30 tokens of overlap carry the last 2 into the next chunk
+    assert pieces[0] == "".join(sentences[:8])
+    assert pieces[1].startswith(sentences[6] + sentences[7])
+    assert "".join(sentences[-1:]) in pieces[-1]
+
+
+def test_long_sentence_is_cut_at_token_boundaries():
+    assert [count_tokens(p) for p in split_text("长" * 250, ChunkingConfig(100, 0))] == [100, 100, 50]
+    assert cut_tokens("alpha beta gamma", 2) == ["alpha beta ", "gamma"]
+
+
+def test_pack_always_progresses():
+    assert pack(["a。", "b。", "c。"], 1, 0) == [(0, 1), (1, 2), (2, 3)]
+    assert pack([], 5, 1) == []
+
+
+def test_bad_config_rejected():
+    with pytest.raises(ValueError):
+        ChunkingConfig(10, 10)
+    with pytest.raises(ValueError):
+        ChunkingConfig(0, 0)
+
+
+def test_chunk_document_ids_headings_terms_and_hash():
+    path = ["中华人民共和国专利法", "第一章 总则", "第七条"]
+    rec = chunk_document("7", "中华人民共和国专利法", path, "对发明人的专利申请，任何单位或者个人不得压制。", {}, ChunkingConfig())
+    assert [c.id for c in rec.chunks] == ["7#0"]
+    assert rec.chunks[0].heading_path[-1] == "第七条"
+    assert "专利法" in rec.chunks[0].terms  # heading terms are searchable
+    same = chunk_document("7", "中华人民共和国专利法", path, "对发明人的专利申请，任何单位或者个人不得压制。", {}, ChunkingConfig())
+    assert rec.content_hash == same.content_hash
+    assert content_hash("t", [], "a", {}) != content_hash("t", [], "b", {})
+
+
+def test_hash_of_default_collection_is_the_one_before_collections():
+    # The hash stored for the law corpus before collections: sha256 of
+    # [title, headings, text, metadata items] (services/ingest/chunking.py of main).
+    import hashlib
+    import json
+
+    before = hashlib.sha256(json.dumps(["t", ["h"], "x", [["status", "现行有效"]]], ensure_ascii=False).encode()).hexdigest()
+    assert content_hash("t", ["h"], "x", {"status": "现行有效"}) == before
+    assert content_hash("t", ["h"], "x", {"status": "现行有效"}, collection="laws") != before
+
+
+def test_sections_never_share_a_chunk_and_record_pages():
+    sections = [
+        Section(["第一章 总则"], [Block("本办法适用于全体员工。" * 3, 1), Block("出差应当申请。", 2)]),
+        Section(["第一章 总则", "第一节 范围"], [Block("范围很广。", 2)]),
+        Section(["第二章 标准"], [Block("住宿 | 500\n餐饮 | 100", 3)]),
+    ]
+    rec = chunk_sections("doc", "差旅办法", ["差旅办法"], sections, {"dept": "财务"}, ChunkingConfig(), collection="hr",
+                         source="办法.pdf")
+    assert [c.heading_path for c in rec.chunks] == [
+        ["差旅办法", "第一章 总则"], ["差旅办法", "第一章 总则", "第一节 范围"], ["差旅办法", "第二章 标准"]]
+    assert [c.metadata for c in rec.chunks] == [{"page": "1-2"}, {"page": "2"}, {"page": "3"}]
+    assert rec.chunks[2].text == "住宿 | 500\n餐饮 | 100"
+    assert [c.ordinal for c in rec.chunks] == [0, 1, 2]
+    assert (rec.collection, rec.source) == ("hr", "办法.pdf")
+
+
+def test_a_long_section_is_chunked_with_overlap_inside_its_heading():
+    body = "".join(f"第{i}条规定的内容需要较长的说明文字。" for i in range(120))
+    rec = chunk_sections("d", "T", ["T"], [Section(["附则"], [Block(body)])], {}, ChunkingConfig(64, 16))
+    assert len(rec.chunks) > 10
+    assert all(c.heading_path == ["T", "附则"] and count_tokens(c.text) <= 64 for c in rec.chunks)
+    assert all(c.text.endswith("。") for c in rec.chunks)

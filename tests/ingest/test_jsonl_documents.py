@@ -1,0 +1,34 @@
+import pytest
+from services.ingest.jsonl_documents import parse_jsonl
+
+pytestmark = pytest.mark.unit
+
+
+def test_law_record_becomes_heading_path():
+    payload = '{"id": 1, "law": "中华人民共和国专利法", "status": "现行有效", "chapter": "第一章 总则", "section": null, "article": "第一条", "text": "为了保护专利权人的合法权益，制定本法。"}'.encode()
+    docs, failures = parse_jsonl(payload)
+    assert not failures
+    assert docs[0].id == "1"
+    assert docs[0].heading_path == ["中华人民共和国专利法", "第一章 总则", "第一条"]
+    assert docs[0].metadata == {"status": "现行有效", "law": "中华人民共和国专利法"}  # filterable
+
+
+def test_bad_lines_are_reported_and_others_kept():
+    payload = b"\n".join([
+        '{"id": "a", "text": "好的。"}'.encode(),
+        b'{"id": "b", "text": "   "}',
+        b"\xff\xfe not utf-8",
+        b"{not json",
+        b'{"text": "no id"}',
+        b'["not an object"]',
+    ])
+    docs, failures = parse_jsonl(payload)
+    assert [d.id for d in docs] == ["a"]
+    assert [(f.index, f.field) for f in failures] == [(1, "text"), (2, ""), (3, ""), (4, "id"), (5, "")]
+    assert "UTF-8" in failures[1].reason
+
+
+def test_unstorable_text_is_a_failure_of_its_record_only():
+    docs, failures = parse_jsonl(b'{"id": "1", "text": "a\\ud800"}\n{"id": "2", "text": "ok", "metadata": {"k": "\\u0000"}}\n{"id": "3", "text": "fine"}\n')
+    assert [d.id for d in docs] == ["3"]
+    assert [(f.index, f.field) for f in failures] == [(0, "text"), (1, "metadata")]

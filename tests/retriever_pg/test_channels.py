@@ -1,0 +1,75 @@
+"""retriever_pg's extra channels on a real PostgreSQL: hit-count full text,
+trigram matching for short queries, and the same-document boost."""
+from __future__ import annotations
+
+import pytest
+
+from services.common.retriever import RetrievalQuery
+from services.common.text import query_keywords
+from services.retriever_pg.backend import PgBackend, PgChannelConfig
+from tests.retriever_pg.test_store import make_doc, store  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
+
+
+async def test_fulltext_orders_by_hit_count_then_length(store):  # noqa: F811
+    await store.ingest_documents([
+        make_doc("a", ["试用期 工资 劳动合同 很长很长很长的一段文字"], terms=[["试用期", "工资", "劳动合同", "很长", "文字", "一段"]]),
+        make_doc("b", ["试用期 工资"], terms=[["试用期", "工资"]]),
+        make_doc("c", ["试用期"], terms=[["试用期"]]),
+    ])
+    hits = await store.fulltext_search(["试用期", "工资", "劳动合同"], 10)
+    assert [(h.document_id, h.score) for h in hits] == [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    assert hits[0].evidence == " ".join(sorted(["试用期", "工资", "劳动合同"]))
+    # equal hit counts: the shorter chunk first
+    hits = await store.fulltext_search(["试用期", "工资"], 10)
+    assert [h.document_id for h in hits][:2] == ["b", "a"]
+    # the cut-off keeps the shorter one too
+    assert [h.document_id for h in await store.fulltext_search(["试用期", "工资"], 1)] == ["b"]
+
+
+async def test_trigram_finds_short_query_as_substring_and_escapes_wildcards(store):  # noqa: F811
+    await store.ingest_documents([
+        make_doc("t1", ["醉驾的处罚由公安机关决定。"]),
+        make_doc("t2", ["100%_完成的任务。"]),
+    ])
+    hits = await store.trigram_search("醉驾", 5)
+    assert hits and hits[0].document_id == "t1" and hits[0].evidence == "substring"
+    literal = await store.trigram_search("%_", 5)
+    assert [h.document_id for h in literal] == ["t2"]  # '%' and '_' match only themselves
+
+
+async def test_boost_pulls_same_document_neighbours_when_hits_concentrate(store):  # noqa: F811
+    texts = ["第一段讲合同订立。", "第二段讲合同履行。", "第三段讲别的事情。", "第四段讲其他。", "第五段也无关。"]
+    await store.ingest_documents([make_doc("long", texts), make_doc("other", ["合同的另一份文件。"])])
+    backend = PgBackend(store, PgChannelConfig(boost=True, boost_window=2, boost_limit=10, boost_min_hits=2))
+    hits, timings = await backend.retrieve(RetrievalQuery(query="合同订立和履行", keywords=query_keywords("合同订立和履行"), embedding=[], top_k=5))
+    boosted = [h for h in hits if h.channel == "pg.boost"]
+    assert boosted, [(h.chunk_id, h.channel) for h in hits]
+    assert all(h.document_id == "long" for h in boosted)
+    assert {h.chunk_id for h in boosted} <= {"long#2", "long#3", "long#4"}
+    assert all(h.evidence.startswith("same-document:long#") for h in boosted)
+    assert "pg.boost" in {t.stage for t in timings}
+    # switched off per request
+    hits, _ = await backend.retrieve(RetrievalQuery(query="合同订立和履行", keywords=query_keywords("合同订立和履行"),
+                                                    embedding=[], top_k=5, disabled=frozenset({"pg.boost"})))
+    assert not [h for h in hits if h.channel == "pg.boost"]
+
+
+async def test_user_dictionary_term_does_not_match_its_parts_in_keyword_search(store):  # noqa: F811
+    import jieba
+
+    from services.common import text
+
+    text.use_user_dictionary(["三级医院"])
+    try:
+        await store.ingest_documents([
+            make_doc("whole", ["本市三级医院应当公开收费标准。"]),
+            make_doc("parts", ["二三级公立医院的收费标准另行规定。"]),
+        ])
+        keywords = text.query_keywords("三级医院")
+        assert keywords == ["三级医院"]
+        assert [h.document_id for h in await store.keyword_search(keywords, 5)] == ["whole"]
+    finally:
+        jieba.del_word("三级医院")
+        text.use_user_dictionary([])

@@ -1,0 +1,383 @@
+"""PgStore against a real PostgreSQL (embedded pgserver or GRAPHMESH_TEST_PG_DSN)."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import pytest_asyncio
+
+from services.common.records import ChunkRecord, DocumentRecord
+from services.common.text import document_terms, query_keywords
+from services.retriever_pg.store import LATEST_SCHEMA_VERSION, PgStore
+
+pytestmark = pytest.mark.integration
+
+DIM = 4
+LAW = "中华人民共和国劳动合同法"
+
+ARTICLES = {
+    "第十条": "建立劳动关系，应当订立书面劳动合同。已建立劳动关系，未同时订立书面劳动合同的，"
+    "应当自用工之日起一个月内订立书面劳动合同。用人单位与劳动者在用工前订立劳动合同的，"
+    "劳动关系自用工之日起建立。",
+    "第十九条": "劳动合同期限三个月以上不满一年的，试用期不得超过一个月；劳动合同期限一年以上"
+    "不满三年的，试用期不得超过二个月；三年以上固定期限和无固定期限的劳动合同，试用期不得超过"
+    "六个月。同一用人单位与同一劳动者只能约定一次试用期。",
+    "第四十七条": "经济补偿按劳动者在本单位工作的年限，每满一年支付一个月工资的标准向劳动者支付。"
+    "六个月以上不满一年的，按一年计算；不满六个月的，向劳动者支付半个月工资的经济补偿。",
+    "第八十二条": "用人单位自用工之日起超过一个月不满一年未与劳动者订立书面劳动合同的，应当向劳动者"
+    "每月支付二倍的工资。用人单位违反本法规定不与劳动者订立无固定期限劳动合同的，自应当订立"
+    "无固定期限劳动合同之日起向劳动者每月支付二倍的工资。",
+}
+
+
+def unit(*xs: float) -> list[float]:
+    v = np.asarray(xs, dtype=float)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def make_doc(
+    doc_id: str,
+    texts: list[str],
+    *,
+    embeddings: list[list[float]] | None = None,
+    terms: list[list[str]] | None = None,
+    title: str = LAW,
+) -> DocumentRecord:
+    chunks = []
+    for i, text in enumerate(texts):
+        chunks.append(
+            ChunkRecord(
+                id=f"{doc_id}#{i}",
+                document_id=doc_id,
+                ordinal=i,
+                heading_path=[title, doc_id],
+                text=text,
+                parent_context=title,
+                embedding=(embeddings[i] if embeddings else []),
+                terms=(terms[i] if terms is not None else document_terms(f"{doc_id} {text}")),
+            )
+        )
+    digest = hashlib.sha256("\x1f".join([title, doc_id, *texts]).encode()).hexdigest()
+    return DocumentRecord(
+        id=doc_id, title=title, heading_path=[title], metadata={"source": "test"},
+        content_hash=digest, chunks=chunks,
+    )
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def store(pg_dsn: str):
+    s = PgStore(pg_dsn, DIM, pool_min=1, pool_max=2)
+    await s.open()
+    await s.migrate()
+    async with s._conn() as conn:  # noqa: SLF001 - test isolation
+        await conn.execute("TRUNCATE documents, chunks, chunk_terms")
+    await s.refresh_stats()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def fetchval(store: PgStore, sql: str, *args):
+    async with store._conn() as conn:  # noqa: SLF001
+        return await conn.fetchval(sql, *args)
+
+
+# ------------------------------------------------------------------ schema
+
+
+async def test_migrate_is_idempotent_and_safe_concurrently(pg_new_database):
+    dsn = await pg_new_database()
+    stores = [PgStore(dsn, DIM, pool_min=1, pool_max=1) for _ in range(3)]
+    try:
+        for s in stores:
+            await s.open()
+        applied = await asyncio.gather(*(s.migrate() for s in stores))
+        # Exactly one caller applied the schema; the others waited on the lock.
+        assert sorted(len(a) for a in applied) == [0, 0, LATEST_SCHEMA_VERSION]
+        assert await stores[0].migrate() == []
+        async with stores[0]._conn() as conn:  # noqa: SLF001
+            versions = [r[0] for r in await conn.fetch("SELECT version FROM schema_migrations ORDER BY 1")]
+            assert versions == list(range(1, LATEST_SCHEMA_VERSION + 1))
+            exts = {r[0] for r in await conn.fetch("SELECT extname FROM pg_extension")}
+            assert {"vector", "pg_trgm"} <= exts
+            indexes = {r["indexname"]: r["indexdef"] for r in await conn.fetch(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")}
+            assert "USING hnsw (embedding vector_cosine_ops)" in indexes["chunks_embedding_hnsw_idx"]
+            assert "INCLUDE (chunk_id, tf, doc_len, collection)" in indexes["chunk_terms_term_idx"]  # migration 4
+            assert not any("english" in d for d in indexes.values())
+        assert await stores[0].count_documents() == 0
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_migrate_rejects_a_different_embedding_dimension(store, pg_dsn):
+    other = PgStore(pg_dsn, 8)
+    await other.open()
+    try:
+        with pytest.raises(ValueError, match=r"dimension 4.*embedding_dim=8"):
+            await other.migrate()
+    finally:
+        await other.close()
+
+
+# ------------------------------------------------------------------ ingest
+
+
+async def test_reingest_with_same_hash_is_unchanged(store):
+    docs = [make_doc(k, [v]) for k, v in ARTICLES.items()]
+    first = await store.ingest_documents(docs)
+    assert (first.stored, first.unchanged, first.failures) == (4, 0, [])
+    again = await store.ingest_documents(docs)
+    assert (again.stored, again.unchanged, again.failures) == (0, 4, [])
+    assert await store.count_documents() == 4
+    hashes = await store.document_hashes(["第十条", "第十九条", "nope"])
+    assert hashes == {"第十条": docs[0].content_hash, "第十九条": docs[1].content_hash}
+    assert await fetchval(store, "SELECT count(*) FROM chunks") == 4
+    # term rows: one per distinct term, tf = count, doc_len = len(terms)
+    terms = docs[1].chunks[0].terms
+    rows = await fetchval(store, "SELECT array_agg(ROW(term, tf, doc_len)::text) FROM chunk_terms WHERE chunk_id = $1",
+                          "第十九条#0")
+    assert len(rows) == len(set(terms))
+    assert await fetchval(store, "SELECT tf FROM chunk_terms WHERE chunk_id = $1 AND term = '试用期'",
+                          "第十九条#0") == Counter(terms)["试用期"] == 4
+    assert await fetchval(store, "SELECT DISTINCT doc_len FROM chunk_terms WHERE chunk_id = $1",
+                          "第十九条#0") == len(terms)
+
+
+async def test_changed_document_is_replaced_without_leftovers(store):
+    old = make_doc("第十九条", ARTICLES["第十九条"].split("；"))
+    assert len(old.chunks) == 3
+    assert (await store.ingest_documents([old])).stored == 1
+    assert [h.document_id for h in await store.keyword_search(["试用期"], 10)] == ["第十九条"] * 3
+
+    new = make_doc("第十九条", ["同一用人单位与同一劳动者只能约定一次。"])
+    assert new.content_hash != old.content_hash
+    res = await store.ingest_documents([new])
+    assert (res.stored, res.unchanged, res.failures) == (1, 0, [])
+    assert await fetchval(store, "SELECT array_agg(id ORDER BY id) FROM chunks") == ["第十九条#0"]
+    assert await fetchval(store, "SELECT count(*) FROM chunk_terms WHERE chunk_id <> '第十九条#0'") == 0
+    assert await store.keyword_search(["试用期"], 10) == []
+    [hit] = await store.chunks_by_ids(["第十九条#0", "第十九条#1"])
+    assert hit.text == "同一用人单位与同一劳动者只能约定一次。"
+    assert (await store.document_hashes(["第十九条"]))["第十九条"] == new.content_hash
+
+
+async def test_bad_documents_are_reported_and_others_stored(store):
+    await store.ingest_documents([make_doc("第十条", [ARTICLES["第十条"]])])
+    good1 = make_doc("第十九条", [ARTICLES["第十九条"]], embeddings=[unit(1, 0, 0, 0)])
+    wrong_dim = make_doc("bad-dim", ["维度错误"], embeddings=[[0.1] * (DIM + 1)])
+    nul = make_doc("bad-nul", ["第一段", "含有\x00空字符"])
+    # Passes client-side checks, fails in PostgreSQL (chunk id owned by another
+    # document): exercises the per-document retry after a failed batch.
+    collide = make_doc("bad-collide", ["第一段", "第二段"])
+    collide.chunks[1].id = "第十条#0"
+    collide.chunks[1].document_id = ""
+    good2 = make_doc("第四十七条", [ARTICLES["第四十七条"]])
+    dup = make_doc("第四十七条", ["重复"])
+
+    res = await store.ingest_documents([good1, wrong_dim, nul, collide, good2, dup])
+    assert res.stored == 2 and res.unchanged == 0
+    assert [(f.index, f.id) for f in res.failures] == [
+        (1, "bad-dim"), (2, "bad-nul"), (3, "bad-collide"), (5, "第四十七条")]
+    assert "dimension 5, expected 4" in res.failures[0].reason
+    assert "NUL" in res.failures[1].reason
+    assert "UniqueViolation" in res.failures[2].reason
+    assert "duplicate document id" in res.failures[3].reason
+    assert set(await store.document_hashes(["第十九条", "bad-dim", "bad-nul", "bad-collide", "第四十七条"])) == {
+        "第十九条", "第四十七条"}
+    # nothing half-written for the failed documents
+    assert await fetchval(store, "SELECT count(*) FROM chunks WHERE document_id LIKE 'bad-%'") == 0
+    assert await fetchval(store, "SELECT count(*) FROM chunk_terms WHERE chunk_id LIKE 'bad-%'") == 0
+    [kept] = await store.chunks_by_ids(["第十条#0"])
+    assert kept.document_id == "第十条"
+    assert await store.count_documents() == 3
+
+
+# ------------------------------------------------------------------ search
+
+
+async def test_vector_search_returns_nearest_first(store):
+    vecs = {
+        "第十条": unit(1, 0, 0, 0),
+        "第十九条": unit(0.8, 0.6, 0, 0),
+        "第四十七条": unit(0, 1, 0, 0),
+        "第八十二条": unit(0, 0, 0.6, 0.8),
+    }
+    docs = [make_doc(k, [ARTICLES[k]], embeddings=[v]) for k, v in vecs.items()]
+    docs.append(make_doc("无向量", ["没有嵌入向量的条文。"]))  # embedding stored as NULL
+    assert (await store.ingest_documents(docs)).stored == 5
+
+    query = [0.95, 0.3, 0.05, 0.0]
+    hits = await store.vector_search(query, 10)
+    q = np.asarray(query) / np.linalg.norm(query)
+    expected = sorted(((float(q @ np.asarray(v)), k) for k, v in vecs.items()), reverse=True)
+    assert [h.document_id for h in hits] == [k for _, k in expected]
+    assert hits[0].document_id == "第十条"
+    for hit, (cos, _) in zip(hits, expected):
+        assert hit.score == pytest.approx(cos, abs=1e-5)
+        assert hit.channel == "pg.vector" and hit.evidence == "cosine"
+        assert hit.title == LAW and hit.ordinal == 0
+        assert hit.embedding == pytest.approx(vecs[hit.document_id], abs=1e-6)
+    assert [h.document_id for h in await store.vector_search(unit(0, 0, 0.6, 0.8), 1)] == ["第八十二条"]
+    with pytest.raises(ValueError, match="dimension"):
+        await store.vector_search([1.0, 0.0], 3)
+
+
+def bm25_reference(corpus: dict[str, list[str]], query: list[str], k1=1.2, b=0.75) -> dict[str, float]:
+    n = len(corpus)
+    avgdl = sum(len(t) for t in corpus.values()) / n
+    scores = {}
+    for cid, terms in corpus.items():
+        tf = Counter(terms)
+        s = 0.0
+        for term in dict.fromkeys(query):
+            if tf[term]:
+                df = sum(1 for t in corpus.values() if term in t)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                s += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(terms) / avgdl))
+        if s:
+            scores[cid] = s
+    return scores
+
+
+async def test_bm25_matches_hand_computed_scores(store):
+    # N = 3 chunks, avgdl = (4 + 3 + 2) / 3 = 3.
+    terms = {
+        "A": ["劳动合同", "试用期", "试用期", "劳动者"],
+        "B": ["劳动合同", "劳动者", "工资"],
+        "C": ["经济补偿", "工资"],
+    }
+    docs = [make_doc(k, [" ".join(v)], terms=[v]) for k, v in terms.items()]
+    assert (await store.ingest_documents(docs)).stored == 3
+    hits = await store.keyword_search(["试用期", "劳动合同", "试用期"], 10)
+    assert [h.document_id for h in hits] == ["A", "B"]
+    # A: idf(试用期)=ln(1+2.5/1.5), tf=2, dl=4: 2*2.2/(2+1.2*(0.25+0.75*4/3)) = 4.4/3.5
+    #    idf(劳动合同)=ln(1+1.5/2.5), tf=1: 2.2/(1+1.5) = 0.88
+    a = math.log(1 + 2.5 / 1.5) * 4.4 / 3.5 + math.log(1.6) * 0.88
+    b = math.log(1.6) * 1.0  # B: tf=1, dl=avgdl: 2.2/2.2
+    assert a == pytest.approx(1.646646, abs=1e-6) and b == pytest.approx(0.470004, abs=1e-6)
+    assert hits[0].score == pytest.approx(a, rel=1e-9)
+    assert hits[1].score == pytest.approx(b, rel=1e-9)
+    assert hits[0].evidence == "试用期 劳动合同" and hits[1].evidence == "劳动合同"
+    assert all(h.channel == "pg.keyword" for h in hits)
+    assert await store.keyword_search([], 10) == []
+    assert await store.keyword_search(["试用期"], 0) == []
+
+
+async def test_bm25_on_law_articles_ranks_rare_term_first(store):
+    docs = [make_doc(k, [v]) for k, v in ARTICLES.items()]
+    await store.ingest_documents(docs)
+    query = query_keywords("试用期最长可以约定多久？劳动合同")
+    assert "试用期" in query
+    hits = await store.keyword_search(query, 10)
+    assert hits[0].document_id == "第十九条"
+    assert "试用期" in hits[0].evidence.split()
+    expected = bm25_reference({d.chunks[0].id: d.chunks[0].terms for d in docs}, query)
+    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda c: (-expected[c], c))
+    for h in hits:
+        assert h.score == pytest.approx(expected[h.chunk_id], rel=1e-9)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_hostile_strings_are_plain_data(store):
+    hostile = [
+        "'; DROP TABLE chunks; --",
+        'Robert"); DROP TABLE documents;--',
+        "back\\slash\\'",
+        "😀🚀",
+        "%",
+        "_",
+        "试用期' OR '1'='1",
+        "$1",
+        "nul\x00byte",
+        "\ud800",
+        "长" * 1000,
+    ]
+    doc = make_doc("第十九条", [ARTICLES["第十九条"]], terms=[["试用期", *hostile[:8]]])
+    assert (await store.ingest_documents([doc])).stored == 1
+
+    assert await store.keyword_search(hostile, 10) != []  # the stored hostile terms match
+    for term in hostile:
+        hits = await store.keyword_search([term], 10)
+        if term in hostile[:8]:
+            assert [(h.chunk_id, h.evidence) for h in hits] == [("第十九条#0", term)]
+        else:
+            assert hits == []
+    assert await store.chunks_by_ids(hostile) == []
+    assert await store.document_hashes(hostile) == {}
+    for table in ("documents", "chunks", "chunk_terms", "schema_migrations"):
+        assert await fetchval(store, "SELECT to_regclass($1) IS NOT NULL", table), table
+    assert await store.count_documents() == 1
+    assert [h.chunk_id for h in await store.keyword_search(["试用期"], 5)] == ["第十九条#0"]
+
+
+async def test_chunks_by_ids_keeps_request_order(store):
+    await store.ingest_documents([make_doc(k, [v]) for k, v in ARTICLES.items()])
+    hits = await store.chunks_by_ids(["第八十二条#0", "missing#0", "第十条#0", "第八十二条#0"])
+    assert [h.chunk_id for h in hits] == ["第八十二条#0", "第十条#0"]
+    assert all(h.channel == "pg.lookup" and h.score == 0.0 for h in hits)
+    assert hits[1].text == ARTICLES["第十条"] and hits[1].heading_path == [LAW, "第十条"]
+    assert hits[1].embedding == []
+
+
+async def test_store_requires_open():
+    store = PgStore("postgresql://nobody@/nowhere?host=/nonexistent", DIM)
+    with pytest.raises(RuntimeError, match="not open"):
+        await store.count_documents()
+    with pytest.raises(ValueError):
+        PgStore("postgresql://x@/y", 0)
+
+
+async def _hnsw_oid(store: PgStore):
+    return await fetchval(store, "SELECT to_regclass('chunks_embedding_hnsw_idx')::oid")
+
+
+async def test_bulk_load_rebuilds_the_hnsw_index(store, monkeypatch):
+    vecs = {"第十条": unit(1, 0, 0, 0), "第十九条": unit(0, 1, 0, 0), "第四十七条": unit(0, 0, 1, 0)}
+    docs = [make_doc(k, [ARTICLES[k]], embeddings=[v]) for k, v in vecs.items()]
+    before = await _hnsw_oid(store)
+    assert before is not None
+    async with store.bulk_load():
+        assert await _hnsw_oid(store) is None
+        assert (await store.ingest_documents(docs[:2])).stored == 2
+        # exact scan while the index is away
+        assert [h.document_id for h in await store.vector_search(unit(0.1, 1, 0, 0), 1)] == ["第十九条"]
+    rebuilt = await _hnsw_oid(store)
+    assert rebuilt is not None and rebuilt != before
+
+    # Large calls (threshold lowered here) drop and rebuild the index by themselves.
+    import services.retriever_pg.store as store_module
+
+    monkeypatch.setattr(store_module, "_BULK_MIN_CHUNKS", 1)
+    assert (await store.ingest_documents(docs)).stored == 1  # two unchanged, one new
+    after = await _hnsw_oid(store)
+    assert after is not None and after != rebuilt
+    assert [h.document_id for h in await store.vector_search(unit(0, 0.1, 1, 0), 3)] == [
+        "第四十七条", "第十九条", "第十条"]
+
+
+async def test_migrate_restores_a_missing_hnsw_index(store):
+    await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
+    assert await _hnsw_oid(store) is None
+    assert await store.migrate() == []
+    assert await _hnsw_oid(store) is not None
+
+
+async def test_an_ingest_after_a_failed_bulk_rebuild_restores_the_hnsw_index(store):
+    # PostgreSQL died during a bulk load, after the index was dropped: the
+    # rebuild at its end failed, and the re-run is too small for the bulk
+    # path (crash trials, issue 16, bug #13).
+    await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
+    doc = make_doc("第十条", [ARTICLES["第十条"]], embeddings=[unit(1, 0, 0, 0)])
+    assert (await store.ingest_documents([doc])).stored == 1
+    assert await _hnsw_oid(store) is not None
+    # also when nothing new is stored
+    await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
+    assert (await store.ingest_documents([doc])).unchanged == 1
+    assert await _hnsw_oid(store) is not None
