@@ -17,20 +17,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-#: Bumped whenever a pack's parsing changes: documents linked by an older
-#: version report no content hash, so the next ingest sends them again.
-DOCGRAPH_VERSION = 1
+#: Bumped whenever a pack's parsing or the graph's keys change: documents
+#: linked by an older version report no content hash, so the next ingest
+#: sends them again. 2: keys and terms scoped per collection.
+DOCGRAPH_VERSION = 2
 KEY_SEPARATOR = "#"
+COLLECTION_SEPARATOR = "/"
+DEFAULT_COLLECTION = "default"
 
 
-def key_of(law: str, article: str) -> str:
-    """The key node of (group key, unit key): "刑法#234"."""
-    return f"{law}{KEY_SEPARATOR}{article}"
+def key_of(law: str, article: str, collection: str = DEFAULT_COLLECTION) -> str:
+    """The key node of (group key, unit key) within ``collection``:
+    "default/刑法#234". Keys are per collection, so references resolve only
+    to documents of the citing document's own collection."""
+    return f"{collection}{COLLECTION_SEPARATOR}{law}{KEY_SEPARATOR}{article}"
 
 
-def term_key(law: str, name: str) -> str:
-    """The Term node key of a term defined by group ``law``."""
-    return f"{law}{KEY_SEPARATOR}{name}"
+def term_key(law: str, name: str, collection: str = DEFAULT_COLLECTION) -> str:
+    """The Term node key of a term defined by group ``law`` in ``collection``."""
+    return f"{collection}{COLLECTION_SEPARATOR}{law}{KEY_SEPARATOR}{name}"
 
 @dataclass(slots=True)
 class RefFact:
@@ -80,6 +85,8 @@ class DocFacts:
             punishes, ``references.find_offences``).
         text: the document's text (chunks joined, overlap not removed).
         first_chunk: id of its first chunk ("" without chunks).
+        collection: the document's collection (set by the graph retriever,
+            not the pack): keys and terms are scoped to it.
     """
 
     id: str
@@ -92,11 +99,12 @@ class DocFacts:
     offences: list[str] = field(default_factory=list)
     text: str = ""
     first_chunk: str = ""
+    collection: str = DEFAULT_COLLECTION
 
     @property
     def key(self) -> str:
         """ArticleKey of the document, "" without an article number."""
-        return key_of(self.law, self.article) if self.law and self.article else ""
+        return key_of(self.law, self.article, self.collection) if self.law and self.article else ""
 
 
 def resolve_hints(refs: Iterable[RefFact], known_laws: Iterable[str]) -> tuple[list[RefFact], int]:
@@ -169,6 +177,7 @@ class TermEntry:
         definers: (document id, provenance chunk id, current) of each
             defining article.
         words: content words of the definition (for lay matching).
+        key: the Term node's key (``term_key``; "" when not from the store).
     """
 
     name: str
@@ -177,6 +186,7 @@ class TermEntry:
     kind: str
     definers: list[tuple[str, str, bool]] = field(default_factory=list)
     words: frozenset[str] = frozenset()
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,11 +87,14 @@ class DocIndex:
         self.laws = sorted({law for law, _ in self.by_key}, key=len, reverse=True)
         self._law_set = set(self.laws)
         self.terms = list(terms)
-        self._term_laws: dict[str, int] = defaultdict(int)
+        # Laws defining each term name (one law counts once, whatever the
+        # number of collections holding it).
+        laws_of: dict[str, set[str]] = defaultdict(set)
         for t in self.terms:
             t.words = frozenset(w for w in word_tokens(t.definition)
                                 if len(w) >= 2 and w not in _DEFINITION_STOP and not _NUMERAL.search(w))
-            self._term_laws[t.name] += 1
+            laws_of[t.name].add(t.law)
+        self._term_laws = {name: len(laws) for name, laws in laws_of.items()}
         # Document frequency of definition words, for idf weights.
         df: dict[str, int] = defaultdict(int)
         for t in self.terms:

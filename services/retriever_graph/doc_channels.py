@@ -69,7 +69,7 @@ RETURN d.id AS id, d.law_key AS law, d.article_key AS article, d.status AS statu
 """
 _TERMS = """
 MATCH (d:Document)-[e:DEFINES]->(t:Term)
-RETURN t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
+RETURN t.key AS key, t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
        collect([d.id, e.chunk_id, d.current]) AS definers
 """
 _COLLECTIONS = "MATCH (d:Document) RETURN DISTINCT coalesce(d.collection, 'default') AS collection"
@@ -217,7 +217,8 @@ class DocChannels:
             if r["offences"]:
                 offences.append((r["id"], chunk, list(r["offences"])))
         terms = [TermEntry(r["name"], r["law"], r["definition"] or "", r["kind"] or "",
-                           [(d, c, bool(cur)) for d, c, cur in r["definers"]]) for r in await self._query(_TERMS)]
+                           [(d, c, bool(cur)) for d, c, cur in r["definers"]], key=r["key"] or "")
+                 for r in await self._query(_TERMS)]
         return {name: await asyncio.to_thread(build, articles, terms, offences, self.word_tokens, version)
                 for name, build in builders.items()}
 
@@ -361,7 +362,7 @@ class DocChannels:
         normalized = query
         for term in (t for index in self.indexes.values() for t in index.terms):
             if len(term.name) >= 2 and term.name in normalized:
-                term_seeds[term_key(term.law, term.name)] = 1.0
+                term_seeds[term.key or term_key(term.law, term.name)] = 1.0
         edges: list[tuple[str, str, float]] = []
         docs = list(weights)
         term_rows = await self._query(_TERM_NEIGHBOURS, keys=list(term_seeds), cap=self.ppr_cap) if term_seeds else []

@@ -3,14 +3,19 @@
 Graph model (beside the heading tree of ``store.py``)::
 
     (:Document {law_key, article_key, status, current, offences, graph_version})
-    (:Document)-[:AT]->(:ArticleKey {key: "刑法#234"})        one slot per law + article number
+    (:Document)-[:AT]->(:ArticleKey {key: "default/刑法#234"}) one slot per collection + law + article number
     (:Document)-[:REFERS {rel, kind, chunk_id, line}]->(:ArticleKey)   every parsed reference
     (:Document)-[:CITES {key, kind, chunk_id, line}]->(:Document)      resolved cross-reference
     (:Document)-[:AMENDS {key, kind, chunk_id, line}]->(:Document)     amendment item -> article
     (:Document)-[:VERSION_OF {chunk_id, similarity}]->(:Document)     non-current -> current version
-    (:Document)-[:DEFINES {chunk_id, kind}]->(:Term {key, name, law, definition, kind})
+    (:Document)-[:DEFINES {chunk_id, kind}]->(:Term {key, name, law, collection, definition, kind})
     (:Document)-[:MENTIONS]->(:Term)                                  same-law use of a defined term
     (:GraphMeta {id: "docgraph", version, facts_version})             bumped by every write (facts_version: when facts change)
+
+Keys and terms belong to one collection (the document's), so every edge
+stays inside its collection: a citation never resolves into another
+collection's copy of a law. A key no document is at or refers to is
+deleted with the last document that held it.
 
 References are stored against the ArticleKey they name, so they resolve
 whatever order documents arrive in: after each write the CITES and AMENDS
@@ -32,7 +37,7 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from domains.facts import DOCGRAPH_VERSION, DocFacts, Version, resolve_hints, term_key, version_pairs
+from domains.facts import DOCGRAPH_VERSION, DocFacts, Version, key_of, resolve_hints, term_key, version_pairs
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,21 @@ _OLD_KEYS = """
 UNWIND $ids AS id
 MATCH (:Document {id: id})-[:AT]->(k:ArticleKey)
 RETURN DISTINCT k.key AS key
+"""
+
+# Every key the documents point at (their own and the ones they refer to).
+_TOUCHED_KEYS = """
+UNWIND $ids AS id
+MATCH (:Document {id: id})-[:AT|REFERS]->(k:ArticleKey)
+RETURN DISTINCT k.key AS key
+"""
+
+# A key no document is at and none refers to any more is dropped.
+_ORPHAN_KEYS = """
+UNWIND $keys AS key
+MATCH (k:ArticleKey {key: key})
+WHERE NOT (k)--()
+DELETE k
 """
 
 _DROP_EDGES = """
@@ -80,7 +100,8 @@ CALL (d, f) {
 CALL (d, f) {
   UNWIND f.terms AS t
   MERGE (x:Term {key: t.key})
-  ON CREATE SET x.name = t.name, x.law = f.law, x.definition = t.definition, x.kind = t.kind, x.fresh = true
+  ON CREATE SET x.name = t.name, x.law = f.law, x.collection = f.collection, x.definition = t.definition,
+                x.kind = t.kind, x.fresh = true
   FOREACH (_ IN CASE WHEN f.current THEN [1] ELSE [] END |
     SET x.definition = t.definition, x.kind = t.kind)
   CREATE (d)-[:DEFINES {chunk_id: t.chunk_id, kind: t.kind}]->(x)
@@ -148,9 +169,9 @@ CREATE (old)-[:VERSION_OF {chunk_id: p.chunk_id, similarity: p.similarity}]->(ne
 """
 
 _LAW_TERMS = """
-UNWIND $laws AS law
-MATCH (t:Term {law: law})
-RETURN t.key AS key, t.name AS name, t.law AS law
+UNWIND $groups AS g
+MATCH (t:Term {law: g.law, collection: g.collection})
+RETURN t.key AS key, t.name AS name, t.law AS law, t.collection AS collection
 """
 
 _WRITE_MENTIONS = """
@@ -165,7 +186,8 @@ MATCH (t:Term {fresh: true})
 REMOVE t.fresh
 WITH t
 MATCH (d:Document {law_key: t.law})-[:HAS_CHUNK]->(c:Chunk)
-WHERE NOT d.id IN $ids AND c.text CONTAINS t.name AND NOT (d)-[:DEFINES]->(t)
+WHERE coalesce(d.collection, 'default') = t.collection AND NOT d.id IN $ids AND c.text CONTAINS t.name
+  AND NOT (d)-[:DEFINES]->(t)
 MERGE (d)-[:MENTIONS]->(t)
 """
 
@@ -209,11 +231,11 @@ async def _records(tx: AsyncManagedTransaction, query: str, **params: Any) -> li
 def _fact_row(f: DocFacts) -> dict[str, Any]:
     return {
         "id": f.id, "law": f.law, "article": f.article, "status": f.status, "current": f.current, "key": f.key,
-        "offences": f.offences,
-        "refs": [{"key": f"{r.law}#{r.article}", "rel": r.rel, "kind": r.kind, "chunk_id": r.chunk_id, "line": r.line}
-                 for r in f.refs],
-        "terms": [{"key": term_key(f.law, t.name), "name": t.name, "definition": t.definition, "kind": t.kind,
-                   "chunk_id": t.chunk_id} for t in f.terms],
+        "offences": f.offences, "collection": f.collection,
+        "refs": [{"key": key_of(r.law, r.article, f.collection), "rel": r.rel, "kind": r.kind, "chunk_id": r.chunk_id,
+                  "line": r.line} for r in f.refs],
+        "terms": [{"key": term_key(f.law, t.name, f.collection), "name": t.name, "definition": t.definition,
+                   "kind": t.kind, "chunk_id": t.chunk_id} for t in f.terms],
     }
 
 
@@ -240,6 +262,7 @@ async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts], law
         return stats
     ids = [f.id for f in facts]
     old_keys = {r["key"] for r in await _records(tx, _OLD_KEYS, ids=ids)}
+    touched = {r["key"] for r in await _records(tx, _TOUCHED_KEYS, ids=ids)}
     await (await tx.run(_DROP_EDGES, ids=ids)).consume()
 
     known = (await known_laws(tx) if laws is None else set(laws)) | {f.law for f in facts if f.law}
@@ -265,6 +288,7 @@ async def link_documents(tx: AsyncManagedTransaction, facts: list[DocFacts], law
     stats.versions = len(pairs)
 
     await _mentions(tx, facts, ids)
+    await drop_orphan_keys(tx, touched)
     await (await tx.run(_ORPHAN_TERMS)).consume()
     await (await tx.run(_BUMP, id=META_ID, facts=True)).consume()
     return stats
@@ -292,17 +316,30 @@ async def _version_pairs(tx: AsyncManagedTransaction, keys: list[str]) -> list[d
     return pairs
 
 
+async def keys_of(tx: AsyncManagedTransaction, ids: list[str]) -> set[str]:
+    """The ArticleKey keys documents ``ids`` are at or refer to (read before
+    they are deleted, for ``drop_orphan_keys``)."""
+    return {r["key"] for r in await _records(tx, _TOUCHED_KEYS, ids=ids)}
+
+
+async def drop_orphan_keys(tx: AsyncManagedTransaction, keys: set[str] | list[str]) -> None:
+    """Deletes the ArticleKey nodes of ``keys`` that no document is at or
+    refers to any more (a deleted or rewritten document leaves none behind)."""
+    if keys:
+        await (await tx.run(_ORPHAN_KEYS, keys=sorted(keys))).consume()
+
+
 async def _mentions(tx: AsyncManagedTransaction, facts: list[DocFacts], ids: list[str]) -> None:
-    laws = sorted({f.law for f in facts if f.law})
-    if not laws:
+    groups = sorted({(f.collection, f.law) for f in facts if f.law})
+    if not groups:
         return
-    terms_by_law: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for r in await _records(tx, _LAW_TERMS, laws=laws):
-        terms_by_law[r["law"]].append((r["key"], r["name"]))
+    terms_by_law: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for r in await _records(tx, _LAW_TERMS, groups=[{"collection": c, "law": law} for c, law in groups]):
+        terms_by_law[(r["collection"], r["law"])].append((r["key"], r["name"]))
     pairs = []
     for f in facts:
         defined = {t.name for t in f.terms}
-        for key, name in terms_by_law.get(f.law, []):
+        for key, name in terms_by_law.get((f.collection, f.law), []):
             if name not in defined and name in f.text:
                 pairs.append({"doc": f.id, "term": key})
     if pairs:

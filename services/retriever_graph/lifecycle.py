@@ -17,6 +17,7 @@ from neo4j import AsyncManagedTransaction
 
 from services.common.filters import Condition
 from services.common.records import Deletion, StoredDocumentInfo
+from services.retriever_graph import doc_graph
 from services.retriever_graph.filter_cypher import scope_cypher
 
 #: Deepest heading nesting looked at (as the retriever's PARENT_OF*1..8).
@@ -106,7 +107,9 @@ async def delete_documents(tx: AsyncManagedTransaction, ids: list[str], collecti
         return Deletion()
     parents = (await (await tx.run(_DOCUMENT_PARENTS, ids=found)).single())["ids"]
     counted = await (await tx.run(_COUNT_DOCUMENT_GRAPH, ids=found)).single()
+    keys = await doc_graph.keys_of(tx, found)
     await (await tx.run(_DELETE_DOCUMENT_GRAPH, ids=found)).consume()
+    await doc_graph.drop_orphan_keys(tx, keys)
     heading_nodes, heading_edges = await prune_headings(tx, parents) if parents else (0, 0)
     return Deletion(
         documents=len(found), chunks=int(counted["chunks"]),

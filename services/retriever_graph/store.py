@@ -864,7 +864,9 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
     for doc, _ in to_write:
         extract = domains.get_pack(packs[doc.collection or DEFAULT_COLLECTION]).document_facts
         if extract is not None:
-            facts.append(extract(doc))
+            found = extract(doc)
+            found.collection = doc.collection or DEFAULT_COLLECTION
+            facts.append(found)
     stats = await link_documents(tx, facts, laws)
     if not facts:  # link_documents bumps the version only when it links something
         await doc_graph.bump_version(tx, facts_changed=False)

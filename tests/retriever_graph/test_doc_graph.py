@@ -195,3 +195,45 @@ async def test_writing_a_generic_collection_does_not_rebuild_the_law_lookup_tabl
     await graph_store.delete_documents(["4777"], None, [])
     await docs._refresh()
     assert docs.facts_version > stale and USAGE["lookup_index"] > built
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_document_graph_stays_inside_each_collection_and_deletes_leave_no_orphans(graph_store):
+    """The same statutes in two collections: no CITES, AMENDS, VERSION_OF or
+    MENTIONS edge crosses them, each has its own keys and terms, ingesting
+    into one leaves the other's term lookups as they were, and deleting
+    every document leaves no ArticleKey or Term node behind."""
+    import dataclasses
+
+    from services.retriever_graph.doc_channels import DocChannels
+
+    def copy_into(collection: str):
+        return [dataclasses.replace(r, id=f"{collection}-{r.id}", collection=collection,
+                                    chunks=[dataclasses.replace(c, id=f"{collection}-{c.id}", document_id=f"{collection}-{r.id}")
+                                            for c in r.chunks])
+                for r in records()]
+
+    await graph_store.ingest_documents(copy_into("left"))
+    docs = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
+    await docs.load()
+    before = {h.document_id for h in await docs.retrieve("什么是自首", ["自首"], 10, ["graph.term"], ["left"])}
+    assert before == {"left-4777"}
+    await graph_store.ingest_documents(copy_into("right"))
+    await docs._refresh()
+    assert {h.document_id for h in await docs.retrieve("什么是自首", ["自首"], 10, ["graph.term"], ["left"])} == before
+    assert {h.document_id for h in await docs.retrieve("什么是自首", ["自首"], 10, ["graph.term"], ["right"])} == {"right-4777"}
+
+    crossing = await graph_store._query(
+        "MATCH (a:Document)-[e:CITES|AMENDS|VERSION_OF]-(b:Document) WHERE a.collection <> b.collection RETURN count(e) AS n")
+    assert crossing[0]["n"] == 0
+    assert await edges(graph_store, "CITES") >= {("left-4875", "left-4873"), ("right-4875", "right-4873")}
+    mentions = await graph_store._query(
+        "MATCH (d:Document)-[:MENTIONS|DEFINES]->(t:Term) WHERE d.collection <> t.collection RETURN count(*) AS n")
+    assert mentions[0]["n"] == 0
+
+    ids = [f"{c}-{r.id}" for c in ("left", "right") for r in records()]
+    await graph_store.delete_documents(ids, None, [])
+    left = await graph_store._query(
+        "MATCH (k:ArticleKey) WHERE k.key STARTS WITH 'left/' OR k.key STARTS WITH 'right/' RETURN count(k) AS n")
+    terms = await graph_store._query("MATCH (t:Term) WHERE t.collection IN ['left', 'right'] RETURN count(t) AS n")
+    assert left[0]["n"] == 0 and terms[0]["n"] == 0
