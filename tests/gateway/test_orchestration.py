@@ -103,6 +103,10 @@ async def test_reranker_gets_the_fused_best_not_the_first_to_arrive():
     await mesh(fuser=ReversingFuser(), reranker=reranker, rerank={"max_passages": 1}).search.search("工资", 5, True, Deadline(5))
     [(_, rerank_request)] = reranker.calls
     assert [p.id for p in rerank_request.passages] == ["17#0"]  # the fuser's first, the graph's candidate
+    # the list-wise ltr scorer gets the same candidates with their channel
+    # scores, and the query's keywords; embeddings stay behind
+    assert [c.id for c in rerank_request.candidates] == ["17#0"] and rerank_request.candidates[0].channel_scores
+    assert not rerank_request.candidates[0].embedding and "工资" in rerank_request.keywords
 
 
 async def test_fuser_that_fails_gives_arrival_order_without_context():

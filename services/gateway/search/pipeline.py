@@ -94,7 +94,8 @@ class SearchFlow:
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         use_rerank = s.rerank.enabled if rerank is None else rerank
-        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace)
+        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
+                                    list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
@@ -170,10 +171,12 @@ class SearchFlow:
         return lists
 
     async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
-                      deadline: Deadline, trace: Trace) -> dict[str, float]:
+                      deadline: Deadline, trace: Trace, keywords: list[str] | None = None) -> dict[str, float]:
         """Reranker scores of the fused top ``rerank.max_passages`` (heading
-        path + text): a first fusion without rerank scores picks them (the
-        best candidates, not the first to arrive). {} when off or when the
+        path + text, and the candidates themselves with their channel scores
+        and the query's ``keywords``, which the list-wise "ltr" scorer
+        reads): a first fusion without rerank scores picks them (the best
+        candidates, not the first to arrive). {} when off or when the
         reranker fails (stage DEGRADED); the stage detail names the scorer
         and how many passages it cut."""
         if not enabled:
@@ -187,7 +190,10 @@ class SearchFlow:
         if not passages:
             trace.skip(names.STAGE_RERANK, "no candidates")
             return {}
-        rerank = reranker_pb2.RerankRequest(query=query, passages=passages)
+        candidates = list(first.candidates[:n])
+        for c in candidates:
+            c.ClearField("embedding")
+        rerank = reranker_pb2.RerankRequest(query=query, passages=passages, keywords=keywords or [], candidates=candidates)
         started = time.perf_counter()
         reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
                               deadline, self.settings.deadlines.rerank, record_ok=False)
