@@ -35,11 +35,15 @@ def test_law_question_types_only_for_law_collections():
 
 
 def test_profiles_come_from_the_pack_recipe():
-    profiles = GatewaySettings().profiles
-    for question_type in domains.LAW_ZH.question_types:
+    settings = GatewaySettings()
+    profiles = settings.profiles
+    for question_type in domains.LAW_ZH.profiles:
         assert question_type in profiles
-    assert profiles["QUESTION_TYPE_ARTICLE_LOOKUP"].channel_weights["graph.article"] == 4.0
-    assert profiles["QUESTION_TYPE_CASE_FACTS"].channels_off == [*DEFAULT_OFF, "graph.term"]
+    assert profiles["QUESTION_TYPE_ARTICLE_LOOKUP"].related_seeds == 0
+    assert profiles["QUESTION_TYPE_ARTICLE_LOOKUP"].channels_off == list(DEFAULT_OFF)
+    # A question type without a profile in the recipe (re-judged, issue 23) is searched with the default one.
+    assert settings.profile_for("QUESTION_TYPE_CASE_FACTS", 1.0)[0] == "default"
+    assert "graph.term" in DEFAULT_OFF
     assert DEFAULT_WEIGHTS["graph.offence"] == domains.LAW_ZH.channel_weights["graph.offence"]
 
 

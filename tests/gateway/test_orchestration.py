@@ -218,7 +218,7 @@ async def test_channels_a_profile_has_off_are_not_run_and_related_is_skipped():
     reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5))).response
     retrieve = next(r for rpc, r in graph.calls if rpc == "retrieve")
     assert {"graph.fulltext", "graph.heading", "graph.neighbour", "graph.ppr"} <= set(retrieve.disabled_channels)
-    assert "graph.term" not in retrieve.disabled_channels
+    assert "graph.offence" not in retrieve.disabled_channels and "graph.term" in retrieve.disabled_channels
     assert not any(rpc == "related" for rpc, _ in graph.calls)
     assert stages(reply)["related"].status == SKIPPED
     assert "18" not in [c.document_id for c in reply.results]
