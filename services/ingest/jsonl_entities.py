@@ -41,7 +41,7 @@ def _names(value, field: str) -> list[str]:
 def _records(payload: bytes):
     """(line index, record, None) for each JSON object line whose text every
     store can hold; (line index, None, failure) for any other non-blank line."""
-    for index, raw in enumerate(payload.splitlines()):
+    for index, raw in enumerate(payload.split(b"\n")):  # JSON Lines: "\n" ends a line ("\r\n" too)
         if not raw.strip():
             continue
         try:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import grpc
 import pytest
+
+import domains
 import pytest_asyncio
 from prometheus_client import REGISTRY
 
@@ -98,26 +100,37 @@ def _slots(llm_url: str) -> list[dict]:
 
 
 async def test_llm_answer_cites_only_existing_sources(llm_gateway):
+    """The LLM's answer keeps only marks of existing sources and never names
+    an article no source holds: qwen0.5b sometimes names the wrong article
+    (第四十二条 for 第八十二条); such a sentence is removed and listed, and
+    when nothing supported is left the answer quotes the sources instead."""
     reply = await llm_gateway.Answer(gateway_pb2.AnswerRequest(query=TWO_X_WAGES, top_k=3), timeout=300)
-    assert reply.mode == gateway_pb2.ANSWER_MODE_LLM, reply.search.degraded
+    stages = {t.stage: t for t in reply.search.timings}
+    assert reply.mode in (gateway_pb2.ANSWER_MODE_LLM, gateway_pb2.ANSWER_MODE_EXTRACTIVE), reply.search.degraded
+    assert stages["generate"].status == types_pb2.STAGE_STATUS_OK and not reply.search.degraded
     assert reply.answer and "```" not in reply.answer
     n_sources = reply.search.context.count("\n[") + (1 if reply.search.context.startswith("[") else 0)
     cited = set(citation_numbers(reply.answer))
     # The model's own marks (before verification) are in citation_checks; a
-    # mark whose sentence its source does not support (qwen0.5b sometimes
-    # names the wrong article) is removed and the sentence listed.
+    # mark whose sentence its source does not support is removed and the
+    # sentence listed.
     marked = {c.cited for c in reply.citation_checks}
     assert marked, f"the model cited nothing: {reply.answer!r}"
     assert all(1 <= n <= n_sources for n in marked | cited), (marked, cited, n_sources)
     removed = [c for c in reply.citation_checks if c.outcome == gateway_pb2.CITATION_OUTCOME_UNSUPPORTED]
-    assert len(reply.unsupported_sentences) == reply.unsupported_count == len(removed)
+    assert len(reply.unsupported_sentences) == reply.unsupported_count >= len(removed)
     assert cited or removed, reply.answer
     assert {c.number for c in reply.citations} == cited
     assert all(c.candidate_id and c.document_id for c in reply.citations)
     assert reply.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD
     assert reply.attempts[0].answered and reply.attempts[0].evidence_score > 0
-    stages = {t.stage: t for t in reply.search.timings}
-    assert stages["generate"].status == types_pb2.STAGE_STATUS_OK
+    # no article the answer names is missing from its sources
+    rules = domains.citation_rules(["law_zh"])
+    held = set().union(*(rules.cited_units(block) for block in reply.search.context.split("\n[")))
+    assert all(any(n == hn for _, hn in held) for _, n in rules.cited_units(reply.answer)), reply.answer
+    if reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
+        assert "unsupported by the sources" in stages["generate"].detail
+        assert any("which no source holds" in s.reason or "removed" in s.reason for s in reply.unsupported_sentences)
 
 
 async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, local_llm, llm_expander, llm_gateway):
