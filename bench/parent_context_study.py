@@ -70,7 +70,7 @@ async def gateway(mesh, **overrides):
     settings = GatewaySettings(port=0, rest={"port": -1},
                                deadlines={"default": PATIENT, "expand": PATIENT, "retrieve": PATIENT,
                                           "rerank": PATIENT, "fuse": PATIENT},
-                               ingest={"embed_batch": 32}, **overrides)
+                               **{"ingest": {"embed_batch": 32}, **overrides})
     addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
     service, _ = await build(settings, addresses)
     server, port, _ = await create_server(service)

@@ -92,7 +92,7 @@ class DocumentIngest:
         pack's recipe (e.g. generic's small chunks), unless the operator set
         GRAPHMESH_GATEWAY_INGEST__CHUNK_TOKENS / _CHUNK_OVERLAP, which win."""
         recipe = domains.get_pack(pack)
-        explicit = self.settings.model_fields_set
+        explicit = self.settings.ingest.model_fields_set
         tokens = self.settings.ingest.chunk_tokens if "chunk_tokens" in explicit or recipe.chunk_tokens is None else recipe.chunk_tokens
         overlap = (self.settings.ingest.chunk_overlap if "chunk_overlap" in explicit or recipe.chunk_overlap is None
                    else recipe.chunk_overlap)
