@@ -265,7 +265,7 @@ class WarmUpPolicy:
 
     @classmethod
     def of(cls, settings: WarmUpSettings) -> "WarmUpPolicy":
-        """The policy of a service's ``warm_up`` settings group."""
+        """The policy of a service's ``readiness`` settings group."""
         return cls(settings.attempts, settings.backoff, settings.max_backoff, settings.timeout)
 
 
@@ -480,7 +480,7 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
         await service.on_start()
     server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings(),
                                                         settings.max_concurrent_rpcs, settings.max_concurrent_streams,
-                                                        MeshSettings().resolved_token(), WarmUpPolicy.of(settings.warm_up))
+                                                        MeshSettings().resolved_token(), WarmUpPolicy.of(settings.readiness))
     metrics_port = -1
     if settings.metrics_port >= 0:
         http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)

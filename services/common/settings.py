@@ -309,7 +309,7 @@ def llm_deprecated_fields(*names: str) -> dict[str, str]:
 
 
 class WarmUpSettings(BaseModel):
-    """Group ``warm_up`` of every service (GRAPHMESH_<SERVICE>_WARM_UP__*):
+    """Group ``readiness`` of every service (GRAPHMESH_<SERVICE>_READINESS__*):
     retries of the warm-up a service with a store or model runs before its
     health says SERVING (``services.common.server.Readiness``). Until it
     succeeds the service answers NOT_SERVING, and its other RPCs
@@ -350,7 +350,8 @@ class ServiceSettings(GraphMeshSettings):
         user_dict: path of the jieba user dictionary every tokenising
             process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
             services; see services.common.lexicon); "" = jieba's own.
-        warm_up: WarmUpSettings (group, GRAPHMESH_<SERVICE>_WARM_UP__<FIELD>).
+        readiness: WarmUpSettings (group, GRAPHMESH_<SERVICE>_READINESS__<FIELD>):
+            retries of the warm-up before SERVING.
     """
 
     host: str = "127.0.0.1"
@@ -361,7 +362,7 @@ class ServiceSettings(GraphMeshSettings):
     max_concurrent_rpcs: int = Field(256, ge=0)
     max_concurrent_streams: int = Field(100, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
-    warm_up: WarmUpSettings = Field(default_factory=WarmUpSettings)
+    readiness: WarmUpSettings = Field(default_factory=WarmUpSettings)
 
 
 class TlsSettings(GraphMeshSettings):
