@@ -43,7 +43,8 @@ class StoreTimeout(Exception):
 
     def __init__(self, store: str, seconds: float | None, detail: str = "") -> None:
         bound = f"{seconds:.3f} s" if seconds is not None else "its bound"
-        message = f"{store} query cancelled after {bound} (the caller's remaining deadline)"
+        message = (f"{store} query cancelled after {bound} (the caller's remaining deadline,"
+                   " or the store's ceiling when smaller)")
         super().__init__(f"{message}: {detail}" if detail else message)
         self.store = store
         self.seconds = seconds
