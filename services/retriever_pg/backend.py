@@ -136,7 +136,7 @@ class PgBackend(StoreLifecycle):
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost.window, cfg.boost.limit)
+                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
                 )
                 hits.extend(boosted)
                 timings.append(t)
