@@ -91,8 +91,8 @@ async def _retrieve(channel, timeout: float) -> tuple[grpc.aio.AioRpcError, floa
 # ---------------------------------------------------------------- PostgreSQL
 
 
-async def _pg_store(dsn: str, ceiling: float = 30.0) -> PgStore:
-    store = PgStore(dsn, 8, budget=QueryBudget(read_ceiling=ceiling))
+async def _pg_store(dsn: str, ceiling: float = 30.0, pool_max: int = 8) -> PgStore:
+    store = PgStore(dsn, 8, budget=QueryBudget(read_ceiling=ceiling), pool_min=1, pool_max=pool_max)
     await store.open()
     await store.migrate()
     return store
@@ -100,7 +100,7 @@ async def _pg_store(dsn: str, ceiling: float = 30.0) -> PgStore:
 
 async def test_pg_statement_is_cancelled_by_the_server_at_the_deadline(pg_new_database):
     pg_dsn = await pg_new_database()
-    store = await _pg_store(pg_dsn)
+    store = await _pg_store(pg_dsn, pool_max=1)  # one connection: the next use gets the same one
     try:
         started = time.monotonic()
         with deadline_scope(0.3), pytest.raises(StoreTimeout) as timed_out:
@@ -112,9 +112,10 @@ async def test_pg_statement_is_cancelled_by_the_server_at_the_deadline(pg_new_da
         assert "PostgreSQL query cancelled after 0.3" in str(timed_out.value)
         assert isinstance(timed_out.value.__cause__, asyncpg.QueryCanceledError)  # the server's own cancel
         assert await _pg_sleepers(pg_dsn) == 0
-        # The connection went back to the pool reset: no timeout left on it.
-        async with store.connection() as conn:
-            assert await conn.fetchval("SELECT 1") == 1
+        # The connection went back to the pool reset (RESET ALL): a use
+        # without a bound finds no timeout left on it.
+        async with store.connection(write=True) as conn:
+            assert await conn.fetchval("SHOW statement_timeout") == "0"
     finally:
         await store.close()
 
