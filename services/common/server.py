@@ -5,12 +5,22 @@ interceptors, the standard health service and reflection, and returns it with
 its bound port. ``serve`` adds the Prometheus endpoint and graceful
 shutdown on SIGTERM/SIGINT: health goes NOT_SERVING, in-flight RPCs drain for
 ``grace_seconds``, then the service's ``on_stop`` hook closes its pools.
+
+A service with a ``warm_up`` hook (one cheap real query against its store or
+model) starts NOT_SERVING: other RPCs are answered UNAVAILABLE (reason
+WARMING_UP, retryable) until the warm-up succeeds, retried with backoff
+(``WarmUpPolicy``); only then does health say SERVING, so the first user
+request is not the slow one. A service with ``store_deadline_margin`` runs
+each RPC in a ``store_deadline.deadline_scope`` of the caller's remaining
+deadline, and a store query cancelled for running out of it
+(``StoreTimeout``) is answered DEADLINE_EXCEEDED.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -26,7 +36,8 @@ from services.common.mesh_auth import MeshSettings, MeshTokenInterceptor
 from services.common.metrics import ServerMetricsInterceptor
 from services.common.redaction import KeyRedactingFilter
 from services.common.clients import server_credentials
-from services.common.settings import ServiceSettings, TlsSettings, TracingSettings
+from services.common.settings import ServiceSettings, TlsSettings, TracingSettings, WarmUpSettings
+from services.common.store_deadline import StoreTimeout, deadline_scope, rpc_budget
 from services.common.text import load_configured_dictionary
 from services.common.tracing import TraceIdLogFilter, setup_tracing, shutdown_tracing
 
@@ -73,6 +84,8 @@ class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
     message) are INVALID_ARGUMENT naming the field "request". Exceptions of
     ``unavailable`` types (a store that cannot be reached) are UNAVAILABLE
     with reason "STORE_UNAVAILABLE": the call may be retried later.
+    ``StoreTimeout`` (a store cancelled a query that ran out of the caller's
+    deadline) is DEADLINE_EXCEEDED with reason "STORE_TIMEOUT".
 
     Args:
         unavailable: exception types that mean a dependency is unreachable.
@@ -124,6 +137,9 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
         await abort_invalid_argument(context, err.field, err.description)
     if isinstance(err, DownstreamError):
         await abort_downstream(context, err)
+    if isinstance(err, StoreTimeout):
+        log.info("%s: %s", method, err)
+        await abort_with(context, grpc.StatusCode.DEADLINE_EXCEEDED, "STORE_TIMEOUT", str(err))
     if isinstance(err, NotFound):
         await abort_with(context, grpc.StatusCode.NOT_FOUND, "NOT_FOUND", str(err))
     if isinstance(err, NotImplementedError):
@@ -137,6 +153,201 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
     log.error("unhandled error in %s", method, exc_info=err)
     await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
 
+#: Methods answered while a service warms up (health checks, reflection).
+_ALWAYS_OPEN = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+def _wrap_handler(handler: Any, unary: Callable, stream: Callable) -> Any:
+    """``handler`` with its unary-unary / unary-stream behaviour replaced by
+    ``unary(inner)`` / ``stream(inner)``; other kinds unchanged."""
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            unary(handler.unary_unary), request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            stream(handler.unary_stream), request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
+    return handler
+
+
+class StoreDeadlineInterceptor(grpc.aio.ServerInterceptor):
+    """Runs each unary and server-streaming handler inside a
+    ``store_deadline.deadline_scope`` of the RPC's remaining deadline
+    (``context.time_remaining()``, seconds) less ``margin`` seconds (at most
+    a tenth of it), so the stores bound their queries by it; an RPC without
+    a deadline gets an open scope (the stores' ceilings apply).
+
+    Args:
+        margin: seconds kept back so that a store timeout is still answered
+            DEADLINE_EXCEEDED by this service before the caller gives up.
+    """
+
+    def __init__(self, margin: float) -> None:
+        self._margin = margin
+
+    async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        margin = self._margin
+
+        def unary(inner: Callable) -> Callable:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with deadline_scope(rpc_budget(context.time_remaining(), margin)):
+                    return await inner(request, context)
+            return call
+
+        def stream(inner: Callable) -> Callable:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                with deadline_scope(rpc_budget(context.time_remaining(), margin)):
+                    async for item in inner(request, context):
+                        yield item
+            return call
+
+        return _wrap_handler(handler, unary, stream)
+
+
+class ReadinessGate(grpc.aio.ServerInterceptor):
+    """Until ``ready`` is set, answers every RPC but health checks and
+    reflection with UNAVAILABLE, reason "WARMING_UP" (retryable: the mesh's
+    clients retry UNAVAILABLE, and a breaker sees a service that is not up
+    yet), so no user request reaches a cold store.
+
+    Attributes:
+        ready: whether RPCs pass.
+        message: the text of the UNAVAILABLE answer.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.ready = False
+        self.message = f"{name} is warming up; retry shortly"
+
+    async def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler_call_details.method.startswith(_ALWAYS_OPEN):
+            return handler
+        gate = self
+
+        def unary(inner: Callable) -> Callable:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if not gate.ready:
+                    await abort_with(context, grpc.StatusCode.UNAVAILABLE, "WARMING_UP", gate.message)
+                return await inner(request, context)
+            return call
+
+        def stream(inner: Callable) -> Callable:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if not gate.ready:
+                    await abort_with(context, grpc.StatusCode.UNAVAILABLE, "WARMING_UP", gate.message)
+                async for item in inner(request, context):
+                    yield item
+            return call
+
+        return _wrap_handler(handler, unary, stream)
+
+
+@dataclass(frozen=True, slots=True)
+class WarmUpPolicy:
+    """How a warm-up is retried (``WarmUpSettings`` as a value).
+
+    Attributes:
+        attempts: most attempts; 0 = until one succeeds.
+        backoff: seconds before the second attempt, doubled after each
+            failure up to ``max_backoff`` seconds.
+        timeout: seconds one attempt may take before it counts as failed.
+    """
+
+    attempts: int = 0
+    backoff: float = 0.5
+    max_backoff: float = 5.0
+    timeout: float = 30.0
+
+    @classmethod
+    def of(cls, settings: WarmUpSettings) -> "WarmUpPolicy":
+        """The policy of a service's ``readiness`` settings group."""
+        return cls(settings.attempts, settings.backoff, settings.max_backoff, settings.timeout)
+
+
+class Readiness:
+    """Runs a service's warm-up and then says SERVING: health is NOT_SERVING
+    and the ``gate`` closed until one attempt succeeds. A failed attempt
+    (any exception, or one running past ``policy.timeout``) is logged and
+    retried after a backoff; the process never exits because of it. When
+    ``policy.attempts`` are used up the service stays NOT_SERVING (logged
+    as an error).
+
+    Args:
+        name: the service's short name (logs).
+        health: the server's health servicer.
+        full_names: service names whose status it sets (and "").
+        warm_up: the warm-up, one cheap real query.
+        policy: retries.
+    """
+
+    def __init__(self, name: str, health: health.aio.HealthServicer, full_names: list[str],
+                 warm_up: Callable[[], Awaitable[None]], policy: WarmUpPolicy) -> None:
+        self.name = name
+        self.gate = ReadinessGate(name)
+        self._health = health
+        self._names = [*full_names, ""]
+        self._warm_up = warm_up
+        self.policy = policy
+        self.failures = 0
+        self.task: asyncio.Task | None = None
+        #: Set once the first attempt has ended (succeeded or failed).
+        self.first_attempt = asyncio.Event()
+
+    async def set_status(self, status: int) -> None:
+        """Sets every name's health status."""
+        for name in self._names:
+            await self._health.set(name, status)
+
+    async def run(self) -> bool:
+        """Attempts the warm-up until one succeeds (then SERVING, gate open)
+        or the attempts are used up. Returns whether it succeeded."""
+        delay = self.policy.backoff
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                await asyncio.wait_for(self._warm_up(), self.policy.timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - any failure is retried
+                self.failures += 1
+                self.first_attempt.set()
+                if self.policy.attempts and attempt >= self.policy.attempts:
+                    log.error("%s: warm-up failed %d times (last: %s: %s); staying NOT_SERVING",
+                              self.name, attempt, type(err).__name__, err)
+                    return False
+                log.warning("%s: warm-up attempt %d failed (%s: %s); retrying in %.1f s",
+                            self.name, attempt, type(err).__name__, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(self.policy.max_backoff, delay * 2)
+                continue
+            self.gate.ready = True
+            await self.set_status(health_pb2.HealthCheckResponse.SERVING)
+            self.first_attempt.set()
+            log.info("%s: warm-up done in %.2f s (attempt %d); SERVING",
+                     self.name, time.perf_counter() - started, attempt)
+            return True
+
+    def start(self) -> asyncio.Task:
+        """Starts ``run`` in the background; returns its task."""
+        self.task = asyncio.create_task(self.run(), name=f"{self.name}-warm-up")
+        return self.task
+
+    async def stop(self) -> None:
+        """Cancels a warm-up still running."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+
 
 @dataclass
 class Service:
@@ -147,7 +358,15 @@ class Service:
         full_names: fully qualified gRPC service names it registers, for
             health and reflection, e.g. ["graphmesh.fuser.v1.FuserService"].
         register: adds the servicers to a server.
-        on_start / on_stop: async hooks (warm-ups; close pools and clients).
+        on_start / on_stop: async hooks run before the server starts (model
+            loading) and after it drained (close pools and clients).
+        warm_up: one cheap real query against the service's store or model,
+            run after the port is bound and before health says SERVING
+            (retried per ``WarmUpPolicy``; see ``Readiness``). None = SERVING
+            at once.
+        store_deadline_margin: when set, each RPC's handler runs in a
+            store deadline scope of the caller's remaining deadline less this
+            many seconds (``StoreDeadlineInterceptor``).
         extra_tasks: coroutines started beside the server, each given the
             bound gRPC port (the gateway's REST transcoder).
         endpoints: futures of further ports the service binds, by name
@@ -174,12 +393,16 @@ class Service:
     max_message_bytes: int = 64 * 1024 * 1024
     unavailable_errors: tuple[type[BaseException], ...] = ()
     public: bool = False
+    warm_up: Callable[[], Awaitable[None]] | None = None
+    store_deadline_margin: float | None = None
+    readiness: Readiness | None = field(default=None, init=False, repr=False)
 
 
 async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0,
                         tls: TlsSettings | None = None, max_concurrent_rpcs: int = 0,
                         max_concurrent_streams: int = 100,
-                        mesh_token: str = "") -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
+                        mesh_token: str = "",
+                        warm_up_policy: WarmUpPolicy | None = None) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     """Builds and starts the gRPC server for ``service``; TLS (mTLS with
     ``tls.client_auth``) when ``tls`` is enabled, plaintext otherwise.
     With ``mesh_token`` set and ``service.public`` false, RPCs other than
@@ -187,6 +410,11 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
     At most ``max_concurrent_rpcs`` RPCs run at once (0 = no limit; beyond
     it grpc answers RESOURCE_EXHAUSTED "Concurrent RPC limit exceeded") and
     a client connection holds at most ``max_concurrent_streams`` streams.
+    A service with a ``warm_up`` starts NOT_SERVING (health answers, other
+    RPCs get UNAVAILABLE) and runs its first warm-up attempt before this
+    returns; after a failed one the retries go on in the background
+    (``service.readiness``, per ``warm_up_policy``, default
+    ``WarmUpPolicy()``). Other services are SERVING at once.
 
     Returns:
         (server, bound port, health servicer). Port 0 binds a free port.
@@ -194,8 +422,16 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
         RuntimeError: when the address cannot be bound.
     """
     mesh = [MeshTokenInterceptor(mesh_token)] if mesh_token and not service.public else []
+    health_servicer = health.aio.HealthServicer()
+    readiness = None
+    if service.warm_up is not None:
+        readiness = Readiness(service.name, health_servicer, service.full_names, service.warm_up,
+                              warm_up_policy or WarmUpPolicy())
+    gate = [readiness.gate] if readiness is not None else []
+    deadlines = [StoreDeadlineInterceptor(service.store_deadline_margin)] if service.store_deadline_margin is not None else []
     server = grpc.aio.server(
-        interceptors=[ServerMetricsInterceptor(), *mesh, *service.interceptors, ErrorTranslationInterceptor(service.unavailable_errors)],
+        interceptors=[ServerMetricsInterceptor(), *mesh, *gate, *service.interceptors, *deadlines,
+                      ErrorTranslationInterceptor(service.unavailable_errors)],
         options=[("grpc.max_receive_message_length", service.max_message_bytes),
                  ("grpc.max_send_message_length", service.max_message_bytes),
                  ("grpc.max_concurrent_streams", max_concurrent_streams),
@@ -208,7 +444,6 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
         maximum_concurrent_rpcs=max_concurrent_rpcs or None,
     )
     service.register(server)
-    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection([*service.full_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     if tls is not None and tls.enabled:
@@ -217,9 +452,19 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
         bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise RuntimeError(f"cannot bind {host}:{port}")
+    if readiness is not None:
+        await readiness.set_status(health_pb2.HealthCheckResponse.NOT_SERVING)
     await server.start()
-    for name in [*service.full_names, ""]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if readiness is not None:
+        service.readiness = readiness
+        readiness.start()
+        # The first attempt ends before this returns: a store that answers
+        # makes the service SERVING at once; otherwise the retries go on in
+        # the background, NOT_SERVING meanwhile.
+        await readiness.first_attempt.wait()
+    else:
+        for name in [*service.full_names, ""]:
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, bound, health_servicer
 
 
@@ -228,13 +473,14 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
 
     Starts the Prometheus endpoint on ``settings.metrics_port`` (unless -1),
     runs ``on_start`` before accepting RPCs and ``on_stop`` after draining.
-    Prints ``READY <service> grpc=<port> metrics=<port>`` once serving.
+    Prints ``READY <service> grpc=<port> metrics=<port>`` once the port is
+    bound (health says SERVING once a ``warm_up`` has succeeded).
     """
     if service.on_start is not None:
         await service.on_start()
     server, port, health_servicer = await create_server(service, settings.host, settings.port, TlsSettings(),
                                                         settings.max_concurrent_rpcs, settings.max_concurrent_streams,
-                                                        MeshSettings().resolved_token())
+                                                        MeshSettings().resolved_token(), WarmUpPolicy.of(settings.readiness))
     metrics_port = -1
     if settings.metrics_port >= 0:
         http_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
@@ -250,6 +496,8 @@ async def serve(service: Service, settings: ServiceSettings, ready: asyncio.Even
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("%s: shutting down", service.name)
+    if service.readiness is not None:
+        await service.readiness.stop()
     await health_servicer.enter_graceful_shutdown()
     await server.stop(settings.grace_seconds)
     for task in tasks:

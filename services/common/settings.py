@@ -308,6 +308,30 @@ def llm_deprecated_fields(*names: str) -> dict[str, str]:
     return {f"llm_{name}": f"llm.{name}" for name in names}
 
 
+class WarmUpSettings(BaseModel):
+    """Group ``readiness`` of every service (GRAPHMESH_<SERVICE>_READINESS__*):
+    retries of the warm-up a service with a store or model runs before its
+    health says SERVING (``services.common.server.Readiness``). Until it
+    succeeds the service answers NOT_SERVING, and its other RPCs
+    UNAVAILABLE (reason WARMING_UP).
+
+    Attributes:
+        attempts: most attempts; 0 = keep trying until one succeeds (a
+            store that is still starting is waited for).
+        backoff: seconds before the second attempt, doubled after each
+            failure.
+        max_backoff: longest wait between two attempts, seconds.
+        timeout: seconds one attempt may take before it counts as failed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(0, ge=0)
+    backoff: float = Field(0.5, gt=0.0)
+    max_backoff: float = Field(5.0, gt=0.0)
+    timeout: float = Field(30.0, gt=0.0)
+
+
 class ServiceSettings(GraphMeshSettings):
 
     """Bootstrap settings of one service.
@@ -326,6 +350,8 @@ class ServiceSettings(GraphMeshSettings):
         user_dict: path of the jieba user dictionary every tokenising
             process loads at start (env ``GRAPHMESH_USER_DICT``, shared by all
             services; see services.common.lexicon); "" = jieba's own.
+        readiness: WarmUpSettings (group, GRAPHMESH_<SERVICE>_READINESS__<FIELD>):
+            retries of the warm-up before SERVING.
     """
 
     host: str = "127.0.0.1"
@@ -336,6 +362,7 @@ class ServiceSettings(GraphMeshSettings):
     max_concurrent_rpcs: int = Field(256, ge=0)
     max_concurrent_streams: int = Field(100, ge=1)
     user_dict: str = Field("", validation_alias=AliasChoices("GRAPHMESH_USER_DICT"))
+    readiness: WarmUpSettings = Field(default_factory=WarmUpSettings)
 
 
 class TlsSettings(GraphMeshSettings):

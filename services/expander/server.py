@@ -35,6 +35,13 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
         # jieba's dictionary and IDF table, read on first use (about 1 s)
         await asyncio.to_thread(term_weights, "预热")
 
+    async def warm_up() -> None:
+        # One real embedding through the model itself (not the cache), after
+        # the port is bound and before health says SERVING: the first
+        # inference of an ONNX session is several times slower than the next.
+        embedder = await servicer.embedder()
+        await asyncio.to_thread(embedder.inner.embed, ["预热查询"], query=True)
+
     async def on_stop() -> None:
         await servicer.close()
         await library.close()
@@ -44,6 +51,7 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
         full_names=[expander_pb2.DESCRIPTOR.services_by_name["ExpanderService"].full_name],
         register=lambda server: expander_pb2_grpc.add_ExpanderServiceServicer_to_server(servicer, server),
         on_start=ready,
+        warm_up=warm_up,
         on_stop=on_stop,
     )
     return service, settings

@@ -24,6 +24,7 @@ from services.retriever_graph.doc_channels import DocChannels
 from services.retriever_graph.entity_retrieval import retrieve_entities
 from services.retriever_graph.kg_store import KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore
+from services.common.store_deadline import QueryBudget
 
 
 _STORE_CHANNELS = (names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR)
@@ -147,24 +148,39 @@ class GraphBackends:
         """Closes the Neo4j driver."""
         await self.store.close()
 
+    async def warm_up(self) -> None:
+        """One cheap real query through the document channels (heading,
+        full text, neighbours, the lookups) and the entity channels (top_k
+        1): the first full-text query of a fresh Neo4j takes seconds (index
+        readers, query planning), paid here before health says SERVING.
+        Errors of the store propagate (the caller retries:
+        ``services.common.server.Readiness``)."""
+        await self.documents.retrieve(RetrievalQuery(query="预热", keywords=["预热"], embedding=[], top_k=1))
+        await self.entities.retrieve_entities(EntityQuery(query="预热", top_k=1))
+
 
 async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
     """Connects to Neo4j, creates constraints and indexes (both schemas),
-    warms the full-text index up and builds both backends.
+    loads the document graph's lookup tables and builds both backends (the
+    warm-up query runs later: ``GraphBackends.warm_up``).
 
     Raises:
         neo4j.exceptions.DriverError: Neo4j cannot be reached.
     """
-    store = GraphStore(settings.neo4j.uri, settings.neo4j.user or None, settings.neo4j.password or None, settings.neo4j.database)
+    neo = settings.neo4j
+    budget = QueryBudget(read_ceiling=neo.transaction_timeout_max)
+    store = GraphStore(neo.uri, neo.user or None, neo.password or None, neo.database,
+                       max_retry_seconds=neo.max_retry_seconds, budget=budget,
+                       connection_timeout=neo.connection_timeout,
+                       connection_acquisition_timeout=neo.connection_acquisition_timeout,
+                       liveness_check_timeout=neo.liveness_check_timeout,
+                       max_connection_lifetime=neo.max_connection_lifetime)
     await store.open()
     try:
         await store.migrate()
-        # The first full-text query of a fresh Neo4j takes seconds (index
-        # readers, query planning); pay that before serving.
-        await store.retrieve("warm up", ["warm"], 1)
-        kg = KnowledgeGraphStore(store.driver, settings.neo4j.database, settings.expansion_weights)
+        kg = KnowledgeGraphStore(store.driver, neo.database, settings.expansion_weights, budget=budget)
         await kg.migrate()
-        docs = DocChannels(store.driver, settings.neo4j.database, refresh_seconds=settings.docgraph_refresh_seconds)
+        docs = DocChannels(store.driver, neo.database, refresh_seconds=settings.docgraph_refresh_seconds, budget=budget)
         await docs.load()
     except BaseException:
         await store.close()

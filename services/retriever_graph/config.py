@@ -17,6 +17,23 @@ class Neo4jSettings(BaseModel):
             listens on bolt://127.0.0.1:7687).
         user / password: credentials; empty for no auth (password: a secret).
         database: database name.
+        transaction_timeout_max: ceiling of each read transaction's timeout,
+            seconds; the caller's remaining deadline applies when smaller,
+            and this bound alone when the caller set none. Writes (ingest,
+            deletes) get the caller's deadline only.
+        deadline_margin: seconds kept back from the caller's remaining
+            deadline (at most a tenth of it), so a transaction terminated
+            at its timeout is still answered DEADLINE_EXCEEDED before the
+            caller gives up.
+        connection_timeout: seconds to open one connection.
+        connection_acquisition_timeout: seconds to get a pooled connection,
+            opening one included.
+        liveness_check_timeout: a pooled connection idle longer than this
+            many seconds is checked (one round trip) before use, so one
+            that died with a restarted Neo4j is replaced, not failed on.
+        max_connection_lifetime: seconds a connection is used at most.
+        max_retry_seconds: how long the driver retries a transaction that
+            failed on a lost connection (first retry after 0.1 s).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -25,6 +42,13 @@ class Neo4jSettings(BaseModel):
     user: str = ""
     password: str = ""
     database: str = "neo4j"
+    transaction_timeout_max: float = Field(30.0, gt=0.0)
+    deadline_margin: float = Field(0.05, ge=0.0)
+    connection_timeout: float = Field(2.0, gt=0.0)
+    connection_acquisition_timeout: float = Field(5.0, gt=0.0)
+    liveness_check_timeout: float = Field(2.0, ge=0.0)
+    max_connection_lifetime: float = Field(600.0, gt=0.0)
+    max_retry_seconds: float = Field(1.0, ge=0.0)
 
 
 class RetrieverGraphSettings(ServiceSettings):
@@ -51,4 +75,5 @@ class RetrieverGraphSettings(ServiceSettings):
     attribute_other_weight: float = Field(0.3, ge=0.0, le=1.0)
     docgraph_refresh_seconds: float = Field(10.0, gt=0.0)
 
-    deprecated_fields: ClassVar[dict[str, str]] = {f"neo4j_{name}": f"neo4j.{name}" for name in Neo4jSettings.model_fields}
+    #: The flat names of the previous release (fields added since have none).
+    deprecated_fields: ClassVar[dict[str, str]] = {f"neo4j_{name}": f"neo4j.{name}" for name in ("uri", "user", "password", "database")}

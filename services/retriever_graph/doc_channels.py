@@ -39,6 +39,7 @@ from Neo4j when the stored graph version changes, checked at most every
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -56,6 +57,11 @@ from services.common.text import query_keywords
 from domains.facts import ArticleEntry, IndexHit, TermEntry, term_key
 from services.retriever_graph.doc_graph import META_ID
 from services.retriever_graph.filter_cypher import scope_cypher
+from services.retriever_graph.timeouts import bound, timed, translate_timeouts
+from services.common.store_deadline import QueryBudget, deadline_scope
+
+#: Set while ``load`` rebuilds the lookup tables (its reads have no ceiling).
+_LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("graphmesh_docgraph_loading", default=False)
 from services.retriever_graph.ppr import DAMPING, PASSAGE_NODE_WEIGHT, personalized_pagerank
 
 log = logging.getLogger(__name__)
@@ -153,12 +159,15 @@ class DocChannels:
         per_seed: CITES/AMENDS neighbours read per seed and direction.
         ppr_cap: neighbours read per node for the PPR subgraph.
         word_tokens: the tokenizer for definitions (query_keywords).
+        budget: transaction timeouts of its reads (None: none).
     """
 
     def __init__(self, driver: AsyncDriver, database: str = "neo4j", *, refresh_seconds: float = 10.0,
                  per_seed: int = 20, ppr_cap: int = 30,
-                 word_tokens: Callable[[str], list[str]] = query_keywords) -> None:
+                 word_tokens: Callable[[str], list[str]] = query_keywords,
+                 budget: QueryBudget | None = None) -> None:
         self.driver = driver
+        self.budget = budget
         self.database = database
         self.refresh_seconds = refresh_seconds
         self.per_seed = per_seed
@@ -179,8 +188,14 @@ class DocChannels:
         self._refreshing: asyncio.Task | None = None
 
     async def _query(self, query: str, **params: Any) -> list:
-        result = await self.driver.execute_query(query, parameters_=params, routing_=RoutingControl.READ,
-                                                 database_=self.database)
+        """Records of a read bounded by ``self.budget`` (the RPC's remaining
+        deadline, at most the read ceiling; the lookup-table rebuild of
+        ``load`` by the deadline only). Raises StoreTimeout when Neo4j
+        terminated it at that bound."""
+        seconds = bound(self.budget, write=_LOADING.get())
+        with translate_timeouts(seconds):
+            result = await self.driver.execute_query(timed(query, seconds), parameters_=params,
+                                                     routing_=RoutingControl.READ, database_=self.database)
         return result.records
 
     # -- the lookup tables ---------------------------------------------------
@@ -190,6 +205,13 @@ class DocChannels:
         domain pack of a stored collection whose pack has lookups, rebuilt
         only when the stored facts changed (so writes to other packs'
         collections run none of its code); returns them by pack name."""
+        token = _LOADING.set(True)  # not bounded by the read ceiling
+        try:
+            return await self._load()
+        finally:
+            _LOADING.reset(token)
+
+    async def _load(self) -> dict[str, Any]:
         records = await self._query(_VERSION, id=META_ID)
         version = int(records[0]["version"]) if records else 0
         facts_version = int(records[0]["facts_version"]) if records else 0
@@ -234,11 +256,14 @@ class DocChannels:
         self._refreshing = asyncio.create_task(self._refresh())
 
     async def _refresh(self) -> None:
+        # A background task: not bounded by the deadline of the request
+        # that started it (the task copied that request's context).
         try:
-            records = await self._query(_VERSION, id=META_ID)
-            version = int(records[0]["version"]) if records else 0
-            if version != self.version:
-                await self.load()
+            with deadline_scope(None):
+                records = await self._query(_VERSION, id=META_ID)
+                version = int(records[0]["version"]) if records else 0
+                if version != self.version:
+                    await self.load()
         except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the old tables
             log.warning("document graph index refresh failed: %s", exc)
 

@@ -52,7 +52,9 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassific
 from services.common import entity_skeleton
 from services.common.entity_skeleton import name_key
 from services.common.records import EntityHit, EntityRecord
+from services.common.store_deadline import QueryBudget
 from services.retriever_graph.store import LUCENE_SPECIAL
+from services.retriever_graph.timeouts import bound, timed, translate_timeouts
 
 log = logging.getLogger(__name__)
 
@@ -345,11 +347,16 @@ class KnowledgeGraphStore:
 
     ``driver`` may be shared with the document GraphStore; ``database`` is the
     Neo4j database name. All Cypher is constant; data travels as parameters.
+    ``budget`` (services.common.store_deadline.QueryBudget) sets each read's
+    and write's transaction timeout (None: no timeout).
     """
 
-    def __init__(self, driver: AsyncDriver, database: str = "neo4j", weights: dict[str, float] | None = None) -> None:
+    def __init__(self, driver: AsyncDriver, database: str = "neo4j", weights: dict[str, float] | None = None,
+                 budget: QueryBudget | None = None) -> None:
         self.driver = driver
         self.database = database
+        #: Transaction timeouts of reads and writes (None: none).
+        self.budget = budget
         self.weights = {**DEFAULT_WEIGHTS, **(weights or {})}
 
     @classmethod
@@ -377,10 +384,19 @@ class KnowledgeGraphStore:
         await self.driver.execute_query("CALL db.awaitIndexes(300)", database_=self.database)
 
     async def _write(self, query: str, **params: Any) -> Any:
-        return await self.driver.execute_query(query, params, database_=self.database)
+        """Runs a write, bounded by the RPC's remaining deadline
+        (``self.budget``). Raises StoreTimeout when Neo4j terminated it."""
+        seconds = bound(self.budget, write=True)
+        with translate_timeouts(seconds):
+            return await self.driver.execute_query(timed(query, seconds), params, database_=self.database)
 
     async def _read(self, query: str, **params: Any) -> list[Any]:
-        result = await self.driver.execute_query(query, params, database_=self.database, routing_=RoutingControl.READ)
+        """Records of a read, bounded by the RPC's remaining deadline at most
+        the read ceiling. Raises StoreTimeout when Neo4j terminated it."""
+        seconds = bound(self.budget)
+        with translate_timeouts(seconds):
+            result = await self.driver.execute_query(timed(query, seconds), params, database_=self.database,
+                                                     routing_=RoutingControl.READ)
         return result.records
 
     # ---- ingestion -------------------------------------------------------

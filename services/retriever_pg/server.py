@@ -1,5 +1,7 @@
 """Builds the retriever_pg service: its async factory opens the pool and
-applies migrations before serving; the pool is closed after draining."""
+applies migrations before serving, then warms up (one cheap real query)
+before health says SERVING; each RPC's remaining deadline bounds its
+statements (statement_timeout); the pool is closed after draining."""
 from __future__ import annotations
 
 import asyncpg
@@ -29,5 +31,7 @@ async def build(settings: RetrieverPgSettings | None = None) -> tuple[Service, R
         register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server),
         on_stop=backends.close,
         unavailable_errors=STORE_UNAVAILABLE_ERRORS,
+        warm_up=backends.warm_up,
+        store_deadline_margin=settings.store.deadline_margin,
     )
     return service, settings

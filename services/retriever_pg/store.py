@@ -28,9 +28,29 @@ filtered search still returns top_k hits when that many match.
 
 Keyword terms come from ``services.common.text`` (jieba); PostgreSQL text
 search configurations are not used.
+
+Deadlines and recovery: every pooled connection is handed out with
+``SET statement_timeout`` = the current RPC's remaining deadline
+(``services.common.store_deadline``), at most the read ceiling; writes and
+maintenance get the deadline only (``_conn(write=True)``). PostgreSQL
+itself cancels a statement that runs past it (SQLSTATE 57014), raised as
+``StoreTimeout``. Why a session SET and not asyncpg's ``timeout=``: the
+server enforces it even when the client is stuck or gone, it needs no
+second connection to send a cancel request (asyncpg's ``timeout=`` cancels
+client-side, then asks the server to cancel over a new connection, which
+is what fails first when the server is overloaded), it covers every
+statement of the connection's use (including COPY and the statements of a
+transaction, each with the budget left when the connection was handed
+out) without passing a timeout to each call, and the pool's ``RESET ALL``
+on release undoes it (no SET LOCAL, which would need a transaction around
+every read). The SET doubles as a liveness check: a connection that died
+with a restarted server is dropped, the pool's connections are expired, and
+one fresh connection is tried before anything was sent, so reads and
+writes alike are safe to retry.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import struct
@@ -46,6 +66,7 @@ import domains
 import numpy as np
 
 from services.common.filters import Condition
+from services.common.store_deadline import QueryBudget, StoreTimeout, milliseconds
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
 from services.retriever_pg.filter_sql import Params, scope_sql
 from services.retriever_pg import lifecycle
@@ -95,6 +116,9 @@ _HNSW_INDEX = "chunks_embedding_hnsw_idx"
 _HNSW_INDEX_SQL = (
     f"CREATE INDEX IF NOT EXISTS {_HNSW_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
 )
+
+#: A pooled connection that died (server restarted, connection cut).
+_CONNECTION_ERRORS = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, OSError)
 
 _WRITE_ERRORS = (asyncpg.PostgresError, ValueError, TypeError, OverflowError, struct.error)
 
@@ -413,6 +437,13 @@ class PgStore:
             smaller, capped at 1000).
         pool_min / pool_max: asyncpg pool size (connections).
         bm25_k1 / bm25_b: Okapi BM25 parameters (k1 >= 0, 0 <= b <= 1).
+        budget: how long a statement may run (the RPC's remaining
+            deadline, read ceiling); default ``QueryBudget()`` (30 s reads).
+        connect_timeout: seconds to open one new connection (asyncpg's
+            default is 60 s: a server that is down would hold a request).
+        max_inactive_connection_lifetime: seconds an idle pooled connection
+            is kept; older ones are closed, so few dead ones are left after
+            a server restart.
 
     Raises:
         ValueError: a parameter out of range.
@@ -432,6 +463,9 @@ class PgStore:
         pool_max: int = 8,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
+        budget: QueryBudget | None = None,
+        connect_timeout: float = 2.0,
+        max_inactive_connection_lifetime: float = 60.0,
     ) -> None:
         if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= _MAX_HNSW_DIM:
             raise ValueError(f"embedding_dim must be an int in 1..{_MAX_HNSW_DIM}, got {embedding_dim!r}")
@@ -448,6 +482,9 @@ class PgStore:
         self._pool_max = pool_max
         self.bm25_k1 = float(bm25_k1)
         self.bm25_b = float(bm25_b)
+        self.budget = budget or QueryBudget()
+        self._connect_timeout = connect_timeout
+        self._max_inactive = max_inactive_connection_lifetime
         self._pool: asyncpg.Pool | None = None
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
@@ -469,6 +506,8 @@ class PgStore:
             min_size=self._pool_min,
             max_size=self._pool_max,
             init=_register_codecs,
+            timeout=self._connect_timeout,
+            max_inactive_connection_lifetime=self._max_inactive,
         )
 
     async def close(self) -> None:
@@ -485,21 +524,70 @@ class PgStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
-        if self._pool is None:
-            raise RuntimeError("PgStore is not open; call await store.open() first")
-        async with self._pool.acquire() as conn:
-            yield conn
-
-    def connection(self) -> AsyncContextManager[asyncpg.Connection]:
-        """A pooled connection with the vector and jsonb codecs, for the
-        other stores of this database (``EntityCardStore``).
+    async def _acquire(self, seconds: float | None) -> asyncpg.Connection:
+        """A pooled connection whose statements may run ``seconds`` each
+        (None = the server's default). Waits at most ``seconds`` for a free
+        connection. A connection found dead when its statement_timeout is
+        set is dropped with the rest of the pool's (they died with the same
+        server) and one fresh connection is tried.
 
         Raises:
-            RuntimeError: not open (on entering).
+            StoreTimeout: no connection was free within ``seconds``.
+            OSError / asyncpg.PostgresConnectionError: the server cannot be
+                reached (a fresh connection failed too).
         """
-        return self._conn()
+        assert self._pool is not None
+        for attempt in (1, 2):
+            try:
+                conn = await self._pool.acquire(timeout=seconds)
+            except asyncio.TimeoutError as err:
+                raise StoreTimeout("PostgreSQL", seconds, "no pooled connection was free in time") from err
+            if seconds is None:
+                return conn
+            try:
+                # An int formatted by us: nothing to bind (SET takes no parameters).
+                await conn.execute(f"SET statement_timeout = {milliseconds(seconds)}")
+                return conn
+            except _CONNECTION_ERRORS as err:
+                await self._pool.release(conn)
+                if attempt == 2:
+                    raise
+                _log.info("a pooled PostgreSQL connection was dead (%s); reconnecting", type(err).__name__)
+                await self._pool.expire_connections()
+        raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def _conn(self, write: bool = False) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection bounded by ``self.budget`` (reads: the RPC's
+        remaining deadline, at most the read ceiling; ``write``: the
+        deadline only). A statement PostgreSQL cancels for running past it
+        raises StoreTimeout.
+
+        Raises:
+            RuntimeError: not open. StoreTimeout: out of time.
+        """
+        if self._pool is None:
+            raise RuntimeError("PgStore is not open; call await store.open() first")
+        seconds = self.budget.seconds(write)
+        conn = await self._acquire(seconds)
+        try:
+            yield conn
+        except asyncpg.QueryCanceledError as err:
+            if seconds is not None and "statement timeout" in str(err):
+                raise StoreTimeout("PostgreSQL", seconds, str(err)) from err
+            raise
+        finally:
+            await self._pool.release(conn)
+
+    def connection(self, write: bool = False) -> AsyncContextManager[asyncpg.Connection]:
+        """A pooled connection with the vector and jsonb codecs, for the
+        other stores of this database (``EntityCardStore``), bounded like
+        the store's own (``_conn``).
+
+        Raises:
+            RuntimeError: not open (on entering). StoreTimeout: out of time.
+        """
+        return self._conn(write)
 
     # ------------------------------------------------------------ migrations
 
@@ -538,7 +626,7 @@ class PgStore:
                 insufficient privilege); the transaction is rolled back.
         """
         applied_now: list[int] = []
-        async with self._conn() as conn:
+        async with self._conn(write=True) as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
                 await conn.execute(
@@ -580,7 +668,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: build failed.
         """
-        async with self._conn() as conn:
+        async with self._conn(write=True) as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
                 if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", _HNSW_INDEX):
@@ -604,7 +692,7 @@ class PgStore:
             RuntimeError: not open. asyncpg.PostgresError: drop or rebuild failed.
         """
         if self._bulk_depth == 0:
-            async with self._conn() as conn:
+            async with self._conn(write=True) as conn:
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
                     await conn.execute(f"DROP INDEX IF EXISTS {_HNSW_INDEX}")
@@ -694,7 +782,7 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: nothing deleted.
         """
-        async with self._conn() as conn:
+        async with self._conn(write=True) as conn:
             deleted = await lifecycle.delete_documents(conn, [i for i in ids if storable_text(i)], collections, conditions)
             if collections:  # a collection left without documents forgets its pack
                 await conn.execute("DELETE FROM collections c WHERE c.name = ANY($1::text[]) AND NOT EXISTS "
@@ -1049,7 +1137,7 @@ class PgStore:
         first_seen: dict[str, int] = {}
         batch: list[_Prepared] = []
         batch_chunks = 0
-        async with self._conn() as conn:
+        async with self._conn(write=True) as conn:
             for index, doc in enumerate(docs):
                 doc_id = getattr(doc, "id", "")
                 if isinstance(doc_id, str) and doc_id in first_seen:
