@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -42,6 +41,7 @@ import pytest
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.evaluate import _squeeze, gold_passages, load_dataset, run_queries, summarise
 from services.cli.significance import compare_ranks, paired_delta
+from tests.quality.gate import patient_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session")]
 
@@ -56,30 +56,12 @@ CONTEXT_CHARS = int(os.environ.get("CONTEXT_CHARS", "0"))
 SKIP_512 = os.environ.get("SKIP_512", "") == "1"
 
 
-@asynccontextmanager
-async def gateway(mesh, **overrides):
-    """A gateway over ``mesh`` with patient stage caps and ``overrides``
-    (GatewaySettings fields, explicitly set); yields its address."""
-    from services.common.server import create_server
-    from services.common.settings import MeshAddresses
-    from services.gateway.config import GatewaySettings
-    from services.gateway.server import build
-
+def gateway(mesh, **overrides):
+    """The quality gate's patient gateway over ``mesh`` with ``overrides``
+    (GatewaySettings fields); the context budget of CONTEXT_CHARS when set."""
     if CONTEXT_CHARS:
         overrides.setdefault("budget_chars", CONTEXT_CHARS)
-    settings = GatewaySettings(port=0, rest={"port": -1},
-                               deadlines={"default": PATIENT, "expand": PATIENT, "retrieve": PATIENT,
-                                          "rerank": PATIENT, "fuse": PATIENT},
-                               **{"ingest": {"embed_batch": 32}, **overrides})
-    addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
-    service, _ = await build(settings, addresses)
-    server, port, _ = await create_server(service)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        await server.stop(0)
-        if service.on_stop is not None:
-            await service.on_stop()
+    return patient_gateway(mesh, **overrides)
 
 
 async def ingest(address: str, collection: str) -> None:

@@ -37,10 +37,12 @@ EMBED_BATCH = 32
 
 
 @asynccontextmanager
-async def patient_gateway(mesh) -> AsyncIterator[str]:
+async def patient_gateway(mesh, **overrides) -> AsyncIterator[str]:
     """A gateway over ``mesh``'s services with default settings except every
     stage cap and the default deadline at PATIENT_SECONDS and EMBED_BATCH
-    texts per Embed call (no REST); yields its address "127.0.0.1:<port>"."""
+    texts per Embed call (no REST), and ``overrides`` (GatewaySettings
+    fields; a group given whole replaces the patient one); yields its
+    address "127.0.0.1:<port>"."""
     from services.common.server import create_server
     from services.common.settings import MeshAddresses
     from services.gateway.config import GatewaySettings
@@ -49,7 +51,7 @@ async def patient_gateway(mesh) -> AsyncIterator[str]:
     settings = GatewaySettings(port=0, rest={"port": -1},
                                deadlines={"default": PATIENT_SECONDS, "expand": PATIENT_SECONDS, "retrieve": PATIENT_SECONDS,
                                           "rerank": PATIENT_SECONDS, "fuse": PATIENT_SECONDS},
-                               ingest={"embed_batch": EMBED_BATCH})
+                               **{"ingest": {"embed_batch": EMBED_BATCH}, **overrides})
     addresses = MeshAddresses(**{f"{n}_addr": a for n, a in mesh.addresses.items() if n != "gateway"})
     service, _ = await build(settings, addresses)
     server, port, _ = await create_server(service)
