@@ -45,6 +45,7 @@ async def serve(gate: Gate, **limits):
     return server, f"127.0.0.1:{port}"
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")  # the module's asyncio mark; this one is sync
 def test_defaults_bound_every_service():
     s = ServiceSettings()
     assert s.max_concurrent_rpcs == 256 and s.max_concurrent_streams == 100
