@@ -40,6 +40,11 @@ more hold, since a rule stated as law is the claim a reader acts on:
 The caller (the gateway's generator) falls back to the extractive answer
 when nothing supported is left.
 
+Relevance as well as support: a kept sentence whose question's content
+words occur in neither it nor its source (``relevance`` below
+RELEVANCE_THRESHOLD) is flagged ``off_topic``; it stays, since its source
+does say it, and the flag tells the reader it may not answer.
+
 Constants are GraphMesh's (no reference design gives them): SUPPORT_THRESHOLD
 0.5, the judge's SUPPORT_THRESHOLD for faithfulness
 (services/judge/text_rules.py), so that a sentence the verifier keeps is one
@@ -62,6 +67,15 @@ SUPPORT_THRESHOLD = 0.5
 MIN_CLAIM_CHARS = 2
 #: A claim word absent verbatim counts when this share of its bigrams occurs.
 WORD_BIGRAM_SHARE = 0.5
+#: A supported sentence is flagged off-topic when less than this share of
+#: the question's content words (by characters) occurs in it or its source:
+#: the source says what the sentence says, but neither speaks to the
+#: question (GraphMesh's constant; the judge's answer_relevancy is the same
+#: coverage over the whole answer). Chosen on the first 80 questions of each
+#: law dev set (bench/off_topic_rate.py, docs/answers.md): at 0.05, 1 of
+#: the 95 kept sentences citing a gold article was flagged and 104 of the
+#: 586 citing another; at 0.1, 10 of the 95 gold ones were.
+RELEVANCE_THRESHOLD = 0.05
 
 SUPPORTED, REATTRIBUTED, UNSUPPORTED = "supported", "reattributed", "unsupported"
 _LEADING_MARKS = re.compile(r"^\s*((?:\[\d+\]\s*)+)")
@@ -92,6 +106,12 @@ class Check:
     outcome: str
     support: float
     reason: str = ""
+    relevance: float = 1.0
+
+    @property
+    def off_topic(self) -> bool:
+        """Kept (supported or re-attributed) but below RELEVANCE_THRESHOLD."""
+        return self.outcome != UNSUPPORTED and self.relevance < RELEVANCE_THRESHOLD
 
 
 @dataclass
@@ -233,7 +253,8 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
                 best = max(scored, key=lambda x: x[0].score, default=(Support(0.0, False), 0))
                 if names_source and best[0].supported:
                     # a rule stated without a mark gets the source that supports it
-                    checks.append(Check(plain, 0, best[1], REATTRIBUTED, best[0].score, "no citation"))
+                    checks.append(Check(plain, 0, best[1], REATTRIBUTED, best[0].score, "no citation",
+                                        relevance(plain, sources[best[1] - 1], question)))
                     pieces.append(_add_mark(sentence, best[1]))
                     continue
                 if not best[0].supported:
@@ -250,18 +271,36 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
             own = support(plain, sources[n - 1], question, rules)
             if own.supported:
                 mapping[n] = n
-                checks.append(Check(plain, n, n, SUPPORTED, own.score))
+                checks.append(Check(plain, n, n, SUPPORTED, own.score, relevance=relevance(plain, sources[n - 1], question)))
                 continue
             others = [(support(plain, s, question, rules), m) for m, s in enumerate(sources, start=1) if m != n]
             best = max(others, key=lambda x: x[0].score, default=None)
             if best is not None and best[0].supported:
                 mapping[n] = best[1]
-                checks.append(Check(plain, n, best[1], REATTRIBUTED, own.score, own.reason))
+                checks.append(Check(plain, n, best[1], REATTRIBUTED, own.score, own.reason,
+                                    relevance(plain, sources[best[1] - 1], question)))
             else:
                 mapping[n] = 0
                 checks.append(Check(plain, n, 0, UNSUPPORTED, own.score, f"source {n}: {own.reason}"))
         pieces.append(_rewrite_marks(sentence, mapping))
     return Verification(head + "".join(pieces), checks, removed)
+
+
+def relevance(sentence: str, source: str, question: str) -> float:
+    """Share in [0, 1] of ``question``'s content words (jieba, of two
+    characters or more, sub-words of longer ones dropped, weighted by length
+    in characters) found in
+    ``sentence`` or ``source``, verbatim or by at least WORD_BIGRAM_SHARE of
+    their character bigrams; 1.0 when the question has none."""
+    words = [_clean(w) for w in query_keywords(question)]
+    words = [w for w in dict.fromkeys(words) if len(w) >= 2 and not any(w != o and w in o for o in words)]
+    if not words:
+        return 1.0
+    haystack = _clean(sentence + source)
+    grams = _bigrams(haystack)
+    found = sum(len(w) for w in words
+                if w in haystack or (len(w) > 2 and len(_bigrams(w) & grams) >= WORD_BIGRAM_SHARE * len(_bigrams(w))))
+    return found / sum(len(w) for w in words)
 
 
 class _HeldReferences:

@@ -119,3 +119,19 @@ def test_under_law_rules_an_unmarked_rule_gets_its_source_or_goes():
     assert "管制[2]。" in result.text
     assert "会计账簿" not in result.text and result.removed == ["依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。"]
     assert [c.outcome for c in result.checks] == [REATTRIBUTED, UNSUPPORTED]
+
+
+def test_a_supported_sentence_that_does_not_speak_to_the_question_is_flagged_off_topic():
+    """The sentence is what its source says, but neither mentions what was
+    asked (a fight's serious injury answered with the article on inciting
+    ethnic hatred): kept, and flagged."""
+    from services.common.citation_check import RELEVANCE_THRESHOLD, relevance
+
+    source = "中华人民共和国治安管理处罚法 第四十七条\n煽动民族仇恨、民族歧视，或者在出版物、计算机信息网络中刊载民族歧视、侮辱内容的，处十日以上十五日以下拘留。"
+    question = "打架把人打成重伤要承担什么责任？"
+    off = verify("煽动民族仇恨、民族歧视的，处十日以上十五日以下拘留[1]。", [source], question)
+    assert [c.outcome for c in off.checks] == [SUPPORTED] and off.checks[0].off_topic
+    assert off.checks[0].relevance < RELEVANCE_THRESHOLD
+    on = verify("煽动民族仇恨的，处十日以上十五日以下拘留[1]。", [source], "煽动民族仇恨会被拘留多久？")
+    assert not on.checks[0].off_topic and on.checks[0].relevance > 0.5
+    assert relevance("任何句子", "任何来源", "") == 1.0  # a question without content words

@@ -124,8 +124,10 @@ class Generator:
             invalid_citations_removed=removed, fences_removed=fences,
             unsupported_sentences=unsupported, unsupported_count=len(unsupported),
             citation_checks=[gateway_pb2.CitationCheck(sentence=c.sentence, cited=c.cited, final=c.final,
-                                                       outcome=_OUTCOME[c.outcome], support=c.support)
+                                                       outcome=_OUTCOME[c.outcome], support=c.support,
+                                                       relevance=c.relevance, off_topic=c.off_topic)
                              for c in checks if c.cited],
+            off_topic_count=sum(c.off_topic for c in checks),
         ))
 
     async def partial_answer(self, query: str, context: str, texts: list[str], deadline: Deadline) -> str:

@@ -467,6 +467,7 @@ class AnswerResponse(_message.Message):
     UNSUPPORTED_SENTENCES_FIELD_NUMBER: _builtins.int
     UNSUPPORTED_COUNT_FIELD_NUMBER: _builtins.int
     CITATION_CHECKS_FIELD_NUMBER: _builtins.int
+    OFF_TOPIC_COUNT_FIELD_NUMBER: _builtins.int
     answer: _builtins.str
     """The answer, with [n] citation marks."""
     mode: Global___AnswerMode.ValueType
@@ -486,6 +487,8 @@ class AnswerResponse(_message.Message):
     """The threshold "answerability" was compared with."""
     unsupported_count: _builtins.int
     """Number of entries in "unsupported_sentences"."""
+    off_topic_count: _builtins.int
+    """Number of citation checks flagged "off_topic"."""
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Citation]:
         """Sources cited, in number order."""
@@ -531,10 +534,11 @@ class AnswerResponse(_message.Message):
         unsupported_sentences: _abc.Iterable[Global___UnsupportedSentence] | None = ...,
         unsupported_count: _builtins.int = ...,
         citation_checks: _abc.Iterable[Global___CitationCheck] | None = ...,
+        off_topic_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["search", b"search"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "answerability", b"answerability", "answerability_threshold", b"answerability_threshold", "attempts", b"attempts", "citation_checks", b"citation_checks", "citations", b"citations", "fences_removed", b"fences_removed", "insufficient_sources", b"insufficient_sources", "invalid_citations_removed", b"invalid_citations_removed", "mode", b"mode", "search", b"search", "strategy", b"strategy", "unsupported_count", b"unsupported_count", "unsupported_sentences", b"unsupported_sentences"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "answerability", b"answerability", "answerability_threshold", b"answerability_threshold", "attempts", b"attempts", "citation_checks", b"citation_checks", "citations", b"citations", "fences_removed", b"fences_removed", "insufficient_sources", b"insufficient_sources", "invalid_citations_removed", b"invalid_citations_removed", "mode", b"mode", "off_topic_count", b"off_topic_count", "search", b"search", "strategy", b"strategy", "unsupported_count", b"unsupported_count", "unsupported_sentences", b"unsupported_sentences"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -581,6 +585,8 @@ class CitationCheck(_message.Message):
     FINAL_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     SUPPORT_FIELD_NUMBER: _builtins.int
+    RELEVANCE_FIELD_NUMBER: _builtins.int
+    OFF_TOPIC_FIELD_NUMBER: _builtins.int
     sentence: _builtins.str
     """The sentence (marks removed)."""
     cited: _builtins.int
@@ -593,6 +599,15 @@ class CitationCheck(_message.Message):
     """Support of the sentence by the cited source in [0, 1]: the share of
     its content words found there, 0 when a number is missing.
     """
+    relevance: _builtins.float
+    """Share in [0, 1] of the question's content words (by characters) found
+    in the sentence or its final source; 1 when the question has none.
+    """
+    off_topic: _builtins.bool
+    """The sentence was kept (its source supports it) but speaks to neither
+    the question nor does its source: relevance below 0.05
+    (citation_check.RELEVANCE_THRESHOLD).
+    """
     def __init__(
         self,
         *,
@@ -601,10 +616,12 @@ class CitationCheck(_message.Message):
         final: _builtins.int = ...,
         outcome: Global___CitationOutcome.ValueType = ...,
         support: _builtins.float = ...,
+        relevance: _builtins.float = ...,
+        off_topic: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cited", b"cited", "final", b"final", "outcome", b"outcome", "sentence", b"sentence", "support", b"support"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cited", b"cited", "final", b"final", "off_topic", b"off_topic", "outcome", b"outcome", "relevance", b"relevance", "sentence", b"sentence", "support", b"support"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
