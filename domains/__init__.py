@@ -54,6 +54,16 @@ def citation_rules(packs: list[str] | tuple[str, ...]) -> CitationRules | None:
     return None
 
 
+def answer_prompt(packs: list[str] | tuple[str, ...]):
+    """The answer prompt (domains.pack.AnswerPrompt) of the first of
+    ``packs`` that has one, else None (the gateway's general prompt)."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None and pack.answer_prompt is not None:
+            return pack.answer_prompt
+    return None
+
+
 def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Other names ``title`` is asked by under ``packs`` (every registered
     pack when None), in pack order, without repeats or the title itself."""
@@ -67,4 +77,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "citation_rules", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

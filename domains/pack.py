@@ -33,6 +33,8 @@ the domain parts):
   graph retriever stored (``domains.facts`` entries); the index answers
   ``hits(channel, query, keywords, limit) -> [IndexHit]`` and has ``terms``
   (for PageRank seeds), ``size`` and ``version``.
+- ``answer_prompt``: the grounded answer's system message and instruction
+  (``AnswerPrompt``; law_zh asks for the law and article of each claim).
 - ``title_aliases(title)``: other names a document title is asked by
   (law_zh: a law without its 中华人民共和国 prefix), for heading lookups
   and the user dictionary.
@@ -84,6 +86,23 @@ class CitationRules:
 
 
 @dataclass(frozen=True)
+class AnswerPrompt:
+    """The grounded answer's prompt for a pack's corpora, in Chinese and in
+    English (the question's language picks one).
+
+    Attributes:
+        system_zh / system_en: the system message.
+        instruction_zh / instruction_en: the line after the question (small
+            local models otherwise answer with a bare "[1]").
+    """
+
+    system_zh: str
+    instruction_zh: str
+    system_en: str
+    instruction_en: str
+
+
+@dataclass(frozen=True)
 class DomainPack:
     """One domain pack (module doc).
 
@@ -110,6 +129,8 @@ class DomainPack:
         citations: how answers name the pack's sources, or None.
         lookup_index: builds the lookup tables of the pack's channels, or
             None when it has none (module doc).
+        answer_prompt: the grounded answer's prompt, or None for the
+            gateway's general one.
         title_aliases: title -> other names it is asked by.
     """
 
@@ -128,6 +149,7 @@ class DomainPack:
     recipe_source: str = ""
     citations: CitationRules | None = None
     lookup_index: Callable[..., Any] | None = None
+    answer_prompt: AnswerPrompt | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
 
     @property

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from domains.law_zh import citations
+from domains.law_zh.prompts import ANSWER_PROMPT
 from domains.pack import CitationRules, DomainPack, load_recipe
 
 NAME = "law_zh"
@@ -84,4 +85,5 @@ PACK = DomainPack(
                             cited_units=citations.cited_articles, named_groups=citations.named_laws),
     title_aliases=citations.title_aliases,
     lookup_index=lookup_index,
+    answer_prompt=ANSWER_PROMPT,
 )

@@ -70,7 +70,8 @@ class Generator:
         if self.llm.enabled and cited_ids:
             pieces: list[str] = []
             try:
-                messages = grounding.build_messages(query, retrieval.response.context)
+                prompt = domains.answer_prompt(list(retrieval.response.query_info.domain_packs))
+                messages = grounding.build_messages(query, retrieval.response.context, prompt)
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer"):
                     pieces.append(piece)

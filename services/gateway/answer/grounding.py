@@ -9,26 +9,22 @@ import math
 import re
 from dataclasses import dataclass
 
+from domains.pack import AnswerPrompt
 from services.common.text import CITATION, TRUNCATION_MARK, query_keywords, split_sentences, truncate_at_boundary
 
-SYSTEM_PROMPT = (
-    "你是严谨的法律问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
-    "资料不足时直说。回答中写明所依据的法律名称和条号（如《专利法》第四十二条），每句话后用[n]标注它依据的资料编号，"
-    "只标注确实写有该内容的资料。不要输出 JSON 或代码块。"
+#: The general prompt, for collections whose domain pack brings none
+#: (DomainPack.answer_prompt). The instruction sits after the question: small
+#: local models (Qwen2.5 0.5B) otherwise answer with a bare "[1]".
+GENERAL_PROMPT = AnswerPrompt(
+    system_zh=("你是严谨的问答助手。只依据给出的编号资料回答，不要使用资料以外的知识；资料没有写到的内容不要回答，"
+               "资料不足时直说。每句话后用[n]标注它依据的资料编号，只标注确实写有该内容的资料。不要输出 JSON 或代码块。"),
+    instruction_zh="请用一两句完整的中文句子回答，并在每句末用方括号标注所依据资料的编号，例如：……的期限为三年[2]。",
+    system_en=("You are a careful assistant. Answer only from the numbered sources given, in English; do not use other "
+               "knowledge, and say so when the sources are not enough. End each sentence with [n], the number of the "
+               "source that states it. No JSON, no code blocks."),
+    instruction_en=("Answer in one or two complete English sentences, each ending with its source number, "
+                    "e.g.: The term is three years [2]."),
 )
-# The instruction sits after the question: small local models (Qwen2.5 0.5B)
-# otherwise answer with a bare "[1]". The example is neutral on purpose.
-ANSWER_INSTRUCTION = (
-    "请用一两句完整的中文句子回答，写明法律名称和条号，并在句末用方括号标注所依据资料的编号，"
-    "例如：依照《某某法》第十条，某某行为应当承担相应责任[2]。"
-)
-SYSTEM_PROMPT_EN = (
-    "You are a careful legal assistant. Answer only from the numbered sources given, in English; do not use other "
-    "knowledge, and say so when the sources are not enough. Name the law and article you rely on, and end each "
-    "sentence with [n], the number of the source that states it. No JSON, no code blocks."
-)
-ANSWER_INSTRUCTION_EN = ("Answer in one or two complete English sentences, naming the law and article, each ending "
-                         "with its source number, e.g.: Under Article 10 of the X Law, the party is liable [2].")
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
 _CJK = re.compile(r"[\u3400-\u9fff]")
 #: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
@@ -48,21 +44,23 @@ _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 MAX_PROMPT_QUESTION_CHARS = 1500
 
 
-def build_messages(question: str, context: str) -> list[dict[str, str]]:
+def build_messages(question: str, context: str, prompt: AnswerPrompt | None = None) -> list[dict[str, str]]:
     """Chat messages for a grounded answer over the packed ``context``
-    (whose items are numbered [n], each headed by its law and article), in
-    the question's language: Chinese when it has CJK characters, else
-    English. The question is cut to MAX_PROMPT_QUESTION_CHARS characters at
-    a sentence end."""
+    (whose items are numbered [n], each headed by its title and headings),
+    with ``prompt`` (the searched collections' domain pack's, else
+    GENERAL_PROMPT), in the question's language: Chinese when it has CJK
+    characters, else English. The question is cut to
+    MAX_PROMPT_QUESTION_CHARS characters at a sentence end."""
+    prompt = prompt or GENERAL_PROMPT
     question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
     if _CJK.search(question) or not question.strip():
         return [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{ANSWER_INSTRUCTION}"},
+            {"role": "system", "content": prompt.system_zh},
+            {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{prompt.instruction_zh}"},
         ]
     return [
-        {"role": "system", "content": SYSTEM_PROMPT_EN},
-        {"role": "user", "content": f"Sources:\n{context}\n\nQuestion: {question}\n{ANSWER_INSTRUCTION_EN}"},
+        {"role": "system", "content": prompt.system_en},
+        {"role": "user", "content": f"Sources:\n{context}\n\nQuestion: {question}\n{prompt.instruction_en}"},
     ]
 
 

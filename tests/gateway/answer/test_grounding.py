@@ -56,5 +56,20 @@ def test_a_long_question_is_cut_in_the_prompt_at_a_sentence_end():
     question = "被告人某甲于某日晚间酒后驾车。" * 600  # 9,000 characters
     messages = generation.build_messages(question, "[1] 刑法 第一百三十三条之一\n在道路上醉酒驾驶机动车的，处拘役。")
     asked = messages[1]["content"].split("问题：", 1)[1]
-    assert len(asked) < generation.MAX_PROMPT_QUESTION_CHARS + len(generation.ANSWER_INSTRUCTION) + 2
+    assert len(asked) < generation.MAX_PROMPT_QUESTION_CHARS + len(generation.GENERAL_PROMPT.instruction_zh) + 2
     assert "[TRUNCATED]" in asked and "。[TRUNCATED]" in asked
+
+
+def test_the_prompt_is_the_packs_and_general_without_one():
+    """A generic collection's answer is asked for as a careful assistant
+    citing its sources; a law collection's also names law and article."""
+    import domains
+
+    general = build_messages("年假有几天？", "[1] 员工手册\n年假五天。")
+    law = build_messages("年假有几天？", "[1] 劳动法\n年假五天。", domains.answer_prompt(["law_zh"]))
+    assert "法律" not in general[0]["content"] and "条号" not in general[1]["content"]
+    assert "[n]" in general[0]["content"]
+    assert "法律问答" in law[0]["content"] and "条号" in law[1]["content"]
+    assert domains.answer_prompt(["generic"]) is None
+    english = build_messages("How many days of leave?", "[1] Handbook\nFive days.")
+    assert "legal" not in english[0]["content"] and "[n]" in english[0]["content"]
