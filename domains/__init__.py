@@ -64,6 +64,16 @@ def answer_prompt(packs: list[str] | tuple[str, ...]):
     return None
 
 
+def rewrite_prompts(packs: list[str] | tuple[str, ...]):
+    """The rewrite prompts (domains.pack.RewritePrompts) of the first of
+    ``packs`` that has them, else None (the expander's general ones)."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None and pack.rewrite_prompts is not None:
+            return pack.rewrite_prompts
+    return None
+
+
 def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Other names ``title`` is asked by under ``packs`` (every registered
     pack when None), in pack order, without repeats or the title itself."""
@@ -77,4 +87,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

@@ -103,6 +103,22 @@ class AnswerPrompt:
 
 
 @dataclass(frozen=True)
+class RewritePrompts:
+    """The expander's LLM rewrite instructions for a pack's corpora; each
+    user template holds ``{query}``.
+
+    Attributes:
+        system: the system message.
+        expanded_query: asks for one fuller search query.
+        hyde: asks for a short passage written as the corpus would answer.
+    """
+
+    system: str
+    expanded_query: str
+    hyde: str
+
+
+@dataclass(frozen=True)
 class DomainPack:
     """One domain pack (module doc).
 
@@ -131,6 +147,8 @@ class DomainPack:
             None when it has none (module doc).
         answer_prompt: the grounded answer's prompt, or None for the
             gateway's general one.
+        rewrite_prompts: the expander's rewrite and HyDE instructions, or
+            None for its general ones.
         title_aliases: title -> other names it is asked by.
     """
 
@@ -150,6 +168,7 @@ class DomainPack:
     citations: CitationRules | None = None
     lookup_index: Callable[..., Any] | None = None
     answer_prompt: AnswerPrompt | None = None
+    rewrite_prompts: RewritePrompts | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
 
     @property

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from domains.law_zh import citations
-from domains.law_zh.prompts import ANSWER_PROMPT
+from domains.law_zh.prompts import ANSWER_PROMPT, REWRITE_PROMPTS
 from domains.pack import CitationRules, DomainPack, load_recipe
 
 NAME = "law_zh"
@@ -86,4 +86,5 @@ PACK = DomainPack(
     title_aliases=citations.title_aliases,
     lookup_index=lookup_index,
     answer_prompt=ANSWER_PROMPT,
+    rewrite_prompts=REWRITE_PROMPTS,
 )

@@ -1,8 +1,9 @@
-"""The grounded answer's prompt over statutes: name the law and article of
-each claim and cite its source."""
+"""The LLM prompts over statutes: the grounded answer names the law and
+article of each claim and cites its source; rewrites add legal terms and
+HyDE passages are written in the wording of a statute."""
 from __future__ import annotations
 
-from domains.pack import AnswerPrompt
+from domains.pack import AnswerPrompt, RewritePrompts
 
 # The instruction sits after the question: small local models (Qwen2.5 0.5B)
 # otherwise answer with a bare "[1]". The example is neutral on purpose.
@@ -17,4 +18,10 @@ ANSWER_PROMPT = AnswerPrompt(
                "end each sentence with [n], the number of the source that states it. No JSON, no code blocks."),
     instruction_en=("Answer in one or two complete English sentences, naming the law and article, each ending "
                     "with its source number, e.g.: Under Article 10 of the X Law, the party is liable [2]."),
+)
+
+REWRITE_PROMPTS = RewritePrompts(
+    system="你是中文法律检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。",
+    expanded_query="把下面的问题改写成一个更完整的检索查询，补充同义词和相关法律术语，只输出一行查询。\n问题：{query}",
+    hyde="请用法律条文的口吻写一段不超过120字的文字，直接回答下面的问题。只输出这段文字。\n问题：{query}",
 )

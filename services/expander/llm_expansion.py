@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from domains.pack import RewritePrompts
 from services.common.llm import LlmClient, LlmError
 from services.common.text import normalize, strip_citations, truncate_at_boundary
 
@@ -24,7 +25,13 @@ SUB_QUERIES = "REWRITE_KIND_SUB_QUERIES"
 MAX_TOKENS = {EXPANDED_QUERY: 40, HYDE: 80, SUB_QUERIES: 64}
 MAX_REWRITE_CHARS = 300
 
-_SYSTEM = "你是中文法律检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。"
+#: The general instructions, for collections whose domain pack brings none
+#: (DomainPack.rewrite_prompts).
+GENERAL_PROMPTS = RewritePrompts(
+    system="你是中文检索助手。只输出要求的内容，不要解释，不要使用 JSON 或代码块。",
+    expanded_query="把下面的问题改写成一个更完整的检索查询，补充同义词和相关术语，只输出一行查询。\n问题：{query}",
+    hyde="请用资料原文的口吻写一段不超过120字的文字，直接回答下面的问题。只输出这段文字。\n问题：{query}",
+)
 _NUMBERING = re.compile(r"^\s*(?:[-*•·]|\d+[.、)）]|[（(]\d+[)）]|[一二三四五六七八九十]+[、.])\s*")
 _FENCE = re.compile(r"```[a-zA-Z]*")
 
@@ -44,20 +51,27 @@ class RewriteResult:
 MAX_PROMPT_QUERY_CHARS = 1500
 
 
-def build_messages(kind: str, query: str, context: str = "", n: int = 3) -> list[dict[str, str]]:
+def build_messages(kind: str, query: str, context: str = "", n: int = 3,
+                   prompts: RewritePrompts | None = None) -> list[dict[str, str]]:
     """Chat messages asking for one rewrite ``kind`` of ``query`` (cut to
-    MAX_PROMPT_QUERY_CHARS characters at a sentence end)."""
+    MAX_PROMPT_QUERY_CHARS characters at a sentence end), with ``prompts``
+    (the searched collections' domain pack's, else GENERAL_PROMPTS).
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    prompts = prompts or GENERAL_PROMPTS
     query, _ = truncate_at_boundary(query, MAX_PROMPT_QUERY_CHARS)
     if kind == EXPANDED_QUERY:
-        user = f"把下面的问题改写成一个更完整的检索查询，补充同义词和相关法律术语，只输出一行查询。\n问题：{query}"
+        user = prompts.expanded_query.format(query=query)
     elif kind == HYDE:
-        user = f"请用法律条文的口吻写一段不超过120字的文字，直接回答下面的问题。只输出这段文字。\n问题：{query}"
+        user = prompts.hyde.format(query=query)
     elif kind == SUB_QUERIES:
         known = f"\n已知信息：{context[:300]}" if context.strip() else ""
         user = f"问题：{query}{known}\n为了更全面地回答该问题，请提出{n}个更具体的检索子问题，每行一个。"
     else:
         raise ValueError(kind)
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": prompts.system}, {"role": "user", "content": user}]
 
 
 def clean_line(text: str) -> str:
@@ -114,14 +128,17 @@ def cosine_scores(query_vector: np.ndarray, vectors: np.ndarray) -> list[float]:
 
 
 async def rewrite(
-    llm: LlmClient | None, kind: str, query: str, context: str, n: int, keywords: list[str], timeout: float
+    llm: LlmClient | None, kind: str, query: str, context: str, n: int, keywords: list[str], timeout: float,
+    prompts: RewritePrompts | None = None,
 ) -> RewriteResult:
-    """One rewrite request: the LLM when available, else the rule fallback
-    (HyDE has none). Scores are filled in by the caller (embedding)."""
+    """One rewrite request: the LLM when available (with ``prompts``, the
+    domain pack's), else the rule fallback (HyDE has none). Scores are
+    filled in by the caller (embedding)."""
     reason = "no LLM configured"
     if llm is not None and llm.enabled:
         try:
-            raw = await llm.complete(build_messages(kind, query, context, n), MAX_TOKENS[kind], timeout, purpose=kind.removeprefix("REWRITE_KIND_").lower())
+            raw = await llm.complete(build_messages(kind, query, context, n, prompts), MAX_TOKENS[kind], timeout,
+                                     purpose=kind.removeprefix("REWRITE_KIND_").lower())
             if kind == SUB_QUERIES:
                 texts = parse_sub_queries(raw, query, n)
             else:

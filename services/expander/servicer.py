@@ -117,7 +117,7 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         analysis = await asyncio.to_thread(core.analyse, query, self._settings.max_keywords)
         result = await llm_expansion.rewrite(
             self._llm, expander_pb2.RewriteKind.Name(request.kind), analysis.normalized_query,
-            request.context, n, analysis.keywords, timeout,
+            request.context, n, analysis.keywords, timeout, domains.rewrite_prompts(list(request.domain_packs)),
         )
         rewrites = result.rewrites
         if rewrites and request.kind == expander_pb2.REWRITE_KIND_SUB_QUERIES:

@@ -45,3 +45,17 @@ async def test_rewrite_without_llm_falls_back_and_says_why():
     assert result.rewrites == [] and not result.llm_used and result.fallback_reason == "no LLM configured"
     result = await le.rewrite(None, le.EXPANDED_QUERY, "什么是实用新型？", "", 3, ["实用新型"], 1.0)
     assert result.rewrites == [("实用新型", 0.0, "rule")]
+
+
+def test_rewrite_prompts_are_the_packs_and_general_without_one():
+    """A law collection's rewrite asks for legal terms and a statute-worded
+    HyDE passage; any other collection's asks for neither."""
+    import domains
+    from services.expander.llm_expansion import EXPANDED_QUERY, HYDE, build_messages
+
+    law = domains.rewrite_prompts(["generic", "law_zh"])
+    assert "法律术语" in build_messages(EXPANDED_QUERY, "没签合同怎么办", prompts=law)[1]["content"]
+    assert "法律条文" in build_messages(HYDE, "没签合同怎么办", prompts=law)[1]["content"]
+    general = [m["content"] for kind in (EXPANDED_QUERY, HYDE) for m in build_messages(kind, "年假怎么算")]
+    assert not any("法律" in text for text in general) and all("年假怎么算" in text for text in general[1::2])
+    assert domains.rewrite_prompts(["generic"]) is None

@@ -215,7 +215,7 @@ class FallbackChain:
         """One strategy's retrieval, within its own timeout."""
         timeout = deadline.left(self.settings.strategy_timeouts.get(strategy, 15.0))
         sub_deadline = Deadline(timeout)
-        text = await self._strategy_query(strategy, query, names_seen, sub_deadline)
+        text = await self._strategy_query(strategy, query, names_seen, sub_deadline, scope)
         attempt.query = text
         if strategy == fallback_rules.FAST_PATH:
             work = self.search.fast_search(text, top_k, sub_deadline, scope)
@@ -223,8 +223,10 @@ class FallbackChain:
             work = self.search.search(text, top_k, rerank, sub_deadline, scope=scope)
         return await asyncio.wait_for(work, timeout=sub_deadline.left())
 
-    async def _strategy_query(self, strategy: str, query: str, names_seen: list[str], deadline: Deadline) -> str:
-        """The text a strategy retrieves with."""
+    async def _strategy_query(self, strategy: str, query: str, names_seen: list[str], deadline: Deadline,
+                              scope: Scope = DEFAULT_SCOPE) -> str:
+        """The text a strategy retrieves with (rewrites asked with the
+        domain packs of the collections in ``scope``)."""
         if strategy in (fallback_rules.STANDARD, fallback_rules.FAST_PATH):
             return query
         if strategy == fallback_rules.ENTITY_NAMES:
@@ -234,7 +236,9 @@ class FallbackChain:
             return text
         kind = expander_pb2.REWRITE_KIND_EXPANDED_QUERY if strategy == fallback_rules.EXPANDED_QUERY else expander_pb2.REWRITE_KIND_HYDE
         timeout = deadline.left()
-        request = expander_pb2.RewriteRequest(query=query, kind=kind, timeout_seconds=max(0.5, timeout - 0.2))
+        packs = await self.search.packs.for_search(scope.collections, deadline)
+        request = expander_pb2.RewriteRequest(query=query, kind=kind, timeout_seconds=max(0.5, timeout - 0.2),
+                                              domain_packs=packs)
         reply = await self.expander.rewrite(request, timeout)
         if not reply.rewrites:
             missing = "no LLM for HyDE" if strategy == fallback_rules.HYDE else "no expansion"

@@ -84,7 +84,7 @@ class SearchFlow:
                                  list(scope.collections))
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
-            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.deadlines.expand)
+            hyde = await hyde_embedding(self.expander, query, deadline, trace, s.deadlines.expand, packs)
         request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]

@@ -79,12 +79,14 @@ async def add_expansions(retriever: Retriever, understanding: Understanding, lim
         keywords.extend(t for t in textutil.query_keywords(e.text) if t not in keywords)
 
 
-async def hyde_embedding(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float) -> list[float]:
+async def hyde_embedding(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,
+                         packs: list[str] | None = None) -> list[float]:
     """Embedding of a hypothetical answer passage written by the LLM (HyDE,
     MarxSphere V63 dual vector, the MarxSphere design (docs/references.md)
     section 3); [] and stage "hyde" SKIPPED without an LLM, DEGRADED when
     the expander fails."""
-    request = expander_pb2.RewriteRequest(query=query, kind=expander_pb2.REWRITE_KIND_HYDE, max_results=1)
+    request = expander_pb2.RewriteRequest(query=query, kind=expander_pb2.REWRITE_KIND_HYDE, max_results=1,
+                                          domain_packs=packs or [])
     reply = await guarded(trace, names.STAGE_HYDE, "expander", lambda t: expander.rewrite(request, t), None,
                           deadline, cap, record_ok=False)
     if reply is None:

@@ -391,6 +391,7 @@ class RewriteRequest(_message.Message):
     CONTEXT_FIELD_NUMBER: _builtins.int
     MAX_RESULTS_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    DOMAIN_PACKS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The question (1 to 10,000 characters by default)."""
     kind: Global___RewriteKind.ValueType
@@ -401,6 +402,14 @@ class RewriteRequest(_message.Message):
     """Most rewrites returned (0 = 3; at most 10)."""
     timeout_seconds: _builtins.float
     """Seconds the LLM may take (0 = the expander's llm_timeout)."""
+    @_builtins.property
+    def domain_packs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Domain packs of the collections searched (names from ListDomainPacks);
+        the first with rewrite prompts gives the LLM's instructions (law_zh:
+        legal terms, statute wording for HyDE), else the general ones. Unknown
+        names are skipped.
+        """
+
     def __init__(
         self,
         *,
@@ -409,10 +418,11 @@ class RewriteRequest(_message.Message):
         context: _builtins.str = ...,
         max_results: _builtins.int = ...,
         timeout_seconds: _builtins.float = ...,
+        domain_packs: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "kind", b"kind", "max_results", b"max_results", "query", b"query", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "domain_packs", b"domain_packs", "kind", b"kind", "max_results", b"max_results", "query", b"query", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
