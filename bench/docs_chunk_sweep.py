@@ -1,0 +1,52 @@
+"""Chunk size on the documents dev set (issue 24): the three design
+documents (tests/quality/data/docs) ingested as files with
+GatewaySettings.ingest.chunk_tokens = CHUNK (overlap an eighth), then the 79
+questions of queries-docs-dev.jsonl: how many have the answering passage
+first (Search, top 10), and how many extractive answers quote it. Saves
+per-question ranks to bench/results/docs_chunk_<CHUNK>.json, so sizes can be
+compared (and cross-validated) afterwards. Not a test; run it as a pytest
+module so it gets the quality gate's in-process mesh:
+
+    CHUNK=384 PYTHONPATH=.:gen/python python -m pytest bench/docs_chunk_sweep.py -q -s \\
+        -p tests.fixtures.pg -p tests.fixtures.neo4j -p tests.fixtures.mesh
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import grpc
+import pytest
+
+from bench.parent_context_study import DATA, OPTIONS, PATIENT, gateway, ingest
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.cli.evaluate import _squeeze, gold_passages, load_dataset, run_queries
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session")]
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def test_chunk_size(mesh):
+    chunk = int(os.environ.get("CHUNK", "256"))
+    rows = load_dataset(DATA / "queries-docs-dev.jsonl")
+    ranks = {}
+    async with gateway(mesh, ingest={"chunk_tokens": chunk, "chunk_overlap": chunk // 8, "embed_batch": 32}) as address:
+        collection = f"sweep{chunk}"
+        await ingest(address, collection)
+        async with grpc.aio.insecure_channel(address, options=OPTIONS) as ch:
+            stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+            for row in rows:
+                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10, collections=[collection]),
+                                          timeout=PATIENT)
+                golds = [_squeeze(g) for g in gold_passages(row)]
+                ranks[str(row.get("id"))] = next((i + 1 for i, r in enumerate(reply.results)
+                                                  if any(g in _squeeze(r.text) for g in golds)), None)
+        answered = await run_queries(address, rows, 10, concurrency=2, timeout=PATIENT, answers=True,
+                                     judge_address=mesh.addresses["judge"], collections=(collection,))
+    quotes = sum(bool(r.answer_quotes_gold) for r in answered)
+    first = sum(r == 1 for r in ranks.values())
+    out = REPO / "bench" / "results" / f"docs_chunk_{chunk}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"chunk_tokens": chunk, "ranks": ranks, "quotes": quotes}, indent=1))
+    print(f"chunk {chunk}: answering passage first {first} of {len(rows)}, quoted {quotes} of {len(rows)}")
