@@ -5,10 +5,12 @@ from graphmesh.common.v1 import types_pb2
 from services.common.records import ChunkRecord, Deletion, DocumentRecord, Hit, IngestFailureRecord, StoredDocumentInfo
 
 
-def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> list[types_pb2.Candidate]:
+def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int],
+                       with_embeddings: bool = True) -> list[types_pb2.Candidate]:
     """Groups hits by chunk id into candidates; each channel's rank is the
     hit's 1-based position among that channel's hits. The candidate's source
-    is that of its first channel listed in ``source_by_channel`` order."""
+    is that of its first channel listed in ``source_by_channel`` order; its
+    embedding is the hits' stored one only ``with_embeddings``."""
     ranks: dict[str, int] = {}
     order: list[str] = []
     by_id: dict[str, types_pb2.Candidate] = {}
@@ -27,7 +29,7 @@ def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int]) -> li
             channels_of[hit.chunk_id] = []
         if hit.context_text and not cand.context_text:
             cand.context_text = hit.context_text
-        if hit.embedding and not cand.embedding:
+        if with_embeddings and hit.embedding and not cand.embedding:
             cand.embedding.extend(hit.embedding)
         cand.channel_scores.append(
             types_pb2.ChannelScore(channel=hit.channel, score=hit.score, rank=ranks[hit.channel], evidence=hit.evidence)

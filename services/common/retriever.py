@@ -290,7 +290,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
                                                  "parent_context_tokens"),
         ))
-        return retriever_pb2.RetrieveResponse(candidates=hits_to_candidates(hits, self._backend.source_by_channel), timings=timings)
+        candidates = hits_to_candidates(hits, self._backend.source_by_channel, with_embeddings=request.with_embeddings)
+        return retriever_pb2.RetrieveResponse(candidates=candidates, timings=timings)
 
     async def IngestDocuments(self, request: retriever_pb2.IngestDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestDocumentsResponse:
         if not request.documents:

@@ -123,6 +123,7 @@ async def test_expander_down_falls_back_to_the_shared_tokenizer_without_vectors(
     assert list(reply.degraded) == ["expander"] and stages(reply)["expand"].status == DEGRADED
     request = pg.calls[0][1]
     assert "工资" in request.keywords and not request.query_embedding
+    assert not request.with_embeddings  # no MMR in the default profile: no vectors shipped back
 
 
 async def test_no_retriever_answering_is_unavailable_naming_both():

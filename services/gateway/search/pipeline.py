@@ -149,6 +149,7 @@ class SearchFlow:
             query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
             collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
+            with_embeddings=profile.mmr_lambda is not None and "mmr" not in disabled,
         )
 
     async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,

@@ -123,6 +123,7 @@ class RetrieveRequest(_message.Message):
     COLLECTIONS_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
     PARENT_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
+    WITH_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -132,6 +133,12 @@ class RetrieveRequest(_message.Message):
     tokens as the chunker counts them), 0 to 4096; 0 = no parent context.
     Filled for each channel's first 10 hits. Retrievers without sections
     ignore it.
+    """
+    with_embeddings: _builtins.bool
+    """Return each candidate's stored chunk embedding (Candidate.embedding),
+    which the fuser's MMR needs; off, candidates carry none: a 384-float
+    vector per candidate is most of a response's bytes, and the default
+    profiles run no MMR.
     """
     @_builtins.property
     def keywords(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -176,10 +183,11 @@ class RetrieveRequest(_message.Message):
         collections: _abc.Iterable[_builtins.str] | None = ...,
         filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
         parent_context_tokens: _builtins.int = ...,
+        with_embeddings: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k", "with_embeddings", b"with_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
