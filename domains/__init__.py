@@ -6,9 +6,11 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from domains.generic import PACK as GENERIC
 from domains.law_zh import PACK as LAW_ZH
-from domains.pack import CitationRules, DomainPack
+from domains.pack import AnswerPrompt, CitationRules, DomainPack, RewritePrompts
 
 DEFAULT_PACK = GENERIC.name
 #: Every registered pack by name.
@@ -43,35 +45,32 @@ def classify(query: str, packs: list[str] | tuple[str, ...]) -> tuple[str, float
     return None
 
 
+def first_part(packs: list[str] | tuple[str, ...], part: str) -> Any:
+    """The pack part named ``part`` (a DomainPack attribute) of the first of
+    ``packs`` that has one (not None; unknown names skipped), else None."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None and getattr(pack, part) is not None:
+            return getattr(pack, part)
+    return None
+
+
 def citation_rules(packs: list[str] | tuple[str, ...]) -> CitationRules | None:
-    """The citation rules of the first of ``packs`` that has any (unknown
-    names skipped), else None: the general rule, where a source's name is
-    content like any other word."""
-    for name in packs:
-        pack = PACKS.get(name)
-        if pack is not None and pack.citations is not None:
-            return pack.citations
-    return None
+    """The citation rules of the first of ``packs`` that has any, else None:
+    the general rule, where a source's name is content like any other word."""
+    return first_part(packs, "citations")
 
 
-def answer_prompt(packs: list[str] | tuple[str, ...]):
-    """The answer prompt (domains.pack.AnswerPrompt) of the first of
-    ``packs`` that has one, else None (the gateway's general prompt)."""
-    for name in packs:
-        pack = PACKS.get(name)
-        if pack is not None and pack.answer_prompt is not None:
-            return pack.answer_prompt
-    return None
+def answer_prompt(packs: list[str] | tuple[str, ...]) -> AnswerPrompt | None:
+    """The answer prompt of the first of ``packs`` that has one, else None
+    (the gateway's general prompt)."""
+    return first_part(packs, "answer_prompt")
 
 
-def rewrite_prompts(packs: list[str] | tuple[str, ...]):
-    """The rewrite prompts (domains.pack.RewritePrompts) of the first of
-    ``packs`` that has them, else None (the expander's general ones)."""
-    for name in packs:
-        pack = PACKS.get(name)
-        if pack is not None and pack.rewrite_prompts is not None:
-            return pack.rewrite_prompts
-    return None
+def rewrite_prompts(packs: list[str] | tuple[str, ...]) -> RewritePrompts | None:
+    """The rewrite prompts of the first of ``packs`` that has them, else
+    None (the expander's general ones)."""
+    return first_part(packs, "rewrite_prompts")
 
 
 def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
