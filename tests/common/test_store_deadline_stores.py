@@ -109,7 +109,11 @@ async def test_pg_statement_is_cancelled_by_the_server_at_the_deadline(pg_new_da
         elapsed = time.monotonic() - started
         print(f"pg_sleep(5) under a 0.3 s deadline ended after {elapsed:.3f} s")
         assert 0.25 < elapsed < 1.5, elapsed
-        assert "PostgreSQL query cancelled after 0.3" in str(timed_out.value)
+        # The bound is what was left of the 0.3 s deadline when the statement
+        # started (0.299 s on a busy machine), and the message names it.
+        assert timed_out.value.store == "PostgreSQL"
+        assert 0.2 < timed_out.value.seconds <= 0.3, timed_out.value.seconds
+        assert f"cancelled after {timed_out.value.seconds:.3f} s" in str(timed_out.value)
         assert isinstance(timed_out.value.__cause__, asyncpg.QueryCanceledError)  # the server's own cancel
         assert await _pg_sleepers(pg_dsn) == 0
         # The connection went back to the pool reset (RESET ALL): a use
@@ -203,7 +207,9 @@ async def test_neo4j_transaction_is_terminated_at_the_deadline(graph_store):
     elapsed = time.monotonic() - started
     print(f"10^10-row Cypher under a 0.3 s deadline ended after {elapsed:.3f} s")
     assert 0.25 < elapsed < 0.3 + NEO4J_CHECK_INTERVAL + 1.0, elapsed
-    assert "Neo4j query cancelled after 0.3" in str(timed_out.value)
+    assert timed_out.value.store == "Neo4j"
+    assert 0.2 < timed_out.value.seconds <= 0.3, timed_out.value.seconds
+    assert f"cancelled after {timed_out.value.seconds:.3f} s" in str(timed_out.value)
     assert await _neo4j_running(graph_store) == 0
     assert await graph_store.count_documents() == 0  # the store answers normally after
 
