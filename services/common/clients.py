@@ -39,7 +39,16 @@ RETRY_POLICY = {
     "backoffMultiplier": 2,
     "retryableStatusCodes": ["UNAVAILABLE"],
 }
+#: Calls are spread over every address the target resolves to, round robin
+#: (gRPC's default, pick_first, sends everything to the first one). So
+#: several replicas of a service behind one name share its load: a list
+#: ("ipv4:10.0.0.5:50052,10.0.0.6:50052") or a DNS name with several
+#: records ("dns:///expander:50052", a Kubernetes headless Service or a
+#: compose service with replicas). A replica that dies leaves the rotation
+#: when its connection drops; calls in flight on it fail UNAVAILABLE and the
+#: retry policy below sends them to another replica.
 SERVICE_CONFIG = json.dumps({
+    "loadBalancingConfig": [{"round_robin": {}}],
     "methodConfig": [{
         "name": [{"service": service, "method": method} for service, methods in IDEMPOTENT_RPCS.items()
                  for method in methods],

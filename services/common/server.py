@@ -154,6 +154,15 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
     await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
 
 #: Methods answered while a service warms up (health checks, reflection).
+#: Internal services close each client connection after 5 minutes (calls
+#: in flight get 30 s more to finish). Clients balance round robin over the
+#: addresses a name resolves to (services.common.clients) and resolve again
+#: when a connection closes, so replicas added later get their share. The
+#: gateway is left out: its callers' streams (AnswerStream waiting on an
+#: LLM) may run longer than the grace, and they reach it through a load
+#: balancer of their own.
+CONNECTION_AGE_OPTIONS = [("grpc.max_connection_age_ms", 300_000), ("grpc.max_connection_age_grace_ms", 30_000)]
+
 _ALWAYS_OPEN = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
@@ -440,7 +449,8 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
                  # waits longer than about 90 s on the LLM with GOAWAY
                  # too_many_pings, which fails the call.
                  ("grpc.http2.min_recv_ping_interval_without_data_ms", 20_000),
-                 ("grpc.http2.max_ping_strikes", 0)],
+                 ("grpc.http2.max_ping_strikes", 0),
+                 *([] if service.public else CONNECTION_AGE_OPTIONS)],
         maximum_concurrent_rpcs=max_concurrent_rpcs or None,
     )
     service.register(server)

@@ -237,3 +237,17 @@ def test_services_authenticate_each_other_and_only_their_callers_reach_them(rend
             assert peers == allowed, f"{label} {service}: {peers}"
         if "stores" in label or label.endswith("dev"):
             assert {"postgres-ingress", "neo4j-ingress"} <= set(policies), label
+
+
+def test_the_gateway_balances_over_every_pod_of_the_services_it_calls(rendered):
+    # A ClusterIP Service pins a gRPC (HTTP/2) connection to one pod, so
+    # replicas would idle; headless Services answer every ready pod and the
+    # client balances round robin (services.common.clients.SERVICE_CONFIG).
+    for label, objs in rendered.items():
+        services = of_kind(objs, "Service")
+        config = config_map(objs)["data"]
+        for name in ("expander", "retriever-pg", "retriever-graph", "reranker", "fuser", "judge"):
+            assert services[name]["spec"].get("clusterIP") == "None", (label, name)
+            address = config[f"GRAPHMESH_{name.upper().replace('-', '_')}_ADDR"]
+            assert address.split(":")[0].rsplit("/", 1)[-1] == name, (label, address)
+        assert services["gateway"]["spec"].get("clusterIP") != "None", label  # reached through its own load balancer
