@@ -97,3 +97,39 @@ def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+#: A home no process can create anything under, even as root: a container's
+#: read-only root file system (readOnlyRootFilesystem in deploy/k8s).
+UNWRITABLE_HOME = "/proc/graphmesh-no-home"
+
+
+@pytest.mark.parametrize("name", list(SERVICE_NAMES))
+def test_service_process_serves_with_an_unwritable_home(name, store_env, tmp_path):
+    prefix = f"GRAPHMESH_{name.upper()}"
+    env = {**os.environ, **store_env, f"{prefix}_PORT": "0", f"{prefix}_METRICS_PORT": "0",
+           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "PYTHONUNBUFFERED": "1",
+           "HOME": UNWRITABLE_HOME, "TMPDIR": str(tmp_path)}  # the pod's emptyDir at /tmp
+    for variable in ("GRAPHMESH_EXPANDER_EMBEDDING__CACHE", "GRAPHMESH_EXPANDER_EMBEDDING_CACHE", "XDG_CACHE_HOME"):
+        env.pop(variable, None)  # the defaults, under HOME
+    proc = subprocess.Popen([sys.executable, "-m", f"services.{name}"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        match, lines = read_until(proc, READY, timeout=120)
+        assert match, "".join(lines[-30:])
+        with grpc.insecure_channel(f"127.0.0.1:{match.group(2)}") as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAMES[name]), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            if name == "expander":
+                from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
+
+                vectors = expander_pb2_grpc.ExpanderServiceStub(ch).Embed(
+                    expander_pb2.EmbedRequest(texts=["劳动合同"], kind=expander_pb2.EMBED_KIND_QUERY), timeout=60).vectors
+                assert len(vectors) == 1 and len(vectors[0].values) == 384
+                assert any("embedding cache off" in line for line in lines), "".join(lines[-30:])
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

