@@ -93,6 +93,18 @@ class Builder:
                     for m_index, method in enumerate(service.method):
                         self.methods[method.name] = (method, comments.get((6, s_index, 2, m_index), ""))
                         self.requests.add(method.input_type)
+        self.inputs = self._reachable(self.requests)
+
+    def _reachable(self, roots: set[str]) -> set[str]:
+        """The message types ``roots`` hold, at any depth (map entries and well-known types excluded)."""
+        seen, todo = set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.messages or name in WELL_KNOWN:
+                continue
+            seen.add(name)
+            todo += [f.type_name for f in self.messages[name][0].field if f.type == F.TYPE_MESSAGE]
+        return {name for name in seen if not self.messages[name][0].options.map_entry}
 
     def _index(self, scope: str, messages, enums, path: tuple, comments: dict) -> None:
         for i, enum in enumerate(enums):
@@ -148,7 +160,7 @@ class Builder:
                 schema = {"allOf": [schema], "description": description} if "$ref" in schema else {**schema, "description": (schema.get("description", "") + " " + description).strip()}
             properties[field.json_name] = schema
         out = {"type": "object", "properties": properties}
-        if type_name in self.requests:  # the transcoder rejects unknown request fields
+        if type_name in self.inputs:  # the transcoder rejects unknown fields anywhere in a request
             out["additionalProperties"] = False
         if comments.get(()):
             out["description"] = comments[()]
@@ -190,6 +202,8 @@ def build() -> dict:
     b = Builder(descriptor_set())
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     error = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    extra_paths, extra_schemas = extra_routes()  # also puts the repository on sys.path
+    from services.gateway.api.edge_rules import TIMEOUT_HEADER as timeout_header
     paths: dict[str, dict] = {}
     for name, (method, comment) in b.methods.items():
         rule = method.options.Extensions[annotations_pb2.http]
@@ -207,8 +221,7 @@ def build() -> dict:
                   "content": {"text/event-stream": event, "application/x-ndjson": event}}
         else:
             ok = {"description": "OK (fields at their default value are omitted)", "content": {"application/json": {"schema": reply}}}
-        params.append({"name": "X-Timeout-Seconds", "in": "header", "required": False, "schema": {"type": "number"},
-                       "description": "deadline of the call in seconds (also accepted: grpc-timeout)"})
+        params.append(dict(timeout_header))
         operation = {
             "operationId": f"GatewayService_{name}", "tags": ["GatewayService"],
             "summary": comment.split(". ")[0].rstrip(".") + "." if comment else name, "description": comment,
@@ -231,7 +244,6 @@ def build() -> dict:
                                                  "schema": b.field_schema(field), "description": comments.get((2, i), "")})
                     in_path.add(field.name)
         paths.setdefault(path, {})[verb] = operation
-    extra_paths, extra_schemas = extra_routes()
     paths.update(extra_paths)
     return {
         "openapi": "3.0.3",

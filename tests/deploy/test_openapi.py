@@ -131,3 +131,44 @@ def test_schemas_follow_the_proto3_json_mapping(doc):
             checked += 1
     assert checked > 50
     assert "topK" in schemas["graphmesh.gateway.v1.SearchRequest"]["properties"]  # lowerCamelCase, not top_k
+
+
+def _held_messages(descriptor, seen=None) -> set:
+    seen = set() if seen is None else seen
+    for field in descriptor.fields:
+        inner = field.message_type
+        if inner is not None and not inner.GetOptions().map_entry and inner.file.package.startswith("graphmesh") \
+                and inner.full_name not in seen:
+            seen.add(inner.full_name)
+            _held_messages(inner, seen)
+    return seen
+
+
+def test_every_message_a_request_holds_is_closed_as_the_transcoder_is(doc):
+    # Regression (issue 26, schemathesis): only the top-level request schemas
+    # had additionalProperties false; an unknown field in a nested message
+    # (SearchRequest.filters[0]) was schema-valid but answered 400.
+    from google.protobuf import json_format
+
+    held = set()
+    for name in {r[2] for r in http_routes()}:
+        method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[name]
+        held |= _held_messages(method.input_type)
+    assert "graphmesh.common.v1.MetadataFilter" in held
+    for name in held:
+        assert doc["components"]["schemas"][name].get("additionalProperties") is False, name
+    with pytest.raises(json_format.ParseError, match="no field named"):
+        json_format.Parse('{"query": "x", "filters": [{"key": "a", "equals": "b", "extra": 1}]}', gateway_pb2.SearchRequest())
+
+
+@pytest.mark.parametrize("value", ["1e-9", "0.5", "86400", "0", "-1", "86400.5", "1e999"])
+def test_the_declared_timeout_header_matches_what_the_edge_accepts(doc, value):
+    # Regression (issue 26, schemathesis): X-Timeout-Seconds was declared as
+    # any number; the edge refuses all but (0, 86400].
+    from services.gateway.api.edge_rules import request_timeout
+
+    for item in doc["paths"].values():
+        for operation in item.values():
+            header = next(p for p in operation["parameters"] if p["name"] == "X-Timeout-Seconds")
+            declared = jsonschema.Draft4Validator(header["schema"]).is_valid(float(value))
+            assert declared == (request_timeout({"X-Timeout-Seconds": value})[1] is None), (value, header["schema"])

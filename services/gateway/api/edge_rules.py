@@ -27,6 +27,10 @@ UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = ("localhost",)
 #: Largest deadline a header may ask for (seconds): one day.
 MAX_TIMEOUT_SECONDS = 86_400.0
+#: X-Timeout-Seconds as the OpenAPI document declares it (request_timeout's bounds).
+TIMEOUT_HEADER = {"name": "X-Timeout-Seconds", "in": "header", "required": False,
+                  "schema": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_TIMEOUT_SECONDS},
+                  "description": "deadline of the call in seconds, more than 0 and at most one day (also accepted: grpc-timeout)"}
 #: gRPC's timeout units (PROTOCOL-HTTP2.md, "Timeout"), as seconds.
 _GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 

@@ -23,8 +23,8 @@ import grpc
 from aiohttp import web
 from google.api import annotations_pb2
 from google.protobuf import json_format
-from google.protobuf.message import Message
-from grpc_status import rpc_status
+from google.protobuf.message import DecodeError, Message
+from google.rpc import status_pb2
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.admission import Admission, Overloaded
@@ -64,7 +64,14 @@ def _rules() -> list[tuple[str, str, str, bool]]:
 
 
 def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
-    status = rpc_status.from_call(err)
+    """The JSON error of a failed call; its google.rpc.Status details when
+    the trailer carries them (their message is the server's own: grpc's
+    percent-decoded copy can differ, and rpc_status.from_call then raises)."""
+    raw = next((v for k, v in (err.trailing_metadata() or ()) if k == "grpc-status-details-bin"), None)
+    try:
+        status = status_pb2.Status.FromString(raw) if isinstance(raw, bytes) else None
+    except DecodeError:
+        status = None
     details = []
     if status is not None:
         for detail in status.details:
@@ -72,7 +79,8 @@ def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
                 details.append(json.loads(json_format.MessageToJson(detail)))
             except Exception:  # unknown detail type: report its type only
                 details.append({"@type": detail.type_url})
-    reply = error_body(HTTP_STATUS.get(err.code(), 500), err.code().name, err.details() or "", details)
+    message = status.message if status is not None and status.message else err.details() or ""
+    reply = error_body(HTTP_STATUS.get(err.code(), 500), err.code().name, message, details)
     reply.headers.update(_returned(err.trailing_metadata()) | _returned(err.initial_metadata()))
     return reply
 

@@ -88,3 +88,26 @@ async def test_status_table_follows_aip_193():
     assert HTTP_STATUS[grpc.StatusCode.RESOURCE_EXHAUSTED] == 429
     assert HTTP_STATUS[grpc.StatusCode.UNAUTHENTICATED] == 401
     assert HTTP_STATUS[grpc.StatusCode.FAILED_PRECONDITION] == 400
+
+
+def test_a_status_whose_message_differs_from_the_grpc_message_is_a_400_not_a_crash():
+    # Regression (issue 26, schemathesis, 1 of 1,000 GET /v1/{name} cases with
+    # a deadline of 1e-184 s): the client's copy of grpc-message was left
+    # percent-encoded, rpc_status.from_call raised ValueError (message
+    # mismatch) and aiohttp answered a plain-text 500.
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2
+
+    from services.gateway.api.rest import _rpcerror_body
+
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.BadRequest(field_violations=[{"field": "name", "description": "bad"}]))
+    status = status_pb2.Status(code=3, message="name: '×ù' is not a collection name", details=[detail])
+    err = grpc.aio.AioRpcError(grpc.StatusCode.INVALID_ARGUMENT, grpc.aio.Metadata(),
+                               grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString())),
+                               details="name: '%C3%97%C3%B9' is not a collection name")
+    reply = _rpcerror_body(err)
+    body = json.loads(reply.text)["error"]
+    assert reply.status == 400 and body["status"] == "INVALID_ARGUMENT"
+    assert body["message"] == "name: '×ù' is not a collection name"
+    assert body["details"][0]["fieldViolations"] == [{"field": "name", "description": "bad"}]

@@ -1,6 +1,7 @@
 """The OpenAPI part of the OpenAI-compatible routes, merged into the served document by scripts/gen_openapi.py (services.gateway.api.openai_compat)."""
 from __future__ import annotations
 
+from services.gateway.api.edge_rules import TIMEOUT_HEADER
 from services.gateway.api.openai_compat.requests import CHAT_PATH, CONTEXT_TURNS, IGNORED_PARAMS, MODELS_PATH
 
 
@@ -115,8 +116,7 @@ def openapi_paths() -> dict[str, dict]:
         "429": dict(error, description="rate_limit_error: the key's rate limit; retry after Retry-After seconds",
                     headers={"Retry-After": {"schema": {"type": "integer"}, "description": "seconds"}}),
         "default": error}
-    timeout = {"name": "X-Timeout-Seconds", "in": "header", "required": False, "schema": {"type": "number"},
-               "description": "deadline of the call in seconds (also accepted: grpc-timeout)"}
+    timeout = TIMEOUT_HEADER
     return {
         CHAT_PATH: {"post": {
             "operationId": "OpenAI_createChatCompletion", "tags": ["OpenAI"],
