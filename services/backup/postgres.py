@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
@@ -62,7 +62,7 @@ def libpq_target(dsn: str) -> tuple[str, dict[str, str]]:
         raise BackupError("the PostgreSQL DSN must be a postgresql:// URI")
     env = dict(os.environ)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    password = parts.password
+    password = unquote(parts.password) if parts.password is not None else None
     kept = [(k, v) for k, v in query if k != "password"]
     if len(kept) != len(query):
         password = next(v for k, v in query if k == "password")
