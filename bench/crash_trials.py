@@ -1,6 +1,6 @@
 """Crash-safe ingestion trials (not a test): kill a part of the stack at a
 random point of a large ingest, bring it back, run the same ingest again,
-then check both stores directly (bench/store_check.py) for exactly the
+then check both stores directly (services/common/store_check.py) for exactly the
 expected documents, chunks, vectors, postings and graph nodes and edges.
 
     python bench/crash_trials.py [--trials 10] [--docs 2000] [--seed 16] [--home DIR] [--keep]
@@ -136,7 +136,7 @@ def repair(stack: Stack, target: str) -> None:
 
 def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float, batch: int = 0,
           target: str = "") -> dict:
-    from store_check import check_stores, expected_documents, summary
+    from services.common.store_check import check_stores, expected_documents, summary
 
     rng = random.Random(seed)
     target = target or TARGETS[number % len(TARGETS)]

@@ -19,6 +19,7 @@
   graphmesh keys create NAME [--file FILE]   (gateway API key; only its hash is stored)
   graphmesh config show [--service NAME] [--json]   (effective settings and their sources)
   graphmesh mcp [--transport stdio|http] [--port N]   (MCP server over the gateway; docs/integrations.md)
+  graphmesh backup create|restore DIR [--force]     (both stores; docs/reliability.md)
 
 Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 (default 127.0.0.1:50051).
@@ -116,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     from services.cli.config_cmd import add_parser as add_config_parser
 
     add_config_parser(sub)
+    from services.cli.backup_cmd import add_parser as add_backup_parser
+
+    add_backup_parser(sub)
     mcp = sub.add_parser("mcp", help="serve the gateway's search, answers and ingestion as MCP tools (stdio or HTTP)")
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                      help="stdio (the MCP client starts this command) or streamable HTTP")
@@ -177,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_keys(args)
     if args.command == "mcp":
         return _run_mcp(args)
+    if args.command == "backup":
+        from services.cli.backup_cmd import cmd_backup
+
+        return cmd_backup(args)
     if args.command == "reranker":
         from services.cli.reranker_cmd import run as run_reranker
 

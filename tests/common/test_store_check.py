@@ -1,4 +1,4 @@
-"""The crash-trial checker (bench/store_check.py) against real PostgreSQL and
+"""The crash-trial checker (services/common/store_check.py) against real PostgreSQL and
 Neo4j: a clean ingest passes, and every planted defect (a duplicate chunk,
 an orphan chunk, a half-written document, a stale hash) is reported, so the
 check can fail."""
@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from neo4j import AsyncGraphDatabase
 
-from bench.store_check import check_neo4j, check_postgres, check_stores, expected_documents
+from services.common.store_check import check_neo4j, check_postgres, check_stores, expected_documents
 from services.ingest.chunking import ChunkingConfig, chunk_document
 from services.ingest.jsonl_documents import parse_jsonl
 from services.retriever_graph.store import GraphStore

@@ -1,10 +1,13 @@
 """What an ingest should have left in both stores, checked by querying the
-stores directly (used by bench/crash_trials.py and its tests).
+stores directly (used by bench/crash_trials.py, ``graphmesh backup restore``
+and their tests).
 
 ``expected_documents(lines)`` chunks JSONL document records the way the
-gateway does (last record of an id wins). ``check_stores(dsn, neo4j_uri,
-expected)`` compares PostgreSQL and Neo4j against them and returns every
-problem found, as text ([] = exactly the expected state):
+gateway does (last record of an id wins); ``expected_from_postgres(dsn)``
+reads the same from a PostgreSQL store (after a restore, Neo4j is checked
+against it). ``check_stores(dsn, neo4j_uri, expected)`` compares PostgreSQL
+and Neo4j against them and returns every problem found, as text ([] =
+exactly the expected state):
 
 - PostgreSQL: the set of document ids and their content hashes; per document
   exactly the expected chunk ids (no extra, missing or duplicated chunk, no
@@ -52,6 +55,32 @@ def expected_documents(lines: list[str], config: ChunkingConfig = ChunkingConfig
     return out
 
 
+async def expected_from_postgres(dsn: str) -> dict[str, ExpectedDocument]:
+    """{document id: ExpectedDocument} of what PostgreSQL holds: documents,
+    their chunk ids in ordinal order, the chunks with a term count > 0. The
+    PostgreSQL checks then test the store's inner invariants (postings,
+    vectors, index) and the Neo4j checks that the graph holds the same."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        docs = await conn.fetch("SELECT id, title, heading_path, content_hash FROM documents")
+        chunks = await conn.fetch("SELECT id, document_id, term_count FROM chunks ORDER BY document_id, ordinal, id")
+    finally:
+        await conn.close()
+    by_doc: dict[str, list] = {}
+    for c in chunks:
+        by_doc.setdefault(c["document_id"], []).append(c)
+    out = {}
+    for d in docs:
+        rows = by_doc.get(d["id"], [])
+        path = [p for p in (d["heading_path"] or []) if p and p.strip()]
+        out[d["id"]] = ExpectedDocument(d["id"], d["content_hash"], tuple(c["id"] for c in rows),
+                                        frozenset(c["id"] for c in rows if c["term_count"]),
+                                        bool(path[:-1]) or bool((d["title"] or "").strip()))
+    return out
+
+
 async def check_postgres(dsn: str, expected: dict[str, ExpectedDocument]) -> list[str]:
     """Problems in PostgreSQL (see the module docstring)."""
     import asyncpg
@@ -91,15 +120,18 @@ async def check_postgres(dsn: str, expected: dict[str, ExpectedDocument]) -> lis
     return problems
 
 
-async def check_neo4j(uri: str, expected: dict[str, ExpectedDocument]) -> list[str]:
-    """Problems in Neo4j (see the module docstring)."""
+async def check_neo4j(uri: str, expected: dict[str, ExpectedDocument], *, auth: tuple[str, str] | None = None,
+                      database: str | None = None) -> list[str]:
+    """Problems in Neo4j (see the module docstring); ``auth`` (user,
+    password) when the server has authentication on, ``database`` its
+    database (None: the server's default)."""
     from neo4j import AsyncGraphDatabase
 
     problems: list[str] = []
-    driver = AsyncGraphDatabase.driver(uri, auth=None)
+    driver = AsyncGraphDatabase.driver(uri, auth=auth)
     try:
         async def rows(query: str) -> list:
-            records, _, _ = await driver.execute_query(query)
+            records, _, _ = await driver.execute_query(query, database_=database)
             return records
 
         doc_rows = await rows("MATCH (d:Document) RETURN d.id AS id, d.content_hash AS hash")
@@ -147,9 +179,12 @@ async def check_neo4j(uri: str, expected: dict[str, ExpectedDocument]) -> list[s
     return problems
 
 
-async def check_stores(dsn: str, neo4j_uri: str, expected: dict[str, ExpectedDocument]) -> list[str]:
-    """Every problem in both stores; [] when they hold exactly ``expected``."""
-    return [*await check_postgres(dsn, expected), *await check_neo4j(neo4j_uri, expected)]
+async def check_stores(dsn: str, neo4j_uri: str, expected: dict[str, ExpectedDocument], *,
+                       auth: tuple[str, str] | None = None, database: str | None = None) -> list[str]:
+    """Every problem in both stores; [] when they hold exactly ``expected``
+    (``auth`` and ``database`` as for ``check_neo4j``)."""
+    return [*await check_postgres(dsn, expected),
+            *await check_neo4j(neo4j_uri, expected, auth=auth, database=database)]
 
 
 def _compare_documents(store: str, docs: dict[str, str], expected: dict[str, ExpectedDocument],
