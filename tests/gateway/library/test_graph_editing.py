@@ -240,3 +240,18 @@ async def test_rest_routes_and_auth_on_writes(mesh, stub):
         got = await guarded.GetEntity(gateway_pb2.GetEntityRequest(name=name("布洛芬片")), timeout=30,
                                       metadata=(("authorization", f"Bearer {key}"),))
         assert got.entity.entity.name == "布洛芬片"
+
+
+async def test_cli_export_and_merge_refusal(mesh, stub, tmp_path, monkeypatch, capsys):
+    import asyncio
+
+    from services.cli.main import main
+
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", mesh.gateway)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    assert await asyncio.to_thread(main, ["entity", "export", "--collection", C, "--out", str(tmp_path)]) == 0
+    entities, triples = await export_all(stub, C, page_size=1000)
+    assert (tmp_path / "entities.jsonl").read_text(encoding="utf-8").splitlines() == entities
+    assert (tmp_path / "triples.jsonl").read_text(encoding="utf-8").splitlines() == triples
+    assert await asyncio.to_thread(main, ["entity", "merge", "布洛芬片", "布洛芬片", "--collection", C]) == 2
+    assert "INVALID_ARGUMENT: entities[0]" in capsys.readouterr().err
