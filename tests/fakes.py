@@ -149,6 +149,21 @@ class FakeRetriever(_Fake):
         return await self._answer("delete_collection", request, retriever_pb2.DeleteCollectionResponse(
             deleted=types_pb2.DeletionCounts(documents=1)))
 
+    async def export_entities(self, request, timeout):
+        """The library entities it was given (``library``): the named ones, or a page after after_name."""
+        library = sorted(getattr(self, "library", []), key=lambda e: e.name)
+        found = [e for e in library if e.name in request.names] if request.names else \
+            [e for e in library if e.name > request.after_name][: request.page_size or 1000]
+        return await self._answer("export_entities", request, retriever_pb2.ExportEntitiesResponse(entities=found))
+
+    async def delete_entities(self, request, timeout):
+        gone = sorted(set(request.names) & {e.name for e in getattr(self, "library", [])})
+        return await self._answer("delete_entities", request, retriever_pb2.DeleteEntitiesResponse(
+            deleted=types_pb2.DeletionCounts(entities=len(gone)), names=gone))
+
+    async def delete_triples(self, request, timeout):
+        return await self._answer("delete_triples", request, retriever_pb2.DeleteTriplesResponse(deleted=0))
+
 
 class FakeReranker(_Fake):
     """Scores a passage by its length (longer is better)."""

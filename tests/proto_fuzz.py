@@ -195,10 +195,12 @@ def jsonl_records(draw) -> bytes:
 REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
                     "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
                     "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
-                    "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest"}
+                    "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest",
+                    "/v1/{name}:merge": "MergeEntitiesRequest", "/v1/{parent}/relations": "CreateRelationRequest",
+                    "/v1/{parent}/relations:delete": "DeleteRelationRequest"}
 #: REST routes without a body (their input is the path and the query string): route -> methods.
-REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "/v1/{name}": ("GET", "DELETE"),
-                     "/v1/{parent}/documents": ("GET",)}
+REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "/v1/{name}": ("GET", "DELETE", "PATCH"),
+                     "/v1/{parent}/documents": ("GET",), "/v1/{parent}/entities:export": ("GET",)}
 
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,
@@ -259,6 +261,7 @@ def resource_names() -> st.SearchStrategy[str]:
 
     return st.one_of(
         st.sampled_from(["collections/-", "collections/default", "collections/default/documents/第十条",
+                         "collections/default/entities/马铃薯", "collections/-/entities/x", "collections/default/entities/",
                          "collections/-/documents/x", "collections/%2e%2e", "collections//documents/"]),
         st.text(max_size=80).map(lambda t: "collections/" + quote(t, safe="/")),
         st.text(max_size=40).map(lambda t: quote(t, safe="")),

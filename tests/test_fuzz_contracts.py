@@ -163,7 +163,8 @@ def test_generated_rest_bodies_get_a_client_error_or_an_answer(gateway, route):
                parent=RESOURCE_NAMES)
         def run(body, raw, parent) -> None:
             content = json_payload(body) if raw is None else raw
-            reply = http.post(route.replace("{parent}", parent), content=content, headers={"Content-Type": "application/json"})
+            reply = http.post(route.replace("{parent}", parent).replace("{name}", parent), content=content,
+                              headers={"Content-Type": "application/json"})
             statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
             assert reply.status_code < 500 or reply.status_code == 503, (reply.status_code, reply.text[:300], content[:300])
             if reply.status_code >= 400:

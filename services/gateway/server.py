@@ -24,6 +24,7 @@ from services.gateway.library.lifecycle import DocumentLifecycle
 from services.gateway.library.entity_ingest import EntityIngest
 from services.gateway.search.entity_search import EntitySearch
 from services.gateway.library.file_ingest import FileIngest
+from services.gateway.library.graph_editing import GraphEditing
 from services.gateway.answer.generator import Generator
 from services.gateway.downstream.grpc_adapters import GrpcExpander, GrpcFuser, GrpcReranker, GrpcRetriever
 from services.gateway.api.rest import RestOptions, run_rest
@@ -39,15 +40,17 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     search = SearchFlow(settings, expander, retrievers, reranker, fuser, packs)
     generator = Generator(settings, llm)
     documents = DocumentIngest(settings, expander, retrievers, packs)
+    entity_ingest = EntityIngest(settings, expander, retrievers)
     return UseCases(
         search=search,
         answerer=Answerer(FallbackChain(settings, search, expander), generator),
         deep=DeepSearcher(settings, search, expander, generator),
         documents=documents,
-        entity_ingest=EntityIngest(settings, expander, retrievers),
+        entity_ingest=entity_ingest,
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
         files=FileIngest(documents, settings.ingest.max_file_bytes),
         lifecycle=DocumentLifecycle(retrievers, packs),
+        graph=GraphEditing(entity_ingest),
     )
 
 

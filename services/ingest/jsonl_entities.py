@@ -7,10 +7,12 @@ attribute (e.g. "english"). Triple record: {"subject", "predicate", "object"}.
 A line that is not UTF-8 JSON, lacks a required field, holds a NUL or a
 lone surrogate, has a name, category, alias or parent longer than
 MAX_NAME_CHARS, or repeats an earlier entity's name is a failure, so every
-store receives the same entities.
+store receives the same entities. ``entity_line`` and ``triple_line`` write
+the records these read (an export ingests again).
 """
 from __future__ import annotations
 
+import json
 import re
 
 from graphmesh.common.v1 import entity_pb2
@@ -117,3 +119,16 @@ def parse_triples(payload: bytes) -> tuple[list[entity_pb2.Triple], list[ParseFa
         out.append(entity_pb2.Triple(subject=rec["subject"].strip(), predicate=rec["predicate"].strip(), object=rec["object"].strip()))
         lines.append(index)
     return out, failures, lines
+
+
+def entity_line(e: entity_pb2.Entity) -> str:
+    """One entity as a JSONL line ``parse_entities`` reads back to the same
+    entity: {"name", "category", "definition", "aliases", "parents",
+    "attributes"} (UTF-8, no trailing newline)."""
+    return json.dumps({"name": e.name, "category": e.category, "definition": e.definition, "aliases": list(e.aliases),
+                       "parents": list(e.parents), "attributes": dict(sorted(e.attributes.items()))}, ensure_ascii=False)
+
+
+def triple_line(t: entity_pb2.Triple) -> str:
+    """One fact as a JSONL line ``parse_triples`` reads: {"subject", "predicate", "object"}."""
+    return json.dumps({"subject": t.subject, "predicate": t.predicate, "object": t.object}, ensure_ascii=False)

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from services.common import names
-from services.common.records import (Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord,
+from services.common.records import (Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord,
                                      IngestResult)
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.retriever_graph.doc_channels import DocChannels
 from services.retriever_graph.entity_retrieval import retrieve_entities
+from services.retriever_graph import kg_edit
 from services.retriever_graph.kg_store import KnowledgeGraphStore
 from services.retriever_graph.store import GraphStore
 from services.common.store_deadline import QueryBudget
@@ -95,15 +96,29 @@ class GraphEntityBackend:
         self.kg = kg
         self.attribute_other_weight = attribute_other_weight
 
-    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str, replace: bool = False) -> IngestResult:
         rows, failures = [], []
         for i, e in enumerate(entities):
             if not e.name:
                 failures.append(IngestFailureRecord(index=i, id="", reason="name must not be blank"))
                 continue
             rows.append(e)
-        stored, unchanged = await self.kg.ingest_entities(rows, collection=collection) if rows else (0, 0)
+        if replace and rows:
+            await kg_edit.unlink(self.kg, [r.name for r in rows], collection)
+        stored, unchanged = await self.kg.ingest_entities(rows, collection=collection, force=replace) if rows else (0, 0)
+        if replace and rows:
+            await kg_edit.prune(self.kg, collection)
         return IngestResult(stored=stored, unchanged=unchanged, failures=failures)
+
+    async def export_entities(self, collection: str, names: list[str], page_size: int, after: str,
+                              with_links: bool) -> EntityExport:
+        return await kg_edit.export(self.kg, collection, names, page_size, after, with_links)
+
+    async def remove_entities(self, collection: str, names: list[str]) -> tuple[Deletion, list[str]]:
+        return await kg_edit.delete_entities(self.kg, names, collection)
+
+    async def delete_triples(self, triples: list[tuple[str, str, str]], collection: str) -> int:
+        return await kg_edit.delete_triples(self.kg, triples, collection)
 
     async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
         return await self.kg.ingest_triples(triples, collection=collection)

@@ -401,12 +401,12 @@ class KnowledgeGraphStore:
 
     # ---- ingestion -------------------------------------------------------
     async def ingest_entities(self, rows: list[EntityRecord], batch_size: int = 2000,
-                              collection: str = "default") -> tuple[int, int]:
+                              collection: str = "default", force: bool = False) -> tuple[int, int]:
         """Merges entities by name with their category, given and controlled
         aliases and parents; then links skeleton groups (SAME_OBJECT,
         SAME_PROPERTY) touched by these entities, all in ``collection``. An
         entity stored there with the same content (content hash of all its
-        fields) is left alone.
+        fields) is left alone, unless ``force``.
 
         Returns:
             (written, unchanged) entity counts.
@@ -418,7 +418,7 @@ class KnowledgeGraphStore:
             batch = rows[start : start + batch_size]
             hashes = {r.name: _entity_hash(r) for r in batch}
             stored = {rec["name"]: rec["content_hash"] for rec in await self._read(_ENTITY_HASHES, names=list(hashes), collection=collection)}
-            todo = [r for r in batch if stored.get(r.name) != hashes[r.name]]
+            todo = batch if force else [r for r in batch if stored.get(r.name) != hashes[r.name]]
             unchanged += len(batch) - len(todo)
             if not todo:
                 continue

@@ -38,10 +38,11 @@ from graphmesh.common.v1 import types_pb2
 
 from services.common import names
 from services.common.errors import InvalidArgument
-from services.common.records import Deletion, DocumentRecord, EntityRecord, ExpansionTerm, Hit, IngestResult
+from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
+from services.retriever_pg import entity_edit
 from services.retriever_pg.entity_store import EntityCard, EntityCardStore
 from services.retriever_pg.expansions import suggest_expansions
 from services.retriever_pg.parent_context import parent_window
@@ -188,7 +189,8 @@ class PgEntityBackend:
     def __init__(self, cards: EntityCardStore) -> None:
         self.cards = cards
 
-    async def ingest_entities(self, entities: list[EntityRecord], collection: str) -> IngestResult:
+    async def ingest_entities(self, entities: list[EntityRecord], collection: str, replace: bool = False) -> IngestResult:
+        # A card is always stored whole (replace or not): nothing is left to unlink.
         return await self.cards.ingest([
             EntityCard(name=e.name, category=e.category, definition=e.definition, aliases=e.aliases, parents=e.parents,
                        surface_embeddings=e.surface_embeddings)
@@ -196,6 +198,16 @@ class PgEntityBackend:
         ], collection)
 
     async def ingest_triples(self, triples: list[tuple[str, str, str]], collection: str) -> tuple[int, list[tuple[int, str]]]:
+        raise NotImplementedError("facts live in the graph retriever")
+
+    async def export_entities(self, collection: str, names: list[str], page_size: int, after: str,
+                              with_links: bool) -> EntityExport:
+        return await entity_edit.export(self.cards, collection, names, page_size, after, with_links)
+
+    async def remove_entities(self, collection: str, names: list[str]) -> tuple[Deletion, list[str]]:
+        return await entity_edit.delete(self.cards, collection, names)
+
+    async def delete_triples(self, triples: list[tuple[str, str, str]], collection: str) -> int:
         raise NotImplementedError("facts live in the graph retriever")
 
     async def entity_counts(self) -> dict[str, int]:

@@ -25,6 +25,7 @@ from services.gateway.library.lifecycle import DocumentLifecycle
 from services.gateway.library.entity_ingest import EntityIngest
 from services.gateway.search.entity_search import EntitySearch
 from services.gateway.library.file_ingest import FileIngest
+from services.gateway.library.graph_editing import GraphEditing
 from services.gateway.downstream.guard import Deadline
 from services.gateway.search.scope import scope_of
 from services.gateway.search.pipeline import SearchFlow
@@ -46,6 +47,7 @@ class UseCases:
     entities: EntitySearch
     files: FileIngest
     lifecycle: DocumentLifecycle
+    graph: GraphEditing
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -155,3 +157,24 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def DeleteCollection(self, request: gateway_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteCollectionResponse:
         return await self._use.lifecycle.delete_collection(request.name, self._deadline(context))
+
+    async def GetEntity(self, request: gateway_pb2.GetEntityRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.GetEntityResponse:
+        return await self._use.graph.get(request.name, self._deadline(context))
+
+    async def UpdateEntity(self, request: gateway_pb2.UpdateEntityRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.UpdateEntityResponse:
+        return await self._use.graph.update(request.name, request.entity, list(request.update_mask.paths), self._deadline(context))
+
+    async def DeleteEntity(self, request: gateway_pb2.DeleteEntityRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteEntityResponse:
+        return await self._use.graph.delete(request.name, self._deadline(context))
+
+    async def MergeEntities(self, request: gateway_pb2.MergeEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.MergeEntitiesResponse:
+        return await self._use.graph.merge(request.name, list(request.entities), self._deadline(context))
+
+    async def CreateRelation(self, request: gateway_pb2.CreateRelationRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.CreateRelationResponse:
+        return await self._use.graph.create_relation(request.parent, request.relation, self._deadline(context))
+
+    async def DeleteRelation(self, request: gateway_pb2.DeleteRelationRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteRelationResponse:
+        return await self._use.graph.delete_relation(request.parent, request.relation, self._deadline(context))
+
+    async def ExportEntities(self, request: gateway_pb2.ExportEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ExportEntitiesResponse:
+        return await self._use.graph.export(request.parent, request.page_size, request.page_token, self._deadline(context))

@@ -91,6 +91,9 @@ class GrpcRetriever(_Adapter):
     delete_documents = _rpc("DeleteDocuments")
     list_collections = _rpc("ListCollections")
     delete_collection = _rpc("DeleteCollection")
+    export_entities = _rpc("ExportEntities")
+    delete_entities = _rpc("DeleteEntities")
+    delete_triples = _rpc("DeleteTriples")
 
 
 class GrpcReranker(_Adapter):

@@ -93,6 +93,36 @@ class EntityIngest:
         response.timings.extend(trace.timings)
         return response, failures
 
+    async def store(self, records: Sequence, deadline: Deadline, collection: str, replace: bool = False,
+                    triples: bool = False) -> list[types_pb2.IngestFailure]:
+        """Stores entity (or, with ``triples``, Triple) protos in every entity
+        store that takes them, entities with their surface embeddings and,
+        with ``replace``, as IngestEntitiesRequest.replace. Returns the
+        stores' failures (index into ``records``).
+
+        Raises:
+            DownstreamError: a store failed (other than UNIMPLEMENTED).
+        """
+        if not records:
+            return []
+        if triples:
+            make = lambda start: retriever_pb2.IngestTriplesRequest(triples=records[start : start + TRIPLE_BATCH], collection=collection)
+            rpc, size = "ingest_triples", TRIPLE_BATCH
+        else:
+            make = _entity_batches(records, await self._surface_embeddings(records, deadline, Trace()), collection, replace)
+            rpc, size = "ingest_entities", ENTITY_BATCH
+        failures: list[types_pb2.IngestFailure] = []
+        for retriever in self.retrievers:
+            try:
+                for start in range(0, len(records), size):
+                    reply = await getattr(retriever, rpc)(make(start), deadline.left(BULK_CALL_SECONDS))
+                    failures.extend(types_pb2.IngestFailure(index=f.index + start, id=f.id, reason=f"{retriever.name}: {f.reason}")
+                                    for f in reply.failures)
+            except DownstreamError as err:
+                if err.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+        return failures
+
     async def _surface_embeddings(self, records, deadline: Deadline, trace: Trace) -> list[list[list[float]]]:
         """Per entity, the embeddings of its surfaces (name, then distinct
         aliases, at most SURFACES_PER_ENTITY), for retrievers with an entity
@@ -119,11 +149,12 @@ class EntityIngest:
         return out
 
 
-def _entity_batches(records, surfaces: list[list[list[float]]],
-                    collection: str) -> Callable[[int], retriever_pb2.IngestEntitiesRequest]:
+def _entity_batches(records, surfaces: list[list[list[float]]], collection: str,
+                    replace: bool = False) -> Callable[[int], retriever_pb2.IngestEntitiesRequest]:
     """The IngestEntitiesRequest of the batch starting at a record index."""
     def make(start: int) -> retriever_pb2.IngestEntitiesRequest:
-        return retriever_pb2.IngestEntitiesRequest(entities=records[start : start + ENTITY_BATCH], collection=collection, surface_embeddings=[
+        return retriever_pb2.IngestEntitiesRequest(entities=records[start : start + ENTITY_BATCH], collection=collection,
+                                                   replace=replace, surface_embeddings=[
             retriever_pb2.EntitySurfaceEmbeddings(surfaces=[retriever_pb2.EntityEmbedding(values=v) for v in vs])
             for vs in surfaces[start : start + ENTITY_BATCH]
         ])

@@ -5,6 +5,8 @@ AIP-131/132/135, AIP-158).
   every collection where a parent may (AIP-159).
 - document: ``collections/{collection}/documents/{id}``; the id is the rest
   of the name and may itself contain "/" (a file's relative path).
+- entity: ``collections/{collection}/entities/{entity}``; the entity id is
+  its canonical name, the rest of the resource name.
 - page token: URL-safe base64 of {"after": last id, "q": fingerprint of the
   parent and filter}; a token used with another parent or filter is refused.
 """
@@ -21,6 +23,7 @@ from services.common.filters import validate_collection
 WILDCARD = "-"
 _COLLECTIONS = "collections/"
 _DOCUMENTS = "/documents/"
+_ENTITIES = "/entities/"
 
 
 def parse_parent(parent: str, field: str = "parent") -> list[str] | None:
@@ -67,6 +70,28 @@ def parse_document_name(name: str, field: str = "name") -> tuple[str | None, str
     if not collection:
         raise InvalidArgument(field, "names no collection (use - for any)")
     return validate_collection(collection, field), doc_id
+
+
+def parse_entity_name(name: str, field: str = "name") -> tuple[str, str]:
+    """(collection, entity name) of an entity resource name.
+
+    Raises:
+        InvalidArgument: not "collections/{collection}/entities/{entity}"
+            (no wildcard collection).
+    """
+    if not name.startswith(_COLLECTIONS) or _ENTITIES not in name:
+        raise InvalidArgument(field, f"must be collections/{{collection}}/entities/{{entity}}, got {name!r}")
+    collection, entity = name[len(_COLLECTIONS):].split(_ENTITIES, 1)
+    if not entity.strip() or "\x00" in entity:
+        raise InvalidArgument(field, "names no entity")
+    if not collection or collection == WILDCARD:
+        raise InvalidArgument(field, "must name one collection")
+    return validate_collection(collection, field), entity.strip()
+
+
+def entity_name(collection: str, entity: str) -> str:
+    """The resource name of a library entity."""
+    return f"{_COLLECTIONS}{collection}{_ENTITIES}{entity}"
 
 
 def document_name(collection: str, doc_id: str) -> str:

@@ -23,11 +23,12 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from graphmesh.common.v1 import entity_pb2 as graphmesh_dot_common_dot_v1_dot_entity__pb2
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"\xc9\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0f\x64isabled_stages\x18\x04 \x03(\t\x12\x13\n\x0b\x63ollections\x18\x05 \x03(\t\x12\x34\n\x07\x66ilters\x18\x06 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\x12\x16\n\x0e\x65nabled_stages\x18\x07 \x03(\tB\t\n\x07_rerank\"\xd4\x01\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x12\n\nexpansions\x18\x05 \x03(\t\x12\x30\n\tquery_cut\x18\x06 \x01(\x0b\x32\x1d.graphmesh.common.v1.QueryCut\x12\x17\n\x0f\x65mbedding_model\x18\x07 \x01(\t\x12\x14\n\x0c\x64omain_packs\x18\x08 \x03(\t\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"\x98\x01\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\x99\x05\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\x12\x38\n\x08strategy\x18\x06 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x37\n\x08\x61ttempts\x18\x07 \x03(\x0b\x32%.graphmesh.gateway.v1.StrategyAttempt\x12\x16\n\x0e\x66\x65nces_removed\x18\x08 \x01(\x05\x12<\n\x14insufficient_sources\x18\t \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x15\n\ranswerability\x18\n \x01(\x01\x12\x1f\n\x17\x61nswerability_threshold\x18\x0b \x01(\x01\x12H\n\x15unsupported_sentences\x18\x0c \x03(\x0b\x32).graphmesh.gateway.v1.UnsupportedSentence\x12\x19\n\x11unsupported_count\x18\r \x01(\x05\x12<\n\x0f\x63itation_checks\x18\x0e \x03(\x0b\x32#.graphmesh.gateway.v1.CitationCheck\x12\x17\n\x0foff_topic_count\x18\x0f \x01(\x05\"F\n\x13UnsupportedSentence\x12\x10\n\x08sentence\x18\x01 \x01(\t\x12\r\n\x05\x63ited\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xae\x01\n\rCitationCheck\x12\x10\n\x08sentence\x18\x01 \x01(\t\x12\r\n\x05\x63ited\x18\x02 \x01(\x05\x12\r\n\x05\x66inal\x18\x03 \x01(\x05\x12\x36\n\x07outcome\x18\x04 \x01(\x0e\x32%.graphmesh.gateway.v1.CitationOutcome\x12\x0f\n\x07support\x18\x05 \x01(\x01\x12\x11\n\trelevance\x18\x06 \x01(\x01\x12\x11\n\toff_topic\x18\x07 \x01(\x08\"\xba\x01\n\x0fStrategyAttempt\x12\x38\n\x08strategy\x18\x01 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x10\n\x08\x61nswered\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x16\n\x0e\x65vidence_score\x18\x04 \x01(\x01\x12\x0f\n\x07results\x18\x05 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\r\n\x05query\x18\x07 \x01(\t\"\x9e\x01\n\x13\x41nswerStreamRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"\x99\x01\n\x14\x41nswerStreamResponse\x12\x31\n\x05stage\x18\x01 \x01(\x0b\x32 .graphmesh.common.v1.StageTimingH\x00\x12\x0f\n\x05token\x18\x02 \x01(\tH\x00\x12\x34\n\x04\x64one\x18\x03 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponseH\x00\x42\x07\n\x05\x65vent\"\xc3\x01\n\x11\x44\x65\x65pSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x16\n\x0emax_iterations\x18\x03 \x01(\x05\x12\x13\n\x0bsub_queries\x18\x04 \x01(\x05\x12\x18\n\x10growth_threshold\x18\x05 \x01(\x01\x12\x13\n\x0b\x63ollections\x18\x06 \x03(\t\x12\x34\n\x07\x66ilters\x18\x07 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\"*\n\x0bScoredQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xd4\x01\n\rDeepIteration\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12\x15\n\rnew_chunk_ids\x18\x03 \x03(\t\x12\x14\n\x0cknown_chunks\x18\x04 \x01(\x05\x12\x13\n\x0bgrowth_rate\x18\x05 \x01(\x01\x12\x16\n\x0epartial_answer\x18\x06 \x01(\t\x12\x33\n\x08proposed\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.ScoredQuery\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\"\xae\x01\n\x12\x44\x65\x65pSearchResponse\x12\x34\n\x06\x61nswer\x18\x01 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponse\x12\x37\n\niterations\x18\x02 \x03(\x0b\x32#.graphmesh.gateway.v1.DeepIteration\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\"\xa8\x01\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.IngestKind\x12\x12\n\ncollection\x18\x03 \x01(\t\x12/\n\x05\x66iles\x18\x04 \x03(\x0b\x32 .graphmesh.gateway.v1.IngestFile\x12\x13\n\x0b\x64omain_pack\x18\x05 \x01(\t\"\xc7\x01\n\nIngestFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12@\n\x08metadata\x18\x05 \x03(\x0b\x32..graphmesh.gateway.v1.IngestFile.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa5\x01\n\x0b\x46ileOutcome\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x30\n\x06status\x18\x03 \x01(\x0e\x32 .graphmesh.gateway.v1.FileStatus\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\r\n\x05pages\x18\x06 \x01(\x05\x12\x12\n\nmedia_type\x18\x07 \x01(\t\"J\n\x15SearchEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x0b\x63ollections\x18\x03 \x03(\t\"\xc2\x02\n\x16SearchEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x11\n\trewritten\x18\x03 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x31\n\x07timings\x18\x07 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x08 \x03(\t\x12@\n\x12\x63\x61tegory_summaries\x18\t \x03(\x0b\x32$.graphmesh.common.v1.CategorySummary\"\xf0\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x30\n\x05\x66iles\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.FileOutcome\"\"\n\x12GetDocumentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"L\n\x13GetDocumentResponse\x12\x35\n\x08\x64ocument\x18\x01 \x01(\x0b\x32#.graphmesh.common.v1.StoredDocument\"]\n\x14ListDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\"h\n\x15ListDocumentsResponse\x12\x36\n\tdocuments\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.StoredDocument\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x16\x44\x65leteDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\"\xed\x01\n\x17\x44\x65leteDocumentsResponse\x12\x19\n\x11\x64\x65leted_documents\x18\x01 \x01(\x05\x12L\n\x08\x62y_store\x18\x02 \x03(\x0b\x32:.graphmesh.gateway.v1.DeleteDocumentsResponse.ByStoreEntry\x12\x14\n\x0c\x64ocument_ids\x18\x03 \x03(\t\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01\"\x18\n\x16ListCollectionsRequest\"S\n\x17ListCollectionsResponse\x12\x38\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.CollectionInfo\"\x18\n\x16ListDomainPacksRequest\"t\n\x0e\x44omainPackInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x16\n\x0equestion_types\x18\x03 \x03(\t\x12\x10\n\x08\x63hannels\x18\x04 \x03(\t\x12\x15\n\rrecipe_source\x18\x05 \x01(\t\"N\n\x17ListDomainPacksResponse\x12\x33\n\x05packs\x18\x01 \x03(\x0b\x32$.graphmesh.gateway.v1.DomainPackInfo\"\'\n\x17\x44\x65leteCollectionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xbe\x01\n\x18\x44\x65leteCollectionResponse\x12M\n\x08\x62y_store\x18\x01 \x03(\x0b\x32;.graphmesh.gateway.v1.DeleteCollectionResponse.ByStoreEntry\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01*u\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02\x12\x19\n\x15\x41NSWER_MODE_ABSTAINED\x10\x03*\x98\x01\n\x0f\x43itationOutcome\x12 \n\x1c\x43ITATION_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43ITATION_OUTCOME_SUPPORTED\x10\x01\x12!\n\x1d\x43ITATION_OUTCOME_REATTRIBUTED\x10\x02\x12 \n\x1c\x43ITATION_OUTCOME_UNSUPPORTED\x10\x03*\xdc\x01\n\x10\x46\x61llbackStrategy\x12!\n\x1d\x46\x41LLBACK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x46\x41LLBACK_STRATEGY_STANDARD\x10\x01\x12$\n FALLBACK_STRATEGY_EXPANDED_QUERY\x10\x02\x12\x1a\n\x16\x46\x41LLBACK_STRATEGY_HYDE\x10\x03\x12\"\n\x1e\x46\x41LLBACK_STRATEGY_ENTITY_NAMES\x10\x04\x12\x1f\n\x1b\x46\x41LLBACK_STRATEGY_FAST_PATH\x10\x05*t\n\nFileStatus\x12\x1b\n\x17\x46ILE_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_STATUS_STORED\x10\x01\x12\x19\n\x15\x46ILE_STATUS_UNCHANGED\x10\x02\x12\x16\n\x12\x46ILE_STATUS_FAILED\x10\x03*w\n\nIngestKind\x12\x1b\n\x17INGEST_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_KIND_DOCUMENTS\x10\x01\x12\x18\n\x14INGEST_KIND_ENTITIES\x10\x02\x12\x17\n\x13INGEST_KIND_TRIPLES\x10\x03\x32\x8d\r\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12\x8a\x01\n\x0c\x41nswerStream\x12).graphmesh.gateway.v1.AnswerStreamRequest\x1a*.graphmesh.gateway.v1.AnswerStreamResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/query:answerStream:\x01*0\x01\x12\x80\x01\n\nDeepSearch\x12\'.graphmesh.gateway.v1.DeepSearchRequest\x1a(.graphmesh.gateway.v1.DeepSearchResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/query:deepSearch:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*\x12\x8b\x01\n\x0eSearchEntities\x12+.graphmesh.gateway.v1.SearchEntitiesRequest\x1a,.graphmesh.gateway.v1.SearchEntitiesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/entities:search:\x01*\x12\x91\x01\n\x0bGetDocument\x12(.graphmesh.gateway.v1.GetDocumentRequest\x1a).graphmesh.gateway.v1.GetDocumentResponse\"-\x82\xd3\xe4\x93\x02\'\x12%/v1/{name=collections/*/documents/**}\x12\x96\x01\n\rListDocuments\x12*.graphmesh.gateway.v1.ListDocumentsRequest\x1a+.graphmesh.gateway.v1.ListDocumentsResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{parent=collections/*}/documents\x12\xab\x01\n\x0f\x44\x65leteDocuments\x12,.graphmesh.gateway.v1.DeleteDocumentsRequest\x1a-.graphmesh.gateway.v1.DeleteDocumentsResponse\";\x82\xd3\xe4\x93\x02\x35\"0/v1/{parent=collections/*}/documents:batchDelete:\x01*\x12\x87\x01\n\x0fListCollections\x12,.graphmesh.gateway.v1.ListCollectionsRequest\x1a-.graphmesh.gateway.v1.ListCollectionsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/collections\x12\x87\x01\n\x0fListDomainPacks\x12,.graphmesh.gateway.v1.ListDomainPacksRequest\x1a-.graphmesh.gateway.v1.ListDomainPacksResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/domainPacks\x12\x93\x01\n\x10\x44\x65leteCollection\x12-.graphmesh.gateway.v1.DeleteCollectionRequest\x1a..graphmesh.gateway.v1.DeleteCollectionResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v1/{name=collections/*}B\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"graphmesh/gateway/v1/gateway.proto\x12\x14graphmesh.gateway.v1\x1a\x1cgoogle/api/annotations.proto\x1a google/protobuf/field_mask.proto\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"z\n\rLibraryEntity\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x06\x65ntity\x18\x02 \x01(\x0b\x32\x1b.graphmesh.common.v1.Entity\x12.\n\trelations\x18\x03 \x03(\x0b\x32\x1b.graphmesh.common.v1.Triple\"H\n\x11GetEntityResponse\x12\x33\n\x06\x65ntity\x18\x01 \x01(\x0b\x32#.graphmesh.gateway.v1.LibraryEntity\"K\n\x14UpdateEntityResponse\x12\x33\n\x06\x65ntity\x18\x01 \x01(\x0b\x32#.graphmesh.gateway.v1.LibraryEntity\"e\n\x15MergeEntitiesResponse\x12\x33\n\x06\x65ntity\x18\x01 \x01(\x0b\x32#.graphmesh.gateway.v1.LibraryEntity\x12\x17\n\x0frelations_moved\x18\x02 \x01(\x05\"G\n\x16\x43reateRelationResponse\x12-\n\x08relation\x18\x01 \x01(\x0b\x32\x1b.graphmesh.common.v1.Triple\" \n\x10GetEntityRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x81\x01\n\x13UpdateEntityRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x06\x65ntity\x18\x02 \x01(\x0b\x32\x1b.graphmesh.common.v1.Entity\x12/\n\x0bupdate_mask\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"#\n\x13\x44\x65leteEntityRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xb6\x01\n\x14\x44\x65leteEntityResponse\x12I\n\x08\x62y_store\x18\x01 \x03(\x0b\x32\x37.graphmesh.gateway.v1.DeleteEntityResponse.ByStoreEntry\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01\"6\n\x14MergeEntitiesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x65ntities\x18\x02 \x03(\t\"V\n\x15\x43reateRelationRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12-\n\x08relation\x18\x02 \x01(\x0b\x32\x1b.graphmesh.common.v1.Triple\"V\n\x15\x44\x65leteRelationRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12-\n\x08relation\x18\x02 \x01(\x0b\x32\x1b.graphmesh.common.v1.Triple\")\n\x16\x44\x65leteRelationResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05\"N\n\x15\x45xportEntitiesRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"`\n\x16\x45xportEntitiesResponse\x12\x16\n\x0e\x65ntities_jsonl\x18\x01 \x01(\t\x12\x15\n\rtriples_jsonl\x18\x02 \x01(\t\x12\x17\n\x0fnext_page_token\x18\x03 \x01(\t\"\xc9\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0f\x64isabled_stages\x18\x04 \x03(\t\x12\x13\n\x0b\x63ollections\x18\x05 \x03(\t\x12\x34\n\x07\x66ilters\x18\x06 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\x12\x16\n\x0e\x65nabled_stages\x18\x07 \x03(\tB\t\n\x07_rerank\"\xd4\x01\n\tQueryInfo\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12\x15\n\rquestion_type\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x12\n\nexpansions\x18\x05 \x03(\t\x12\x30\n\tquery_cut\x18\x06 \x01(\x0b\x32\x1d.graphmesh.common.v1.QueryCut\x12\x17\n\x0f\x65mbedding_model\x18\x07 \x01(\t\x12\x14\n\x0c\x64omain_packs\x18\x08 \x03(\t\"\xcc\x01\n\x0eSearchResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x0f\n\x07\x63ontext\x18\x02 \x01(\t\x12\x31\n\x07timings\x18\x03 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x04 \x03(\t\x12\x33\n\nquery_info\x18\x05 \x01(\x0b\x32\x1f.graphmesh.gateway.v1.QueryInfo\"\x98\x01\n\rAnswerRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"T\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\"\x99\x05\n\x0e\x41nswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12.\n\x04mode\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.AnswerMode\x12\x31\n\tcitations\x18\x03 \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x34\n\x06search\x18\x04 \x01(\x0b\x32$.graphmesh.gateway.v1.SearchResponse\x12!\n\x19invalid_citations_removed\x18\x05 \x01(\x05\x12\x38\n\x08strategy\x18\x06 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x37\n\x08\x61ttempts\x18\x07 \x03(\x0b\x32%.graphmesh.gateway.v1.StrategyAttempt\x12\x16\n\x0e\x66\x65nces_removed\x18\x08 \x01(\x05\x12<\n\x14insufficient_sources\x18\t \x03(\x0b\x32\x1e.graphmesh.gateway.v1.Citation\x12\x15\n\ranswerability\x18\n \x01(\x01\x12\x1f\n\x17\x61nswerability_threshold\x18\x0b \x01(\x01\x12H\n\x15unsupported_sentences\x18\x0c \x03(\x0b\x32).graphmesh.gateway.v1.UnsupportedSentence\x12\x19\n\x11unsupported_count\x18\r \x01(\x05\x12<\n\x0f\x63itation_checks\x18\x0e \x03(\x0b\x32#.graphmesh.gateway.v1.CitationCheck\x12\x17\n\x0foff_topic_count\x18\x0f \x01(\x05\"F\n\x13UnsupportedSentence\x12\x10\n\x08sentence\x18\x01 \x01(\t\x12\r\n\x05\x63ited\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xae\x01\n\rCitationCheck\x12\x10\n\x08sentence\x18\x01 \x01(\t\x12\r\n\x05\x63ited\x18\x02 \x01(\x05\x12\r\n\x05\x66inal\x18\x03 \x01(\x05\x12\x36\n\x07outcome\x18\x04 \x01(\x0e\x32%.graphmesh.gateway.v1.CitationOutcome\x12\x0f\n\x07support\x18\x05 \x01(\x01\x12\x11\n\trelevance\x18\x06 \x01(\x01\x12\x11\n\toff_topic\x18\x07 \x01(\x08\"\xba\x01\n\x0fStrategyAttempt\x12\x38\n\x08strategy\x18\x01 \x01(\x0e\x32&.graphmesh.gateway.v1.FallbackStrategy\x12\x10\n\x08\x61nswered\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x16\n\x0e\x65vidence_score\x18\x04 \x01(\x01\x12\x0f\n\x07results\x18\x05 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\r\n\x05query\x18\x07 \x01(\t\"\x9e\x01\n\x13\x41nswerStreamRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x06rerank\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x13\n\x0b\x63ollections\x18\x04 \x03(\t\x12\x34\n\x07\x66ilters\x18\x05 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilterB\t\n\x07_rerank\"\x99\x01\n\x14\x41nswerStreamResponse\x12\x31\n\x05stage\x18\x01 \x01(\x0b\x32 .graphmesh.common.v1.StageTimingH\x00\x12\x0f\n\x05token\x18\x02 \x01(\tH\x00\x12\x34\n\x04\x64one\x18\x03 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponseH\x00\x42\x07\n\x05\x65vent\"\xc3\x01\n\x11\x44\x65\x65pSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x16\n\x0emax_iterations\x18\x03 \x01(\x05\x12\x13\n\x0bsub_queries\x18\x04 \x01(\x05\x12\x18\n\x10growth_threshold\x18\x05 \x01(\x01\x12\x13\n\x0b\x63ollections\x18\x06 \x03(\t\x12\x34\n\x07\x66ilters\x18\x07 \x03(\x0b\x32#.graphmesh.common.v1.MetadataFilter\"*\n\x0bScoredQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xd4\x01\n\rDeepIteration\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12\x15\n\rnew_chunk_ids\x18\x03 \x03(\t\x12\x14\n\x0cknown_chunks\x18\x04 \x01(\x05\x12\x13\n\x0bgrowth_rate\x18\x05 \x01(\x01\x12\x16\n\x0epartial_answer\x18\x06 \x01(\t\x12\x33\n\x08proposed\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.ScoredQuery\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\"\xae\x01\n\x12\x44\x65\x65pSearchResponse\x12\x34\n\x06\x61nswer\x18\x01 \x01(\x0b\x32$.graphmesh.gateway.v1.AnswerResponse\x12\x37\n\niterations\x18\x02 \x03(\x0b\x32#.graphmesh.gateway.v1.DeepIteration\x12\x13\n\x0bstop_reason\x18\x03 \x01(\t\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\"\xa8\x01\n\rIngestRequest\x12\r\n\x05jsonl\x18\x01 \x01(\x0c\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.gateway.v1.IngestKind\x12\x12\n\ncollection\x18\x03 \x01(\t\x12/\n\x05\x66iles\x18\x04 \x03(\x0b\x32 .graphmesh.gateway.v1.IngestFile\x12\x13\n\x0b\x64omain_pack\x18\x05 \x01(\t\"\xc7\x01\n\nIngestFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12@\n\x08metadata\x18\x05 \x03(\x0b\x32..graphmesh.gateway.v1.IngestFile.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa5\x01\n\x0b\x46ileOutcome\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x30\n\x06status\x18\x03 \x01(\x0e\x32 .graphmesh.gateway.v1.FileStatus\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\r\n\x05pages\x18\x06 \x01(\x05\x12\x12\n\nmedia_type\x18\x07 \x01(\t\"J\n\x15SearchEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x13\n\x0b\x63ollections\x18\x03 \x03(\t\"\xc2\x02\n\x16SearchEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x11\n\trewritten\x18\x03 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x31\n\x07timings\x18\x07 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x10\n\x08\x64\x65graded\x18\x08 \x03(\t\x12@\n\x12\x63\x61tegory_summaries\x18\t \x03(\x0b\x32$.graphmesh.common.v1.CategorySummary\"\xf0\x01\n\x0eIngestResponse\x12\x10\n\x08received\x18\x01 \x01(\x05\x12\x0e\n\x06stored\x18\x02 \x01(\x05\x12\x11\n\tunchanged\x18\x03 \x01(\x05\x12\x34\n\x08\x66\x61ilures\x18\x04 \x03(\x0b\x32\".graphmesh.common.v1.IngestFailure\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x05\x12\x31\n\x07timings\x18\x06 \x03(\x0b\x32 .graphmesh.common.v1.StageTiming\x12\x30\n\x05\x66iles\x18\x07 \x03(\x0b\x32!.graphmesh.gateway.v1.FileOutcome\"\"\n\x12GetDocumentRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"L\n\x13GetDocumentResponse\x12\x35\n\x08\x64ocument\x18\x01 \x01(\x0b\x32#.graphmesh.common.v1.StoredDocument\"]\n\x14ListDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\"h\n\x15ListDocumentsResponse\x12\x36\n\tdocuments\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.StoredDocument\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x16\x44\x65leteDocumentsRequest\x12\x0e\n\x06parent\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06\x66ilter\x18\x03 \x01(\t\"\xed\x01\n\x17\x44\x65leteDocumentsResponse\x12\x19\n\x11\x64\x65leted_documents\x18\x01 \x01(\x05\x12L\n\x08\x62y_store\x18\x02 \x03(\x0b\x32:.graphmesh.gateway.v1.DeleteDocumentsResponse.ByStoreEntry\x12\x14\n\x0c\x64ocument_ids\x18\x03 \x03(\t\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01\"\x18\n\x16ListCollectionsRequest\"S\n\x17ListCollectionsResponse\x12\x38\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32#.graphmesh.common.v1.CollectionInfo\"\x18\n\x16ListDomainPacksRequest\"t\n\x0e\x44omainPackInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x16\n\x0equestion_types\x18\x03 \x03(\t\x12\x10\n\x08\x63hannels\x18\x04 \x03(\t\x12\x15\n\rrecipe_source\x18\x05 \x01(\t\"N\n\x17ListDomainPacksResponse\x12\x33\n\x05packs\x18\x01 \x03(\x0b\x32$.graphmesh.gateway.v1.DomainPackInfo\"\'\n\x17\x44\x65leteCollectionRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xbe\x01\n\x18\x44\x65leteCollectionResponse\x12M\n\x08\x62y_store\x18\x01 \x03(\x0b\x32;.graphmesh.gateway.v1.DeleteCollectionResponse.ByStoreEntry\x1aS\n\x0c\x42yStoreEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x32\n\x05value\x18\x02 \x01(\x0b\x32#.graphmesh.common.v1.DeletionCounts:\x02\x38\x01*u\n\nAnswerMode\x12\x1b\n\x17\x41NSWER_MODE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x41NSWER_MODE_LLM\x10\x01\x12\x1a\n\x16\x41NSWER_MODE_EXTRACTIVE\x10\x02\x12\x19\n\x15\x41NSWER_MODE_ABSTAINED\x10\x03*\x98\x01\n\x0f\x43itationOutcome\x12 \n\x1c\x43ITATION_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x43ITATION_OUTCOME_SUPPORTED\x10\x01\x12!\n\x1d\x43ITATION_OUTCOME_REATTRIBUTED\x10\x02\x12 \n\x1c\x43ITATION_OUTCOME_UNSUPPORTED\x10\x03*\xdc\x01\n\x10\x46\x61llbackStrategy\x12!\n\x1d\x46\x41LLBACK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x46\x41LLBACK_STRATEGY_STANDARD\x10\x01\x12$\n FALLBACK_STRATEGY_EXPANDED_QUERY\x10\x02\x12\x1a\n\x16\x46\x41LLBACK_STRATEGY_HYDE\x10\x03\x12\"\n\x1e\x46\x41LLBACK_STRATEGY_ENTITY_NAMES\x10\x04\x12\x1f\n\x1b\x46\x41LLBACK_STRATEGY_FAST_PATH\x10\x05*t\n\nFileStatus\x12\x1b\n\x17\x46ILE_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_STATUS_STORED\x10\x01\x12\x19\n\x15\x46ILE_STATUS_UNCHANGED\x10\x02\x12\x16\n\x12\x46ILE_STATUS_FAILED\x10\x03*w\n\nIngestKind\x12\x1b\n\x17INGEST_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15INGEST_KIND_DOCUMENTS\x10\x01\x12\x18\n\x14INGEST_KIND_ENTITIES\x10\x02\x12\x17\n\x13INGEST_KIND_TRIPLES\x10\x03\x32\xd2\x15\n\x0eGatewayService\x12p\n\x06Search\x12#.graphmesh.gateway.v1.SearchRequest\x1a$.graphmesh.gateway.v1.SearchResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:search:\x01*\x12p\n\x06\x41nswer\x12#.graphmesh.gateway.v1.AnswerRequest\x1a$.graphmesh.gateway.v1.AnswerResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\"\x10/v1/query:answer:\x01*\x12\x8a\x01\n\x0c\x41nswerStream\x12).graphmesh.gateway.v1.AnswerStreamRequest\x1a*.graphmesh.gateway.v1.AnswerStreamResponse\"!\x82\xd3\xe4\x93\x02\x1b\"\x16/v1/query:answerStream:\x01*0\x01\x12\x80\x01\n\nDeepSearch\x12\'.graphmesh.gateway.v1.DeepSearchRequest\x1a(.graphmesh.gateway.v1.DeepSearchResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/query:deepSearch:\x01*\x12t\n\x06Ingest\x12#.graphmesh.gateway.v1.IngestRequest\x1a$.graphmesh.gateway.v1.IngestResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\"\x14/v1/documents:ingest:\x01*\x12\x8b\x01\n\x0eSearchEntities\x12+.graphmesh.gateway.v1.SearchEntitiesRequest\x1a,.graphmesh.gateway.v1.SearchEntitiesResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/entities:search:\x01*\x12\x91\x01\n\x0bGetDocument\x12(.graphmesh.gateway.v1.GetDocumentRequest\x1a).graphmesh.gateway.v1.GetDocumentResponse\"-\x82\xd3\xe4\x93\x02\'\x12%/v1/{name=collections/*/documents/**}\x12\x96\x01\n\rListDocuments\x12*.graphmesh.gateway.v1.ListDocumentsRequest\x1a+.graphmesh.gateway.v1.ListDocumentsResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{parent=collections/*}/documents\x12\xab\x01\n\x0f\x44\x65leteDocuments\x12,.graphmesh.gateway.v1.DeleteDocumentsRequest\x1a-.graphmesh.gateway.v1.DeleteDocumentsResponse\";\x82\xd3\xe4\x93\x02\x35\"0/v1/{parent=collections/*}/documents:batchDelete:\x01*\x12\x87\x01\n\x0fListCollections\x12,.graphmesh.gateway.v1.ListCollectionsRequest\x1a-.graphmesh.gateway.v1.ListCollectionsResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/collections\x12\x87\x01\n\x0fListDomainPacks\x12,.graphmesh.gateway.v1.ListDomainPacksRequest\x1a-.graphmesh.gateway.v1.ListDomainPacksResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/domainPacks\x12\x93\x01\n\x10\x44\x65leteCollection\x12-.graphmesh.gateway.v1.DeleteCollectionRequest\x1a..graphmesh.gateway.v1.DeleteCollectionResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v1/{name=collections/*}\x12\x8a\x01\n\tGetEntity\x12&.graphmesh.gateway.v1.GetEntityRequest\x1a\'.graphmesh.gateway.v1.GetEntityResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/{name=collections/*/entities/**}\x12\x96\x01\n\x0cUpdateEntity\x12).graphmesh.gateway.v1.UpdateEntityRequest\x1a*.graphmesh.gateway.v1.UpdateEntityResponse\"/\x82\xd3\xe4\x93\x02)2$/v1/{name=collections/*/entities/**}:\x01*\x12\x93\x01\n\x0c\x44\x65leteEntity\x12).graphmesh.gateway.v1.DeleteEntityRequest\x1a*.graphmesh.gateway.v1.DeleteEntityResponse\",\x82\xd3\xe4\x93\x02&*$/v1/{name=collections/*/entities/**}\x12\x9f\x01\n\rMergeEntities\x12*.graphmesh.gateway.v1.MergeEntitiesRequest\x1a+.graphmesh.gateway.v1.MergeEntitiesResponse\"5\x82\xd3\xe4\x93\x02/\"*/v1/{name=collections/*/entities/**}:merge:\x01*\x12\x9c\x01\n\x0e\x43reateRelation\x12+.graphmesh.gateway.v1.CreateRelationRequest\x1a,.graphmesh.gateway.v1.CreateRelationResponse\"/\x82\xd3\xe4\x93\x02)\"$/v1/{parent=collections/*}/relations:\x01*\x12\xa3\x01\n\x0e\x44\x65leteRelation\x12+.graphmesh.gateway.v1.DeleteRelationRequest\x1a,.graphmesh.gateway.v1.DeleteRelationResponse\"6\x82\xd3\xe4\x93\x02\x30\"+/v1/{parent=collections/*}/relations:delete:\x01*\x12\x9f\x01\n\x0e\x45xportEntities\x12+.graphmesh.gateway.v1.ExportEntitiesRequest\x1a,.graphmesh.gateway.v1.ExportEntitiesResponse\"2\x82\xd3\xe4\x93\x02,\x12*/v1/{parent=collections/*}/entities:exportB\x1b\n\x17io.graphmesh.gateway.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,6 +36,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'graphmesh.gateway.v1.gatewa
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\027io.graphmesh.gateway.v1P\001'
+  _globals['_DELETEENTITYRESPONSE_BYSTOREENTRY']._loaded_options = None
+  _globals['_DELETEENTITYRESPONSE_BYSTOREENTRY']._serialized_options = b'8\001'
   _globals['_INGESTFILE_METADATAENTRY']._loaded_options = None
   _globals['_INGESTFILE_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._loaded_options = None
@@ -65,90 +68,136 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GATEWAYSERVICE'].methods_by_name['ListDomainPacks']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/domainPacks'
   _globals['_GATEWAYSERVICE'].methods_by_name['DeleteCollection']._loaded_options = None
   _globals['_GATEWAYSERVICE'].methods_by_name['DeleteCollection']._serialized_options = b'\202\323\344\223\002\032*\030/v1/{name=collections/*}'
-  _globals['_ANSWERMODE']._serialized_start=5463
-  _globals['_ANSWERMODE']._serialized_end=5580
-  _globals['_CITATIONOUTCOME']._serialized_start=5583
-  _globals['_CITATIONOUTCOME']._serialized_end=5735
-  _globals['_FALLBACKSTRATEGY']._serialized_start=5738
-  _globals['_FALLBACKSTRATEGY']._serialized_end=5958
-  _globals['_FILESTATUS']._serialized_start=5960
-  _globals['_FILESTATUS']._serialized_end=6076
-  _globals['_INGESTKIND']._serialized_start=6078
-  _globals['_INGESTKIND']._serialized_end=6197
-  _globals['_SEARCHREQUEST']._serialized_start=158
-  _globals['_SEARCHREQUEST']._serialized_end=359
-  _globals['_QUERYINFO']._serialized_start=362
-  _globals['_QUERYINFO']._serialized_end=574
-  _globals['_SEARCHRESPONSE']._serialized_start=577
-  _globals['_SEARCHRESPONSE']._serialized_end=781
-  _globals['_ANSWERREQUEST']._serialized_start=784
-  _globals['_ANSWERREQUEST']._serialized_end=936
-  _globals['_CITATION']._serialized_start=938
-  _globals['_CITATION']._serialized_end=1022
-  _globals['_ANSWERRESPONSE']._serialized_start=1025
-  _globals['_ANSWERRESPONSE']._serialized_end=1690
-  _globals['_UNSUPPORTEDSENTENCE']._serialized_start=1692
-  _globals['_UNSUPPORTEDSENTENCE']._serialized_end=1762
-  _globals['_CITATIONCHECK']._serialized_start=1765
-  _globals['_CITATIONCHECK']._serialized_end=1939
-  _globals['_STRATEGYATTEMPT']._serialized_start=1942
-  _globals['_STRATEGYATTEMPT']._serialized_end=2128
-  _globals['_ANSWERSTREAMREQUEST']._serialized_start=2131
-  _globals['_ANSWERSTREAMREQUEST']._serialized_end=2289
-  _globals['_ANSWERSTREAMRESPONSE']._serialized_start=2292
-  _globals['_ANSWERSTREAMRESPONSE']._serialized_end=2445
-  _globals['_DEEPSEARCHREQUEST']._serialized_start=2448
-  _globals['_DEEPSEARCHREQUEST']._serialized_end=2643
-  _globals['_SCOREDQUERY']._serialized_start=2645
-  _globals['_SCOREDQUERY']._serialized_end=2687
-  _globals['_DEEPITERATION']._serialized_start=2690
-  _globals['_DEEPITERATION']._serialized_end=2902
-  _globals['_DEEPSEARCHRESPONSE']._serialized_start=2905
-  _globals['_DEEPSEARCHRESPONSE']._serialized_end=3079
-  _globals['_INGESTREQUEST']._serialized_start=3082
-  _globals['_INGESTREQUEST']._serialized_end=3250
-  _globals['_INGESTFILE']._serialized_start=3253
-  _globals['_INGESTFILE']._serialized_end=3452
-  _globals['_INGESTFILE_METADATAENTRY']._serialized_start=3405
-  _globals['_INGESTFILE_METADATAENTRY']._serialized_end=3452
-  _globals['_FILEOUTCOME']._serialized_start=3455
-  _globals['_FILEOUTCOME']._serialized_end=3620
-  _globals['_SEARCHENTITIESREQUEST']._serialized_start=3622
-  _globals['_SEARCHENTITIESREQUEST']._serialized_end=3696
-  _globals['_SEARCHENTITIESRESPONSE']._serialized_start=3699
-  _globals['_SEARCHENTITIESRESPONSE']._serialized_end=4021
-  _globals['_INGESTRESPONSE']._serialized_start=4024
-  _globals['_INGESTRESPONSE']._serialized_end=4264
-  _globals['_GETDOCUMENTREQUEST']._serialized_start=4266
-  _globals['_GETDOCUMENTREQUEST']._serialized_end=4300
-  _globals['_GETDOCUMENTRESPONSE']._serialized_start=4302
-  _globals['_GETDOCUMENTRESPONSE']._serialized_end=4378
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=4380
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=4473
-  _globals['_LISTDOCUMENTSRESPONSE']._serialized_start=4475
-  _globals['_LISTDOCUMENTSRESPONSE']._serialized_end=4579
-  _globals['_DELETEDOCUMENTSREQUEST']._serialized_start=4581
-  _globals['_DELETEDOCUMENTSREQUEST']._serialized_end=4652
-  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_start=4655
-  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_end=4892
-  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_start=4809
-  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_end=4892
-  _globals['_LISTCOLLECTIONSREQUEST']._serialized_start=4894
-  _globals['_LISTCOLLECTIONSREQUEST']._serialized_end=4918
-  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_start=4920
-  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_end=5003
-  _globals['_LISTDOMAINPACKSREQUEST']._serialized_start=5005
-  _globals['_LISTDOMAINPACKSREQUEST']._serialized_end=5029
-  _globals['_DOMAINPACKINFO']._serialized_start=5031
-  _globals['_DOMAINPACKINFO']._serialized_end=5147
-  _globals['_LISTDOMAINPACKSRESPONSE']._serialized_start=5149
-  _globals['_LISTDOMAINPACKSRESPONSE']._serialized_end=5227
-  _globals['_DELETECOLLECTIONREQUEST']._serialized_start=5229
-  _globals['_DELETECOLLECTIONREQUEST']._serialized_end=5268
-  _globals['_DELETECOLLECTIONRESPONSE']._serialized_start=5271
-  _globals['_DELETECOLLECTIONRESPONSE']._serialized_end=5461
-  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_start=4809
-  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_end=4892
-  _globals['_GATEWAYSERVICE']._serialized_start=6200
-  _globals['_GATEWAYSERVICE']._serialized_end=7877
+  _globals['_GATEWAYSERVICE'].methods_by_name['GetEntity']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['GetEntity']._serialized_options = b'\202\323\344\223\002&\022$/v1/{name=collections/*/entities/**}'
+  _globals['_GATEWAYSERVICE'].methods_by_name['UpdateEntity']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['UpdateEntity']._serialized_options = b'\202\323\344\223\002)2$/v1/{name=collections/*/entities/**}:\001*'
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteEntity']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteEntity']._serialized_options = b'\202\323\344\223\002&*$/v1/{name=collections/*/entities/**}'
+  _globals['_GATEWAYSERVICE'].methods_by_name['MergeEntities']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['MergeEntities']._serialized_options = b'\202\323\344\223\002/\"*/v1/{name=collections/*/entities/**}:merge:\001*'
+  _globals['_GATEWAYSERVICE'].methods_by_name['CreateRelation']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['CreateRelation']._serialized_options = b'\202\323\344\223\002)\"$/v1/{parent=collections/*}/relations:\001*'
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteRelation']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['DeleteRelation']._serialized_options = b'\202\323\344\223\0020\"+/v1/{parent=collections/*}/relations:delete:\001*'
+  _globals['_GATEWAYSERVICE'].methods_by_name['ExportEntities']._loaded_options = None
+  _globals['_GATEWAYSERVICE'].methods_by_name['ExportEntities']._serialized_options = b'\202\323\344\223\002,\022*/v1/{parent=collections/*}/entities:export'
+  _globals['_ANSWERMODE']._serialized_start=6789
+  _globals['_ANSWERMODE']._serialized_end=6906
+  _globals['_CITATIONOUTCOME']._serialized_start=6909
+  _globals['_CITATIONOUTCOME']._serialized_end=7061
+  _globals['_FALLBACKSTRATEGY']._serialized_start=7064
+  _globals['_FALLBACKSTRATEGY']._serialized_end=7284
+  _globals['_FILESTATUS']._serialized_start=7286
+  _globals['_FILESTATUS']._serialized_end=7402
+  _globals['_INGESTKIND']._serialized_start=7404
+  _globals['_INGESTKIND']._serialized_end=7523
+  _globals['_LIBRARYENTITY']._serialized_start=191
+  _globals['_LIBRARYENTITY']._serialized_end=313
+  _globals['_GETENTITYRESPONSE']._serialized_start=315
+  _globals['_GETENTITYRESPONSE']._serialized_end=387
+  _globals['_UPDATEENTITYRESPONSE']._serialized_start=389
+  _globals['_UPDATEENTITYRESPONSE']._serialized_end=464
+  _globals['_MERGEENTITIESRESPONSE']._serialized_start=466
+  _globals['_MERGEENTITIESRESPONSE']._serialized_end=567
+  _globals['_CREATERELATIONRESPONSE']._serialized_start=569
+  _globals['_CREATERELATIONRESPONSE']._serialized_end=640
+  _globals['_GETENTITYREQUEST']._serialized_start=642
+  _globals['_GETENTITYREQUEST']._serialized_end=674
+  _globals['_UPDATEENTITYREQUEST']._serialized_start=677
+  _globals['_UPDATEENTITYREQUEST']._serialized_end=806
+  _globals['_DELETEENTITYREQUEST']._serialized_start=808
+  _globals['_DELETEENTITYREQUEST']._serialized_end=843
+  _globals['_DELETEENTITYRESPONSE']._serialized_start=846
+  _globals['_DELETEENTITYRESPONSE']._serialized_end=1028
+  _globals['_DELETEENTITYRESPONSE_BYSTOREENTRY']._serialized_start=945
+  _globals['_DELETEENTITYRESPONSE_BYSTOREENTRY']._serialized_end=1028
+  _globals['_MERGEENTITIESREQUEST']._serialized_start=1030
+  _globals['_MERGEENTITIESREQUEST']._serialized_end=1084
+  _globals['_CREATERELATIONREQUEST']._serialized_start=1086
+  _globals['_CREATERELATIONREQUEST']._serialized_end=1172
+  _globals['_DELETERELATIONREQUEST']._serialized_start=1174
+  _globals['_DELETERELATIONREQUEST']._serialized_end=1260
+  _globals['_DELETERELATIONRESPONSE']._serialized_start=1262
+  _globals['_DELETERELATIONRESPONSE']._serialized_end=1303
+  _globals['_EXPORTENTITIESREQUEST']._serialized_start=1305
+  _globals['_EXPORTENTITIESREQUEST']._serialized_end=1383
+  _globals['_EXPORTENTITIESRESPONSE']._serialized_start=1385
+  _globals['_EXPORTENTITIESRESPONSE']._serialized_end=1481
+  _globals['_SEARCHREQUEST']._serialized_start=1484
+  _globals['_SEARCHREQUEST']._serialized_end=1685
+  _globals['_QUERYINFO']._serialized_start=1688
+  _globals['_QUERYINFO']._serialized_end=1900
+  _globals['_SEARCHRESPONSE']._serialized_start=1903
+  _globals['_SEARCHRESPONSE']._serialized_end=2107
+  _globals['_ANSWERREQUEST']._serialized_start=2110
+  _globals['_ANSWERREQUEST']._serialized_end=2262
+  _globals['_CITATION']._serialized_start=2264
+  _globals['_CITATION']._serialized_end=2348
+  _globals['_ANSWERRESPONSE']._serialized_start=2351
+  _globals['_ANSWERRESPONSE']._serialized_end=3016
+  _globals['_UNSUPPORTEDSENTENCE']._serialized_start=3018
+  _globals['_UNSUPPORTEDSENTENCE']._serialized_end=3088
+  _globals['_CITATIONCHECK']._serialized_start=3091
+  _globals['_CITATIONCHECK']._serialized_end=3265
+  _globals['_STRATEGYATTEMPT']._serialized_start=3268
+  _globals['_STRATEGYATTEMPT']._serialized_end=3454
+  _globals['_ANSWERSTREAMREQUEST']._serialized_start=3457
+  _globals['_ANSWERSTREAMREQUEST']._serialized_end=3615
+  _globals['_ANSWERSTREAMRESPONSE']._serialized_start=3618
+  _globals['_ANSWERSTREAMRESPONSE']._serialized_end=3771
+  _globals['_DEEPSEARCHREQUEST']._serialized_start=3774
+  _globals['_DEEPSEARCHREQUEST']._serialized_end=3969
+  _globals['_SCOREDQUERY']._serialized_start=3971
+  _globals['_SCOREDQUERY']._serialized_end=4013
+  _globals['_DEEPITERATION']._serialized_start=4016
+  _globals['_DEEPITERATION']._serialized_end=4228
+  _globals['_DEEPSEARCHRESPONSE']._serialized_start=4231
+  _globals['_DEEPSEARCHRESPONSE']._serialized_end=4405
+  _globals['_INGESTREQUEST']._serialized_start=4408
+  _globals['_INGESTREQUEST']._serialized_end=4576
+  _globals['_INGESTFILE']._serialized_start=4579
+  _globals['_INGESTFILE']._serialized_end=4778
+  _globals['_INGESTFILE_METADATAENTRY']._serialized_start=4731
+  _globals['_INGESTFILE_METADATAENTRY']._serialized_end=4778
+  _globals['_FILEOUTCOME']._serialized_start=4781
+  _globals['_FILEOUTCOME']._serialized_end=4946
+  _globals['_SEARCHENTITIESREQUEST']._serialized_start=4948
+  _globals['_SEARCHENTITIESREQUEST']._serialized_end=5022
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_start=5025
+  _globals['_SEARCHENTITIESRESPONSE']._serialized_end=5347
+  _globals['_INGESTRESPONSE']._serialized_start=5350
+  _globals['_INGESTRESPONSE']._serialized_end=5590
+  _globals['_GETDOCUMENTREQUEST']._serialized_start=5592
+  _globals['_GETDOCUMENTREQUEST']._serialized_end=5626
+  _globals['_GETDOCUMENTRESPONSE']._serialized_start=5628
+  _globals['_GETDOCUMENTRESPONSE']._serialized_end=5704
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=5706
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=5799
+  _globals['_LISTDOCUMENTSRESPONSE']._serialized_start=5801
+  _globals['_LISTDOCUMENTSRESPONSE']._serialized_end=5905
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_start=5907
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_end=5978
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_start=5981
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_end=6218
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_start=945
+  _globals['_DELETEDOCUMENTSRESPONSE_BYSTOREENTRY']._serialized_end=1028
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_start=6220
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_end=6244
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_start=6246
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_end=6329
+  _globals['_LISTDOMAINPACKSREQUEST']._serialized_start=6331
+  _globals['_LISTDOMAINPACKSREQUEST']._serialized_end=6355
+  _globals['_DOMAINPACKINFO']._serialized_start=6357
+  _globals['_DOMAINPACKINFO']._serialized_end=6473
+  _globals['_LISTDOMAINPACKSRESPONSE']._serialized_start=6475
+  _globals['_LISTDOMAINPACKSRESPONSE']._serialized_end=6553
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_start=6555
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_end=6594
+  _globals['_DELETECOLLECTIONRESPONSE']._serialized_start=6597
+  _globals['_DELETECOLLECTIONRESPONSE']._serialized_end=6787
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_start=945
+  _globals['_DELETECOLLECTIONRESPONSE_BYSTOREENTRY']._serialized_end=1028
+  _globals['_GATEWAYSERVICE']._serialized_start=7526
+  _globals['_GATEWAYSERVICE']._serialized_end=10296
 # @@protoc_insertion_point(module_scope)

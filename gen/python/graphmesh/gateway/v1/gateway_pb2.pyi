@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -182,6 +183,439 @@ INGEST_KIND_ENTITIES: IngestKind.ValueType  # 2
 INGEST_KIND_TRIPLES: IngestKind.ValueType  # 3
 """Knowledge-graph triples: {"subject", "predicate", "object"}."""
 Global___IngestKind: _TypeAlias = IngestKind  # noqa: Y015
+
+@_typing.final
+class LibraryEntity(_message.Message):
+    """A library entity as a resource (GetEntity, UpdateEntity, MergeEntities)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ENTITY_FIELD_NUMBER: _builtins.int
+    RELATIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Resource name: "collections/{collection}/entities/{entity}"."""
+    @_builtins.property
+    def entity(self) -> _entity_pb2.Entity:
+        """Its fields; entity.name is the canonical name (the entity id)."""
+
+    @_builtins.property
+    def relations(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Triple]:
+        """Output only: the facts whose subject or object is the entity, ordered
+        by subject, predicate, object.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        entity: _entity_pb2.Entity | None = ...,
+        relations: _abc.Iterable[_entity_pb2.Triple] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity", "name", b"name", "relations", b"relations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LibraryEntity: _TypeAlias = LibraryEntity  # noqa: Y015
+
+@_typing.final
+class GetEntityResponse(_message.Message):
+    """Response for GetEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entity(self) -> Global___LibraryEntity:
+        """The entity."""
+
+    def __init__(
+        self,
+        *,
+        entity: Global___LibraryEntity | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEntityResponse: _TypeAlias = GetEntityResponse  # noqa: Y015
+
+@_typing.final
+class UpdateEntityResponse(_message.Message):
+    """Response for UpdateEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entity(self) -> Global___LibraryEntity:
+        """The entity as stored after the update."""
+
+    def __init__(
+        self,
+        *,
+        entity: Global___LibraryEntity | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateEntityResponse: _TypeAlias = UpdateEntityResponse  # noqa: Y015
+
+@_typing.final
+class MergeEntitiesResponse(_message.Message):
+    """Response for MergeEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITY_FIELD_NUMBER: _builtins.int
+    RELATIONS_MOVED_FIELD_NUMBER: _builtins.int
+    relations_moved: _builtins.int
+    """Facts re-pointed at the survivor (self-loops and duplicates dropped)."""
+    @_builtins.property
+    def entity(self) -> Global___LibraryEntity:
+        """The survivor as stored after the merge."""
+
+    def __init__(
+        self,
+        *,
+        entity: Global___LibraryEntity | None = ...,
+        relations_moved: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity", "relations_moved", b"relations_moved"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MergeEntitiesResponse: _TypeAlias = MergeEntitiesResponse  # noqa: Y015
+
+@_typing.final
+class CreateRelationResponse(_message.Message):
+    """Response for CreateRelation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RELATION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def relation(self) -> _entity_pb2.Triple:
+        """The fact as stored (fields trimmed)."""
+
+    def __init__(
+        self,
+        *,
+        relation: _entity_pb2.Triple | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["relation", b"relation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["relation", b"relation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateRelationResponse: _TypeAlias = CreateRelationResponse  # noqa: Y015
+
+@_typing.final
+class GetEntityRequest(_message.Message):
+    """Request for GetEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"collections/{collection}/entities/{entity}"."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEntityRequest: _TypeAlias = GetEntityRequest  # noqa: Y015
+
+@_typing.final
+class UpdateEntityRequest(_message.Message):
+    """Request for UpdateEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ENTITY_FIELD_NUMBER: _builtins.int
+    UPDATE_MASK_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"collections/{collection}/entities/{entity}": the entity changed."""
+    @_builtins.property
+    def entity(self) -> _entity_pb2.Entity:
+        """New values of the fields the mask names; entity.name, when set, must
+        be the entity's own name (renaming is a merge).
+        """
+
+    @_builtins.property
+    def update_mask(self) -> _field_mask_pb2.FieldMask:
+        """Fields changed: category, definition, aliases, parents, attributes, or
+        "*" for all of them; omitted: those set (non-empty) in "entity".
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        entity: _entity_pb2.Entity | None = ...,
+        update_mask: _field_mask_pb2.FieldMask | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity", "update_mask", b"update_mask"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity", "name", b"name", "update_mask", b"update_mask"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateEntityRequest: _TypeAlias = UpdateEntityRequest  # noqa: Y015
+
+@_typing.final
+class DeleteEntityRequest(_message.Message):
+    """Request for DeleteEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"collections/{collection}/entities/{entity}"."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEntityRequest: _TypeAlias = DeleteEntityRequest  # noqa: Y015
+
+@_typing.final
+class DeleteEntityResponse(_message.Message):
+    """Response for DeleteEntity."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ByStoreEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> _types_pb2.DeletionCounts: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _types_pb2.DeletionCounts | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    BY_STORE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def by_store(self) -> _containers.MessageMap[_builtins.str, _types_pb2.DeletionCounts]:
+        """What each store removed, by store ("retriever_pg", "retriever_graph")."""
+
+    def __init__(
+        self,
+        *,
+        by_store: _abc.Mapping[_builtins.str, _types_pb2.DeletionCounts] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_store", b"by_store"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEntityResponse: _TypeAlias = DeleteEntityResponse  # noqa: Y015
+
+@_typing.final
+class MergeEntitiesRequest(_message.Message):
+    """Request for MergeEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The survivor: "collections/{collection}/entities/{entity}"."""
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Entities merged into it and deleted (1 to 100), same collection."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        entities: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MergeEntitiesRequest: _TypeAlias = MergeEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class CreateRelationRequest(_message.Message):
+    """Request for CreateRelation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    RELATION_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """"collections/{collection}"."""
+    @_builtins.property
+    def relation(self) -> _entity_pb2.Triple:
+        """The fact."""
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        relation: _entity_pb2.Triple | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["relation", b"relation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent", "relation", b"relation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateRelationRequest: _TypeAlias = CreateRelationRequest  # noqa: Y015
+
+@_typing.final
+class DeleteRelationRequest(_message.Message):
+    """Request for DeleteRelation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    RELATION_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """"collections/{collection}"."""
+    @_builtins.property
+    def relation(self) -> _entity_pb2.Triple:
+        """The fact to delete."""
+
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        relation: _entity_pb2.Triple | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["relation", b"relation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent", "relation", b"relation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteRelationRequest: _TypeAlias = DeleteRelationRequest  # noqa: Y015
+
+@_typing.final
+class DeleteRelationResponse(_message.Message):
+    """Response for DeleteRelation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.int
+    """Facts removed (1)."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteRelationResponse: _TypeAlias = DeleteRelationResponse  # noqa: Y015
+
+@_typing.final
+class ExportEntitiesRequest(_message.Message):
+    """Request for ExportEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """"collections/{collection}"."""
+    page_size: _builtins.int
+    """Most entities per page (1 to 10,000; 1,000 when 0)."""
+    page_token: _builtins.str
+    """"next_page_token" of the previous page; empty for the first."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportEntitiesRequest: _TypeAlias = ExportEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class ExportEntitiesResponse(_message.Message):
+    """Response for ExportEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITIES_JSONL_FIELD_NUMBER: _builtins.int
+    TRIPLES_JSONL_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    entities_jsonl: _builtins.str
+    """One entity per line: {"name", "category", "definition", "aliases",
+    "parents", "attributes"} (UTF-8, ordered by name).
+    """
+    triples_jsonl: _builtins.str
+    """One fact per line, {"subject", "predicate", "object"}, for the
+    page's entities as subjects.
+    """
+    next_page_token: _builtins.str
+    """Token of the next page; empty on the last."""
+    def __init__(
+        self,
+        *,
+        entities_jsonl: _builtins.str = ...,
+        triples_jsonl: _builtins.str = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities_jsonl", b"entities_jsonl", "next_page_token", b"next_page_token", "triples_jsonl", b"triples_jsonl"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportEntitiesResponse: _TypeAlias = ExportEntitiesResponse  # noqa: Y015
 
 @_typing.final
 class SearchRequest(_message.Message):

@@ -96,6 +96,41 @@ class GatewayServiceStub:
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.FromString,
                 _registered_method=True)
+        self.GetEntity = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/GetEntity',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityResponse.FromString,
+                _registered_method=True)
+        self.UpdateEntity = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/UpdateEntity',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityResponse.FromString,
+                _registered_method=True)
+        self.DeleteEntity = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/DeleteEntity',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityResponse.FromString,
+                _registered_method=True)
+        self.MergeEntities = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/MergeEntities',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesResponse.FromString,
+                _registered_method=True)
+        self.CreateRelation = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/CreateRelation',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationResponse.FromString,
+                _registered_method=True)
+        self.DeleteRelation = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/DeleteRelation',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationResponse.FromString,
+                _registered_method=True)
+        self.ExportEntities = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/ExportEntities',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -236,6 +271,86 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetEntity(self, request, context):
+        """One library entity (AIP-131) with its facts. "name" is
+        "collections/{collection}/entities/{entity}"; the entity id is its
+        canonical name (the rest of the resource name, URL-encoded in REST).
+        Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no such entity.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateEntity(self, request, context):
+        """Changes an entity's fields (AIP-134) in every store: the paths of
+        "update_mask" (category, definition, aliases, parents, attributes; "*"
+        all; omitted: the fields set in "entity") take the values of "entity",
+        and the entity is rewritten as given (aliases and parents it no longer
+        lists go, its surfaces are embedded again). The expander's library
+        index follows at its next refresh (the library version moves).
+        Errors: INVALID_ARGUMENT naming "name" or "update_mask.paths[i]" (an
+        unknown or output-only path); NOT_FOUND when no such entity.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEntity(self, request, context):
+        """Deletes an entity (AIP-135) from every store with every edge touching
+        it: aliases, facts from and to it, parent links (others' "parents"
+        lose it). Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no
+        such entity.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MergeEntities(self, request, context):
+        """Merges "entities" into the entity "name" (AIP-136 custom method): the
+        survivor keeps its fields and gains the merged entities' names and
+        aliases as aliases, their parents, definition and category where it
+        has none, and their facts and children, re-pointed at it (a fact that
+        would point from the survivor to itself is dropped, duplicates are
+        kept once); the merged entities are deleted from every store.
+        Errors: INVALID_ARGUMENT naming "name" or "entities[i]" (another
+        collection, the survivor itself, repeated); NOT_FOUND when the
+        survivor or a merged entity does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateRelation(self, request, context):
+        """Adds one fact to a collection's knowledge graph (idempotent: an
+        existing fact is left alone). The object links to the entity of that
+        name, else to a value. Errors: INVALID_ARGUMENT naming "parent" or
+        "relation.subject" / "relation.predicate" / "relation.object" (blank,
+        predicate too long or reserved); NOT_FOUND when the subject is not an
+        entity of the collection.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRelation(self, request, context):
+        """Deletes one fact (a triple has no id of its own, so it is named by its
+        three parts). Errors: INVALID_ARGUMENT naming "parent" or
+        "relation.*"; NOT_FOUND when the collection holds no such fact.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportEntities(self, request, context):
+        """A collection's entities and their facts, a page at a time, as JSONL in
+        the shapes Ingest reads (INGEST_KIND_ENTITIES and INGEST_KIND_TRIPLES),
+        so an export ingests again as it was. Errors: INVALID_ARGUMENT naming
+        "parent", "page_size" or "page_token".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -298,6 +413,41 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.DeleteCollection,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.SerializeToString,
+            ),
+            'GetEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEntity,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityResponse.SerializeToString,
+            ),
+            'UpdateEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateEntity,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityResponse.SerializeToString,
+            ),
+            'DeleteEntity': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEntity,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityResponse.SerializeToString,
+            ),
+            'MergeEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.MergeEntities,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesResponse.SerializeToString,
+            ),
+            'CreateRelation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateRelation,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationResponse.SerializeToString,
+            ),
+            'DeleteRelation': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRelation,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationResponse.SerializeToString,
+            ),
+            'ExportEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportEntities,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -626,6 +776,195 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/DeleteCollection',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteCollectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEntity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/GetEntity',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.GetEntityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateEntity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/UpdateEntity',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.UpdateEntityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEntity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/DeleteEntity',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteEntityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MergeEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/MergeEntities',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.MergeEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateRelation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/CreateRelation',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.CreateRelationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRelation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/DeleteRelation',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.DeleteRelationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/ExportEntities',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesRequest.SerializeToString,
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.ExportEntitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -120,6 +120,58 @@ class GatewayServiceStub:
     DeleteDocuments, and its library entities and facts. Idempotent.
     Errors: INVALID_ARGUMENT (field "name").
     """
+    GetEntity: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetEntityRequest, _gateway_pb2.GetEntityResponse]
+    """One library entity (AIP-131) with its facts. "name" is
+    "collections/{collection}/entities/{entity}"; the entity id is its
+    canonical name (the rest of the resource name, URL-encoded in REST).
+    Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no such entity.
+    """
+    UpdateEntity: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.UpdateEntityRequest, _gateway_pb2.UpdateEntityResponse]
+    """Changes an entity's fields (AIP-134) in every store: the paths of
+    "update_mask" (category, definition, aliases, parents, attributes; "*"
+    all; omitted: the fields set in "entity") take the values of "entity",
+    and the entity is rewritten as given (aliases and parents it no longer
+    lists go, its surfaces are embedded again). The expander's library
+    index follows at its next refresh (the library version moves).
+    Errors: INVALID_ARGUMENT naming "name" or "update_mask.paths[i]" (an
+    unknown or output-only path); NOT_FOUND when no such entity.
+    """
+    DeleteEntity: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteEntityRequest, _gateway_pb2.DeleteEntityResponse]
+    """Deletes an entity (AIP-135) from every store with every edge touching
+    it: aliases, facts from and to it, parent links (others' "parents"
+    lose it). Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no
+    such entity.
+    """
+    MergeEntities: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.MergeEntitiesRequest, _gateway_pb2.MergeEntitiesResponse]
+    """Merges "entities" into the entity "name" (AIP-136 custom method): the
+    survivor keeps its fields and gains the merged entities' names and
+    aliases as aliases, their parents, definition and category where it
+    has none, and their facts and children, re-pointed at it (a fact that
+    would point from the survivor to itself is dropped, duplicates are
+    kept once); the merged entities are deleted from every store.
+    Errors: INVALID_ARGUMENT naming "name" or "entities[i]" (another
+    collection, the survivor itself, repeated); NOT_FOUND when the
+    survivor or a merged entity does not exist.
+    """
+    CreateRelation: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.CreateRelationRequest, _gateway_pb2.CreateRelationResponse]
+    """Adds one fact to a collection's knowledge graph (idempotent: an
+    existing fact is left alone). The object links to the entity of that
+    name, else to a value. Errors: INVALID_ARGUMENT naming "parent" or
+    "relation.subject" / "relation.predicate" / "relation.object" (blank,
+    predicate too long or reserved); NOT_FOUND when the subject is not an
+    entity of the collection.
+    """
+    DeleteRelation: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteRelationRequest, _gateway_pb2.DeleteRelationResponse]
+    """Deletes one fact (a triple has no id of its own, so it is named by its
+    three parts). Errors: INVALID_ARGUMENT naming "parent" or
+    "relation.*"; NOT_FOUND when the collection holds no such fact.
+    """
+    ExportEntities: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.ExportEntitiesRequest, _gateway_pb2.ExportEntitiesResponse]
+    """A collection's entities and their facts, a page at a time, as JSONL in
+    the shapes Ingest reads (INGEST_KIND_ENTITIES and INGEST_KIND_TRIPLES),
+    so an export ingests again as it was. Errors: INVALID_ARGUMENT naming
+    "parent", "page_size" or "page_token".
+    """
 
 @_typing.type_check_only
 class GatewayServiceAsyncStub(GatewayServiceStub):
@@ -212,6 +264,58 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """Deletes a collection (AIP-135) from every store: its documents as
     DeleteDocuments, and its library entities and facts. Idempotent.
     Errors: INVALID_ARGUMENT (field "name").
+    """
+    GetEntity: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetEntityRequest, _gateway_pb2.GetEntityResponse]  # type: ignore[assignment]
+    """One library entity (AIP-131) with its facts. "name" is
+    "collections/{collection}/entities/{entity}"; the entity id is its
+    canonical name (the rest of the resource name, URL-encoded in REST).
+    Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no such entity.
+    """
+    UpdateEntity: _aio.UnaryUnaryMultiCallable[_gateway_pb2.UpdateEntityRequest, _gateway_pb2.UpdateEntityResponse]  # type: ignore[assignment]
+    """Changes an entity's fields (AIP-134) in every store: the paths of
+    "update_mask" (category, definition, aliases, parents, attributes; "*"
+    all; omitted: the fields set in "entity") take the values of "entity",
+    and the entity is rewritten as given (aliases and parents it no longer
+    lists go, its surfaces are embedded again). The expander's library
+    index follows at its next refresh (the library version moves).
+    Errors: INVALID_ARGUMENT naming "name" or "update_mask.paths[i]" (an
+    unknown or output-only path); NOT_FOUND when no such entity.
+    """
+    DeleteEntity: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteEntityRequest, _gateway_pb2.DeleteEntityResponse]  # type: ignore[assignment]
+    """Deletes an entity (AIP-135) from every store with every edge touching
+    it: aliases, facts from and to it, parent links (others' "parents"
+    lose it). Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no
+    such entity.
+    """
+    MergeEntities: _aio.UnaryUnaryMultiCallable[_gateway_pb2.MergeEntitiesRequest, _gateway_pb2.MergeEntitiesResponse]  # type: ignore[assignment]
+    """Merges "entities" into the entity "name" (AIP-136 custom method): the
+    survivor keeps its fields and gains the merged entities' names and
+    aliases as aliases, their parents, definition and category where it
+    has none, and their facts and children, re-pointed at it (a fact that
+    would point from the survivor to itself is dropped, duplicates are
+    kept once); the merged entities are deleted from every store.
+    Errors: INVALID_ARGUMENT naming "name" or "entities[i]" (another
+    collection, the survivor itself, repeated); NOT_FOUND when the
+    survivor or a merged entity does not exist.
+    """
+    CreateRelation: _aio.UnaryUnaryMultiCallable[_gateway_pb2.CreateRelationRequest, _gateway_pb2.CreateRelationResponse]  # type: ignore[assignment]
+    """Adds one fact to a collection's knowledge graph (idempotent: an
+    existing fact is left alone). The object links to the entity of that
+    name, else to a value. Errors: INVALID_ARGUMENT naming "parent" or
+    "relation.subject" / "relation.predicate" / "relation.object" (blank,
+    predicate too long or reserved); NOT_FOUND when the subject is not an
+    entity of the collection.
+    """
+    DeleteRelation: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteRelationRequest, _gateway_pb2.DeleteRelationResponse]  # type: ignore[assignment]
+    """Deletes one fact (a triple has no id of its own, so it is named by its
+    three parts). Errors: INVALID_ARGUMENT naming "parent" or
+    "relation.*"; NOT_FOUND when the collection holds no such fact.
+    """
+    ExportEntities: _aio.UnaryUnaryMultiCallable[_gateway_pb2.ExportEntitiesRequest, _gateway_pb2.ExportEntitiesResponse]  # type: ignore[assignment]
+    """A collection's entities and their facts, a page at a time, as JSONL in
+    the shapes Ingest reads (INGEST_KIND_ENTITIES and INGEST_KIND_TRIPLES),
+    so an export ingests again as it was. Errors: INVALID_ARGUMENT naming
+    "parent", "page_size" or "page_token".
     """
 
 class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -374,6 +478,100 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         """Deletes a collection (AIP-135) from every store: its documents as
         DeleteDocuments, and its library entities and facts. Idempotent.
         Errors: INVALID_ARGUMENT (field "name").
+        """
+
+    @_abc_1.abstractmethod
+    def GetEntity(
+        self,
+        request: _gateway_pb2.GetEntityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.GetEntityResponse, _abc.Awaitable[_gateway_pb2.GetEntityResponse]]:
+        """One library entity (AIP-131) with its facts. "name" is
+        "collections/{collection}/entities/{entity}"; the entity id is its
+        canonical name (the rest of the resource name, URL-encoded in REST).
+        Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no such entity.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateEntity(
+        self,
+        request: _gateway_pb2.UpdateEntityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.UpdateEntityResponse, _abc.Awaitable[_gateway_pb2.UpdateEntityResponse]]:
+        """Changes an entity's fields (AIP-134) in every store: the paths of
+        "update_mask" (category, definition, aliases, parents, attributes; "*"
+        all; omitted: the fields set in "entity") take the values of "entity",
+        and the entity is rewritten as given (aliases and parents it no longer
+        lists go, its surfaces are embedded again). The expander's library
+        index follows at its next refresh (the library version moves).
+        Errors: INVALID_ARGUMENT naming "name" or "update_mask.paths[i]" (an
+        unknown or output-only path); NOT_FOUND when no such entity.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteEntity(
+        self,
+        request: _gateway_pb2.DeleteEntityRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeleteEntityResponse, _abc.Awaitable[_gateway_pb2.DeleteEntityResponse]]:
+        """Deletes an entity (AIP-135) from every store with every edge touching
+        it: aliases, facts from and to it, parent links (others' "parents"
+        lose it). Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no
+        such entity.
+        """
+
+    @_abc_1.abstractmethod
+    def MergeEntities(
+        self,
+        request: _gateway_pb2.MergeEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.MergeEntitiesResponse, _abc.Awaitable[_gateway_pb2.MergeEntitiesResponse]]:
+        """Merges "entities" into the entity "name" (AIP-136 custom method): the
+        survivor keeps its fields and gains the merged entities' names and
+        aliases as aliases, their parents, definition and category where it
+        has none, and their facts and children, re-pointed at it (a fact that
+        would point from the survivor to itself is dropped, duplicates are
+        kept once); the merged entities are deleted from every store.
+        Errors: INVALID_ARGUMENT naming "name" or "entities[i]" (another
+        collection, the survivor itself, repeated); NOT_FOUND when the
+        survivor or a merged entity does not exist.
+        """
+
+    @_abc_1.abstractmethod
+    def CreateRelation(
+        self,
+        request: _gateway_pb2.CreateRelationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.CreateRelationResponse, _abc.Awaitable[_gateway_pb2.CreateRelationResponse]]:
+        """Adds one fact to a collection's knowledge graph (idempotent: an
+        existing fact is left alone). The object links to the entity of that
+        name, else to a value. Errors: INVALID_ARGUMENT naming "parent" or
+        "relation.subject" / "relation.predicate" / "relation.object" (blank,
+        predicate too long or reserved); NOT_FOUND when the subject is not an
+        entity of the collection.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteRelation(
+        self,
+        request: _gateway_pb2.DeleteRelationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.DeleteRelationResponse, _abc.Awaitable[_gateway_pb2.DeleteRelationResponse]]:
+        """Deletes one fact (a triple has no id of its own, so it is named by its
+        three parts). Errors: INVALID_ARGUMENT naming "parent" or
+        "relation.*"; NOT_FOUND when the collection holds no such fact.
+        """
+
+    @_abc_1.abstractmethod
+    def ExportEntities(
+        self,
+        request: _gateway_pb2.ExportEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_gateway_pb2.ExportEntitiesResponse, _abc.Awaitable[_gateway_pb2.ExportEntitiesResponse]]:
+        """A collection's entities and their facts, a page at a time, as JSONL in
+        the shapes Ingest reads (INGEST_KIND_ENTITIES and INGEST_KIND_TRIPLES),
+        so an export ingests again as it was. Errors: INVALID_ARGUMENT naming
+        "parent", "page_size" or "page_token".
         """
 
 def add_GatewayServiceServicer_to_server(servicer: GatewayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

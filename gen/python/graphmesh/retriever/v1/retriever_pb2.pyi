@@ -21,6 +21,192 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class ExportEntitiesRequest(_message.Message):
+    """Request for ExportEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    AFTER_NAME_FIELD_NUMBER: _builtins.int
+    WITH_LINKS_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection; "default" when empty."""
+    page_size: _builtins.int
+    """Most entities of a page (1 to 10,000; 1,000 when 0); ignored with names."""
+    after_name: _builtins.str
+    """Only entities whose name sorts after this one (the last of the previous page)."""
+    with_links: _builtins.bool
+    """Also the facts pointing at the entities and their children (see the RPC)."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Entities wanted by name (at most 1,000); empty: a page of all."""
+
+    def __init__(
+        self,
+        *,
+        collection: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        page_size: _builtins.int = ...,
+        after_name: _builtins.str = ...,
+        with_links: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_name", b"after_name", "collection", b"collection", "names", b"names", "page_size", b"page_size", "with_links", b"with_links"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportEntitiesRequest: _TypeAlias = ExportEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class ExportEntitiesResponse(_message.Message):
+    """Response for ExportEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    TRIPLES_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
+        """Entities ordered by name; aliases are the given ones (not the
+        controlled aliases derived from the name), parents by name.
+        """
+
+    @_builtins.property
+    def triples(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Triple]:
+        """Facts (see the request), ordered by subject, predicate, object."""
+
+    @_builtins.property
+    def children(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
+        """Entities with a parent among "entities" (with_links only)."""
+
+    def __init__(
+        self,
+        *,
+        entities: _abc.Iterable[_entity_pb2.Entity] | None = ...,
+        triples: _abc.Iterable[_entity_pb2.Triple] | None = ...,
+        children: _abc.Iterable[_entity_pb2.Entity] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "entities", b"entities", "triples", b"triples"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportEntitiesResponse: _TypeAlias = ExportEntitiesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteEntitiesRequest(_message.Message):
+    """Request for DeleteEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection; "default" when empty."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Entity names (1 to 1,000)."""
+
+    def __init__(
+        self,
+        *,
+        collection: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "names", b"names"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEntitiesRequest: _TypeAlias = DeleteEntitiesRequest  # noqa: Y015
+
+@_typing.final
+class DeleteEntitiesResponse(_message.Message):
+    """Response for DeleteEntities."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deleted(self) -> _types_pb2.DeletionCounts:
+        """What was removed (entities, graph nodes and edges)."""
+
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Names of the entities removed, sorted."""
+
+    def __init__(
+        self,
+        *,
+        deleted: _types_pb2.DeletionCounts | None = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted", "names", b"names"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEntitiesResponse: _TypeAlias = DeleteEntitiesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteTriplesRequest(_message.Message):
+    """Request for DeleteTriples."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TRIPLES_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection; "default" when empty."""
+    @_builtins.property
+    def triples(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Triple]:
+        """Facts to delete (1 to 10,000)."""
+
+    def __init__(
+        self,
+        *,
+        triples: _abc.Iterable[_entity_pb2.Triple] | None = ...,
+        collection: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "triples", b"triples"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteTriplesRequest: _TypeAlias = DeleteTriplesRequest  # noqa: Y015
+
+@_typing.final
+class DeleteTriplesResponse(_message.Message):
+    """Response for DeleteTriples."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.int
+    """Facts removed."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteTriplesResponse: _TypeAlias = DeleteTriplesResponse  # noqa: Y015
+
+@_typing.final
 class Seed(_message.Message):
     """One first-stage hit a Related call starts from."""
 
@@ -388,8 +574,14 @@ class IngestEntitiesRequest(_message.Message):
     ENTITIES_FIELD_NUMBER: _builtins.int
     SURFACE_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     COLLECTION_FIELD_NUMBER: _builtins.int
+    REPLACE_FIELD_NUMBER: _builtins.int
     collection: _builtins.str
     """Collection the entities belong to; "default" when empty."""
+    replace: _builtins.bool
+    """Each entity takes exactly the given fields: aliases, parents and the
+    category link it had and no longer lists are removed (a plain ingest
+    only adds them), and it is written even when its content is unchanged.
+    """
     @_builtins.property
     def entities(self) -> _containers.RepeatedCompositeFieldContainer[_entity_pb2.Entity]:
         """Entities to merge by name (at most 10,000 per call)."""
@@ -407,10 +599,11 @@ class IngestEntitiesRequest(_message.Message):
         entities: _abc.Iterable[_entity_pb2.Entity] | None = ...,
         surface_embeddings: _abc.Iterable[Global___EntitySurfaceEmbeddings] | None = ...,
         collection: _builtins.str = ...,
+        replace: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "entities", b"entities", "surface_embeddings", b"surface_embeddings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "entities", b"entities", "replace", b"replace", "surface_embeddings", b"surface_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

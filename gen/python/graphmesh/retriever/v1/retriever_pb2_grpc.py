@@ -101,6 +101,21 @@ class RetrieverServiceStub:
                 request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.FromString,
                 _registered_method=True)
+        self.ExportEntities = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/ExportEntities',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesResponse.FromString,
+                _registered_method=True)
+        self.DeleteEntities = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/DeleteEntities',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesResponse.FromString,
+                _registered_method=True)
+        self.DeleteTriples = channel.unary_unary(
+                '/graphmesh.retriever.v1.RetrieverService/DeleteTriples',
+                request_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesRequest.SerializeToString,
+                response_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -234,6 +249,41 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportEntities(self, request, context):
+        """Library entities with their facts, as the entity and triple JSONL
+        ingest reads them: the named entities, or (no names) a page of the
+        collection's entities ordered by name. "triples" are the facts whose
+        subject is a returned entity; with "with_links" also those whose
+        object is one, and "children" the entities naming one as parent.
+        Placeholder parents (named by a parent list, never ingested) are not
+        entities. Errors: INVALID_ARGUMENT naming "collection", "names" or
+        "page_size"; UNIMPLEMENTED where the store keeps no entities.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEntities(self, request, context):
+        """Deletes library entities by name with every edge touching them: their
+        aliases (those no other entity holds), the facts from and to them,
+        parent links (the graph's PARENT_OF edges; the "parents" of other
+        entity cards) and values or placeholders only they used. Bumps the
+        library version. Idempotent: unknown names are not errors.
+        Errors: INVALID_ARGUMENT naming "collection" or "names".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTriples(self, request, context):
+        """Deletes the given facts (subject -[predicate]-> object), and values
+        no fact uses any more. Idempotent. Errors: INVALID_ARGUMENT naming
+        "triples"; UNIMPLEMENTED where the store keeps no facts (retriever_pg).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -301,6 +351,21 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.Related,
                     request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.FromString,
                     response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.SerializeToString,
+            ),
+            'ExportEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportEntities,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesResponse.SerializeToString,
+            ),
+            'DeleteEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEntities,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesResponse.SerializeToString,
+            ),
+            'DeleteTriples': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTriples,
+                    request_deserializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesRequest.FromString,
+                    response_serializer=graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -656,6 +721,87 @@ class RetrieverService:
             '/graphmesh.retriever.v1.RetrieverService/Related',
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedRequest.SerializeToString,
             graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.RelatedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/ExportEntities',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.ExportEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/DeleteEntities',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteEntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTriples(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.retriever.v1.RetrieverService/DeleteTriples',
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesRequest.SerializeToString,
+            graphmesh_dot_retriever_dot_v1_dot_retriever__pb2.DeleteTriplesResponse.FromString,
             options,
             channel_credentials,
             insecure,

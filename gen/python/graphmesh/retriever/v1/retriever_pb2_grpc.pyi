@@ -108,6 +108,29 @@ class RetrieverServiceStub:
     50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
     related channels (retriever_pg).
     """
+    ExportEntities: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.ExportEntitiesRequest, _retriever_pb2.ExportEntitiesResponse]
+    """Library entities with their facts, as the entity and triple JSONL
+    ingest reads them: the named entities, or (no names) a page of the
+    collection's entities ordered by name. "triples" are the facts whose
+    subject is a returned entity; with "with_links" also those whose
+    object is one, and "children" the entities naming one as parent.
+    Placeholder parents (named by a parent list, never ingested) are not
+    entities. Errors: INVALID_ARGUMENT naming "collection", "names" or
+    "page_size"; UNIMPLEMENTED where the store keeps no entities.
+    """
+    DeleteEntities: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.DeleteEntitiesRequest, _retriever_pb2.DeleteEntitiesResponse]
+    """Deletes library entities by name with every edge touching them: their
+    aliases (those no other entity holds), the facts from and to them,
+    parent links (the graph's PARENT_OF edges; the "parents" of other
+    entity cards) and values or placeholders only they used. Bumps the
+    library version. Idempotent: unknown names are not errors.
+    Errors: INVALID_ARGUMENT naming "collection" or "names".
+    """
+    DeleteTriples: _grpc.UnaryUnaryMultiCallable[_retriever_pb2.DeleteTriplesRequest, _retriever_pb2.DeleteTriplesResponse]
+    """Deletes the given facts (subject -[predicate]-> object), and values
+    no fact uses any more. Idempotent. Errors: INVALID_ARGUMENT naming
+    "triples"; UNIMPLEMENTED where the store keeps no facts (retriever_pg).
+    """
 
 @_typing.type_check_only
 class RetrieverServiceAsyncStub(RetrieverServiceStub):
@@ -188,6 +211,29 @@ class RetrieverServiceAsyncStub(RetrieverServiceStub):
     INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
     50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
     related channels (retriever_pg).
+    """
+    ExportEntities: _aio.UnaryUnaryMultiCallable[_retriever_pb2.ExportEntitiesRequest, _retriever_pb2.ExportEntitiesResponse]  # type: ignore[assignment]
+    """Library entities with their facts, as the entity and triple JSONL
+    ingest reads them: the named entities, or (no names) a page of the
+    collection's entities ordered by name. "triples" are the facts whose
+    subject is a returned entity; with "with_links" also those whose
+    object is one, and "children" the entities naming one as parent.
+    Placeholder parents (named by a parent list, never ingested) are not
+    entities. Errors: INVALID_ARGUMENT naming "collection", "names" or
+    "page_size"; UNIMPLEMENTED where the store keeps no entities.
+    """
+    DeleteEntities: _aio.UnaryUnaryMultiCallable[_retriever_pb2.DeleteEntitiesRequest, _retriever_pb2.DeleteEntitiesResponse]  # type: ignore[assignment]
+    """Deletes library entities by name with every edge touching them: their
+    aliases (those no other entity holds), the facts from and to them,
+    parent links (the graph's PARENT_OF edges; the "parents" of other
+    entity cards) and values or placeholders only they used. Bumps the
+    library version. Idempotent: unknown names are not errors.
+    Errors: INVALID_ARGUMENT naming "collection" or "names".
+    """
+    DeleteTriples: _aio.UnaryUnaryMultiCallable[_retriever_pb2.DeleteTriplesRequest, _retriever_pb2.DeleteTriplesResponse]  # type: ignore[assignment]
+    """Deletes the given facts (subject -[predicate]-> object), and values
+    no fact uses any more. Idempotent. Errors: INVALID_ARGUMENT naming
+    "triples"; UNIMPLEMENTED where the store keeps no facts (retriever_pg).
     """
 
 class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -344,6 +390,47 @@ class RetrieverServiceServicer(metaclass=_abc_1.ABCMeta):
         INVALID_ARGUMENT when "query" is empty, "seeds" is empty or longer than
         50, or "top_k" is out of range; UNIMPLEMENTED on a retriever without
         related channels (retriever_pg).
+        """
+
+    @_abc_1.abstractmethod
+    def ExportEntities(
+        self,
+        request: _retriever_pb2.ExportEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.ExportEntitiesResponse, _abc.Awaitable[_retriever_pb2.ExportEntitiesResponse]]:
+        """Library entities with their facts, as the entity and triple JSONL
+        ingest reads them: the named entities, or (no names) a page of the
+        collection's entities ordered by name. "triples" are the facts whose
+        subject is a returned entity; with "with_links" also those whose
+        object is one, and "children" the entities naming one as parent.
+        Placeholder parents (named by a parent list, never ingested) are not
+        entities. Errors: INVALID_ARGUMENT naming "collection", "names" or
+        "page_size"; UNIMPLEMENTED where the store keeps no entities.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteEntities(
+        self,
+        request: _retriever_pb2.DeleteEntitiesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.DeleteEntitiesResponse, _abc.Awaitable[_retriever_pb2.DeleteEntitiesResponse]]:
+        """Deletes library entities by name with every edge touching them: their
+        aliases (those no other entity holds), the facts from and to them,
+        parent links (the graph's PARENT_OF edges; the "parents" of other
+        entity cards) and values or placeholders only they used. Bumps the
+        library version. Idempotent: unknown names are not errors.
+        Errors: INVALID_ARGUMENT naming "collection" or "names".
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteTriples(
+        self,
+        request: _retriever_pb2.DeleteTriplesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retriever_pb2.DeleteTriplesResponse, _abc.Awaitable[_retriever_pb2.DeleteTriplesResponse]]:
+        """Deletes the given facts (subject -[predicate]-> object), and values
+        no fact uses any more. Idempotent. Errors: INVALID_ARGUMENT naming
+        "triples"; UNIMPLEMENTED where the store keeps no facts (retriever_pg).
         """
 
 def add_RetrieverServiceServicer_to_server(servicer: RetrieverServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
