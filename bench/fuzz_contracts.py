@@ -26,7 +26,7 @@ import httpx  # noqa: E402
 from hypothesis import HealthCheck, given, settings, seed as hseed, strategies as st  # noqa: E402
 
 from graphmesh.gateway.v1 import gateway_pb2  # noqa: E402
-from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, chat_body, json_body, json_payload,  # noqa: E402
+from tests.proto_fuzz import (REST_BODY_ROUTES, REST_PARAM_ROUTES, chat_body, fill_route, json_body, json_payload,  # noqa: E402
                               jsonl_records, message_bytes, query_params, resource_names)
 
 SERVICE = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
@@ -109,7 +109,7 @@ def main() -> None:
             for route, name in ROUTES.items():
                 def post(case, route=route) -> None:
                     body, parent = case
-                    path = route.replace("{parent}", parent)
+                    path = fill_route(route, parent)
                     record(route, path, http.post(path, content=json_payload(body), headers={"Content-Type": "application/json"}))
                 run_case(post, st.tuples(json_body(gateway_pb2.DESCRIPTOR.message_types_by_name[name]), resource_names()),
                          rest_cases, args.seed)
@@ -120,7 +120,7 @@ def main() -> None:
 
                     def request(case, route=route, verb=verb, key=key) -> None:
                         name, params = case
-                        path = route.replace("{name}", name).replace("{parent}", name)
+                        path = fill_route(route, name)
                         record(key, path, http.request(verb, path, params=params))
                     run_case(request, st.tuples(resource_names(), query_params()), rest_cases, args.seed)
                     print(f"{key:24s} {dict(codes[key])}", flush=True)

@@ -167,15 +167,45 @@ class Builder:
         return out
 
 
-def _path_and_params(template: str) -> tuple[str, list[dict]]:
-    params = []
+def _segment_name(collection: str, variable: str, taken: list[str]) -> str:
+    """The parameter name of a "*" segment after the literal ``collection``
+    ("collections" -> "collection", "entities" -> "entity"), or
+    ``variable``_n when there is no such literal or the name is taken."""
+    singular = collection[:-3] + "y" if collection.endswith("ies") else collection[:-1] if collection.endswith("s") else ""
+    if singular and singular.isidentifier() and singular not in taken:
+        return singular
+    return f"{variable}_{len(taken) + 1}"
 
-    def plain(match: re.Match) -> str:
-        name = match.group(1).split("=")[0]
-        params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
-        return "{" + name + "}"
 
-    return re.sub(r"\{([^}]+)\}", plain, template), params
+def _path_and_params(template: str) -> tuple[str, list[dict], set[str]]:
+    """(OpenAPI path, its path parameters, the request fields they fill) of
+    a google.api.http template. A resource-name variable is written out as
+    its segments, because an OpenAPI path parameter cannot hold "/":
+    "/v1/{name=collections/*/documents/**}" becomes
+    "/v1/collections/{collection}/documents/{document}", whose URL is the
+    one the gateway serves; a plain "{name}" stays as it is."""
+    params: list[dict] = []
+    fields: set[str] = set()
+
+    def expand(match: re.Match) -> str:
+        variable, _, pattern = match.group(1).partition("=")
+        fields.add(variable)
+        if not pattern:
+            params.append({"name": variable, "in": "path", "required": True, "schema": {"type": "string"}})
+            return "{" + variable + "}"
+        parts = pattern.split("/")
+        out = []
+        for i, part in enumerate(parts):
+            if part not in ("*", "**"):
+                out.append(part)
+                continue
+            name = _segment_name(parts[i - 1] if i else "", variable, [p["name"] for p in params])
+            params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
+                           "description": f"a segment of the request's `{variable}` ({pattern})"})
+            out.append("{" + name + "}")
+        return "/".join(out)
+
+    return re.sub(r"\{([^}]+)\}", expand, template), params, fields
 
 
 ERROR = {"type": "object", "description": "google.rpc.Status as JSON; code is the HTTP status (AIP-193 mapping of the gRPC code).",
@@ -210,7 +240,7 @@ def build() -> dict:
         verb = rule.WhichOneof("pattern")
         if verb is None or verb == "custom":
             continue
-        path, params = _path_and_params(getattr(rule, verb))
+        path, params, path_fields = _path_and_params(getattr(rule, verb))
         request = b.ref(method.input_type)
         reply = b.ref(method.output_type)
         if method.server_streaming:
@@ -237,11 +267,11 @@ def build() -> dict:
             operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
         else:  # the request's other fields travel as query parameters
             message, comments = b.messages[method.input_type]
-            in_path = {p["name"] for p in params}
+            in_path = set(path_fields)
             for i, field in enumerate(message.field):
                 if field.name not in in_path:
-                    params.insert(len(in_path), {"name": field.json_name, "in": "query", "required": False,
-                                                 "schema": b.field_schema(field), "description": comments.get((2, i), "")})
+                    params.insert(len(params) - 1, {"name": field.json_name, "in": "query", "required": False,
+                                                    "schema": b.field_schema(field), "description": comments.get((2, i), "")})
                     in_path.add(field.name)
         paths.setdefault(path, {})[verb] = operation
     paths.update(extra_paths)

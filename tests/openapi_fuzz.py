@@ -2,12 +2,10 @@
 /openapi.json), shared by tests/test_rest_schemathesis.py and
 bench/rest_schemathesis.py.
 
-``served_schema(rest_url)`` loads the document the gateway serves and
-expands each AIP resource-name path variable into its segments
-(``/v1/{name}`` becomes ``/v1/collections/{name_1}/documents/{name_2}``,
-after the route's google.api.http template): OpenAPI has no multi-segment
-path parameter, and a generated value with its "/" percent-encoded never
-reaches the route. ``fuzz_operation`` runs schemathesis's generated cases,
+``served_schema(rest_url)`` loads the document the gateway serves (its
+resource-name paths written out as segments,
+``/v1/collections/{collection}/documents/{document}``, so generated values
+reach the routes). ``fuzz_operation`` runs schemathesis's generated cases,
 positive and negative (schema-violating) mixed, against one operation with
 the caller's headers (API key, own Origin: the edge's rules are met, not
 switched off) and checks every response: no 5xx (server_error), and a
@@ -16,7 +14,6 @@ status code, media type and body the document declares for the operation
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -28,14 +25,12 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
-from services.gateway.api.rest import http_routes
 
 #: Checks applied to every response; a 5xx is checked by server_error (not
 #: schemathesis's not_a_server_error) to excuse a 504 on the caller's own tiny deadline.
 CHECKS = [status_code_conformance, content_type_conformance, response_schema_conformance]
 #: A 504 is the right answer to a request whose X-Timeout-Seconds is below this (seconds).
 OWN_DEADLINE = 1.0
-_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)=([^}]*)\}")
 
 
 @dataclass
@@ -65,58 +60,18 @@ def server_error(case, status: int) -> str | None:
     return f"server error {status}"
 
 
-def _expanded(template: str) -> tuple[str, str, dict[str, str]]:
-    """(served path, expanded path, expanded parameter -> served one) of a
-    google.api.http template ("/v1/{name=collections/*/documents/*}")."""
-    served = _VARIABLE.sub(lambda m: "{" + m.group(1) + "}", template)
-    params: dict[str, str] = {}
-
-    def segments(m: re.Match) -> str:
-        out = []
-        for part in m.group(2).split("/"):
-            if part in ("*", "**"):
-                name = f"{m.group(1)}_{sum(1 for p in params.values() if p == m.group(1)) + 1}"
-                params[name] = m.group(1)
-                out.append("{" + name + "}")
-            else:
-                out.append(part)
-        return "/".join(out)
-
-    return served, _VARIABLE.sub(segments, template), params
-
-
-def expand_resource_paths(document: dict) -> tuple[dict, dict[str, str]]:
-    """``document`` with its resource-name path variables expanded (module
-    docstring), and expanded path -> served path."""
-    paths = {path: dict(item) for path, item in document["paths"].items()}
-    served_of: dict[str, str] = {}
-    for verb, template, _ in http_routes():
-        served, expanded, params = _expanded(template)
-        operation = paths.get(served, {}).pop(verb.lower(), None) if params else None
-        if operation is None:
-            continue
-        kept = [p for p in operation.get("parameters", []) if not (p["in"] == "path" and p["name"] in params.values())]
-        operation = {**operation, "parameters": [{"name": name, "in": "path", "required": True,
-                                                  "schema": {"type": "string", "minLength": 1},
-                                                  "description": f"a segment of {params[name]}"} for name in params] + kept}
-        paths.setdefault(expanded, {})[verb.lower()] = operation
-        served_of[expanded] = served
-    paths = {path: item for path, item in paths.items() if item}
-    return {**document, "paths": paths}, served_of
-
-
 def served_schema(rest_url: str, headers: dict[str, str] | None = None):
     """The schemathesis schema of the document served at ``rest_url``/openapi.json
-    (paths expanded), and a map from its operation labels to the served routes."""
+    and a map from its operation labels to "METHOD path"."""
     reply = httpx.get(rest_url + "/openapi.json", headers=headers or {}, timeout=30)
     reply.raise_for_status()
-    document, served_of = expand_resource_paths(reply.json())
+    document = reply.json()
     document["servers"] = [{"url": rest_url}]
     schema = schemathesis.openapi.from_dict(document)
     labels = {}
     for result in schema.get_all_operations():
         operation = result.ok()
-        labels[operation.label] = f"{operation.method.upper()} {served_of.get(operation.path, operation.path)}"
+        labels[operation.label] = f"{operation.method.upper()} {operation.path}"
     return schema, labels
 
 

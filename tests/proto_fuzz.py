@@ -19,6 +19,7 @@ numbers).
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -195,12 +196,26 @@ def jsonl_records(draw) -> bytes:
 REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
                     "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
                     "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
-                    "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest",
-                    "/v1/{name}:merge": "MergeEntitiesRequest", "/v1/{parent}/relations": "CreateRelationRequest",
-                    "/v1/{parent}/relations:delete": "DeleteRelationRequest"}
+                    "/v1/collections/{collection}/documents:batchDelete": "DeleteDocumentsRequest",
+                    "/v1/collections/{collection}/entities/{entity}:merge": "MergeEntitiesRequest",
+                    "/v1/collections/{collection}/relations": "CreateRelationRequest",
+                    "/v1/collections/{collection}/relations:delete": "DeleteRelationRequest"}
 #: REST routes without a body (their input is the path and the query string): route -> methods.
-REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "/v1/{name}": ("GET", "DELETE", "PATCH"),
-                     "/v1/{parent}/documents": ("GET",), "/v1/{parent}/entities:export": ("GET",)}
+REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",),
+                     "/v1/collections/{collection}": ("DELETE",),
+                     "/v1/collections/{collection}/documents/{document}": ("GET",),
+                     "/v1/collections/{collection}/entities/{entity}": ("GET", "DELETE", "PATCH"),
+                     "/v1/collections/{collection}/documents": ("GET",),
+                     "/v1/collections/{collection}/entities:export": ("GET",)}
+#: The resource-name part of a documented route: "collections/{collection}"
+#: and what follows it up to a custom verb or the end.
+_RESOURCE_RUN = re.compile(r"collections/\{collection\}(?:/[a-z]+/\{[a-z]+\})?")
+
+
+def fill_route(route: str, name: str) -> str:
+    """``route`` with its resource-name segments replaced by ``name`` (a
+    whole resource name, well formed or not): the URL the transcoder sees."""
+    return _RESOURCE_RUN.sub(lambda _: name, route, count=1)
 
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from graphmesh.gateway.v1 import gateway_pb2
 from services.ingest.jsonl_documents import parse_jsonl
 from services.ingest.jsonl_entities import parse_entities, parse_triples
-from tests.proto_fuzz import (REST_BODY_ROUTES, REST_OPENAI_ROUTES, REST_PARAM_ROUTES, chat_body, json_body, json_payload,
+from tests.proto_fuzz import (REST_BODY_ROUTES, REST_OPENAI_ROUTES, REST_PARAM_ROUTES, chat_body, fill_route, json_body, json_payload,
                               jsonl_records, message_bytes, query_params, resource_names)
 from tests.threaded_gateway import start_threaded_gateway
 
@@ -163,7 +163,7 @@ def test_generated_rest_bodies_get_a_client_error_or_an_answer(gateway, route):
                parent=RESOURCE_NAMES)
         def run(body, raw, parent) -> None:
             content = json_payload(body) if raw is None else raw
-            reply = http.post(route.replace("{parent}", parent).replace("{name}", parent), content=content,
+            reply = http.post(fill_route(route, parent), content=content,
                               headers={"Content-Type": "application/json"})
             statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
             assert reply.status_code < 500 or reply.status_code == 503, (reply.status_code, reply.text[:300], content[:300])
@@ -182,7 +182,7 @@ def test_generated_paths_and_query_strings_get_a_client_error_or_an_answer(gatew
         @settings(max_examples=25, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(name=RESOURCE_NAMES, params=query_params())
         def run(name, params) -> None:
-            path = route.replace("{name}", name).replace("{parent}", name)
+            path = fill_route(route, name)
             reply = http.request(method, path, params=params)
             statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
             assert reply.status_code < 500 or reply.status_code == 503, (reply.status_code, reply.text[:300], path, params)

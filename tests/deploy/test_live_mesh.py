@@ -125,6 +125,9 @@ async def test_the_to_be_added_list_stays_small_explicit_and_current(exported):
 
 
 OPENAPI = REPO / "services" / "gateway" / "static" / "openapi.json"
+ENTITIES = "\n".join(json.dumps(e, ensure_ascii=False) for e in (
+    {"name": "马铃薯", "category": "蔬菜", "aliases": ["土豆"]}, {"name": "洋芋", "category": "蔬菜"},
+    {"name": "番茄", "category": "蔬菜"})).encode()
 REST_BODIES = {  # one valid request per documented route (proto3 JSON names)
     "/v1/documents:ingest": {"jsonl": base64.b64encode(b"\n".join(SAMPLE.read_bytes().splitlines()[3:5])).decode(), "kind": "INGEST_KIND_DOCUMENTS"},
     "/v1/query:search": {"query": QUESTION, "topK": 3, "disabledStages": ["mmr"]},
@@ -132,16 +135,28 @@ REST_BODIES = {  # one valid request per documented route (proto3 JSON names)
     "/v1/query:answerStream": {"query": QUESTION, "topK": 3},
     "/v1/query:deepSearch": {"query": QUESTION, "topK": 3, "maxIterations": 1, "subQueries": 1},
     "/v1/entities:search": {"query": "实用新型", "topK": 3},
-    "/v1/{parent}/documents:batchDelete": {"names": ["collections/default/documents/never-stored"]},
+    "/v1/collections/{collection}/documents:batchDelete": {"names": ["collections/default/documents/never-stored"]},
+    # the editing routes work on the entities ENTITIES puts in collection "liveedit"
+    "/v1/collections/{collection}/entities/{entity}:merge": {"entities": ["collections/liveedit/entities/洋芋"]},
+    "/v1/collections/{collection}/relations": {"relation": {"subject": "马铃薯", "predicate": "富含", "object": "淀粉"}},
+    "/v1/collections/{collection}/relations:delete": {"relation": {"subject": "马铃薯", "predicate": "富含", "object": "淀粉"}},
+    "/v1/collections/{collection}/entities/{entity}": {"entity": {"definition": "茄科植物的块茎"}, "updateMask": "definition"},
     "/v1/chat/completions": {"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}]},
 }
 # The concrete URL of each templated route, and of the routes without a body
 # (the sample's lines 3..4, ids 4 and 5, are ingested by the first call).
 REST_URLS = {
-    ("get", "/v1/{name}"): "/v1/collections/default/documents/4",
-    ("delete", "/v1/{name}"): "/v1/collections/scratch",
-    ("get", "/v1/{parent}/documents"): "/v1/collections/-/documents?pageSize=1",
-    ("post", "/v1/{parent}/documents:batchDelete"): "/v1/collections/default/documents:batchDelete",
+    ("get", "/v1/collections/{collection}/documents/{document}"): "/v1/collections/default/documents/4",
+    ("delete", "/v1/collections/{collection}"): "/v1/collections/scratch",
+    ("get", "/v1/collections/{collection}/documents"): "/v1/collections/-/documents?pageSize=1",
+    ("post", "/v1/collections/{collection}/documents:batchDelete"): "/v1/collections/default/documents:batchDelete",
+    ("post", "/v1/collections/{collection}/entities/{entity}:merge"): "/v1/collections/liveedit/entities/马铃薯:merge",
+    ("post", "/v1/collections/{collection}/relations"): "/v1/collections/liveedit/relations",
+    ("post", "/v1/collections/{collection}/relations:delete"): "/v1/collections/liveedit/relations:delete",
+    ("get", "/v1/collections/{collection}/entities/{entity}"): "/v1/collections/liveedit/entities/马铃薯",
+    ("patch", "/v1/collections/{collection}/entities/{entity}"): "/v1/collections/liveedit/entities/马铃薯",
+    ("delete", "/v1/collections/{collection}/entities/{entity}"): "/v1/collections/liveedit/entities/番茄",
+    ("get", "/v1/collections/{collection}/entities:export"): "/v1/collections/liveedit/entities:export?pageSize=10",
     ("get", "/v1/collections"): "/v1/collections",
     ("get", "/v1/domainPacks"): "/v1/domainPacks",
     ("get", "/v1/models"): "/v1/models",
@@ -173,11 +188,15 @@ async def test_every_documented_rest_route_answers_as_its_schema_says(mesh, expo
     doc = json.loads(OPENAPI.read_text())
     components = strict(doc["components"])
     routes = [(verb, path) for path, item in doc["paths"].items() for verb in item]
-    assert {p for v, p in routes if v == "post"} == set(REST_BODIES), "add a request for each new route to REST_BODIES"
+    assert {p for v, p in routes if v in ("post", "patch")} == set(REST_BODIES), "add a request for each new route to REST_BODIES"
+    async with grpc.aio.insecure_channel(mesh.gateway) as ch:
+        stored = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(
+            jsonl=ENTITIES, kind=gateway_pb2.INGEST_KIND_ENTITIES, collection="liveedit"), timeout=120)
+        assert stored.stored + stored.unchanged == 3
     assert {r for r in routes if r[0] != "post" or "{" in r[1]} == set(REST_URLS), "add each new templated route to REST_URLS"
     for verb, path in sorted(routes, key=lambda r: (r[0] != "post", "{" in r[1])):  # ingest first
         operation = doc["paths"][path][verb]
-        body = REST_BODIES.get(path) if verb == "post" else None
+        body = REST_BODIES.get(path) if verb in ("post", "patch") else None
         if body is not None:
             request_schema = {**operation["requestBody"]["content"]["application/json"]["schema"], "components": components}
             jsonschema.Draft4Validator(request_schema).validate(body)

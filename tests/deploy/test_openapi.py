@@ -12,6 +12,7 @@ import sys
 
 import jsonschema
 import pytest
+from google.api import annotations_pb2
 from google.protobuf.descriptor import FieldDescriptor
 
 from graphmesh.gateway.v1 import gateway_pb2
@@ -67,8 +68,16 @@ def test_the_routes_that_are_not_rpcs_are_the_openai_ones_as_served(doc):
 
 def test_one_operation_per_transcoded_route_with_request_and_reply_schemas(doc):
     documented = {(verb.upper(), path, op["operationId"].split("_", 1)[1]) for path, item in rpc_paths(doc).items() for verb, op in item.items()}
-    # path variables appear as {name}, their pattern (collections/*) in the template only
-    assert documented == {(verb, re.sub(r"\{([^}=]+)=[^}]*\}", r"{\1}", path), rpc) for verb, path, rpc in http_routes()}
+    # A resource-name variable is written out as its segments (an OpenAPI
+    # path parameter cannot hold "/"): {name=collections/*/entities/**} ->
+    # collections/{collection}/entities/{entity}.
+    def segments(match: re.Match) -> str:
+        parts = match.group(1).split("/")
+        return "/".join("{" + parts[i - 1].removesuffix("s").replace("entitie", "entity") + "}" if part in ("*", "**") else part
+                        for i, part in enumerate(parts))
+
+    assert documented == {(verb, re.sub(r"\{[^}=]+=([^}]*)\}", segments, path), rpc) for verb, path, rpc in http_routes()}
+    assert "/v1/collections/{collection}/documents/{document}" in doc["paths"]  # the URL a client sends
     service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
     for path, item in rpc_paths(doc).items():
         for op in item.values():
@@ -76,7 +85,9 @@ def test_one_operation_per_transcoded_route_with_request_and_reply_schemas(doc):
             if "requestBody" in op:
                 assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/" + method.input_type.full_name)
             else:  # GET / DELETE: every request field is a path or query parameter
-                given = {p["name"] for p in op["parameters"] if p["in"] in ("path", "query")}
+                rule = method.GetOptions().Extensions[annotations_pb2.http]
+                in_path = set(re.findall(r"\{([^}=]+)", getattr(rule, rule.WhichOneof("pattern"))))
+                given = {p["name"] for p in op["parameters"] if p["in"] == "query"} | in_path
                 assert given == {f.json_name if f.json_name in given else f.name for f in method.input_type.fields}
             replies = op["responses"]["200"]["content"]
             assert {c["schema"]["$ref"] for c in replies.values()} == {f"#/components/schemas/{method.output_type.full_name}"}
@@ -89,6 +100,8 @@ def _expected(field: FieldDescriptor) -> dict:
     t = FieldDescriptor
     if field.type == t.TYPE_ENUM:
         return {"$ref": f"#/components/schemas/{field.enum_type.full_name}"}
+    if field.type == t.TYPE_MESSAGE and field.message_type.full_name == "google.protobuf.FieldMask":
+        return {"type": "string"}  # proto3 JSON: "category,aliases"
     if field.type == t.TYPE_MESSAGE:
         return {"$ref": f"#/components/schemas/{field.message_type.full_name}"}
     if field.type in (t.TYPE_INT64, t.TYPE_UINT64, t.TYPE_SINT64, t.TYPE_FIXED64, t.TYPE_SFIXED64):
