@@ -98,7 +98,7 @@ async def wipe(stack: Stack) -> None:
         await conn.execute("TRUNCATE chunk_terms, chunks, documents")
     finally:
         await conn.close()
-    driver = AsyncGraphDatabase.driver(stack.neo4j_uri, auth=None)
+    driver = AsyncGraphDatabase.driver(stack.neo4j_uri, auth=stack.neo4j_auth)
     try:
         await driver.execute_query("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
     except Exception:  # noqa: BLE001 - older servers: one transaction
@@ -171,7 +171,7 @@ def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: fl
         if again["error"]:
             time.sleep(2)
     expected = expected_documents(final)
-    problems = asyncio.run(check_stores(stack.pg_dsn, stack.neo4j_uri, expected))
+    problems = asyncio.run(check_stores(stack.pg_dsn, stack.neo4j_uri, expected, auth=stack.neo4j_auth))
     row = {
         "trial": number, "seed": seed, "target": target, "mode": mode, "batch": batch,
         "killed_after_s": round(killed_at, 2), "ingest_still_running": killed_while_running,

@@ -119,6 +119,11 @@ class Stack:
             self.down()
             raise
 
+    @property
+    def neo4j_auth(self) -> tuple[str, str]:
+        """(user, password) of the stack's embedded Neo4j."""
+        return "neo4j", self._stack.local_secret("neo4j-password").read_text().strip()
+
     def down(self) -> None:
         """Stops everything this stack started (services, fakes, stores)."""
         self._stack._write_pids(self.pids)
