@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "services" / "gateway" / "static" / "openapi.json"
 PROTO = "graphmesh/gateway/v1/gateway.proto"
 SERVICE = "graphmesh.gateway.v1.GatewayService"
+#: The services transcoded, by full name -> tag (services/gateway/api/rest_routes.py).
+SERVICES = {SERVICE: "GatewayService", "google.longrunning.Operations": "Operations"}
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {
     F.TYPE_DOUBLE: {"type": "number", "format": "double"}, F.TYPE_FLOAT: {"type": "number", "format": "float"},
@@ -82,16 +84,17 @@ class Builder:
     def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
         self.messages: dict[str, tuple[descriptor_pb2.DescriptorProto, dict]] = {}
         self.enums: dict[str, tuple[descriptor_pb2.EnumDescriptorProto, dict]] = {}
-        self.methods: dict[str, tuple[descriptor_pb2.MethodDescriptorProto, str]] = {}
+        self.methods: dict[str, tuple[descriptor_pb2.MethodDescriptorProto, str, str]] = {}
         self.schemas: dict[str, dict] = {}
         self.requests: set[str] = set()
         for file in fds.file:
             comments = {tuple(loc.path): _clean(loc.leading_comments) for loc in file.source_code_info.location if loc.leading_comments}
             self._index(file.package, file.message_type, file.enum_type, (), comments)
             for s_index, service in enumerate(file.service):
-                if f"{file.package}.{service.name}" == SERVICE:
+                tag = SERVICES.get(f"{file.package}.{service.name}")
+                if tag is not None:
                     for m_index, method in enumerate(service.method):
-                        self.methods[method.name] = (method, comments.get((6, s_index, 2, m_index), ""))
+                        self.methods[method.name] = (method, comments.get((6, s_index, 2, m_index), ""), tag)
                         self.requests.add(method.input_type)
 
     def _index(self, scope: str, messages, enums, path: tuple, comments: dict) -> None:
@@ -155,15 +158,40 @@ class Builder:
         return out
 
 
-def _path_and_params(template: str) -> tuple[str, list[dict]]:
+def _path_and_params(template: str, hoist: bool = False) -> tuple[str, list[dict]]:
+    """The OpenAPI path of a google.api.http template and its path
+    parameters: ``{name=collections/*}`` becomes ``{name}``. With ``hoist``
+    (the plain form would be another route's: OpenAPI paths carry no
+    patterns) the variable's leading literal segments move into the path:
+    ``{name=operations/**}`` -> ``operations/{operation}``, ``{name=operations}``
+    -> ``operations`` (the field is fixed); "x-field" names the request field.
+    Only the Operations routes are hoisted: GatewayService's keep their
+    documented form."""
     params = []
 
     def plain(match: re.Match) -> str:
-        name = match.group(1).split("=")[0]
-        params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
-        return "{" + name + "}"
+        name, _, pattern = match.group(1).partition("=")
+        literal = []
+        for segment in pattern.split("/") if hoist and pattern else []:
+            if "*" in segment:
+                break
+            literal.append(segment)
+        if not literal:
+            params.append({"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
+            return "{" + name + "}"
+        if len(literal) == len(pattern.split("/")):
+            return "/".join(literal)
+        param = literal[-1].removesuffix("s")
+        params.append({"name": param, "in": "path", "required": True, "schema": {"type": "string"}, "x-field": name,
+                       "description": f"the rest of {name} = {pattern}: {name} is " + "/".join(literal) + "/{" + param + "}"})
+        return "/".join(literal) + "/{" + param + "}"
 
     return re.sub(r"\{([^}]+)\}", plain, template), params
+
+
+def _fixed_fields(template: str) -> set[str]:
+    """Request fields a template fixes to a literal (``{name=operations}``)."""
+    return {m.group(1) for m in re.finditer(r"\{(\w+)=([^}*]+)\}", template)}
 
 
 ERROR = {"type": "object", "description": "google.rpc.Status as JSON; code is the HTTP status (AIP-193 mapping of the gRPC code).",
@@ -191,12 +219,13 @@ def build() -> dict:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     error = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     paths: dict[str, dict] = {}
-    for name, (method, comment) in b.methods.items():
+    for name, (method, comment, tag) in b.methods.items():
         rule = method.options.Extensions[annotations_pb2.http]
         verb = rule.WhichOneof("pattern")
         if verb is None or verb == "custom":
             continue
-        path, params = _path_and_params(getattr(rule, verb))
+        # Operations' plain paths (/v1/{name}) would be GetDocument's and DeleteCollection's.
+        path, params = _path_and_params(getattr(rule, verb), hoist=tag == "Operations")
         request = b.ref(method.input_type)
         reply = b.ref(method.output_type)
         if method.server_streaming:
@@ -210,7 +239,7 @@ def build() -> dict:
         params.append({"name": "X-Timeout-Seconds", "in": "header", "required": False, "schema": {"type": "number"},
                        "description": "deadline of the call in seconds (also accepted: grpc-timeout)"})
         operation = {
-            "operationId": f"GatewayService_{name}", "tags": ["GatewayService"],
+            "operationId": f"{tag}_{name}", "tags": [tag],
             "summary": comment.split(". ")[0].rstrip(".") + "." if comment else name, "description": comment,
             "parameters": params,
             "responses": {"200": ok, "400": dict(error, description="INVALID_ARGUMENT: a google.rpc.BadRequest names the field"),
@@ -224,7 +253,7 @@ def build() -> dict:
             operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
         else:  # the request's other fields travel as query parameters
             message, comments = b.messages[method.input_type]
-            in_path = {p["name"] for p in params}
+            in_path = {p.get("x-field", p["name"]) for p in params} | _fixed_fields(getattr(rule, verb))
             for i, field in enumerate(message.field):
                 if field.name not in in_path:
                     params.insert(len(in_path), {"name": field.json_name, "in": "query", "required": False,
@@ -236,12 +265,14 @@ def build() -> dict:
     return {
         "openapi": "3.0.3",
         "info": {"title": "GraphMesh Gateway API", "version": version,
-                 "description": f"REST/JSON transcoding of {SERVICE} (proto3 JSON mapping: lowerCamelCase field names, "
+                 "description": f"REST/JSON transcoding of {SERVICE} and google.longrunning.Operations (proto3 JSON mapping: lowerCamelCase field names, "
                                 "64-bit integers as strings, enums as value names, bytes as base64; unknown fields are rejected). "
                                 f"Generated from {PROTO} by scripts/gen_openapi.py."},
         "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST__PORT)"}],
         "security": [{}, {"bearer": []}, {"apiKey": []}],
         "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."},
+                 {"name": "Operations", "description": "google.longrunning.Operations: the long-running ImportDocuments "
+                                                       "operations (AIP-151)."},
                  {"name": "OpenAI", "description": "OpenAI-compatible chat completions and models (not RPCs; "
                                                    "services/gateway/api/openai_compat/)."}],
         "paths": dict(sorted(paths.items())),
