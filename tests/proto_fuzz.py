@@ -194,11 +194,13 @@ def jsonl_records(draw) -> bytes:
 #: OpenAPI document, services/gateway/static/openapi.json).
 REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
                     "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
-                    "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
+                    "/v1/documents:ingest": "IngestRequest", "/v1/documents:import": "IngestRequest",
+                    "/v1/entities:search": "SearchEntitiesRequest",
                     "/v1/{parent}/documents:batchDelete": "DeleteDocumentsRequest"}
 #: REST routes without a body (their input is the path and the query string): route -> methods.
 REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",), "/v1/{name}": ("GET", "DELETE"),
-                     "/v1/{parent}/documents": ("GET",)}
+                     "/v1/{parent}/documents": ("GET",), "/v1/operations": ("GET",),
+                     "/v1/operations/{operation}": ("GET", "DELETE"), "/v1/operations/{operation}:cancel": ("POST",)}
 
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,

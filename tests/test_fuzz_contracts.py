@@ -181,7 +181,7 @@ def test_generated_paths_and_query_strings_get_a_client_error_or_an_answer(gatew
         @settings(max_examples=25, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(name=RESOURCE_NAMES, params=query_params())
         def run(name, params) -> None:
-            path = route.replace("{name}", name).replace("{parent}", name)
+            path = route.replace("{name}", name).replace("{parent}", name).replace("{operation}", name.rsplit("/", 1)[-1])
             reply = http.request(method, path, params=params)
             statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
             assert reply.status_code < 500 or reply.status_code == 503, (reply.status_code, reply.text[:300], path, params)
