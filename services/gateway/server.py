@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
+from google.longrunning import operations_pb2_grpc
+
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.llm import LlmClient
 from services.common.server import Service
@@ -30,6 +32,9 @@ from services.gateway.downstream.grpc_adapters import GrpcExpander, GrpcFuser, G
 from services.gateway.api.rest import RestOptions, run_rest
 from services.gateway.search.pipeline import SearchFlow
 from services.gateway.api.servicer import GatewayServicer, UseCases
+from services.gateway.api.operations_servicer import SERVICE_NAME as OPERATIONS_SERVICE, OperationsServicer
+from services.gateway.operations.runner import ImportRunner
+from services.gateway.operations.store import OperationsUnavailable, open_store
 
 
 def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever], reranker: Reranker,
@@ -41,6 +46,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     generator = Generator(settings, llm)
     documents = DocumentIngest(settings, expander, retrievers, packs)
     entity_ingest = EntityIngest(settings, expander, retrievers)
+    files = FileIngest(documents, settings.ingest.max_file_bytes)
     return UseCases(
         search=search,
         answerer=Answerer(FallbackChain(settings, search, expander), generator),
@@ -48,9 +54,10 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
         documents=documents,
         entity_ingest=entity_ingest,
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
-        files=FileIngest(documents, settings.ingest.max_file_bytes),
+        files=files,
         lifecycle=DocumentLifecycle(retrievers, packs),
         graph=GraphEditing(entity_ingest),
+        imports=ImportRunner(settings.operations, open_store(settings.operations.resolved_dsn()), documents, files, entity_ingest),
     )
 
 
@@ -95,7 +102,9 @@ def with_breakers(settings: GatewaySettings) -> Callable[..., object]:
 
 def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[], Awaitable[None]] | None = None) -> Service:
     """The gateway Service over ``use`` (its use cases, whatever clients
-    they hold): the GatewayService API with trace ids in the response
+    they hold): the GatewayService API and google.longrunning.Operations
+    (ImportDocuments' operations; the runner starts with the service and
+    stops with it) with trace ids in the response
     metadata, API-key auth and rate limits when ``auth.enabled``, and the
     REST transcoder beside the gRPC server unless ``rest_port`` is -1 (0
     binds a free port: ``service.endpoints["rest"]`` resolves to it).
@@ -104,6 +113,16 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         ConfigError: auth is on and its keys cannot be loaded.
     """
     servicer = GatewayServicer(settings, use)
+    operations = OperationsServicer(use.imports)
+
+    def register(server) -> None:
+        gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
+        operations_pb2_grpc.add_OperationsServicer_to_server(operations, server)
+
+    async def stop() -> None:
+        await use.imports.shut_down()
+        if close is not None:
+            await close()
     gate = build_gate(settings.auth.enabled, settings.auth.api_keys_file, settings.auth.api_keys,
                       settings.rate_limit.per_second, settings.rate_limit.burst)
     extra, endpoints = [], {}
@@ -116,9 +135,11 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest.port, endpoints["rest"], rest))
     return Service(
         name="gateway",
-        full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name],
-        register=lambda server: gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server),
-        on_stop=close,
+        full_names=[gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].full_name, OPERATIONS_SERVICE],
+        register=register,
+        on_start=use.imports.start_up,
+        on_stop=stop,
+        unavailable_errors=(OperationsUnavailable,),
         extra_tasks=extra,
         endpoints=endpoints,
         interceptors=[TraceIdInterceptor(), *([AuthInterceptor(gate)] if gate else [])],

@@ -17,6 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.api.rest import http_routes
+from services.gateway.api.rest_routes import SERVICES
 from tests.deploy.manifests import REPO, SCHEMAS
 
 DOC = REPO / "services" / "gateway" / "static" / "openapi.json"
@@ -46,16 +47,19 @@ def test_document_is_valid_openapi_3_0(doc):
         jsonschema.Draft4Validator(schema).validate({**doc, "paths": {"v1/no-leading-slash": {}}})
 
 
+RPC_TAGS = (["GatewayService"], ["Operations"])
+
+
 def rpc_paths(doc: dict) -> dict:
-    """The path items of the transcoded RPCs (tag GatewayService)."""
-    return {path: {verb: op for verb, op in item.items() if op["tags"] == ["GatewayService"]}
-            for path, item in doc["paths"].items() if any(op["tags"] == ["GatewayService"] for op in item.values())}
+    """The path items of the transcoded RPCs (tags GatewayService, Operations)."""
+    return {path: {verb: op for verb, op in item.items() if op["tags"] in RPC_TAGS}
+            for path, item in doc["paths"].items() if any(op["tags"] in RPC_TAGS for op in item.values())}
 
 
 def test_the_routes_that_are_not_rpcs_are_the_openai_ones_as_served(doc):
     from services.gateway.api import openai_compat as openai_chat
 
-    others = {(verb.upper(), path) for path, item in doc["paths"].items() for verb, op in item.items() if op["tags"] != ["GatewayService"]}
+    others = {(verb.upper(), path) for path, item in doc["paths"].items() for verb, op in item.items() if op["tags"] not in RPC_TAGS}
     assert others == {("POST", openai_chat.CHAT_PATH), ("GET", openai_chat.MODELS_PATH)}
     chat = doc["paths"][openai_chat.CHAT_PATH]["post"]
     assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -78,10 +82,11 @@ def test_one_operation_per_transcoded_route_with_request_and_reply_schemas(doc):
 
     assert documented == {(verb, re.sub(r"\{[^}=]+=([^}]*)\}", segments, path), rpc) for verb, path, rpc in http_routes()}
     assert "/v1/collections/{collection}/documents/{document}" in doc["paths"]  # the URL a client sends
-    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
+    services = {s.name: s for s in SERVICES}
     for path, item in rpc_paths(doc).items():
         for op in item.values():
-            method = service.methods_by_name[op["operationId"].split("_", 1)[1]]
+            tag, rpc = op["operationId"].split("_", 1)
+            method = services[tag].methods_by_name[rpc]
             if "requestBody" in op:
                 assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/" + method.input_type.full_name)
             else:  # GET / DELETE: every request field is a path or query parameter
@@ -90,10 +95,17 @@ def test_one_operation_per_transcoded_route_with_request_and_reply_schemas(doc):
                 given = {p["name"] for p in op["parameters"] if p["in"] == "query"} | in_path
                 assert given == {f.json_name if f.json_name in given else f.name for f in method.input_type.fields}
             replies = op["responses"]["200"]["content"]
-            assert {c["schema"]["$ref"] for c in replies.values()} == {f"#/components/schemas/{method.output_type.full_name}"}
+            if method.output_type.full_name == "google.protobuf.Empty":  # a well-known type: inlined
+                assert [c["schema"] for c in replies.values()] == [{"type": "object"}]
+            else:
+                assert {c["schema"]["$ref"] for c in replies.values()} == {f"#/components/schemas/{method.output_type.full_name}"}
             assert ("text/event-stream" in replies) == method.server_streaming
             assert {"400", "401", "429"} <= set(op["responses"]) and "Retry-After" in op["responses"]["429"]["headers"]
             assert op["description"]  # from the proto comment
+
+
+#: Well-known types in the proto3 JSON mapping: inlined, not referenced.
+WELL_KNOWN = {"google.protobuf.Timestamp": {"type": "string", "format": "date-time"}, "google.protobuf.Any": {"type": "object"}}
 
 
 def _expected(field: FieldDescriptor) -> dict:
@@ -103,7 +115,7 @@ def _expected(field: FieldDescriptor) -> dict:
     if field.type == t.TYPE_MESSAGE and field.message_type.full_name == "google.protobuf.FieldMask":
         return {"type": "string"}  # proto3 JSON: "category,aliases"
     if field.type == t.TYPE_MESSAGE:
-        return {"$ref": f"#/components/schemas/{field.message_type.full_name}"}
+        return WELL_KNOWN.get(field.message_type.full_name, {"$ref": f"#/components/schemas/{field.message_type.full_name}"})
     if field.type in (t.TYPE_INT64, t.TYPE_UINT64, t.TYPE_SINT64, t.TYPE_FIXED64, t.TYPE_SFIXED64):
         return {"type": "string"}
     if field.type == t.TYPE_BYTES:
@@ -164,9 +176,9 @@ def test_every_message_a_request_holds_is_closed_as_the_transcoder_is(doc):
     from google.protobuf import json_format
 
     held = set()
+    methods = {m.name: m for service in SERVICES for m in service.methods}
     for name in {r[2] for r in http_routes()}:
-        method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[name]
-        held |= _held_messages(method.input_type)
+        held |= _held_messages(methods[name].input_type)
     assert "graphmesh.common.v1.MetadataFilter" in held
     for name in held:
         assert doc["components"]["schemas"][name].get("additionalProperties") is False, name

@@ -1,8 +1,9 @@
 """REST/JSON transcoding of the gateway's gRPC API.
 
 Routes come from the ``google.api.http`` annotations of GatewayService
-(e.g. POST /v1/query:search with body "*", GET
-/v1/{parent=collections/*}/documents; path templates in ``rest_paths``).
+and google.longrunning.Operations (e.g. POST /v1/query:search with body
+"*", GET /v1/{parent=collections/*}/documents, GET
+/v1/{name=operations/**}; ``rest_routes``, path templates in ``paths``).
 Each request is parsed into the RPC's request message (the JSON body, the
 path variables, and for a route without body the query parameters;
 unknown fields rejected), sent to the gateway's own
@@ -21,12 +22,10 @@ from typing import Any
 
 import grpc
 from aiohttp import web
-from google.api import annotations_pb2
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
-from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.gateway.api.console import add_console_routes
@@ -34,6 +33,7 @@ from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
 from services.gateway.api.paths import aiohttp_path, fill_message
+from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
 HTTP_STATUS = {
@@ -47,20 +47,9 @@ HTTP_STATUS = {
 
 
 def http_routes() -> list[tuple[str, str, str]]:
-    """(HTTP verb, path template, RPC name) for every annotated GatewayService method."""
-    return [(verb, path, name) for verb, path, name, _ in _rules()]
-
-
-def _rules() -> list[tuple[str, str, str, bool]]:
-    """(verb, path template, RPC name, whether the route has a body)."""
-    routes = []
-    service = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"]
-    for method in service.methods:
-        rule = method.GetOptions().Extensions[annotations_pb2.http]
-        verb = rule.WhichOneof("pattern")
-        if verb:
-            routes.append((verb.upper(), getattr(rule, verb), method.name, bool(rule.body)))
-    return routes
+    """(HTTP verb, path template, RPC name) for every annotated method of
+    GatewayService and google.longrunning.Operations."""
+    return [(r.verb, r.path, r.rpc) for r in routes()]
 
 
 def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
@@ -113,7 +102,8 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
 
     async def on_startup(_: web.Application) -> None:
         state["channel"] = channel(grpc_target)
-        state["stub"] = gateway_pb2_grpc.GatewayServiceStub(state["channel"])
+        state["stubs"] = stubs(state["channel"])
+        state["stub"] = state["stubs"][SERVICES[0].full_name]
         # Every REST request rides this one connection: keep its streams
         # below the server's per-connection limit and queue the rest.
         state["admission"] = Admission(options.max_in_flight, options.max_queued, "REST requests")
@@ -121,9 +111,9 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     async def on_cleanup(_: web.Application) -> None:
         await state["channel"].close()
 
-    def handler(rpc_name: str, has_body: bool) -> Callable:
-        method = gateway_pb2.DESCRIPTOR.services_by_name["GatewayService"].methods_by_name[rpc_name]
-        request_cls = _message_class(method.input_type.name)
+    def handler(route: Route) -> Callable:
+        method, has_body = route.method, route.has_body
+        request_cls = request_class(method)
 
         async def handle(request: web.Request) -> web.StreamResponse:
             try:  # a client that declares a body and never sends it is not held forever
@@ -152,7 +142,8 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
             try:
                 async with state["admission"].slot(timeout) as waited:
                     remaining = None if timeout is None else max(timeout - waited, 0.001)
-                    call = getattr(state["stub"], rpc_name)(message, timeout=remaining, metadata=metadata)
+                    call = getattr(state["stubs"][method.containing_service.full_name], method.name)(
+                        message, timeout=remaining, metadata=metadata)
                     if method.server_streaming:
                         return await _stream(request, call)
                     try:
@@ -167,8 +158,8 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
         return handle
 
     # Literal routes first: GET /v1/collections must not be taken for a template.
-    for verb, path, rpc_name, has_body in sorted(_rules(), key=lambda r: "{" in r[1]):
-        app.router.add_route(verb, aiohttp_path(path), handler(rpc_name, has_body))
+    for route in sorted(routes(), key=lambda r: "{" in r.path):
+        app.router.add_route(route.verb, aiohttp_path(route.path), handler(route))
 
     async def openapi(_: web.Request) -> web.StreamResponse:
         return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
@@ -216,10 +207,6 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
 #: Media types of a relayed stream (by whether the client asked for SSE);
 #: the charset named so that every client decodes the Chinese text as UTF-8.
 _STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
-
-
-def _message_class(name: str) -> type[Message]:
-    return getattr(gateway_pb2, name)
 
 
 def _bad_request(field: str, description: str) -> web.Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
+from google.longrunning import operations_pb2
 
 import domains
 
@@ -20,13 +21,15 @@ from services.gateway.search import deep_rules
 from services.gateway.answer.handlers import Answerer
 from services.gateway.config import GatewaySettings
 from services.gateway.search.deep_search import DeepSearcher
-from services.gateway.library.document_ingest import DocumentIngest, count_ingest
+from services.gateway.library.document_ingest import DocumentIngest, count_ingest, unreadable_payload
 from services.gateway.library.lifecycle import DocumentLifecycle
 from services.gateway.library.entity_ingest import EntityIngest
 from services.gateway.search.entity_search import EntitySearch
 from services.gateway.library.file_ingest import FileIngest
 from services.gateway.library.graph_editing import GraphEditing
 from services.gateway.downstream.guard import Deadline
+from services.gateway.operations.runner import ImportRunner
+from services.gateway.operations.state import to_operation
 from services.gateway.search.scope import scope_of
 from services.gateway.search.pipeline import SearchFlow
 
@@ -48,6 +51,30 @@ class UseCases:
     files: FileIngest
     lifecycle: DocumentLifecycle
     graph: GraphEditing
+    imports: ImportRunner
+
+
+def validate_ingest(request: gateway_pb2.IngestRequest) -> str:
+    """The collection of a well-formed Ingest / ImportDocuments request.
+
+    Raises:
+        InvalidArgument: "collection", "kind", "jsonl" (neither records nor
+            files, or both) or "files" (entities or triples as files, over
+            MAX_FILE_BYTES in all).
+    """
+    collection = validate_collection(request.collection)
+    if request.kind not in gateway_pb2.IngestKind.values():
+        raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
+    if request.files:
+        if request.jsonl.strip():
+            raise InvalidArgument("jsonl", "give jsonl records or files, not both")
+        if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
+            raise InvalidArgument("files", "files are ingested as documents only")
+        if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
+            raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
+    elif not request.jsonl.strip():
+        raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
+    return collection
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
@@ -103,19 +130,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return await self._use.deep.run(query, top_k, iterations, sub_queries, threshold, self._deadline(context), scope)
 
     async def Ingest(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.IngestResponse:
-        collection = validate_collection(request.collection)
-        if request.kind not in gateway_pb2.IngestKind.values():
-            raise InvalidArgument("kind", f"unknown ingest kind {request.kind}; known: {', '.join(gateway_pb2.IngestKind.keys())}")
+        collection = validate_ingest(request)
         if request.files:
-            if request.jsonl.strip():
-                raise InvalidArgument("jsonl", "give jsonl records or files, not both")
-            if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
-                raise InvalidArgument("files", "files are ingested as documents only")
-            if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
-                raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
             return await self._use.files.ingest(list(request.files), self._deadline(context), collection, request.domain_pack)
-        if not request.jsonl.strip():
-            raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
         if request.kind in (gateway_pb2.INGEST_KIND_ENTITIES, gateway_pb2.INGEST_KIND_TRIPLES):
             response, parse_failures = await self._use.entity_ingest.ingest(request.jsonl, request.kind, self._deadline(context),
                                                                             collection)
@@ -124,11 +141,14 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
                                                                         request.domain_pack)
         kind = gateway_pb2.IngestKind.Name(request.kind or gateway_pb2.INGEST_KIND_DOCUMENTS).removeprefix("INGEST_KIND_").lower()
         count_ingest(kind, response)
-        if response.received and len(parse_failures) == response.received:
-            first = parse_failures[0]
-            field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
-            raise InvalidArgument(field, first.reason + ("" if len(parse_failures) == 1 else f" (and {len(parse_failures) - 1} more records)"))
+        unreadable = unreadable_payload(response, parse_failures)
+        if unreadable is not None:
+            raise unreadable
         return response
+
+    async def ImportDocuments(self, request: gateway_pb2.IngestRequest, context: grpc.aio.ServicerContext) -> operations_pb2.Operation:
+        collection = validate_ingest(request)
+        return to_operation(await self._use.imports.start(request, collection))
 
     async def SearchEntities(self, request: gateway_pb2.SearchEntitiesRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.SearchEntitiesResponse:
         query = validate_query(request.query, self._settings.max_entity_query_chars)

@@ -18,7 +18,7 @@ from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
-from services.common.errors import DownstreamError
+from services.common.errors import DownstreamError, InvalidArgument
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
 from services.gateway.search.collection_packs import CollectionPacks
@@ -26,7 +26,7 @@ from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_t
 from services.gateway.downstream.interfaces import Expander, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline, Trace
-from services.ingest.jsonl_documents import ParseFailure, parse_jsonl
+from services.ingest.jsonl_documents import ParsedDocument, ParseFailure, parse_jsonl
 
 #: Seconds one bulk call (embed a batch, store a batch) may take at most.
 BULK_CALL_SECONDS = 600.0
@@ -41,6 +41,22 @@ def count_ingest(kind: str, response: gateway_pb2.IngestResponse) -> None:
     INGEST_RECORDS.labels(kind, "stored").inc(response.stored)
     INGEST_RECORDS.labels(kind, "unchanged").inc(response.unchanged)
     INGEST_RECORDS.labels(kind, "failed").inc(len(response.failures))
+
+
+def latest_records(docs: Sequence[ParsedDocument]) -> list[ParsedDocument]:
+    """One document per id, the last record of each id winning (in the
+    order ids first appear)."""
+    return list({d.id: d for d in docs}.values())
+
+
+def unreadable_payload(response: gateway_pb2.IngestResponse, parse_failures: Sequence[ParseFailure]) -> InvalidArgument | None:
+    """The error of a payload none of whose records could be read (naming
+    the first one's line and field), None when some could."""
+    if not response.received or len(parse_failures) != response.received:
+        return None
+    first = parse_failures[0]
+    field = f"jsonl[{first.index}]" + (f".{first.field}" if first.field else "")
+    return InvalidArgument(field, first.reason + ("" if len(parse_failures) == 1 else f" (and {len(parse_failures) - 1} more records)"))
 
 
 def failure_proto(f: ParseFailure) -> types_pb2.IngestFailure:
@@ -120,20 +136,30 @@ class DocumentIngest:
         trace.record(names.STAGE_PARSE, started)
         if not docs:
             return response, parse_failures
-        latest = {d.id: d for d in docs}  # the last record of each id wins
-        chunking = self.chunking_for(pack)
-        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, chunking, collection)
-                   for d in latest.values()}
-        for record in records.values():
-            record.domain_pack = pack
-        outcome = await self.store(records, {d.id: d.text for d in latest.values()}, deadline, trace)
-        index_of = {d.id: d.index for d in latest.values()}
-        response.unchanged = len(outcome.unchanged)
-        response.stored = len(outcome.stored)
-        response.chunks = outcome.chunks
-        response.failures.extend(types_pb2.IngestFailure(index=index_of[i], id=i, reason=r) for i, r in outcome.failed.items())
+        await self.store_parsed(latest_records(docs), pack, collection, deadline, trace, response)
         response.timings.extend(trace.timings)
         return response, parse_failures
+
+    async def store_parsed(self, docs: Sequence[ParsedDocument], pack: str, collection: str, deadline: Deadline, trace: Trace,
+                           response: gateway_pb2.IngestResponse) -> None:
+        """Chunks and stores parsed documents (ids distinct) of domain pack
+        ``pack`` in ``collection``, adding to ``response``'s stored,
+        unchanged and chunk counts and its failures (ImportDocuments calls
+        it once per batch).
+
+        Raises:
+            DownstreamError: see ``store``.
+        """
+        chunking = self.chunking_for(pack)
+        records = {d.id: chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, chunking, collection) for d in docs}
+        for record in records.values():
+            record.domain_pack = pack
+        outcome = await self.store(records, {d.id: d.text for d in docs}, deadline, trace)
+        index_of = {d.id: d.index for d in docs}
+        response.unchanged += len(outcome.unchanged)
+        response.stored += len(outcome.stored)
+        response.chunks += outcome.chunks
+        response.failures.extend(types_pb2.IngestFailure(index=index_of[i], id=i, reason=r) for i, r in outcome.failed.items())
 
     async def store(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
                     trace: Trace) -> Stored:

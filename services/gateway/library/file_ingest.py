@@ -66,10 +66,14 @@ class FileIngest:
         self.max_file_bytes = max_file_bytes
 
     async def ingest(self, files: Sequence[gateway_pb2.IngestFile], deadline: Deadline,
-                     collection: str = DEFAULT_COLLECTION, domain_pack: str = "") -> gateway_pb2.IngestResponse:
+                     collection: str = DEFAULT_COLLECTION, domain_pack: str = "", first: int = 0,
+                     seen: dict[str, int] | None = None) -> gateway_pb2.IngestResponse:
         """Parses, chunks and stores ``files`` in ``collection`` (domain
         pack ``domain_pack``, CollectionPacks.for_ingest); one FileOutcome
         per file, in order; ``failures`` names each failed file by its index.
+        A batch of a larger call (ImportDocuments) gives the index of its
+        first file, ``first``, and ``seen``: {document id: file index} of
+        the earlier batches, updated here (a repeated id fails).
 
         Raises:
             InvalidArgument ("domain_pack"): see CollectionPacks.for_ingest.
@@ -84,21 +88,23 @@ class FileIngest:
         started = time.perf_counter()
         parsed: dict[str, ParsedDocument] = {}
         index_of: dict[str, int] = {}
+        seen = {} if seen is None else seen
         config = self.documents.chunking_for(pack)
         for i, file in enumerate(files):
             if len(file.content) > self.max_file_bytes:
                 # Refused before parsing: its chunks and vectors would not fit
                 # one store call, and parsing it would hold the expander for minutes.
-                self._fail(response, outcomes[i], i, f"file is {len(file.content) / 1048576:.1f} MiB, over the "
+                self._fail(response, outcomes[i], first + i, f"file is {len(file.content) / 1048576:.1f} MiB, over the "
                            f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES); split it")
                 continue
             try:
                 doc = await asyncio.to_thread(document_from_file, file, collection, config)
             except FileParseError as err:
-                self._fail(response, outcomes[i], i, str(err))
+                self._fail(response, outcomes[i], first + i, str(err))
                 continue
-            if doc.record.id in index_of:
-                self._fail(response, outcomes[i], i, f"document id {doc.record.id!r} repeats file {index_of[doc.record.id]} of this call")
+            if doc.record.id in index_of or doc.record.id in seen:
+                earlier = seen.get(doc.record.id, first + index_of.get(doc.record.id, 0))
+                self._fail(response, outcomes[i], first + i, f"document id {doc.record.id!r} repeats file {earlier} of this call")
                 continue
             doc.record.domain_pack = pack
             parsed[doc.record.id], index_of[doc.record.id] = doc, i
@@ -108,8 +114,9 @@ class FileIngest:
             result = await self.documents.store({k: d.record for k, d in parsed.items()}, {k: d.text for k, d in parsed.items()},
                                                 deadline, trace)
             for doc_id, i in index_of.items():
+                seen[doc_id] = first + i
                 if doc_id in result.failed:
-                    self._fail(response, outcomes[i], i, result.failed[doc_id])
+                    self._fail(response, outcomes[i], first + i, result.failed[doc_id])
                 elif doc_id in result.unchanged:
                     outcomes[i].status = gateway_pb2.FILE_STATUS_UNCHANGED
                 else:

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from graphmesh.common.v1 import entity_pb2 as _entity_pb2
@@ -2077,3 +2078,65 @@ class DeleteCollectionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteCollectionResponse: _TypeAlias = DeleteCollectionResponse  # noqa: Y015
+
+@_typing.final
+class IngestOperationMetadata(_message.Message):
+    """Metadata of an ImportDocuments operation (google.longrunning.Operation
+    metadata): its progress, updated after each batch.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    RECEIVED_FIELD_NUMBER: _builtins.int
+    STORED_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    CANCEL_REQUESTED_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """Collection the import writes to."""
+    total: _builtins.int
+    """Records (JSONL lines that are not blank) or files in the request."""
+    received: _builtins.int
+    """Records or files handled so far (stored, unchanged or failed)."""
+    stored: _builtins.int
+    """Documents stored (new or changed) so far."""
+    unchanged: _builtins.int
+    """Documents unchanged since the last ingestion (content hash) so far."""
+    failed: _builtins.int
+    """Records or files that failed so far (IngestResponse.failures)."""
+    cancel_requested: _builtins.bool
+    """A cancel was asked for (CancelOperation); the import stops after the
+    batch in progress.
+    """
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When the operation was created."""
+
+    @_builtins.property
+    def update_time(self) -> _timestamp_pb2.Timestamp:
+        """When its state last changed (a batch finished, a cancel, the end)."""
+
+    def __init__(
+        self,
+        *,
+        collection: _builtins.str = ...,
+        total: _builtins.int = ...,
+        received: _builtins.int = ...,
+        stored: _builtins.int = ...,
+        unchanged: _builtins.int = ...,
+        failed: _builtins.int = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        update_time: _timestamp_pb2.Timestamp | None = ...,
+        cancel_requested: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "update_time", b"update_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancel_requested", b"cancel_requested", "collection", b"collection", "create_time", b"create_time", "failed", b"failed", "received", b"received", "stored", b"stored", "total", b"total", "unchanged", b"unchanged", "update_time", b"update_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IngestOperationMetadata: _TypeAlias = IngestOperationMetadata  # noqa: Y015

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from google.longrunning import operations_pb2 as google_dot_longrunning_dot_operations__pb2
 from graphmesh.gateway.v1 import gateway_pb2 as graphmesh_dot_gateway_dot_v1_dot_gateway__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -60,6 +61,11 @@ class GatewayServiceStub:
                 '/graphmesh.gateway.v1.GatewayService/Ingest',
                 request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
                 response_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.FromString,
+                _registered_method=True)
+        self.ImportDocuments = channel.unary_unary(
+                '/graphmesh.gateway.v1.GatewayService/ImportDocuments',
+                request_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
+                response_deserializer=google_dot_longrunning_dot_operations__pb2.Operation.FromString,
                 _registered_method=True)
         self.SearchEntities = channel.unary_unary(
                 '/graphmesh.gateway.v1.GatewayService/SearchEntities',
@@ -198,6 +204,29 @@ class GatewayServiceServicer:
         JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
         Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
         are given (or both), "collection" when the name is not valid.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportDocuments(self, request, context):
+        """Ingest as a long-running operation (AIP-151): returns at once with an
+        Operation "operations/import-<hex>" whose metadata is an
+        IngestOperationMetadata (progress counts, updated after each batch) and
+        whose response, once done, is the IngestResponse that Ingest gives for
+        the same request. The records or files are ingested in batches
+        (GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS / __BATCH_FILES); a
+        cancel (google.longrunning.Operations.CancelOperation) stops at a batch
+        boundary and the operation ends with error CANCELLED, the batches
+        before it stored whole. Documents are idempotent by content hash, so
+        re-running an interrupted import skips what was stored. Poll the
+        operation with the Operations service (GET /v1/{name=operations/**}).
+        Errors: INVALID_ARGUMENT as Ingest for the request's shape ("jsonl",
+        "files", "kind", "collection"); errors found while running
+        (no readable record, an unknown "domain_pack", a store that fails)
+        end the operation with that error.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -378,6 +407,11 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.Ingest,
                     request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.FromString,
                     response_serializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.SerializeToString,
+            ),
+            'ImportDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportDocuments,
+                    request_deserializer=graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.FromString,
+                    response_serializer=google_dot_longrunning_dot_operations__pb2.Operation.SerializeToString,
             ),
             'SearchEntities': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchEntities,
@@ -587,6 +621,33 @@ class GatewayService:
             '/graphmesh.gateway.v1.GatewayService/Ingest',
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
             graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/graphmesh.gateway.v1.GatewayService/ImportDocuments',
+            graphmesh_dot_gateway_dot_v1_dot_gateway__pb2.IngestRequest.SerializeToString,
+            google_dot_longrunning_dot_operations__pb2.Operation.FromString,
             options,
             channel_credentials,
             insecure,

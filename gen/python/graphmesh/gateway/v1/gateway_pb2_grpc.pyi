@@ -4,6 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
+from google.longrunning import operations_pb2 as _operations_pb2
 from graphmesh.gateway.v1 import gateway_pb2 as _gateway_pb2
 from grpc import aio as _aio
 import abc as _abc_1
@@ -79,6 +80,25 @@ class GatewayServiceStub:
     JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
+    """
+    ImportDocuments: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _operations_pb2.Operation]
+    """Ingest as a long-running operation (AIP-151): returns at once with an
+    Operation "operations/import-<hex>" whose metadata is an
+    IngestOperationMetadata (progress counts, updated after each batch) and
+    whose response, once done, is the IngestResponse that Ingest gives for
+    the same request. The records or files are ingested in batches
+    (GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS / __BATCH_FILES); a
+    cancel (google.longrunning.Operations.CancelOperation) stops at a batch
+    boundary and the operation ends with error CANCELLED, the batches
+    before it stored whole. Documents are idempotent by content hash, so
+    re-running an interrupted import skips what was stored. Poll the
+    operation with the Operations service (GET /v1/{name=operations/**}).
+    Errors: INVALID_ARGUMENT as Ingest for the request's shape ("jsonl",
+    "files", "kind", "collection"); errors found while running
+    (no readable record, an unknown "domain_pack", a store that fails)
+    end the operation with that error.
+    buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+    buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
     """
     SearchEntities: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]
     """Finds library entities for a colloquial, misspelt, alias or attribute
@@ -224,6 +244,25 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
+    """
+    ImportDocuments: _aio.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _operations_pb2.Operation]  # type: ignore[assignment]
+    """Ingest as a long-running operation (AIP-151): returns at once with an
+    Operation "operations/import-<hex>" whose metadata is an
+    IngestOperationMetadata (progress counts, updated after each batch) and
+    whose response, once done, is the IngestResponse that Ingest gives for
+    the same request. The records or files are ingested in batches
+    (GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS / __BATCH_FILES); a
+    cancel (google.longrunning.Operations.CancelOperation) stops at a batch
+    boundary and the operation ends with error CANCELLED, the batches
+    before it stored whole. Documents are idempotent by content hash, so
+    re-running an interrupted import skips what was stored. Poll the
+    operation with the Operations service (GET /v1/{name=operations/**}).
+    Errors: INVALID_ARGUMENT as Ingest for the request's shape ("jsonl",
+    "files", "kind", "collection"); errors found while running
+    (no readable record, an unknown "domain_pack", a store that fails)
+    end the operation with that error.
+    buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+    buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
     """
     SearchEntities: _aio.UnaryUnaryMultiCallable[_gateway_pb2.SearchEntitiesRequest, _gateway_pb2.SearchEntitiesResponse]  # type: ignore[assignment]
     """Finds library entities for a colloquial, misspelt, alias or attribute
@@ -396,6 +435,31 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
         Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
         are given (or both), "collection" when the name is not valid.
+        """
+
+    @_abc_1.abstractmethod
+    def ImportDocuments(
+        self,
+        request: _gateway_pb2.IngestRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_operations_pb2.Operation, _abc.Awaitable[_operations_pb2.Operation]]:
+        """Ingest as a long-running operation (AIP-151): returns at once with an
+        Operation "operations/import-<hex>" whose metadata is an
+        IngestOperationMetadata (progress counts, updated after each batch) and
+        whose response, once done, is the IngestResponse that Ingest gives for
+        the same request. The records or files are ingested in batches
+        (GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS / __BATCH_FILES); a
+        cancel (google.longrunning.Operations.CancelOperation) stops at a batch
+        boundary and the operation ends with error CANCELLED, the batches
+        before it stored whole. Documents are idempotent by content hash, so
+        re-running an interrupted import skips what was stored. Poll the
+        operation with the Operations service (GET /v1/{name=operations/**}).
+        Errors: INVALID_ARGUMENT as Ingest for the request's shape ("jsonl",
+        "files", "kind", "collection"); errors found while running
+        (no readable record, an unknown "domain_pack", a store that fails)
+        end the operation with that error.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
 
     @_abc_1.abstractmethod

@@ -1,0 +1,116 @@
+"""``graphmesh ingest ... --async`` and ``graphmesh operations``: ingestion
+as a long-running operation of the gateway (ImportDocuments, AIP-151).
+
+  graphmesh ingest documents|entities|triples FILE --async   prints the operation name
+  graphmesh ingest files PATH... --async                     (at most 64 MiB of files)
+  graphmesh operations list [--filter "done = false"] [--page-size N]
+  graphmesh operations get NAME                              the operation as JSON
+  graphmesh operations cancel NAME                           stops after the batch in progress
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import grpc
+from google.longrunning import operations_pb2, operations_pb2_grpc
+from google.protobuf import json_format
+from google.rpc import code_pb2
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.cli.client import INGEST_KINDS, _report_rpc_error, gateway_channel, open_text
+from services.cli.documents import expand_paths
+
+#: Most bytes of one ImportDocuments request (the gateway's message limit).
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+_OPTIONS = [("grpc.max_send_message_length", MAX_REQUEST_BYTES), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+
+
+def import_request(args: argparse.Namespace) -> gateway_pb2.IngestRequest | str:
+    """The ImportDocuments request of ``graphmesh ingest KIND PATH... --async``,
+    or the error message when the input cannot be sent whole."""
+    common = {"collection": args.collection or "", "domain_pack": getattr(args, "pack", "") or ""}
+    if args.kind == "files":
+        files, missing = expand_paths(args.paths, args.id_prefix or "")
+        if missing:
+            return f"no supported file at {missing[0]}"
+        metadata = dict(kv.split("=", 1) for kv in args.meta or [] if "=" in kv)
+        request = gateway_pb2.IngestRequest(**common, files=[
+            gateway_pb2.IngestFile(name=doc_id, document_id=doc_id, content=path.read_bytes(), metadata=metadata)
+            for path, doc_id in files])
+    else:
+        if len(args.paths) != 1 or not Path(args.paths[0]).is_file():
+            return f"ingest {args.kind} --async takes one JSONL file"
+        with open_text(Path(args.paths[0])) as f:
+            request = gateway_pb2.IngestRequest(**common, jsonl=f.read(), kind=INGEST_KINDS[args.kind])
+    if request.ByteSize() > MAX_REQUEST_BYTES - 1024:
+        return f"the input is {request.ByteSize() / 1048576:.1f} MiB: one operation takes at most 64 MiB; split it or drop --async"
+    return request
+
+
+def cmd_ingest_async(args: argparse.Namespace) -> int:
+    """Starts ImportDocuments and prints the operation's name; 2 on an error."""
+    request = import_request(args)
+    if isinstance(request, str):
+        print(f"error: {request}", file=sys.stderr)
+        return 2
+    with gateway_channel(_OPTIONS) as ch:
+        try:
+            operation = gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=300)
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    print(operation.name)
+    return 0
+
+
+def describe(operation: operations_pb2.Operation) -> dict:
+    """One operation as a JSON object: name, state, progress."""
+    meta = gateway_pb2.IngestOperationMetadata()
+    operation.metadata.Unpack(meta)
+    if not operation.done:
+        state = "CANCELLING" if meta.cancel_requested else "RUNNING"
+    elif operation.HasField("error"):
+        state = code_pb2.Code.Name(operation.error.code)
+    else:
+        state = "SUCCEEDED"
+    out = {"name": operation.name, "state": state, "collection": meta.collection, "total": meta.total,
+           "received": meta.received, "stored": meta.stored, "unchanged": meta.unchanged, "failed": meta.failed,
+           "updated": meta.update_time.ToJsonString()}
+    if operation.HasField("error"):
+        out["error"] = operation.error.message
+    return out
+
+
+def cmd_operations(args: argparse.Namespace) -> int:
+    """list / get / cancel; 2 on an RPC error."""
+    with gateway_channel(_OPTIONS) as ch:
+        stub = operations_pb2_grpc.OperationsStub(ch)
+        try:
+            if args.action == "list":
+                reply = stub.ListOperations(operations_pb2.ListOperationsRequest(
+                    name="operations", filter=args.filter or "", page_size=args.page_size, page_token=args.page_token or ""), timeout=30)
+                for operation in reply.operations:
+                    print(json.dumps(describe(operation), ensure_ascii=False))
+                if reply.next_page_token:
+                    print(f"more: --page-token {reply.next_page_token}", file=sys.stderr)
+            elif args.action == "get":
+                operation = stub.GetOperation(operations_pb2.GetOperationRequest(name=args.name), timeout=30)
+                print(json_format.MessageToJson(operation, ensure_ascii=False))
+            else:
+                stub.CancelOperation(operations_pb2.CancelOperationRequest(name=args.name), timeout=30)
+                print(f"cancel requested: {args.name}")
+        except grpc.RpcError as err:
+            return _report_rpc_error(err)
+    return 0
+
+
+def add_parser(sub) -> None:
+    """The ``operations`` subcommand."""
+    ops = sub.add_parser("operations", help="list, get or cancel ingest operations (ingest --async)")
+    ops.add_argument("action", choices=["list", "get", "cancel"])
+    ops.add_argument("name", nargs="?", default="", help="get / cancel: the operation, operations/import-...")
+    ops.add_argument("--filter", default="", help='list: "done = true" or "done = false"')
+    ops.add_argument("--page-size", type=int, default=0, help="list: operations per page (50 when 0)")
+    ops.add_argument("--page-token", default="", help="list: the next page's token")
