@@ -16,13 +16,14 @@ failed, and a deleted collection must leave nothing behind.
 
 ``leftovers(dsn, neo4j_uri, collection)`` counts what still names a
 collection in either store (rows of every GraphMesh table with a
-``collection`` column, Neo4j nodes with that property).
+``collection`` column, chunks without their document, Neo4j nodes with
+that property).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PG_TABLES_WITH_COLLECTION = ("documents", "chunks", "chunk_terms", "entity_cards", "entity_surfaces", "entity_grams",
+PG_TABLES_WITH_COLLECTION = ("documents", "chunk_terms", "entity_cards", "entity_surfaces", "entity_grams",
                              "collections")
 
 
@@ -105,11 +106,14 @@ async def leftovers(dsn: str, neo4j_uri: str, collection: str, auth: tuple[str, 
     conn = await asyncpg.connect(dsn)
     try:
         for table in PG_TABLES_WITH_COLLECTION:
-            if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table):
-                column = "name" if table == "collections" else "collection"
+            column = "name" if table == "collections" else "collection"
+            if await conn.fetchval("SELECT count(*) FROM information_schema.columns WHERE table_name = $1 "
+                                   "AND column_name = $2", table, column):
                 n = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE {column} = $1", collection)  # table names are ours
                 if n:
                     out[f"pg:{table}"] = n
+        out.update({"pg:chunks": n for n in [await conn.fetchval(
+            "SELECT count(*) FROM chunks c LEFT JOIN documents d ON d.id = c.document_id WHERE d.id IS NULL")] if n})
     finally:
         await conn.close()
     driver = AsyncGraphDatabase.driver(neo4j_uri, auth=auth)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from services.common.filters import DEFAULT_COLLECTION
 from services.ingest.chunking import ChunkingConfig, chunk_document
 from services.ingest.jsonl_documents import parse_jsonl
 
@@ -41,14 +42,16 @@ class ExpectedDocument:
     has_parent: bool
 
 
-def expected_documents(lines: list[str], config: ChunkingConfig = ChunkingConfig()) -> dict[str, ExpectedDocument]:
-    """{document id: ExpectedDocument} for JSONL document ``lines`` (records
-    that cannot be read are ignored, as the gateway skips them)."""
+def expected_documents(lines: list[str], config: ChunkingConfig = ChunkingConfig(),
+                       collection: str = DEFAULT_COLLECTION) -> dict[str, ExpectedDocument]:
+    """{document id: ExpectedDocument} for JSONL document ``lines`` ingested
+    into ``collection`` (part of the content hash); records that cannot be
+    read are ignored, as the gateway skips them."""
     docs, _ = parse_jsonl("\n".join(lines).encode("utf-8"))
     latest = {d.id: d for d in docs}
     out = {}
     for d in latest.values():
-        rec = chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, config)
+        rec = chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, config, collection)
         has_parent = bool([p for p in rec.heading_path if p and p.strip()][:-1]) or bool(rec.title.strip())
         out[d.id] = ExpectedDocument(d.id, rec.content_hash, tuple(c.id for c in rec.chunks),
                                      frozenset(c.id for c in rec.chunks if c.terms), has_parent)
