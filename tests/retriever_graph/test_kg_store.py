@@ -145,3 +145,32 @@ async def test_reserved_predicates_and_long_queries(kg):
     # 2,000 characters are beyond Lucene's 1024 clauses: the query is capped
     # and still searched as text.
     assert [h.name for h in await kg.fulltext("马铃" + "薯" * 1998, 5)][:1] == ["马铃薯"]
+
+
+async def test_a_retry_after_a_write_died_before_linking_groups_links_them(graph_store, monkeypatch):
+    # Crash trials (bench/crash_workloads.py, Neo4j killed mid-ingest): the
+    # entities were stored, their SAME_OBJECT edges not yet; the retry found
+    # every entity unchanged and linked nothing, so the edges never came.
+    store = KnowledgeGraphStore(graph_store.driver, graph_store.database)
+    await store.migrate()
+    rows = load_rows()
+    linking = KnowledgeGraphStore._link_groups
+
+    async def dies(self, *args, **kwargs):
+        raise ConnectionError("Neo4j went away")
+
+    monkeypatch.setattr(KnowledgeGraphStore, "_link_groups", dies)
+    with pytest.raises(ConnectionError):
+        await store.ingest_entities(rows, collection="retried")
+    monkeypatch.setattr(KnowledgeGraphStore, "_link_groups", linking)
+
+    async def same_object() -> list[str]:
+        records = (await store.driver.execute_query(
+            "MATCH (:Entity {collection: 'retried', name: '布洛芬片'})-[:SAME_OBJECT]-(b) RETURN b.name AS n",
+            database_=store.database)).records
+        return [r["n"] for r in records]
+
+    assert await same_object() == []
+    written, unchanged = await store.ingest_entities(rows, collection="retried")
+    assert written == 0 and unchanged == len(rows)  # nothing to rewrite ...
+    assert await same_object() == ["布洛芬胶囊"]  # ... and the groups are linked
