@@ -82,6 +82,33 @@ class FakeExpander(_Fake):
             normalized_query=request.query, gate_reason="kept"))
 
 
+class GatedExpander(FakeExpander):
+    """Embeds only when the test lets it: one ``gate.release()`` per Embed
+    call; ``arrived`` counts the calls made so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Semaphore(0)
+        self.arrived = 0
+
+    async def embed(self, request, timeout):
+        self.arrived += 1
+        await self.gate.acquire()
+        return await super().embed(request, timeout)
+
+    def open(self, calls: int) -> None:
+        """Lets ``calls`` more Embed calls through."""
+        for _ in range(calls):
+            self.gate.release()
+
+    async def until_arrived(self, calls: int) -> None:
+        for _ in range(1000):
+            if self.arrived >= calls:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"Embed call {calls} never arrived")
+
+
 class FakeRetriever(_Fake):
     """A retriever answering every Retrieve with ``candidates`` and every
     Related with ``related`` (UNIMPLEMENTED-like failure when None)."""

@@ -13,6 +13,7 @@ playwright package these tests skip with the reason; with CI=true they fail.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -449,6 +450,112 @@ async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_no
         assert "no answer" in await page.inner_text("#ask-output .strategy h3")
         nearest = await page.inner_text("#ask-output .answer .insufficient")
         assert "not sufficient" in nearest and "测试法" in nearest
+
+
+def numbered_jsonl(n: int, tag: str) -> str:
+    """n law-like documents with ids and text unique to ``tag``."""
+    return "\n".join(json.dumps({"id": f"{tag}-{i}", "title": "测试法", "text": f"第{i}条 {tag}的内容{i}。" * 3}, ensure_ascii=False)
+                     for i in range(n))
+
+
+async def shown_operation(page, name: str) -> dict:
+    """The imports list's row of operation ``name``: its data attributes and texts."""
+    return await page.evaluate("""(name) => { const li = [...document.querySelectorAll('#lib-operations li.operation')]
+        .find((r) => r.dataset.name === name); if (!li) return null;
+        const bar = li.querySelector('progress');
+        return { ...li.dataset, counts: li.querySelector('.op-counts').textContent, badge: li.querySelector('.badge').textContent,
+                 error: li.querySelector('.op-error')?.textContent ?? null, cancel: li.querySelectorAll('.op-cancel').length,
+                 value: bar.value, max: bar.max, collection: li.querySelector('.op-collection').textContent }; }""", name)
+
+
+async def until_shown(page, name: str, **attrs: str) -> dict:
+    """Waits until the row of ``name`` has the data attributes ``attrs``; returns the row."""
+    selector = f"#lib-operations li.operation[data-name='{name}']" + "".join(f"[data-{k}='{v}']" for k, v in attrs.items())
+    await page.wait_for_selector(selector, timeout=WAIT_MS)
+    return await shown_operation(page, name)
+
+
+async def test_library_imports_show_progress_final_counts_and_cancel(browser, fake_gateway):
+    from tests.fakes import GatedExpander
+
+    expander = GatedExpander()  # one Embed call per batch of 2 documents, each let through by the test
+    gw = await fake_gateway(expander=expander, operations={"batch_records": 2})
+    async with open_page(browser, gw.rest_url) as page:
+        polls: list[str] = []
+        page.on("request", lambda r: polls.append(r.url) if "/v1/operations?" in r.url else None)
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-operations[data-state=done]", timeout=WAIT_MS)
+        assert await page.locator("#lib-operations li.operation").count() == 0
+        assert "No import yet" in await page.inner_text("#lib-operations")
+
+        # Dropped as an import: the operation's progress after each batch, then its final counts.
+        await page.fill("#lib-collection", "imports")
+        await page.check("#lib-async")
+        async with page.expect_response(lambda r: r.url.endswith("/v1/documents:import"), timeout=WAIT_MS) as started:
+            await drop_files(page, [("laws.jsonl", numbered_jsonl(6, "导入"))])
+        name = (await (await started.value).json())["name"]
+        await ingested(page, 1)
+        assert name.startswith("operations/import-")
+        assert (await page.get_attribute("#lib-results li:first-child", "data-operation")) == name
+        assert "under Imports" in await page.inner_text("#lib-status")
+        await expander.until_arrived(1)
+        row = await until_shown(page, name, state="running", total="6", received="0")
+        assert row["collection"] == "imports" and row["badge"] == "running" and row["cancel"] == 1
+        assert row["counts"].endswith("0 stored, 0 unchanged, 0 failed of 6") and (row["value"], row["max"]) == (0, 6)
+        assert await page.get_attribute("#lib-operations", "data-polling") == "true"
+        await shot(page, "library-import-running")
+        expander.gate.release()  # batch 1 stored
+        row = await until_shown(page, name, state="running", stored="2")
+        assert (row["received"], row["value"]) == ("2", 2) and "2 stored" in row["counts"]
+        expander.open(2)
+        row = await until_shown(page, name, state="done")
+        status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{name}")
+        assert status == 200 and op["done"] and "error" not in op
+        meta = op["metadata"]
+        assert row["counts"].endswith(f"{meta['stored']} stored, {meta.get('unchanged', 0)} unchanged, {meta.get('failed', 0)} failed of 6")
+        assert (meta["stored"], row["value"], row["cancel"], row["badge"]) == (6, 6, 0, "done")
+        await page.wait_for_selector("#lib-operations[data-polling=false]", timeout=WAIT_MS)
+        count = len(polls)
+        await asyncio.sleep(2.5)
+        assert len(polls) == count, "the list is still polled with no import running"
+        await shot(page, "library-import-done")
+
+        # Started through the REST API, seen on Refresh, cancelled with its button.
+        expander.gate = asyncio.Semaphore(0)
+        arrived = expander.arrived
+        status, op = await rest(gw.rest_url + "/v1/documents:import", {
+            "jsonl": base64.b64encode(numbered_jsonl(6, "取消").encode()).decode(), "collection": "cancelled"})
+        assert status == 200 and not op.get("done")
+        other = op["name"]
+        await expander.until_arrived(arrived + 1)
+        await page.click("#lib-ops-refresh")
+        await until_shown(page, other, state="running")
+        names = await page.locator("#lib-operations li.operation").evaluate_all("rows => rows.map((r) => r.dataset.name)")
+        assert names == [other, name]  # running first
+        async with page.expect_request(lambda r: r.url.endswith(":cancel"), timeout=WAIT_MS) as sent:
+            await page.click(f"#lib-operations li.operation[data-name='{other}'] .op-cancel")
+        request = await sent.value
+        assert request.url == f"{gw.rest_url}/v1/{other}:cancel" and request.method == "POST"
+        assert (await request.header_value("origin")) == gw.rest_url  # same-origin: the edge lets the write through
+        assert (await request.response()).status == 200
+        row = await until_shown(page, other, state="cancelling")
+        assert row["cancel"] == 0 and row["badge"] == "cancelling"
+        expander.gate.release()  # the batch in progress ends; the next is never started
+        row = await until_shown(page, other, state="cancelled")
+        status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{other}")
+        assert op["done"] and op["error"]["code"] == 1 and op["metadata"]["cancelRequested"] is True
+        assert row["counts"].endswith(f"{op['metadata']['stored']} stored, 0 unchanged, 0 failed of 6")
+        assert op["metadata"]["stored"] == 2 and row["error"] == op["error"]["message"] and row["badge"] == "cancelled"
+        assert expander.arrived == arrived + 1
+        await shot(page, "library-import-cancelled")
+
+        # An import that fails while running: the server's message.
+        await drop_files(page, [("broken.jsonl", "not json")])
+        await ingested(page, 2)
+        failed = await page.get_attribute("#lib-results li:first-child", "data-operation")
+        row = await until_shown(page, failed, state="failed")
+        status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{failed}")
+        assert row["error"] == op["error"]["message"] and "jsonl[0]" in row["error"] and row["badge"] == "failed"
 
 
 @asynccontextmanager

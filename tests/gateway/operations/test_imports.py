@@ -21,37 +21,10 @@ from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.api.auth import new_key
 from services.gateway.downstream.grpc_adapters import GrpcRetriever
 from tests import file_makers as mk
-from tests.fakes import FakeExpander
+from tests.fakes import GatedExpander
 from tests.fixtures.mesh import start_service
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
-
-
-class GatedExpander(FakeExpander):
-    """Embeds only when the test lets it: one ``gate.release()`` per Embed
-    call; ``arrived`` counts the calls made so far."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = asyncio.Semaphore(0)
-        self.arrived = 0
-
-    async def embed(self, request, timeout):
-        self.arrived += 1
-        await self.gate.acquire()
-        return await super().embed(request, timeout)
-
-    def open(self, calls: int) -> None:
-        """Lets ``calls`` more Embed calls through."""
-        for _ in range(calls):
-            self.gate.release()
-
-    async def until_arrived(self, calls: int) -> None:
-        for _ in range(1000):
-            if self.arrived >= calls:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"Embed call {calls} never arrived")
 
 
 def jsonl(n: int, bad_lines: bool = False) -> bytes:

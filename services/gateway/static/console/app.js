@@ -59,6 +59,7 @@ function main() {
     if (name === "stages") stages.start();
     else stages.stop();
     if (name === "library") library.show();
+    else library.hide();
   });
   document.getElementById("lang").addEventListener("click", () => setLanguage(currentLanguage() === "zh" ? "en" : "zh"));
   document.body.dataset.ready = "true";

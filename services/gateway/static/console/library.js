@@ -5,10 +5,17 @@
 // in the browser first), or any other file as one document each (base64
 // "files": .txt, .md, .html, .pdf, .docx; the server picks the parser from
 // the name and says per file whether it was stored, unchanged or failed).
+// As an import (the "import" box ticked, or files over LARGE_UPLOAD_BYTES)
+// the same request goes to POST /v1/documents:import, and the imports list
+// (imports.js) shows its progress.
 import { get, post } from "./api.js";
 import { clear, el, ms } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
+import { setupImports } from "./imports.js";
+
+/** Uploads of more bytes than this (all files together) always run as an import, with progress. */
+export const LARGE_UPLOAD_BYTES = 8 * 1024 * 1024;
 
 /**
  * The collections with their counts, from GET /v1/collections, resolved as
@@ -117,6 +124,14 @@ function filesRow(names, collection, reply, traceId) {
     traceLine(traceId));
 }
 
+/** The row of an upload sent as an import: its operation's name; the imports list shows its progress. */
+function importRow(label, collection, op, traceId) {
+  return el("li", { class: "ingest-result", dataset: { kind: "import", operation: op.name || "" } },
+    el("p", {}, el("strong", { text: label }), " → ", el("code", { text: collection }), " · ",
+      t("lib.importStarted"), " ", el("code", { text: op.name || "" })),
+    traceLine(traceId));
+}
+
 /** Wires the Library panel. */
 export function setupLibrary(root) {
   const zone = root.querySelector("#lib-drop");
@@ -129,6 +144,9 @@ export function setupLibrary(root) {
   const status = root.querySelector("#lib-status");
   const table = root.querySelector("#lib-collections");
   const refreshButton = root.querySelector("#lib-refresh");
+  const asImport = root.querySelector("#lib-async");
+  const imports = setupImports({ list: root.querySelector("#lib-operations"), errorBox: root.querySelector("#lib-ops-error"),
+    refreshButton: root.querySelector("#lib-ops-refresh"), onFinished: () => refreshCollections() });
 
   async function refreshCollections() {
     table.dataset.state = "loading";
@@ -152,15 +170,25 @@ export function setupLibrary(root) {
     return readFile(file);
   }
 
-  async function ingestRecords(file, collection) {
+  async function startImport(label, body) {
+    const { data, traceId } = await post("./v1/documents:import", body);
+    results.prepend(importRow(label, body.collection, data, traceId));
+    imports.refresh();
+    return t("lib.importsStarted", { name: label });
+  }
+
+  async function ingestRecords(file, collection, asOperation) {
     const bytes = await readText(file);
     const kind = kindSelect.value === "auto" ? guessKind(new TextDecoder().decode(bytes.subarray(0, 4096))) : kindSelect.value;
     status.textContent = t("lib.sending", { name: file.name, kind: t(`lib.kind.${kind}`) });
-    const { data, traceId } = await post("./v1/documents:ingest", { jsonl: toBase64(bytes), kind: KINDS[kind], collection });
+    const body = { jsonl: toBase64(bytes), kind: KINDS[kind], collection };
+    if (asOperation) return startImport(file.name, body);
+    const { data, traceId } = await post("./v1/documents:ingest", body);
     results.prepend(recordsRow(file.name, kind, collection, data, traceId));
+    return "";
   }
 
-  async function ingestFiles(files, collection) {
+  async function ingestFiles(files, collection, asOperation) {
     const payload = [];
     for (const file of files) {
       const bytes = await readText(file);
@@ -169,6 +197,7 @@ export function setupLibrary(root) {
       payload.push({ name: file.name, content: toBase64(bytes) });
     }
     status.textContent = t("lib.sendingFiles", { n: files.length, collection });
+    if (asOperation) return startImport(t("lib.filesN", { n: files.length }), { files: payload, collection });
     const { data, traceId } = await post("./v1/documents:ingest", { files: payload, collection });
     results.prepend(filesRow(files.map((f) => f.name), collection, data, traceId));
     const failed = (data.files || []).filter((o) => FILE_STATUS[o.status] !== "stored" && FILE_STATUS[o.status] !== "unchanged").length;
@@ -184,10 +213,13 @@ export function setupLibrary(root) {
     const collection = collectionName(collectionInput.value);
     const records = files.filter((f) => isRecordsFile(f.name));
     const documents = files.filter((f) => !isRecordsFile(f.name));
+    const asOperation = asImport.checked || files.reduce((sum, f) => sum + f.size, 0) > LARGE_UPLOAD_BYTES;
     try {
-      for (const file of records) await ingestRecords(file, collection);
-      const filesDone = documents.length ? await ingestFiles(documents, collection) : "";
-      status.textContent = filesDone || t("lib.done", { name: records.map((f) => f.name).join(", ") });
+      const started = [];
+      for (const file of records) started.push(await ingestRecords(file, collection, asOperation));
+      const filesDone = documents.length ? await ingestFiles(documents, collection, asOperation) : "";
+      status.textContent = asOperation ? [...started, filesDone].filter(Boolean).join(" ")
+        : filesDone || t("lib.done", { name: records.map((f) => f.name).join(", ") });
     } catch (err) {
       status.textContent = "";
       showError(errorBox, err);
@@ -210,5 +242,9 @@ export function setupLibrary(root) {
   // on would answer 401 before a key is entered), re-rendered on a language
   // change once listed.
   onLanguage(() => { if (table.dataset.state) refreshCollections(); });
-  return { show: refreshCollections, ingest: (file) => ingestAll([file]) };
+  return {
+    show() { imports.show(); return refreshCollections(); },
+    hide: imports.hide,
+    ingest: (file) => ingestAll([file]),
+  };
 }
