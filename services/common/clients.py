@@ -20,7 +20,7 @@ IDEMPOTENT_RPCS = {
     "graphmesh.expander.v1.ExpanderService": ["Expand", "Embed", "NormalizeEntity"],
     "graphmesh.retriever.v1.RetrieverService": [
         "Retrieve", "Related", "GetDocumentHashes", "RetrieveEntities", "SuggestExpansions", "GetEntityLibrary",
-        "ListDocuments", "ListCollections", "IngestDocuments", "IngestEntities", "IngestTriples"],
+        "ListDocuments", "ListCollections", "ExportEntities", "IngestDocuments", "IngestEntities", "IngestTriples"],
     "graphmesh.reranker.v1.RerankerService": ["Rerank"],
     "graphmesh.fuser.v1.FuserService": ["Fuse", "RankEntities"],
 }

@@ -27,4 +27,4 @@ def test_every_retried_rpc_exists():
 def test_retriever_methods_are_retried_except_the_deletes():
     retriever = "graphmesh.retriever.v1.RetrieverService"
     left_out = {m.name for m in SERVICES[retriever].methods} - set(IDEMPOTENT_RPCS[retriever])
-    assert left_out == {"DeleteDocuments", "DeleteCollection"}
+    assert left_out == {"DeleteDocuments", "DeleteCollection", "DeleteEntities", "DeleteTriples"}
