@@ -420,18 +420,22 @@ class KnowledgeGraphStore:
             stored = {rec["name"]: rec["content_hash"] for rec in await self._read(_ENTITY_HASHES, names=list(hashes), collection=collection)}
             todo = batch if force else [r for r in batch if stored.get(r.name) != hashes[r.name]]
             unchanged += len(batch) - len(todo)
-            # Groups are linked for unchanged entities too (MERGE: idempotent):
-            # a write that died after storing the entities but before linking
-            # their groups is repaired by the retry, which finds them unchanged.
+            # Parents and groups are merged for unchanged entities too (MERGE:
+            # idempotent): a write cancelled or killed after storing the
+            # entities (their content hash) but before their parents or groups
+            # is repaired by the retry, which finds every entity unchanged.
+            parents = []
             for r in batch:
                 sk = entity_skeleton.parse(r.name)
                 objects.add(name_key(sk.object))
                 if sk.property:
                     properties.add(name_key(sk.property))
+                parents += [{"child": r.name, "parent": p, "parent_key": name_key(p)} for p in r.parents if p.strip() and p != r.name]
             if not todo:
+                if parents:
+                    await self._write(_MERGE_PARENTS, rows=parents, collection=collection)
                 continue
             payload = []
-            parents = []
             for r in todo:
                 sk = entity_skeleton.parse(r.name)
                 given = [a for a in r.aliases if a.strip() and name_key(a) != name_key(r.name)]
@@ -447,7 +451,6 @@ class KnowledgeGraphStore:
                     "conditions": list(sk.conditions), "value_type": sk.value_type,
                     "alias_rows": list(dedup.values()), "content_hash": hashes[r.name],
                 })
-                parents += [{"child": r.name, "parent": p, "parent_key": name_key(p)} for p in r.parents if p.strip() and p != r.name]
             await self._write(_MERGE_ENTITIES, rows=payload, collection=collection)
             if parents:
                 await self._write(_MERGE_PARENTS, rows=parents, collection=collection)

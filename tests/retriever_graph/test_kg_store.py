@@ -174,3 +174,36 @@ async def test_a_retry_after_a_write_died_before_linking_groups_links_them(graph
     written, unchanged = await store.ingest_entities(rows, collection="retried")
     assert written == 0 and unchanged == len(rows)  # nothing to rewrite ...
     assert await same_object() == ["布洛芬胶囊"]  # ... and the groups are linked
+
+
+async def test_a_retry_after_a_write_cancelled_before_the_parents_merges_them(graph_store, monkeypatch):
+    # Crash trials (bench/crash_workloads.py, the gateway killed mid-ingest:
+    # retriever_graph's call cancelled): the entities and their content
+    # hashes were stored, their parents not; the retry found every entity
+    # unchanged, and 47 parent entities with their PARENT_OF edges never came.
+    from services.retriever_graph import kg_store
+
+    store = KnowledgeGraphStore(graph_store.driver, graph_store.database)
+    await store.migrate()
+    rows = load_rows()
+    writing = KnowledgeGraphStore._write
+
+    async def cancelled_at_parents(self, query, **params):
+        if query == kg_store._MERGE_PARENTS:
+            raise ConnectionError("the call was cancelled")
+        return await writing(self, query, **params)
+
+    monkeypatch.setattr(KnowledgeGraphStore, "_write", cancelled_at_parents)
+    with pytest.raises(ConnectionError):
+        await store.ingest_entities(rows, collection="cancelled")
+    monkeypatch.setattr(KnowledgeGraphStore, "_write", writing)
+
+    async def children_of_the_parent() -> list[str]:
+        records = (await store.driver.execute_query(
+            "MATCH (:Entity {collection: 'cancelled', name: '薯类'})-[:PARENT_OF]->(c) RETURN c.name AS n",
+            database_=store.database)).records
+        return [r["n"] for r in records]
+
+    assert await children_of_the_parent() == []
+    assert (await store.ingest_entities(rows, collection="cancelled"))[0] == 0  # every entity unchanged ...
+    assert await children_of_the_parent() == ["马铃薯"]  # ... and the parent link is there
