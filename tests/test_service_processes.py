@@ -3,6 +3,7 @@ grpc.health.v1 with SERVING, lists its services through reflection, exposes
 Prometheus metrics on its own port, and exits cleanly on SIGTERM."""
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -68,16 +69,29 @@ async def store_env(pg_new_database, neo4j_uri) -> dict[str, str]:
     return {"GRAPHMESH_RETRIEVER_PG_DSN": await pg_new_database(), "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI": neo4j_uri}
 
 
-@pytest.mark.parametrize("name", list(SERVICE_NAMES))
-def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
+@contextlib.contextmanager
+def service_process(name: str, env: dict[str, str]):
+    """``python -m services.<name>`` on free ports with ``env`` added;
+    yields (process, its READY match, the lines read until it) and kills
+    the process if it is still running at the end."""
     prefix = f"GRAPHMESH_{name.upper()}"
-    env = {**os.environ, **store_env, f"{prefix}_PORT": "0", f"{prefix}_METRICS_PORT": "0",
+    env = {**os.environ, **env, f"{prefix}_PORT": "0", f"{prefix}_METRICS_PORT": "0",
            "GRAPHMESH_GATEWAY_REST__PORT": "-1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", f"services.{name}"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         match, lines = read_until(proc, READY, timeout=120)
         assert match, "".join(lines[-30:])
+        yield proc, match, lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("name", list(SERVICE_NAMES))
+def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
+    with service_process(name, store_env) as (proc, match, _):
         grpc_port, metrics_port = int(match.group(2)), int(match.group(3))
         with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as ch:
             health = health_pb2_grpc.HealthStub(ch)
@@ -93,10 +107,6 @@ def test_service_process_health_reflection_metrics_and_sigterm(name, store_env):
             assert "# TYPE graphmesh_stage_duration_seconds histogram" in metrics
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 #: A home no process can create anything under, even as root: a container's
@@ -105,18 +115,11 @@ UNWRITABLE_HOME = "/proc/graphmesh-no-home"
 
 
 @pytest.mark.parametrize("name", list(SERVICE_NAMES))
-def test_service_process_serves_with_an_unwritable_home(name, store_env, tmp_path):
-    prefix = f"GRAPHMESH_{name.upper()}"
-    env = {**os.environ, **store_env, f"{prefix}_PORT": "0", f"{prefix}_METRICS_PORT": "0",
-           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "PYTHONUNBUFFERED": "1",
-           "HOME": UNWRITABLE_HOME, "TMPDIR": str(tmp_path)}  # the pod's emptyDir at /tmp
+def test_service_process_serves_with_an_unwritable_home(name, store_env, tmp_path, monkeypatch):
     for variable in ("GRAPHMESH_EXPANDER_EMBEDDING__CACHE", "GRAPHMESH_EXPANDER_EMBEDDING_CACHE", "XDG_CACHE_HOME"):
-        env.pop(variable, None)  # the defaults, under HOME
-    proc = subprocess.Popen([sys.executable, "-m", f"services.{name}"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        match, lines = read_until(proc, READY, timeout=120)
-        assert match, "".join(lines[-30:])
+        monkeypatch.delenv(variable, raising=False)  # the defaults, under HOME
+    env = {**store_env, "HOME": UNWRITABLE_HOME, "TMPDIR": str(tmp_path)}  # TMPDIR: the pod's emptyDir at /tmp
+    with service_process(name, env) as (proc, match, lines):
         with grpc.insecure_channel(f"127.0.0.1:{match.group(2)}") as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAMES[name]), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
@@ -129,7 +132,3 @@ def test_service_process_serves_with_an_unwritable_home(name, store_env, tmp_pat
                 assert any("embedding cache off" in line for line in lines), "".join(lines[-30:])
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
