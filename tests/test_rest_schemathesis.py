@@ -61,7 +61,10 @@ def test_requests_without_the_key_are_refused_with_a_declared_401(gateway):
     gw, headers, operations = gateway
     # (a body the transcoder cannot parse is a 400 before the gRPC call checks the key)
     report = fuzz_operation(operations["POST /v1/query:search"], "search", gw.rest_url, {"Origin": headers["Origin"]}, 30, SEED)
-    assert report.statuses[401] > 0 and set(report.statuses) <= {400, 401}, report
+    # A sub-second X-Timeout-Seconds may run out before the key is checked:
+    # a 504 that is the request's own deadline (counted apart) is allowed.
+    own_deadline = {504} if report.statuses[504] == report.own_deadline_504 else set()
+    assert report.statuses[401] > 0 and set(report.statuses) - own_deadline <= {400, 401}, report
     assert not report.failures, report
 
 
