@@ -27,6 +27,7 @@ GRAPH_CITES = "graph.cites"      # articles a first-stage hit cites, is cited by
 GRAPH_VERSION = "graph.version"  # other versions of a first-stage hit (VERSION_OF)
 GRAPH_PPR = "graph.ppr"          # personalised PageRank over passages, terms and citations
 RERANK = "rerank"                # cross-encoder score (added by the fuser)
+SENTENCE_MAXSIM = "sentence.maxsim"  # best sentence's cosine to the query (gateway; also its stage)
 
 PG_CHANNELS = (PG_VECTOR, PG_HYDE, PG_KEYWORD, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
 #: Graph channels of the first stage (Retrieve): query text only.
@@ -65,6 +66,7 @@ STAGE_HASH_CHECK = "hash_check"
 STAGE_STORE = "store"
 STAGE_RELATED = "related"        # the second, seeded graph call after a first fusion
 STAGE_PARENT_CONTEXT = "parent_context"  # top chunks packed with their parent section
+# SENTENCE_MAXSIM ("sentence.maxsim") is a stage of the gateway as well as a channel.
 
 
 def retrieve_stage(retriever: str) -> str:
@@ -90,8 +92,8 @@ def strategy_stage(strategy: str) -> str:
 # ---- what a Search request may switch off ---------------------------------
 #: Whole stages: "graph" (the graph retriever), "expansion" (L1/L2/L3 terms),
 #: "mmr", "rerank", "related" (the second, seeded call), "parent_context"
-#: (top chunks packed with their parent section); plus every document
-#: channel. Each may be switched off per request (SearchRequest.disabled_stages)
+#: (top chunks packed with their parent section), "sentence.maxsim" (chunks
+#: scored by their best sentence); plus every document channel. Each may be switched off per request (SearchRequest.disabled_stages)
 #: and, where the profile has it off, on (SearchRequest.enabled_stages).
 SWITCHABLE_STAGES = frozenset({"graph", STAGE_EXPANSION, "mmr", STAGE_RERANK, STAGE_RELATED, STAGE_PARENT_CONTEXT,
-                               *DOCUMENT_CHANNELS})
+                               SENTENCE_MAXSIM, *DOCUMENT_CHANNELS})

@@ -26,6 +26,9 @@ DEFAULT_WEIGHTS = {
     names.GRAPH_TERM: 0.25, names.GRAPH_PPR: 0.25,
     **{channel: weight for pack in domains.PACKS.values() for channel, weight in pack.channel_weights.items()},
     names.RERANK: 1.0,
+    # Chosen by 5-fold cross-validation over the pooled dev sets
+    # (bench/sentence_maxsim_probe.py, docs/benchmarks.md "Sentence MaxSim").
+    names.SENTENCE_MAXSIM: 2.0,
 }
 #: Channels a profile does not run unless a request switches them on
 #: (docs/retrieval.md: each added no quality on the law dev sets; their
@@ -60,6 +63,9 @@ class RetrievalProfile(BaseModel):
         related_seeds: fused first-stage hits that seed the second, related
             call (graph.cites, graph.version, graph.ppr); 0 = no second call.
             It runs only when one of those channels is on.
+        maxsim_candidates: fused chunks scored by their best sentence
+            (``sentence.maxsim``, services/gateway/search/sentence_maxsim.py)
+            when that channel is on; 0 = none.
     """
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
@@ -73,6 +79,7 @@ class RetrievalProfile(BaseModel):
     max_expansions: int = Field(15, ge=1, le=50)
     channels_off: list[str] = Field(default_factory=lambda: list(DEFAULT_OFF))
     related_seeds: int = Field(5, ge=0, le=50)
+    maxsim_candidates: int = Field(20, ge=0, le=100)
 
     def switched_off(self, disabled: frozenset[str], enabled: frozenset[str] = frozenset()) -> frozenset[str]:
         """Stages and channels not to run: the profile's ``channels_off``

@@ -24,8 +24,8 @@ def test_gateway_proto_documents_every_switchable_stage():
     assert missing == []
 
 
-def test_default_weights_cover_every_document_channel_and_rerank():
-    assert set(DEFAULT_WEIGHTS) == {*names.DOCUMENT_CHANNELS, names.RERANK}
+def test_default_weights_cover_every_document_channel_rerank_and_sentence_maxsim():
+    assert set(DEFAULT_WEIGHTS) == {*names.DOCUMENT_CHANNELS, names.RERANK, names.SENTENCE_MAXSIM}
 
 
 def test_retrievers_pack_exactly_their_channels():

@@ -1,6 +1,6 @@
 """Search: expand -> retrieve (every retriever in parallel, each under the
-caller's remaining deadline) -> optional cross-encoder rerank -> fuse and
-pack. The fast path (PostgreSQL only, no graph, no rerank) shares the same
+caller's remaining deadline) -> related (seeded graph channels) -> sentence
+MaxSim -> optional cross-encoder rerank -> fuse and pack. The fast path (PostgreSQL only, no graph, no rerank) shares the same
 steps. Holds no retrieval logic: that lives in the services it calls.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_
 from services.gateway.downstream.guard import Deadline, Trace, guarded
 from services.gateway.search.related import related_lists
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope
+from services.gateway.search.sentence_maxsim import maxsim_list
 from services.gateway.search.understanding import Understanding, add_expansions, hyde_embedding, understand
 
 PG = "retriever_pg"
@@ -93,11 +94,15 @@ class SearchFlow:
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
+        maxsim = await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
+                                   disabled, deadline, trace)
+        lists += maxsim.lists
         use_rerank = s.rerank.enabled if rerank is None else rerank
         scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
                                     list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
+        retrieval.sentence_similarity = maxsim.similarity
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 

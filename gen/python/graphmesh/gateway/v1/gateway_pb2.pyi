@@ -646,7 +646,9 @@ class SearchRequest(_message.Message):
         """Stages or channels to switch off for this request, for ablations:
         "graph", "expansion", "mmr", "rerank", "related" (the second, seeded
         graph call), "parent_context" (each top chunk packed with its parent
-        section, Candidate.context_text) or a retriever channel name: "pg.vector", "pg.hyde",
+        section, Candidate.context_text), "sentence.maxsim" (the top chunks
+        scored by their best sentence's similarity to the query, a weighted
+        channel) or a retriever channel name: "pg.vector", "pg.hyde",
         "pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost", "graph.heading",
         "graph.fulltext", "graph.neighbour", "graph.article", "graph.term",
         "graph.offence", "graph.cites", "graph.version", "graph.ppr". A

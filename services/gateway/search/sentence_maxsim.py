@@ -1,0 +1,156 @@
+"""Sentence MaxSim: a chunk scored by its best sentence's dense similarity
+to the question, as one more weighted channel (``names.SENTENCE_MAXSIM``).
+
+A chunk's own vector averages every topic it holds; a question is usually
+answered by one sentence of it. So the first fusion's top
+``RetrievalProfile.maxsim_candidates`` chunks are cut into sentences, each
+sentence is embedded passage-side by the expander (its embedding cache keeps
+repeats cheap), and a chunk's score is the largest cosine between the
+question's query-side vector and its sentences: the MaxSim of late
+interaction (ColBERT, Khattab and Zaharia 2020), over sentences instead of
+tokens, with the same bi-encoder. The fuser adds the scores as the channel
+``sentence.maxsim`` (weighted fusion: min-max over the scored chunks, times
+its weight). Measured in docs/benchmarks.md "Sentence MaxSim"
+(bench/sentence_maxsim_probe.py).
+
+Pure parts (``sentence_units``, ``maxsim_scores``) are tested directly; the
+orchestration degrades to nothing (stage DEGRADED) when the fuser or the
+expander fails, and is SKIPPED without a query embedding.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.expander.v1 import expander_pb2
+from graphmesh.fuser.v1 import fuser_pb2
+from services.common import names
+from services.common.text import split_sentences
+from services.gateway.config import GatewaySettings, RetrievalProfile
+from services.gateway.downstream.guard import Deadline, Trace, guarded
+from services.gateway.downstream.interfaces import Expander, Fuser
+from services.gateway.search.fuse_request import fuse_request
+
+#: Characters (stripped) a piece needs to count as a sentence; shorter ones
+#: (a list number, a lone heading word) are skipped.
+MIN_SENTENCE_CHARS = 4
+#: Sentences embedded per chunk, in reading order: bounds the cost of one
+#: very long chunk.
+MAX_SENTENCES_PER_CHUNK = 32
+#: Context budget of the candidate fusion: no context is packed from it.
+_CANDIDATE_BUDGET_CHARS = 1
+
+
+def sentence_units(text: str, limit: int = MAX_SENTENCES_PER_CHUNK) -> list[str]:
+    """The sentences of one chunk that are scored: ``split_sentences``
+    pieces of at least MIN_SENTENCE_CHARS characters, stripped, the first
+    ``limit``; the whole text (stripped) when none qualifies; [] for blank
+    text."""
+    pieces = [s.strip() for s in split_sentences(text) if len(s.strip()) >= MIN_SENTENCE_CHARS][:limit]
+    return pieces or ([text.strip()] if text.strip() else [])
+
+
+def maxsim_scores(query_vector: Sequence[float], owners: Sequence[str],
+                  sentence_vectors: Sequence[Sequence[float]]) -> dict[str, float]:
+    """Per chunk id, the largest dot product between ``query_vector`` and
+    the vectors of its sentences (cosine for unit vectors, in [-1, 1]).
+
+    Args:
+        query_vector: the question's query-side embedding, shape (d,).
+        owners: the chunk id of each sentence, in the order of
+            ``sentence_vectors``.
+        sentence_vectors: one passage-side embedding per sentence, (n, d).
+
+    Returns:
+        {chunk id: MaxSim}; {} when there are no sentences.
+
+    Raises:
+        ValueError: ``owners`` and ``sentence_vectors`` differ in length, or
+            a vector's dimension differs from the query's.
+    """
+    if len(owners) != len(sentence_vectors):
+        raise ValueError(f"{len(owners)} owners for {len(sentence_vectors)} sentence vectors")
+    if not owners:
+        return {}
+    q = np.asarray(query_vector, dtype=np.float32)
+    matrix = np.asarray(sentence_vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != q.shape[0]:
+        raise ValueError(f"sentence vectors of shape {matrix.shape} for a query vector of dimension {q.shape[0]}")
+    sims = matrix @ q
+    best: dict[str, float] = {}
+    for owner, sim in zip(owners, sims.tolist()):
+        if owner not in best or sim > best[owner]:
+            best[owner] = sim
+    return {owner: round(score, 6) for owner, score in best.items()}
+
+
+@dataclass
+class MaxSim:
+    """What the stage produced.
+
+    Attributes:
+        lists: [one candidate list whose candidates carry their MaxSim as the
+            ``sentence.maxsim`` channel score], or [] when nothing was scored.
+        similarity: {sentence (as ``sentence_units`` cut it): cosine to the
+            query}, for the extractive answer's choice of what to quote.
+    """
+
+    lists: list[fuser_pb2.CandidateList] = field(default_factory=list)
+    similarity: dict[str, float] = field(default_factory=dict)
+
+
+async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expander, query: str,
+                      query_vector: Sequence[float], profile: RetrievalProfile,
+                      lists: list[fuser_pb2.CandidateList], off: frozenset[str], deadline: Deadline,
+                      trace: Trace) -> MaxSim:
+    """Sentence MaxSim of ``lists``' best chunks (``MaxSim``); empty when
+    the channel is off (``off``, the profile's ``channels_off`` applied),
+    the profile scores no candidate, there is no query vector (expander
+    down: stage SKIPPED) or no candidate, or the fuser or the expander
+    fails (stage DEGRADED)."""
+    stage = names.SENTENCE_MAXSIM
+    if stage in off or profile.maxsim_candidates <= 0:
+        return MaxSim()
+    if not query_vector:
+        trace.skip(stage, "no query embedding")
+        return MaxSim()
+    if not any(lst.candidates for lst in lists):
+        trace.skip(stage, "no candidates")
+        return MaxSim()
+    started = time.perf_counter()
+    request = fuse_request(query, lists, profile, profile.maxsim_candidates, _CANDIDATE_BUDGET_CHARS)
+    first = await guarded(trace, stage, "fuser", lambda t: fuser.fuse(request, t), None, deadline,
+                          settings.deadlines.fuse, record_ok=False)
+    if first is None or not first.candidates:
+        return MaxSim()
+    candidates = list(first.candidates[: profile.maxsim_candidates])
+    owners: list[str] = []
+    texts: list[str] = []
+    for cand in candidates:
+        for sentence in sentence_units(cand.text):
+            owners.append(cand.id)
+            texts.append(sentence)
+    embed = expander_pb2.EmbedRequest(texts=texts, kind=expander_pb2.EMBED_KIND_PASSAGE)
+    reply = await guarded(trace, stage, "expander", lambda t: expander.embed(embed, t), None, deadline,
+                          settings.deadlines.expand, record_ok=False)
+    if reply is None or len(reply.vectors) != len(texts):
+        return MaxSim()
+    vectors = [v.values for v in reply.vectors]
+    scores = maxsim_scores(query_vector, owners, vectors)
+    q = np.asarray(query_vector, dtype=np.float32)
+    similarity = {text: float(np.dot(q, np.asarray(v, dtype=np.float32))) for text, v in zip(texts, vectors)}
+    scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
+    out = []
+    for rank, cand in enumerate(scored, start=1):
+        copy = types_pb2.Candidate()
+        copy.CopyFrom(cand)  # the source and ordinal too: the fuser keeps the source of a chunk's best rank
+        copy.ClearField("channel_scores")
+        copy.ClearField("embedding")
+        copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)
+        out.append(copy)
+    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks")
+    return MaxSim([fuser_pb2.CandidateList(producer="gateway", candidates=out)], similarity)

@@ -1,0 +1,120 @@
+"""Sentence MaxSim: the pure scoring, and the stage in the search pipeline
+over fakes of our client interfaces (which sentences are embedded, what the
+fuser receives, how it degrades)."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from graphmesh.common.v1 import types_pb2
+from services.common import names
+from services.gateway.downstream.guard import Deadline
+from services.gateway.search.sentence_maxsim import MAX_SENTENCES_PER_CHUNK, maxsim_scores, sentence_units
+from tests.fakes import FakeExpander, FakeFuser, FakeRetriever, candidate
+from tests.gateway.test_orchestration import mesh, stages
+
+pytestmark = pytest.mark.unit
+ON_LOOP = pytest.mark.asyncio(loop_scope="session")
+OK, SKIPPED, DEGRADED = types_pb2.STAGE_STATUS_OK, types_pb2.STAGE_STATUS_SKIPPED, types_pb2.STAGE_STATUS_DEGRADED
+
+
+def test_sentence_units_skip_fragments_keep_reading_order_and_fall_back_to_the_whole_text():
+    assert sentence_units("一、\n增长率低于阈值时停止。否则继续检索下一轮。") == ["增长率低于阈值时停止。", "否则继续检索下一轮。"]
+    assert sentence_units("  短  ") == ["短"]
+    assert sentence_units("   ") == []
+    many = "".join(f"第{i}句话在这里。" for i in range(MAX_SENTENCES_PER_CHUNK + 5))
+    assert len(sentence_units(many)) == MAX_SENTENCES_PER_CHUNK
+
+
+def test_maxsim_is_the_best_sentence_of_each_chunk():
+    scores = maxsim_scores([1.0, 0.0], ["a", "a", "b"], [[0.2, 0.9], [0.8, 0.1], [0.5, 0.5]])
+    assert scores == {"a": pytest.approx(0.8), "b": pytest.approx(0.5)}
+    assert maxsim_scores([1.0, 0.0], [], []) == {}
+    with pytest.raises(ValueError):
+        maxsim_scores([1.0, 0.0], ["a"], [[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError):
+        maxsim_scores([1.0, 0.0], ["a"], [[1.0, 0.0, 0.0]])
+
+
+class SentenceExpander(FakeExpander):
+    """Embeds the query as (1, 0) and a passage as (1, 0) when it holds
+    ``answer``, else (0, 1)."""
+
+    def __init__(self, answer: str, **kw) -> None:
+        super().__init__(embedding=(1.0, 0.0), **kw)
+        self.answer = answer
+
+    async def embed(self, request, timeout):
+        from graphmesh.expander.v1 import expander_pb2
+
+        vectors = [expander_pb2.Vector(values=[1.0, 0.0] if self.answer in t else [0.0, 1.0]) for t in request.texts]
+        return await self._answer("embed", request, expander_pb2.EmbedResponse(vectors=vectors, dimension=2))
+
+
+def _chunks():
+    return [candidate("1", "第一条 总则。本法适用于全国。", "pg.keyword", 9.0),
+            candidate("2", "第二条 无关的句子。增长率低于阈值时停止迭代。", "pg.keyword", 8.0)]
+
+
+def _maxsim_list(fuser: FakeFuser):
+    """The sentence.maxsim list of the final Fuse request."""
+    final = [r for rpc, r in fuser.calls if rpc == "fuse"][-1]
+    return [lst for lst in final.lists if lst.candidates and lst.candidates[0].channel_scores[0].channel == names.SENTENCE_MAXSIM]
+
+
+@ON_LOOP
+async def test_each_sentence_of_the_fused_top_chunks_is_embedded_and_the_best_one_scores_its_chunk():
+    expander, fuser = SentenceExpander("增长率"), FakeFuser()
+    pg = FakeRetriever("retriever_pg", _chunks())
+    reply = (await mesh(expander=expander, pg=pg, fuser=fuser).search.search("增长率多少时停止？", 5, None, Deadline(5))).response
+    embedded = [r for rpc, r in expander.calls if rpc == "embed"]
+    assert len(embedded) == 1
+    assert list(embedded[0].texts)[:2] == ["第一条 总则。", "本法适用于全国。"]
+    assert "增长率低于阈值时停止迭代。" in embedded[0].texts
+    [maxsim] = _maxsim_list(fuser)
+    by_id = {c.id: c.channel_scores[0] for c in maxsim.candidates}
+    assert by_id["2#0"].score == pytest.approx(1.0) and by_id["2#0"].rank == 1
+    assert by_id["1#0"].score == pytest.approx(0.0) and by_id["1#0"].rank == 2
+    assert maxsim.candidates[0].source == types_pb2.SOURCE_DOCUMENT_CHUNK  # quotas keep the chunk's source
+    assert stages(reply)[names.SENTENCE_MAXSIM].status == OK
+
+
+@ON_LOOP
+async def test_switched_off_sentence_maxsim_embeds_nothing_and_sends_no_list():
+    expander, fuser = SentenceExpander("增长率"), FakeFuser()
+    pg = FakeRetriever("retriever_pg", _chunks())
+    await mesh(expander=expander, pg=pg, fuser=fuser).search.search(
+        "增长率多少时停止？", 5, None, Deadline(5), disabled=frozenset({names.SENTENCE_MAXSIM}))
+    assert not [r for rpc, r in expander.calls if rpc == "embed"]
+    assert _maxsim_list(fuser) == []
+
+
+@ON_LOOP
+async def test_a_failing_embed_degrades_the_stage_and_the_search_still_answers():
+    class FailingEmbed(SentenceExpander):
+        async def embed(self, request, timeout):
+            self.fail = grpc.StatusCode.UNAVAILABLE
+            try:
+                return await super().embed(request, timeout)
+            finally:
+                self.fail = None
+
+    fuser = FakeFuser()
+    reply = (await mesh(expander=FailingEmbed("增长率"), pg=FakeRetriever("retriever_pg", _chunks()), fuser=fuser)
+             .search.search("增长率多少时停止？", 5, None, Deadline(5))).response
+    assert [c.document_id for c in reply.results][:2] == ["1", "2"]
+    assert stages(reply)[names.SENTENCE_MAXSIM].status == DEGRADED and "expander" in reply.degraded
+    assert _maxsim_list(fuser) == []
+
+
+@ON_LOOP
+async def test_without_a_query_embedding_the_stage_is_skipped():
+    class NoVector(SentenceExpander):
+        async def expand(self, request, timeout):
+            reply = await super().expand(request, timeout)
+            reply.ClearField("embedding")
+            return reply
+
+    reply = (await mesh(expander=NoVector("增长率"), pg=FakeRetriever("retriever_pg", _chunks()))
+             .search.search("增长率多少时停止？", 5, None, Deadline(5))).response
+    assert stages(reply)[names.SENTENCE_MAXSIM].status == SKIPPED
