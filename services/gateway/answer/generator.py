@@ -89,7 +89,7 @@ class Generator:
                 log.warning("LLM generation failed: %s", err)
                 trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
         if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
-            text = grounding.extractive_answer(packed(retrieval), query, similarity=retrieval.sentence_similarity) if cited_ids else NO_EVIDENCE
+            text = grounding.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
             if not trace.timings:
                 detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
                 trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
@@ -105,7 +105,7 @@ class Generator:
                          len(verified.removed))
                 mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
                 label = grounding.EXTRACTIVE_LABEL
-                extractive = citation_check.verify(grounding.extractive_answer(packed(retrieval), query, similarity=retrieval.sentence_similarity),
+                extractive = citation_check.verify(grounding.extractive_answer(packed(retrieval), query),
                                                    sources(retrieval), query, skip_prefix=label, rules=rules)
                 text, checks = extractive.text, checks + extractive.checks
                 trace.timings[-1].detail = (trace.timings[-1].detail + "; " if trace.timings[-1].detail else "") + \

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from domains.pack import AnswerPrompt
@@ -216,77 +215,39 @@ def _candidates(text: str) -> list[str]:
     return out
 
 
-#: Weight of a piece's dense similarity to the question (min-max over the
-#: pieces that have one) beside ``sentence_score``'s word coverage.
-#: Measured on the documents dev set with bench/sentence_maxsim_probe.py
-#: (docs/benchmarks.md "Sentence MaxSim").
-SIMILARITY_WEIGHT = 0.5
-
-
-def _squeezed(text: str) -> str:
-    return "".join(_BOX_DRAWING.sub("", text).split())
-
-
-def piece_similarity(pieces: list[str], similarity: Mapping[str, float]) -> dict[str, float]:
-    """Each piece's dense similarity, min-max normalised over the pieces
-    that have one: the best cosine of a sentence in ``similarity``
-    (sentence -> cosine to the question) that holds the piece or that the
-    piece holds (whitespace and box drawing ignored). Pieces with none are
-    left out; {} when fewer than two pieces have one or all are equal."""
-    keyed = [(_squeezed(s), v) for s, v in similarity.items() if _squeezed(s)]
-    found: dict[str, float] = {}
-    for piece in pieces:
-        p = _squeezed(piece)
-        sims = [v for k, v in keyed if p and (p in k or k in p)]
-        if sims:
-            found[piece] = max(sims)
-    if len(found) < 2:
-        return {}
-    low, high = min(found.values()), max(found.values())
-    if math.isclose(low, high):
-        return {}
-    return {p: (v - low) / (high - low) for p, v in found.items()}
-
-
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
-                      max_sentences_per_source: int = 2, similarity: Mapping[str, float] | None = None) -> str:
+                      max_sentences_per_source: int = 2) -> str:
     """An answer quoted from the first ``max_sources`` packed texts: from
     each, the quotable sentences (``quotable``) that best cover the
-    question's content words (``sentence_score``; ties keep reading order)
-    plus SIMILARITY_WEIGHT x their dense similarity to the question when
-    ``similarity`` (sentence -> cosine, from the sentence MaxSim stage) is
-    given (``piece_similarity``), at most ``max_sentences_per_source`` and
-    ``max_chars_per_source`` characters, in reading order, followed by the
-    citation [n]. A source none of whose sentences shares a word with the
-    question is skipped, unless it is the first. Without a question the
-    leading sentences are quoted."""
+    question's content words (``sentence_score``; ties keep reading order),
+    at most ``max_sentences_per_source`` and ``max_chars_per_source``
+    characters, in reading order, followed by the citation [n]. A source
+    none of whose sentences shares a word with the question is skipped,
+    unless it is the first. Without a question the leading sentences are
+    quoted."""
     keywords = [k for k in query_keywords(question)] if question else []
     keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
     question_bigrams = _bigrams(question) if question else set()
     wants_number = asks_amount(question)
     pieces = [_candidates(text) for text in texts[:max_sources]]
     idf = _idf([c for cs in pieces for c in cs], set(keywords) | question_bigrams)
-    dense = piece_similarity([c for cs in pieces for c in cs], similarity) if similarity and question else {}
-
-    def lexical(sentence: str) -> float:
-        return sentence_score(sentence, keywords, question_bigrams, wants_number, idf)
 
     def score(sentence: str) -> float:
-        return lexical(sentence) + SIMILARITY_WEIGHT * dense.get(sentence, 0.0)
+        return sentence_score(sentence, keywords, question_bigrams, wants_number, idf)
 
     lines = [EXTRACTIVE_LABEL]
     for number, sentences in enumerate(pieces, start=1):
         candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
             (i, s) for i, s in enumerate(sentences) if s][:1]
         ranked = sorted(candidates, key=lambda item: (-score(item[1]), item[0]))
-        if keywords and number > 1 and (not ranked or max(lexical(s) for _, s in ranked) == 0):
+        if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):
             continue
         chosen: list[tuple[int, str]] = []
         used = 0
         for i, sentence in ranked:
             if len(chosen) >= max_sentences_per_source:
                 break
-            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and lexical(sentence) == 0)
+            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(sentence) == 0)
                            or any(sentence in c or c in sentence for _, c in chosen)):
                 continue
             chosen.append((i, sentence))

@@ -5,7 +5,7 @@ candidates each citation number points at)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
@@ -26,16 +26,12 @@ class Retrieval:
         cited_texts: their texts as packed (the parent context when they
             have one), same order.
         by_id: every candidate seen, by id.
-        sentence_similarity: {sentence: cosine to the query} of the
-            sentences the sentence MaxSim stage embedded ({} when it did
-            not run), for the extractive answer.
     """
 
     response: gateway_pb2.SearchResponse
     cited_ids: list[str]
     cited_texts: list[str]
     by_id: dict[str, types_pb2.Candidate]
-    sentence_similarity: dict[str, float] = field(default_factory=dict)
 
 
 def fuse_request(query: str, lists: Sequence[fuser_pb2.CandidateList], profile: RetrievalProfile, top_k: int,

@@ -94,15 +94,13 @@ class SearchFlow:
         lists = await self._retrieve_all(retrievers, request, deadline, trace)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
-        maxsim = await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
+        lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
                                    disabled, deadline, trace)
-        lists += maxsim.lists
         use_rerank = s.rerank.enabled if rerank is None else rerank
         scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
                                     list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
-        retrieval.sentence_similarity = maxsim.similarity
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 

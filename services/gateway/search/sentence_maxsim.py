@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -88,45 +87,31 @@ def maxsim_scores(query_vector: Sequence[float], owners: Sequence[str],
     return {owner: round(score, 6) for owner, score in best.items()}
 
 
-@dataclass
-class MaxSim:
-    """What the stage produced.
-
-    Attributes:
-        lists: [one candidate list whose candidates carry their MaxSim as the
-            ``sentence.maxsim`` channel score], or [] when nothing was scored.
-        similarity: {sentence (as ``sentence_units`` cut it): cosine to the
-            query}, for the extractive answer's choice of what to quote.
-    """
-
-    lists: list[fuser_pb2.CandidateList] = field(default_factory=list)
-    similarity: dict[str, float] = field(default_factory=dict)
-
-
 async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expander, query: str,
                       query_vector: Sequence[float], profile: RetrievalProfile,
                       lists: list[fuser_pb2.CandidateList], off: frozenset[str], deadline: Deadline,
-                      trace: Trace) -> MaxSim:
-    """Sentence MaxSim of ``lists``' best chunks (``MaxSim``); empty when
-    the channel is off (``off``, the profile's ``channels_off`` applied),
-    the profile scores no candidate, there is no query vector (expander
-    down: stage SKIPPED) or no candidate, or the fuser or the expander
-    fails (stage DEGRADED)."""
+                      trace: Trace) -> list[fuser_pb2.CandidateList]:
+    """The ``sentence.maxsim`` candidate list of ``lists``' best chunks:
+    [one list whose candidates carry their MaxSim as the channel score], or
+    [] when the channel is off (``off``, the profile's ``channels_off``
+    applied), the profile scores no candidate, there is no query vector
+    (expander down: stage SKIPPED) or no candidate, or the fuser or the
+    expander fails (stage DEGRADED)."""
     stage = names.SENTENCE_MAXSIM
     if stage in off or profile.maxsim_candidates <= 0:
-        return MaxSim()
+        return []
     if not query_vector:
         trace.skip(stage, "no query embedding")
-        return MaxSim()
+        return []
     if not any(lst.candidates for lst in lists):
         trace.skip(stage, "no candidates")
-        return MaxSim()
+        return []
     started = time.perf_counter()
     request = fuse_request(query, lists, profile, profile.maxsim_candidates, _CANDIDATE_BUDGET_CHARS)
     first = await guarded(trace, stage, "fuser", lambda t: fuser.fuse(request, t), None, deadline,
                           settings.deadlines.fuse, record_ok=False)
     if first is None or not first.candidates:
-        return MaxSim()
+        return []
     candidates = list(first.candidates[: profile.maxsim_candidates])
     owners: list[str] = []
     texts: list[str] = []
@@ -138,11 +123,8 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
     reply = await guarded(trace, stage, "expander", lambda t: expander.embed(embed, t), None, deadline,
                           settings.deadlines.expand, record_ok=False)
     if reply is None or len(reply.vectors) != len(texts):
-        return MaxSim()
-    vectors = [v.values for v in reply.vectors]
-    scores = maxsim_scores(query_vector, owners, vectors)
-    q = np.asarray(query_vector, dtype=np.float32)
-    similarity = {text: float(np.dot(q, np.asarray(v, dtype=np.float32))) for text, v in zip(texts, vectors)}
+        return []
+    scores = maxsim_scores(query_vector, owners, [v.values for v in reply.vectors])
     scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
     out = []
     for rank, cand in enumerate(scored, start=1):
@@ -153,4 +135,4 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)
         out.append(copy)
     trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks")
-    return MaxSim([fuser_pb2.CandidateList(producer="gateway", candidates=out)], similarity)
+    return [fuser_pb2.CandidateList(producer="gateway", candidates=out)]
