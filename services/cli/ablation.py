@@ -40,9 +40,12 @@ def ablations() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     rows += [(f"- {c} ({_LABELS.get(c, c)})", (c,), ()) for c in default_on()]
     rows += [(f"+ {c} ({_LABELS.get(c, c)})", (), (c,)) for c in DEFAULT_OFF if c in names.DOCUMENT_CHANNELS]
     rows += [
+        (f"- {names.SENTENCE_MAXSIM} (best sentence's similarity)", (names.SENTENCE_MAXSIM,), ()),
         ("- graph (whole retriever)", ("graph",), ()),
-        ("only pg.keyword (BM25)", tuple(c for c in names.PG_CHANNELS if c != names.PG_KEYWORD) + ("graph",), ()),
-        ("only pg.vector (dense)", tuple(c for c in names.PG_CHANNELS if c != names.PG_VECTOR) + ("graph",), ()),
+        ("only pg.keyword (BM25)",
+         tuple(c for c in names.PG_CHANNELS if c != names.PG_KEYWORD) + ("graph", names.SENTENCE_MAXSIM), ()),
+        ("only pg.vector (dense)",
+         tuple(c for c in names.PG_CHANNELS if c != names.PG_VECTOR) + ("graph", names.SENTENCE_MAXSIM), ()),
     ]
     return rows
 
