@@ -4,7 +4,7 @@ retry the write until it succeeds (a client retrying), then check both
 stores directly.
 
     python bench/crash_workloads.py [--workloads entities,triples,delete_documents,delete_collection,import]
-                                    [--trials 10] [--seed 26] [--home DIR] [--keep]
+                                    [--trials 10] [--seed 26] [--import-batch N] [--home DIR] [--keep]
 
 Workloads (each trial wipes both stores first; targets go round in turn:
 the gateway, retriever_pg, retriever_graph, PostgreSQL, Neo4j):
@@ -26,11 +26,10 @@ the gateway, retriever_pg, retriever_graph, PostgreSQL, Neo4j):
   DeleteCollection("collections/a") killed mid-way and retried. Checked:
   store_check against b's half, and nothing left in either store that names
   collection "a" (rows, nodes).
-
 - import: --docs law articles as one ImportDocuments operation (a
   long-running import, stored by the gateway in batches of its
-  ``operations.batch_records``, 200 by default), the target killed at a
-  random point while it runs. The operation must then end by itself: ABORTED
+  ``operations.batch_records``: 200 by default, or --import-batch), the
+  target killed at a random point while it runs. The operation must then end by itself: ABORTED
   when the gateway was killed (its restart ends what it left running), else
   finished (per-document failures allowed) or failed with the code of the
   part that was down, never INTERNAL or still running. The same import is
@@ -393,11 +392,14 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--entities", type=int, default=2000)
     parser.add_argument("--triples", type=int, default=20000)
+    parser.add_argument("--import-batch", type=int, default=0,
+                        help="records per batch of the import workload's operation (default: the gateway's, 200)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     entities, triples = medkg(args.entities, args.triples)
     docs = [line for _, line in zip(range(args.docs), read_lines(LAW_CORPUS))]
-    stack = Stack(Path(args.home))
+    env = {"GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS": str(args.import_batch)} if args.import_batch else {}
+    stack = Stack(Path(args.home), env=env)
     stack.start()
     rows = []
     try:
@@ -418,7 +420,7 @@ def main() -> None:
             if clean.get("error"):
                 raise RuntimeError(f"a clean import failed: {clean['error']}")
             data["import_s"] = clean["seconds"]
-            data["import_batch"] = OperationsSettings().batch_records
+            data["import_batch"] = args.import_batch or OperationsSettings().batch_records
             data["import_snapshot"] = asyncio.run(snapshot(stack.pg_dsn, stack.neo4j_uri, "default", stack.neo4j_auth))
             print(f"a clean import of {len(docs)} documents takes {clean['seconds']:.1f} s "
                   f"({data['import_batch']} per batch)", flush=True)
