@@ -129,9 +129,15 @@ def start_import(lines: list[str], collection: str = "default", pack: str = "law
         return gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=60).name
 
 
+#: GetOperation answers other than OK and UNAVAILABLE seen while polling
+#: ("CODE: detail"); each is a problem of the trial it was seen in.
+ODD_ANSWERS: list[str] = []
+
+
 def get_operation(name: str):
     """The operation ``name`` (google.longrunning.Operation), or None while
-    the gateway cannot be reached."""
+    the gateway cannot answer (any other code than UNAVAILABLE is kept in
+    ODD_ANSWERS)."""
     import grpc
     from google.longrunning import operations_pb2, operations_pb2_grpc
 
@@ -140,9 +146,9 @@ def get_operation(name: str):
             return operations_pb2_grpc.OperationsStub(ch).GetOperation(
                 operations_pb2.GetOperationRequest(name=name), timeout=5)
         except grpc.RpcError as err:
-            if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                return None
-            raise
+            if err.code() != grpc.StatusCode.UNAVAILABLE:
+                ODD_ANSWERS.append(f"{err.code().name}: {(err.details() or '')[:160]}")
+            return None
 
 
 def running_operations() -> list[str]:
@@ -218,6 +224,7 @@ def interrupted_import(stack: Stack, target: str, lines: list[str], delay: float
     """Starts an ImportDocuments operation of ``lines``, kills ``target``
     after ``delay`` seconds, repairs it, waits for the operation to end and
     runs the same import again until it finishes with no failure."""
+    ODD_ANSWERS.clear()
     name = start_import(lines)
     started = time.monotonic()
     time.sleep(delay)
@@ -250,7 +257,8 @@ def interrupted_import(stack: Stack, target: str, lines: list[str], delay: float
                                                 if end["code"] != "OK" or end.get("failures") else ""),
             "operation_end": end, "ended_after_repair_s": round(repaired - repair_started + waited, 1) if end["done"] else None,
             "repair_s": round(repaired - repair_started, 1), "end_problem": verdict,
-            "retry_tries": tries, "retry_error": again.get("error", ""), "retry": again}
+            "retry_tries": tries, "retry_error": again.get("error", ""), "retry": again,
+            "odd_get_operation_answers": ODD_ANSWERS[:10]}
 
 
 def until_done(make, tries: int = 10) -> tuple[int, str]:
@@ -342,6 +350,7 @@ def trial(stack: Stack, workload: str, number: int, seed: int, data: dict) -> di
     elif workload == "import":
         row = interrupted_import(stack, target, docs, rng.uniform(0.05, 0.9) * data["import_s"])
         problems = [f"operation: {row['end_problem']}"] if row["end_problem"] else []
+        problems += [f"GetOperation answered {a}" for a in row["odd_get_operation_answers"]]
         problems += asyncio.run(check_stores(stack.pg_dsn, stack.neo4j_uri, expected_documents(docs), auth=stack.neo4j_auth))
         trial_state = asyncio.run(snapshot(stack.pg_dsn, stack.neo4j_uri, "default", stack.neo4j_auth))
         problems += trial_state.differences(data["import_snapshot"])
