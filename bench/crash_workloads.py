@@ -129,15 +129,15 @@ def start_import(lines: list[str], collection: str = "default", pack: str = "law
         return gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=60).name
 
 
-#: GetOperation answers other than OK and UNAVAILABLE seen while polling
+#: GetOperation answers other than OK, UNAVAILABLE and a 5 s timeout seen while polling
 #: ("CODE: detail"); each is a problem of the trial it was seen in.
 ODD_ANSWERS: list[str] = []
 
 
 def get_operation(name: str):
     """The operation ``name`` (google.longrunning.Operation), or None while
-    the gateway cannot answer (any other code than UNAVAILABLE is kept in
-    ODD_ANSWERS)."""
+    the gateway cannot answer (any other code than UNAVAILABLE or
+    DEADLINE_EXCEEDED is kept in ODD_ANSWERS)."""
     import grpc
     from google.longrunning import operations_pb2, operations_pb2_grpc
 
@@ -146,7 +146,7 @@ def get_operation(name: str):
             return operations_pb2_grpc.OperationsStub(ch).GetOperation(
                 operations_pb2.GetOperationRequest(name=name), timeout=5)
         except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.UNAVAILABLE:
+            if err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 ODD_ANSWERS.append(f"{err.code().name}: {(err.details() or '')[:160]}")
             return None
 
