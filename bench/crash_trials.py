@@ -3,7 +3,7 @@ random point of a large ingest, bring it back, run the same ingest again,
 then check both stores directly (services/common/store_check.py) for exactly the
 expected documents, chunks, vectors, postings and graph nodes and edges.
 
-    python bench/crash_trials.py [--trials 10] [--docs 2000] [--seed 16] [--home DIR] [--keep]
+    python bench/crash_trials.py [--trials 10] [--docs 2000] [--seed 16] [--mode fresh|changed] [--home DIR] [--keep]
 
 Each trial (its seed recorded) wipes both stores, then:
 
@@ -135,12 +135,12 @@ def repair(stack: Stack, target: str) -> None:
 
 
 def trial(stack: Stack, number: int, seed: int, lines: list[str], calibrated: float, batch: int = 0,
-          target: str = "") -> dict:
+          target: str = "", mode: str = "") -> dict:
     from services.common.store_check import check_stores, expected_documents, summary
 
     rng = random.Random(seed)
     target = target or TARGETS[number % len(TARGETS)]
-    mode = "changed" if number % 2 else "fresh"
+    mode = mode or ("changed" if number % 2 else "fresh")
     batch = batch or rng.choice([250, 250, len(lines)])
     asyncio.run(wipe(stack))
     final = lines
@@ -198,6 +198,8 @@ def main() -> None:
     parser.add_argument("--target", choices=TARGETS, default="", help="kill this part in every trial")
     parser.add_argument("--kill-within", type=float, default=0.0,
                         help="kill at a random point of the first this many seconds (default: of a warm ingest's duration)")
+    parser.add_argument("--mode", choices=["fresh", "changed"], default="",
+                        help="every trial in this mode (default: fresh and changed in turn)")
     parser.add_argument("--batch", type=int, default=0,
                         help="records per Ingest call of the interrupted ingest (default: drawn; the whole set = the bulk path)")
     args = parser.parse_args()
@@ -215,7 +217,7 @@ def main() -> None:
         print(f"calibration: a clean ingest of {len(lines)} documents takes {calibrated:.1f} s", flush=True)
         for number in range(args.first, args.first + args.trials):
             rows.append(trial(stack, number, args.seed * 1000 + number, lines, args.kill_within or calibrated,
-                              args.batch, args.target))
+                              args.batch, args.target, args.mode))
     finally:
         if not args.keep:
             stack.down()

@@ -3,8 +3,8 @@ part of the stack with SIGKILL at a random point of a write, bring it back,
 retry the write until it succeeds (a client retrying), then check both
 stores directly.
 
-    python bench/crash_workloads.py [--workloads entities,triples,delete_documents,delete_collection]
-                                    [--trials 10] [--seed 26] [--home DIR] [--keep]
+    python bench/crash_workloads.py [--workloads entities,triples,delete_documents,delete_collection,import]
+                                    [--trials 10] [--seed 26] [--import-batch N] [--home DIR] [--keep]
 
 Workloads (each trial wipes both stores first; targets go round in turn:
 the gateway, retriever_pg, retriever_graph, PostgreSQL, Neo4j):
@@ -26,6 +26,16 @@ the gateway, retriever_pg, retriever_graph, PostgreSQL, Neo4j):
   DeleteCollection("collections/a") killed mid-way and retried. Checked:
   store_check against b's half, and nothing left in either store that names
   collection "a" (rows, nodes).
+- import: --docs law articles as one ImportDocuments operation (a
+  long-running import, stored by the gateway in batches of its
+  ``operations.batch_records``: 200 by default, or --import-batch), the
+  target killed at a random point while it runs. The operation must then end by itself: ABORTED
+  when the gateway was killed (its restart ends what it left running), else
+  finished (per-document failures allowed) or failed with the code of the
+  part that was down, never INTERNAL or still running. The same import is
+  then run again until it finishes with no failure. Checked: store_check
+  against the articles, the collection's snapshot equal to that of one clean
+  import (taken before the trials), and no operation left running.
 
 Re-ingest of changed documents is bench/crash_trials.py's "changed" mode.
 Figures are printed and saved under bench/results/.
@@ -48,7 +58,7 @@ from _common import SHARED_DATA, save  # noqa: E402
 from crash_trials import TARGETS, kill, repair, wipe  # noqa: E402
 from harness import LAW_CORPUS, PORTS, Stack, read_lines  # noqa: E402
 
-WORKLOADS = ("entities", "triples", "delete_documents", "delete_collection")
+WORKLOADS = ("entities", "triples", "delete_documents", "delete_collection", "import")
 MEDKG = SHARED_DATA / "medkg-zh"
 
 
@@ -106,6 +116,149 @@ def delete_collection_call(collection: str):
         yield lambda: stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{collection}"),
                                             timeout=900)
     return make
+
+
+def start_import(lines: list[str], collection: str = "default", pack: str = "law_zh") -> str:
+    """Starts one ImportDocuments operation of ``lines``; returns its name."""
+    import grpc
+
+    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{PORTS['gateway']}") as ch:
+        request = gateway_pb2.IngestRequest(jsonl="\n".join(lines).encode(), collection=collection, domain_pack=pack)
+        return gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=60).name
+
+
+#: GetOperation answers other than OK, UNAVAILABLE and a 5 s timeout seen while polling
+#: ("CODE: detail"); each is a problem of the trial it was seen in.
+ODD_ANSWERS: list[str] = []
+
+
+def get_operation(name: str):
+    """The operation ``name`` (google.longrunning.Operation), or None while
+    the gateway cannot answer (any other code than UNAVAILABLE or
+    DEADLINE_EXCEEDED is kept in ODD_ANSWERS)."""
+    import grpc
+    from google.longrunning import operations_pb2, operations_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{PORTS['gateway']}") as ch:
+        try:
+            return operations_pb2_grpc.OperationsStub(ch).GetOperation(
+                operations_pb2.GetOperationRequest(name=name), timeout=5)
+        except grpc.RpcError as err:
+            if err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                ODD_ANSWERS.append(f"{err.code().name}: {(err.details() or '')[:160]}")
+            return None
+
+
+def running_operations() -> list[str]:
+    """Names of the operations the gateway lists as not done."""
+    import grpc
+    from google.longrunning import operations_pb2, operations_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{PORTS['gateway']}") as ch:
+        reply = operations_pb2_grpc.OperationsStub(ch).ListOperations(
+            operations_pb2.ListOperationsRequest(filter="done = false", page_size=1000), timeout=10)
+    return [op.name for op in reply.operations]
+
+
+def wait_operation(name: str, timeout: float):
+    """Polls ``name`` every 0.25 s until it is done or ``timeout`` seconds
+    have passed; returns (the last operation seen or None, seconds waited)."""
+    started, last = time.monotonic(), None
+    while time.monotonic() - started < timeout:
+        op = get_operation(name)
+        last = op if op is not None else last
+        if op is not None and op.done:
+            break
+        time.sleep(0.25)
+    return last, time.monotonic() - started
+
+
+def outcome(op) -> dict:
+    """An operation's end, as figures: done, code ("OK" for a response),
+    message, metadata progress, response counts and its first failure."""
+    from google.rpc import code_pb2
+
+    from graphmesh.gateway.v1 import gateway_pb2
+
+    if op is None:
+        return {"done": False, "code": "unreachable"}
+    meta = gateway_pb2.IngestOperationMetadata()
+    op.metadata.Unpack(meta)
+    out = {"done": op.done, "received": meta.received, "total": meta.total}
+    if not op.done:
+        out["code"] = "running"
+    elif op.HasField("error"):
+        out.update(code=code_pb2.Code.Name(op.error.code), message=op.error.message[:200])
+    else:
+        reply = gateway_pb2.IngestResponse()
+        op.response.Unpack(reply)
+        out.update(code="OK", stored=reply.stored, unchanged=reply.unchanged, failures=len(reply.failures),
+                   first_failure=reply.failures[0].reason[:200] if reply.failures else "")
+    return out
+
+
+def import_once(lines: list[str], timeout: float = 900) -> dict:
+    """One ImportDocuments operation of ``lines``, waited for; its outcome,
+    with "error" set unless it finished with no failure."""
+    try:
+        name = start_import(lines)
+    except Exception as err:  # noqa: BLE001 - reported, the caller retries
+        return {"error": f"ImportDocuments: {err!r}"[:200]}
+    op, waited = wait_operation(name, timeout)
+    out = outcome(op)
+    out["seconds"] = round(waited, 1)
+    if out["code"] != "OK" or out.get("failures"):
+        out["error"] = f"{out['code']}: {out.get('message') or out.get('first_failure') or ''}"[:200]
+    return out
+
+
+#: How long an interrupted import may take to end after the repair: its
+#: batch in flight fails or finishes; an orphan is ended at the latest one
+#: heartbeat lease (60 s) later.
+IMPORT_END_WAIT_S = 150.0
+
+
+def interrupted_import(stack: Stack, target: str, lines: list[str], delay: float) -> dict:
+    """Starts an ImportDocuments operation of ``lines``, kills ``target``
+    after ``delay`` seconds, repairs it, waits for the operation to end and
+    runs the same import again until it finishes with no failure."""
+    ODD_ANSWERS.clear()
+    name = start_import(lines)
+    started = time.monotonic()
+    time.sleep(delay)
+    before = outcome(get_operation(name))
+    kill(stack, target)
+    killed_at = time.monotonic() - started
+    repair_started = time.monotonic()
+    repair(stack, target)
+    repaired = time.monotonic()
+    op, waited = wait_operation(name, IMPORT_END_WAIT_S)
+    end = outcome(op)
+    expected = "ABORTED" if target == "gateway" else None
+    if not end["done"]:
+        verdict = f"not done {waited:.0f} s after the repair ({end['code']})"
+    elif expected and end["code"] != expected:
+        verdict = f"ended {end['code']}, expected {expected}"
+    elif not expected and end["code"] in ("INTERNAL", "UNKNOWN", "ABORTED"):
+        verdict = f"ended {end['code']} although the gateway was not killed: {end.get('message', '')[:120]}"
+    else:
+        verdict = ""
+    tries, again = 0, {"error": "not run"}
+    while again.get("error") and tries < 10:
+        tries += 1
+        again = import_once(lines)
+        if again.get("error"):
+            time.sleep(2)
+    return {"killed_after_s": round(killed_at, 2), "write_still_running": not before["done"],
+            "calls_done_before_kill": before.get("received", 0), "progress_before_kill": before,
+            "interrupted": f"{end['code']}" + (f": {end.get('message') or end.get('first_failure') or ''}"[:120]
+                                                if end["code"] != "OK" or end.get("failures") else ""),
+            "operation_end": end, "ended_after_repair_s": round(repaired - repair_started + waited, 1) if end["done"] else None,
+            "repair_s": round(repaired - repair_started, 1), "end_problem": verdict,
+            "retry_tries": tries, "retry_error": again.get("error", ""), "retry": again,
+            "odd_get_operation_answers": ODD_ANSWERS[:10]}
 
 
 def until_done(make, tries: int = 10) -> tuple[int, str]:
@@ -194,6 +347,16 @@ def trial(stack: Stack, workload: str, number: int, seed: int, data: dict) -> di
         kept = [line for line in docs if json.loads(line)["id"] not in doomed]
         problems = asyncio.run(check_stores(stack.pg_dsn, stack.neo4j_uri, expected_documents(kept), auth=stack.neo4j_auth))
         size = {"documents": len(docs), "deleted": len(doomed)}
+    elif workload == "import":
+        row = interrupted_import(stack, target, docs, rng.uniform(0.05, 0.9) * data["import_s"])
+        problems = [f"operation: {row['end_problem']}"] if row["end_problem"] else []
+        problems += [f"GetOperation answered {a}" for a in row["odd_get_operation_answers"]]
+        problems += asyncio.run(check_stores(stack.pg_dsn, stack.neo4j_uri, expected_documents(docs), auth=stack.neo4j_auth))
+        trial_state = asyncio.run(snapshot(stack.pg_dsn, stack.neo4j_uri, "default", stack.neo4j_auth))
+        problems += trial_state.differences(data["import_snapshot"])
+        problems += [f"neo4j: {k} {v}" for k, v in trial_state.neo4j.items() if k.startswith(("duplicated", "crossing")) and v]
+        problems += [f"operation still running: {n}" for n in running_operations()]
+        size = {"documents": len(docs), "batches": -(-len(docs) // data["import_batch"])}
     else:
         half = len(docs) // 2
         timed(ingest_calls(docs[:half], 0, "a", 250, "law_zh"))
@@ -238,11 +401,14 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--entities", type=int, default=2000)
     parser.add_argument("--triples", type=int, default=20000)
+    parser.add_argument("--import-batch", type=int, default=0,
+                        help="records per batch of the import workload's operation (default: the gateway's, 200)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     entities, triples = medkg(args.entities, args.triples)
     docs = [line for _, line in zip(range(args.docs), read_lines(LAW_CORPUS))]
-    stack = Stack(Path(args.home))
+    env = {"GRAPHMESH_GATEWAY_OPERATIONS__BATCH_RECORDS": str(args.import_batch)} if args.import_batch else {}
+    stack = Stack(Path(args.home), env=env)
     stack.start()
     rows = []
     try:
@@ -253,6 +419,20 @@ def main() -> None:
         print(f"{len(entities)} entities, {len(triples)} triples, {len(docs)} documents; "
               f"deleting them all takes {delete_s:.1f} s", flush=True)
         data = {"entities": entities, "triples": triples, "docs": docs, "delete_s": max(delete_s, 1.0)}
+        if "import" in args.workloads.split(","):
+            from store_snapshot import snapshot
+
+            from services.gateway.config_groups import OperationsSettings
+
+            asyncio.run(wipe_all(stack))
+            clean = import_once(docs)
+            if clean.get("error"):
+                raise RuntimeError(f"a clean import failed: {clean['error']}")
+            data["import_s"] = clean["seconds"]
+            data["import_batch"] = args.import_batch or OperationsSettings().batch_records
+            data["import_snapshot"] = asyncio.run(snapshot(stack.pg_dsn, stack.neo4j_uri, "default", stack.neo4j_auth))
+            print(f"a clean import of {len(docs)} documents takes {clean['seconds']:.1f} s "
+                  f"({data['import_batch']} per batch)", flush=True)
         for workload in args.workloads.split(","):
             for number in range(args.trials):
                 rows.append(trial(stack, workload, number, args.seed * 1000 + number, data))

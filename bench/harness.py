@@ -37,7 +37,11 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 if not SHARED_DATA.exists():
     SHARED_DATA = Path("/work/shared/data")
 LAW_DEV = SHARED_DATA / "law-zh" / "queries-scenario-dev.jsonl"
+#: The law corpus as `graphmesh datasets fetch law-zh` writes it, else the
+#: frozen copy under shared/data (the same ids and fields).
 LAW_CORPUS = Path.home() / ".cache" / "graphmesh" / "datasets" / "law-zh" / "corpus.jsonl.gz"
+if not LAW_CORPUS.exists():
+    LAW_CORPUS = SHARED_DATA / "law-zh" / "corpus.jsonl.gz"
 
 
 def configure_environment(home: Path, extra: dict[str, str] | None = None) -> None:

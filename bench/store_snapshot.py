@@ -10,9 +10,10 @@ failed, and a deleted collection must leave nothing behind.
   the n-gram postings per entity (count, sum of tf), and its documents,
   chunks and keyword postings (counts and content hashes);
 - Neo4j: every node whose ``collection`` is the collection (labels and its
-  key: id, name or key), every relationship from such a node (type, both
-  ends' keys, ``predicate``), and relationships that cross into another
-  collection.
+  key: id, name or key), every relationship from such a node to one of the
+  collection or to a node without a collection property (type, both ends'
+  keys, ``predicate``), those end nodes, and how many relationships cross
+  into another collection.
 
 ``leftovers(dsn, neo4j_uri, collection)`` counts what still names a
 collection in either store (rows of every GraphMesh table with a
@@ -84,16 +85,21 @@ async def snapshot(dsn: str, neo4j_uri: str, collection: str, auth: tuple[str, s
         edges, _, _ = await driver.execute_query(
             "MATCH (a)-[r]->(b) WHERE a.collection = $c "
             "RETURN type(r) AS type, coalesce(a.id, a.name, a.key) AS a, coalesce(b.id, b.name, b.key) AS b, "
-            "r.predicate AS predicate, b.collection = $c AS inside", c=collection)
+            "r.predicate AS predicate, b.collection = $c AS inside, b.collection IS NULL AS unscoped, "
+            "labels(b) AS b_labels", c=collection)
     finally:
         await driver.close()
     node_keys = [(tuple(sorted(r["labels"])), r["key"]) for r in nodes]
     snap.neo4j["nodes"] = set(node_keys)
     snap.neo4j["duplicated_nodes"] = len(node_keys) - len(set(node_keys))
-    edge_keys = [(r["type"], r["a"], r["b"], r["predicate"]) for r in edges if r["inside"]]
+    # Nodes without a collection property (the document graph's Heading,
+    # Term and ArticleKey nodes, whose keys hold the collection) count as the
+    # collection's when its nodes link to them.
+    edge_keys = [(r["type"], r["a"], r["b"], r["predicate"]) for r in edges if r["inside"] or r["unscoped"]]
     snap.neo4j["relationships"] = set(edge_keys)
+    snap.neo4j["linked_nodes"] = {(tuple(sorted(r["b_labels"])), r["b"]) for r in edges if r["unscoped"]}
     snap.neo4j["duplicated_relationships"] = len(edge_keys) - len(set(edge_keys))
-    snap.neo4j["crossing_relationships"] = sum(1 for r in edges if not r["inside"])
+    snap.neo4j["crossing_relationships"] = sum(1 for r in edges if not r["inside"] and not r["unscoped"])
     return snap
 
 

@@ -14,56 +14,9 @@ import pytest
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
 from services.retriever_graph.store import GraphStore
+from tests.fixtures.proxy import CuttableProxy
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
-
-
-class CuttableProxy:
-    """Forwards loopback TCP connections to ``target``; ``cut()`` drops every
-    open connection and resets new ones until ``heal()``."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.open = True
-        self.writers: list[asyncio.StreamWriter] = []
-        self.accepted = 0
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        return self.server.sockets[0].getsockname()[1]
-
-    async def _handle(self, reader, writer) -> None:
-        self.accepted += 1
-        if not self.open:
-            writer.transport.abort()
-            return
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self.writers += [writer, up_writer]
-
-        async def pipe(src, dst):
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                dst.transport.abort()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    def cut(self) -> None:
-        self.open = False
-        for w in self.writers:
-            w.transport.abort()
-        self.writers.clear()
-
-    def heal(self) -> None:
-        self.open = True
-
-    async def close(self) -> None:
-        self.cut()
-        self.server.close()
 
 
 async def test_neo4j_outage_fails_fast_and_the_store_recovers_by_itself(neo4j_uri):

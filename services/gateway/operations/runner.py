@@ -130,11 +130,28 @@ class ImportRunner:
         except Exception as err:  # noqa: BLE001 - the operation ends with the error, the gateway goes on
             if not isinstance(err, (InvalidArgument, DownstreamError, OperationsUnavailable)):
                 log.error("import %s failed", record.name, exc_info=err)
-            state.finish(record, error=state.status_of(err))
-        try:
-            await self.store.save(record)
-        except OperationsUnavailable as err:
-            log.error("import %s finished but could not be saved: %s", record.name, err)
+            error = state.unavailable_status(str(err)) if isinstance(err, OperationsUnavailable) else state.status_of(err)
+            state.finish(record, error=error)
+        await self._save_outcome(record)
+
+    async def _save_outcome(self, record: state.OperationRecord) -> None:
+        """Saves a finished operation. While the operations database cannot
+        be reached the save is retried (0.5 s doubling to 5 s, for up to one
+        lease; the heartbeat keeps the operation alive meanwhile), so that
+        it ends with its own outcome once the database is back, not as an
+        orphan ABORTED a lease later with "the gateway restarted"."""
+        delay, give_up = 0.5, time.monotonic() + self.settings.lease
+        while True:
+            try:
+                await self.store.save(record)
+                return
+            except OperationsUnavailable as err:
+                if time.monotonic() + delay > give_up:
+                    log.error("import %s finished but could not be saved: %s", record.name, err)
+                    return
+                log.warning("import %s finished; saving its outcome again in %.1f s: %s", record.name, delay, err)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     async def _checkpoint(self, record: state.OperationRecord, response: gateway_pb2.IngestResponse, received: int,
                           last: bool) -> None:

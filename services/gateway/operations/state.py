@@ -164,6 +164,14 @@ def aborted_status() -> status_pb2.Status:
     return status(code_pb2.ABORTED, ABORTED_MESSAGE, "GATEWAY_RESTARTED")
 
 
+def unavailable_status(message: str) -> status_pb2.Status:
+    """The error of an import stopped because its progress could not be
+    saved (the operations database was unreachable): UNAVAILABLE; running
+    it again skips what was stored."""
+    return status(code_pb2.UNAVAILABLE, f"{message}; the batches before it are stored whole, and running the same import "
+                  "again skips the documents already stored", "OPERATIONS_UNAVAILABLE")
+
+
 def status_of(err: BaseException) -> status_pb2.Status:
     """The error an import ends with for ``err``: INVALID_ARGUMENT with a
     BadRequest naming the field, a downstream service's own status, else

@@ -39,6 +39,12 @@ CREATE INDEX IF NOT EXISTS gateway_operations_listing ON gateway_operations (cre
 """
 #: Advisory lock key held while creating the table (replicas start together).
 _SCHEMA_LOCK = 0x67617465  # "gate"
+#: What a database that is down, starting or stopping raises: no connection,
+#: a lost one, or SQLSTATE 57P01-57P03 ("terminating connection due to
+#: administrator command", "... because of crash of another server process",
+#: "the database system is starting up / shutting down").
+_UNAVAILABLE = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
+                asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncpg.CannotConnectNowError)
 _COLUMNS = "name, done, cancel_requested, metadata, response, error, created_at, updated_at, heartbeat_at, owner"
 
 
@@ -160,7 +166,7 @@ class PgOperations:
         pool = await self._ready()
         try:
             return await getattr(pool, method)(query, *args)
-        except (OSError, asyncio.TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError) as err:
+        except _UNAVAILABLE as err:
             raise OperationsUnavailable(f"operations database unavailable: {type(err).__name__}: {err}") from err
 
     async def close(self) -> None:

@@ -3,12 +3,15 @@ transcoder, the operations table in a real PostgreSQL): progress after each
 batch and a final response equal to Ingest's; a cancel that stops at a batch
 boundary with the documents stored whole (a real retriever_pg queried);
 a new gateway over the same database reporting a finished operation and
-ending an interrupted one ABORTED; the REST routes and their write rules."""
+ending an interrupted one ABORTED; an import whose operations database
+went away ending with its own outcome once it is back; the REST routes and
+their write rules."""
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import grpc
@@ -23,6 +26,7 @@ from services.gateway.downstream.grpc_adapters import GrpcRetriever
 from tests import file_makers as mk
 from tests.fakes import GatedExpander
 from tests.fixtures.mesh import start_service
+from tests.fixtures.proxy import CuttableProxy
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
 
@@ -178,6 +182,44 @@ async def test_a_new_gateway_reports_finished_operations_and_aborts_interrupted_
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await operation(second, finished.name)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def proxied(dsn: str) -> tuple[CuttableProxy, str]:
+    """A CuttableProxy in front of the server of ``dsn`` and the DSN through it."""
+    parts = urlsplit(dsn)
+    query = parse_qs(parts.query)
+    if "host" in query:  # the embedded server: a unix socket
+        proxy = CuttableProxy(unix_path=f"{query['host'][0]}/.s.PGSQL.{query.get('port', ['5432'])[0]}")
+    else:
+        proxy = CuttableProxy(parts.hostname, parts.port or 5432)
+    port = await proxy.start()
+    return proxy, f"postgresql://{parts.netloc.rsplit('@', 1)[0]}@127.0.0.1:{port}{parts.path}"
+
+
+async def test_an_import_whose_database_went_away_ends_unavailable_once_it_is_back(fake_gateway, pg_new_database):
+    # Regression (crash workloads, PostgreSQL killed during an import): the
+    # outcome was saved once; it failed, the operation stayed running with
+    # no heartbeat and ended ABORTED ("the gateway restarted") a lease later.
+    proxy, dsn = await proxied(await pg_new_database())
+    try:
+        expander = GatedExpander()
+        gw = await fake_gateway(expander=expander, operations={"dsn": dsn, "batch_records": 2})
+        name = (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=jsonl(4)), timeout=10)).name
+        await expander.until_arrived(1)
+        proxy.cut()  # the database goes away while batch 1 is stored
+        accepted = proxy.accepted
+        expander.open(100)
+        for _ in range(1000):  # batch 1's progress and then the outcome could not be saved
+            if proxy.accepted > accepted:
+                break
+            await asyncio.sleep(0.01)
+        assert proxy.accepted > accepted
+        proxy.heal()
+        done = await until_done(gw, name)
+        assert done.error.code == code_pb2.UNAVAILABLE and "operations database unavailable" in done.error.message
+        assert "running the same import again skips" in done.error.message
+    finally:
+        await proxy.close()
 
 
 async def test_rest_routes_and_their_write_rules(fake_gateway):
