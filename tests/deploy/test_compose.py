@@ -135,11 +135,15 @@ def test_named_volumes_are_declared_and_models_are_mounted_not_built_in(compose)
 
 def test_prometheus_scrapes_every_metrics_port_and_grafana_is_provisioned_from_the_repo(compose):
     prom = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
-    targets = {t for job in prom["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
+    targets = {t for job in prom["scrape_configs"] for sc in job.get("static_configs", []) for t in sc["targets"]}
+    # Profile services are found by DNS (no target while the profile is off).
+    targets |= {f"{name}:{sd['port']}" for job in prom["scrape_configs"] for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
     for name, svc in graphmesh_services(compose).items():
         module = MODULES[name.removesuffix("-gpu")]
         assert f"{name}:{svc['environment'][f'GRAPHMESH_{module.upper()}_METRICS_PORT']}" in targets, name
-    assert all(sc["labels"]["namespace"] == "compose" for job in prom["scrape_configs"] for sc in job["static_configs"])
+    assert all(sc["labels"]["namespace"] == "compose" for job in prom["scrape_configs"] for sc in job.get("static_configs", []))
+    relabelled = [{r["target_label"]: r["replacement"] for r in job["relabel_configs"]} for job in prom["scrape_configs"] if "dns_sd_configs" in job]
+    assert relabelled and all(r["namespace"] == "compose" and r["service"] for r in relabelled)
     assert prom["rule_files"] == ["/etc/prometheus/rules/*.yml"]
     mounts = {v.split(":")[1]: v.split(":")[0] for v in compose["services"]["prometheus"]["volumes"]}
     assert (REPO / mounts["/etc/prometheus/rules"]).joinpath("graphmesh.rules.yml").is_file()
