@@ -384,7 +384,16 @@ def main() -> int:
         services = compose.services()
         figures["services"] = services
         print("services:", " ".join(services), "| left out:", " ".join(sorted(LEFT_OUT)))
-        timed("compose up --wait", compose.run, "up", "-d", "--wait", "--wait-timeout", "900", *services)
+        try:
+            timed("compose up --wait", compose.run, "up", "-d", "--wait", "--wait-timeout", "900", *services)
+        except subprocess.CalledProcessError:
+            compose.run("ps", "-a", check=False)
+            for service in services:
+                state = inspect(compose.container(service))
+                if state["State"].get("Health", {}).get("Status") != "healthy":
+                    print(f"--- {service}: {state['State'].get('Health', {}).get('Log', [])[-1:]}")
+                    subprocess.run(["docker", "logs", "--tail", "20", state["Id"]], check=False)
+            raise
 
         figures["ingest"] = timed("ingest", ingest, grpc_port, args.docs)
         figures["ingest"]["docs_per_s"] = round(figures["ingest"]["received"] / max(t["ingest"], 0.1), 1)
