@@ -9,7 +9,7 @@ KUSTOMIZE_VERSION := v5.7.1
 KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 
 .PHONY: all install install-test proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
-	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check
+	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check k8s-pods-check
 
 all: test
 
@@ -100,6 +100,13 @@ deploy-check: install-test launcher kustomize dashboards-check openapi-check
 ## `docker compose down -v`.
 compose-check: install-test launcher
 	PYTHONPATH=.:gen/python $(PY) bench/compose_check.py
+
+## Bench, not part of `make test`: each Deployment of the rendered base and
+## prod overlay as a container with the manifest's securityContext, env,
+## volumes and limits (bench/k8s_pods_check.py); all must reach SERVING.
+## Needs the images of `make compose-check`.
+k8s-pods-check: install-test kustomize
+	KUSTOMIZE=$(abspath $(KUSTOMIZE)) PYTHONPATH=.:gen/python $(PY) bench/k8s_pods_check.py
 
 ## Debian's chromium for the console's browser tests (installed as root when
 ## missing; with CI=true a missing browser fails, elsewhere the tests skip).
