@@ -23,6 +23,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY gen/python ./gen/python
 COPY services ./services
+COPY domains ./domains
 RUN pip install --upgrade pip \
  && if [ -n "$EXTRAS" ]; then pip install ".[${EXTRAS}]"; else pip install .; fi \
  && python -m compileall -q /opt/venv

@@ -9,7 +9,7 @@ KUSTOMIZE_VERSION := v5.7.1
 KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 
 .PHONY: all install install-test proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
-	kustomize dashboards dashboards-check openapi openapi-check deploy-check
+	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check k8s-pods-check
 
 all: test
 
@@ -91,6 +91,22 @@ openapi-check: install-test
 ## docker-compose.yml against the Compose spec, dashboards, OpenAPI.
 deploy-check: install-test launcher kustomize dashboards-check openapi-check
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) $(PY) -m pytest -q -ra tests/deploy
+
+## Bench, not part of `make test`: the compose stack for real (docs/operate.md,
+## "What was and was not run here"). Builds the local stand-in images
+## (deploy/local-images/build.sh, needs root and a Docker daemon) and the
+## GraphMesh image, brings the stack up, sends traffic, kills a container,
+## evaluates every dashboard query and alert rule on its Prometheus, then
+## `docker compose down -v`.
+compose-check: install-test launcher
+	PYTHONPATH=.:gen/python $(PY) bench/compose_check.py
+
+## Bench, not part of `make test`: each Deployment of the rendered base and
+## prod overlay as a container with the manifest's securityContext, env,
+## volumes and limits (bench/k8s_pods_check.py); all must reach SERVING.
+## Needs the images of `make compose-check`.
+k8s-pods-check: install-test kustomize
+	KUSTOMIZE=$(abspath $(KUSTOMIZE)) PYTHONPATH=.:gen/python $(PY) bench/k8s_pods_check.py
 
 ## Debian's chromium for the console's browser tests (installed as root when
 ## missing; with CI=true a missing browser fails, elsewhere the tests skip).

@@ -215,6 +215,11 @@ ERROR_RATIO = 0.05
 STAGE_P95_SECONDS = 2.0
 TOTAL_P95_SECONDS = 8.0
 DEGRADED_RATIO = 0.2
+TARGET_DOWN_FOR = "2m"
+# Scrape targets by their "service" label: compose sets it per target
+# (deploy/prometheus/prometheus.yml); the Prometheus Operator attaches the
+# Kubernetes Service name, which is the same name (deploy/k8s/base).
+SERVICES = ("gateway", "expander", "retriever-pg", "retriever-graph", "reranker", "reranker-gpu", "fuser", "judge")
 
 
 def alert_rules(q: Q) -> list[dict]:
@@ -244,6 +249,14 @@ def alert_rules(q: Q) -> list[dict]:
          "for": "15m", "labels": {"severity": "warning"},
          "annotations": {"summary": "{{ $value | humanizePercentage }} of responses are built without {{ $labels.service }}",
                          "description": "A downstream service keeps failing or timing out; answers degrade instead of failing."}},
+        # Prometheus's own `up` series: the other rules see nothing of a
+        # service that is down, because a target that is not scraped has no
+        # error counters and no latencies.
+        {"alert": "GraphMeshTargetDown",
+         "expr": f'up{{service=~"{"|".join(SERVICES)}"}} == 0', "for": TARGET_DOWN_FOR, "labels": {"severity": "critical"},
+         "annotations": {"summary": "{{ $labels.service }} ({{ $labels.instance }}) cannot be scraped",
+                         "description": f"Prometheus has not reached the service's metrics port for {TARGET_DOWN_FOR}: "
+                                        "the process is down, restarting or unreachable."}},
     ]
     return [{"name": "graphmesh", "rules": rules}]
 

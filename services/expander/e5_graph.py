@@ -138,6 +138,10 @@ def _write_atomically(target: Path, write) -> None:
     tmp = Path(name)
     try:
         write(tmp)
+        # mkstemp makes the file 0600; the graphs are shared (an image builds
+        # them as root, its services read them as another user), so they get
+        # the mode a plain file would under the usual umask.
+        tmp.chmod(0o644)
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -11,10 +11,12 @@ import json
 import os
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 import jsonschema
 import pytest
+import setuptools
 import yaml
 
 from services.common.settings import DEFAULT_PORTS
@@ -117,6 +119,25 @@ def test_profiles_add_the_llm_server_and_a_gpu_reranker(compose):
     assert any(v.endswith(":/models/reranker:ro") for v in gpu["volumes"])
 
 
+def test_the_image_build_copies_every_package_pyproject_installs():
+    """Every top-level package setuptools finds with pyproject.toml's rules is
+    let through .dockerignore and copied into the build stage: the image
+    built without domains/ crashed the judge at import
+    (ModuleNotFoundError: No module named 'domains')."""
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    tops = {str(Path(where, pkg.split(".")[0])).removeprefix("./") for where in find["where"]
+            for pkg in setuptools.find_packages(REPO / where, include=find["include"])}
+    assert {"services", "domains", "gen/python/graphmesh"} <= tops
+    ignored = [line for line in (REPO / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
+    admitted = [line[1:].rstrip("/") for line in ignored if line.startswith("!")]
+    dockerfile = (REPO / "Dockerfile").read_text()
+    build_stage = dockerfile.split(" AS runtime")[0]
+    copied = [m.group(1).rstrip("/") for m in re.finditer(r"^COPY\s+(?!--from)(\S+)\s+\S+\s*$", build_stage, re.M)]
+    for top in sorted(tops):
+        assert any(top == a or top.startswith(a + "/") for a in admitted), f".dockerignore keeps {top} out of the build context"
+        assert any(top == c or top.startswith(c + "/") for c in copied), f"the Dockerfile's build stage does not COPY {top}"
+
+
 def test_named_volumes_are_declared_and_models_are_mounted_not_built_in(compose):
     declared = set(compose["volumes"])
     used = set()
@@ -135,11 +156,15 @@ def test_named_volumes_are_declared_and_models_are_mounted_not_built_in(compose)
 
 def test_prometheus_scrapes_every_metrics_port_and_grafana_is_provisioned_from_the_repo(compose):
     prom = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
-    targets = {t for job in prom["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
+    targets = {t for job in prom["scrape_configs"] for sc in job.get("static_configs", []) for t in sc["targets"]}
+    # Profile services are found by DNS (no target while the profile is off).
+    targets |= {f"{name}:{sd['port']}" for job in prom["scrape_configs"] for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
     for name, svc in graphmesh_services(compose).items():
         module = MODULES[name.removesuffix("-gpu")]
         assert f"{name}:{svc['environment'][f'GRAPHMESH_{module.upper()}_METRICS_PORT']}" in targets, name
-    assert all(sc["labels"]["namespace"] == "compose" for job in prom["scrape_configs"] for sc in job["static_configs"])
+    assert all(sc["labels"]["namespace"] == "compose" for job in prom["scrape_configs"] for sc in job.get("static_configs", []))
+    relabelled = [{r["target_label"]: r["replacement"] for r in job["relabel_configs"]} for job in prom["scrape_configs"] if "dns_sd_configs" in job]
+    assert relabelled and all(r["namespace"] == "compose" and r["service"] for r in relabelled)
     assert prom["rule_files"] == ["/etc/prometheus/rules/*.yml"]
     mounts = {v.split(":")[1]: v.split(":")[0] for v in compose["services"]["prometheus"]["volumes"]}
     assert (REPO / mounts["/etc/prometheus/rules"]).joinpath("graphmesh.rules.yml").is_file()

@@ -83,6 +83,13 @@ def test_converted_graph_is_built_once(model_dir, int8):
     assert not list(model_dir.glob("*.tmp.onnx"))
 
 
+def test_converted_graphs_are_readable_by_other_users(model_dir, int8):
+    # The image builds them as root and its services run as uid 10001: with
+    # mkstemp's 0600 the expander died with EACCES ("system error number 13").
+    for f in model_dir.glob("*.onnx"):
+        assert f.stat().st_mode & 0o777 == 0o644, f"{f.name}: {oct(f.stat().st_mode & 0o777)}"
+
+
 def test_embedding_cache_hits_on_repeat_and_is_keyed_by_model(tmp_path, int8):
     path = tmp_path / "cache.sqlite"
     cached = CachedEmbedder(int8, EmbeddingCache(path, int8.name))
