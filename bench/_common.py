@@ -56,3 +56,18 @@ def save(name: str, figures: dict) -> Path:
     print(json.dumps(record, ensure_ascii=False, indent=1))
     print(f"saved to {path}")
     return path
+
+
+def first_gold_rank(keys: list[str], gold: set[str], depth: int = 10) -> int | None:
+    """1-based rank of the first gold key among the distinct ``keys`` (a
+    key repeated, e.g. a document of two chunks, counts once), or None when
+    none is in the first ``depth``."""
+    seen: list[str] = []
+    for k in keys:
+        if k not in seen:
+            seen.append(k)
+            if k in gold:
+                return len(seen)
+            if len(seen) >= depth:
+                return None
+    return None

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, save  # noqa: E402
+from _common import SHARED_DATA, first_gold_rank, save  # noqa: E402
 
 import asyncpg  # noqa: E402
 import numpy as np  # noqa: E402
@@ -146,19 +146,6 @@ async def search(address: str, query: str, collection: str, depth: int) -> list[
     return [(r.id, r.document_id, r.fused_score, r.text) for r in reply.results]
 
 
-def first_rank(order: list[str], gold: set[str], key) -> int | None:
-    seen: list[str] = []
-    for item in order:
-        k = key(item)
-        if k not in seen:
-            seen.append(k)
-            if k in gold:
-                return len(seen)
-            if len(seen) >= 10:
-                return None
-    return None
-
-
 def rrf(*orders: list[str], k: int = RRF_K) -> list[str]:
     fused: dict[str, float] = {}
     for order in orders:
@@ -220,7 +207,7 @@ def main() -> None:
                 gold = set(map(str, row["gold"]))
                 key = lambda c, g=g: g.doc_of.get(c, c)  # noqa: E731 (ranks count documents)
             gm_order = [h[0] for h in hits]
-            ranks["graphmesh"][name][qid] = first_rank(gm_order, gold, key)
+            ranks["graphmesh"][name][qid] = first_gold_rank([key(c) for c in gm_order], gold)
             phrases = query_phrases(row["query"], g.counts)
             for w in weights:
                 t0 = time.perf_counter()
@@ -229,8 +216,8 @@ def main() -> None:
                 top = np.argsort(-scores)[:100]
                 ppr_order = [g.chunk_ids[i] for i in top if scores[i] > 0]
                 ppr_ms.append((time.perf_counter() - t0) * 1000)
-                ranks[f"ppr@{w}"][name][qid] = first_rank(ppr_order, gold, key)
-                ranks[f"rrf@{w}"][name][qid] = first_rank(rrf(gm_order, ppr_order), gold, key)
+                ranks[f"ppr@{w}"][name][qid] = first_gold_rank([key(c) for c in ppr_order], gold)
+                ranks[f"rrf@{w}"][name][qid] = first_gold_rank([key(c) for c in rrf(gm_order, ppr_order)], gold)
         print(f"{name}: {len(dataset)} questions, whole-graph PageRank p50 {np.median(ppr_ms):.1f} ms", flush=True)
 
     report: dict = {"args": vars(args), "sets": {}}

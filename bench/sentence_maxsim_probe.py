@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, save  # noqa: E402
+from _common import SHARED_DATA, first_gold_rank, save  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -48,18 +48,6 @@ DOCS = Path(__file__).resolve().parents[1] / "tests" / "quality" / "data" / "que
 def minmax(values: np.ndarray) -> np.ndarray:
     span = values.max() - values.min() if len(values) else 0.0
     return (values - values.min()) / span if span > 0 else np.ones_like(values)
-
-
-def first_rank(keys: list[str], gold: set[str]) -> int | None:
-    seen: list[str] = []
-    for k in keys:
-        if k not in seen:
-            seen.append(k)
-            if k in gold:
-                return len(seen)
-            if len(seen) >= 10:
-                return None
-    return None
 
 
 async def run(args) -> dict:
@@ -107,11 +95,11 @@ async def run(args) -> dict:
                     at += len(ss)
                 fused = np.array([r.fused_score for r in results], dtype=float)
                 ms = minmax(np.array(maxsim))
-                ranks["graphmesh"][name][qid] = first_rank(keys, gold)
-                ranks["maxsim"][name][qid] = first_rank([keys[i] for i in np.argsort(-ms, kind="stable")], gold)
+                ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
+                ranks["maxsim"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-ms, kind="stable")], gold)
                 for w in weights:
                     order = np.argsort(-(fused + w * ms), kind="stable")
-                    ranks[f"fused+{w}"][name][qid] = first_rank([keys[i] for i in order], gold)
+                    ranks[f"fused+{w}"][name][qid] = first_gold_rank([keys[i] for i in order], gold)
             print(f"{name}: {len(ranks['graphmesh'][name])} questions", flush=True)
     cross_validate(ranks, weights, args.sets.split(","))
     systems.append("fused+cv")
