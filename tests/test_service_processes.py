@@ -118,6 +118,9 @@ UNWRITABLE_HOME = "/proc/graphmesh-no-home"
 def test_service_process_serves_with_an_unwritable_home(name, store_env, tmp_path, monkeypatch):
     for variable in ("GRAPHMESH_EXPANDER_EMBEDDING__CACHE", "GRAPHMESH_EXPANDER_EMBEDDING_CACHE", "XDG_CACHE_HOME"):
         monkeypatch.delenv(variable, raising=False)  # the defaults, under HOME
+    for variable in ("GRAPHMESH_MESH_TOKEN", "GRAPHMESH_MESH_TOKEN_FILE"):
+        # a CLI test run earlier may have pointed this process at a local stack's token; the Embed below sends none
+        monkeypatch.delenv(variable, raising=False)
     env = {**store_env, "HOME": UNWRITABLE_HOME, "TMPDIR": str(tmp_path)}  # TMPDIR: the pod's emptyDir at /tmp
     with service_process(name, env) as (proc, match, lines):
         with grpc.insecure_channel(f"127.0.0.1:{match.group(2)}") as ch:

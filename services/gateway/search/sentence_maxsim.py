@@ -126,10 +126,17 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         return []
     scores = maxsim_scores(query_vector, owners, [v.values for v in reply.vectors])
     scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
+    # Copies of the retrievers' own candidates: the fused ones lack the
+    # collection and metadata (the fuser does not carry them), and the
+    # fuser keeps the source of a chunk's best-ranked list.
+    originals: dict[str, types_pb2.Candidate] = {}
+    for lst in lists:
+        for cand in lst.candidates:
+            originals.setdefault(cand.id, cand)
     out = []
     for rank, cand in enumerate(scored, start=1):
         copy = types_pb2.Candidate()
-        copy.CopyFrom(cand)  # the source and ordinal too: the fuser keeps the source of a chunk's best rank
+        copy.CopyFrom(originals.get(cand.id, cand))
         copy.ClearField("channel_scores")
         copy.ClearField("embedding")
         copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)

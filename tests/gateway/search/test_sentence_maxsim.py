@@ -52,8 +52,23 @@ class SentenceExpander(FakeExpander):
 
 
 def _chunks():
-    return [candidate("1", "第一条 总则。本法适用于全国。", "pg.keyword", 9.0),
-            candidate("2", "第二条 无关的句子。增长率低于阈值时停止迭代。", "pg.keyword", 8.0)]
+    chunks = [candidate("1", "第一条 总则。本法适用于全国。", "pg.keyword", 9.0),
+              candidate("2", "第二条 无关的句子。增长率低于阈值时停止迭代。", "pg.keyword", 8.0)]
+    for c in chunks:
+        c.collection = "hr"
+        c.metadata["status"] = "现行有效"
+    return chunks
+
+
+class StrippingFuser(FakeFuser):
+    """Answers as the real fuser does: candidates without collection and metadata."""
+
+    async def fuse(self, request, timeout):
+        reply = await super().fuse(request, timeout)
+        for c in reply.candidates:
+            c.ClearField("collection")
+            c.ClearField("metadata")
+        return reply
 
 
 def _maxsim_list(fuser: FakeFuser):
@@ -64,7 +79,7 @@ def _maxsim_list(fuser: FakeFuser):
 
 @ON_LOOP
 async def test_each_sentence_of_the_fused_top_chunks_is_embedded_and_the_best_one_scores_its_chunk():
-    expander, fuser = SentenceExpander("增长率"), FakeFuser()
+    expander, fuser = SentenceExpander("增长率"), StrippingFuser()
     pg = FakeRetriever("retriever_pg", _chunks())
     reply = (await mesh(expander=expander, pg=pg, fuser=fuser).search.search("增长率多少时停止？", 5, None, Deadline(5))).response
     embedded = [r for rpc, r in expander.calls if rpc == "embed"]
@@ -76,6 +91,8 @@ async def test_each_sentence_of_the_fused_top_chunks_is_embedded_and_the_best_on
     assert by_id["2#0"].score == pytest.approx(1.0) and by_id["2#0"].rank == 1
     assert by_id["1#0"].score == pytest.approx(0.0) and by_id["1#0"].rank == 2
     assert maxsim.candidates[0].source == types_pb2.SOURCE_DOCUMENT_CHUNK  # quotas keep the chunk's source
+    # the results keep what only the retrievers' candidates carry (the fuser drops it)
+    assert {(c.collection, c.metadata["status"]) for c in reply.results if c.document_id in ("1", "2")} == {("hr", "现行有效")}
     assert stages(reply)[names.SENTENCE_MAXSIM].status == OK
 
 
