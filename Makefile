@@ -11,6 +11,8 @@ KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
 # from the Go module proxy (deploy/k8s-tools/go.mod pins them) into .tools/.
 K8S_TOOLS_VERSION := v1.37.2
 K8S_TOOLS := .tools/k8s-$(K8S_TOOLS_VERSION)
+K8S_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(K8S_TOOLS_VERSION) \
+	-X $(p).gitMajor=$(word 1,$(subst ., ,$(K8S_TOOLS_VERSION:v%=%))) -X $(p).gitMinor=$(word 2,$(subst ., ,$(K8S_TOOLS_VERSION))))
 
 .PHONY: all install install-test proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
 	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check k8s-pods-check \
@@ -80,8 +82,8 @@ kustomize: $(KUSTOMIZE)
 $(K8S_TOOLS)/kube-apiserver: deploy/k8s-tools/go.mod deploy/k8s-tools/go.sum
 	mkdir -p $(K8S_TOOLS)
 	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -o $(abspath $(K8S_TOOLS))/etcd go.etcd.io/etcd/server/v3
-	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -o $(abspath $(K8S_TOOLS))/kubectl k8s.io/kubernetes/cmd/kubectl
-	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $(K8S_TOOLS))/kubectl k8s.io/kubernetes/cmd/kubectl
+	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
 
 k8s-tools: $(K8S_TOOLS)/kube-apiserver
 

@@ -15,10 +15,11 @@ declare are created for real first (a dry run cannot create the namespace
 its other objects go in), each with ``pod-security.kubernetes.io/warn:
 restricted`` added, as is ``default`` (where the base renders go), so that
 Pod Security admission reports any pod template that breaks the restricted
-profile. Any error, and any warning, of any render fails the check. Two
-broken objects (an unknown probe field in a Deployment, a ServiceMonitor
-field of the wrong type) must be refused, or the check fails: they show that
-the server validates what it is sent.
+profile. Any error, any warning, or an object kubectl does not report
+applied, in any render, fails the check. Three broken objects (an unknown
+probe field in a Deployment, a ServiceMonitor field of the wrong type, a
+container allowing privilege escalation) must be refused or warned about, or
+the check fails: they show that the server validates what it is sent.
 
     PYTHONPATH=.:gen/python .venv/bin/python bench/k8s_apiserver_check.py
 
@@ -113,7 +114,7 @@ class Cluster:
             "--token-auth-file", str(creds["tokens"]), "--authorization-mode", "RBAC",
             "--service-account-issuer", "https://127.0.0.1", "--service-account-key-file", str(creds["sa_pub"]),
             "--service-account-signing-key-file", str(creds["sa"]), "--service-cluster-ip-range", "10.96.0.0/16",
-            "--cert-dir", str(self.d / "certs"), "--v", "1"],
+            "--endpoint-reconciler-type", "none", "--cert-dir", str(self.d / "certs"), "--v", "1"],
             stdout=api_log, stderr=subprocess.STDOUT))
         self.kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "check",
@@ -155,10 +156,17 @@ def dry_run(cluster: Cluster, objs: list[dict]) -> subprocess.CompletedProcess:
                            "-f", "-", stdin=yaml.safe_dump_all(objs), check=False)
 
 
-def problems(out: subprocess.CompletedProcess) -> list[str]:
-    """The errors and warnings kubectl reported (stderr lines), [] when clean."""
+def problems(out: subprocess.CompletedProcess, objects: int) -> list[str]:
+    """The errors and warnings kubectl reported (stderr lines), plus a line
+    when fewer than ``objects`` were reported applied; [] when clean."""
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    return lines if out.returncode != 0 else [line for line in lines if line.startswith("Warning")]
+    if out.returncode != 0:
+        return lines
+    found = [line for line in lines if line.startswith("Warning")]
+    applied = sum(line.endswith("(server dry run)") for line in out.stdout.splitlines())
+    if applied != objects:
+        found.append(f"{applied} of {objects} objects reported applied")
+    return found
 
 
 def main() -> int:
@@ -196,8 +204,8 @@ def main() -> int:
                 t = time.monotonic()
                 out = dry_run(cluster, objs)
                 results[label] = {"objects": len(objs), "seconds": round(time.monotonic() - t, 2)}
-                if problems(out):
-                    failures[label] = problems(out)
+                if problems(out, len(objs)):
+                    failures[label] = problems(out, len(objs))
                 print(f"{label}: {len(objs)} objects, {'FAILED' if label in failures else 'accepted'} in {results[label]['seconds']} s", flush=True)
 
             # The server must refuse what is wrong, or the check above proves nothing.
@@ -206,11 +214,14 @@ def main() -> int:
             deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["portt"] = 1
             monitor = copy.deepcopy(next(o for o in prod if o["kind"] == "ServiceMonitor"))
             monitor["spec"]["endpoints"][0]["honorLabels"] = "yes"
+            privileged = copy.deepcopy(next(o for o in prod if o["kind"] == "Deployment" and o["metadata"]["name"] == "gateway"))
+            privileged["spec"]["template"]["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
             refused = {}
             for what, obj, field in (("Deployment with an unknown probe field", deployment, "portt"),
-                                     ("ServiceMonitor with honorLabels: \"yes\"", monitor, "honorLabels")):
+                                     ("ServiceMonitor with honorLabels: \"yes\"", monitor, "honorLabels"),
+                                     ("Deployment allowing privilege escalation (Pod Security warning)", privileged, "allowPrivilegeEscalation")):
                 out = dry_run(cluster, [obj])
-                refused[what] = out.returncode != 0 and field in out.stderr
+                refused[what] = any(field in line for line in problems(out, 1))
                 print(f"control, {what}: {'refused' if refused[what] else 'NOT refused'}: {out.stderr.strip()[:300]}", flush=True)
         finally:
             cluster.stop()
