@@ -7,9 +7,16 @@ LAUNCHER_JAR := deploy/neo4j-launcher/target/neo4j-launcher-0.1.0.jar
 # kustomize, pinned, built from the Go module proxy into .tools/ (Go >= 1.22).
 KUSTOMIZE_VERSION := v5.7.1
 KUSTOMIZE := .tools/kustomize-$(KUSTOMIZE_VERSION)
+# etcd, kube-apiserver and kubectl for `make k8s-apiserver-check`, built once
+# from the Go module proxy (deploy/k8s-tools/go.mod pins them) into .tools/.
+K8S_TOOLS_VERSION := v1.37.2
+K8S_TOOLS := .tools/k8s-$(K8S_TOOLS_VERSION)
+K8S_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(K8S_TOOLS_VERSION) \
+	-X $(p).gitMajor=$(word 1,$(subst ., ,$(K8S_TOOLS_VERSION:v%=%))) -X $(p).gitMinor=$(word 2,$(subst ., ,$(K8S_TOOLS_VERSION))))
 
 .PHONY: all install install-test proto proto-check lint-proto launcher model browser test test-unit demo up down clean \
-	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check k8s-pods-check
+	kustomize dashboards dashboards-check openapi openapi-check deploy-check compose-check k8s-pods-check \
+	k8s-tools k8s-apiserver-check
 
 all: test
 
@@ -71,6 +78,15 @@ $(KUSTOMIZE):
 
 kustomize: $(KUSTOMIZE)
 
+## -p=2 keeps the link of kube-apiserver within a few GiB; 15-25 minutes on 2 cores the first time.
+$(K8S_TOOLS)/kube-apiserver: deploy/k8s-tools/go.mod deploy/k8s-tools/go.sum
+	mkdir -p $(K8S_TOOLS)
+	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -o $(abspath $(K8S_TOOLS))/etcd go.etcd.io/etcd/server/v3
+	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $(K8S_TOOLS))/kubectl k8s.io/kubernetes/cmd/kubectl
+	cd deploy/k8s-tools && GOTOOLCHAIN=local GOFLAGS=-p=2 CGO_ENABLED=0 go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+
+k8s-tools: $(K8S_TOOLS)/kube-apiserver
+
 ## Grafana dashboards, alert rules and deploy/grafana/metrics.json from
 ## deploy/grafana/generate.py; -check fails when the committed ones are stale.
 dashboards: install-test
@@ -107,6 +123,13 @@ compose-check: install-test launcher
 ## Needs the images of `make compose-check`.
 k8s-pods-check: install-test kustomize
 	KUSTOMIZE=$(abspath $(KUSTOMIZE)) PYTHONPATH=.:gen/python $(PY) bench/k8s_pods_check.py
+
+## Bench, not part of `make test`: etcd + kube-apiserver on loopback, the
+## monitoring component's CRDs applied, then `kubectl apply --server-side
+## --dry-run=server` of both overlays and the base with every component
+## combination (bench/k8s_apiserver_check.py); any error or warning fails.
+k8s-apiserver-check: install-test kustomize k8s-tools
+	KUSTOMIZE=$(abspath $(KUSTOMIZE)) K8S_TOOLS=$(abspath $(K8S_TOOLS)) PYTHONPATH=.:gen/python $(PY) bench/k8s_apiserver_check.py
 
 ## Debian's chromium for the console's browser tests (installed as root when
 ## missing; with CI=true a missing browser fails, elsewhere the tests skip).
