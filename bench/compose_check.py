@@ -162,8 +162,8 @@ def dashboard_queries() -> list[tuple[str, str, str]]:
                 if t.get("expr"):
                     out.append((path.name, f"{p.get('title', '?')} [{t.get('legendFormat', t.get('refId', ''))}]", fill(t["expr"])))
         for v in board.get("templating", {}).get("list", []):
-            if v.get("type") == "query" and v.get("definition"):
-                out.append((path.name, f"variable {v['name']}", fill(label_values_query(v["definition"]))))
+            if v.get("type") == "query" and v.get("query"):
+                out.append((path.name, f"variable {v['name']}", fill(label_values_query(v["query"]["query"]))))
     return out
 
 

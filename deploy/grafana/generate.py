@@ -138,11 +138,10 @@ def dashboard(uid: str, title: str, description: str, rows: list[tuple[str, list
     variables = [
         {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "current": {}, "hide": 0},
         {"name": "namespace", "label": "Namespace", "type": "query", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-         "query": {"query": f"label_values({RPC_HANDLED.name}, namespace)", "refId": "namespace"}, "definition": f"label_values({RPC_HANDLED.name}, namespace)",
+         "query": {"query": f"label_values({RPC_HANDLED.name}, namespace)", "refId": "namespace"},
          "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1, "current": {}, "hide": 0},
         {"name": "instance", "label": "Instance", "type": "query", "datasource": {"type": "prometheus", "uid": "${datasource}"},
          "query": {"query": f'label_values({RPC_HANDLED.name}{{namespace=~"$namespace"}}, instance)', "refId": "instance"},
-         "definition": f'label_values({RPC_HANDLED.name}{{namespace=~"$namespace"}}, instance)',
          "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1, "current": {}, "hide": 0},
     ]
     return {"uid": uid, "title": title, "description": description, "tags": ["graphmesh"], "editable": True, "schemaVersion": 39,
@@ -282,7 +281,7 @@ def render() -> dict[Path, str]:
     boards = [pipeline_dashboard(q), rpc_dashboard(q), reranker_dashboard(q)]
     groups = alert_rules(q)
     exprs = [t["expr"] for b in boards for p in b["panels"] for t in p.get("targets", [])]
-    exprs += [v["definition"] for b in boards for v in b["templating"]["list"] if "definition" in v]
+    exprs += [v["query"]["query"] for b in boards for v in b["templating"]["list"] if v["type"] == "query"]
     exprs += [r["expr"] for g in groups for r in g["rules"]]
     _scan(exprs, set(q.used))
     out: dict[Path, str] = {}

@@ -46,8 +46,8 @@ def expressions() -> list[tuple[str, str, str]]:
                 out.append((f"{name}: {panel['title']}", target["expr"].replace("$__rate_interval", "5m"), target["expr"]))
         for var in board["templating"]["list"]:
             if var["type"] == "query":  # label_values(selector, label): check the selector
-                inner = var["definition"][len("label_values("):].rsplit(",", 1)[0]
-                out.append((f"{name}: ${var['name']}", inner, var["definition"]))
+                inner = var["query"]["query"][len("label_values("):].rsplit(",", 1)[0]
+                out.append((f"{name}: ${var['name']}", inner, var["query"]["query"]))
     for group in rule_groups():
         for rule in group["rules"]:
             out.append((f"alert {rule['alert']}", rule["expr"], rule["expr"]))
@@ -157,3 +157,35 @@ def test_alerts_cover_error_rate_and_p95_stage_latency_in_both_deployments():
     assert all(r["labels"]["severity"] in ("warning", "critical") and r["annotations"]["summary"] for r in rules.values())
     k8s = yaml.safe_load((K8S / "components" / "monitoring" / "prometheusrule.yaml").read_text())
     assert k8s["spec"]["groups"] == rule_groups()
+
+
+def _lost_fields(original, loaded, path: str = "") -> list[str]:
+    """Paths of ``original`` (JSON) that ``loaded`` lacks or holds with another value."""
+    if isinstance(original, dict):
+        if not isinstance(loaded, dict):
+            return [f"{path} (not an object)"]
+        return [p for k, v in original.items()
+                for p in ([f"{path}/{k}"] if k not in loaded else _lost_fields(v, loaded[k], f"{path}/{k}"))]
+    if isinstance(original, list):
+        if not isinstance(loaded, list) or len(original) != len(loaded):
+            return [f"{path} (list)"]
+        return [p for i, (a, b) in enumerate(zip(original, loaded)) for p in _lost_fields(a, b, f"{path}[{i}]")]
+    return [] if original == loaded else [f"{path}: {original!r} became {loaded!r}"]
+
+
+@pytest.mark.parametrize("name", sorted(dashboards()))
+def test_each_dashboard_loads_into_grafanas_own_types_without_losing_a_field(name):
+    """The Grafana Foundation SDK's dashboard model (generated from Grafana's
+    schema) reads the dashboard and writes it back: a field its schema does not
+    know, or a value of the wrong shape, would not survive the round trip."""
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models.dashboard import Dashboard, Panel
+
+    register_default_plugins()  # panel and query types (timeseries, prometheus) decode to their own models
+    original = dashboards()[name]
+    loaded = Dashboard.from_json(original)
+    assert _lost_fields(original, json.loads(json.dumps(loaded, cls=JSONEncoder))) == []
+    panels = [p for p in loaded.panels if isinstance(p, Panel) and p.targets]
+    assert panels and all(type(t).__module__.endswith(".prometheus") for p in panels for t in p.targets)
+    assert all(p.datasource is not None and p.datasource.uid == "${datasource}" for p in panels)
