@@ -71,3 +71,15 @@ def first_gold_rank(keys: list[str], gold: set[str], depth: int = 10) -> int | N
             if len(seen) >= depth:
                 return None
     return None
+
+
+def stack_dsn(dsn: str = "") -> str:
+    """``dsn`` when given, else the DSN of the local stack's embedded
+    PostgreSQL (``graphmesh up``'s, under its state directory; started if it
+    is not running)."""
+    if dsn:
+        return dsn
+    from services.cli.stack import state_dir
+    from services.retriever_pg.embedded import start_embedded_postgres
+
+    return start_embedded_postgres(state_dir() / "pgdata")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, save  # noqa: E402
+from _common import SHARED_DATA, first_gold_rank, save, stack_dsn  # noqa: E402
 
 import asyncpg  # noqa: E402
 import bm25s  # noqa: E402
@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc  # noqa: E402
 from services.cli.evaluate import load_dataset, run_queries  # noqa: E402
 from services.cli.significance import RANK_METRICS, compare_ranks, pooled, rank_metric  # noqa: E402
-from services.cli.stack import state_dir, use_local_mesh_token  # noqa: E402
+from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
@@ -79,17 +79,8 @@ async def query_vectors(address: str, queries: list[str]) -> np.ndarray:
     return np.stack(out)
 
 
-def first_gold(ranked_docs: list[str], gold: set[str]) -> int | None:
-    """1-based rank of the first gold document among distinct documents."""
-    seen: list[str] = []
-    for doc in ranked_docs:
-        if doc not in seen:
-            seen.append(doc)
-            if doc in gold:
-                return len(seen)
-            if len(seen) >= 10:
-                return None
-    return None
+#: 1-based rank of the first gold document among distinct documents (top 10).
+first_gold = first_gold_rank
 
 
 def fold(order: np.ndarray, docs: list[str]) -> list[str]:
@@ -105,11 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     use_local_mesh_token()
     addresses = MeshAddresses()
-    dsn = args.dsn
-    if not dsn:
-        from services.retriever_pg.embedded import start_embedded_postgres
-
-        dsn = start_embedded_postgres(state_dir() / "pgdata")
+    dsn = stack_dsn(args.dsn)
     started = time.perf_counter()
     docs, texts, vectors = asyncio.run(load_chunks(dsn))
     print(f"{len(docs)} chunks loaded in {time.perf_counter() - started:.1f} s", flush=True)

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, first_gold_rank, save  # noqa: E402
+from _common import SHARED_DATA, first_gold_rank, save, stack_dsn  # noqa: E402
 
 import asyncpg  # noqa: E402
 import numpy as np  # noqa: E402
@@ -42,7 +41,7 @@ from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc  # noqa: E402
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli.evaluate import gold_passages, load_dataset, passage_matches  # noqa: E402
 from services.cli.significance import RANK_METRICS, compare_ranks, pooled, rank_metric  # noqa: E402
-from services.cli.stack import state_dir, use_local_mesh_token  # noqa: E402
+from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.retriever_graph.phrase_graph import chunk_phrases, phrase_reset, query_phrases  # noqa: E402
@@ -167,11 +166,7 @@ def main() -> None:
     args = parser.parse_args()
     use_local_mesh_token()
     addresses = MeshAddresses()
-    dsn = args.dsn
-    if not dsn:
-        from services.retriever_pg.embedded import start_embedded_postgres
-
-        dsn = start_embedded_postgres(state_dir() / "pgdata")
+    dsn = stack_dsn(args.dsn)
     weights = [float(w) for w in args.passage_weight.split(",")]
     systems = ["graphmesh"] + [f"{kind}@{w}" for w in weights for kind in ("ppr", "rrf")]
     ranks: dict[str, dict[str, dict[str, int | None]]] = {s: {} for s in systems}

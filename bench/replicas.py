@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import LAW_DEV, REPO, save  # noqa: E402
+from _common import LAW_DEV, REPO, save, stack_dsn  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -102,9 +102,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
     use_local_mesh_token()
-    from services.retriever_pg.embedded import start_embedded_postgres
-
-    pg_dsn = start_embedded_postgres(state_dir() / "pgdata")
+    pg_dsn = stack_dsn()
     env = service_env(StackConfig(), pg_dsn, f"bolt://127.0.0.1:{StackConfig().neo4j_bolt_port}")
     logs = state_dir() / "logs"
     questions = [json.loads(line)["query"] for line in open(LAW_DEV, encoding="utf-8")]

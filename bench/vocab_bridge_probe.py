@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, save  # noqa: E402
+from _common import SHARED_DATA, save, stack_dsn  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -38,7 +38,7 @@ from naive_hybrid import DEPTH, RRF_K, first_gold, load_chunks, query_vectors, t
 
 from services.cli.evaluate import load_dataset  # noqa: E402
 from services.cli.significance import RANK_METRICS, compare_ranks, rank_metric  # noqa: E402
-from services.cli.stack import state_dir, use_local_mesh_token  # noqa: E402
+from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
 K1, B = 1.5, 0.75
@@ -134,9 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     use_local_mesh_token()
     addresses = MeshAddresses()
-    from services.retriever_pg.embedded import start_embedded_postgres
-
-    dsn = start_embedded_postgres(state_dir() / "pgdata")
+    dsn = stack_dsn()
     docs, texts, vectors = asyncio.run(load_chunks(dsn))
     bm25 = WeightedBm25([tokens(t) for t in texts])
     vocab_terms = bridge_vocabulary(bm25)
