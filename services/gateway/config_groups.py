@@ -119,6 +119,14 @@ class IngestSettings(BaseModel):
             tokens (a CJK character or a Latin word is one;
             services.ingest.sentences): 512 / 64, the MetaSearch defaults.
         embed_batch: texts per Embed call during ingestion.
+        sentence_vectors: after storing, embed each chunk's sentences (the
+            units of the ``sentence.maxsim`` channel,
+            services/gateway/search/sentence_maxsim.py) passage-side, so
+            the expander's embedding cache holds them before the first
+            question; about 0.8x more embedding work at ingest for a
+            question that no longer embeds 50-60 sentences (docs/benchmarks.md
+            "Sentence vectors at ingest"). Off: they are embedded, and then
+            cached, by the first question that ranks the chunk.
         max_file_bytes: largest file of an Ingest call (bytes); a larger file
             fails on its own with the reason, the others are stored.
     """
@@ -128,6 +136,7 @@ class IngestSettings(BaseModel):
     chunk_tokens: int = 512
     chunk_overlap: int = 64
     embed_batch: int = 256
+    sentence_vectors: bool = True
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
 
 

@@ -22,7 +22,7 @@ async def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 async def test_async_ingest_then_list_get_and_cancel(fake_gateway, monkeypatch, capsys, tmp_path):
     expander = GatedExpander()
-    gw = await fake_gateway(expander=expander, operations={"batch_records": 1})
+    gw = await fake_gateway(expander=expander, ingest={"sentence_vectors": False}, operations={"batch_records": 1})  # one Embed call per batch
     capsys.readouterr()  # the gateway's READY line
     monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
     monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)

@@ -478,8 +478,8 @@ async def until_shown(page, name: str, **attrs: str) -> dict:
 async def test_library_imports_show_progress_final_counts_and_cancel(browser, fake_gateway):
     from tests.fakes import GatedExpander
 
-    expander = GatedExpander()  # one Embed call per batch of 2 documents, each let through by the test
-    gw = await fake_gateway(expander=expander, operations={"batch_records": 2})
+    expander = GatedExpander()  # one Embed call per batch of 2 documents (no sentence vectors), each let through by the test
+    gw = await fake_gateway(expander=expander, ingest={"sentence_vectors": False}, operations={"batch_records": 2})
     async with open_page(browser, gw.rest_url) as page:
         polls: list[str] = []
         page.on("request", lambda r: polls.append(r.url) if "/v1/operations?" in r.url else None)

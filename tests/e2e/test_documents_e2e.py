@@ -107,6 +107,13 @@ async def test_a_status_filter_returns_only_matching_documents_and_still_top_k(s
     assert {c.document_id[:4] for c in answer.citations} <= {"new-"}
 
 
+async def test_a_question_finds_the_sentences_of_ingested_chunks_already_embedded(stub, ingested):
+    reply = await stub.Search(gateway_pb2.SearchRequest(query="夜间值班人员的住宿由谁安排？", top_k=5, collections=["ops"]), timeout=60)
+    stage = next(t for t in reply.timings if t.stage == "sentence.maxsim")
+    sentences, cached = (int(part.split()[0]) for part in stage.detail.split(", "))
+    assert stage.status == types_pb2.STAGE_STATUS_OK and sentences >= 2 and cached == sentences, stage.detail
+
+
 async def test_documents_listed_and_fetched_over_rest(mesh, ingested):
     status, body = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}")
     assert status == 200 and body["document"]["name"] == f"collections/hr/documents/{PDF}"
@@ -216,3 +223,4 @@ async def test_bad_scope_is_invalid_argument(stub):
         await stub.Ingest(gateway_pb2.IngestRequest(jsonl=b'{"id": 1, "text": "x"}', files=[gateway_pb2.IngestFile(name="a.txt")]),
                           timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+

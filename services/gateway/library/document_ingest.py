@@ -1,8 +1,10 @@
 """Document ingestion through the gateway: parse (JSONL records here, files
 in ``file_ingest``), skip documents whose content hash every retriever
 already holds, chunk, embed (expander), and store in every retriever, all
-in one collection. A record that cannot be read, or that a retriever
-refuses, is reported in ``failures``; the others are stored."""
+in one collection, then embed the stored chunks' sentences ahead of
+questions (``IngestSettings.sentence_vectors``). A record that cannot be
+read, or that a retriever refuses, is reported in ``failures``; the others
+are stored."""
 from __future__ import annotations
 
 import asyncio
@@ -22,6 +24,7 @@ from services.common.errors import DownstreamError, InvalidArgument
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
 from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.search.sentence_maxsim import sentence_units
 from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.downstream.interfaces import Expander, Retriever
 from services.gateway.config import GatewaySettings
@@ -164,7 +167,8 @@ class DocumentIngest:
     async def store(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
                     trace: Trace) -> Stored:
         """Skips the unchanged, embeds and stores the others in every
-        retriever (stages hash_check, embed, store).
+        retriever, then embeds the stored chunks' sentences (stages
+        hash_check, embed, store, sentence_vectors).
 
         Raises:
             DownstreamError: hashes could not be read or the expander failed.
@@ -182,6 +186,8 @@ class DocumentIngest:
             trace.record(names.STAGE_STORE, started)
             outcome.stored = [r.id for r in todo if r.id not in outcome.failed]
             outcome.chunks = sum(len(r.chunks) for r in todo if r.id not in outcome.failed)
+            if self.settings.ingest.sentence_vectors:
+                await self._embed_sentences([r for r in todo if r.id not in outcome.failed], deadline, trace)
         return outcome
 
     async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
@@ -203,6 +209,28 @@ class DocumentIngest:
             embedded = await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))
             for chunk, vector in zip(chunks[start : start + size], embedded.vectors):
                 chunk.embedding = list(vector.values)
+
+    async def _embed_sentences(self, stored: list, deadline: Deadline, trace: Trace) -> None:
+        """Embeds the ``sentence.maxsim`` units of ``stored``'s chunks
+        passage-side and drops the vectors: the expander's embedding cache
+        keeps them, so a question's MaxSim stage finds them there instead
+        of embedding 50-60 sentences while the caller waits. The documents
+        are already stored and searchable, so an expander failure here is
+        the stage DEGRADED, not a failed ingest."""
+        started = time.perf_counter()
+        texts = list(dict.fromkeys(s for rec in stored for c in rec.chunks for s in sentence_units(c.text)))
+        if not texts:
+            return
+        size = self.settings.ingest.embed_batch
+        cached = 0
+        try:
+            for begin in range(0, len(texts), size):
+                request = expander_pb2.EmbedRequest(texts=texts[begin : begin + size], kind=expander_pb2.EMBED_KIND_PASSAGE)
+                cached += (await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))).cache_hits
+        except DownstreamError as err:
+            trace.degrade("expander", names.STAGE_SENTENCE_VECTORS, started, f"sentences not embedded ahead: {err}")
+            return
+        trace.record(names.STAGE_SENTENCE_VECTORS, started, detail=f"{len(texts)} sentences, {cached} already cached")
 
     async def _store(self, todo: list, text_of: dict[str, str], deadline: Deadline) -> dict[str, str]:
         """Stores ``todo`` in every retriever; {document id: reason} of the

@@ -4,8 +4,9 @@ to the question, as one more weighted channel (``names.SENTENCE_MAXSIM``).
 A chunk's own vector averages every topic it holds; a question is usually
 answered by one sentence of it. So the first fusion's top
 ``RetrievalProfile.maxsim_candidates`` chunks are cut into sentences, each
-sentence is embedded passage-side by the expander (its embedding cache keeps
-repeats cheap), and a chunk's score is the largest cosine between the
+sentence is embedded passage-side by the expander (its embedding cache holds
+the sentences of every chunk ingested with ``IngestSettings.sentence_vectors``
+on, so a question embeds none), and a chunk's score is the largest cosine between the
 question's query-side vector and its sentences: the MaxSim of late
 interaction (ColBERT, Khattab and Zaharia 2020), over sentences instead of
 tokens, with the same bi-encoder. The fuser adds the scores as the channel
@@ -141,5 +142,5 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         copy.ClearField("embedding")
         copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)
         out.append(copy)
-    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks")
+    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks, {reply.cache_hits} cached")
     return [fuser_pb2.CandidateList(producer="gateway", candidates=out)]

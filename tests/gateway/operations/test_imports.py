@@ -30,6 +30,10 @@ from tests.fixtures.proxy import CuttableProxy
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
 
+#: The gated tests let one Embed call through per batch: the sentence
+#: vectors embedded after each batch's store would be a second one.
+CHUNK_EMBEDS_ONLY = {"sentence_vectors": False}
+
 
 def jsonl(n: int, bad_lines: bool = False) -> bytes:
     lines = [json.dumps({"id": f"doc-{i}", "title": "测试法", "text": f"第{i}条 内容{i}。" * 3}, ensure_ascii=False) for i in range(n)]
@@ -63,7 +67,7 @@ def without_timings(reply: gateway_pb2.IngestResponse) -> gateway_pb2.IngestResp
 
 async def test_progress_after_each_batch_and_the_response_of_ingest(fake_gateway, pg_new_database):
     expander = GatedExpander()
-    gw = await fake_gateway(expander=expander, operations={"dsn": await pg_new_database(), "batch_records": 2})
+    gw = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, operations={"dsn": await pg_new_database(), "batch_records": 2})
     request = gateway_pb2.IngestRequest(jsonl=jsonl(5, bad_lines=True), collection="hr")
     started = await gw.stub.ImportDocuments(request, timeout=10)
     assert started.name.startswith("operations/import-") and not started.done
@@ -129,7 +133,7 @@ async def real_pg_retriever(pg_new_database):
 async def test_cancel_stops_at_a_batch_boundary_with_whole_documents_stored(fake_gateway, pg_new_database, real_pg_retriever):
     retriever, store_dsn = real_pg_retriever
     expander = GatedExpander()
-    gw = await fake_gateway(expander=expander, retrievers=[retriever], operations={"dsn": await pg_new_database(), "batch_records": 3})
+    gw = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, retrievers=[retriever], operations={"dsn": await pg_new_database(), "batch_records": 3})
     name = (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=jsonl(9)), timeout=10)).name
     await expander.until_arrived(1)
     expander.gate.release()  # batch 1 stored
@@ -160,7 +164,7 @@ async def test_cancel_stops_at_a_batch_boundary_with_whole_documents_stored(fake
 async def test_a_new_gateway_reports_finished_operations_and_aborts_interrupted_ones(fake_gateway, pg_new_database):
     dsn = await pg_new_database()
     expander = GatedExpander()
-    first = await fake_gateway(expander=expander, operations={"dsn": dsn, "batch_records": 2})
+    first = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, operations={"dsn": dsn, "batch_records": 2})
     expander.open(100)
     finished = await until_done(first, (await first.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=jsonl(3)), timeout=10)).name)
     expander.gate = asyncio.Semaphore(0)
@@ -203,7 +207,7 @@ async def test_an_import_whose_database_went_away_ends_unavailable_once_it_is_ba
     proxy, dsn = await proxied(await pg_new_database())
     try:
         expander = GatedExpander()
-        gw = await fake_gateway(expander=expander, operations={"dsn": dsn, "batch_records": 2})
+        gw = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, operations={"dsn": dsn, "batch_records": 2})
         name = (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=jsonl(4)), timeout=10)).name
         await expander.until_arrived(1)
         proxy.cut()  # the database goes away while batch 1 is stored
@@ -225,7 +229,7 @@ async def test_an_import_whose_database_went_away_ends_unavailable_once_it_is_ba
 async def test_rest_routes_and_their_write_rules(fake_gateway):
     key, record = new_key("ops")
     expander = GatedExpander()
-    gw = await fake_gateway(expander=expander, auth={"enabled": True, "api_keys": record.line()}, operations={"batch_records": 1})
+    gw = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, auth={"enabled": True, "api_keys": record.line()}, operations={"batch_records": 1})
     auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     async with ClientSession() as http:
         body = json.dumps({"jsonl": base64.b64encode(jsonl(2)).decode()})
