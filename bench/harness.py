@@ -223,13 +223,20 @@ class Stack:
 
     def ingest(self, path: Path, limit: int | None = None, batch: int = 500) -> dict:
         """Ingests documents from a JSONL(.gz) file through the gateway's
-        Ingest RPC, ``batch`` records per call; returns the summed counts."""
+        Ingest RPC, ``batch`` records per call; returns ``ingest_lines``'s
+        counts."""
+        return self.ingest_lines(list(itertools.islice(read_lines(path), limit)), batch)
+
+    def ingest_lines(self, lines: list[str], batch: int = 500) -> dict:
+        """Ingests JSONL ``lines`` (law_zh pack), ``batch`` per Ingest call;
+        returns the summed counts (received, stored, unchanged, failures)
+        and, under "stage_ms", the summed milliseconds of each reported
+        ingest stage."""
         import grpc
 
         from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 
-        lines = list(itertools.islice(read_lines(path), limit))
-        totals = {"received": 0, "stored": 0, "unchanged": 0, "failures": 0}
+        totals: dict = {"received": 0, "stored": 0, "unchanged": 0, "failures": 0, "stage_ms": {}}
         with grpc.insecure_channel(f"127.0.0.1:{PORTS['gateway']}") as ch:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
             for start in range(0, len(lines), batch):
@@ -239,6 +246,8 @@ class Stack:
                 totals["stored"] += reply.stored
                 totals["unchanged"] += reply.unchanged
                 totals["failures"] += len(reply.failures)
+                for timing in reply.timings:
+                    totals["stage_ms"][timing.stage] = totals["stage_ms"].get(timing.stage, 0.0) + timing.duration_ms
         return totals
 
 
@@ -251,6 +260,18 @@ def read_lines(path: Path):
         for line in f:
             if line.strip():
                 yield line.rstrip("\n")
+
+
+def cited_law_slice(limit: int) -> tuple[list[str], list[str]]:
+    """(the first ``limit`` scenario dev questions, JSONL lines of every
+    article of the laws their gold articles belong to): a corpus slice small
+    enough to load in minutes on which those questions have their answers."""
+    questions = [json.loads(line) for line in itertools.islice(read_lines(LAW_DEV), limit)]
+    gold = {str(g) for q in questions for g in q["gold"]}
+    articles = [json.loads(line) for line in read_lines(LAW_CORPUS)]
+    laws = {a["law"] for a in articles if str(a["id"]) in gold}
+    lines = [json.dumps(a, ensure_ascii=False) for a in articles if a["law"] in laws]
+    return [q["query"] for q in questions], lines
 
 
 def dev_questions(limit: int = 100) -> list[str]:

@@ -24,8 +24,6 @@ embedding cache), in one run:
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import signal
 import sys
 import tempfile
@@ -35,39 +33,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import LAW_CORPUS, LAW_DEV, PORTS, Stack  # noqa: E402
+from harness import PORTS, Stack, cited_law_slice  # noqa: E402
 from _common import percentiles, save  # noqa: E402
 
 
-def law_slice(limit: int) -> tuple[list[str], list[str]]:
-    """(questions, JSONL lines of every article of the laws their gold
-    articles belong to)."""
-    questions = [json.loads(line) for line in LAW_DEV.read_text(encoding="utf-8").splitlines()[:limit]]
-    gold = {str(g) for q in questions for g in q["gold"]}
-    articles = [json.loads(line) for line in gzip.open(LAW_CORPUS, "rt", encoding="utf-8")]
-    laws = {a["law"] for a in articles if str(a["id"]) in gold}
-    lines = [json.dumps(a, ensure_ascii=False) for a in articles if a["law"] in laws]
-    return [q["query"] for q in questions], lines
-
-
-def ingest(lines: list[str], batch: int = 300) -> dict:
-    import grpc
-
-    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-
-    stage_ms = {"embed": 0.0, "sentence_vectors": 0.0, "store": 0.0}
+def ingest(stack: Stack, lines: list[str]) -> dict:
+    """Ingests ``lines`` 300 per call; the seconds of the chunk embedding,
+    sentence embedding and store stages and the ratio of the first two."""
     started = time.perf_counter()
-    with grpc.insecure_channel(f"127.0.0.1:{PORTS['gateway']}") as ch:
-        stub = gateway_pb2_grpc.GatewayServiceStub(ch)
-        for begin in range(0, len(lines), batch):
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl="\n".join(lines[begin : begin + batch]).encode(),
-                                                          domain_pack="law_zh"), timeout=900)
-            for timing in reply.timings:
-                if timing.stage in stage_ms:
-                    stage_ms[timing.stage] += timing.duration_ms
+    stage_ms = stack.ingest_lines(lines, batch=300)["stage_ms"]
+    seconds = {stage: round(stage_ms.get(stage, 0.0) / 1000, 1) for stage in ("embed", "sentence_vectors", "store")}
     return {"documents": len(lines), "seconds": round(time.perf_counter() - started, 1),
-            **{f"{k}_s": round(v / 1000, 1) for k, v in stage_ms.items()},
-            "sentence_over_chunk_embedding": round(stage_ms["sentence_vectors"] / max(stage_ms["embed"], 1e-9), 3)}
+            **{f"{k}_s": v for k, v in seconds.items()},
+            "sentence_over_chunk_embedding": round(stage_ms.get("sentence_vectors", 0.0) / max(stage_ms.get("embed", 0.0), 1e-9), 3)}
 
 
 def ask(questions: list[str], disabled: list[str]) -> dict:
@@ -99,12 +77,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=60)
     args = parser.parse_args()
-    questions, lines = law_slice(args.questions)
+    questions, lines = cited_law_slice(args.questions)
     home = Path(tempfile.mkdtemp(prefix="gm-sentvec-"))
     stack = Stack(home, env={"GRAPHMESH_EXPANDER_EMBEDDING__CACHE": str(home / "emb-1.sqlite")})
     stack.start()
     try:
-        figures = {"questions": len(questions), "ingest": ingest(lines)}
+        figures = {"questions": len(questions), "ingest": ingest(stack, lines)}
         print("ingest", figures["ingest"], flush=True)
         ask(questions[:3], [])  # connections and caches of the first call
         figures["ingested"] = ask(questions, [])

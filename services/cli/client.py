@@ -64,18 +64,42 @@ def _predicate_of(line: bytes) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Sends FILE to the gateway's Ingest RPC in batches, with a progress bar."""
-    from tqdm import tqdm
-
     path = Path(args.file)
     if not path.is_file():
         print(f"error: no such file: {path}", file=sys.stderr)
         return 2
+    try:
+        totals, failures = ingest_file(path, args.kind, args.batch, getattr(args, "collection", "") or "",
+                                       getattr(args, "pack", "") or "")
+    except grpc.RpcError as err:
+        return _report_rpc_error(err)
+    for index, doc_id, reason in failures[:20]:
+        print(f"failed line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
+    print(json.dumps(totals, ensure_ascii=False))
+    return 0 if not totals["failed"] else 1
+
+
+def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = "", pack: str = "",
+                progress: bool = True) -> tuple[dict[str, int], list[tuple[int, str, str]]]:
+    """Sends the JSONL(.gz) file ``path`` to the gateway's Ingest RPC,
+    ``batch_size`` records per call (0: DEFAULT_BATCH[kind]), with a tqdm bar
+    on stderr unless ``progress`` is False.
+
+    Returns:
+        (totals: received / stored / unchanged / chunks / failed counts,
+        failures: (input line number from 0, id, reason) each).
+    Raises:
+        grpc.RpcError: a call failed (the batches before it are stored).
+    """
+    from tqdm import tqdm
+
     with open_text(path) as f:
         total = sum(1 for line in f if line.strip())
     totals = {"received": 0, "stored": 0, "unchanged": 0, "chunks": 0, "failed": 0}
-    failures = []
+    failures: list[tuple[int, str, str]] = []
     with gateway_channel(options=[("grpc.max_send_message_length", 64 << 20)]) as ch, \
-            open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {args.kind}", file=sys.stderr) as bar:
+            open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {kind}", file=sys.stderr,
+                                       disable=not progress) as bar:
         stub = _stub(ch)
         batch: list[bytes] = []
         offset = 0
@@ -84,9 +108,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             nonlocal batch, offset
             if not batch:
                 return
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[args.kind],
-                                                          collection=getattr(args, "collection", "") or "",
-                                                          domain_pack=getattr(args, "pack", "") or ""), timeout=1800)
+            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[kind],
+                                                          collection=collection, domain_pack=pack), timeout=1800)
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
@@ -99,25 +122,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
         origin: list[int] = []  # input line number of each line in the batch
         lines = enumerate(ln for ln in f if ln.strip())
-        if args.kind == "triples":
+        if kind == "triples":
             # Group by predicate so each call carries few relation types (the
             # graph store writes one statement per type); failures still name
             # the input line. Lines that are not JSON sort first.
             lines = sorted(lines, key=lambda pair: _predicate_of(pair[1]))
-        try:
-            for number, line in lines:
-                if line.strip():
-                    batch.append(line.rstrip(b"\n"))
-                    origin.append(number)
-                    if len(batch) >= (args.batch or DEFAULT_BATCH[args.kind]):
-                        flush()
-            flush()
-        except grpc.RpcError as err:
-            return _report_rpc_error(err)
-    for index, doc_id, reason in failures[:20]:
-        print(f"failed line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
-    print(json.dumps(totals, ensure_ascii=False))
-    return 0 if not totals["failed"] else 1
+        for number, line in lines:
+            if line.strip():
+                batch.append(line.rstrip(b"\n"))
+                origin.append(number)
+                if len(batch) >= (batch_size or DEFAULT_BATCH[kind]):
+                    flush()
+        flush()
+    return totals, failures
 
 
 def _print_search(reply: gateway_pb2.SearchResponse) -> None:

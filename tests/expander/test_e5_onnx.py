@@ -134,3 +134,13 @@ def test_an_unwritable_model_directory_falls_back_to_the_temporary_directory(tmp
     path = e5_onnx.encoder_file(weights, blocker / "models", int8=False)
     assert path.is_file() and path.is_relative_to(tmp_path / "tmp" / "graphmesh-models")
     assert "cannot write the e5 encoder" in caplog.text
+
+
+def test_the_embedding_cache_keeps_vectors_across_a_reopen_without_an_fsync_per_commit(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    cache = EmbeddingCache(path, "m")
+    cache.put_many(["问"], np.ones((1, 4), dtype=np.float32), query=True)
+    assert cache._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert cache._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: WAL commits are not fsynced
+    again = EmbeddingCache(path, "m")
+    assert list(again.get_many(["问"], query=True)[0]) == [1.0, 1.0, 1.0, 1.0]

@@ -1,0 +1,37 @@
+"""The demo's corpus split: the laws the example questions ask about are
+loaded first, everything else after, nothing lost or reordered; and every
+example names laws the corpus holds, so the first answers have their
+articles."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from services.cli import demo
+
+pytestmark = pytest.mark.unit
+
+
+def line(law: str, article: str) -> bytes:
+    return json.dumps({"id": f"{law}-{article}", "law": law, "article": article, "text": "……"}, ensure_ascii=False).encode()
+
+
+def test_the_examples_laws_come_first_and_every_other_line_after_in_order():
+    lines = [line("专利法", "第一条"), line("刑法", "第一条"), b"not json", line("专利法", "第二条"), b"[1]", line("民法典", "第一条")]
+    first, rest = demo.split_corpus(lines, {"专利法", "刑法"})
+    assert first == [lines[0], lines[1], lines[3]]
+    assert rest == [b"not json", b"[1]", lines[5]]
+
+
+def test_every_example_names_laws_of_the_corpus():
+    examples = [json.loads(x) for x in demo.QUESTIONS.read_text(encoding="utf-8").splitlines() if x.strip()]
+    laws = {law for example in examples for law in example["laws"]}
+    corpus = demo.DATA_DIR / "law-zh" / "corpus.jsonl.gz"
+    if not corpus.is_file():
+        pytest.skip(f"{corpus} not fetched (graphmesh datasets fetch law-zh)")
+    with gzip.open(corpus, "rt", encoding="utf-8") as f:
+        held = {json.loads(x)["law"] for x in f if x.strip()}
+    assert examples and all(example["laws"] for example in examples)
+    assert laws <= held, laws - held
