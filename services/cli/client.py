@@ -79,61 +79,98 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0 if not totals["failed"] else 1
 
 
+#: Ingest calls a documents upload keeps in flight: while the gateway
+#: stores one batch it embeds the next (docs/benchmarks.md "Ingestion").
+DOCUMENT_CALLS_IN_FLIGHT = 2
+
+
+def _document_id(line: bytes) -> object:
+    """The "id" of a JSONL document line, or None (not JSON: the gateway
+    reports it)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record.get("id") if isinstance(record, dict) else None
+
+
+def _batches(lines, size: int):
+    """Consecutive (lines, input line numbers) of at most ``size``."""
+    batch: list[bytes] = []
+    origin: list[int] = []
+    for number, line in lines:
+        batch.append(line.rstrip(b"\n"))
+        origin.append(number)
+        if len(batch) >= size:
+            yield batch, origin
+            batch, origin = [], []
+    if batch:
+        yield batch, origin
+
+
 def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = "", pack: str = "",
                 progress: bool = True) -> tuple[dict[str, int], list[tuple[int, str, str]]]:
     """Sends the JSONL(.gz) file ``path`` to the gateway's Ingest RPC,
     ``batch_size`` records per call (0: DEFAULT_BATCH[kind]), with a tqdm bar
-    on stderr unless ``progress`` is False.
+    on stderr unless ``progress`` is False. Documents go with
+    DOCUMENT_CALLS_IN_FLIGHT calls at once, except that a batch holding an
+    id of a batch still in flight waits for it, so the later record of an
+    id is still the one kept; entities and triples one call at a time.
 
     Returns:
         (totals: received / stored / unchanged / chunks / failed counts,
-        failures: (input line number from 0, id, reason) each).
+        failures: (input line number from 0, id, reason) each, in input order).
     Raises:
-        grpc.RpcError: a call failed (the batches before it are stored).
+        grpc.RpcError: a call failed (the batches before it are stored;
+            those in flight beside it may be too).
     """
+    from concurrent.futures import ThreadPoolExecutor
+    from collections import deque
+
     from tqdm import tqdm
 
     with open_text(path) as f:
         total = sum(1 for line in f if line.strip())
     totals = {"received": 0, "stored": 0, "unchanged": 0, "chunks": 0, "failed": 0}
     failures: list[tuple[int, str, str]] = []
+    in_flight = DOCUMENT_CALLS_IN_FLIGHT if kind == "documents" else 1
     with gateway_channel(options=[("grpc.max_send_message_length", 64 << 20)]) as ch, \
             open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {kind}", file=sys.stderr,
-                                       disable=not progress) as bar:
+                                       disable=not progress) as bar, ThreadPoolExecutor(in_flight) as pool:
         stub = _stub(ch)
-        batch: list[bytes] = []
-        offset = 0
+        pending: deque = deque()  # (future, origin, ids) in input order
 
-        def flush() -> None:
-            nonlocal batch, offset
-            if not batch:
-                return
-            reply = stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[kind],
-                                                          collection=collection, domain_pack=pack), timeout=1800)
+        def send(batch: list[bytes]):
+            return stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[kind],
+                                                         collection=collection, domain_pack=pack), timeout=1800)
+
+        def settle() -> None:
+            future, origin, _ = pending.popleft()
+            reply = future.result()
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
-            failures.extend((origin[fl.index] if 0 <= fl.index < len(origin) else offset + fl.index, fl.id, fl.reason)
+            failures.extend((origin[fl.index] if 0 <= fl.index < len(origin) else origin[0] + fl.index, fl.id, fl.reason)
                             for fl in reply.failures)
             bar.update(reply.received)
-            offset += len(batch)
-            batch = []
-            origin.clear()
 
-        origin: list[int] = []  # input line number of each line in the batch
         lines = enumerate(ln for ln in f if ln.strip())
         if kind == "triples":
             # Group by predicate so each call carries few relation types (the
             # graph store writes one statement per type); failures still name
             # the input line. Lines that are not JSON sort first.
             lines = sorted(lines, key=lambda pair: _predicate_of(pair[1]))
-        for number, line in lines:
-            if line.strip():
-                batch.append(line.rstrip(b"\n"))
-                origin.append(number)
-                if len(batch) >= (batch_size or DEFAULT_BATCH[kind]):
-                    flush()
-        flush()
+        try:
+            for batch, origin in _batches(lines, batch_size or DEFAULT_BATCH[kind]):
+                ids = {_document_id(line) for line in batch} - {None} if in_flight > 1 else set()
+                while pending and (len(pending) >= in_flight or any(ids & other for _, _, other in pending)):
+                    settle()
+                pending.append((pool.submit(send, batch), origin, ids))
+            while pending:
+                settle()
+        finally:
+            for future, _, _ in pending:
+                future.cancel()
     return totals, failures
 
 
