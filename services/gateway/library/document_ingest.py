@@ -201,14 +201,18 @@ class DocumentIngest:
 
     async def _embed(self, todo: list, deadline: Deadline) -> None:
         """Fills every chunk's embedding, ``embed_batch`` texts per call."""
-        size = self.settings.ingest.embed_batch
         chunks = [c for rec in todo for c in rec.chunks]
-        texts = [embedding_text(c) for c in chunks]
+        async for start, embedded in self._embed_passages([embedding_text(c) for c in chunks], deadline):
+            for chunk, vector in zip(chunks[start:], embedded.vectors):
+                chunk.embedding = list(vector.values)
+
+    async def _embed_passages(self, texts: list[str], deadline: Deadline):
+        """Yields (offset in ``texts``, EmbedResponse) per ``embed_batch``
+        texts, passage side. Raises DownstreamError from the expander."""
+        size = self.settings.ingest.embed_batch
         for start in range(0, len(texts), size):
             request = expander_pb2.EmbedRequest(texts=texts[start : start + size], kind=expander_pb2.EMBED_KIND_PASSAGE)
-            embedded = await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))
-            for chunk, vector in zip(chunks[start : start + size], embedded.vectors):
-                chunk.embedding = list(vector.values)
+            yield start, await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))
 
     async def _embed_sentences(self, stored: list, deadline: Deadline, trace: Trace) -> None:
         """Embeds the ``sentence.maxsim`` units of ``stored``'s chunks
@@ -221,12 +225,10 @@ class DocumentIngest:
         texts = list(dict.fromkeys(s for rec in stored for c in rec.chunks for s in sentence_units(c.text)))
         if not texts:
             return
-        size = self.settings.ingest.embed_batch
         cached = 0
         try:
-            for begin in range(0, len(texts), size):
-                request = expander_pb2.EmbedRequest(texts=texts[begin : begin + size], kind=expander_pb2.EMBED_KIND_PASSAGE)
-                cached += (await self.expander.embed(request, deadline.left(BULK_CALL_SECONDS))).cache_hits
+            async for _, embedded in self._embed_passages(texts, deadline):
+                cached += embedded.cache_hits
         except DownstreamError as err:
             trace.degrade("expander", names.STAGE_SENTENCE_VECTORS, started, f"sentences not embedded ahead: {err}")
             return
