@@ -64,6 +64,9 @@ class RetrievalQuery:
             applied inside each channel's query before its top_k.
         parent_context_tokens: token budget of the top hits' parent context
             (Hit.context_text); 0 = none.
+        with_embeddings: whether hits carry their stored chunk embedding
+            (Hit.embedding, embedding_dim floats; only the fuser's MMR reads
+            it); False: a backend may leave it empty and skip reading it.
     """
 
     query: str
@@ -75,6 +78,7 @@ class RetrievalQuery:
     collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
     filters: list[flt.Condition] = field(default_factory=list)
     parent_context_tokens: int = 0
+    with_embeddings: bool = False
 
     def enabled(self, channel: str) -> bool:
         """Whether ``channel`` may run for this request."""
@@ -309,6 +313,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
             parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
                                                  "parent_context_tokens"),
+            with_embeddings=request.with_embeddings,
         ))
         candidates = hits_to_candidates(hits, self._backend.source_by_channel, with_embeddings=request.with_embeddings)
         return retriever_pb2.RetrieveResponse(candidates=candidates, timings=timings)

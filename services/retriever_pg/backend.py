@@ -22,6 +22,10 @@ around them (``parent_context.parent_window``), read with one query.
 Every channel searches only the request's collections and the documents
 meeting its metadata filters, inside its own query (before its top_k).
 
+Hits carry their stored chunk embedding only when the request asks for it
+(``RetrievalQuery.with_embeddings``, for the fuser's MMR); otherwise no
+channel's query reads it (no step here uses hit embeddings).
+
 Entity channels (``PgEntityBackend``, entity cards): ``pg.entity_keyword``
 (BM25 over character grams) and ``pg.entity_vector`` (closest surface).
 """
@@ -110,8 +114,8 @@ class PgBackend(StoreLifecycle):
         hits = await coro
         return stage, hits, timing(stage, started)
 
-    async def _hyde(self, embedding: list[float], top_k: int, scope: tuple) -> list[Hit]:
-        hits = await self.store.vector_search(embedding, top_k, *scope)
+    async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:
+        hits = await self.store.vector_search(embedding, top_k, *scope, with_embeddings=with_embeddings)
         for h in hits:
             h.channel, h.evidence = names.PG_HYDE, "cosine to HyDE passage"
         return hits
@@ -125,18 +129,23 @@ class PgBackend(StoreLifecycle):
         if request.hyde_embedding:
             check_vector("hyde_embedding", request.hyde_embedding, self.store.embedding_dim)
         scope = (request.collections, request.filters)
+        vectors = request.with_embeddings
         jobs = []
         if request.embedding and request.enabled(names.PG_VECTOR):
-            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k, *scope)))
+            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k, *scope,
+                                                                              with_embeddings=vectors)))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
-            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k, scope)))
+            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k, scope, vectors)))
         if request.keywords and request.enabled(names.PG_KEYWORD):
-            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k, *scope)))
+            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k, *scope,
+                                                                                with_embeddings=vectors)))
         if request.keywords and cfg.fulltext and request.enabled(names.PG_FULLTEXT):
-            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k, *scope)))
+            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k, *scope,
+                                                                                  with_embeddings=vectors)))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
-            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k, *scope)))
+            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k, *scope,
+                                                                                with_embeddings=vectors)))
         results = await asyncio.gather(*jobs)
         hits = [h for _, part, _ in results for h in part]
         timings = [t for _, _, t in results]
@@ -147,7 +156,8 @@ class PgBackend(StoreLifecycle):
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit)
+                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit,
+                                                                with_embeddings=vectors)
                 )
                 hits.extend(boosted)
                 timings.append(t)

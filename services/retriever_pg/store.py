@@ -417,10 +417,15 @@ def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") ->
     )
 
 
-_HIT_COLUMNS = (
-    "c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, c.embedding, d.collection,"
-    " d.metadata || c.metadata AS chunk_metadata"
-)
+def _hit_columns(with_embeddings: bool) -> str:
+    """The select list ``_hit`` reads (chunk ``c`` joined to its document
+    ``d``). Without embeddings the embedding column is ``NULL::vector``: the
+    stored vector is neither sent by PostgreSQL nor decoded here (issue 27:
+    about 0.6 ms of decoding and 120 KB sent a query), and the hits'
+    embedding is empty. A constant: no caller text goes into it."""
+    embedding = "c.embedding" if with_embeddings else "NULL::vector AS embedding"
+    return (f"c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, {embedding}, d.collection,"
+            " d.metadata || c.metadata AS chunk_metadata")
 
 
 # ----------------------------------------------------------------- store
@@ -836,7 +841,7 @@ class PgStore:
             return []
         async with self._conn() as conn:
             rows = await conn.fetch(
-                f"SELECT {_HIT_COLUMNS} "
+                f"SELECT {_hit_columns(True)} "
                 "FROM unnest($1::text[]) WITH ORDINALITY AS u(id, pos) "
                 "JOIN chunks c ON c.id = u.id JOIN documents d ON d.id = c.document_id "
                 "ORDER BY u.pos",
@@ -845,7 +850,7 @@ class PgStore:
         return [_hit(r, "pg.lookup", 0.0) for r in rows]
 
     async def vector_search(self, embedding: list[float], top_k: int, collections: Sequence[str] | None = None,
-                            conditions: Sequence[Condition] = ()) -> list[Hit]:
+                            conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
         """Approximate nearest chunks by cosine similarity (HNSW) among the
         chunks of ``collections`` (None = all) whose document meets
         ``conditions``. The scope is applied during the index scan (pgvector
@@ -857,11 +862,14 @@ class PgStore:
             embedding: query embedding, length embedding_dim (need not be unit norm).
             top_k: number of hits wanted; <= 0 gives [].
             collections / conditions: the scope (``filter_sql.scope_sql``).
+            with_embeddings: whether hits carry their stored embedding
+                (False: empty, not read from the row).
 
         Returns:
             Up to top_k hits, most similar first; channel "pg.vector",
             score = cosine similarity in [-1, 1], evidence "cosine", stored
-            embedding. Chunks without an embedding are never returned.
+            embedding when ``with_embeddings``. Chunks without an embedding
+            are never returned.
 
         Raises:
             ValueError: wrong dimension, NaN/inf, or zero vector.
@@ -878,7 +886,7 @@ class PgStore:
             "  SELECT c.id, c.embedding <=> $1::vector AS dist FROM chunks c JOIN documents d ON d.id = c.document_id"
             f"  WHERE c.embedding IS NOT NULL AND {scope}"
             "  ORDER BY c.embedding <=> $1::vector LIMIT $2)"
-            f" SELECT {_HIT_COLUMNS}, 1 - nn.dist AS score"
+            f" SELECT {_hit_columns(with_embeddings)}, 1 - nn.dist AS score"
             " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
             " ORDER BY nn.dist, c.id"
         )
@@ -894,7 +902,7 @@ class PgStore:
         return [_hit(r, "pg.vector", r["score"], "cosine") for r in rows]
 
     async def fulltext_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
-                              conditions: Sequence[Condition] = ()) -> list[Hit]:
+                              conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
         """Chunks holding any of ``terms``, ordered by the number of distinct
         query terms they hold, then by length in terms (shorter first): the
         keyword ordering of MarxSphere's V47 keyword channel (the MarxSphere design (docs/references.md),
@@ -906,6 +914,7 @@ class PgStore:
         BM25's 24 ms on the same postings, so it was dropped.
 
         Only chunks in scope (``collections`` / ``conditions``) are counted.
+        ``with_embeddings``: as in vector_search.
 
         Returns:
             Up to top_k hits, channel "pg.fulltext", score = hit count,
@@ -925,7 +934,7 @@ class PgStore:
                 "  SELECT ct.chunk_id, count(*) AS hits, min(ct.doc_len) AS len"
                 f"  FROM chunk_terms ct {scope} AND ct.term = ANY($1::text[]) GROUP BY ct.chunk_id"
                 "  ORDER BY hits DESC, len, ct.chunk_id LIMIT $2)"
-                f" SELECT {_HIT_COLUMNS}, m.hits,"
+                f" SELECT {_hit_columns(with_embeddings)}, m.hits,"
                 "  ARRAY(SELECT t.term FROM chunk_terms t WHERE t.chunk_id = m.chunk_id"
                 "        AND t.term = ANY($1::text[]) ORDER BY t.term) AS matched"
                 " FROM m JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = c.document_id"
@@ -935,11 +944,12 @@ class PgStore:
         return [_hit(r, "pg.fulltext", r["hits"], " ".join(r["matched"] or [])) for r in rows]
 
     async def trigram_search(self, text: str, top_k: int, collections: Sequence[str] | None = None,
-                             conditions: Sequence[Condition] = ()) -> list[Hit]:
+                             conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
         """Chunks containing ``text`` or close to it by trigram word
         similarity (pg_trgm), for queries too short or too unusual to
         segment, in scope (``collections`` / ``conditions``). ``text`` is
         bound as a parameter; LIKE wildcards in it are escaped.
+        ``with_embeddings``: as in vector_search.
 
         Returns:
             Up to top_k hits, channel "pg.trigram", score = word_similarity in
@@ -954,7 +964,7 @@ class PgStore:
         scope = scope_sql(collections, conditions, params)
         async with self._conn() as conn:
             rows = await conn.fetch(
-                f"SELECT {_HIT_COLUMNS},"
+                f"SELECT {_hit_columns(with_embeddings)},"
                 " CASE WHEN c.text LIKE $2 THEN 1.0 ELSE word_similarity($1, c.text) END AS score"
                 " FROM chunks c JOIN documents d ON d.id = c.document_id"
                 f" WHERE (c.text LIKE $2 OR $1 <% c.text) AND {scope}"
@@ -963,11 +973,13 @@ class PgStore:
             )
         return [_hit(r, "pg.trigram", r["score"], "substring" if r["score"] >= 1.0 else "trigram") for r in rows]
 
-    async def neighbour_chunks(self, chunk_ids: list[str], window: int, limit: int) -> list[Hit]:
+    async def neighbour_chunks(self, chunk_ids: list[str], window: int, limit: int, *,
+                               with_embeddings: bool = True) -> list[Hit]:
         """Chunks of the same documents as ``chunk_ids`` within ``window``
         ordinals of them (the chunks themselves excluded), nearest first, at
         most ``limit`` (MarxSphere V88A same-document boost: "命中doc_id →
         注入同doc其他chunks LIMIT 10", the MarxSphere design (docs/references.md)).
+        ``with_embeddings``: as in vector_search.
 
         Returns:
             Hits with channel "pg.boost", score = 1 / (1 + ordinal distance),
@@ -980,7 +992,8 @@ class PgStore:
             return []
         async with self._conn() as conn:
             rows = await conn.fetch(
-                f"SELECT DISTINCT ON (c.id) {_HIT_COLUMNS}, s.id AS seed, abs(c.ordinal - s.ordinal) AS distance"
+                f"SELECT DISTINCT ON (c.id) {_hit_columns(with_embeddings)},"
+                " s.id AS seed, abs(c.ordinal - s.ordinal) AS distance"
                 " FROM chunks s JOIN chunks c ON c.document_id = s.document_id AND c.id <> s.id"
                 " AND abs(c.ordinal - s.ordinal) <= $2"
                 " JOIN documents d ON d.id = c.document_id"
@@ -1023,7 +1036,7 @@ class PgStore:
         return out
 
     async def keyword_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
-                             conditions: Sequence[Condition] = ()) -> list[Hit]:
+                             conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
         """Okapi BM25 over chunk terms.
 
         score(chunk) = sum over distinct query terms t in the chunk of
@@ -1040,6 +1053,7 @@ class PgStore:
             top_k: number of hits wanted; <= 0 gives [].
             collections / conditions: the scope; only chunks in it are
                 scored (idf and avgdl stay those of the whole store).
+            with_embeddings: as in vector_search.
 
         Returns:
             Up to top_k hits, highest BM25 first (ties by chunk id); channel
@@ -1082,7 +1096,7 @@ class PgStore:
                     ORDER BY score DESC, ct.chunk_id
                     LIMIT $6
                 )
-                SELECT """ + _HIT_COLUMNS + """, s.score,
+                SELECT """ + _hit_columns(with_embeddings) + """, s.score,
                        ARRAY(SELECT q.term FROM q
                              JOIN chunk_terms m ON m.chunk_id = s.chunk_id AND m.term = q.term
                              ORDER BY q.pos) AS matched

@@ -1,0 +1,70 @@
+"""Stored chunk embeddings on a real PostgreSQL (issue 27): every
+retriever_pg channel (vector, HyDE, keyword, full text, trigram, boost)
+reads a hit's stored embedding only when the request asks for it
+(RetrievalQuery.with_embeddings), and a Retrieve's candidates carry it
+only with RetrieveRequest.with_embeddings."""
+from __future__ import annotations
+
+import pytest
+
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common import names
+from services.common.retriever import RetrievalQuery, RetrieverServicer
+from services.retriever_pg.backend import PgBackend, PgChannelConfig
+from tests.retriever_pg.test_store import make_doc, store, unit  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
+
+QUERY = "试用期"  # short (trigram runs) and a keyword of two chunks of one document (boost runs)
+TEXTS = ["第一段：试用期不得超过一个月。", "第二段：试用期工资不得低于本单位相同岗位最低档工资。",
+         "第三段讲别的事情。", "第四段讲其他。", "第五段也无关。"]
+#: Every channel a RetrieveRequest below runs.
+CHANNELS = {names.PG_VECTOR, names.PG_HYDE, names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.PG_BOOST}
+
+
+async def _ingest(store) -> dict[str, list[float]]:  # noqa: F811
+    """Stores two documents, every chunk with its own embedding; returns {chunk id: embedding}."""
+    vectors = [unit(1 + i, 1, 0.5 * i, 0.2) for i in range(len(TEXTS))]
+    other = unit(0, 0, 1, 1)
+    await store.ingest_documents([make_doc("long", TEXTS, embeddings=vectors),
+                                  make_doc("other", ["工资按月支付。"], embeddings=[other])])
+    return {**{f"long#{i}": v for i, v in enumerate(vectors)}, "other#0": other}
+
+
+def _backend(store) -> PgBackend:  # noqa: F811
+    return PgBackend(store, PgChannelConfig(boost=True, boost_window=2, boost_limit=10, boost_min_hits=2))
+
+
+@pytest.mark.parametrize("with_embeddings", [False, True])
+async def test_channels_read_stored_embeddings_only_when_asked(store, with_embeddings):  # noqa: F811
+    stored = await _ingest(store)
+    hits, _ = await _backend(store).retrieve(RetrievalQuery(
+        query=QUERY, keywords=[QUERY], embedding=unit(1, 1, 0, 0.2), hyde_embedding=unit(2, 1, 0.5, 0.2), top_k=10,
+        with_embeddings=with_embeddings))
+    assert {h.channel for h in hits} == CHANNELS, [(h.chunk_id, h.channel) for h in hits]
+    for h in hits:
+        if with_embeddings:
+            assert h.embedding == pytest.approx(stored[h.chunk_id], abs=1e-6), (h.channel, h.chunk_id)
+        else:
+            assert h.embedding == [], (h.channel, h.chunk_id)
+
+
+async def test_retrieve_candidates_carry_stored_embeddings_only_with_with_embeddings(store):  # noqa: F811
+    stored = await _ingest(store)
+    servicer = RetrieverServicer(_backend(store), None, 1000)  # Retrieve never touches the entity backend
+
+    async def retrieve(with_embeddings: bool) -> list:
+        request = retriever_pb2.RetrieveRequest(
+            query=QUERY, keywords=[QUERY], query_embedding=unit(1, 1, 0, 0.2), hyde_embedding=unit(2, 1, 0.5, 0.2),
+            top_k=10, with_embeddings=with_embeddings)
+        return list((await servicer.Retrieve(request, None)).candidates)
+
+    plain = await retrieve(False)
+    assert {s.channel for c in plain for s in c.channel_scores} == CHANNELS
+    assert set(stored) <= {c.id for c in plain}
+    assert all(len(c.embedding) == 0 for c in plain), [(c.id, len(c.embedding)) for c in plain]
+
+    full = await retrieve(True)
+    assert [c.id for c in full] == [c.id for c in plain]
+    for c in full:
+        assert list(c.embedding) == pytest.approx(stored[c.id], abs=1e-6), c.id
