@@ -4,7 +4,9 @@ GatewaySettings.ingest.chunk_tokens = CHUNK (overlap an eighth), then the 79
 questions of queries-docs-dev.jsonl: how many have the answering passage
 first (Search, top 10), and how many extractive answers quote it. Saves
 per-question ranks to bench/results/docs_chunk_<CHUNK>.json, so sizes can be
-compared (and cross-validated) afterwards. Not a test; run it as a pytest
+compared (and cross-validated) afterwards, and each Answer's packed context,
+answer and number of sources, so the extractive answer can be replayed
+offline on the same contexts (bench/extractive_probe.py). Not a test; run it as a pytest
 module so it gets the quality gate's in-process mesh:
 
     CHUNK=384 PYTHONPATH=.:gen/python python -m pytest bench/docs_chunk_sweep.py -q -s \\
@@ -31,6 +33,7 @@ async def test_chunk_size(mesh):
     chunk = int(os.environ.get("CHUNK", "256"))
     rows = load_dataset(DATA / "queries-docs-dev.jsonl")
     ranks = {}
+    answers = {}
     async with gateway(mesh, ingest={"chunk_tokens": chunk, "chunk_overlap": chunk // 8, "embed_batch": 32}) as address:
         collection = f"sweep{chunk}"
         await ingest(address, collection)
@@ -42,11 +45,18 @@ async def test_chunk_size(mesh):
                 golds = [_squeeze(g) for g in gold_passages(row)]
                 ranks[str(row.get("id"))] = next((i + 1 for i, r in enumerate(reply.results)
                                                   if any(g in _squeeze(r.text) for g in golds)), None)
+                answer = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=10, collections=[collection]),
+                                           timeout=PATIENT)
+                answers[str(row.get("id"))] = {
+                    "context": answer.search.context, "answer": answer.answer,
+                    "mode": gateway_pb2.AnswerMode.Name(answer.mode),
+                    "quotes": any(g in _squeeze(answer.answer) for g in golds)}
         answered = await run_queries(address, rows, 10, concurrency=2, timeout=PATIENT, answers=True,
                                      judge_address=mesh.addresses["judge"], collections=(collection,))
     quotes = sum(bool(r.answer_quotes_gold) for r in answered)
     first = sum(r == 1 for r in ranks.values())
     out = REPO / "bench" / "results" / f"docs_chunk_{chunk}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"chunk_tokens": chunk, "ranks": ranks, "quotes": quotes}, indent=1))
+    out.write_text(json.dumps({"chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers},
+                              ensure_ascii=False, indent=1))
     print(f"chunk {chunk}: answering passage first {first} of {len(rows)}, quoted {quotes} of {len(rows)}")

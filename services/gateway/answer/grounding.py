@@ -131,12 +131,36 @@ def packed_texts(context: str, n_sources: int) -> list[str] | None:
 
 
 def quotable(sentence: str) -> bool:
-    """Whether ``sentence`` may be quoted as an answer: not a lead-in ending
-    in a colon, and at least 6 characters of text. List items and table
-    rows may be quoted (a fee table's row can be the answer) but rank below
-    a sentence that covers the question as well (``ITEM_PENALTY``)."""
+    """Whether ``sentence`` may be quoted as an answer: at least 6
+    characters of text, and not a lead-in ending in a colon (a code
+    statement ending in one, ``if score < 0.82:``, is quotable). List items
+    and table rows may be quoted (a fee table's row can be the answer) but
+    rank below a sentence that covers the question as well (``ITEM_PENALTY``)."""
     text = sentence.strip()
-    return len(_NON_WORD.sub("", text)) >= 6 and not text.endswith(("：", ":"))
+    return len(_NON_WORD.sub("", text)) >= 6 and (not text.endswith(("：", ":")) or _is_code(text))
+
+
+def _is_code(line: str) -> bool:
+    """Whether ``line`` reads as a code statement (an operator, a call, an
+    assignment) rather than prose."""
+    return bool(_CODE.search(line)) and not _CJK_RUN.search(line)
+
+
+def _is_label(line: str) -> bool:
+    """Whether ``line`` introduces the line after it instead of saying
+    something itself: a comment ("# 处理 raw 目录中的所有文件"), a lead-in
+    ending in a colon, or a short heading without sentence punctuation
+    ("深度 RAG 编排器", or a capitalised one in another script), not a
+    piece of a diagram, not code and not a key-value row ending in its
+    value ("Recall@5 100%")."""
+    text = line.strip()
+    if _COMMENT.match(text):
+        return True
+    if text.endswith(("：", ":")):
+        return not _is_code(text)
+    return len(text) <= LABEL_MAX_CHARS and not _ENDS_SENTENCE.search(text) and not _LIST_ITEM.match(text) \
+        and not _TABLE.search(text) and not _is_code(text) and not _DIAGRAM.search(text) and not _ENDS_VALUE.search(text) \
+        and bool(_CJK.search(text) or text[:1].isupper())
 
 
 #: Score factor of a list item or table row against a prose sentence.
@@ -148,6 +172,29 @@ _AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例
                 "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
 _BOX_DRAWING = re.compile(r"[\u2500-\u257f]+")
+#: The vertical frame of a box diagram at the start or end of a line.
+_FRAME_EDGE = re.compile(r"^[│┃║|]\s*")
+_FRAME_EDGE_END = re.compile(r"\s*[│┃║|]$")
+#: A code statement: a comparison, an assignment, a call or an operator between operands.
+_CODE = re.compile(r"[=<>]=?|\w\(|\s[-+*/]\s|^[-+*/]\s")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]{4,}")
+#: Arrows and box drawing: a line of a diagram.
+_DIAGRAM = re.compile(r"[\u2190-\u21ff\u2500-\u257f\u25a0-\u25ff]")
+#: A line ending in a number or a share: a row's value, not a heading.
+_ENDS_VALUE = re.compile(r"\d[\d.,]*\s*[%％]?$")
+#: A letter of any script (a line of only numbers is a code listing's line number).
+_LETTER = re.compile(r"[^\W\d_]")
+#: A comment line of code or configuration.
+_COMMENT = re.compile(r"^(?:#|//)\s*\S")
+#: Longest heading (characters) read as the label of the line after it.
+LABEL_MAX_CHARS = 24
+#: Lines looked past (line numbers of a code listing, blank frames) for
+#: the line a label introduces.
+LABEL_REACH = 8
+#: A line ending in punctuation that ends a sentence or a clause of one.
+_ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
+#: A quote ending in full-width punctuation, which needs no space after it.
+_ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")
 
 
 def _bigrams(text: str) -> set[str]:
@@ -162,14 +209,16 @@ def asks_amount(question: str) -> bool:
 
 
 def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
-                   wants_number: bool = False, idf: dict[str, float] | None = None) -> float:
+                   wants_number: bool = False, idf: dict[str, float] | None = None, item: bool | None = None) -> float:
     """How well ``sentence`` answers, in [0, ~1.15]: the share of the
     question's content keywords it holds (weighted by length in characters
     times ``idf``; half the score when ``question_bigrams`` are given), the
     idf-weighted share of the question's character bigrams it holds (the
     other half: catches words the tokenizer splits differently), plus
     NUMBER_BONUS when the question asks an amount and the sentence states a
-    number; list items and table rows count ITEM_PENALTY of that. ``idf``
+    number; list items and table rows count ITEM_PENALTY of that (``item``
+    says whether the sentence's line is one; None: judged from the sentence
+    itself). ``idf``
     (term -> weight, 1 when absent) lets words found in every candidate,
     such as the document's title, count less. 0 without keywords or bigrams."""
     idf = idf or {}
@@ -184,7 +233,9 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
         score = coverage
     if score and wants_number and _HAS_NUMBER.search(sentence):
         score += NUMBER_BONUS
-    if _LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()):
+    if item is None:
+        item = bool(_LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()))
+    if item:
         score *= ITEM_PENALTY
     return score
 
@@ -198,20 +249,83 @@ def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
     return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
 
 
-def _candidates(text: str) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One quotable piece of a packed text.
+
+    Attributes:
+        text: the piece as it is quoted.
+        item: whether the line it comes from is a list item or a table row
+            (a piece cut from "• Shape confusion：马玲薯 -> 马铃薯。" is still
+            part of a list item, so it cannot outrank its whole line).
+        first / last: indices of the first and last line it spans in its
+            packed text (a label joined to its line spans two).
+        label: the label it starts with ("" for a single line); between
+            two pieces that answer as well, the one whose label matches
+            the question better is quoted ("初始检索 (混合) 生成子查询" over
+            "用户查询输入 初始检索 (混合)" when asked what follows 初始混合检索).
+    """
+
+    text: str
+    item: bool
+    first: int
+    last: int
+    label: str = ""
+
+    def overlaps(self, other: "Candidate") -> bool:
+        """Whether the two pieces share a line of their text."""
+        return self.first <= other.last and other.first <= self.last
+
+
+def _unframe(line: str) -> str:
+    """``line`` without the frame of a box diagram around it ("│ text │" ->
+    "text"); box-drawing inside the line (arrows, a tree's "├──") is kept,
+    since it is part of what the line says and of what a reader searches for."""
+    line = line.strip()
+    if _FRAME_EDGE.match(line) and _FRAME_EDGE_END.search(line):
+        line = _FRAME_EDGE_END.sub("", _FRAME_EDGE.sub("", line))
+    return line.strip()
+
+
+def _candidates(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
-    and lines, box-drawing stripped; a line with a colon inside is offered
+    and lines, diagram frames trimmed; a line with a colon inside is offered
     whole (unless a list item follows the colon) and also cut after the
-    colon (a lead-in and what follows)."""
-    out: list[str] = []
-    for sentence in split_sentences(text.strip()):
-        line = _BOX_DRAWING.sub(" ", sentence).strip()
-        if not line:
-            continue
+    colon (a lead-in and what follows); a label line (``_is_label``: a
+    comment, a lead-in, a short heading) is also offered joined to the
+    quotable line it introduces, since the question often asks in the
+    label's words for what the next line says. Every piece carries whether
+    its line is a list item or table row."""
+    lines = [line for line in (_unframe(s) for s in split_sentences(text.strip()))
+             if line and _NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
+    out: list[Candidate] = []
+    for index, line in enumerate(lines):
+        item = bool(_LIST_ITEM.match(line) or _TABLE.search(line))
+        if _is_label(line):
+            # past line numbers of a code listing, up to the first line with words
+            at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH)) if _LETTER.search(lines[j])),
+                      None)
+            if at is not None and quotable(lines[at]):
+                follower = lines[at]
+                out.append(Candidate(f"{line} {follower}", bool(_LIST_ITEM.match(follower) or _TABLE.search(follower)),
+                                     index, at, line))
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
-            out.append(line)  # "入口: POST /api/..." whole; never a lead-in glued to a list item
-        out.extend(pieces)
+            out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
+        out.extend(Candidate(piece, item, index, index) for piece in pieces)
+    return out
+
+
+def _join(quotes: list[str]) -> str:
+    """Quoted pieces of one source in reading order, a space between two
+    unless the first ends in full-width punctuation (Chinese sentences are
+    joined as written; code lines, headings and English sentences are not
+    glued together)."""
+    out = ""
+    for quote in quotes:
+        if out and not _ENDS_CLAUSE.search(out):
+            out += " "
+        out += quote
     return out
 
 
@@ -230,29 +344,33 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     question_bigrams = _bigrams(question) if question else set()
     wants_number = asks_amount(question)
     pieces = [_candidates(text) for text in texts[:max_sources]]
-    idf = _idf([c for cs in pieces for c in cs], set(keywords) | question_bigrams)
+    idf = _idf([c.text for cs in pieces for c in cs], set(keywords) | question_bigrams)
 
-    def score(sentence: str) -> float:
-        return sentence_score(sentence, keywords, question_bigrams, wants_number, idf)
+    def score(candidate: Candidate) -> float:
+        return sentence_score(candidate.text, keywords, question_bigrams, wants_number, idf, candidate.item)
+
+    def label_score(candidate: Candidate) -> float:
+        return sentence_score(candidate.label, keywords, question_bigrams, False, idf, False) if candidate.label else 0.0
 
     lines = [EXTRACTIVE_LABEL]
-    for number, sentences in enumerate(pieces, start=1):
-        candidates = [(i, s) for i, s in enumerate(sentences) if quotable(s)] or [
-            (i, s) for i, s in enumerate(sentences) if s][:1]
-        ranked = sorted(candidates, key=lambda item: (-score(item[1]), item[0]))
+    for number, found in enumerate(pieces, start=1):
+        candidates = [(i, c) for i, c in enumerate(found) if quotable(c.text)] or list(enumerate(found))[:1]
+        ranked = sorted(candidates, key=lambda item: (-score(item[1]), -label_score(item[1]), item[0]))
         if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):
             continue
-        chosen: list[tuple[int, str]] = []
+        chosen: list[Candidate] = []
         used = 0
-        for i, sentence in ranked:
+        for _, candidate in ranked:
+            sentence = candidate.text
             if len(chosen) >= max_sentences_per_source:
                 break
-            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(sentence) == 0)
-                           or any(sentence in c or c in sentence for _, c in chosen)):
+            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(candidate) == 0)
+                           or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
                 continue
-            chosen.append((i, sentence))
+            chosen.append(candidate)
             used += len(sentence)
-        quote = "".join(s for _, s in sorted(chosen)).strip()[:max_chars_per_source]
+        in_order = sorted(chosen, key=lambda c: (c.first, c.last))
+        quote = _join([c.text for c in in_order]).strip()[:max_chars_per_source]
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

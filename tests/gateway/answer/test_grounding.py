@@ -73,3 +73,60 @@ def test_the_prompt_is_the_packs_and_general_without_one():
     assert domains.answer_prompt(["generic"]) is None
     english = build_messages("How many days of leave?", "[1] Handbook\nFive days.")
     assert "legal" not in english[0]["content"] and "[n]" in english[0]["content"]
+
+
+def _quote(answer: str) -> str:
+    return answer.split("\n", 1)[1]
+
+
+def test_a_comment_line_is_quoted_with_the_command_it_describes():
+    text = ("# 处理单个文件\npython scripts/process.py --file data/raw/a.pdf\n"
+            "# 处理 raw 目录中的所有文件\npython scripts/process.py --dir data/raw/\n")
+    answer = extractive_answer([text], "怎么把 raw 目录里的所有文件一次处理完？")
+    assert "# 处理 raw 目录中的所有文件 python scripts/process.py --dir data/raw/ [1]" in answer
+
+
+def test_a_short_heading_is_quoted_with_the_line_under_it():
+    text = "文档处理\n将原始文档分割成文本块。\n深度 RAG 编排器\n协调迭代检索过程并综合生成最终答案。\n工作流程\n"
+    answer = extractive_answer([text], "深度 RAG 编排器这个组件负责干什么？")
+    assert "深度 RAG 编排器 协调迭代检索过程并综合生成最终答案。 [1]" in answer
+
+
+def test_the_next_step_of_a_list_of_short_lines_is_quoted_once():
+    text = "工作流程\n用户查询输入\n初始检索 (混合)\n生成子查询 (LLM)\n迭代检索与扩展\n"
+    quote = _quote(extractive_answer([text], "初始混合检索之后的下一步是什么？"))
+    assert quote.startswith("初始检索 (混合) 生成子查询 (LLM)")  # the label that matches leads, not the line before it
+    assert quote.count("初始检索") == 1  # two overlapping windows are never both quoted
+
+
+def test_a_tree_line_keeps_its_branch_and_a_diagram_line_loses_its_frame():
+    tree = "项目目录结构\nMetaSearch/\n├── config/           # 配置文件 (YAML)\n│   ├── retrieval/    # 检索策略与重排序\n"
+    assert "│   ├── retrieval/    # 检索策略与重排序" in extractive_answer([tree], "检索策略和重排序的代码放在哪个目录？")
+    box = "┌──────────┐\n│   用户 Query (HTTP) 入口    │\n└──────────┘\n"
+    assert _quote(extractive_answer([box], "用户的 Query 从哪个入口进来？")) == "用户 Query (HTTP) 入口 [1]"
+
+
+def test_a_piece_of_a_list_item_does_not_outrank_its_whole_line():
+    text = "候选生成组合了五类信号：\n• Exact alias：洋芋 -> 马铃薯。\n• Shape confusion：马玲薯 -> 马铃薯。\n"
+    answer = extractive_answer([text], "形近字写错了（比如马玲薯）是怎么纠正的？")
+    assert "• Shape confusion：马玲薯 -> 马铃薯。" in answer
+
+
+def test_a_code_statement_ending_in_a_colon_is_quotable_and_a_lead_in_is_not():
+    assert generation.quotable('if confidence == "low" or score < 0.82:')
+    assert generation.quotable("for item in fuzzy_search(G, query, top_k=30):")
+    assert not generation.quotable("候选生成组合了五类信号：")
+    assert not generation.quotable("Candidates come from five signals:")
+
+
+def test_pieces_without_closing_punctuation_are_joined_with_a_space():
+    assert generation._join(["初始检索 (混合)", "生成子查询"]) == "初始检索 (混合) 生成子查询"
+    assert generation._join(["第一句。", "第二句。"]) == "第一句。第二句。"
+
+
+def test_a_row_ending_in_its_value_and_a_diagram_piece_are_not_labels():
+    assert generation._is_label("深度 RAG 编排器")
+    assert generation._is_label("# 处理 raw 目录中的所有文件")
+    assert not generation._is_label("Top-1 Accuracy 89.58%")
+    assert not generation._is_label("▼ reasonFast回退")
+    assert not generation._is_label("return original, None")
