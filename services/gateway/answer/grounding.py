@@ -182,6 +182,11 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]{4,}")
 _DIAGRAM = re.compile(r"[\u2190-\u21ff\u2500-\u257f\u25a0-\u25ff]")
 #: A line ending in a number or a share: a row's value, not a heading.
 _ENDS_VALUE = re.compile(r"\d[\d.,]*\s*[%％]?$")
+#: A line ending in an arrow, or starting with one: a flow that goes on.
+_ARROW_END = re.compile(r"[\u2190-\u21ff]\s*$|->\s*$")
+_ARROW_START = re.compile(r"^\s*(?:[\u2190-\u21ff]|->)")
+#: Longest run of continued lines offered as one piece (characters).
+CONTINUATION_MAX_CHARS = 160
 #: A letter of any script (a line of only numbers is a code listing's line number).
 _LETTER = re.compile(r"[^\W\d_]")
 #: A comment line of code or configuration.
@@ -287,7 +292,22 @@ def _unframe(line: str) -> str:
     return line.strip()
 
 
-def _candidates(text: str) -> list[Candidate]:
+def _describes(line: str, follower: str) -> bool:
+    """Whether ``follower`` is a prose sentence saying what ``line``, a line
+    of code or a command without any CJK text, does ("python app.py
+    --interactive" / "在您的终端中启动一个类似聊天的界面。")."""
+    return not _CJK.search(line) and bool(_CJK.search(follower)) and bool(_ENDS_SENTENCE.search(follower)) \
+        and _LETTER.search(line) is not None
+
+
+def _continues(line: str, follower: str) -> bool:
+    """Whether ``follower`` goes on from ``line``: a diagram's flow that
+    breaks after an arrow ("→ 超限自动截断 →" / "→ 最接近换行或句号处切断"), or
+    the description of a command (``_describes``)."""
+    return bool(_ARROW_END.search(line) or _ARROW_START.match(follower)) or _describes(line, follower)
+
+
+def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
     whole (unless a list item follows the colon) and also cut after the
@@ -309,6 +329,16 @@ def _candidates(text: str) -> list[Candidate]:
                 follower = lines[at]
                 out.append(Candidate(f"{line} {follower}", bool(_LIST_ITEM.match(follower) or _TABLE.search(follower)),
                                      index, at, line))
+        elif index + 1 < len(lines) and _continues(line, lines[index + 1]):
+            # "→ 超限自动截断 →" / "→ 最接近换行或句号处切断"; a command and the sentence saying what it does:
+            # the run of lines that go on from each other, up to CONTINUATION_MAX_CHARS
+            last = index + 1
+            while last + 1 < len(lines) and _continues(lines[last], lines[last + 1]) \
+                    and sum(len(x) for x in lines[index:last + 2]) <= CONTINUATION_MAX_CHARS:
+                last += 1
+            follower = lines[index + 1]
+            out.append(Candidate(" ".join(lines[index:last + 1]), item, index, last,
+                                 follower if _describes(line, follower) else line))
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
             out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
@@ -329,6 +359,39 @@ def _join(quotes: list[str]) -> str:
     return out
 
 
+class PieceScorer:
+    """Scores quotable pieces against one question, the way the extractive
+    answer chooses what to quote: ``sentence_score`` with the question's
+    content keywords (a keyword inside a longer one dropped), its character
+    bigrams, the number bonus when it asks an amount, and the inverse
+    frequency of each over all the ``pieces`` given (lists of
+    ``quotable_pieces``, one per text).
+
+    Attributes:
+        keywords: the question's content keywords ([] without a question).
+        pieces: the pieces given, per text.
+    """
+
+    def __init__(self, question: str, pieces: list[list[Candidate]]) -> None:
+        keywords = query_keywords(question) if question else []
+        self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
+        self.pieces = pieces
+        self._bigrams = _bigrams(question) if question else set()
+        self._wants_number = asks_amount(question)
+        self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
+
+    def score(self, candidate: Candidate) -> float:
+        """The piece's score, in [0, ~1.15] (``sentence_score``)."""
+        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+
+    def label_score(self, candidate: Candidate) -> float:
+        """The score of the piece's label alone (0 without one): the tie-breaker
+        between two pieces that answer as well."""
+        if not candidate.label:
+            return 0.0
+        return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
+
+
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
                       max_sentences_per_source: int = 2) -> str:
     """An answer quoted from the first ``max_sources`` packed texts: from
@@ -339,21 +402,10 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     none of whose sentences shares a word with the question is skipped,
     unless it is the first. Without a question the leading sentences are
     quoted."""
-    keywords = [k for k in query_keywords(question)] if question else []
-    keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
-    question_bigrams = _bigrams(question) if question else set()
-    wants_number = asks_amount(question)
-    pieces = [_candidates(text) for text in texts[:max_sources]]
-    idf = _idf([c.text for cs in pieces for c in cs], set(keywords) | question_bigrams)
-
-    def score(candidate: Candidate) -> float:
-        return sentence_score(candidate.text, keywords, question_bigrams, wants_number, idf, candidate.item)
-
-    def label_score(candidate: Candidate) -> float:
-        return sentence_score(candidate.label, keywords, question_bigrams, False, idf, False) if candidate.label else 0.0
-
+    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]])
+    keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [EXTRACTIVE_LABEL]
-    for number, found in enumerate(pieces, start=1):
+    for number, found in enumerate(scorer.pieces, start=1):
         candidates = [(i, c) for i, c in enumerate(found) if quotable(c.text)] or list(enumerate(found))[:1]
         ranked = sorted(candidates, key=lambda item: (-score(item[1]), -label_score(item[1]), item[0]))
         if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):

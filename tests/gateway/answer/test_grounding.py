@@ -130,3 +130,16 @@ def test_a_row_ending_in_its_value_and_a_diagram_piece_are_not_labels():
     assert not generation._is_label("Top-1 Accuracy 89.58%")
     assert not generation._is_label("▼ reasonFast回退")
     assert not generation._is_label("return original, None")
+
+
+def test_a_command_is_quoted_with_the_sentence_that_says_what_it_does():
+    text = ("交互模式:\npython app.py --interactive\n在您的终端中启动一个类似聊天的界面。\n"
+            "单个查询:\npython app.py --query \"问题\"\n")
+    answer = extractive_answer([text], "想在终端里像聊天一样使用，应该怎么启动？")
+    assert "python app.py --interactive 在您的终端中启动一个类似聊天的界面。 [1]" in answer
+
+
+def test_a_flow_broken_after_an_arrow_is_quoted_to_its_end():
+    text = "处理顺序:\n每个来源独立 appendWithCap(header, text, quota)\n→ 超限自动截断 →\n→ 最接近换行或句号处切断\n配额名称\n"
+    answer = extractive_answer([text], "某个来源超出配额被截断时，会在什么位置切？")
+    assert "→ 超限自动截断 → → 最接近换行或句号处切断" in answer
