@@ -1,20 +1,34 @@
 """The extractive answer replayed offline on saved contexts (issue 24 item 3).
 
-bench/docs_chunk_sweep.py saves, for each question of the documents dev set,
-the packed context the gateway answered from and the extractive answer it
-gave. This probe runs today's ``grounding.extractive_answer`` on the same
-contexts and compares, per question, whether the answer quotes the gold
-passage (``services.cli.evaluate`` rules: the squeezed gold text inside the
-squeezed answer), with a paired bootstrap interval and sign-flip p:
+A dump holds, per question, the packed context the gateway answered from and
+the answer it gave. Two ways to make one:
 
-    python bench/extractive_probe.py bench/results/docs_chunk_256.json [--show-misses]
+- bench/docs_chunk_sweep.py saves the documents dev set's (in-process mesh);
+- ``dump`` asks a running stack (``graphmesh up``) for the Answer of each
+  question of a law dev set (no LLM configured: extractive):
 
-Also prints the ceilings: the share of contexts that hold the gold passage
-at all, and in their first three sources (what the answer quotes from).
+      python bench/extractive_probe.py dump --set scenario [--limit N]
+
+``replay`` runs today's ``grounding.extractive_answer`` on the same contexts
+and compares it per question with the saved answer, or with the extractive
+answer of another version of grounding.py (``--baseline FILE``, e.g. from
+``git show REV:services/gateway/answer/grounding.py``), paired bootstrap 95%
+interval and sign-flip p:
+
+      python bench/extractive_probe.py replay bench/results/docs_chunk_256.json [--baseline F] [--show-misses]
+
+Metrics: questions with a gold passage given as text (the documents set):
+whether the answer quotes it (``services.cli.evaluate`` rules: the squeezed
+gold text inside the squeezed answer), with the ceilings (the gold passage in
+the context, in its first three sources). Questions with a reference answer
+(the law sets): character ROUGE-L F1 and number agreement with it
+(``services.judge.text_rules.reference_parts``).
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -22,11 +36,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
-from services.cli.evaluate import _squeeze, gold_passages, load_dataset  # noqa: E402
+from services.cli.evaluate import _squeeze, gold_passages, load_dataset, reference_of  # noqa: E402
 from services.cli.significance import paired_delta  # noqa: E402
 from services.gateway.answer import grounding  # noqa: E402
+from services.judge import text_rules  # noqa: E402
 
-DATASET = REPO / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
+DOCS = REPO / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def dataset_path(name: str) -> Path:
+    return DOCS if name == "docs" else SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
 
 
 def context_texts(context: str) -> list[str]:
@@ -39,31 +59,101 @@ def context_texts(context: str) -> list[str]:
     return grounding.packed_texts(context, n) or []
 
 
+async def dump(args) -> Path:
+    import grpc
+
+    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+    from services.cli.stack import use_local_mesh_token
+    from services.common.clients import channel
+    from services.common.settings import MeshAddresses
+
+    use_local_mesh_token()
+    answers = {}
+    async with channel(MeshAddresses().gateway_addr) as ch:
+        stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+        for row in load_dataset(dataset_path(args.set), args.limit or None):
+            try:
+                reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=10), timeout=120)
+            except grpc.aio.AioRpcError as err:
+                print(f"{row['id']}: {err.code().name}", flush=True)
+                continue
+            answers[str(row["id"])] = {"context": reply.search.context, "answer": reply.answer,
+                                       "mode": gateway_pb2.AnswerMode.Name(reply.mode)}
+    out = args.out or REPO / "bench" / "results" / f"extractive_{args.set}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"set": args.set, "answers": answers}, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"{len(answers)} answers saved to {out}")
+    return out
+
+
+def load_grounding(path: Path):
+    spec = importlib.util.spec_from_file_location("grounding_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def replay(args) -> None:
+    saved = json.loads(args.dump.read_text(encoding="utf-8"))
+    name = saved.get("set", "docs")
+    answers = saved["answers"]
+    baseline = load_grounding(args.baseline) if args.baseline else None
+    rows = [r for r in load_dataset(dataset_path(name)) if str(r.get("id")) in answers]
+    metrics: dict[str, tuple[list[float], list[float]]] = {}
+    ceilings = {"gold in the context": [], "gold in its first three sources": []}
+
+    def add(metric: str, before: float | None, after: float | None) -> None:
+        if before is not None and after is not None:
+            metrics.setdefault(metric, ([], []))[0].append(before)
+            metrics[metric][1].append(after)
+
+    for row in rows:
+        entry = answers[str(row["id"])]
+        texts = context_texts(entry["context"])
+        if not texts or entry.get("mode") == "ANSWER_MODE_ABSTAINED":
+            continue
+        after = grounding.extractive_answer(texts, row["query"])
+        before = baseline.extractive_answer(texts, row["query"]) if baseline else entry["answer"]
+        golds = [_squeeze(g) for g in gold_passages(row)]
+        if golds:
+            quoted = [float(any(g in _squeeze(a) for g in golds)) for a in (before, after)]
+            add("quotes the gold passage", *quoted)
+            ceilings["gold in the context"].append(float(any(g in _squeeze(t) for t in texts for g in golds)))
+            ceilings["gold in its first three sources"].append(float(any(g in _squeeze(t) for t in texts[:3] for g in golds)))
+            if args.show_misses and not quoted[1] and ceilings["gold in its first three sources"][-1]:
+                print(f"--- {row['id']} {row['query']}\n  gold: {row['gold_text']}\n  answer: {after}\n")
+        reference = reference_of(row)
+        if reference:
+            parts = [text_rules.reference_parts(a, reference) for a in (before, after)]
+            for part in ("rouge_l", "numbers"):
+                add(f"{part} vs the reference answer", parts[0][part], parts[1][part])
+    print(f"{len(rows)} questions of {name} from {args.dump.name}; before = "
+          f"{'the extractive answer of ' + str(args.baseline) if baseline else 'the saved answer'}, after = today's")
+    for label, values in ceilings.items():
+        if values:
+            print(f"  {label}: {sum(values):.0f} of {len(values)}")
+    for metric, (before_values, after_values) in metrics.items():
+        d = paired_delta(before_values, after_values)
+        print(f"  {metric} (n={d.n}): {d.a:.3f} -> {d.b:.3f}, delta {d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}] p {d.p_value:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dump", type=Path, help="a bench/results/docs_chunk_<n>.json with answers")
-    parser.add_argument("--show-misses", action="store_true", help="print the questions today's answer misses")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump", help="save each Answer's context from a running stack")
+    d.add_argument("--set", default="scenario", help="docs, scenario, consult or facts")
+    d.add_argument("--limit", type=int, default=0)
+    d.add_argument("--out", type=Path)
+    r = sub.add_parser("replay", help="today's extractive answer on a dump's contexts against the saved answer or --baseline")
+    r.add_argument("dump", type=Path)
+    r.add_argument("--baseline", type=Path, help="another grounding.py to compare with")
+    r.add_argument("--show-misses", action="store_true", help="print the gold passages today's answer misses")
     args = parser.parse_args(argv)
-    dump = json.loads(args.dump.read_text(encoding="utf-8"))["answers"]
-    rows = [r for r in load_dataset(DATASET) if str(r.get("id")) in dump]
-    before, after, in_context, in_top3 = [], [], [], []
-    for row in rows:
-        saved = dump[str(row["id"])]
-        golds = [_squeeze(g) for g in gold_passages(row)]
-        texts = context_texts(saved["context"])
-        answer = grounding.extractive_answer(texts, row["query"]) if texts else saved["answer"]
-        before.append(float(saved["quotes"]))
-        after.append(float(any(g in _squeeze(answer) for g in golds)))
-        in_context.append(float(any(g in _squeeze(t) for t in texts for g in golds)))
-        in_top3.append(float(any(g in _squeeze(t) for t in texts[:3] for g in golds)))
-        if args.show_misses and not after[-1] and in_top3[-1]:
-            print(f"--- {row['id']} {row['query']}\n  gold: {row['gold_text']}\n  answer: {answer}\n")
-    n = len(rows)
-    delta = paired_delta(before, after)
-    print(f"{n} questions from {args.dump.name}")
-    print(f"gold passage in the context {sum(in_context):.0f}, in its first three sources {sum(in_top3):.0f}")
-    print(f"answer quotes it: saved {sum(before):.0f} ({sum(before) / n:.3f}), replayed {sum(after):.0f} "
-          f"({sum(after) / n:.3f}); delta {delta.delta:+.3f} [{delta.low:+.3f}, {delta.high:+.3f}] p {delta.p_value:.3f}")
+    if args.command == "dump":
+        asyncio.run(dump(args))
+    else:
+        replay(args)
     return 0
 
 
