@@ -118,7 +118,8 @@ class IngestSettings(BaseModel):
         chunk_tokens / chunk_overlap: chunking of ingested documents, in
             tokens (a CJK character or a Latin word is one;
             services.ingest.sentences): 512 / 64, the MetaSearch defaults.
-        embed_batch: texts per Embed call during ingestion.
+        embed_batch: texts per Embed call during ingestion and in the sentence MaxSim
+            stage (at most the expander's max_batch, 512 by default).
         sentence_vectors: after storing, embed each chunk's sentences (the
             units of the ``sentence.maxsim`` channel,
             services/gateway/search/sentence_maxsim.py) passage-side, so
@@ -135,7 +136,7 @@ class IngestSettings(BaseModel):
 
     chunk_tokens: int = 512
     chunk_overlap: int = 64
-    embed_batch: int = 256
+    embed_batch: int = Field(256, ge=1)
     sentence_vectors: bool = True
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
 

@@ -15,8 +15,11 @@ its weight). Measured in docs/benchmarks.md "Sentence MaxSim"
 (bench/sentence_maxsim_probe.py).
 
 Pure parts (``sentence_units``, ``maxsim_scores``) are tested directly; the
-orchestration degrades to nothing (stage DEGRADED) when the fuser or the
-expander fails, and is SKIPPED without a query embedding.
+orchestration embeds the sentences ``IngestSettings.embed_batch`` at a
+time (the top chunks of a document of short lines hold more than one Embed
+call may carry), degrades to nothing (stage DEGRADED) when the fuser or the
+expander fails, whatever the status code (the requests are the gateway's own,
+never the caller's error), and is SKIPPED without a query embedding.
 """
 from __future__ import annotations
 
@@ -109,8 +112,9 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         return []
     started = time.perf_counter()
     request = fuse_request(query, lists, profile, profile.maxsim_candidates, _CANDIDATE_BUDGET_CHARS)
+    # raise_codes=(): the stage's requests are the gateway's own, so no downstream code is the caller's error
     first = await guarded(trace, stage, "fuser", lambda t: fuser.fuse(request, t), None, deadline,
-                          settings.deadlines.fuse, record_ok=False)
+                          settings.deadlines.fuse, record_ok=False, raise_codes=())
     if first is None or not first.candidates:
         return []
     candidates = list(first.candidates[: profile.maxsim_candidates])
@@ -120,12 +124,18 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         for sentence in sentence_units(cand.text):
             owners.append(cand.id)
             texts.append(sentence)
-    embed = expander_pb2.EmbedRequest(texts=texts, kind=expander_pb2.EMBED_KIND_PASSAGE)
-    reply = await guarded(trace, stage, "expander", lambda t: expander.embed(embed, t), None, deadline,
-                          settings.deadlines.expand, record_ok=False)
-    if reply is None or len(reply.vectors) != len(texts):
-        return []
-    scores = maxsim_scores(query_vector, owners, [v.values for v in reply.vectors])
+    vectors: list[Sequence[float]] = []
+    cache_hits = 0
+    batch = settings.ingest.embed_batch  # 20 long chunks hold more sentences than one Embed call may carry
+    for start in range(0, len(texts), batch):
+        embed = expander_pb2.EmbedRequest(texts=texts[start:start + batch], kind=expander_pb2.EMBED_KIND_PASSAGE)
+        reply = await guarded(trace, stage, "expander", lambda t, embed=embed: expander.embed(embed, t), None, deadline,
+                              settings.deadlines.expand, record_ok=False, raise_codes=())
+        if reply is None or len(reply.vectors) != len(embed.texts):
+            return []
+        vectors.extend(v.values for v in reply.vectors)
+        cache_hits += reply.cache_hits
+    scores = maxsim_scores(query_vector, owners, vectors)
     scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
     # Copies of the retrievers' own candidates: the fused ones lack the
     # collection and metadata (the fuser does not carry them), and the
@@ -142,5 +152,5 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         copy.ClearField("embedding")
         copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)
         out.append(copy)
-    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks, {reply.cache_hits} cached")
+    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks, {cache_hits} cached")
     return [fuser_pb2.CandidateList(producer="gateway", candidates=out)]

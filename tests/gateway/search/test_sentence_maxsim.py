@@ -135,3 +135,44 @@ async def test_without_a_query_embedding_the_stage_is_skipped():
     reply = (await mesh(expander=NoVector("增长率"), pg=FakeRetriever("retriever_pg", _chunks()))
              .search.search("增长率多少时停止？", 5, None, Deadline(5))).response
     assert stages(reply)[names.SENTENCE_MAXSIM].status == SKIPPED
+
+
+class LimitedExpander(SentenceExpander):
+    """Refuses an Embed call of more than ``limit`` texts, as the real
+    expander refuses more than its max_batch (INVALID_ARGUMENT)."""
+
+    def __init__(self, answer: str, limit: int) -> None:
+        super().__init__(answer)
+        self.limit = limit
+
+    async def embed(self, request, timeout):
+        if len(request.texts) > self.limit:
+            from tests.fakes import downstream_error
+            raise downstream_error("expander", grpc.StatusCode.INVALID_ARGUMENT, "texts")
+        return await super().embed(request, timeout)
+
+
+def _long_chunks(n: int = 20, sentences: int = 30):
+    return [candidate(str(i), "".join(f"第{i}块第{j}句话在这里。" for j in range(sentences)) + ("增长率低于阈值时停止。" if i == 7 else ""),
+                      "pg.keyword", 20.0 - i) for i in range(n)]
+
+
+@ON_LOOP
+async def test_the_sentences_of_long_chunks_are_embedded_in_batches_the_expander_accepts():
+    expander, fuser = LimitedExpander("增长率", limit=100), FakeFuser()
+    reply = (await mesh(expander=expander, pg=FakeRetriever("retriever_pg", _long_chunks()), fuser=fuser,
+                        ingest={"embed_batch": 100}).search.search("增长率多少时停止？", 5, None, Deadline(5))).response
+    calls = [r for rpc, r in expander.calls if rpc == "embed"]
+    assert len(calls) > 1 and all(len(c.texts) <= 100 for c in calls)
+    assert sum(len(c.texts) for c in calls) > 512  # more than the real expander takes in one call
+    [maxsim] = _maxsim_list(fuser)
+    assert maxsim.candidates[0].id == "7#0" and maxsim.candidates[0].channel_scores[0].score == pytest.approx(1.0)
+    assert stages(reply)[names.SENTENCE_MAXSIM].status == OK
+
+
+@ON_LOOP
+async def test_an_expander_refusing_the_stages_own_request_degrades_it_instead_of_failing_the_search():
+    reply = (await mesh(expander=LimitedExpander("增长率", limit=10), pg=FakeRetriever("retriever_pg", _long_chunks()),
+                        ingest={"embed_batch": 512}).search.search("增长率多少时停止？", 5, None, Deadline(5))).response
+    assert reply.results
+    assert stages(reply)[names.SENTENCE_MAXSIM].status == DEGRADED and "expander" in reply.degraded
