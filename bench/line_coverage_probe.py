@@ -8,8 +8,10 @@ sentences, a label line joined to the line it introduces:
 scores it (``grounding.sentence_score``: idf-weighted keyword and character
 bigram coverage of the question, a number bonus when it asks an amount);
 a result's coverage = its best piece's score. New order: fused score
-(min-max over the list) + w x coverage (min-max over the list) for each
-``--weights`` value, the weight also chosen by 5-fold cross-validation over
++ w x coverage (min-max over the list) for each
+``--weights`` value (what the fuser computes when the coverage comes as
+one more weighted channel of weight w), the weight also chosen by 5-fold
+cross-validation over
 the pooled questions ("fused+cv"); and coverage alone. R@1 / R@10 / MRR@10
 against GraphMesh's own order, paired bootstrap 95% intervals.
 
@@ -81,7 +83,7 @@ async def run(args) -> dict:
                 t0 = time.perf_counter()
                 cov = minmax(np.array(coverage_scores(row["query"], [r.text for r in results])))
                 score_ms.append((time.perf_counter() - t0) * 1000)
-                fused = minmax(np.array([r.fused_score for r in results], dtype=float))
+                fused = np.array([r.fused_score for r in results], dtype=float)  # as the fuser sums channel terms
                 ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
                 ranks["coverage"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-cov, kind="stable")], gold)
                 for w in weights:
