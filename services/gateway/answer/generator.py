@@ -142,7 +142,8 @@ class Generator:
                 return grounding.clean_answer(raw, 10**6).text
             except LlmError as err:
                 log.warning("deep search: partial answer failed: %s", err)
-        return grounding.extractive_answer(texts, max_sources=2).split("\n", 1)[-1] if texts else ""
+        quoted = grounding.extractive_answer(texts, max_sources=2).split("\n", 1) if texts else []
+        return quoted[1] if len(quoted) > 1 else ""  # the label line alone quotes nothing
 
 
 _OUTCOME = {

@@ -146,20 +146,26 @@ def _is_code(line: str) -> bool:
     return bool(_CODE.search(line)) and not _CJK_RUN.search(line)
 
 
+def _is_lead_in(line: str) -> bool:
+    """Whether ``line`` is a comment or a lead-in ending in a colon (not code)."""
+    text = line.strip()
+    return bool(_COMMENT.match(text)) or (text.endswith(("：", ":")) and not _is_code(text))
+
+
 def _is_label(line: str) -> bool:
     """Whether ``line`` introduces the line after it instead of saying
     something itself: a comment ("# 处理 raw 目录中的所有文件"), a lead-in
     ending in a colon, or a short heading without sentence punctuation
     ("深度 RAG 编排器", or a capitalised one in another script), not a
-    piece of a diagram, not code and not a key-value row ending in its
-    value ("Recall@5 100%")."""
+    piece of a diagram, not code and without digits (a key-value or CSV
+    row such as "Recall@5 100%" or "Bob,29,Paris" is itself the answer)."""
     text = line.strip()
     if _COMMENT.match(text):
         return True
     if text.endswith(("：", ":")):
         return not _is_code(text)
     return len(text) <= LABEL_MAX_CHARS and not _ENDS_SENTENCE.search(text) and not _LIST_ITEM.match(text) \
-        and not _TABLE.search(text) and not _is_code(text) and not _DIAGRAM.search(text) and not _ENDS_VALUE.search(text) \
+        and not _TABLE.search(text) and not _is_code(text) and not _DIAGRAM.search(text) and not _DIGIT.search(text) \
         and bool(_CJK.search(text) or text[:1].isupper())
 
 
@@ -176,12 +182,14 @@ _BOX_DRAWING = re.compile(r"[\u2500-\u257f]+")
 _FRAME_EDGE = re.compile(r"^[│┃║|]\s*")
 _FRAME_EDGE_END = re.compile(r"\s*[│┃║|]$")
 #: A code statement: a comparison, an assignment, a call or an operator between operands.
-_CODE = re.compile(r"[=<>]=?|\w\(|\s[-+*/]\s|^[-+*/]\s")
+_CODE = re.compile(r"[=<>]=?|\w\(|\s[-+*/]\s")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]{4,}")
 #: Arrows and box drawing: a line of a diagram.
 _DIAGRAM = re.compile(r"[\u2190-\u21ff\u2500-\u257f\u25a0-\u25ff]")
-#: A line ending in a number or a share: a row's value, not a heading.
-_ENDS_VALUE = re.compile(r"\d[\d.,]*\s*[%％]?$")
+#: A digit: a line holding one is a row or a value, not a heading.
+_DIGIT = re.compile(r"\d")
+#: A code fence line of Markdown (```bash): passed over like a listing's line numbers.
+_FENCE_LINE = re.compile(r"^(```|~~~)")
 #: A line ending in an arrow, or starting with one: a flow that goes on.
 _ARROW_END = re.compile(r"[\u2190-\u21ff]\s*$|->\s*$")
 _ARROW_START = re.compile(r"^\s*(?:[\u2190-\u21ff]|->)")
@@ -322,23 +330,26 @@ def quotable_pieces(text: str) -> list[Candidate]:
     for index, line in enumerate(lines):
         item = bool(_LIST_ITEM.match(line) or _TABLE.search(line))
         if _is_label(line):
-            # past line numbers of a code listing, up to the first line with words
-            at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH)) if _LETTER.search(lines[j])),
-                      None)
-            if at is not None and quotable(lines[at]):
-                follower = lines[at]
+            # past line numbers of a code listing and code fences, up to the first line with words
+            at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH))
+                       if _LETTER.search(lines[j]) and not _FENCE_LINE.match(lines[j])), None)
+            follower = lines[at] if at is not None else ""
+            # a heading introduces a longer body; a label and its line quoted together must fit a quote
+            if follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
+                    and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate(f"{line} {follower}", bool(_LIST_ITEM.match(follower) or _TABLE.search(follower)),
                                      index, at, line))
-        elif index + 1 < len(lines) and _continues(line, lines[index + 1]):
+        elif index + 1 < len(lines) and _continues(line, lines[index + 1]) \
+                and len(line) + 1 + len(lines[index + 1]) <= CONTINUATION_MAX_CHARS:
             # "→ 超限自动截断 →" / "→ 最接近换行或句号处切断"; a command and the sentence saying what it does:
             # the run of lines that go on from each other, up to CONTINUATION_MAX_CHARS
             last = index + 1
             while last + 1 < len(lines) and _continues(lines[last], lines[last + 1]) \
-                    and sum(len(x) for x in lines[index:last + 2]) <= CONTINUATION_MAX_CHARS:
+                    and len(" ".join(lines[index:last + 2])) <= CONTINUATION_MAX_CHARS:
                 last += 1
             follower = lines[index + 1]
             out.append(Candidate(" ".join(lines[index:last + 1]), item, index, last,
-                                 follower if _describes(line, follower) else line))
+                                 follower if _describes(line, follower) else ""))
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
             out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
@@ -348,12 +359,13 @@ def quotable_pieces(text: str) -> list[Candidate]:
 
 def _join(quotes: list[str]) -> str:
     """Quoted pieces of one source in reading order, a space between two
-    unless the first ends in full-width punctuation (Chinese sentences are
-    joined as written; code lines, headings and English sentences are not
-    glued together)."""
+    unless the first ends in full-width punctuation or both meet at CJK
+    characters (Chinese sentences, and a word a PDF wrapped across two lines,
+    are joined as written; code lines, headings and English sentences are
+    not glued together)."""
     out = ""
     for quote in quotes:
-        if out and not _ENDS_CLAUSE.search(out):
+        if out and not _ENDS_CLAUSE.search(out) and not (_CJK.match(out[-1]) and _CJK.match(quote[:1])):
             out += " "
         out += quote
     return out
@@ -406,21 +418,23 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [EXTRACTIVE_LABEL]
     for number, found in enumerate(scorer.pieces, start=1):
-        candidates = [(i, c) for i, c in enumerate(found) if quotable(c.text)] or list(enumerate(found))[:1]
-        ranked = sorted(candidates, key=lambda item: (-score(item[1]), -label_score(item[1]), item[0]))
-        if keywords and number > 1 and (not ranked or score(ranked[0][1]) == 0):
+        scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
+        candidates = [t for t in scored if quotable(t[3].text)] or scored[:1]
+        # best first; between equals, the one whose label matches, then the one of fewer lines, then reading order
+        ranked = sorted(candidates, key=lambda t: (-t[0], -t[1], t[3].last - t[3].first, t[2]))
+        if keywords and number > 1 and (not ranked or ranked[0][0] == 0):
             continue
         chosen: list[Candidate] = []
         used = 0
-        for _, candidate in ranked:
+        for piece_score, _, _, candidate in ranked:
             sentence = candidate.text
             if len(chosen) >= max_sentences_per_source:
                 break
-            if chosen and (used + len(sentence) > max_chars_per_source or (keywords and score(candidate) == 0)
+            if chosen and (used + 1 + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
                            or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
                 continue
             chosen.append(candidate)
-            used += len(sentence)
+            used += len(sentence) + (1 if used else 0)
         in_order = sorted(chosen, key=lambda c: (c.first, c.last))
         quote = _join([c.text for c in in_order]).strip()[:max_chars_per_source]
         if quote:

@@ -143,3 +143,42 @@ def test_a_flow_broken_after_an_arrow_is_quoted_to_its_end():
     text = "处理顺序:\n每个来源独立 appendWithCap(header, text, quota)\n→ 超限自动截断 →\n→ 最接近换行或句号处切断\n配额名称\n"
     answer = extractive_answer([text], "某个来源超出配额被截断时，会在什么位置切？")
     assert "→ 超限自动截断 → → 最接近换行或句号处切断" in answer
+
+
+def test_joining_spaces_count_in_the_budget_so_nothing_chosen_is_cut():
+    text = ("The admin UI and the REST API are served by one process that listens on one port.\n"
+            "Unless GRAPHMESH_PORT is set, the default port of the GraphMesh service is 8080")
+    assert _quote(extractive_answer([text], "Which port does the service listen on by default?")).endswith("8080 [1]")
+
+
+def test_a_heading_too_long_to_quote_with_its_line_leaves_the_line_whole():
+    text = ("Default port\nUnless the GRAPHMESH_PORT environment variable is set in the deployment manifest or in the "
+            "local dotenv file, the service listens on the default port 8080.")
+    assert _quote(extractive_answer([text], "What is the default port?")).endswith("the default port 8080. [1]")
+
+
+def test_a_key_value_row_is_quoted_alone_not_glued_to_the_next_row():
+    assert _quote(extractive_answer(["管理员账号 admin\n服务端口 8080\n"], "管理员账号是什么？")) == "管理员账号 admin [1]"
+    assert _quote(extractive_answer(["Bob,29,Paris\nCarol,41,Tokyo\n"], "Where does Bob live?")).startswith("Bob,29,Paris [1]")
+
+
+def test_a_lead_in_reaches_its_command_past_a_code_fence():
+    readme = ("## 安装\n\n```bash\npip install graphmesh\n```\n\n安装完成后，运行下面的命令初始化数据库：\n\n"
+              "```bash\ngraphmesh init-db --url postgres://localhost/gm\n```\n")
+    assert "graphmesh init-db --url postgres://localhost/gm" in extractive_answer([readme], "怎么初始化数据库？")
+
+
+def test_a_markdown_bullet_lead_in_is_not_code():
+    assert not generation.quotable("- Configure the service:")
+    assert generation._is_label("- Configure the service:")
+
+
+def test_a_word_wrapped_across_two_lines_is_joined_without_a_space():
+    assert generation._join(["未与劳动者订", "立书面劳动合同的，"]) == "未与劳动者订立书面劳动合同的，"
+    assert generation._join(["深度 RAG", "编排器"]) == "深度 RAG 编排器"
+
+
+def test_of_an_arrow_flow_the_step_that_answers_is_quoted_not_the_whole_flow():
+    flow = ("请求进入网关并完成身份鉴权与限流检查 →\n→ 检索服务并行执行关键词与向量召回 →\n→ 重排序模型对候选片段重新打分排序 →\n"
+            "→ 打包上下文并按配额截断每个来源 →\n→ 生成答案并附引用编号返回客户端")
+    assert _quote(extractive_answer([flow], "答案最后返回给谁？")).startswith("→ 生成答案并附引用编号返回客户端")
