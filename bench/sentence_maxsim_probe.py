@@ -29,21 +29,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, first_gold_rank, save  # noqa: E402
+from _common import first_gold_rank, save  # noqa: E402
+from reorder_probe import dataset_path, report_sets, top_results  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc  # noqa: E402
-from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
-from services.cli.evaluate import gold_passages, load_dataset, passage_matches  # noqa: E402
-from services.cli.significance import RANK_METRICS, compare_ranks, pooled, rank_metric  # noqa: E402
+from graphmesh.gateway.v1 import gateway_pb2_grpc  # noqa: E402
+from services.cli.evaluate import load_dataset  # noqa: E402
+from services.cli.significance import rank_metric  # noqa: E402
 from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.common.text import split_sentences  # noqa: E402
-
-DOCS = Path(__file__).resolve().parents[1] / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
-
 
 def minmax(values: np.ndarray) -> np.ndarray:
     span = values.max() - values.min() if len(values) else 0.0
@@ -61,26 +59,15 @@ async def run(args) -> dict:
         gateway = gateway_pb2_grpc.GatewayServiceStub(gch)
         expander = expander_pb2_grpc.ExpanderServiceStub(ech)
         for name in args.sets.split(","):
-            path = DOCS if name == "docs" else SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
             for s in systems:
                 ranks[s][name] = {}
-            for row in load_dataset(path, args.limit or None):
+            for row in load_dataset(dataset_path(name), args.limit or None):
                 qid = str(row["id"])
-                reply = await gateway.Search(gateway_pb2.SearchRequest(
-                    query=row["query"], top_k=args.depth,
-                    collections=[args.docs_collection] if name == "docs" else []), timeout=120)
-                results = list(reply.results)
+                results, keys, gold = await top_results(gateway, name, row, args.depth, args.docs_collection)
                 if not results:
                     for s in systems:
                         ranks[s][name][qid] = None
                     continue
-                passages = gold_passages(row)
-                if passages:
-                    keys = [r.id for r in results]
-                    gold = {r.id for r in results if any(passage_matches(p, r.text) for p in passages)}
-                else:
-                    keys = [r.document_id for r in results]
-                    gold = set(map(str, row["gold"]))
                 sentences = [[s.strip() for s in split_sentences(r.text) if len(s.strip()) >= 4] or [r.text] for r in results]
                 flat = [s for ss in sentences for s in ss]
                 t0 = time.perf_counter()
@@ -103,22 +90,8 @@ async def run(args) -> dict:
             print(f"{name}: {len(ranks['graphmesh'][name])} questions", flush=True)
     cross_validate(ranks, weights, args.sets.split(","))
     systems.append("fused+cv")
-    report: dict = {"args": vars(args), "sentence_embed_ms_p50": float(np.median(embed_ms)), "sets": {}}
-    for name in [*args.sets.split(","), "pooled"]:
-        per = {s: (pooled(ranks[s]) if name == "pooled" else ranks[s][name]) for s in systems}
-        entry = {s: {m: round(float(np.mean([rank_metric(m, r) for r in per[s].values()])), 4) for m in RANK_METRICS} for s in systems}
-        entry["minus_graphmesh"] = {s: {m: d.as_dict() for m, d in compare_ranks(per["graphmesh"], per[s]).items()} for s in systems[1:]}
-        report["sets"][name] = entry
-        lines = [f"== {name} (n={len(per['graphmesh'])}): R@1 / R@10 / MRR@10"]
-        for s in systems:
-            line = f"  {s:12s} " + " / ".join(f"{entry[s][m]:.3f}" for m in RANK_METRICS)
-            if s != "graphmesh":
-                for m in ("recall@1", "mrr@10"):
-                    d = entry["minus_graphmesh"][s][m]
-                    line += f"   {m} {d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
-            lines.append(line)
-        report["sets"][name]["table"] = lines
-        print("\n".join(lines), flush=True)
+    report: dict = {"args": vars(args), "sentence_embed_ms_p50": float(np.median(embed_ms)),
+                    "sets": report_sets(ranks, systems, args.sets.split(","))}
     print(f"sentence embedding p50 {report['sentence_embed_ms_p50']:.0f} ms per question (cache as it was)")
     return report
 
