@@ -9,10 +9,12 @@ the answer it gave. Two ways to make one:
 
       python bench/extractive_probe.py dump --set scenario [--limit N]
 
-``replay`` runs today's ``grounding.extractive_answer`` on the same contexts
+``replay`` runs today's ``extractive.extractive_answer`` on the same contexts
 and compares it per question with the saved answer, or with the extractive
-answer of another version of grounding.py (``--baseline FILE``, e.g. from
-``git show REV:services/gateway/answer/grounding.py``), paired bootstrap 95%
+answer of another version of the module (``--baseline FILE``: a file that
+defines ``extractive_answer``, e.g. ``git show
+REV:services/gateway/answer/extractive.py``, or grounding.py before
+2026-12-03, when it held the extractive answer), paired bootstrap 95%
 interval and sign-flip p:
 
       python bench/extractive_probe.py replay bench/results/docs_chunk_256.json [--baseline F] [--show-misses]
@@ -38,7 +40,7 @@ sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
 from services.cli.evaluate import _squeeze, gold_passages, load_dataset, reference_of  # noqa: E402
 from services.cli.significance import paired_delta  # noqa: E402
-from services.gateway.answer import grounding  # noqa: E402
+from services.gateway.answer import extractive, grounding  # noqa: E402
 from services.judge import text_rules  # noqa: E402
 
 DOCS = REPO / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
@@ -113,7 +115,7 @@ def replay(args) -> None:
         texts = context_texts(entry["context"])
         if not texts or entry.get("mode") == "ANSWER_MODE_ABSTAINED":
             continue
-        after = grounding.extractive_answer(texts, row["query"])
+        after = extractive.extractive_answer(texts, row["query"])
         before = baseline.extractive_answer(texts, row["query"]) if baseline else entry["answer"]
         golds = [_squeeze(g) for g in gold_passages(row)]
         if golds:
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--out", type=Path)
     r = sub.add_parser("replay", help="today's extractive answer on a dump's contexts against the saved answer or --baseline")
     r.add_argument("dump", type=Path)
-    r.add_argument("--baseline", type=Path, help="another grounding.py to compare with")
+    r.add_argument("--baseline", type=Path, help="another module defining extractive_answer to compare with")
     r.add_argument("--show-misses", action="store_true", help="print the gold passages today's answer misses")
     args = parser.parse_args(argv)
     if args.command == "dump":

@@ -4,8 +4,8 @@ re-rank GraphMesh's results? Over a running stack, client-side.
 For each question: GraphMesh's Search top ``--depth`` (default 20); each
 result cut into the pieces the extractive answer quotes (its lines and
 sentences, a label line joined to the line it introduces:
-``grounding.quotable_pieces``), each piece scored as the extractive answer
-scores it (``grounding.sentence_score``: idf-weighted keyword and character
+``extractive.quotable_pieces``), each piece scored as the extractive answer
+scores it (``extractive.sentence_score``: idf-weighted keyword and character
 bigram coverage of the question, a number bonus when it asks an amount);
 a result's coverage = its best piece's score. New order: fused score
 + w x coverage (min-max over the list) for each
@@ -41,12 +41,12 @@ from services.cli.evaluate import load_dataset  # noqa: E402
 from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
-from services.gateway.answer import grounding  # noqa: E402
+from services.gateway.answer import extractive  # noqa: E402
 
 
 def coverage_scores(question: str, texts: list[str]) -> list[float]:
     """Each text's best quotable piece's score against ``question``."""
-    scorer = grounding.PieceScorer(question, [grounding.quotable_pieces(t) for t in texts])
+    scorer = extractive.PieceScorer(question, [extractive.quotable_pieces(t) for t in texts])
     return [max((scorer.score(p) for p in pieces), default=0.0) for pieces in scorer.pieces]
 
 

@@ -23,7 +23,7 @@ import domains
 from services.common import citation_check
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
-from services.gateway.answer import grounding
+from services.gateway.answer import extractive, grounding
 from services.gateway.downstream.interfaces import Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -89,13 +89,13 @@ class Generator:
                 log.warning("LLM generation failed: %s", err)
                 trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
         if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
-            text = grounding.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
+            text = extractive.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
             if not trace.timings:
                 detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
                 trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
         checks: list[citation_check.Check] = []
         if cited_ids:
-            label = grounding.EXTRACTIVE_LABEL if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
+            label = extractive.EXTRACTIVE_LABEL if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
             rules = domains.citation_rules(list(retrieval.response.query_info.domain_packs))
             verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules)
             text, checks = verified.text, verified.checks
@@ -104,10 +104,10 @@ class Generator:
                 log.info("LLM answer unsupported by its sources (%d sentences removed); extractive answer",
                          len(verified.removed))
                 mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
-                label = grounding.EXTRACTIVE_LABEL
-                extractive = citation_check.verify(grounding.extractive_answer(packed(retrieval), query),
-                                                   sources(retrieval), query, skip_prefix=label, rules=rules)
-                text, checks = extractive.text, checks + extractive.checks
+                label = extractive.EXTRACTIVE_LABEL
+                quoted = citation_check.verify(extractive.extractive_answer(packed(retrieval), query),
+                                               sources(retrieval), query, skip_prefix=label, rules=rules)
+                text, checks = quoted.text, checks + quoted.checks
                 trace.timings[-1].detail = (trace.timings[-1].detail + "; " if trace.timings[-1].detail else "") + \
                     "LLM answer unsupported by the sources: extractive answer"
             for check in checks:
@@ -142,7 +142,7 @@ class Generator:
                 return grounding.clean_answer(raw, 10**6).text
             except LlmError as err:
                 log.warning("deep search: partial answer failed: %s", err)
-        quoted = grounding.extractive_answer(texts, max_sources=2).split("\n", 1) if texts else []
+        quoted = extractive.extractive_answer(texts, max_sources=2).split("\n", 1) if texts else []
         return quoted[1] if len(quoted) > 1 else ""  # the label line alone quotes nothing
 
 

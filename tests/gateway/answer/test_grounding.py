@@ -1,23 +1,14 @@
 import pytest
 from services.gateway.answer import grounding as generation
-from services.gateway.answer.grounding import EXTRACTIVE_LABEL, build_messages, clean_answer, extractive_answer
+from services.gateway.answer.grounding import build_messages, clean_answer
 
 pytestmark = pytest.mark.unit
-
 
 def test_clean_answer_removes_citations_without_source_and_fences():
     cleaned = clean_answer("```markdown\n应当支付二倍工资[1][4]。\n```", n_sources=2)
     assert cleaned.text == "应当支付二倍工资[1]。"
     assert cleaned.invalid_citations_removed == 1
     assert cleaned.fences_removed == 2
-
-
-def test_extractive_answer_quotes_whole_sentences_with_citations():
-    answer = extractive_answer(["第一句。第二句。", "另一条。"], max_chars_per_source=5)
-    lines = answer.splitlines()
-    assert lines[0] == EXTRACTIVE_LABEL
-    assert lines[1] == "第一句。 [1]"
-    assert lines[2] == "另一条。 [2]"
 
 
 def test_prompt_carries_numbered_context_and_question():
@@ -29,19 +20,6 @@ def test_clean_answer_unwraps_a_json_answer_and_counts_it():
     cleaned = clean_answer('{"answer": "应当支付二倍工资[1][3]。"}', n_sources=1)
     assert cleaned.text == "应当支付二倍工资[1]。"
     assert cleaned.fences_removed == 1 and cleaned.invalid_citations_removed == 1
-
-
-def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items():
-    from services.gateway.answer.grounding import extractive_answer
-
-    art44 = ("有下列情形之一的，专利权在期限届满前终止：（一）没有按照规定缴纳年费的；"
-             "（二）专利权人以书面声明放弃其专利权的。专利权在期限届满前终止的，由国务院专利行政部门登记和公告。")
-    art42 = "自发明专利申请日起满四年的，可以请求补偿。发明专利权的期限为二十年，实用新型专利权的期限为十年。"
-    answer = extractive_answer([art44, art42], "发明专利权的期限是多久？", max_sentences_per_source=1)
-    lines = answer.splitlines()
-    quoted = "".join(lines[1:])
-    assert "（一）" not in quoted and "：" not in quoted  # no list items, no lead-in
-    assert lines[2] == "发明专利权的期限为二十年，实用新型专利权的期限为十年。 [2]"  # not the leading sentence
 
 
 def test_packed_texts_reads_the_context_blocks_as_packed():
@@ -73,112 +51,3 @@ def test_the_prompt_is_the_packs_and_general_without_one():
     assert domains.answer_prompt(["generic"]) is None
     english = build_messages("How many days of leave?", "[1] Handbook\nFive days.")
     assert "legal" not in english[0]["content"] and "[n]" in english[0]["content"]
-
-
-def _quote(answer: str) -> str:
-    return answer.split("\n", 1)[1]
-
-
-def test_a_comment_line_is_quoted_with_the_command_it_describes():
-    text = ("# 处理单个文件\npython scripts/process.py --file data/raw/a.pdf\n"
-            "# 处理 raw 目录中的所有文件\npython scripts/process.py --dir data/raw/\n")
-    answer = extractive_answer([text], "怎么把 raw 目录里的所有文件一次处理完？")
-    assert "# 处理 raw 目录中的所有文件 python scripts/process.py --dir data/raw/ [1]" in answer
-
-
-def test_a_short_heading_is_quoted_with_the_line_under_it():
-    text = "文档处理\n将原始文档分割成文本块。\n深度 RAG 编排器\n协调迭代检索过程并综合生成最终答案。\n工作流程\n"
-    answer = extractive_answer([text], "深度 RAG 编排器这个组件负责干什么？")
-    assert "深度 RAG 编排器 协调迭代检索过程并综合生成最终答案。 [1]" in answer
-
-
-def test_the_next_step_of_a_list_of_short_lines_is_quoted_once():
-    text = "工作流程\n用户查询输入\n初始检索 (混合)\n生成子查询 (LLM)\n迭代检索与扩展\n"
-    quote = _quote(extractive_answer([text], "初始混合检索之后的下一步是什么？"))
-    assert quote.startswith("初始检索 (混合) 生成子查询 (LLM)")  # the label that matches leads, not the line before it
-    assert quote.count("初始检索") == 1  # two overlapping windows are never both quoted
-
-
-def test_a_tree_line_keeps_its_branch_and_a_diagram_line_loses_its_frame():
-    tree = "项目目录结构\nMetaSearch/\n├── config/           # 配置文件 (YAML)\n│   ├── retrieval/    # 检索策略与重排序\n"
-    assert "│   ├── retrieval/    # 检索策略与重排序" in extractive_answer([tree], "检索策略和重排序的代码放在哪个目录？")
-    box = "┌──────────┐\n│   用户 Query (HTTP) 入口    │\n└──────────┘\n"
-    assert _quote(extractive_answer([box], "用户的 Query 从哪个入口进来？")) == "用户 Query (HTTP) 入口 [1]"
-
-
-def test_a_piece_of_a_list_item_does_not_outrank_its_whole_line():
-    text = "候选生成组合了五类信号：\n• Exact alias：洋芋 -> 马铃薯。\n• Shape confusion：马玲薯 -> 马铃薯。\n"
-    answer = extractive_answer([text], "形近字写错了（比如马玲薯）是怎么纠正的？")
-    assert "• Shape confusion：马玲薯 -> 马铃薯。" in answer
-
-
-def test_a_code_statement_ending_in_a_colon_is_quotable_and_a_lead_in_is_not():
-    assert generation.quotable('if confidence == "low" or score < 0.82:')
-    assert generation.quotable("for item in fuzzy_search(G, query, top_k=30):")
-    assert not generation.quotable("候选生成组合了五类信号：")
-    assert not generation.quotable("Candidates come from five signals:")
-
-
-def test_pieces_without_closing_punctuation_are_joined_with_a_space():
-    assert generation._join(["初始检索 (混合)", "生成子查询"]) == "初始检索 (混合) 生成子查询"
-    assert generation._join(["第一句。", "第二句。"]) == "第一句。第二句。"
-
-
-def test_a_row_ending_in_its_value_and_a_diagram_piece_are_not_labels():
-    assert generation._is_label("深度 RAG 编排器")
-    assert generation._is_label("# 处理 raw 目录中的所有文件")
-    assert not generation._is_label("Top-1 Accuracy 89.58%")
-    assert not generation._is_label("▼ reasonFast回退")
-    assert not generation._is_label("return original, None")
-
-
-def test_a_command_is_quoted_with_the_sentence_that_says_what_it_does():
-    text = ("交互模式:\npython app.py --interactive\n在您的终端中启动一个类似聊天的界面。\n"
-            "单个查询:\npython app.py --query \"问题\"\n")
-    answer = extractive_answer([text], "想在终端里像聊天一样使用，应该怎么启动？")
-    assert "python app.py --interactive 在您的终端中启动一个类似聊天的界面。 [1]" in answer
-
-
-def test_a_flow_broken_after_an_arrow_is_quoted_to_its_end():
-    text = "处理顺序:\n每个来源独立 appendWithCap(header, text, quota)\n→ 超限自动截断 →\n→ 最接近换行或句号处切断\n配额名称\n"
-    answer = extractive_answer([text], "某个来源超出配额被截断时，会在什么位置切？")
-    assert "→ 超限自动截断 → → 最接近换行或句号处切断" in answer
-
-
-def test_joining_spaces_count_in_the_budget_so_nothing_chosen_is_cut():
-    text = ("The admin UI and the REST API are served by one process that listens on one port.\n"
-            "Unless GRAPHMESH_PORT is set, the default port of the GraphMesh service is 8080")
-    assert _quote(extractive_answer([text], "Which port does the service listen on by default?")).endswith("8080 [1]")
-
-
-def test_a_heading_too_long_to_quote_with_its_line_leaves_the_line_whole():
-    text = ("Default port\nUnless the GRAPHMESH_PORT environment variable is set in the deployment manifest or in the "
-            "local dotenv file, the service listens on the default port 8080.")
-    assert _quote(extractive_answer([text], "What is the default port?")).endswith("the default port 8080. [1]")
-
-
-def test_a_key_value_row_is_quoted_alone_not_glued_to_the_next_row():
-    assert _quote(extractive_answer(["管理员账号 admin\n服务端口 8080\n"], "管理员账号是什么？")) == "管理员账号 admin [1]"
-    assert _quote(extractive_answer(["Bob,29,Paris\nCarol,41,Tokyo\n"], "Where does Bob live?")).startswith("Bob,29,Paris [1]")
-
-
-def test_a_lead_in_reaches_its_command_past_a_code_fence():
-    readme = ("## 安装\n\n```bash\npip install graphmesh\n```\n\n安装完成后，运行下面的命令初始化数据库：\n\n"
-              "```bash\ngraphmesh init-db --url postgres://localhost/gm\n```\n")
-    assert "graphmesh init-db --url postgres://localhost/gm" in extractive_answer([readme], "怎么初始化数据库？")
-
-
-def test_a_markdown_bullet_lead_in_is_not_code():
-    assert not generation.quotable("- Configure the service:")
-    assert generation._is_label("- Configure the service:")
-
-
-def test_a_word_wrapped_across_two_lines_is_joined_without_a_space():
-    assert generation._join(["未与劳动者订", "立书面劳动合同的，"]) == "未与劳动者订立书面劳动合同的，"
-    assert generation._join(["深度 RAG", "编排器"]) == "深度 RAG 编排器"
-
-
-def test_of_an_arrow_flow_the_step_that_answers_is_quoted_not_the_whole_flow():
-    flow = ("请求进入网关并完成身份鉴权与限流检查 →\n→ 检索服务并行执行关键词与向量召回 →\n→ 重排序模型对候选片段重新打分排序 →\n"
-            "→ 打包上下文并按配额截断每个来源 →\n→ 生成答案并附引用编号返回客户端")
-    assert _quote(extractive_answer([flow], "答案最后返回给谁？")).startswith("→ 生成答案并附引用编号返回客户端")
