@@ -40,6 +40,12 @@ def _is_code(line: str) -> bool:
     return bool(_CODE.search(line)) and not _CJK_RUN.search(line)
 
 
+def _is_item(line: str) -> bool:
+    """Whether ``line`` is a list item or a table row (``ITEM_PENALTY``)."""
+    text = line.strip()
+    return bool(_LIST_ITEM.match(text) or _TABLE.search(text))
+
+
 def _is_lead_in(line: str) -> bool:
     """Whether ``line`` is a comment or a lead-in ending in a colon (not code)."""
     text = line.strip()
@@ -58,8 +64,8 @@ def _is_label(line: str) -> bool:
         return True
     if text.endswith(("：", ":")):
         return not _is_code(text)
-    return len(text) <= LABEL_MAX_CHARS and not _ENDS_SENTENCE.search(text) and not _LIST_ITEM.match(text) \
-        and not _TABLE.search(text) and not _is_code(text) and not _DIAGRAM.search(text) and not _DIGIT.search(text) \
+    return len(text) <= LABEL_MAX_CHARS and not _ENDS_SENTENCE.search(text) and not _is_item(text) \
+        and not _is_code(text) and not _DIAGRAM.search(text) and not _DIGIT.search(text) \
         and bool(_CJK.search(text) or text[:1].isupper())
 
 
@@ -141,7 +147,7 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     if score and wants_number and _HAS_NUMBER.search(sentence):
         score += NUMBER_BONUS
     if item is None:
-        item = bool(_LIST_ITEM.match(sentence.strip()) or _TABLE.search(sentence.strip()))
+        item = _is_item(sentence)
     if item:
         score *= ITEM_PENALTY
     return score
@@ -222,7 +228,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
              if line and _NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []
     for index, line in enumerate(lines):
-        item = bool(_LIST_ITEM.match(line) or _TABLE.search(line))
+        item = _is_item(line)
         if _is_label(line):
             # past line numbers of a code listing and code fences, up to the first line with words
             at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH))
@@ -231,7 +237,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
             # a heading introduces a longer body; a label and its line quoted together must fit a quote
             if follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
-                out.append(Candidate(f"{line} {follower}", bool(_LIST_ITEM.match(follower) or _TABLE.search(follower)),
+                out.append(Candidate(f"{line} {follower}", _is_item(follower),
                                      index, at, line))
         elif index + 1 < len(lines) and _continues(line, lines[index + 1]) \
                 and len(line) + 1 + len(lines[index + 1]) <= CONTINUATION_MAX_CHARS:
