@@ -10,7 +10,7 @@ from typing import Any
 
 from domains.generic import PACK as GENERIC
 from domains.law_zh import PACK as LAW_ZH
-from domains.pack import AnswerPrompt, CitationRules, DomainPack, RewritePrompts
+from domains.pack import AnswerExample, AnswerPrompt, CitationRules, DomainPack, RewritePrompts
 
 DEFAULT_PACK = GENERIC.name
 #: Every registered pack by name.
@@ -86,4 +86,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

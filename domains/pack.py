@@ -86,6 +86,20 @@ class CitationRules:
 
 
 @dataclass(frozen=True)
+class AnswerExample:
+    """One worked example shown to the LLM before the real question (a
+    few-shot turn): packed sources in the gateway's "[n] label\ntext"
+    form, a question and the answer wanted, each sentence ending with the
+    mark of the source that states it. Taken from the pack's own corpus,
+    never from an evaluation question.
+    """
+
+    context: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class AnswerPrompt:
     """The grounded answer's prompt for a pack's corpora, in Chinese and in
     English (the question's language picks one).
@@ -94,12 +108,16 @@ class AnswerPrompt:
         system_zh / system_en: the system message.
         instruction_zh / instruction_en: the line after the question (small
             local models otherwise answer with a bare "[1]").
+        example_zh / example_en: a worked example sent as an earlier
+            user/assistant turn (None: no example).
     """
 
     system_zh: str
     instruction_zh: str
     system_en: str
     instruction_en: str
+    example_zh: AnswerExample | None = None
+    example_en: AnswerExample | None = None
 
 
 @dataclass(frozen=True)

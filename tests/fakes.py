@@ -227,19 +227,23 @@ class FakeFuser(_Fake):
 
 class FakeLlm:
     """An LLM endpoint: off (``enabled`` False), answering ``answer``, or
-    failing with ``fail_reason``."""
+    failing with ``fail_reason``; ``requests`` keeps (messages, extra) of
+    each call."""
 
     def __init__(self, enabled: bool = False, answer: str = "", fail_reason: str = "") -> None:
         self.enabled = enabled
         self.answer = answer
         self.fail_reason = fail_reason
+        self.requests: list[tuple[list[dict[str, str]], dict | None]] = []
 
-    async def complete(self, messages, max_tokens, timeout=None, purpose="answer"):
+    async def complete(self, messages, max_tokens, timeout=None, purpose="answer", extra=None):
+        self.requests.append((messages, extra))
         if self.fail_reason:
             raise LlmError(self.fail_reason, "fake failure")
         return self.answer
 
-    async def stream(self, messages, max_tokens, timeout=None, purpose="answer"):
+    async def stream(self, messages, max_tokens, timeout=None, purpose="answer", extra=None):
+        self.requests.append((messages, extra))
         if self.fail_reason:
             raise LlmError(self.fail_reason, "fake failure")
         for piece in (self.answer[: len(self.answer) // 2], self.answer[len(self.answer) // 2 :]):

@@ -3,7 +3,23 @@ article of each claim and cites its source; rewrites add legal terms and
 HyDE passages are written in the wording of a statute."""
 from __future__ import annotations
 
-from domains.pack import AnswerPrompt, RewritePrompts
+from domains.pack import AnswerExample, AnswerPrompt, RewritePrompts
+
+#: The worked example: two articles of the Labour Law from the corpus (ids
+#: 5743 and 5741, gold of no dev question), the answering one second so the
+#: model learns to pick its number rather than always write [1].
+_EXAMPLE_ZH = AnswerExample(
+    context=("[1] 中华人民共和国劳动法 第四章 工作时间和休息休假 第三十八条\n用人单位应当保证劳动者每周至少休息一日。\n"
+             "[2] 中华人民共和国劳动法 第四章 工作时间和休息休假 第三十六条\n"
+             "国家实行劳动者每日工作时间不超过八小时、平均每周工作时间不超过四十四小时的工时制度。"),
+    question="公司让员工每天上班十个小时，合法吗？",
+    answer="不合法，依照《中华人民共和国劳动法》第三十六条，劳动者每日工作时间不超过八小时、平均每周工作时间不超过四十四小时[2]。",
+)
+_EXAMPLE_EN = AnswerExample(
+    context=_EXAMPLE_ZH.context,
+    question="Can a company make staff work ten hours a day?",
+    answer="No: under Article 36 of the Labour Law, working time may not exceed eight hours a day and 44 hours a week on average [2].",
+)
 
 # The instruction sits after the question: small local models (Qwen2.5 0.5B)
 # otherwise answer with a bare "[1]". The example is neutral on purpose.
@@ -18,6 +34,8 @@ ANSWER_PROMPT = AnswerPrompt(
                "end each sentence with [n], the number of the source that states it. No JSON, no code blocks."),
     instruction_en=("Answer in one or two complete English sentences, naming the law and article, each ending "
                     "with its source number, e.g.: Under Article 10 of the X Law, the party is liable [2]."),
+    example_zh=_EXAMPLE_ZH,
+    example_en=_EXAMPLE_EN,
 )
 
 REWRITE_PROMPTS = RewritePrompts(

@@ -217,7 +217,8 @@ def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
     """Starts (or reuses) the local llama.cpp server with ``model`` (a name
     from services.llm.models or a .gguf path) on GRAPHMESH_LLM_PORT (50060),
     and points the gateway and expander at it unless their LLM base URL is
-    already set."""
+    already set; the gateway then constrains answers with llama.cpp's
+    citation grammar (GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR, unless set)."""
     from services.llm.server import LocalLlmSettings, start_process
 
     settings = LocalLlmSettings(model=model)
@@ -225,9 +226,18 @@ def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
         print(f"starting local LLM ({model}, xllamacpp) on port {settings.port} ...", flush=True)
         proc = start_process(settings, state_dir() / "logs" / "llm.log", cwd=REPO_ROOT)
         pids["llm"] = proc.pid
-    base_url = f"http://{settings.host}:{settings.port}/v1"
+    point_at_local_llm(env, f"http://{settings.host}:{settings.port}/v1")
+
+
+def point_at_local_llm(env: dict[str, str], base_url: str) -> None:
+    """Points the gateway and expander at the local llama.cpp server at
+    ``base_url`` unless the user set their LLM base URL; a gateway that
+    answers through it gets the citation grammar
+    (GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR) unless the user set that."""
     for service in ("GATEWAY", "EXPANDER"):
         _set_unless_given(env, f"GRAPHMESH_{service}_LLM__BASE_URL", f"GRAPHMESH_{service}_LLM_BASE_URL", base_url)
+    if env.get("GRAPHMESH_GATEWAY_LLM__BASE_URL") == base_url:
+        env.setdefault("GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR", "true")
 
 
 def up(detach: bool, llm: str | None = None) -> int:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -98,10 +98,12 @@ class LlmClient:
             await self._http.aclose()
             self._http = None
 
-    def _body(self, messages: list[dict[str, str]], max_tokens: int, stream: bool) -> dict:
+    def _body(self, messages: list[dict[str, str]], max_tokens: int, stream: bool, extra: Mapping[str, object] | None = None) -> dict:
         body = {"messages": messages, "max_tokens": max_tokens, "temperature": self.config.temperature, "stream": stream}
         if self.config.model:
             body["model"] = self.config.model
+        # server-specific fields (llama.cpp's "grammar") never override the standard ones
+        body.update({k: v for k, v in (extra or {}).items() if k not in body})
         return body
 
     async def _with_retries(self, purpose: str, timeout: float, attempt_fn):
@@ -140,7 +142,8 @@ class LlmClient:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 8.0)
 
-    async def complete(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None, purpose: str = "answer") -> str:
+    async def complete(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None, purpose: str = "answer",
+                       extra: Mapping[str, object] | None = None) -> str:
         """One chat completion; returns the message text.
 
         Args:
@@ -148,11 +151,13 @@ class LlmClient:
             max_tokens: most tokens generated.
             timeout: seconds for the whole call (default: config.timeout).
             purpose: metrics label ("answer", "hyde", "rewrite", "sub_queries").
+            extra: further request fields the server understands (llama.cpp:
+                "grammar", a GBNF grammar); standard fields are not replaced.
         Raises:
             LlmError: disabled, timed out, or failed after retries.
         """
         async def attempt(left: float) -> str:
-            reply = await self._client().post("/chat/completions", json=self._body(messages, max_tokens, False), timeout=left)
+            reply = await self._client().post("/chat/completions", json=self._body(messages, max_tokens, False, extra), timeout=left)
             reply.raise_for_status()
             try:
                 content = reply.json()["choices"][0]["message"].get("content") or ""
@@ -198,10 +203,11 @@ class LlmClient:
 
         return await self._with_retries(purpose, timeout or self.config.timeout, attempt)
 
-    async def stream(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None, purpose: str = "answer") -> AsyncIterator[str]:
+    async def stream(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None, purpose: str = "answer",
+                     extra: Mapping[str, object] | None = None) -> AsyncIterator[str]:
         """Streams the answer as text pieces (server-sent events of the
-        OpenAI API). Connecting is retried like ``complete``; once tokens
-        flow, a failure raises ``LlmError``. Closing or cancelling the
+        OpenAI API); ``extra`` as for ``complete``. Connecting is retried
+        like ``complete``; once tokens flow, a failure raises ``LlmError``. Closing or cancelling the
         iterator closes the HTTP response, which stops generation upstream.
 
         Raises:
@@ -214,7 +220,7 @@ class LlmClient:
 
         async def open_stream(left: float):
             request = self._client().build_request(
-                "POST", "/chat/completions", json=self._body(messages, max_tokens, True), timeout=left
+                "POST", "/chat/completions", json=self._body(messages, max_tokens, True, extra), timeout=left
             )
             response = await self._client().send(request, stream=True)
             if response.status_code >= 400:

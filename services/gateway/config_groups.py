@@ -16,9 +16,16 @@ class GatewayLlmSettings(LlmSettings):
 
     Attributes:
         max_tokens: answer length cap (tokens).
+        citation_grammar: send llama.cpp's ``grammar`` field with each
+            answer request, a GBNF grammar under which every sentence ends
+            with a citation mark of a packed source
+            (services.gateway.answer.citation_grammar). Only for llama.cpp
+            servers: other OpenAI-compatible endpoints reject or ignore the
+            field. ``graphmesh up --llm`` turns it on for its local server.
     """
 
     max_tokens: int = Field(512, ge=1)
+    citation_grammar: bool = False
 
 
 class DeadlineSettings(BaseModel):

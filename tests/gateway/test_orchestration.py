@@ -4,6 +4,8 @@ down or fails. Each test asserts the response, ``degraded`` and the stage
 statuses."""
 from __future__ import annotations
 
+import re
+
 import grpc
 import pytest
 
@@ -27,8 +29,11 @@ def settings(**overrides) -> GatewaySettings:
         overrides))
 
 
-def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None, **overrides):
-    """The gateway's use cases over fakes (healthy unless given)."""
+def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None, llm_settings=None, **overrides):
+    """The gateway's use cases over fakes (healthy unless given);
+    ``llm_settings`` overrides the gateway's llm group."""
+    if llm_settings:
+        overrides["llm"] = llm_settings
     pg = pg or FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
     # Both carry a vector cosine well above the abstention cut (e5onnx scale:
     # law evidence 0.89-0.95, unrelated text 0.75-0.87), so these
@@ -173,6 +178,19 @@ async def test_llm_answer_keeps_valid_citations_only():
     assert answer.mode == gateway_pb2.ANSWER_MODE_LLM
     assert answer.answer == "应当每月支付二倍的工资[1]，另见。" and answer.invalid_citations_removed == 1
     assert [c.number for c in answer.citations] == [1]
+
+
+async def test_the_citation_grammar_goes_with_the_answer_request_only_when_configured():
+    """llm.citation_grammar sends llama.cpp's grammar field, naming one mark
+    per packed source; off, the request carries no extra field."""
+    plain, constrained = FakeLlm(enabled=True, answer="应当支付[1]。"), FakeLlm(enabled=True, answer="应当支付[1]。")
+    await mesh(llm=plain).answerer.answer("工资", 5, None, Deadline(10))
+    answer = await mesh(llm=constrained, llm_settings={"citation_grammar": True}).answerer.answer("工资", 5, None, Deadline(10))
+    assert [extra for _, extra in plain.requests] == [None]
+    (_, extra), = constrained.requests
+    n_sources = len(re.findall(r"^\[\d+\] ", answer.search.context, re.M))
+    assert n_sources == 2 and extra["grammar"].count('"]"') == 1
+    assert f'"{n_sources}"' in extra["grammar"] and f'"{n_sources + 1}"' not in extra["grammar"]
 
 
 async def test_entity_search_without_expander_searches_the_raw_query():

@@ -24,6 +24,7 @@ from services.common import citation_check
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
+from services.gateway.answer.citation_grammar import citation_grammar
 from services.gateway.downstream.interfaces import Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -72,8 +73,9 @@ class Generator:
             try:
                 prompt = domains.answer_prompt(list(retrieval.response.query_info.domain_packs))
                 messages = grounding.build_messages(query, retrieval.response.context, prompt)
+                extra = {"grammar": citation_grammar(len(cited_ids))} if s.llm.citation_grammar else None
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
-                                                   purpose="answer"):
+                                                   purpose="answer", extra=extra):
                     pieces.append(piece)
                     yield gateway_pb2.AnswerStreamResponse(token=piece)
                 cleaned = grounding.clean_answer("".join(pieces), len(cited_ids))

@@ -42,19 +42,27 @@ def build_messages(question: str, context: str, prompt: AnswerPrompt | None = No
     (whose items are numbered [n], each headed by its title and headings),
     with ``prompt`` (the searched collections' domain pack's, else
     GENERAL_PROMPT), in the question's language: Chinese when it has CJK
-    characters, else English. The question is cut to
-    MAX_PROMPT_QUESTION_CHARS characters at a sentence end."""
+    characters, else English. The prompt's worked example, when it has one,
+    comes first as a user turn and the assistant's answer to it. The
+    question is cut to MAX_PROMPT_QUESTION_CHARS characters at a sentence
+    end.
+
+    Returns:
+        [system, (example user, example assistant,) user] messages."""
     prompt = prompt or GENERAL_PROMPT
     question, _ = truncate_at_boundary(question, MAX_PROMPT_QUESTION_CHARS)
-    if _CJK.search(question) or not question.strip():
-        return [
-            {"role": "system", "content": prompt.system_zh},
-            {"role": "user", "content": f"资料：\n{context}\n\n问题：{question}\n{prompt.instruction_zh}"},
-        ]
-    return [
-        {"role": "system", "content": prompt.system_en},
-        {"role": "user", "content": f"Sources:\n{context}\n\nQuestion: {question}\n{prompt.instruction_en}"},
-    ]
+    chinese = bool(_CJK.search(question) or not question.strip())
+    system, example = (prompt.system_zh, prompt.example_zh) if chinese else (prompt.system_en, prompt.example_en)
+
+    def turn(sources: str, asked: str) -> dict[str, str]:
+        if chinese:
+            return {"role": "user", "content": f"资料：\n{sources}\n\n问题：{asked}\n{prompt.instruction_zh}"}
+        return {"role": "user", "content": f"Sources:\n{sources}\n\nQuestion: {asked}\n{prompt.instruction_en}"}
+
+    messages = [{"role": "system", "content": system}]
+    if example is not None:
+        messages += [turn(example.context, example.question), {"role": "assistant", "content": example.answer}]
+    return messages + [turn(context, question)]
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ error (a fake may also hang or raise ``asyncio.TimeoutError``; the guard in
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from graphmesh.expander.v1 import expander_pb2 as ex
@@ -91,14 +91,16 @@ class Llm(Protocol):
     """An OpenAI-compatible chat endpoint (services.common.llm.LlmClient).
 
     ``complete`` and ``stream`` raise services.common.llm.LlmError when the
-    endpoint is disabled, times out or fails after bounded retries.
+    endpoint is disabled, times out or fails after bounded retries; ``extra``
+    holds request fields only some servers understand (llama.cpp's
+    "grammar").
     """
 
     @property
     def enabled(self) -> bool: ...
 
     async def complete(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None,
-                       purpose: str = "answer") -> str: ...
+                       purpose: str = "answer", extra: Mapping[str, object] | None = None) -> str: ...
 
     def stream(self, messages: list[dict[str, str]], max_tokens: int, timeout: float | None = None,
-               purpose: str = "answer") -> AsyncIterator[str]: ...
+               purpose: str = "answer", extra: Mapping[str, object] | None = None) -> AsyncIterator[str]: ...

@@ -51,3 +51,35 @@ def test_the_prompt_is_the_packs_and_general_without_one():
     assert domains.answer_prompt(["generic"]) is None
     english = build_messages("How many days of leave?", "[1] Handbook\nFive days.")
     assert "legal" not in english[0]["content"] and "[n]" in english[0]["content"]
+
+
+def test_a_packs_worked_example_comes_before_the_question_in_its_language():
+    """law_zh shows one corpus example (question, packed sources, a cited
+    answer) as an earlier turn; the real question is the last message."""
+    import domains
+
+    prompt = domains.answer_prompt(["law_zh"])
+    zh = build_messages("年假有几天？", "[1] 劳动法\n年假五天。", prompt)
+    assert [m["role"] for m in zh] == ["system", "user", "assistant", "user"]
+    assert prompt.example_zh.question in zh[1]["content"] and prompt.example_zh.context in zh[1]["content"]
+    assert zh[2]["content"] == prompt.example_zh.answer and "年假有几天？" in zh[3]["content"]
+    en = build_messages("How many days of leave?", "[1] Labour Law\nFive days.", prompt)
+    assert en[2]["content"] == prompt.example_en.answer and en[1]["content"].startswith("Sources:")
+    assert [m["role"] for m in build_messages("年假有几天？", "[1] 手册\n五天。")] == ["system", "user"]
+
+
+def test_the_law_example_cites_every_sentence_and_is_no_evaluation_question():
+    import json
+    import re
+    from pathlib import Path
+
+    import domains
+
+    example = domains.answer_prompt(["law_zh"]).example_zh
+    sentences = [s for s in re.split(r"(?<=[。！？])", example.answer) if s]
+    assert sentences and all(re.search(r"\[\d\]。$", s) for s in sentences)
+    data = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "law-zh"
+    questions = [json.loads(line)["query"] for path in sorted(data.glob("queries-*.jsonl")) for line in path.open()]
+    if not questions:
+        pytest.skip(f"no law dev sets at {data}")
+    assert not any(example.question in q or q in example.question for q in questions)

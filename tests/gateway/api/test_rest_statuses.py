@@ -27,7 +27,7 @@ class BrokenFuser(FakeFuser):
 class StreamThenFail(FakeLlm):
     """An LLM that writes one piece, then breaks with an unexpected error."""
 
-    async def stream(self, messages, max_tokens, timeout=None, purpose="answer"):
+    async def stream(self, messages, max_tokens, timeout=None, purpose="answer", extra=None):
         yield "应当"
         raise RuntimeError("connection torn in the fake")
 

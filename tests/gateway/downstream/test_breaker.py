@@ -202,7 +202,7 @@ class CountingLlm(FakeLlm):
         super().__init__(**kw)
         self.calls = 0
 
-    async def stream(self, messages, max_tokens, timeout=None, purpose="answer"):
+    async def stream(self, messages, max_tokens, timeout=None, purpose="answer", extra=None):
         self.calls += 1
         async for piece in super().stream(messages, max_tokens, timeout, purpose):
             yield piece
