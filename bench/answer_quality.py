@@ -36,7 +36,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
+import domains  # noqa: E402
 from bench.abstention_fit import SETS  # noqa: E402
+from services.common import citation_check  # noqa: E402
 from services.cli import evaluate  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
@@ -87,10 +89,52 @@ def figures(rows: list[evaluate.QueryRow], supports: list[float]) -> dict:
     }
 
 
+def _rule_sentence(sentence: str, rules) -> bool:
+    """Whether ``sentence`` states a legal rule by naming a law or article
+    (the law pack's citation rules)."""
+    return bool(rules.source_names.search(sentence) or rules.named_groups(sentence))
+
+
+def citing(rows: list[evaluate.QueryRow]) -> dict:
+    """How the answers cite (issue 29's targets): over the LLM's own streamed
+    text (``--stream``), the share of sentences with a mark and of the
+    sentences naming a law or article with one, and the answers naming a
+    law or article no packed source holds; over the final answers, the same
+    after verification, and the share of answered questions whose citations
+    include a gold article; the time to first token (seconds)."""
+    rules = domains.citation_rules(["law_zh"])
+    raw = [r for r in rows if not r.error and r.raw_answer]
+    final = [r for r in rows if not r.error and r.answer_mode != "abstained" and r.answer]
+
+    def coverage(texts: list[str]) -> dict:
+        sentences = [(s, marks) for text in texts for s, marks in citation_check.marked_sentences(text)]
+        stating = [(s, marks) for s, marks in sentences if _rule_sentence(s, rules)]
+        return {"sentences": len(sentences), "marked": round(sum(bool(m) for _, m in sentences) / len(sentences), 4) if sentences else None,
+                "rule_sentences": len(stating),
+                "rule_marked": round(sum(bool(m) for _, m in stating) / len(stating), 4) if stating else None}
+
+    def unheld(r: evaluate.QueryRow, text: str) -> list[str]:
+        sources = [f"{label}\n{text}" for label, text in zip(r.context_labels, r.contexts)]
+        return citation_check.unheld_references(text, sources, rules) if sources else []
+
+    first = sorted(r.first_token_ms / 1000 for r in raw if r.first_token_ms is not None)
+    llm_final = [r for r in final if r.answer_mode == "llm"]
+    return {
+        "llm_raw": {"answers": len(raw), **coverage([r.raw_answer for r in raw]),
+                    "answers_naming_unheld": sum(bool(unheld(r, r.raw_answer)) for r in raw)},
+        "llm_final": {"answers": len(llm_final), **coverage([r.answer for r in llm_final])},
+        "final_answers_naming_unheld": sum(bool(unheld(r, r.answer)) for r in final),
+        "gold_cited": round(sum(bool(set(r.gold) & set(r.cited_ids)) for r in final) / len(final), 4) if final else None,
+        "gold_cited_of_all": round(sum(bool(set(r.gold) & set(r.cited_ids)) for r in final) / len(rows), 4) if rows else None,
+        "first_token_s": {"p50": round(first[len(first) // 2], 2), "p95": round(first[min(len(first) - 1, int(0.95 * len(first)))], 2)}
+        if first else {},
+    }
+
+
 async def run_set(rows: list[dict], args) -> list[evaluate.QueryRow]:
     """Answers ``rows`` and judges them."""
     return await evaluate.run_queries(args.gateway, rows, args.top_k, args.concurrency, args.timeout, answers=True,
-                                      judge_address=args.judge)
+                                      judge_address=args.judge, stream=args.stream)
 
 
 def combine(paths: list[Path]) -> dict[str, dict[str, dict]]:
@@ -154,6 +198,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--gateway", default=addresses.gateway_addr)
     parser.add_argument("--judge", default=addresses.judge_addr)
+    parser.add_argument("--stream", action="store_true",
+                        help="answer through AnswerStream: keep the LLM's own text and the time to first token")
     args = parser.parse_args()
     out = REPO / "bench" / "results" / f"answer_quality-{args.label}-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -163,11 +209,16 @@ def main() -> None:
         started = time.perf_counter()
         done = asyncio.run(run_set(rows, args))
         supports = [v for r in done for v in r.supports]
-        record["sets"][name] = {**figures(done, supports), "wall_s": round(time.perf_counter() - started, 1)}
+        record["sets"][name] = {**figures(done, supports), "citing": citing(done),
+                                "wall_s": round(time.perf_counter() - started, 1)}
         record["rows"][name] = [{"id": r.id, "mode": r.answer_mode, "answerability": r.answerability, "citations": r.citations,
                                  "reference": r.reference, "latency_ms": round(r.latency_ms), "error": r.error,
                                  "correctness": r.judge.get("correctness"), "query": r.query, "answer": r.answer,
-                                 "checks": r.checks} for r in done]
+                                 "checks": r.checks, "judge_parts": r.judge_parts, "judge_ms": r.judge_ms,
+                                 "contexts": r.contexts, "reference_answer": evaluate.reference_of(row),
+                                 "context_labels": r.context_labels, "cited_ids": r.cited_ids, "gold": r.gold,
+                                 "raw_answer": r.raw_answer, "first_token_ms": r.first_token_ms}
+                                for r, row in zip(done, rows)]
         print(name, json.dumps(record["sets"][name], ensure_ascii=False), flush=True)
         out.write_text(json.dumps(record, ensure_ascii=False, indent=1))
     print(f"saved to {out}")

@@ -52,7 +52,12 @@ _HEADER = re.compile(r"^\[(\d+)\] (.*)$")
 @dataclass
 class QueryRow:
     """Per-query outcome (latency in milliseconds; first_gold_rank 1-based,
-    None when no gold is in the results)."""
+    None when no gold is in the results). ``judge_parts``: for each metric
+    an LLM judged, {"rule": rule score or None, "llm": median, "rounds":
+    [score per round]}; ``judge_ms``: the Judge call's wall time;
+    ``contexts`` / ``context_labels``: the packed sources the judge was
+    given (text, and title with headings); ``raw_answer`` /
+    ``first_token_ms``: see run_queries(stream=True)."""
 
     id: str
     query: str
@@ -77,6 +82,13 @@ class QueryRow:
     answer: str = ""
     checks: list[dict] = field(default_factory=list)
     answer_quotes_gold: bool | None = None
+    judge_parts: dict[str, dict] = field(default_factory=dict)
+    judge_ms: float | None = None
+    contexts: list[str] = field(default_factory=list)
+    context_labels: list[str] = field(default_factory=list)
+    raw_answer: str = ""
+    first_token_ms: float | None = None
+    cited_ids: list[str] = field(default_factory=list)
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
@@ -225,13 +237,16 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                       answers: bool = False, judge_address: str = "",
                       disabled_stages: tuple[str, ...] = (), entities: bool = False,
                       enabled_stages: tuple[str, ...] = (), collections: tuple[str, ...] = (),
-                      filters: tuple = ()) -> list[QueryRow]:
+                      filters: tuple = (), stream: bool = False) -> list[QueryRow]:
     """Calls Search (Answer and then Judge with ``answers``; SearchEntities
     with ``entities``, ranking entity names) for every query, ``concurrency``
     at a time, with ``disabled_stages`` switched off and ``enabled_stages``
     on (Search only), in ``collections`` (the gateway's default when empty)
     and with the metadata ``filters`` (MetadataFilter messages; not for
-    entities). An RPC error is recorded in the row."""
+    entities). With ``stream`` answers come through AnswerStream: the row
+    keeps the LLM's text as it streamed (``raw_answer``, before cleaning
+    and citation checks) and the time to its first token
+    (``first_token_ms``). An RPC error is recorded in the row."""
     ch = channel(address)
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     judge_ch = channel(judge_address) if answers else None
@@ -248,6 +263,21 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                     reply = await stub.SearchEntities(
                         gateway_pb2.SearchEntitiesRequest(query=row["query"], top_k=min(top_k, 100), collections=collections),
                         timeout=timeout)
+                elif answers and stream:
+                    reply, pieces = None, []
+                    async for event in stub.AnswerStream(gateway_pb2.AnswerStreamRequest(
+                            query=row["query"], top_k=top_k, collections=collections, filters=filters), timeout=timeout):
+                        if event.HasField("token"):
+                            if not pieces:
+                                base.first_token_ms = round((time.perf_counter() - started) * 1000, 1)
+                            pieces.append(event.token)
+                        elif event.HasField("done"):
+                            reply = event.done
+                    if reply is None:
+                        base.error = "AnswerStream ended without its done event"
+                        return base
+                    base.raw_answer = "".join(pieces)
+                    search = reply.search
                 elif answers:
                     reply = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=top_k, collections=collections,
                                                                         filters=filters), timeout=timeout)
@@ -284,6 +314,7 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.answer_mode = gateway_pb2.AnswerMode.Name(reply.mode).removeprefix("ANSWER_MODE_").lower()
                 base.answerability = round(reply.answerability, 4)
                 base.citations = citation_summary(reply)
+                base.cited_ids = [c.document_id for c in reply.citations]
                 base.unsupported = reply.unsupported_count
                 base.supports = [round(c.support, 3) for c in reply.citation_checks]
                 base.answer = reply.answer
@@ -298,13 +329,21 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                                       for k, v in text_rules.reference_parts(
                                           reply.answer, reference_of(row), labels,
                                           domains.citation_rules(list(reply.search.query_info.domain_packs))).items()}
+                judge_started = time.perf_counter()
+                request = _judge_request(row, reply, gold, ranked, 10)
+                base.contexts, base.context_labels = list(request.contexts), list(request.context_labels)
                 try:
-                    judged = await judge.Judge(_judge_request(row, reply, gold, ranked, 10), timeout=timeout)
+                    judged = await judge.Judge(request, timeout=timeout)
                 except grpc.aio.AioRpcError as err:
                     base.error = f"judge {err.code().name}: {err.details()}"
                     return base
+                base.judge_ms = round((time.perf_counter() - judge_started) * 1000, 1)
                 base.judge = {m.name: (None if m.method == judge_pb2.SCORE_METHOD_NOT_COMPUTED else round(m.value, 4))
                               for m in [*judged.metrics, judged.overall]}
+                base.judge_parts = {m.name: {"rule": round(m.rule_value, 4) if m.HasField("rule_value") else None,
+                                             "llm": round(m.llm_value, 4) if m.HasField("llm_value") else None,
+                                             "rounds": [round(v, 4) for v in m.llm_rounds]}
+                                    for m in judged.metrics if m.llm_rounds}
         return base
 
     try:

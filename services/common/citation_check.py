@@ -303,6 +303,15 @@ def relevance(sentence: str, source: str, question: str) -> float:
     return found / sum(len(w) for w in words)
 
 
+def unheld_references(answer: str, sources: Sequence[str], rules: CitationRules) -> list[str]:
+    """The groups and units (law_zh: law names and articles) ``answer``
+    names that none of ``sources`` holds, one per sentence that names one,
+    in answer order ("日本刑法", "刑法第266条"); [] when every one is held."""
+    held = _HeldReferences(sources, rules)
+    found = (held.first_unheld(CITATION.sub("", sentence)) for sentence, _ in marked_sentences(answer))
+    return [name for name in found if name]
+
+
 class _HeldReferences:
     """The groups and units (law_zh: laws and articles) the sources name,
     read with a pack's citation rules; answers may name only these."""

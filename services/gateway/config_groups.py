@@ -22,10 +22,14 @@ class GatewayLlmSettings(LlmSettings):
             (services.gateway.answer.citation_grammar). Only for llama.cpp
             servers: other OpenAI-compatible endpoints reject or ignore the
             field. ``graphmesh up --llm`` turns it on for its local server.
+        worked_example: show the domain pack's worked example
+            (AnswerPrompt.example_zh/en) as an earlier turn; off saves its
+            prompt tokens (about 150) on a slow local model.
     """
 
     max_tokens: int = Field(512, ge=1)
     citation_grammar: bool = False
+    worked_example: bool = True
 
 
 class DeadlineSettings(BaseModel):

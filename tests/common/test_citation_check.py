@@ -1,8 +1,9 @@
-import pytest
 """The citation verifier (services.common.citation_check) and the number
 reader it relies on: supported marks stay, a sentence citing the wrong
 source is re-attributed, a number absent from the cited source is flagged."""
-from services.common.citation_check import REATTRIBUTED, SUPPORTED, UNSUPPORTED, support, verify
+import pytest
+
+from services.common.citation_check import REATTRIBUTED, SUPPORTED, UNSUPPORTED, support, unheld_references, verify
 from services.common.numbers import chinese_to_int, number_values
 
 pytestmark = pytest.mark.unit
@@ -107,6 +108,16 @@ def test_under_law_rules_a_law_or_article_no_source_holds_is_removed():
     assert any("日本刑法" in r for r in reasons) and any("刑法第300条" in r for r in reasons)
     # the general rule (no pack rules) leaves naming to the support check alone
     assert "日本刑法" in verify(answer, LAW_SOURCES, "盗窃罪怎么处罚？").text
+
+
+def test_unheld_references_lists_each_law_or_article_no_source_holds():
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照《日本刑法》第二百三十五条，盗窃罪处十年以下惩役。依照刑法第二百六十四条，盗窃数额较大的，处三年以下有期徒刑[1]。"
+              "依照刑法第三百条，诈骗数额较大的处三年以下有期徒刑[2]。")
+    assert unheld_references(answer, LAW_SOURCES, law) == ["日本刑法", "刑法第300条"]
+    assert unheld_references("依照刑法第二百六十四条，盗窃数额较大的，处三年以下有期徒刑[1]。", LAW_SOURCES, law) == []
 
 
 def test_under_law_rules_an_unmarked_rule_gets_its_source_or_goes():

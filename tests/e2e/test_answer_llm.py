@@ -327,3 +327,25 @@ async def test_deep_search_without_llm_iterates_on_keyword_sub_queries(plain_stu
     assert reply.stop_reason == "max iterations 2"
     assert reply.answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "5689" in [c.document_id for c in reply.answer.citations] + [
         c.document_id for c in reply.answer.search.results]
+
+
+async def test_streamed_evaluation_keeps_the_models_own_text_under_the_citation_grammar(mesh, local_llm, llm_expander, ingested):
+    """graphmesh eval's streamed answers (run_queries stream=True) keep what
+    the model wrote, before checks, and its first-token time; with the
+    gateway's citation grammar on, every sentence the model wrote carries a
+    mark of a packed source."""
+    from services.cli.evaluate import run_queries
+    from services.common.citation_check import marked_sentences
+
+    server, service, address = await start_gateway(mesh, local_llm, llm_expander, llm={"citation_grammar": True})
+    try:
+        row, = await run_queries(address, [{"id": "q", "query": TWO_X_WAGES, "gold": []}], 3, 1, 300.0,
+                                 answers=True, judge_address=mesh.addresses["judge"], stream=True)
+    finally:
+        await server.stop(0)
+        await service.on_stop()
+    assert not row.error and row.answer_mode in ("llm", "extractive"), row
+    assert row.raw_answer and 0 < row.first_token_ms <= row.latency_ms
+    sentences = marked_sentences(row.raw_answer)
+    n_sources = len(row.contexts)
+    assert sentences and all(marks and all(1 <= n <= n_sources for n in marks) for _, marks in sentences), row.raw_answer

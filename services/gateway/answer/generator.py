@@ -72,7 +72,8 @@ class Generator:
             pieces: list[str] = []
             try:
                 prompt = domains.answer_prompt(list(retrieval.response.query_info.domain_packs))
-                messages = grounding.build_messages(query, retrieval.response.context, prompt)
+                messages = grounding.build_messages(query, retrieval.response.context, prompt,
+                                                    worked_example=s.llm.worked_example)
                 extra = {"grammar": citation_grammar(len(cited_ids))} if s.llm.citation_grammar else None
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer", extra=extra):

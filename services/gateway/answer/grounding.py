@@ -37,13 +37,15 @@ _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 MAX_PROMPT_QUESTION_CHARS = 1500
 
 
-def build_messages(question: str, context: str, prompt: AnswerPrompt | None = None) -> list[dict[str, str]]:
+def build_messages(question: str, context: str, prompt: AnswerPrompt | None = None,
+                   worked_example: bool = True) -> list[dict[str, str]]:
     """Chat messages for a grounded answer over the packed ``context``
     (whose items are numbered [n], each headed by its title and headings),
     with ``prompt`` (the searched collections' domain pack's, else
     GENERAL_PROMPT), in the question's language: Chinese when it has CJK
-    characters, else English. The prompt's worked example, when it has one,
-    comes first as a user turn and the assistant's answer to it. The
+    characters, else English. The prompt's worked example, when it has one
+    and ``worked_example`` is on, comes first as a user turn and the
+    assistant's answer to it. The
     question is cut to MAX_PROMPT_QUESTION_CHARS characters at a sentence
     end.
 
@@ -60,7 +62,7 @@ def build_messages(question: str, context: str, prompt: AnswerPrompt | None = No
         return {"role": "user", "content": f"Sources:\n{sources}\n\nQuestion: {asked}\n{prompt.instruction_en}"}
 
     messages = [{"role": "system", "content": system}]
-    if example is not None:
+    if example is not None and worked_example:
         messages += [turn(example.context, example.question), {"role": "assistant", "content": example.answer}]
     return messages + [turn(context, question)]
 

@@ -66,6 +66,8 @@ def test_a_packs_worked_example_comes_before_the_question_in_its_language():
     en = build_messages("How many days of leave?", "[1] Labour Law\nFive days.", prompt)
     assert en[2]["content"] == prompt.example_en.answer and en[1]["content"].startswith("Sources:")
     assert [m["role"] for m in build_messages("年假有几天？", "[1] 手册\n五天。")] == ["system", "user"]
+    assert [m["role"] for m in build_messages("年假有几天？", "[1] 劳动法\n年假五天。", prompt, worked_example=False)] == \
+        ["system", "user"]
 
 
 def test_the_law_example_cites_every_sentence_and_is_no_evaluation_question():
