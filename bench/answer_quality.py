@@ -124,6 +124,9 @@ def citing(rows: list[evaluate.QueryRow]) -> dict:
                     "answers_naming_unheld": sum(bool(unheld(r, r.raw_answer)) for r in raw)},
         "llm_final": {"answers": len(llm_final), **coverage([r.answer for r in llm_final])},
         "final_answers_naming_unheld": sum(bool(unheld(r, r.answer)) for r in final),
+        "off_topic": {"answers": sum(any(c.get("off_topic") for c in r.checks) for r in llm_final),
+                      "kept_sentences": sum(c["final"] > 0 for r in llm_final for c in r.checks),
+                      "flagged": sum(bool(c.get("off_topic")) for r in llm_final for c in r.checks)},
         "gold_cited": round(sum(bool(set(r.gold) & set(r.cited_ids)) for r in final) / len(final), 4) if final else None,
         "gold_cited_of_all": round(sum(bool(set(r.gold) & set(r.cited_ids)) for r in final) / len(rows), 4) if rows else None,
         "first_token_s": {"p50": round(first[len(first) // 2], 2), "p95": round(first[min(len(first) - 1, int(0.95 * len(first)))], 2)}

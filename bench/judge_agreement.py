@@ -2,23 +2,27 @@
 both parts scored, how far the LLM judge's three-round median agrees with
 the rule score on the same answers, and what each costs.
 
-Reads saved answer-quality runs made against a judge that has an LLM
-(``GRAPHMESH_JUDGE_LLM__BASE_URL`` pointing at ``graphmesh up --llm``'s
-server), e.g.
+Judges the answers of a saved answer-quality run again with a judge that
+has an LLM (a judge service started with ``GRAPHMESH_JUDGE_LLM__BASE_URL``
+pointing at ``graphmesh up --llm``'s server), one answer at a time, and
+reports; or reports on runs already judged that way:
 
-    python bench/answer_quality.py --label qwen1.5b-after --sets scenario --sample 40 --judge 127.0.0.1:50067
-    python bench/judge_agreement.py bench/results/answer_quality-qwen1.5b-after-*.json
+    GRAPHMESH_JUDGE_PORT=50067 GRAPHMESH_JUDGE_LLM__BASE_URL=http://127.0.0.1:50060/v1 python -m services.judge &
+    python bench/judge_agreement.py judge bench/results/answer_quality-qwen1.5b-after-<time>.json --judge 127.0.0.1:50067
+    python bench/judge_agreement.py report bench/results/judged-*.json
 
 Per metric over the answered questions: n, mean rule and LLM score,
 Spearman and Pearson correlation, mean absolute difference, agreement of
 the two at 0.5 (both pass or both fail), and the LLM rounds' spread (mean
 max - min of the three rounds). Cost: the Judge call's wall time with the
-LLM (p50/p95 seconds, from the saved rows) against the rule-only judgement
-of the same inputs, timed here in-process (services.judge.scoring.judge
-with no LLM rounds).
+LLM (p50/p95 seconds) against the rule-only judgement of the same inputs,
+timed here in-process (services.judge.scoring.judge with no LLM rounds) and
+as the answer run's call to the stack's rule-only judge.
 """
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import statistics
 import sys
@@ -76,6 +80,7 @@ def agreement(pairs: list[tuple[float, float]], rounds: list[list[float]]) -> di
 def rule_seconds(row: dict) -> float:
     """Wall seconds of the rule-only judgement of ``row`` in this process."""
     inputs = scoring.JudgeInputs(question=row["query"], answer=row["answer"], contexts=row["contexts"],
+                                 context_labels=row.get("context_labels") or [], gold_ids=row.get("gold") or [],
                                  reference_answer=row.get("reference_answer") or "",
                                  citation_rules=domains.citation_rules(["law_zh"]))
     started = time.perf_counter()
@@ -110,20 +115,70 @@ def report(paths: list[Path]) -> dict:
                                           "rule": "none (LLM only)"}
             llm_s = [r["judge_ms"] / 1000 for r in answered if r.get("judge_ms")]
             rule_s = [rule_seconds(r) for r in answered if r.get("contexts")]
+            rule_service_s = [r["judge_ms_rule_service"] / 1000 for r in answered if r.get("judge_ms_rule_service")]
             out[f"{run['label']}/{name}"] = {
                 "answers_judged": len(answered), "metrics": per_metric,
                 "seconds": {"llm_judge_p50": round(percentile(llm_s, 0.5), 2) if llm_s else None,
                             "llm_judge_p95": round(percentile(llm_s, 0.95), 2) if llm_s else None,
                             "rule_only_p50": round(percentile(rule_s, 0.5), 4) if rule_s else None,
-                            "rule_only_p95": round(percentile(rule_s, 0.95), 4) if rule_s else None},
+                            "rule_only_p95": round(percentile(rule_s, 0.95), 4) if rule_s else None,
+                            "rule_only_service_call_p50": round(percentile(rule_service_s, 0.5), 3) if rule_service_s else None},
             }
     return out
 
 
+async def judge_run(path: Path, address: str, timeout: float) -> Path:
+    """Judges every answered row of the run at ``path`` through the judge at
+    ``address``, one at a time, keeping each metric's rule and LLM parts
+    and the call's seconds; saves bench/results/judged-<run name> after
+    each set and returns its path."""
+    from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
+    from services.common.clients import channel
+
+    run = json.loads(path.read_text())
+    out = path.with_name("judged-" + path.name)
+    ch = channel(address)
+    stub = judge_pb2_grpc.JudgeServiceStub(ch)
+    try:
+        for name, rows in run["rows"].items():
+            for row in rows:
+                if row["error"] or row["mode"] == "abstained" or not row.get("contexts"):
+                    continue
+                request = judge_pb2.JudgeRequest(
+                    question=row["query"], answer=row["answer"], contexts=row["contexts"],
+                    context_labels=row.get("context_labels") or [], gold_ids=row.get("gold") or [], k=10,
+                    reference_answer=row.get("reference_answer") or "", domain_packs=["law_zh"])
+                row.setdefault("judge_ms_rule_service", row.get("judge_ms"))
+                started = time.perf_counter()
+                judged = await stub.Judge(request, timeout=timeout)
+                row["judge_ms"] = round((time.perf_counter() - started) * 1000, 1)
+                row["judge_parts"] = {m.name: {"rule": round(m.rule_value, 4) if m.HasField("rule_value") else None,
+                                               "llm": round(m.llm_value, 4) if m.HasField("llm_value") else None,
+                                               "rounds": [round(v, 4) for v in m.llm_rounds]}
+                                      for m in judged.metrics if m.llm_rounds}
+                print(name, row["id"], f"{row['judge_ms'] / 1000:.1f} s",
+                      {m: p["llm"] for m, p in row["judge_parts"].items() if m in FIRST}, flush=True)
+                out.write_text(json.dumps(run, ensure_ascii=False, indent=1))
+    finally:
+        await ch.close()
+    return out
+
+
 def main() -> None:
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    print(json.dumps(report([Path(p) for p in sys.argv[1:]]), ensure_ascii=False, indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    judge = commands.add_parser("judge", help="judge a saved run's answers again with an LLM judge")
+    judge.add_argument("run", type=Path)
+    judge.add_argument("--judge", required=True, help="address of a judge service that has an LLM")
+    judge.add_argument("--timeout", type=float, default=900.0)
+    show = commands.add_parser("report", help="agreement and cost over judged runs")
+    show.add_argument("runs", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.command == "judge":
+        out = asyncio.run(judge_run(args.run, args.judge, args.timeout))
+        print(f"saved to {out}")
+        args.runs = [out]
+    print(json.dumps(report(args.runs), ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":

@@ -321,7 +321,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 if passages:
                     base.answer_quotes_gold = any(_squeeze(g) in _squeeze(reply.answer) for g in passages)
                 base.checks = [{"sentence": c.sentence, "cited": c.cited, "final": c.final,
-                                "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower()}
+                                "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower(),
+                                "off_topic": c.off_topic}
                                for c in reply.citation_checks]
                 if reference_of(row) and reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED:
                     labels = [c.label for c in reply.citations]
