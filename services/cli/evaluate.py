@@ -216,11 +216,16 @@ def citation_summary(reply: gateway_pb2.AnswerResponse) -> dict[str, int]:
     "removed", "kept" (marks after verification), and by the independent
     bigram rule (BIGRAM_SUPPORT of the sentence's bigrams in the source):
     "bigram_before" (original marks whose source passes) and "bigram_after"
-    (final marks whose source passes)."""
+    (final marks whose source passes); "added" counts unmarked sentences
+    the check gave a mark (those it removed are not marks of either kind)."""
     blocks = split_context(reply.search.context)
     sources = [f"{label}\n{text}" for label, text in blocks]
-    out = dict.fromkeys(("marks", "supported", "reattributed", "removed", "kept", "bigram_before", "bigram_after"), 0)
+    out = dict.fromkeys(("marks", "supported", "reattributed", "removed", "kept", "bigram_before", "bigram_after",
+                         "added"), 0)
     for check in reply.citation_checks:
+        if not check.cited:  # a sentence the answer left unmarked: the check added a mark or removed it
+            out["added"] += bool(check.final)
+            continue
         out["marks"] += 1
         outcome = gateway_pb2.CitationOutcome.Name(check.outcome).removeprefix("CITATION_OUTCOME_").lower()
         out[{"supported": "supported", "reattributed": "reattributed"}.get(outcome, "removed")] += 1

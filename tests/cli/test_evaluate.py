@@ -119,9 +119,14 @@ def test_citation_summary_counts_checks_before_and_after_and_the_bigram_rule():
                               outcome=gateway_pb2.CITATION_OUTCOME_SUPPORTED, support=1.0)
     reply.citation_checks.add(sentence="专利权可以无限续展。", cited=2, final=0,
                               outcome=gateway_pb2.CITATION_OUTCOME_UNSUPPORTED, support=0.2)
+    # unmarked rule sentences: one given a mark by the check, one removed; neither is a mark of the model's
+    reply.citation_checks.add(sentence="发明专利权的期限为二十年。", cited=0, final=2,
+                              outcome=gateway_pb2.CITATION_OUTCOME_REATTRIBUTED, support=1.0)
+    reply.citation_checks.add(sentence="依照专利法第九十九条处罚。", cited=0, final=0,
+                              outcome=gateway_pb2.CITATION_OUTCOME_UNSUPPORTED, support=0.0)
     counts = evaluate.citation_summary(reply)
     assert counts == {"marks": 3, "supported": 1, "reattributed": 1, "removed": 1, "kept": 2,
-                      "bigram_before": 1, "bigram_after": 2}
+                      "bigram_before": 1, "bigram_after": 2, "added": 1}
 
 
 def test_answer_summary_rates_and_precision():

@@ -130,7 +130,7 @@ class Generator:
             citation_checks=[gateway_pb2.CitationCheck(sentence=c.sentence, cited=c.cited, final=c.final,
                                                        outcome=_OUTCOME[c.outcome], support=c.support,
                                                        relevance=c.relevance, off_topic=c.off_topic)
-                             for c in checks if c.cited],
+                             for c in checks],
             off_topic_count=sum(c.off_topic for c in checks),
         ))
 

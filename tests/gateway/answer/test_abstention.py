@@ -168,3 +168,16 @@ async def test_an_llm_answer_naming_a_law_no_source_holds_falls_back_to_the_extr
     assert any("日本刑法" in s.reason for s in reply.unsupported_sentences)
     generate = {t.stage: t for t in reply.search.timings}["generate"]
     assert "unsupported by the sources" in generate.detail
+
+
+async def test_every_citation_check_is_reported_including_a_mark_the_check_added():
+    """A rule sentence the LLM left unmarked, which a source supports, gets
+    that source's mark; the reply's citation_checks list it (cited 0) beside
+    the model's own marks."""
+    llm = FakeLlm(enabled=True, answer="国家实行全口径预算管理[1]。依照《测试法》第一条，预算收入和预算支出以人民币元为计算单位。")
+    gateway = mesh([0.95, 0.94], llm=llm, abstention={"enabled": False})
+    reply = await gateway.answerer.answer("预算以什么为计算单位？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_LLM
+    checks = [(c.cited, c.final, c.outcome) for c in reply.citation_checks]
+    assert checks == [(1, 1, gateway_pb2.CITATION_OUTCOME_SUPPORTED), (0, 2, gateway_pb2.CITATION_OUTCOME_REATTRIBUTED)]
+    assert reply.answer.endswith("计算单位[2]。")

@@ -952,7 +952,10 @@ class AnswerResponse(_message.Message):
 
     @_builtins.property
     def citation_checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___CitationCheck]:
-        """Outcome of every citation check, in answer order."""
+        """Outcome of every citation check, in answer order: one per (sentence,
+        [n] mark) and one per sentence without a mark that the pack's citation
+        rules checked ("cited" 0: a mark was added, or the sentence removed).
+        """
 
     def __init__(
         self,
