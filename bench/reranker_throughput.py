@@ -5,6 +5,12 @@ batch size (max_batch_pairs) and the number of concurrent Rerank calls.
     python bench/reranker_throughput.py --model DIR [--corpus FILE.jsonl[.gz]]
         [--batch-pairs 1,8,32,64] [--concurrency 1,4,8] [--passages 20]
         [--requests 16] [--max-length 256] [--max-wait-ms 5] [--device auto]
+        [--runtimes torch,onnx]
+
+``--runtimes`` names what runs the model: "torch" (sentence-transformers)
+and/or "onnx" (ONNX Runtime over DIR/onnx/, `graphmesh reranker
+export-onnx DIR`); with both, each cell runs both in turn, so the two are
+compared under the same load on the machine.
 
 Each cell starts a fresh service with that batch size (token budget =
 batch size x max_length), warms it with one call, then sends ``requests``
@@ -34,6 +40,7 @@ from graphmesh.reranker.v1 import reranker_pb2, reranker_pb2_grpc  # noqa: E402
 from services.common.server import create_server  # noqa: E402
 from services.reranker.config import RerankerSettings  # noqa: E402
 from services.reranker.cross_encoder import CrossEncoderScorer  # noqa: E402
+from services.reranker.onnx_cross_encoder import OnnxCrossEncoderScorer  # noqa: E402
 from services.reranker.server import build  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +63,7 @@ def sample(name: str) -> float:
     return REGISTRY.get_sample_value(name) or 0.0
 
 
-async def cell(scorer: CrossEncoderScorer, batch_pairs: int, concurrency: int, requests: int, passages: list[str],
+async def cell(scorer, batch_pairs: int, concurrency: int, requests: int, passages: list[str],
                queries: list[str], per_request: int, max_length: int, max_wait_ms: float) -> dict:
     settings = RerankerSettings(port=0, max_batch_pairs=batch_pairs, max_batch_tokens=batch_pairs * max_length,
                                 max_length=max_length, max_wait_ms=max_wait_ms, queue_size=max(4096, requests * per_request))
@@ -100,16 +107,23 @@ async def cell(scorer: CrossEncoderScorer, batch_pairs: int, concurrency: int, r
 async def main_async(args: argparse.Namespace) -> dict:
     passages = load_passages(Path(args.corpus), 400)
     queries = [p.split("\n", 1)[1][:60] for p in load_passages(Path(args.corpus), 50, seed=11)]
-    scorer = CrossEncoderScorer(args.model, args.device, args.max_length, forward_batch=args.forward_batch)
-    await asyncio.to_thread(scorer.load)
+    scorers = {}
+    for runtime in args.runtimes.split(","):
+        if runtime == "onnx":
+            scorers[runtime] = OnnxCrossEncoderScorer(args.model, args.max_length, forward_batch=args.forward_batch)
+        else:
+            scorers[runtime] = CrossEncoderScorer(args.model, args.device, args.max_length, forward_batch=args.forward_batch)
+        await asyncio.to_thread(scorers[runtime].load)
     rows = []
     for b in [int(x) for x in args.batch_pairs.split(",")]:
         for c in [int(x) for x in args.concurrency.split(",")]:
-            row = await cell(scorer, b, c, args.requests, passages, queries, args.passages, args.max_length, args.max_wait_ms)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-    return {"model": args.model, "device": scorer.device, "forward_batch": args.forward_batch, "max_length": args.max_length, "passages_per_request": args.passages,
-            "max_wait_ms": args.max_wait_ms, "rows": rows}
+            for runtime, scorer in scorers.items():
+                row = {"runtime": runtime, **await cell(scorer, b, c, args.requests, passages, queries, args.passages,
+                                                        args.max_length, args.max_wait_ms)}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    return {"model": args.model, "devices": {r: s.device for r, s in scorers.items()}, "forward_batch": args.forward_batch,
+            "max_length": args.max_length, "passages_per_request": args.passages, "max_wait_ms": args.max_wait_ms, "rows": rows}
 
 
 def main() -> None:
@@ -123,6 +137,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--max-wait-ms", type=float, default=5.0)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--runtimes", default="torch", help="comma-separated: torch, onnx")
     ap.add_argument("--forward-batch", type=int, default=0, help="pairs per forward pass (0 = auto)")
     args = ap.parse_args()
     save("reranker_throughput", asyncio.run(main_async(args)))

@@ -3,6 +3,7 @@
   graphmesh up [--detach] [--llm [MODEL]] | down | status
   graphmesh models fetch qwen0.5b|qwen1.5b|m3e-small
   graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
+  graphmesh reranker export-onnx DIR       (the cross-encoder for ONNX Runtime: served without torch)
   graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C] [--pack law_zh]
   graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)

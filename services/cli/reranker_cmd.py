@@ -1,4 +1,6 @@
-"""``graphmesh reranker train``: argument parsing for services.cli.reranker_training."""
+"""``graphmesh reranker train`` (argument parsing for
+services.cli.reranker_training) and ``graphmesh reranker export-onnx``
+(services.reranker.onnx_export)."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +11,14 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     """Adds the ``reranker`` command to the graphmesh subparsers."""
-    rr = sub.add_parser("reranker", help="fine-tune the cross-encoder reranker on your own corpus")
-    rr.add_argument("action", choices=["train"])
+    parent = sub.add_parser("reranker", help="fine-tune the cross-encoder reranker on your own corpus; export it to ONNX")
+    actions = parent.add_subparsers(dest="action", required=True)
+    export = actions.add_parser("export-onnx", help="export a CrossEncoder directory to DIR/onnx/ for ONNX Runtime "
+                                                     "(needs the models extra once; serving then needs no torch)")
+    export.add_argument("model_dir", help="CrossEncoder directory (GRAPHMESH_RERANKER_MODEL_DIR)")
+    export.add_argument("--opset", type=int, default=17)
+    rr = actions.add_parser("train", help="fine-tune a cross-encoder on your own corpus")
+    rr.add_argument("--no-onnx", action="store_true", help="do not export the trained model to ONNX")
     rr.add_argument("--base", required=True, help="base encoder directory (e.g. `graphmesh models fetch m3e-small`)")
     rr.add_argument("--out", required=True, help="model directory to write (GRAPHMESH_RERANKER_MODEL_DIR)")
     rr.add_argument("--documents", action="append", default=[], help="documents JSONL (.gz accepted); repeatable")
@@ -32,7 +40,25 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs the training; prints the card as JSON. Exit 2 on bad input."""
+    """Runs the action; prints its card (training or export) as JSON. Exit 2 on bad input."""
+    if args.action == "export-onnx":
+        return _export(Path(args.model_dir), args.opset)
+    return _train(args)
+
+
+def _export(model_dir: Path, opset: int = 17) -> int:
+    from services.reranker.onnx_export import ExportError, export_onnx
+
+    try:
+        card = export_onnx(model_dir, opset)
+    except (ExportError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(card, ensure_ascii=False))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
     from services.cli.reranker_training import TrainConfig, default_exclude_files, train
 
     exclude = [Path(p) for p in args.exclude_queries] if args.exclude_queries is not None else default_exclude_files()
@@ -53,5 +79,13 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if not args.no_onnx:
+        from services.reranker.onnx_export import ExportError, export_onnx
+
+        try:
+            card["onnx"] = export_onnx(args.out)
+        except ExportError as err:  # the model still serves with runtime "torch"
+            print(f"warning: ONNX export failed: {err}", file=sys.stderr)
+            card["onnx"] = {"error": str(err)}
     print(json.dumps(card, ensure_ascii=False))
     return 0

@@ -9,6 +9,7 @@ from pydantic_settings import SettingsConfigDict
 from services.common.settings import DEFAULT_PORTS, LlmSettings, ServiceSettings, llm_deprecated_fields
 
 ScorerName = Literal["cross-encoder", "bi-encoder", "llm", "ltr"]
+CrossEncoderRuntime = Literal["auto", "onnx", "torch"]
 
 
 class RerankerLlmSettings(LlmSettings):
@@ -45,6 +46,12 @@ class RerankerSettings(ServiceSettings):
     model_dir: local directory of a CrossEncoder (e.g. written by
         ``graphmesh reranker train``); "" = none, and the cross-encoder scorer
         answers FAILED_PRECONDITION. Loaded once, lazily, local files only.
+    runtime: what runs the cross-encoder: "onnx" (ONNX Runtime on CPU over
+        ``model_dir``/onnx/model.onnx, written by ``graphmesh reranker
+        export-onnx`` or at the end of training; no torch needed), "torch"
+        (sentence-transformers; needs the ``models`` extra), or "auto":
+        torch when ``device`` names CUDA or is "auto" and torch sees a GPU,
+        else ONNX when the directory has an export, else torch.
     device: "auto" (CUDA when torch sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
     fp16: run the cross-encoder in half precision on CUDA (ignored on CPU).
     warm_up: start loading the cross-encoder in the background when the
@@ -78,6 +85,7 @@ class RerankerSettings(ServiceSettings):
     port: int = DEFAULT_PORTS["reranker"]
     scorer: ScorerName = "cross-encoder"
     model_dir: str = ""
+    runtime: CrossEncoderRuntime = "auto"
     ltr_model_file: str = ""
     device: str = "auto"
     fp16: bool = True

@@ -3,13 +3,14 @@ directory (local files only), loaded once, lazily, on first use."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from services.reranker.scorer import Prepared, ScorerUnavailable
-from services.reranker.truncation import cut_passages, cut_text
+from services.reranker.truncation import fit_pairs
 
 log = logging.getLogger("graphmesh.reranker")
 
@@ -54,6 +55,8 @@ class CrossEncoderScorer:
         self.forward_batch = forward_batch
         self._model = None
         self._lock = threading.Lock()
+        self._span_lock = threading.Lock()
+        self._span_tokenizer = None
         self._device = ""
 
     @property
@@ -94,21 +97,20 @@ class CrossEncoderScorer:
     def _spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         if not texts:
             return []
-        enc = self.load().tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+        model = self.load()
+        with self._span_lock:
+            if self._span_tokenizer is None:
+                # A fast tokenizer's truncation and padding are settings of one
+                # shared Rust object that every call sets: prepare (on request
+                # threads) and predict (on the batcher's thread) must not share
+                # one, or a batch is padded to another call's length.
+                self._span_tokenizer = copy.deepcopy(model.tokenizer)
+            enc = self._span_tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
         return [list(map(tuple, o)) for o in enc["offset_mapping"]]
 
     def prepare_sync(self, query: str, passages: list[str]) -> Prepared:
         """``prepare`` on the calling thread."""
-        q_budget = max(1, int(self.max_length * self.max_query_share) - 2)
-        fitted_query = cut_text(query, self._spans([query])[0], q_budget)
-        budget = self.max_length - fitted_query.tokens - 3  # [CLS] q [SEP] p [SEP]
-        fitted = cut_passages(passages, budget, self._spans)
-        return Prepared(
-            query=fitted_query.text,
-            passages=[f.text for f in fitted],
-            tokens=[fitted_query.tokens + f.tokens + 3 for f in fitted],
-            truncated=sum(f.cut for f in fitted),
-        )
+        return fit_pairs(query, passages, self.max_length, self.max_query_share, self._spans)
 
     async def prepare(self, query: str, passages: list[str]) -> Prepared:
         return await asyncio.to_thread(self.prepare_sync, query, passages)

@@ -25,16 +25,42 @@ def _load_quietly(load) -> None:
         log.warning("scorer warm-up failed: %s", err)
 
 
+def _torch_sees_a_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def cross_encoder_runtime(settings: RerankerSettings) -> str:
+    """"onnx" or "torch": ``settings.runtime``, with "auto" resolved (torch
+    for a GPU, ONNX Runtime where the model directory has an export, torch
+    otherwise)."""
+    if settings.runtime != "auto":
+        return settings.runtime
+    from services.reranker.onnx_export import exported_model
+
+    wants_gpu = settings.device.startswith("cuda") or (settings.device == "auto" and _torch_sees_a_gpu())
+    return "onnx" if not wants_gpu and exported_model(settings.model_dir) is not None else "torch"
+
+
 def build_scorer(settings: RerankerSettings, addresses: MeshAddresses | None = None) -> Scorer | None:
     """The scorer ``settings.scorer`` names, or None when it has nothing to
     run (cross-encoder without model_dir; llm without llm_base_url).
 
     Raises:
-        FileNotFoundError: model_dir is set but is not a directory.
+        FileNotFoundError: model_dir is set but is not a directory, or holds
+            no ONNX export under runtime "onnx".
     """
     if settings.scorer == "cross-encoder":
         if not settings.model_dir:
             return None
+        if cross_encoder_runtime(settings) == "onnx":
+            from services.reranker.onnx_cross_encoder import OnnxCrossEncoderScorer
+
+            return OnnxCrossEncoderScorer(settings.model_dir, settings.max_length, settings.max_query_share,
+                                          settings.forward_batch)
         from services.reranker.cross_encoder import CrossEncoderScorer
 
         return CrossEncoderScorer(settings.model_dir, settings.device, settings.max_length,

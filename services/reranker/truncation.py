@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from services.reranker.scorer import Prepared
+
 Spans = Callable[[Sequence[str]], list[list[tuple[int, int]]]]
 
 
@@ -77,3 +79,16 @@ def cut_passages(passages: Sequence[str], budget: int, spans: Spans) -> list[Cut
             text = _head(heading, h_sp, h_keep) + "\n" + _head(body, b_sp, b_keep)
             out[i] = CutText(text, h_keep + b_keep, True)
     return out  # type: ignore[return-value]
+
+
+def fit_pairs(query: str, passages: list[str], max_length: int, max_query_share: float, spans: Spans) -> Prepared:
+    """Fits (query, passage) pairs to a BERT-style pair window of
+    ``max_length`` tokens ([CLS] query [SEP] passage [SEP]): the query cut
+    to ``max_query_share`` of the window, each passage to what is left
+    (cut_passages), with the tokens of each pair, specials included."""
+    q_budget = max(1, int(max_length * max_query_share) - 2)
+    fitted_query = cut_text(query, spans([query])[0], q_budget)
+    budget = max_length - fitted_query.tokens - 3
+    fitted = cut_passages(passages, budget, spans)
+    return Prepared(query=fitted_query.text, passages=[f.text for f in fitted],
+                    tokens=[fitted_query.tokens + f.tokens + 3 for f in fitted], truncated=sum(f.cut for f in fitted))

@@ -121,10 +121,11 @@ async def test_no_scorer_is_failed_precondition_and_too_many_passages_invalid():
         assert [f for f, _ in field_violations(info.value)] == ["passages"]
 
 
-async def test_trained_cross_encoder_round_trips_and_cuts_long_passages(tiny_cross_encoder):
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+async def test_trained_cross_encoder_round_trips_and_cuts_long_passages(tiny_cross_encoder, runtime):
     card = (tiny_cross_encoder / "training_card.json").read_text(encoding="utf-8")
     assert '"steps": 3' in card and "bm25" in card
-    settings = RerankerSettings(port=0, model_dir=str(tiny_cross_encoder), device="cpu", max_length=64)
+    settings = RerankerSettings(port=0, model_dir=str(tiny_cross_encoder), device="cpu", max_length=64, runtime=runtime)
     before = sample("graphmesh_reranker_truncated_total")
     long = "中华人民共和国专利法 第四十二条\n" + "发明专利权的期限为二十年，实用新型专利权的期限为十年。" * 8
     async with Serving(settings) as stub:
