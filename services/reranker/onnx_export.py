@@ -91,7 +91,8 @@ def export_onnx(model_dir: str | Path, opset: int = 17) -> dict:
     activation = _activation_name(model)
     network = model.model.eval()
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    sample = model.tokenizer([CHECK_PAIRS[0]], return_tensors="pt")
+    # traced on a padded batch, so that no all-ones shortcut of the attention mask is baked into the graph
+    sample = model.tokenizer(CHECK_PAIRS[:2], padding=True, return_tensors="pt")
     out = model_dir / ONNX_DIR
     out.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
