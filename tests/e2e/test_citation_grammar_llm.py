@@ -1,6 +1,6 @@
 """The citation grammar under the real local LLM (llama.cpp, Qwen2.5-Coder
-0.5B Q4_K_M): what the model writes under it is sentences that each end
-with marks of the packed sources, and nothing else."""
+0.5B Q4_K_M): what the model writes under it is sentences (and clauses ending
+at "；") that each end with marks of the packed sources, and nothing else."""
 from __future__ import annotations
 
 import re
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 CONTEXT = ("[1] 中华人民共和国专利法 第四十二条\n发明专利权的期限为二十年，实用新型专利权的期限为十年，自申请日起计算。\n"
            "[2] 中华人民共和国专利法 第四十四条\n没有按照规定缴纳年费的，专利权在期限届满前终止。\n"
            "[3] 中华人民共和国商标法 第三十九条\n注册商标的有效期为十年，自核准注册之日起计算。")
-SENTENCE = re.compile(r"[^\[\]【】。！？!?\n]{2,}(?:\[(\d+)\])+[。！？.]")
+SENTENCE = re.compile(r"[^\[\]【】。！？!?；;\n]{2,}(?:\[(\d+)\])+[。！？.；]")
 
 
 async def test_under_the_grammar_every_sentence_ends_with_a_mark_of_a_packed_source(local_llm):

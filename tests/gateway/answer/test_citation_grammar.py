@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from services.gateway.answer.citation_grammar import MAX_SENTENCES, citation_grammar
+from services.gateway.answer.citation_grammar import MAX_CLAUSES, MAX_SENTENCES, citation_grammar
 
 pytestmark = pytest.mark.unit
 
@@ -24,12 +24,14 @@ def test_marks_name_each_packed_source_and_no_other():
 
 def test_every_sentence_ends_with_at_least_one_mark_then_an_end():
     grammar = rules(citation_grammar(2))
-    assert grammar["sentence"] == "body cite+ end"
     assert grammar["root"] == f'sentence (" "? sentence){{0,{MAX_SENTENCES - 1}}}'
-    # a body cannot close a sentence or open a mark itself
+    # a sentence is clauses joined by "；", each clause a body and its marks, then an end
+    assert grammar["sentence"] == f'(clause "；"){{0,{MAX_CLAUSES - 1}}} clause end'
+    assert grammar["clause"] == "body cite+"
+    # a body cannot close a clause or sentence, or open a mark itself
     excluded = grammar["body"].split(" ")[0]
     assert excluded.startswith("[^") and grammar["body"] == f"{excluded} {excluded}+"
-    for forbidden in ("。", "？", "！", "\\[", "\\]", "\\n"):
+    for forbidden in ("。", "？", "！", "；", ";", "\\[", "\\]", "\\n"):
         assert forbidden in excluded, forbidden
 
 
