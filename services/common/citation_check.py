@@ -11,7 +11,9 @@ A sentence is *supported* by a source when
   2. at least SUPPORT_THRESHOLD of its claim words occur in the source's
      text (its first line, the label with law, chapter and article, does
      not count here: a chapter title such as 专利权的期限、终止和无效 says
-     nothing of what the article states): claim words are the sentence's
+     nothing of what the article states; a label segment the sentence
+     repeats verbatim, at least MIN_LABEL_SEGMENT_CHARS long, names the
+     source and is taken out of the sentence): claim words are the sentence's
      jieba content words (``services.common.text.query_keywords``) that are
      not in the question, weighted by length in characters, after the
      names of sources are taken out when the searched collections' domain
@@ -35,8 +37,9 @@ more hold, since a rule stated as law is the claim a reader acts on:
   - a sentence that names a group or unit no source holds (law_zh: a law
     such as 《日本刑法》, or an article number not among the sources) is
     removed, marked or not;
-  - an unmarked sentence that names a source is given the mark of the
-    source that supports it, or removed when none does.
+  - a sentence that names a source is kept only with the mark of a source
+    that supports it: unmarked, it is given that mark; marked, its mark is
+    re-attributed to it; when no source supports it, it is removed.
 The caller (the gateway's generator) falls back to the extractive answer
 when nothing supported is left.
 
@@ -55,7 +58,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.common.numbers import number_values
 from domains.pack import CitationRules
@@ -181,7 +184,7 @@ def support(sentence: str, source: str, question: str = "", rules: CitationRules
         if value not in asked and value not in source_numbers:
             shown = int(value) if value == int(value) else value
             return Support(0.0, False, f"number {shown} not in the source")
-    words = claim_words(body, question, rules)
+    words = claim_words(_without_label_segments(body, label if text else ""), question, rules)
     total = sum(len(_clean(w)) for w in words)
     if total < MIN_CLAIM_CHARS:
         return Support(1.0, True, "nothing to check")
@@ -198,6 +201,21 @@ def support(sentence: str, source: str, question: str = "", rules: CitationRules
     if score >= SUPPORT_THRESHOLD:
         return Support(score, True)
     return Support(score, False, f"content words {score:.2f} < {SUPPORT_THRESHOLD:.2f}")
+
+
+#: A heading segment of a source's label (a chapter or section title) copied
+#: into a sentence names the source when it has at least this many characters.
+MIN_LABEL_SEGMENT_CHARS = 4
+
+
+def _without_label_segments(sentence: str, label: str) -> str:
+    """``sentence`` with each whitespace-separated segment of ``label`` (law
+    name, chapter or section title, article) that it repeats verbatim taken
+    out: repeating a heading names the source and is not a claim."""
+    for segment in sorted(label.split(), key=len, reverse=True):
+        if len(_clean(segment)) >= MIN_LABEL_SEGMENT_CHARS and segment in sentence:
+            sentence = sentence.replace(segment, "，")
+    return sentence
 
 
 def marked_sentences(answer: str) -> list[tuple[str, list[int]]]:
@@ -282,6 +300,12 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
             else:
                 mapping[n] = 0
                 checks.append(Check(plain, n, 0, UNSUPPORTED, own.score, f"source {n}: {own.reason}"))
+        if held is not None and not any(mapping.values()) and held.names_a_source(plain):
+            # a rule stated as law that none of its marks' sources (nor any other) supports
+            for i in range(len(checks) - len(mapping), len(checks)):
+                checks[i] = replace(checks[i], reason=checks[i].reason + "; states a rule no source supports: removed")
+            removed.append(plain)
+            continue
         pieces.append(_rewrite_marks(sentence, mapping))
     return Verification(head + "".join(pieces), checks, removed)
 

@@ -146,3 +146,37 @@ def test_a_supported_sentence_that_does_not_speak_to_the_question_is_flagged_off
     on = verify("煽动民族仇恨的，处十日以上十五日以下拘留[1]。", [source], "煽动民族仇恨会被拘留多久？")
     assert not on.checks[0].off_topic and on.checks[0].relevance > 0.5
     assert relevance("任何句子", "任何来源", "") == 1.0  # a question without content words
+
+
+def test_a_heading_the_sentence_repeats_names_the_source_and_is_not_a_claim():
+    """The model copies the section title into its sentence; those words are
+    in the label only, and they no longer outweigh the claim its text states."""
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    art221 = ("中华人民共和国海商法 第十二章 海上保险合同 第二节 合同的订立、解除和转让 第二百二十一条\n"
+              "被保险人提出保险要求，经保险人同意承保，并就海上保险合同的条款达成协议后，合同成立。"
+              "保险人应当及时向被保险人签发保险单或者其他保险单证，并在保险单或者其他保险单证中载明当事人双方约定的合同内容。")
+    question = ("小李的货船遭遇海难，经保险公司同意承保，双方达成了海上保险合同的协议。根据哪条法律规定，"
+                "保险人应当及时向被保险人签发保险单或其他保险单证，并载明当事人双方约定的合同内容？")
+    copied = ("依照《中华人民共和国海商法》第二章 海上保险合同 第二节 合同的订立、解除和转让 第二百二十一条，"
+              "保险人应当及时向被保险人签发保险单或者其他保险单证，并载明当事人双方约定的合同内容。")
+    assert support(copied, art221, question, law).supported
+    # a title only mentioned in part is still no support for what the text does not say
+    assert not support("依照海商法，合同可以解除和转让。", art221, question, law).supported
+
+
+def test_under_law_rules_a_marked_rule_no_source_supports_goes_with_its_mark():
+    import domains
+
+    law = domains.citation_rules(["law_zh"])
+    answer = ("依照刑法第二百六十六条，诈骗公私财物数额较大的，处三年以下有期徒刑[2]。"
+              "依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿[1]。")
+    result = verify(answer, LAW_SOURCES, "诈骗怎么处罚？", rules=law)
+    assert result.text == "依照刑法第二百六十六条，诈骗公私财物数额较大的，处三年以下有期徒刑[2]。"
+    assert result.removed == ["依照刑法第二百六十四条，公司除法定的会计账簿外不得另立会计账簿。"]
+    assert [c.outcome for c in result.checks] == [SUPPORTED, UNSUPPORTED]
+    assert result.checks[1].reason.endswith("removed")
+    # without a pack's rules the sentence stays, its mark removed
+    general = verify(answer, LAW_SOURCES, "诈骗怎么处罚？")
+    assert "会计账簿。" in general.text and "会计账簿[1]" not in general.text
