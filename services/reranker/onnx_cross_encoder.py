@@ -15,11 +15,25 @@ from pathlib import Path
 
 import numpy as np
 
-from services.reranker.onnx_export import EXPORT_CARD, exported_model
 from services.reranker.scorer import Prepared, ScorerUnavailable
 from services.reranker.truncation import fit_pairs
 
 log = logging.getLogger("graphmesh.reranker")
+
+#: Where the export lives inside a CrossEncoder directory.
+ONNX_DIR = "onnx"
+ONNX_FILE = "model.onnx"
+EXPORT_CARD = "export.json"
+
+
+def exported_model(model_dir: str | Path) -> Path | None:
+    """``model_dir``/onnx/model.onnx when the directory was exported (its
+    export card and the tokenizer.json the ONNX scorer reads are there too),
+    else None."""
+    onnx_file = Path(model_dir) / ONNX_DIR / ONNX_FILE
+    ready = onnx_file.is_file() and (onnx_file.parent / EXPORT_CARD).is_file() and (Path(model_dir) / "tokenizer.json").is_file()
+    return onnx_file if ready else None
+
 
 #: Pairs per forward pass on CPU when not configured: enough to amortise a
 #: call, few enough that length-sorted passes pad little.

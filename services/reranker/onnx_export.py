@@ -20,10 +20,8 @@ import json
 import time
 from pathlib import Path
 
-#: Where the export lives inside a CrossEncoder directory.
-ONNX_DIR = "onnx"
-ONNX_FILE = "model.onnx"
-EXPORT_CARD = "export.json"
+from services.reranker.onnx_cross_encoder import EXPORT_CARD, ONNX_DIR, ONNX_FILE, OnnxCrossEncoderScorer
+
 
 #: Pairs scored by both runtimes after the export, to record (and bound)
 #: how far the ONNX scores are from sentence-transformers'.
@@ -42,15 +40,6 @@ class ExportError(RuntimeError):
     """The directory cannot be exported: torch / sentence-transformers
     missing, not a loadable CrossEncoder, or the exported graph scores
     differently from the original."""
-
-
-def exported_model(model_dir: str | Path) -> Path | None:
-    """``model_dir``/onnx/model.onnx when the directory was exported (its
-    export card and the tokenizer.json the ONNX scorer reads are there too),
-    else None."""
-    onnx_file = Path(model_dir) / ONNX_DIR / ONNX_FILE
-    ready = onnx_file.is_file() and (onnx_file.parent / EXPORT_CARD).is_file() and (Path(model_dir) / "tokenizer.json").is_file()
-    return onnx_file if ready else None
 
 
 def _activation_name(model) -> str:
@@ -105,8 +94,6 @@ def export_onnx(model_dir: str | Path, opset: int = 17) -> dict:
             "torch": torch.__version__, "sentence_transformers": __import__("sentence_transformers").__version__,
             "seconds": 0.0, "max_score_difference": None}
     (out / EXPORT_CARD).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-
-    from services.reranker.onnx_cross_encoder import OnnxCrossEncoderScorer
 
     expected = model.predict(CHECK_PAIRS, show_progress_bar=False, convert_to_numpy=True)
     got = OnnxCrossEncoderScorer(str(model_dir), max_length=card["max_length"]).score_sync(CHECK_PAIRS)

@@ -39,7 +39,7 @@ def cross_encoder_runtime(settings: RerankerSettings) -> str:
     otherwise)."""
     if settings.runtime != "auto":
         return settings.runtime
-    from services.reranker.onnx_export import exported_model
+    from services.reranker.onnx_cross_encoder import exported_model
 
     wants_gpu = settings.device.startswith("cuda") or (settings.device == "auto" and _torch_sees_a_gpu())
     return "onnx" if not wants_gpu and exported_model(settings.model_dir) is not None else "torch"

@@ -13,7 +13,7 @@ import pytest
 
 from services.cli.main import main
 from services.reranker.config import RerankerSettings
-from services.reranker.onnx_export import EXPORT_CARD, ONNX_DIR, ONNX_FILE, exported_model
+from services.reranker.onnx_cross_encoder import EXPORT_CARD, ONNX_DIR, ONNX_FILE, exported_model
 from services.reranker.server import cross_encoder_runtime
 
 REPO = Path(__file__).resolve().parents[2]
