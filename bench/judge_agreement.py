@@ -131,12 +131,16 @@ async def judge_run(path: Path, address: str, timeout: float) -> Path:
     """Judges every answered row of the run at ``path`` through the judge at
     ``address``, one at a time, keeping each metric's rule and LLM parts
     and the call's seconds; saves bench/results/judged-<run name> after
-    each set and returns its path."""
+    each row and returns its path. Where that file exists (a judging that
+    stopped), rows it holds judged with the LLM are kept and the rest
+    judged; a call that fails UNAVAILABLE is made once more."""
     from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
     from services.common.clients import channel
 
-    run = json.loads(path.read_text())
-    out = path.with_name("judged-" + path.name)
+    import grpc
+
+    out = path if path.name.startswith("judged-") else path.with_name("judged-" + path.name)
+    run = json.loads((out if out.exists() else path).read_text())  # resumes a judging that stopped
     ch = channel(address)
     stub = judge_pb2_grpc.JudgeServiceStub(ch)
     try:
@@ -144,13 +148,21 @@ async def judge_run(path: Path, address: str, timeout: float) -> Path:
             for row in rows:
                 if row["error"] or row["mode"] == "abstained" or not row.get("contexts"):
                     continue
+                if any(part.get("llm") is not None for part in (row.get("judge_parts") or {}).values()):
+                    continue  # judged with the LLM before the run stopped
                 request = judge_pb2.JudgeRequest(
                     question=row["query"], answer=row["answer"], contexts=row["contexts"],
                     context_labels=row.get("context_labels") or [], gold_ids=row.get("gold") or [], k=10,
                     reference_answer=row.get("reference_answer") or "", domain_packs=["law_zh"])
                 row.setdefault("judge_ms_rule_service", row.get("judge_ms"))
-                started = time.perf_counter()
-                judged = await stub.Judge(request, timeout=timeout)
+                for attempt in (1, 2):
+                    started = time.perf_counter()
+                    try:
+                        judged = await stub.Judge(request, timeout=timeout)
+                        break
+                    except grpc.aio.AioRpcError as err:  # a connection closed under the call: once more
+                        if attempt == 2 or err.code() != grpc.StatusCode.UNAVAILABLE:
+                            raise
                 row["judge_ms"] = round((time.perf_counter() - started) * 1000, 1)
                 row["judge_parts"] = {m.name: {"rule": round(m.rule_value, 4) if m.HasField("rule_value") else None,
                                                "llm": round(m.llm_value, 4) if m.HasField("llm_value") else None,

@@ -18,6 +18,7 @@ deadline, and a store query cancelled for running out of it
 from __future__ import annotations
 
 import asyncio
+import math
 import logging
 import signal
 import time
@@ -153,15 +154,26 @@ async def _abort_for(err: Exception, context: grpc.aio.ServicerContext, method: 
     log.error("unhandled error in %s", method, exc_info=err)
     await abort_with(context, grpc.StatusCode.INTERNAL, "INTERNAL", "internal error; see the service log")
 
+#: Internal services close each client connection after 5 minutes; calls
+#: in flight get a grace to finish of 30 s, or the service's longest call
+#: (Service.longest_call_s: the judge's LLM rounds) when that is longer.
+#: Clients balance round robin over the addresses a name resolves to
+#: (services.common.clients) and resolve again when a connection closes,
+#: so replicas added later get their share. The gateway is left out: its
+#: callers' streams (AnswerStream waiting on an LLM) may run longer than
+#: any grace, and they reach it through a load balancer of their own.
+CONNECTION_AGE_MS = 300_000
+CONNECTION_AGE_GRACE_MS = 30_000
+
+
+def connection_age_options(longest_call_s: float = 0.0) -> list[tuple[str, int]]:
+    """gRPC server options closing a connection after CONNECTION_AGE_MS,
+    with a grace that lets a call of ``longest_call_s`` seconds finish."""
+    grace = max(CONNECTION_AGE_GRACE_MS, math.ceil(longest_call_s * 1000))
+    return [("grpc.max_connection_age_ms", CONNECTION_AGE_MS), ("grpc.max_connection_age_grace_ms", grace)]
+
+
 #: Methods answered while a service warms up (health checks, reflection).
-#: Internal services close each client connection after 5 minutes (calls
-#: in flight get 30 s more to finish). Clients balance round robin over the
-#: addresses a name resolves to (services.common.clients) and resolve again
-#: when a connection closes, so replicas added later get their share. The
-#: gateway is left out: its callers' streams (AnswerStream waiting on an
-#: LLM) may run longer than the grace, and they reach it through a load
-#: balancer of their own.
-CONNECTION_AGE_OPTIONS = [("grpc.max_connection_age_ms", 300_000), ("grpc.max_connection_age_grace_ms", 30_000)]
 
 _ALWAYS_OPEN = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
@@ -389,6 +401,9 @@ class Service:
             reached; answered UNAVAILABLE instead of INTERNAL.
         public: the port serves callers outside the mesh (the gateway),
             so the mesh token is not asked for (services.common.mesh_auth).
+        longest_call_s: seconds the slowest legitimate call may take (0 =
+            short calls only); a connection closed for its age lets a call
+            in flight run this long (connection_age_options).
     """
 
     name: str
@@ -402,6 +417,7 @@ class Service:
     max_message_bytes: int = 64 * 1024 * 1024
     unavailable_errors: tuple[type[BaseException], ...] = ()
     public: bool = False
+    longest_call_s: float = 0.0
     warm_up: Callable[[], Awaitable[None]] | None = None
     store_deadline_margin: float | None = None
     readiness: Readiness | None = field(default=None, init=False, repr=False)
@@ -450,7 +466,7 @@ async def create_server(service: Service, host: str = "127.0.0.1", port: int = 0
                  # too_many_pings, which fails the call.
                  ("grpc.http2.min_recv_ping_interval_without_data_ms", 20_000),
                  ("grpc.http2.max_ping_strikes", 0),
-                 *([] if service.public else CONNECTION_AGE_OPTIONS)],
+                 *([] if service.public else connection_age_options(service.longest_call_s))],
         maximum_concurrent_rpcs=max_concurrent_rpcs or None,
     )
     service.register(server)

@@ -22,6 +22,12 @@ class JudgeLlmSettings(LlmSettings):
     temperature: float = Field(0.3, ge=0.0, le=2.0)
     rounds: int = Field(DEFAULT_ROUNDS, ge=1, le=9)
 
+    def rounds_seconds(self) -> float:
+        """Longest the LLM part of one judgement may take, seconds: its
+        rounds run one after another, each within ``timeout`` (retries
+        included)."""
+        return self.rounds * self.timeout
+
 
 class JudgeSettings(ServiceSettings):
     """Attributes:
