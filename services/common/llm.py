@@ -28,6 +28,19 @@ LLM_SECONDS = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
 )
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+#: First tokens read as a yes / a no in a yes-or-no judgement (compared
+#: stripped and lower-cased).
+YES_TOKENS = frozenset({"yes", "是", "相关"})
+NO_TOKENS = frozenset({"no", "否", "不", "不是", "不相关"})
+
+
+def yes_probability(alternatives: list[tuple[str, float]]) -> float | None:
+    """P(yes) / (P(yes) + P(no)) over a generated token's alternatives
+    ((token, natural-log probability) pairs, as ``LlmClient.top_logprobs``
+    returns them); None when neither a yes nor a no token is among them."""
+    yes = sum(math.exp(lp) for tok, lp in alternatives if tok.strip().lower() in YES_TOKENS)
+    no = sum(math.exp(lp) for tok, lp in alternatives if tok.strip().lower() in NO_TOKENS)
+    return yes / (yes + no) if yes + no > 0 else None
 
 
 class LlmError(RuntimeError):

@@ -7,26 +7,33 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import DEFAULT_PORTS, LlmSettings, ServiceSettings, llm_deprecated_fields
-from services.judge.scoring import DEFAULT_LATENCY_BUDGETS_MS, DEFAULT_ROUNDS, DEFAULT_TOKEN_BUDGET
+from services.judge.scoring import DEFAULT_LATENCY_BUDGETS_MS, DEFAULT_ROUNDS, DEFAULT_TOKEN_BUDGET, METRICS
 
 
 class JudgeLlmSettings(LlmSettings):
     """Group ``llm`` (GRAPHMESH_JUDGE_LLM__*): the LLM judge's endpoint;
-    empty base URL = no LLM (LLM-only metrics NOT_COMPUTED). Temperature 0.3
-    by default, so that the rounds are independent judgements.
+    empty base URL = no LLM (LLM-only metrics NOT_COMPUTED).
 
     Attributes:
-        rounds: LLM rounds per judgement, median taken (reference: 3).
+        mode: "yes_no" (one yes-or-no question per metric, scored by the
+            yes-probability; needs an endpoint with top_logprobs) or "json"
+            (the reference's one-call JSON scores, ``rounds`` times, median
+            taken). services.judge.llm says why yes_no is the default.
+        rounds: JSON-mode rounds per judgement (reference: 3), each sampled
+            with its own seed at ``temperature`` (0.3 by default, so that the
+            rounds are independent judgements).
     """
 
+    mode: Literal["yes_no", "json"] = "yes_no"
     temperature: float = Field(0.3, ge=0.0, le=2.0)
     rounds: int = Field(DEFAULT_ROUNDS, ge=1, le=9)
 
-    def rounds_seconds(self) -> float:
+    def judgement_seconds(self) -> float:
         """Longest the LLM part of one judgement may take, seconds: its
-        rounds run one after another, each within ``timeout`` (retries
-        included)."""
-        return self.rounds * self.timeout
+        calls (a round each in JSON mode, a metric each in yes-no mode) run
+        one after another, each within ``timeout`` (retries included)."""
+        calls = self.rounds if self.mode == "json" else sum(1 for m in METRICS if m.llm)
+        return calls * self.timeout
 
 
 class JudgeSettings(ServiceSettings):

@@ -144,8 +144,10 @@ RuleFn = Callable[[JudgeInputs], "float | None"]
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
     """A metric: its group, rule (None = LLM only), whether an LLM judges
-    it, what its rule needs (said when it cannot be computed), and the
-    definition given to the LLM judge."""
+    it, what its rule needs (said when it cannot be computed), and what the
+    LLM judge is asked: ``llm_definition`` in the one-JSON-object mode,
+    ``llm_question`` (a yes-or-no question; P(yes) is the score) in the
+    yes-no mode (services.judge.llm)."""
 
     name: str
     group: Group
@@ -153,6 +155,7 @@ class MetricSpec:
     llm: bool
     needs: str
     llm_definition: str = ""
+    llm_question: str = ""
 
 
 def _gold(x: JudgeInputs) -> set[str]:
@@ -241,7 +244,8 @@ METRICS: list[MetricSpec] = [
     MetricSpec("context_recall", _A, _context_recall, False, "needs gold ids, or a reference answer and contexts"),
     MetricSpec("context_precision", _A, _context_precision, False, _NEEDS_GOLD),
     MetricSpec("context_relevancy", _A, lambda x: tr.context_relevancy(x.question, x.contexts), True, "needs contexts",
-               "资料与问题的相关程度（1=每段资料都与问题直接相关）"),
+               "资料与问题的相关程度（1=每段资料都与问题直接相关）",
+               "上面的资料与问题直接相关吗？"),
     MetricSpec("entity_utilisation", _A, lambda x: tr.entity_utilisation(x.question, x.answer, x.contexts), False,
                "needs an answer and question keywords found in the contexts"),
     MetricSpec("mrr@k", _A, _with_gold(core.mrr_at), False, _NEEDS_GOLD),
@@ -253,24 +257,31 @@ METRICS: list[MetricSpec] = [
     MetricSpec("recall@k", _A, _with_gold(core.recall_at), False, _NEEDS_GOLD),
     MetricSpec("source_grounded", _A, lambda x: tr.source_grounded(x.answer, len(x.contexts)), False, _NEEDS_ANSWER),
     MetricSpec("correctness", _B, lambda x: tr.correctness(x.answer, x.reference_answer, cited_labels(x), x.citation_rules), True,
-               "needs an answer and a reference answer", "回答是否正确（有参考答案时与之对照）"),
+               "needs an answer and a reference answer", "回答是否正确（有参考答案时与之对照）",
+               "对照参考答案（没有参考答案时对照资料），回答的结论正确吗？"),
     MetricSpec("completeness", _B, lambda x: tr.completeness(x.answer, x.reference_answer, cited_labels(x), x.citation_rules), True,
-               "needs an answer and a reference answer", "回答是否完整覆盖问题的各个要点"),
+               "needs an answer and a reference answer", "回答是否完整覆盖问题的各个要点",
+               "回答覆盖了问题问到的所有要点吗？"),
     MetricSpec("relevancy", _B, lambda x: tr.answer_relevancy(x.question, x.answer), True, _NEEDS_ANSWER,
-               "回答是否切题"),
+               "回答是否切题", "回答直接回答了问题本身吗（而不是讲了相关但不同的事）？"),
     MetricSpec("faithfulness", _B, lambda x: tr.faithfulness(x.answer, x.contexts), True, "needs an answer and contexts",
-               "回答中的陈述是否都能在资料中找到依据"),
+               "回答中的陈述是否都能在资料中找到依据", "回答里的每个陈述都能在上面的资料中找到依据吗？"),
     MetricSpec("hallucination", _B, lambda x: tr.hallucination(x.answer, x.contexts, x.question), True,
-               "needs an answer and contexts", "无幻觉程度（1=没有任何资料之外的编造内容）"),
+               "needs an answer and contexts", "编造程度（0=没有任何资料之外的编造内容，1=全是编造；本项越低越好）",
+               "回答完全没有资料之外编造的内容（法律名称、条号、数字、条件）吗？"),
     MetricSpec("factual_consistency", _B, lambda x: tr.factual_consistency(x.answer, x.reference_answer, x.contexts), True,
-               "needs an answer stating numbers, and a reference answer or contexts", "回答中的事实（数字、条件、主体）与资料或参考答案一致"),
+               "needs an answer stating numbers, and a reference answer or contexts", "回答中的事实（数字、条件、主体）与资料或参考答案一致",
+               "回答中的数字、条件和主体都与资料或参考答案一致吗？"),
     MetricSpec("citation_f1", _B, _citation_f1, False, "needs an answer citing [n], context_ids and gold ids"),
     MetricSpec("conciseness", _B, lambda x: tr.conciseness(x.answer, x.reference_answer), False, _NEEDS_ANSWER),
-    MetricSpec("readability", _B, lambda x: tr.readability(x.answer), True, _NEEDS_ANSWER, "行文是否清晰易读"),
-    MetricSpec("cot_quality", _C, None, True, "LLM only", "推理链条是否清楚、每一步是否有依据"),
-    MetricSpec("reasoning_depth", _C, None, True, "LLM only", "推理深度（是否把条件、例外与结论联系起来）"),
+    MetricSpec("readability", _B, lambda x: tr.readability(x.answer), True, _NEEDS_ANSWER, "行文是否清晰易读",
+               "回答行文清晰易读吗？"),
+    MetricSpec("cot_quality", _C, None, True, "LLM only", "推理链条是否清楚、每一步是否有依据",
+               "回答的推理链条清楚、每一步都有依据吗？"),
+    MetricSpec("reasoning_depth", _C, None, True, "LLM only", "推理深度（是否把条件、例外与结论联系起来）",
+               "回答把条件、例外与结论联系起来了吗？"),
     MetricSpec("multi_hop_accuracy", _C, _multi_hop, True, "needs two or more gold ids",
-               "需要多步（多条资料）推理时，是否把各步都答对"),
+               "需要多步（多条资料）推理时，是否把各步都答对", "问题需要多条资料时，回答把每一步都答对了吗？"),
 ]
 
 #: Group D: (name, stages, budget key). Stage 2/3/4 of the reference are
@@ -365,6 +376,7 @@ def judge(
     weights: Mapping[Group, float] | None = None,
     latency_budgets_ms: Mapping[str, float] | None = None,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
+    llm_kind: str = "rounds",
 ) -> Judgement:
     """Scores ``inputs`` with every metric of the reference set.
 
@@ -376,6 +388,9 @@ def judge(
             successful rounds is used.
         policy: "max" or "mean" merge of the rule and LLM parts.
         weights: group weights for overall (default DEFAULT_WEIGHTS).
+        llm_kind: how the LLM scores were made, for the details: "rounds"
+            (sampled rounds, their median) or "yes_probability" (one
+            P(yes) per metric, services.judge.llm.judge_yes_no).
     Returns:
         A Judgement: 24 metrics of A-C plus 7 of D, group scores, overall.
     Raises:
@@ -407,9 +422,9 @@ def judge(
                 reasons.append(llm_note if (inputs.answer.strip() or spec.name in _ANSWER_FREE_LLM) else "LLM judging needs an answer")
             detail = "; ".join(reasons)
         elif method is Method.MERGED:
-            detail = f"rule={rule_value:.4f} llm={llm_value:.4f} (median of {len(rounds_done)} rounds) merged by {policy}"
+            detail = f"rule={rule_value:.4f} llm={llm_value:.4f} ({_llm_how(len(rounds_done), llm_kind)}) merged by {policy}"
         elif method is Method.LLM:
-            detail = f"median of {len(rounds_done)} LLM rounds" + (f"; rule {spec.needs}" if spec.rule else "")
+            detail = _llm_how(len(rounds_done), llm_kind) + (f"; rule {spec.needs}" if spec.rule else "")
         else:
             detail = "rule" + (f"; LLM part: {llm_note}" if spec.llm else "")
         name = spec.name.replace("@k", f"@{inputs.k}")
@@ -417,6 +432,10 @@ def judge(
     scores.extend(_cost_scores(inputs, budgets, token_budget))
     groups = group_scores(scores, weights)
     return Judgement(scores, groups, overall(groups))
+
+
+def _llm_how(rounds: int, kind: str) -> str:
+    return "the LLM judge's yes-probability" if kind == "yes_probability" else f"median of {rounds} LLM rounds"
 
 
 def group_scores(scores: Sequence[Score], weights: Mapping[Group, float]) -> list[GroupResult]:

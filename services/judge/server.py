@@ -16,8 +16,8 @@ async def build(settings: JudgeSettings | None = None) -> tuple[Service, JudgeSe
         full_names=[judge_pb2.DESCRIPTOR.services_by_name["JudgeService"].full_name],
         register=lambda server: judge_pb2_grpc.add_JudgeServiceServicer_to_server(servicer, server),
         on_stop=servicer.close,
-        # every LLM round may take its whole timeout and retries: a Judge call
+        # every LLM call may take its whole timeout and retries: a Judge call
         # must outlive a connection closed for its age (services.common.server)
-        longest_call_s=settings.llm.rounds_seconds() if settings.llm.base_url else 0.0,
+        longest_call_s=settings.llm.judgement_seconds() if settings.llm.base_url else 0.0,
     )
     return service, settings

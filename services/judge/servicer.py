@@ -1,6 +1,7 @@
 """JudgeService: validates the request, runs ``scoring.judge`` (rule scores,
-and the LLM judge's three-round median when one is configured, in a worker
-thread) and converts the result to protobuf."""
+and the LLM judge's scores when one is configured: yes-probabilities, or
+the median of JSON rounds; services.judge.llm) in a worker thread, and
+converts the result to protobuf."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,7 @@ from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.common.errors import InvalidArgument, validate_query, validate_range
 from services.common.llm import LlmClient
 from services.judge import scoring
-from services.judge.llm import judge_round
+from services.judge.llm import judge_round, judge_yes_no
 from services.judge.config import JudgeSettings
 
 GROUP_PB = {
@@ -83,7 +84,6 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
     def __init__(self, settings: JudgeSettings) -> None:
         self._settings = settings
         self._weights = {g: settings.weights.get(g.value, 0.0) for g in scoring.Group}
-        # Temperature > 0 (JudgeLlmSettings: 0.3) so that the rounds are independent judgements.
         self._llm = LlmClient(settings.llm.config())
 
     async def close(self) -> None:
@@ -96,11 +96,17 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         s = self._settings
         llm_results = None
         names = scoring.llm_metric_names(inputs)
+        yes_no = s.llm.mode == "yes_no"
         if self._llm.enabled and names:
-            llm_results = [await _round(self._llm, inputs, names) for _ in range(s.llm.rounds)]
+            if yes_no:
+                llm_results = [await _failure_as_data(judge_yes_no(self._llm, inputs, names))]
+            else:  # seeds 1..rounds: independent samples, the same ones for the same inputs
+                llm_results = [await _failure_as_data(judge_round(self._llm, inputs, names, seed=n))
+                               for n in range(1, s.llm.rounds + 1)]
         result = await asyncio.to_thread(
             scoring.judge, inputs, llm_results, policy=s.merge_policy, weights=self._weights,
             latency_budgets_ms=s.latency_budgets_ms, token_budget=s.token_budget,
+            llm_kind="yes_probability" if yes_no else "rounds",
         )
         return judge_pb2.JudgeResponse(
             metrics=[metric_to_pb(m) for m in result.scores],
@@ -113,10 +119,11 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         )
 
 
-async def _round(llm: LlmClient, inputs: scoring.JudgeInputs, names: list[str]):
-    """One LLM round's scores, or the exception it failed with (rounds run
-    one after another: a local llama.cpp serves one request at a time)."""
+async def _failure_as_data(call):
+    """The scores ``call`` returns, or the exception it failed with (LLM
+    calls run one after another: a local llama.cpp serves one request at a
+    time)."""
     try:
-        return await judge_round(llm, inputs, names)
+        return await call
     except Exception as err:  # noqa: BLE001 - a failed round is data for scoring
         return err

@@ -6,26 +6,14 @@ a full prompt evaluation."""
 from __future__ import annotations
 
 import asyncio
-import math
 
-from services.common.llm import LlmClient, LlmError
+from services.common.llm import LlmClient, LlmError, yes_probability
 from services.reranker.scorer import Prepared, ScorerUnavailable
 from services.reranker.truncation import character_spans, cut_passages, cut_text
 
-YES = frozenset({"yes", "是", "相关"})
-NO = frozenset({"no", "否", "不", "不相关"})
 SYSTEM = ("You judge search results. Given a query and a passage, answer with exactly one word: "
           "yes if the passage helps answer the query, no otherwise.")
 TOP_LOGPROBS = 10
-
-
-def yes_probability(alternatives: list[tuple[str, float]]) -> float:
-    """P(yes) / (P(yes) + P(no)) over the first token's alternatives
-    ((token, natural-log probability) pairs); tokens are compared stripped
-    and lower-cased. 0.0 when neither a yes nor a no token is among them."""
-    yes = sum(math.exp(lp) for tok, lp in alternatives if tok.strip().lower() in YES)
-    no = sum(math.exp(lp) for tok, lp in alternatives if tok.strip().lower() in NO)
-    return yes / (yes + no) if yes + no > 0 else 0.0
 
 
 def messages_for(query: str, passage: str) -> list[dict[str, str]]:
@@ -77,7 +65,8 @@ class LlmScorer:
                                                         max_tokens=1, purpose="rerank")
             except LlmError as err:
                 raise ScorerUnavailable("backend", f"LLM scoring failed: {err}") from err
-        return yes_probability(tokens[0]) if tokens else 0.0
+        probability = yes_probability(tokens[0]) if tokens else None
+        return probability if probability is not None else 0.0
 
     async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
         return list(await asyncio.gather(*(self._one(q, p) for q, p in pairs)))

@@ -86,13 +86,3 @@ def test_cut_keeps_heading_line_and_head_of_body():
     assert fitted[2].cut and fitted[2].text == ("无标题" * 20)[:40]
     # a heading longer than half the budget is itself cut to half
     assert cut_passages([long], 10, character_spans)[0].text == "刑法 第一\n在道路上驾"
-
-
-def test_yes_probability_normalises_yes_against_no():
-    import math
-
-    from services.reranker.llm_scorer import yes_probability
-
-    alts = [("No", math.log(0.5)), ("Yes", math.log(0.3)), (" yes", math.log(0.1)), ("maybe", math.log(0.1))]
-    assert yes_probability(alts) == pytest.approx(0.4 / 0.9)
-    assert yes_probability([("maybe", 0.0)]) == 0.0

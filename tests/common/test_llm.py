@@ -133,3 +133,4 @@ async def test_a_malformed_answer_is_an_llm_error_not_a_crash(body):
         await client.close()
         await runner.cleanup()
     assert err.value.reason == "malformed"
+

@@ -51,9 +51,11 @@ async def test_a_call_longer_than_the_grace_survives_only_where_the_service_decl
 
 
 @pytest.mark.unit
-async def test_the_judge_declares_its_llm_rounds_as_its_longest_call():
-    with_llm, _ = await build_judge(JudgeSettings(llm={"base_url": "http://127.0.0.1:9/v1", "timeout": 300, "rounds": 3}))
+async def test_the_judge_declares_its_llm_calls_as_its_longest_call():
+    json_rounds, _ = await build_judge(JudgeSettings(llm={"base_url": "http://127.0.0.1:9/v1", "timeout": 300, "rounds": 3, "mode": "json"}))
+    yes_no, _ = await build_judge(JudgeSettings(llm={"base_url": "http://127.0.0.1:9/v1", "timeout": 300, "mode": "yes_no"}))
     without, _ = await build_judge(JudgeSettings())
-    assert with_llm.longest_call_s == 900 and without.longest_call_s == 0
+    assert json_rounds.longest_call_s == 900 and without.longest_call_s == 0
+    assert yes_no.longest_call_s == 300 * 11  # one call per LLM-judged metric
     assert dict(connection_age_options(900))["grpc.max_connection_age_grace_ms"] == 900_000
     assert dict(connection_age_options(0))["grpc.max_connection_age_grace_ms"] == server_module.CONNECTION_AGE_GRACE_MS

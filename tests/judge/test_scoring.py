@@ -8,7 +8,6 @@ import pytest
 
 import domains
 
-from services.judge import llm as judge_llm
 from services.judge import scoring
 from services.judge import text_rules as tr
 from services.judge.scoring import Group, JudgeInputs, Method
@@ -209,15 +208,6 @@ def test_overall_weights_and_renormalisation():
     custom = scoring.judge(JudgeInputs(question=QUESTION, ranked_ids=["g"], gold_ids=["g"]),
                            weights={Group.RETRIEVAL: 1.0, Group.ANSWER: 0, Group.REASONING: 0, Group.COST: 0})
     assert custom.overall.value == pytest.approx(custom.groups[0].value)
-
-
-def test_llm_reply_parsing_and_prompt():
-    assert judge_llm.parse_scores('好的：{"cot_quality": 0.7, "x": "y", "faithfulness": 3}', ["cot_quality", "faithfulness", "x"]) == {
-        "cot_quality": 0.7, "faithfulness": 1.0}
-    with pytest.raises(ValueError):
-        judge_llm.parse_scores("no json here", ["cot_quality"])
-    messages = judge_llm.build_messages(JudgeInputs(question=QUESTION, answer=ANSWER, contexts=CONTEXTS, reference_answer="参考"), ["cot_quality"])
-    assert "[1] 实用新型" in messages[1]["content"] and "参考答案：参考" in messages[1]["content"] and "cot_quality" in messages[1]["content"]
 
 
 REFERENCE = "根据《专利法》第四十二条，发明专利权的期限为二十年，实用新型专利权的期限为十年。"

@@ -15,6 +15,7 @@ from services.common.errors import field_violations
 from services.common.server import create_server
 from services.judge.config import JudgeSettings
 from services.judge.server import build
+from services.judge.servicer import JudgeServicer
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
 NOT_COMPUTED = judge_pb2.SCORE_METHOD_NOT_COMPUTED
@@ -78,11 +79,12 @@ async def test_bad_input_is_invalid_argument_naming_the_field(judge, kwargs, fie
     assert [f for f, _ in field_violations(info.value)] == [field]
 
 
-async def test_unreachable_llm_judge_leaves_llm_metrics_not_computed():
+@pytest.mark.parametrize("mode, failed", [("yes_no", "failed in 1 of 1 rounds"), ("json", "failed in 3 of 3 rounds")])
+async def test_unreachable_llm_judge_leaves_llm_metrics_not_computed(mode, failed):
     with socket.socket() as s:  # a loopback port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    settings = JudgeSettings(port=0, llm={"base_url": f"http://127.0.0.1:{port}/v1", "model": "none", "timeout": 2})
+    settings = JudgeSettings(port=0, llm={"base_url": f"http://127.0.0.1:{port}/v1", "model": "none", "timeout": 2, "mode": mode})
     server, ch = await _serve(settings)
     try:
         reply = await judge_pb2_grpc.JudgeServiceStub(ch).Judge(_request(), timeout=60)
@@ -91,6 +93,50 @@ async def test_unreachable_llm_judge_leaves_llm_metrics_not_computed():
         await server.stop(0)
     metrics = {m.name: m for m in reply.metrics}
     assert reply.llm_configured
-    assert metrics["cot_quality"].method == NOT_COMPUTED and "failed in 3 of 3 rounds" in metrics["cot_quality"].detail
+    assert metrics["cot_quality"].method == NOT_COMPUTED and failed in metrics["cot_quality"].detail
     # the rule part still stands, reported as a rule score
     assert metrics["faithfulness"].method == judge_pb2.SCORE_METHOD_RULE
+
+
+class RecordingLlm:
+    """Our LlmClient's interface: records the sampling seed of each JSON
+    round and scores every metric by it."""
+
+    enabled = True
+
+    def __init__(self) -> None:
+        self.seeds: list[int | None] = []
+
+    async def complete(self, messages, max_tokens, timeout=None, purpose="answer", extra=None):
+        seed = (extra or {}).get("seed")
+        self.seeds.append(seed)
+        return '{"cot_quality": %s, "hallucination": 0.0}' % (seed / 10)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_json_rounds_are_sampled_with_a_seed_each_and_their_median_taken():
+    servicer = JudgeServicer(JudgeSettings(port=0, llm={"base_url": "http://127.0.0.1:9/v1", "mode": "json", "rounds": 3}))
+    servicer._llm = fake = RecordingLlm()
+    reply = await servicer.Judge(_request(), context=None)
+    metrics = {m.name: m for m in reply.metrics}
+    assert fake.seeds == [1, 2, 3]  # one seed per round: a llama.cpp server samples unseeded rounds alike
+    assert list(metrics["cot_quality"].llm_rounds) == pytest.approx([0.1, 0.2, 0.3])
+    assert metrics["cot_quality"].value == pytest.approx(0.2) and "median of 3 LLM rounds" in metrics["cot_quality"].detail
+    assert metrics["hallucination"].llm_value == pytest.approx(1.0)  # "how much hallucination: 0" is the best score
+
+
+async def test_yes_no_judge_with_the_local_llm_tells_an_off_topic_answer_apart(local_llm):
+    server, ch = await _serve(JudgeSettings(port=0, llm={"base_url": local_llm, "timeout": 120, "mode": "yes_no"}))
+    try:
+        stub = judge_pb2_grpc.JudgeServiceStub(ch)
+        real = {m.name: m for m in (await stub.Judge(_request(), timeout=300)).metrics}
+        off_topic = {m.name: m for m in (await stub.Judge(_request(answer="今天天气很好，适合出门散步。"), timeout=300)).metrics}
+    finally:
+        await ch.close()
+        await server.stop(0)
+    for name in ("faithfulness", "hallucination", "relevancy", "cot_quality"):
+        assert real[name].HasField("llm_value") and 0.0 <= real[name].llm_value <= 1.0
+        assert len(real[name].llm_rounds) == 1 and "yes-probability" in real[name].detail
+    assert real["relevancy"].llm_value > off_topic["relevancy"].llm_value
