@@ -230,17 +230,23 @@ def train(data: Path, out: Path, ce_steps: int, bi_steps: int, batch: int, group
     _save(out, results, log, started)
     if only_corpus:
         return
-    results["ce.cv"] = {}
-    t = time.time()
-    for fold in range(FOLDS):
-        train_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] != fold]
-        test_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] == fold]
-        model = train_ce(corpus_groups + dev_groups(train_q) * 3, ce_steps)
-        results["ce.cv"].update(rerank_ranks(model, test_q))
-        del model
+
+    def cross_validate(name: str, train_fn, steps: int, score_fn) -> None:
+        """results[name]: each fold scored by a model trained from the base
+        on the corpus groups plus the other folds' dev questions."""
+        results[name] = {}
+        t = time.time()
+        for fold in range(FOLDS):
+            train_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] != fold]
+            test_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] == fold]
+            model = train_fn(corpus_groups + dev_groups(train_q) * 3, steps)
+            results[name].update(score_fn(model, test_q))
+            del model
+            _save(out, results, log, started)
+        log["seconds"][f"{name}.{FOLDS}folds"] = round(time.time() - t, 1)
         _save(out, results, log, started)
-    log["seconds"]["ce.cv.5folds"] = round(time.time() - t, 1)
-    _save(out, results, log, started)
+
+    cross_validate("ce.cv", train_ce, ce_steps, rerank_ranks)
 
     # bi-encoder over the whole corpus
     corpus = _read_jsonl_gz(data / "corpus.jsonl.gz")
@@ -299,16 +305,7 @@ def train(data: Path, out: Path, ce_steps: int, bi_steps: int, batch: int, group
     del model
     log["seconds"]["bi.base+corpus"] = round(time.time() - t, 1)
     _save(out, results, log, started)
-    t = time.time()
-    results["bi.cv"] = {}
-    for fold in range(FOLDS):
-        train_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] != fold]
-        test_q = [q for q in dev if fold_of[q["id"] + "/" + q["set"]] == fold]
-        model = train_bi(corpus_groups + dev_groups(train_q) * 3, bi_steps)
-        results["bi.cv"].update(dense_ranks(model, test_q))
-        del model
-    log["seconds"]["bi.cv.5folds"] = round(time.time() - t, 1)
-    _save(out, results, log, started)
+    cross_validate("bi.cv", train_bi, bi_steps, dense_ranks)
 
 
 def _save(out: Path, results: dict, log: dict, started: float) -> None:
