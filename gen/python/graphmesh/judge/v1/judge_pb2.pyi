@@ -83,7 +83,7 @@ class _ScoreMethodEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ScoreMeth
     SCORE_METHOD_RULE: _ScoreMethod.ValueType  # 1
     """Computed by a rule from the inputs."""
     SCORE_METHOD_LLM: _ScoreMethod.ValueType  # 2
-    """Median of three LLM judgement rounds."""
+    """The LLM judge's score: its yes-probability, or the median of its rounds."""
     SCORE_METHOD_MERGED: _ScoreMethod.ValueType  # 3
     """Rule and LLM scores merged by the configured policy (max or mean)."""
     SCORE_METHOD_NOT_COMPUTED: _ScoreMethod.ValueType  # 4
@@ -100,7 +100,7 @@ SCORE_METHOD_UNSPECIFIED: ScoreMethod.ValueType  # 0
 SCORE_METHOD_RULE: ScoreMethod.ValueType  # 1
 """Computed by a rule from the inputs."""
 SCORE_METHOD_LLM: ScoreMethod.ValueType  # 2
-"""Median of three LLM judgement rounds."""
+"""The LLM judge's score: its yes-probability, or the median of its rounds."""
 SCORE_METHOD_MERGED: ScoreMethod.ValueType  # 3
 """Rule and LLM scores merged by the configured policy (max or mean)."""
 SCORE_METHOD_NOT_COMPUTED: ScoreMethod.ValueType  # 4
@@ -248,12 +248,14 @@ class Metric(_message.Message):
     rule_value: _builtins.float
     """Rule score in [0, 1], when the rule part was computed."""
     llm_value: _builtins.float
-    """LLM score in [0, 1] (median of the rounds), when the LLM part was
-    computed.
+    """LLM score in [0, 1] (the yes-probability, or the median of the
+    rounds), when the LLM part was computed.
     """
     @_builtins.property
     def llm_rounds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
-        """Each LLM round's score, in round order (rounds that failed are absent)."""
+        """Each LLM round's score, in round order (rounds that failed are absent);
+        one entry in the yes-no mode.
+        """
 
     def __init__(
         self,

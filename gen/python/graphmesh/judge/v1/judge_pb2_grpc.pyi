@@ -31,8 +31,11 @@ class JudgeServiceStub:
     eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
-    LLM-judged metrics run three rounds and take the median, and rule and LLM
-    scores merge by the configured policy (max, as in the reference, or mean).
+    LLM-judged metrics are scored by the configured LLM: by default one
+    yes-or-no question per metric, the score being the probability of "yes";
+    or, as in the reference, three sampled rounds of JSON scores and their
+    median. Rule and LLM scores merge by the configured policy (max, as in the
+    reference, or mean).
     Never changes a ranking.
     """
 
@@ -54,8 +57,11 @@ class JudgeServiceAsyncStub(JudgeServiceStub):
     eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
-    LLM-judged metrics run three rounds and take the median, and rule and LLM
-    scores merge by the configured policy (max, as in the reference, or mean).
+    LLM-judged metrics are scored by the configured LLM: by default one
+    yes-or-no question per metric, the score being the probability of "yes";
+    or, as in the reference, three sampled rounds of JSON scores and their
+    median. Rule and LLM scores merge by the configured policy (max, as in the
+    reference, or mean).
     Never changes a ranking.
     """
 
@@ -73,8 +79,11 @@ class JudgeServiceServicer(metaclass=_abc_1.ABCMeta):
     eval-32-metrics V41 (the MarxSphere design (docs/references.md), section 6): groups A retrieval (w 0.40),
     B answer (0.35), C reasoning (0.25), D cost (0.00); weights configurable.
     Each metric has a rule score where one can be computed without a model;
-    LLM-judged metrics run three rounds and take the median, and rule and LLM
-    scores merge by the configured policy (max, as in the reference, or mean).
+    LLM-judged metrics are scored by the configured LLM: by default one
+    yes-or-no question per metric, the score being the probability of "yes";
+    or, as in the reference, three sampled rounds of JSON scores and their
+    median. Rule and LLM scores merge by the configured policy (max, as in the
+    reference, or mean).
     Never changes a ranking.
     """
 
