@@ -268,7 +268,7 @@ METRICS: list[MetricSpec] = [
                "回答中的陈述是否都能在资料中找到依据", "回答里的每个陈述都能在上面的资料中找到依据吗？"),
     MetricSpec("hallucination", _B, lambda x: tr.hallucination(x.answer, x.contexts, x.question), True,
                "needs an answer and contexts", "编造程度（0=没有任何资料之外的编造内容，1=全是编造；本项越低越好）",
-               "回答完全没有资料之外编造的内容（法律名称、条号、数字、条件）吗？"),
+               "回答完全没有资料之外编造的内容（名称、编号、数字、条件）吗？"),
     MetricSpec("factual_consistency", _B, lambda x: tr.factual_consistency(x.answer, x.reference_answer, x.contexts), True,
                "needs an answer stating numbers, and a reference answer or contexts", "回答中的事实（数字、条件、主体）与资料或参考答案一致",
                "回答中的数字、条件和主体都与资料或参考答案一致吗？"),
