@@ -1,7 +1,7 @@
 """Splits documents into chunks on sentence boundaries.
 
 Sizes are in tokens as ``sentences.count_tokens`` counts them (a CJK
-character is one token, a Latin word or number is one): 512 with 64 of
+character is one token, a Latin word or number is one, a symbol is one): 512 with 64 of
 overlap by default, the MetaSearch chunking
 (the MetaSearch design (docs/references.md)), configurable with
 GRAPHMESH_GATEWAY_INGEST__CHUNK_TOKENS / ..._CHUNK_OVERLAP. A chunk ends at a

@@ -12,8 +12,8 @@ overlap); ``parent_window`` removes that overlap and grows the window one
 sentence at a time on alternating sides until the budget is spent.
 
 Tokens are counted as the chunker counts them
-(``services.ingest.sentences.count_tokens``: a CJK character or a Latin
-word/number is one).
+(``services.ingest.sentences.count_tokens``: a CJK character, a Latin
+word/number or a symbol is one).
 """
 from __future__ import annotations
 

@@ -7,11 +7,20 @@ from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sent
 pytestmark = pytest.mark.unit
 
 
-def test_tokens_are_cjk_characters_and_latin_words():
-    # 5 Han characters, then "GraphMesh", "2024", "RAG"; punctuation and spaces count nothing
-    assert count_tokens("检索增强，GraphMesh 2024 的 RAG！") == 5 + 3
-    assert count_tokens("。！？ ,.") == 0
+def test_tokens_are_cjk_characters_latin_words_and_symbols():
+    # 5 Han characters, "GraphMesh", "2024", "RAG", then "，" and "！"; spaces count nothing
+    assert count_tokens("检索增强，GraphMesh 2024 的 RAG！") == 5 + 3 + 2
+    assert count_tokens("。！？ ,.") == 5
     assert count_tokens("かな한국") == 4
+
+
+def test_a_diagram_line_counts_its_symbols():
+    # Box-drawing and code symbols are tokens to a subword embedder too: a
+    # chunk of ASCII art counted by its words alone overran the embedder's
+    # 512 positions (docs/benchmarks.md "Chunks of diagrams and code").
+    line = "│  ├─ ILIKE keyword: expandKw = query拆词 ∪ entities ──→ top(20) │"
+    assert count_tokens(line) == 21
+    assert count_tokens("maxTotal = 6000") == 3
 
 
 def test_sentences_end_on_chinese_punctuation_and_keep_closing_quotes():
@@ -28,7 +37,7 @@ def test_short_record_is_one_chunk():
 
 
 def test_chunks_end_on_sentence_boundaries_with_token_overlap():
-    sentences = [f"第{i}句话的内容比较长一些。" for i in range(40)]  # 12 tokens each
+    sentences = [f"第{i}句话的内容比较长些。" for i in range(40)]  # 12 tokens each
     assert {count_tokens(s) for s in sentences} == {12}
     pieces = split_text("".join(sentences), ChunkingConfig(100, 30))
     assert len(pieces) > 3

@@ -38,7 +38,7 @@ def test_a_chunk_alone_in_its_section_has_no_parent_context():
 
 def test_window_is_centred_on_the_hit_and_within_budget():
     # five chunks of one sentence of 10 tokens each, no overlap
-    texts = [f"第{n}句讲的是某件事情。" for n in "一二三四五"]
+    texts = [f"第{n}句讲的是某件事。" for n in "一二三四五"]
     assert all(count_tokens(t) == 10 for t in texts)
     window = parent_window(2, _chunks(texts), 30)
     assert window.split("\n") == texts[1:4]  # one before, the hit, one after
