@@ -5,11 +5,13 @@ style, noscript, template, nav, header, footer, aside, form, button, svg,
 iframe and anything with role="navigation" / "banner" / "contentinfo".
 h1..h6 become the heading path; block elements (p, li, div, blockquote,
 pre, dd, ...) end a block; a table becomes one block of rows
-("cell | cell"). Title: <title>, else the first h1, else the file name.
+("cell | cell"); a code listing's line-number gutter (a first cell reading
+1 2 3 ... beside the code, as static-site highlighters lay it out) is
+dropped. Title: <title>, else the first h1, else the file name.
 """
 from __future__ import annotations
 
-from services.ingest.files.model import ParsedFile, SectionBuilder
+from services.ingest.files.model import GUTTER_MIN_LINES, ParsedFile, SectionBuilder
 from services.ingest.files.text import decode_text
 
 MEDIA_TYPE = "text/html"
@@ -52,9 +54,17 @@ def _rows(table) -> list[str]:
     rows = []
     for tr in table.css("tr"):
         cells = [" ".join(c.text(separator=" ").split()) for c in tr.iter() if c.tag in ("td", "th")]
+        if len(cells) == 2 and _is_gutter(cells[0]):
+            cells = cells[1:]
         if any(cells):
             rows.append(" | ".join(cells))
     return rows
+
+
+def _is_gutter(cell: str) -> bool:
+    """Whether a table cell is a code listing's line numbers: 1 2 ... n."""
+    numbers = cell.split()
+    return len(numbers) >= GUTTER_MIN_LINES and numbers == [str(n) for n in range(1, len(numbers) + 1)]
 
 
 def add_html_fragment(builder: SectionBuilder, html: str) -> None:

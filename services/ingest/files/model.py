@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: Shortest run of bare line numbers (1, 2, ...) read as a code listing's gutter.
+GUTTER_MIN_LINES = 2
+
 
 class FileParseError(ValueError):
     """A file that cannot be turned into text (encrypted, scanned without a
@@ -85,8 +88,9 @@ class SectionBuilder:
         self.sections.append(Section([t for _, t in self._stack]))
 
     def add(self, text: str, page: int | None = None) -> None:
-        """Adds a block of ``text`` (blank text is dropped) to the open section."""
-        text = text.strip()
+        """Adds a block of ``text`` (blank text is dropped, line-number
+        gutters removed: ``without_line_number_gutters``) to the open section."""
+        text = without_line_number_gutters(text).strip()
         if not text:
             return
         if not self.sections:
@@ -96,3 +100,25 @@ class SectionBuilder:
     def build(self) -> list[Section]:
         """The sections that hold text."""
         return [s for s in self.sections if s.blocks]
+
+
+def without_line_number_gutters(text: str) -> str:
+    """``text`` without the line numbers of copied code listings: a run of
+    at least GUTTER_MIN_LINES lines reading exactly 1, 2, 3, ... (a web
+    page's or PDF's gutter column, pasted before the code it numbers) is
+    dropped; every other line is kept as it was. The gutter is noise to
+    every channel: numbers for keyword search, text for the embedder,
+    lines an extractive answer could quote."""
+    lines = text.split("\n")
+    keep: list[str] = []
+    i = 0
+    while i < len(lines):
+        run = 0
+        while i + run < len(lines) and lines[i + run].strip() == str(run + 1):
+            run += 1
+        if run >= GUTTER_MIN_LINES:
+            i += run
+            continue
+        keep.append(lines[i])
+        i += 1
+    return "\n".join(keep)

@@ -38,3 +38,22 @@ def test_the_title_appears_once_in_every_chunk_heading_path():
         for chunk in doc.record.chunks:
             assert len(chunk.heading_path) == len(set(chunk.heading_path)), (name, chunk.heading_path)
             assert chunk.heading_path[0] == doc.record.title
+
+
+def test_line_number_gutters_of_pasted_code_listings_are_dropped():
+    # a blog post pasted as text: the gutter column lands as lines 1..n before the code
+    pasted = "排序函数\n\n关闭 Embedding 时权重如下：\n1\n2\n3\nscore = (\n    0.35 * fuzzy_score\n)\n\n第1步\n1\n"
+    text = parse_file("post.txt", "", pasted.encode()).text()
+    assert "关闭 Embedding 时权重如下：\nscore = (\n0.35 * fuzzy_score\n)" in text
+    assert text.endswith("第1步\n1")  # a lone "1" is content, not a gutter
+
+
+def test_html_code_tables_lose_their_gutter_cell_and_numbered_tables_keep_theirs():
+    page = ('<html><body><h1>排序函数</h1><figure class="highlight"><table><tr>'
+            '<td class="gutter"><pre><span>1</span><br><span>2</span><br><span>3</span></pre></td>'
+            '<td class="code"><pre><span>score = (</span><br><span>0.35 * fuzzy_score</span><br><span>)</span></pre></td>'
+            '</tr></table></figure>'
+            '<table><tr><td>1</td><td>基础版</td></tr><tr><td>2</td><td>专业版</td></tr></table></body></html>')
+    text = parse_file("post.html", "", page.encode()).text()
+    assert "score = ( 0.35 * fuzzy_score )" in text and "1 2 3" not in text
+    assert "1 | 基础版\n2 | 专业版" in text
