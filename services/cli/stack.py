@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -144,9 +145,21 @@ def service_env(cfg: StackConfig, pg_dsn: str, neo4j_uri: str) -> dict[str, str]
     return env
 
 
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something already listens on ``host``:``port`` (TCP)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host, port)) == 0
+
+
 def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
     """Starts (or reuses) the embedded stores unless external ones are set.
-    Returns (PostgreSQL DSN, Neo4j Bolt URI)."""
+    Returns (PostgreSQL DSN, Neo4j Bolt URI).
+
+    Raises:
+        RuntimeError: a store could not start (the Bolt port already taken,
+            the process exited or was not ready); the message says why.
+    """
     home = state_dir()
     pg_dsn = os.environ.get("GRAPHMESH_RETRIEVER_PG_DSN", "")
     if not pg_dsn:
@@ -160,6 +173,13 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
         neo4j_uri = f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
         if not (pids.get("neo4j") and _alive(pids["neo4j"])):
             from services.retriever_graph.embedded import start_embedded_neo4j
+
+            if port_in_use(cfg.neo4j_bolt_port):
+                raise RuntimeError(
+                    f"port {cfg.neo4j_bolt_port} (embedded Neo4j's Bolt) is already in use: another Neo4j, or a "
+                    "GraphMesh stack started from another checkout (run `graphmesh down` there). Free it, pick "
+                    "another port with GRAPHMESH_NEO4J_BOLT_PORT, or use an external Neo4j with "
+                    "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI")
 
             print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
             proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log",
@@ -248,7 +268,13 @@ def up(detach: bool, llm: str | None = None) -> int:
     cfg = StackConfig()
     _stopping_marker().unlink(missing_ok=True)  # left by a down that was killed
     pids = _read_pids()
-    pg_dsn, neo4j_uri = start_stores(cfg, pids)
+    try:
+        pg_dsn, neo4j_uri = start_stores(cfg, pids)
+    except RuntimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        _write_pids(pids)
+        down()
+        return 1
     _write_pids(pids)
     env = service_env(cfg, pg_dsn, neo4j_uri)
     if llm:

@@ -1,8 +1,12 @@
-"""graphmesh up --llm's environment for the services it starts."""
+"""graphmesh up: the environment --llm gives the services it starts, and
+a clear error when a store cannot start."""
 from __future__ import annotations
+
+import socket
 
 import pytest
 
+from services.cli import stack
 from services.cli.stack import point_at_local_llm
 
 pytestmark = pytest.mark.unit
@@ -27,3 +31,23 @@ def test_a_users_own_endpoint_and_choice_are_kept():
     off = {"GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR": "false"}
     point_at_local_llm(off, LOCAL)
     assert off["GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR"] == "false"
+
+
+def test_a_taken_bolt_port_is_a_clear_error_and_nothing_is_left_running(tmp_path, monkeypatch, capsys):
+    """Another checkout's stack (or any Neo4j) on the Bolt port: up says so
+    and returns 1, instead of a traceback from the launcher's bind failure."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+        monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://127.0.0.1:1/external")  # no embedded PostgreSQL
+        monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", raising=False)
+        monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", raising=False)
+        config = stack.StackConfig
+        monkeypatch.setattr(stack, "StackConfig", lambda: config(neo4j_bolt_port=port))
+        assert stack.up(detach=True) == 1
+    err = capsys.readouterr().err
+    assert f"error: port {port} (embedded Neo4j's Bolt) is already in use" in err
+    assert "graphmesh down" in err and "Traceback" not in err
+    assert not (tmp_path / "logs" / "neo4j.log").exists()  # the launcher was never started
