@@ -22,22 +22,19 @@ and the law dev sets (over documents, the default collection).
 """
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import first_gold_rank, save  # noqa: E402
-from reorder_probe import dataset_path, report_sets, top_results  # noqa: E402
+from _common import first_gold_rank  # noqa: E402
+from reorder_probe import each_question, probe_main, report_sets  # noqa: E402
 from sentence_maxsim_probe import cross_validate, minmax  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from graphmesh.gateway.v1 import gateway_pb2_grpc  # noqa: E402
-from services.cli.evaluate import load_dataset  # noqa: E402
 from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
@@ -59,26 +56,16 @@ async def run(args) -> dict:
     score_ms: list[float] = []
     async with channel(addresses.gateway_addr) as gch:
         gateway = gateway_pb2_grpc.GatewayServiceStub(gch)
-        for name in args.sets.split(","):
-            for s in systems:
-                ranks[s][name] = {}
-            for row in load_dataset(dataset_path(name), args.limit or None):
-                qid = str(row["id"])
-                results, keys, gold = await top_results(gateway, name, row, args.depth, args.docs_collection)
-                if not results:
-                    for s in systems:
-                        ranks[s][name][qid] = None
-                    continue
-                t0 = time.perf_counter()
-                cov = minmax(np.array(coverage_scores(row["query"], [r.text for r in results])))
-                score_ms.append((time.perf_counter() - t0) * 1000)
-                fused = np.array([r.fused_score for r in results], dtype=float)  # as the fuser sums channel terms
-                ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
-                ranks["coverage"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-cov, kind="stable")], gold)
-                for w in weights:
-                    order = np.argsort(-(fused + w * cov), kind="stable")
-                    ranks[f"fused+{w}"][name][qid] = first_gold_rank([keys[i] for i in order], gold)
-            print(f"{name}: {len(ranks['graphmesh'][name])} questions", flush=True)
+        async for name, qid, row, results, keys, gold in each_question(gateway, args, ranks):
+            t0 = time.perf_counter()
+            cov = minmax(np.array(coverage_scores(row["query"], [r.text for r in results])))
+            score_ms.append((time.perf_counter() - t0) * 1000)
+            fused = np.array([r.fused_score for r in results], dtype=float)  # as the fuser sums channel terms
+            ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
+            ranks["coverage"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-cov, kind="stable")], gold)
+            for w in weights:
+                order = np.argsort(-(fused + w * cov), kind="stable")
+                ranks[f"fused+{w}"][name][qid] = first_gold_rank([keys[i] for i in order], gold)
     cross_validate(ranks, weights, args.sets.split(","))
     systems.append("fused+cv")
     report: dict = {"args": vars(args), "coverage_ms_p50": float(np.median(score_ms)),
@@ -88,15 +75,7 @@ async def run(args) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="docs,scenario,consult,facts")
-    parser.add_argument("--docs-collection", default="designdocs")
-    parser.add_argument("--depth", type=int, default=20)
-    parser.add_argument("--weights", default="0.25,0.5,1,2")
-    parser.add_argument("--limit", type=int, default=0)
-    args = parser.parse_args()
-    report = asyncio.run(run(args))
-    save("line_coverage_probe", report)
+    probe_main(__doc__, "line_coverage_probe", run, "0.25,0.5,1,2")
 
 
 if __name__ == "__main__":

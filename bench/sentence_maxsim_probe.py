@@ -21,22 +21,19 @@ and the law dev sets (over documents, the default collection).
 """
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import first_gold_rank, save  # noqa: E402
-from reorder_probe import dataset_path, report_sets, top_results  # noqa: E402
+from _common import first_gold_rank  # noqa: E402
+from reorder_probe import each_question, probe_main, report_sets  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc  # noqa: E402
 from graphmesh.gateway.v1 import gateway_pb2_grpc  # noqa: E402
-from services.cli.evaluate import load_dataset  # noqa: E402
 from services.cli.significance import rank_metric  # noqa: E402
 from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.clients import channel  # noqa: E402
@@ -58,36 +55,26 @@ async def run(args) -> dict:
     async with channel(addresses.gateway_addr) as gch, channel(addresses.expander_addr) as ech:
         gateway = gateway_pb2_grpc.GatewayServiceStub(gch)
         expander = expander_pb2_grpc.ExpanderServiceStub(ech)
-        for name in args.sets.split(","):
-            for s in systems:
-                ranks[s][name] = {}
-            for row in load_dataset(dataset_path(name), args.limit or None):
-                qid = str(row["id"])
-                results, keys, gold = await top_results(gateway, name, row, args.depth, args.docs_collection)
-                if not results:
-                    for s in systems:
-                        ranks[s][name][qid] = None
-                    continue
-                sentences = [[s.strip() for s in split_sentences(r.text) if len(s.strip()) >= 4] or [r.text] for r in results]
-                flat = [s for ss in sentences for s in ss]
-                t0 = time.perf_counter()
-                q = await expander.Embed(expander_pb2.EmbedRequest(texts=[row["query"]], kind=expander_pb2.EMBED_KIND_QUERY), timeout=120)
-                p = await expander.Embed(expander_pb2.EmbedRequest(texts=flat, kind=expander_pb2.EMBED_KIND_PASSAGE), timeout=300)
-                embed_ms.append((time.perf_counter() - t0) * 1000)
-                qv = np.array(q.vectors[0].values, dtype=np.float32)
-                sims = np.array([np.dot(qv, np.array(v.values, dtype=np.float32)) for v in p.vectors])
-                maxsim, at = [], 0
-                for ss in sentences:
-                    maxsim.append(float(sims[at:at + len(ss)].max()))
-                    at += len(ss)
-                fused = np.array([r.fused_score for r in results], dtype=float)
-                ms = minmax(np.array(maxsim))
-                ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
-                ranks["maxsim"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-ms, kind="stable")], gold)
-                for w in weights:
-                    order = np.argsort(-(fused + w * ms), kind="stable")
-                    ranks[f"fused+{w}"][name][qid] = first_gold_rank([keys[i] for i in order], gold)
-            print(f"{name}: {len(ranks['graphmesh'][name])} questions", flush=True)
+        async for name, qid, row, results, keys, gold in each_question(gateway, args, ranks):
+            sentences = [[s.strip() for s in split_sentences(r.text) if len(s.strip()) >= 4] or [r.text] for r in results]
+            flat = [s for ss in sentences for s in ss]
+            t0 = time.perf_counter()
+            q = await expander.Embed(expander_pb2.EmbedRequest(texts=[row["query"]], kind=expander_pb2.EMBED_KIND_QUERY), timeout=120)
+            p = await expander.Embed(expander_pb2.EmbedRequest(texts=flat, kind=expander_pb2.EMBED_KIND_PASSAGE), timeout=300)
+            embed_ms.append((time.perf_counter() - t0) * 1000)
+            qv = np.array(q.vectors[0].values, dtype=np.float32)
+            sims = np.array([np.dot(qv, np.array(v.values, dtype=np.float32)) for v in p.vectors])
+            maxsim, at = [], 0
+            for ss in sentences:
+                maxsim.append(float(sims[at:at + len(ss)].max()))
+                at += len(ss)
+            fused = np.array([r.fused_score for r in results], dtype=float)
+            ms = minmax(np.array(maxsim))
+            ranks["graphmesh"][name][qid] = first_gold_rank(keys, gold)
+            ranks["maxsim"][name][qid] = first_gold_rank([keys[i] for i in np.argsort(-ms, kind="stable")], gold)
+            for w in weights:
+                order = np.argsort(-(fused + w * ms), kind="stable")
+                ranks[f"fused+{w}"][name][qid] = first_gold_rank([keys[i] for i in order], gold)
     cross_validate(ranks, weights, args.sets.split(","))
     systems.append("fused+cv")
     report: dict = {"args": vars(args), "sentence_embed_ms_p50": float(np.median(embed_ms)),
@@ -113,15 +100,7 @@ def cross_validate(ranks: dict, weights: list[float], sets: list[str], folds: in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="docs,scenario,consult,facts")
-    parser.add_argument("--docs-collection", default="designdocs")
-    parser.add_argument("--depth", type=int, default=20)
-    parser.add_argument("--weights", default="0.5,1,2")
-    parser.add_argument("--limit", type=int, default=0)
-    args = parser.parse_args()
-    report = asyncio.run(run(args))
-    save("sentence_maxsim_probe", report)
+    probe_main(__doc__, "sentence_maxsim_probe", run, "0.5,1,2")
 
 
 if __name__ == "__main__":
