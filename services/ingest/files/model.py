@@ -106,17 +106,27 @@ def without_line_number_gutters(text: str) -> str:
     """``text`` without the line numbers of copied code listings: a run of
     at least GUTTER_MIN_LINES lines reading exactly 1, 2, 3, ... (a web
     page's or PDF's gutter column, pasted before the code it numbers) is
-    dropped; every other line is kept as it was. The gutter is noise to
-    every channel: numbers for keyword search, text for the embedder,
-    lines an extractive answer could quote."""
+    dropped when it starts the text or follows a line that is not a bare
+    number, and the next two lines of the same block are not bare numbers
+    (the code it numbered). A count that ends the
+    block (program output such as ``seq 3``, a column of ids) or goes on
+    into other numbers (1 2 3 5 8) is content and kept, as is every other
+    line. The gutter is noise to every channel: numbers for keyword search,
+    text for the embedder, lines an extractive answer could quote."""
     lines = text.split("\n")
+    bare = [line.strip().isdigit() for line in lines]
     keep: list[str] = []
     i = 0
     while i < len(lines):
         run = 0
         while i + run < len(lines) and lines[i + run].strip() == str(run + 1):
             run += 1
-        if run >= GUTTER_MIN_LINES:
+        after = i + run
+        code_lines = 0
+        while after < len(lines) and code_lines < 2 and not bare[after]:
+            code_lines += 1
+            after += 1
+        if run >= GUTTER_MIN_LINES and (i == 0 or not bare[i - 1]) and code_lines == 2:
             i += run
             continue
         keep.append(lines[i])

@@ -48,12 +48,27 @@ def test_line_number_gutters_of_pasted_code_listings_are_dropped():
     assert text.endswith("第1步\n1")  # a lone "1" is content, not a gutter
 
 
+@pytest.mark.parametrize("content", [
+    "$ seq 3\n1\n2\n3",           # program output ending the block
+    "id\n1\n2\n3\n\n下一段。",      # a column of ids
+    "Indices:\n0\n1\n2\n3\nend\nof list",  # a count that started at 0
+    "斐波那契：\n1\n2\n3\n5\n8",   # numbers going on past the run
+    "1\n2\n3\n4",                # a file of numbers only
+])
+def test_counts_that_are_content_are_kept(content):
+    text = parse_file("numbers.txt", "", content.encode()).text()
+    assert [line for line in text.split("\n") if line.strip().isdigit()] == \
+        [line for line in content.split("\n") if line.strip().isdigit()]
+
+
 def test_html_code_tables_lose_their_gutter_cell_and_numbered_tables_keep_theirs():
     page = ('<html><body><h1>排序函数</h1><figure class="highlight"><table><tr>'
             '<td class="gutter"><pre><span>1</span><br><span>2</span><br><span>3</span></pre></td>'
             '<td class="code"><pre><span>score = (</span><br><span>0.35 * fuzzy_score</span><br><span>)</span></pre></td>'
             '</tr></table></figure>'
-            '<table><tr><td>1</td><td>基础版</td></tr><tr><td>2</td><td>专业版</td></tr></table></body></html>')
+            '<table><tr><td>1</td><td>基础版</td></tr><tr><td>2</td><td>专业版</td></tr></table>'
+            '<table><tr><td>1 2 3</td><td>电梯停靠的楼层</td></tr></table></body></html>')
     text = parse_file("post.html", "", page.encode()).text()
-    assert "score = ( 0.35 * fuzzy_score )" in text and "1 2 3" not in text
+    assert "score = ( 0.35 * fuzzy_score )" in text.split("\n")  # the code row, its gutter cell gone
     assert "1 | 基础版\n2 | 专业版" in text
+    assert "1 2 3 | 电梯停靠的楼层" in text  # no highlighter's gutter class: content
