@@ -103,6 +103,7 @@ def start_embedded_neo4j(
     Raises:
         RuntimeError: the process exited early, was not ready in time or
             reported port 0 (the process is stopped); the message holds the log tail.
+        KeyboardInterrupt: interrupted while waiting (the process is stopped).
     """
     command = build_launcher(repo_root) + [str(Path(data_dir).resolve()), str(bolt_port)]
     Path(data_dir).mkdir(parents=True, exist_ok=True)
@@ -117,7 +118,18 @@ def start_embedded_neo4j(
             start_new_session=True,
             env={**os.environ, "GRAPHMESH_NEO4J_PASSWORD": password},
         )
-    deadline = time.monotonic() + timeout_s
+    try:
+        return _wait_ready(proc, log_path, time.monotonic() + timeout_s, timeout_s)
+    except BaseException:
+        # Ctrl-C or any error while waiting: the process runs in its own
+        # session, so nothing else would stop it and no pid file names it yet.
+        if proc.poll() is None:
+            stop_process(proc.pid)
+        raise
+
+
+def _wait_ready(proc: subprocess.Popen, log_path: Path, deadline: float, timeout_s: float) -> tuple[subprocess.Popen, str]:
+    """Waits for the launcher's ready line (see start_embedded_neo4j)."""
     while True:
         ready = _READY.search(_tail(log_path, limit=1_000_000))
         if ready:
