@@ -40,6 +40,7 @@ import domains  # noqa: E402
 from bench.abstention_fit import SETS  # noqa: E402
 from services.common import citation_check  # noqa: E402
 from services.cli import evaluate  # noqa: E402
+from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
 
@@ -189,6 +190,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--combine"]:
         print(json.dumps(combine([Path(p) for p in sys.argv[2:]]), ensure_ascii=False, indent=1))
         return
+    use_local_mesh_token()  # the judge serves mesh callers only: use the local stack's token
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     addresses = MeshAddresses()
     parser.add_argument("--label", required=True, help="what answered: extractive, qwen0.5b, qwen1.5b")

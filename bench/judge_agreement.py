@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
 import domains  # noqa: E402
+from services.cli.stack import use_local_mesh_token  # noqa: E402
 from services.judge import scoring  # noqa: E402
 
 #: The metrics issue 29 asks for first; every other metric with both parts follows.
@@ -239,6 +240,7 @@ async def judge_run(path: Path, address: str, timeout: float, out: Path | None =
 
 
 def main() -> None:
+    use_local_mesh_token()  # the judge serves mesh callers only: use the local stack's token
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     judge = commands.add_parser("judge", help="judge a saved run's answers again with an LLM judge")
