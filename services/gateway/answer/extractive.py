@@ -139,8 +139,10 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     text = sentence.lower()
     coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
     if question_bigrams:
-        weight = sum(idf.get(b, 1.0) for b in question_bigrams)
-        overlap = sum(idf.get(b, 1.0) for b in _bigrams(sentence) & question_bigrams) / weight if weight else 0.0
+        # fsum: exact whatever order the sets iterate in (it follows the hash
+        # seed), so equal scores tie the same way in every process
+        weight = math.fsum(idf.get(b, 1.0) for b in question_bigrams)
+        overlap = math.fsum(idf.get(b, 1.0) for b in _bigrams(sentence) & question_bigrams) / weight if weight else 0.0
         score = 0.5 * coverage + 0.5 * overlap
     else:
         score = coverage
