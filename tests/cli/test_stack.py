@@ -90,3 +90,34 @@ def test_a_bad_bolt_port_setting_is_a_clear_error(value, tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert f"GRAPHMESH_NEO4J_BOLT_PORT must be a TCP port number, 1-65535; got {value!r}" in err
     assert "Traceback" not in err and not (tmp_path / "pids.json").exists()
+
+
+def test_stores_already_running_or_external_are_reused_not_started(tmp_path, monkeypatch):
+    """start_stores with a live embedded Neo4j (its pid recorded) returns its
+    Bolt URI even while the port is taken by it, and with an external URI
+    returns that one; neither starts a launcher."""
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://127.0.0.1:1/external")
+    monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", raising=False)
+    monkeypatch.delenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", raising=False)
+    import services.retriever_graph.embedded as embedded
+
+    def no_launcher(*args, **kwargs):
+        raise AssertionError("the embedded Neo4j was started")
+
+    monkeypatch.setattr(embedded, "start_embedded_neo4j", no_launcher)
+    with socket.socket() as taken:  # the running Neo4j holds its port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            pids = {"neo4j": live.pid}
+            assert stack.start_stores(stack.StackConfig(neo4j_bolt_port=port), pids) == (
+                "postgresql://127.0.0.1:1/external", f"bolt://127.0.0.1:{port}")
+            assert pids == {"neo4j": live.pid}
+        finally:
+            live.kill()
+            live.wait()
+    monkeypatch.setenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", "bolt://db.example:7687")
+    assert stack.start_stores(stack.StackConfig(), {})[1] == "bolt://db.example:7687"
