@@ -1,7 +1,7 @@
 """Fuser settings (environment prefix GRAPHMESH_FUSER_)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_settings import SettingsConfigDict
 
@@ -14,6 +14,9 @@ class FuserSettings(ServiceSettings):
     max_top_k: largest accepted top_k.
     max_budget_chars: largest accepted context budget (characters).
     mmr_pool_factor: MMR chooses top_k out of top_k x this many fused candidates.
+    pack_order: how the packed context orders its candidates (core.PACK_ORDERS):
+        "rank", the fused order across sources (each source within its
+        quota), or "source", MarxSphere's source-by-source order.
     entity_rank: overrides of services.fuser.entity_rank.RankConfig fields
         (weights w_embed / w_plain, bonuses, gate thresholds; JSON in the
         environment); the Guizhou indicator GraphRAG design (docs/references.md) values when empty.
@@ -26,4 +29,5 @@ class FuserSettings(ServiceSettings):
     max_top_k: int = 200
     max_budget_chars: int = 100_000
     mmr_pool_factor: int = 3
+    pack_order: Literal["rank", "source"] = "rank"
     entity_rank: dict[str, Any] = {}

@@ -171,49 +171,83 @@ def source_label(item: Item) -> str:
     return " ".join(parts)
 
 
-def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, quotas: dict[int, float] | None = None) -> tuple[str, list[Section]]:
+#: How a packed context orders its sources: "rank" (the fused order, each
+#: source still within its quota) or "source" (MarxSphere fuseResults V42:
+#: all of one source's candidates, then the next source's, in PACKING_ORDER).
+PACK_ORDERS = ("rank", "source")
+
+
+@dataclass(slots=True)
+class PackedContext:
+    """A packed context: its text, its sections (one per source, in
+    PACKING_ORDER) and the candidate ids in citation order ([n] is
+    ``cited_ids[n - 1]``)."""
+
+    text: str
+    sections: list[Section]
+    cited_ids: list[str]
+
+
+def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, quotas: dict[int, float] | None = None,
+                 order: str = "rank") -> PackedContext:
     """Packs ranked candidates into a context of at most ``budget_chars``.
 
-    Each source gets ceil(budget x share) characters; its candidates are
-    appended in rank order as "[n] label\\ntext" (text: ``Item.packed_text``,
-    the parent context when the candidate has one); a text that overflows the
-    quota is cut at a sentence boundary and marked [TRUNCATED], and the
-    source takes no more. Sources with no candidates leave their share
-    unused. Citation numbers n run across sections in packing order.
+    Each source gets ceil(budget x share) characters (the quotas of
+    MarxSphere fuseResults V42, the MarxSphere design (docs/references.md)
+    section 4); its candidates are taken in rank order as "[n] label\ntext"
+    (text: ``Item.packed_text``, the parent context when the candidate has
+    one); a text that overflows the quota is cut at a sentence boundary and
+    marked [TRUNCATED], and the source takes no more. Sources with no
+    candidates leave their share unused. With ``order`` "rank" the packed
+    candidates keep the fused order across sources, so [1] is the best
+    candidate packed whatever its source (a graph hit ranked first is not
+    put behind every document chunk); with "source" they come source by
+    source in PACKING_ORDER, sources separated by a blank line. Citation
+    numbers n follow the packed order.
 
-    Returns:
-        (context text, sections in packing order).
+    Raises:
+        ValueError: ``order`` is not one of PACK_ORDERS.
     """
+    if order not in PACK_ORDERS:
+        raise ValueError(f"order must be one of {PACK_ORDERS}, got {order!r}")
     quotas = quotas or DEFAULT_QUOTAS
     sections = {src: Section(src, math.ceil(budget_chars * quotas.get(src, 0.0))) for src in PACKING_ORDER}
-    by_source: dict[int, list[Item]] = defaultdict(list)
-    for item in ranked:
-        by_source[item.source if item.source in sections else SOURCE_DOCUMENT_CHUNK].append(item)
+    closed: set[int] = set()
 
-    number = 0
-    blocks: list[str] = []
-    for src in PACKING_ORDER:
+    def source_of(item: Item) -> int:
+        return item.source if item.source in sections else SOURCE_DOCUMENT_CHUNK
+
+    if order == "source":
+        position = {src: i for i, src in enumerate(PACKING_ORDER)}
+        ranked = sorted(ranked, key=lambda item: position[source_of(item)])  # stable: rank order within a source
+    packed: list[tuple[int, str, str]] = []  # (source, candidate id, "[n] label\ntext")
+    for item in ranked:
+        src = source_of(item)
+        if src in closed:
+            continue
         section = sections[src]
-        parts: list[str] = []
-        for item in by_source.get(src, []):
-            header = f"[{number + 1}] {source_label(item)}\n"
-            room = section.quota_chars - section.used_chars - len(header)
-            if room <= len(TRUNCATION_MARK):
-                section.truncated = True
-                break
-            body, cut = truncate_at_boundary(item.packed_text, room)
-            number += 1
-            parts.append(header + body)
-            section.used_chars += len(header) + len(body)
-            section.candidate_ids.append(item.id)
-            if cut:
-                section.truncated = True
-                break
-        section.text = "\n".join(parts)
-        if section.text:
-            blocks.append(section.text)
-    context = "\n\n".join(blocks)[:budget_chars]
-    return context, [sections[s] for s in PACKING_ORDER]
+        header = f"[{len(packed) + 1}] {source_label(item)}\n"
+        room = section.quota_chars - section.used_chars - len(header)
+        if room <= len(TRUNCATION_MARK):
+            section.truncated = True
+            closed.add(src)
+            continue
+        body, cut = truncate_at_boundary(item.packed_text, room)
+        packed.append((src, item.id, header + body))
+        section.used_chars += len(header) + len(body)
+        section.candidate_ids.append(item.id)
+        if cut:
+            section.truncated = True
+            closed.add(src)
+    for section in sections.values():
+        section.text = "\n".join(text for src, _, text in packed if src == section.source)
+    blocks: list[str] = []
+    for i, (src, _, text) in enumerate(packed):
+        if i and order == "source" and src != packed[i - 1][0]:
+            blocks.append("")  # a blank line between sources
+        blocks.append(text)
+    return PackedContext("\n".join(blocks)[:budget_chars], [sections[s] for s in PACKING_ORDER],
+                         [cid for _, cid, _ in packed])
 
 
 def _similarity_matrix(items: list[Item]) -> np.ndarray:

@@ -42,17 +42,18 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
             ranked = core.mmr(pool, request.mmr_lambda, top_k)
         else:
             ranked = core.rank(items, fused, top_k, request.one_per_document)
-        text, sections = core.pack_context(ranked, budget, dict(request.quotas) or None)
+        packed = core.pack_context(ranked, budget, dict(request.quotas) or None, s.pack_order)
         return fuser_pb2.FuseResponse(
             candidates=[item_to_candidate(it) for it in ranked],
             context=fuser_pb2.PackedContext(
-                text=text,
+                text=packed.text,
                 sections=[
                     fuser_pb2.ContextSection(
                         source=sec.source, quota_chars=sec.quota_chars,
                         used_chars=sec.used_chars, truncated=sec.truncated, candidate_ids=sec.candidate_ids,
                     )
-                    for sec in sections
+                    for sec in packed.sections
                 ],
+                cited_ids=packed.cited_ids,
             ),
         )

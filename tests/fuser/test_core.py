@@ -53,7 +53,8 @@ def test_pack_context_respects_quotas_and_truncates_at_sentence_end():
         item("a", "pg.vector", 1, source=core.SOURCE_DOCUMENT_CHUNK, text=long_text),
         item("g", "graph.heading", 1, source=core.SOURCE_GRAPH, text="图谱证据。"),
     ]
-    context, sections = core.pack_context(ranked, budget_chars=1000)
+    packed = core.pack_context(ranked, budget_chars=1000)
+    context, sections = packed.text, packed.sections
     by_source = {s.source: s for s in sections}
     chunk_section = by_source[core.SOURCE_DOCUMENT_CHUNK]
     assert chunk_section.quota_chars == 350
@@ -65,10 +66,58 @@ def test_pack_context_respects_quotas_and_truncates_at_sentence_end():
     assert len(context) <= 1000
 
 
+def test_a_graph_hit_ranked_first_is_packed_first_and_cited_as_1():
+    """The fused order decides the numbering: a charge mapped to its
+    article by the graph and ranked first is [1], not packed behind every
+    document chunk; each source still stays within its quota."""
+    ranked = [
+        item("g", "graph.charge", 1, source=core.SOURCE_GRAPH, text="第二百六十四条 盗窃罪。"),
+        item("a", "pg.vector", 1, source=core.SOURCE_DOCUMENT_CHUNK, text="第一块。"),
+        item("k", "pg.keyword", 1, source=core.SOURCE_FULLTEXT, text="全文命中。"),
+        item("b", "pg.vector", 2, source=core.SOURCE_DOCUMENT_CHUNK, text="第二块。"),
+    ]
+    packed = core.pack_context(ranked, budget_chars=1000)
+    assert packed.cited_ids == ["g", "a", "k", "b"]
+    assert packed.text.startswith("[1] 标题\n第二百六十四条 盗窃罪。\n[2] 标题\n第一块。\n[3]")
+    by_source = {s.source: s for s in packed.sections}
+    assert by_source[core.SOURCE_DOCUMENT_CHUNK].candidate_ids == ["a", "b"]
+    assert by_source[core.SOURCE_GRAPH].candidate_ids == ["g"]
+
+
+def test_source_order_packs_source_by_source_as_marxsphere_does():
+    ranked = [
+        item("g", "graph.charge", 1, source=core.SOURCE_GRAPH, text="图谱证据。"),
+        item("a", "pg.vector", 1, source=core.SOURCE_DOCUMENT_CHUNK, text="第一块。"),
+        item("k", "pg.keyword", 1, source=core.SOURCE_FULLTEXT, text="全文命中。"),
+    ]
+    packed = core.pack_context(ranked, budget_chars=1000, order="source")
+    assert packed.cited_ids == ["a", "k", "g"]
+    assert packed.text == "[1] 标题\n第一块。\n\n[2] 标题\n全文命中。\n\n[3] 标题\n图谱证据。"
+
+
+def test_a_source_over_its_quota_takes_no_more_while_others_still_pack():
+    long_text = "这是一句很长的话。" * 100
+    ranked = [
+        item("a", "pg.vector", 1, source=core.SOURCE_DOCUMENT_CHUNK, text=long_text),
+        item("b", "pg.vector", 2, source=core.SOURCE_DOCUMENT_CHUNK, text="第二块。"),
+        item("g", "graph.heading", 1, source=core.SOURCE_GRAPH, text="图谱证据。"),
+    ]
+    packed = core.pack_context(ranked, budget_chars=1000)
+    assert packed.cited_ids == ["a", "g"]  # "a" was cut at its quota, so "b" is not packed
+    assert "第二块" not in packed.text and "[2] 标题\n图谱证据。" in packed.text
+
+
+def test_an_unknown_pack_order_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="order"):
+        core.pack_context([], order="random")
+
+
 def test_pack_context_unknown_source_goes_to_document_chunks():
     ranked = [item("a", "x", 1, source=0)]
-    _, sections = core.pack_context(ranked)
-    assert sections[0].candidate_ids == ["a"]
+    packed = core.pack_context(ranked)
+    assert packed.sections[0].candidate_ids == ["a"] and packed.cited_ids == ["a"]
 
 
 def test_mmr_removes_near_duplicate():
@@ -91,11 +140,11 @@ def test_pack_context_packs_the_parent_context_under_the_same_quota():
     parented = item("a", "pg.vector", 1, text="命中句。")
     parented.context_text = "前文一句。\n命中句。\n后文一句很长很长很长很长很长很长。"
     bare = item("b", "pg.vector", 2, text="另一块。")
-    context, sections = core.pack_context([parented, bare], budget_chars=1000)
+    context = core.pack_context([parented, bare], budget_chars=1000).text
     assert parented.context_text in context and "另一块。" in context
     # the quota and the sentence-boundary cut apply to the parent text as to any text
-    context, sections = core.pack_context([parented], budget_chars=1000, quotas={core.SOURCE_DOCUMENT_CHUNK: 0.03})
-    assert "后文一句" not in context and "前文一句。" in context and sections[0].truncated
+    packed = core.pack_context([parented], budget_chars=1000, quotas={core.SOURCE_DOCUMENT_CHUNK: 0.03})
+    assert "后文一句" not in packed.text and "前文一句。" in packed.text and packed.sections[0].truncated
 
 
 def test_merge_keeps_the_first_parent_context():

@@ -228,8 +228,8 @@ class ContextSection(_message.Message):
     """Whether a text was cut and marked [TRUNCATED]."""
     @_builtins.property
     def candidate_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Candidate ids packed, in order; their 1-based position across all
-        sections is their citation number.
+        """Candidate ids packed from this source, in rank order. Their citation
+        numbers are their positions in PackedContext.cited_ids.
         """
 
     def __init__(
@@ -257,23 +257,33 @@ class PackedContext(_message.Message):
 
     TEXT_FIELD_NUMBER: _builtins.int
     SECTIONS_FIELD_NUMBER: _builtins.int
+    CITED_IDS_FIELD_NUMBER: _builtins.int
     text: _builtins.str
-    """Text with numbered sources "[n] title heading\\ntext", sections joined by
-    blank lines; at most budget_chars characters.
+    """Text with numbered sources "[n] title heading\\ntext", one per line
+    block, in the fuser's pack order (GRAPHMESH_FUSER_PACK_ORDER: "rank",
+    the fused order across sources, by default; "source", source by source
+    with blank lines between); at most budget_chars characters.
     """
     @_builtins.property
     def sections(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextSection]:
-        """Sections in packing order."""
+        """One section per source, in the fixed source order (document chunks,
+        PG entities, full text, graph, entity names).
+        """
+
+    @_builtins.property
+    def cited_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Candidate ids in citation order: [n] in text is cited_ids[n - 1]."""
 
     def __init__(
         self,
         *,
         text: _builtins.str = ...,
         sections: _abc.Iterable[Global___ContextSection] | None = ...,
+        cited_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["sections", b"sections", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cited_ids", b"cited_ids", "sections", b"sections", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
