@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.common.text import query_keywords, split_sentences
@@ -287,10 +286,7 @@ class PieceScorer:
         pieces: the pieces given, per text.
     """
 
-    def __init__(self, question: str, pieces: list[list[Candidate]],
-                 similarity: Callable[[str], float] | None = None, similarity_weight: float = 0.0) -> None:
-        self._similarity = similarity if similarity_weight else None
-        self._similarity_weight = similarity_weight
+    def __init__(self, question: str, pieces: list[list[Candidate]]) -> None:
         keywords = query_keywords(question) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
         self.pieces = pieces
@@ -298,17 +294,9 @@ class PieceScorer:
         self._wants_number = asks_amount(question)
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
 
-    def lexical_score(self, candidate: Candidate) -> float:
-        """The piece's word and bigram score, in [0, ~1.15] (``sentence_score``)."""
-        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
-
     def score(self, candidate: Candidate) -> float:
-        """``lexical_score`` plus ``similarity_weight`` x the question's
-        dense similarity to the piece (in [0, 1]) when a similarity is given."""
-        lexical = self.lexical_score(candidate)
-        if self._similarity is None:
-            return lexical
-        return lexical + self._similarity_weight * self._similarity(candidate.text)
+        """The piece's score, in [0, ~1.15] (``sentence_score``)."""
+        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker
@@ -319,8 +307,7 @@ class PieceScorer:
 
 
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
-                      max_sentences_per_source: int = 2, similarity: Callable[[str], float] | None = None,
-                      similarity_weight: float = 0.0) -> str:
+                      max_sentences_per_source: int = 2) -> str:
     """An answer quoted from the first ``max_sources`` packed texts: from
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
@@ -329,7 +316,7 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     none of whose sentences shares a word with the question is skipped,
     unless it is the first. Without a question the leading sentences are
     quoted."""
-    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity, similarity_weight)
+    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]])
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [EXTRACTIVE_LABEL]
     for number, found in enumerate(scorer.pieces, start=1):
@@ -337,16 +324,15 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         candidates = [t for t in scored if quotable(t[3].text)] or scored[:1]
         # best first; between equals, the one whose label matches, then the one of fewer lines, then reading order
         ranked = sorted(candidates, key=lambda t: (-t[0], -t[1], t[3].last - t[3].first, t[2]))
-        if keywords and number > 1 and not any(scorer.lexical_score(t[3]) for t in ranked):
+        if keywords and number > 1 and (not ranked or ranked[0][0] == 0):
             continue
         chosen: list[Candidate] = []
         used = 0
-        for _, _, _, candidate in ranked:
+        for piece_score, _, _, candidate in ranked:
             sentence = candidate.text
             if len(chosen) >= max_sentences_per_source:
                 break
-            if chosen and (used + 1 + len(sentence) > max_chars_per_source
-                           or (keywords and scorer.lexical_score(candidate) == 0)
+            if chosen and (used + 1 + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
                            or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
                 continue
             chosen.append(candidate)
