@@ -22,6 +22,10 @@ class GatewayLlmSettings(LlmSettings):
             (services.gateway.answer.citation_grammar). Only for llama.cpp
             servers: other OpenAI-compatible endpoints reject or ignore the
             field. ``graphmesh up --llm`` turns it on for its local server.
+        max_sources: packed sources the LLM is shown, the first ones in
+            citation order (0: every packed source). Fewer sources make a
+            shorter prompt, so a local model on CPU answers sooner; the
+            citation verifier still checks against every packed source.
         worked_example: show the domain pack's worked example
             (AnswerPrompt.example_zh/en) as an earlier turn. Off by
             default: unmeasured, and with it qwen0.5b answered without
@@ -31,6 +35,7 @@ class GatewayLlmSettings(LlmSettings):
     max_tokens: int = Field(512, ge=1)
     citation_grammar: bool = False
     worked_example: bool = False
+    max_sources: int = Field(0, ge=0)
 
 
 class DeadlineSettings(BaseModel):

@@ -193,6 +193,20 @@ async def test_the_citation_grammar_goes_with_the_answer_request_only_when_confi
     assert f'"{n_sources}"' in extra["grammar"] and f'"{n_sources + 1}"' not in extra["grammar"]
 
 
+async def test_llm_max_sources_shows_the_llm_only_the_first_sources():
+    """llm.max_sources = 1: the prompt holds source [1] only, the grammar
+    names one mark, and a mark past it is removed as invalid; the search
+    response still carries the whole packed context."""
+    llm = FakeLlm(enabled=True, answer="应当支付[1]，另见[2]。")
+    answer = await mesh(llm=llm, llm_settings={"citation_grammar": True, "max_sources": 1}).answerer.answer(
+        "工资", 5, None, Deadline(10))
+    (messages, extra), = llm.requests
+    prompt = messages[-1]["content"]
+    assert "[1] " in prompt and "[2] " not in prompt and "[2] " in answer.search.context
+    assert '"1"' in extra["grammar"] and '"2"' not in extra["grammar"]
+    assert answer.answer == "应当支付[1]，另见。" and answer.invalid_citations_removed == 1
+
+
 async def test_entity_search_without_expander_searches_the_raw_query():
     graph = FakeRetriever("retriever_graph", entities=[entity("马铃薯")])
     use = mesh(expander=FakeExpander(fail=grpc.StatusCode.UNAVAILABLE), graph=graph)

@@ -72,14 +72,15 @@ class Generator:
             pieces: list[str] = []
             try:
                 prompt = domains.answer_prompt(list(retrieval.response.query_info.domain_packs))
-                messages = grounding.build_messages(query, retrieval.response.context, prompt,
-                                                    worked_example=s.llm.worked_example)
-                extra = {"grammar": citation_grammar(len(cited_ids))} if s.llm.citation_grammar else None
+                shown = min(len(cited_ids), s.llm.max_sources or len(cited_ids))
+                messages = grounding.build_messages(query, grounding.first_sources(retrieval.response.context, shown),
+                                                    prompt, worked_example=s.llm.worked_example)
+                extra = {"grammar": citation_grammar(shown)} if s.llm.citation_grammar else None
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer", extra=extra):
                     pieces.append(piece)
                     yield gateway_pb2.AnswerStreamResponse(token=piece)
-                cleaned = grounding.clean_answer("".join(pieces), len(cited_ids))
+                cleaned = grounding.clean_answer("".join(pieces), shown)
                 text, removed, fences = cleaned.text, cleaned.invalid_citations_removed, cleaned.fences_removed
                 ANSWER_CLEANUP.labels("invalid_citation").inc(removed)
                 ANSWER_CLEANUP.labels("fence").inc(fences)

@@ -117,6 +117,22 @@ def _unwrap_json(text: str) -> str | None:
 _HEADER = re.compile(r"^\[(\d+)\] (.*)$")
 
 
+def first_sources(context: str, n: int) -> str:
+    """The packed ``context`` up to and including its source [n] (the whole
+    context when it holds n sources or fewer, or when n < 1)."""
+    if n < 1:
+        return context
+    lines = context.splitlines(keepends=True)
+    expected = 1
+    for index, line in enumerate(lines):
+        match = _HEADER.match(line.rstrip("\n"))
+        if match and int(match.group(1)) == expected:
+            if expected == n + 1:
+                return "".join(lines[:index]).rstrip()
+            expected += 1
+    return context
+
+
 def packed_texts(context: str, n_sources: int) -> list[str] | None:
     """The text of each numbered block "[n] label\ntext" of a packed
     context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None

@@ -85,3 +85,11 @@ def test_the_law_example_cites_every_sentence_and_is_no_evaluation_question():
     if not questions:
         pytest.skip(f"no law dev sets at {data}")
     assert not any(example.question in q or q in example.question for q in questions)
+
+
+def test_first_sources_cuts_the_context_before_the_next_numbered_source():
+    context = "[1] 劳动法 第三十六条\n每日工作时间不超过八小时。\n[2] 劳动法 第三十八条\n每周至少休息一日。\n\n[3] 图谱\n[2] 不是标题的一行"
+    assert generation.first_sources(context, 1) == "[1] 劳动法 第三十六条\n每日工作时间不超过八小时。"
+    assert generation.first_sources(context, 2) == "[1] 劳动法 第三十六条\n每日工作时间不超过八小时。\n[2] 劳动法 第三十八条\n每周至少休息一日。"
+    assert generation.first_sources(context, 3) == context  # "[2]" after [3] is a line of text, not a source
+    assert generation.first_sources(context, 0) == context
