@@ -260,15 +260,25 @@ def start_llm(model: str, env: dict[str, str], pids: dict[str, int]) -> None:
     point_at_local_llm(env, f"http://{settings.host}:{settings.port}/v1")
 
 
+#: Packed sources the local CPU model is shown: half the prompt of all ten
+#: (611 against 1,069 tokens at p50), its first token about 6 s sooner on
+#: 2 cores, the gold article cited as often (docs/benchmarks.md, "Fewer
+#: sources for the local LLM").
+LOCAL_LLM_MAX_SOURCES = 5
+
+
 def point_at_local_llm(env: dict[str, str], base_url: str) -> None:
     """Points the gateway and expander at the local llama.cpp server at
     ``base_url`` unless the user set their LLM base URL; a gateway that
     answers through it gets the citation grammar
-    (GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR) unless the user set that."""
+    (GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR) and is shown the first
+    LOCAL_LLM_MAX_SOURCES packed sources (GRAPHMESH_GATEWAY_LLM__MAX_SOURCES),
+    each unless the user set it."""
     for service in ("GATEWAY", "EXPANDER"):
         _set_unless_given(env, f"GRAPHMESH_{service}_LLM__BASE_URL", f"GRAPHMESH_{service}_LLM_BASE_URL", base_url)
     if env.get("GRAPHMESH_GATEWAY_LLM__BASE_URL") == base_url:
         env.setdefault("GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR", "true")
+        env.setdefault("GRAPHMESH_GATEWAY_LLM__MAX_SOURCES", str(LOCAL_LLM_MAX_SOURCES))
 
 
 def up(detach: bool, llm: str | None = None) -> int:

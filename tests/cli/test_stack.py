@@ -22,6 +22,7 @@ def test_the_local_llm_answers_with_the_citation_grammar():
     point_at_local_llm(env, LOCAL)
     assert env["GRAPHMESH_GATEWAY_LLM__BASE_URL"] == env["GRAPHMESH_EXPANDER_LLM__BASE_URL"] == LOCAL
     assert env["GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR"] == "true"
+    assert env["GRAPHMESH_GATEWAY_LLM__MAX_SOURCES"] == str(stack.LOCAL_LLM_MAX_SOURCES)
 
 
 def test_a_users_own_endpoint_and_choice_are_kept():
@@ -30,6 +31,7 @@ def test_a_users_own_endpoint_and_choice_are_kept():
     elsewhere = {"GRAPHMESH_GATEWAY_LLM__BASE_URL": "https://api.example.com/v1"}
     point_at_local_llm(elsewhere, LOCAL)
     assert "GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR" not in elsewhere
+    assert "GRAPHMESH_GATEWAY_LLM__MAX_SOURCES" not in elsewhere  # another server is shown every source
     assert elsewhere["GRAPHMESH_EXPANDER_LLM__BASE_URL"] == LOCAL
     off = {"GRAPHMESH_GATEWAY_LLM__CITATION_GRAMMAR": "false"}
     point_at_local_llm(off, LOCAL)
