@@ -203,7 +203,10 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
     candidate packed whatever its source (a graph hit ranked first is not
     put behind every document chunk); with "source" they come source by
     source in PACKING_ORDER, sources separated by a blank line. Citation
-    numbers n follow the packed order.
+    numbers n follow the packed order. The line breaks between blocks count
+    against the quota of the block they precede, so the text stays within
+    ``budget_chars`` when the quotas sum to at most 1; when they sum to more,
+    whole blocks are dropped from the end to fit it.
 
     Raises:
         ValueError: ``order`` is not one of PACK_ORDERS.
@@ -220,34 +223,45 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
     if order == "source":
         position = {src: i for i, src in enumerate(PACKING_ORDER)}
         ranked = sorted(ranked, key=lambda item: position[source_of(item)])  # stable: rank order within a source
-    packed: list[tuple[int, str, str]] = []  # (source, candidate id, "[n] label\ntext")
+    # (source, candidate id, separator before it, "[n] label\ntext"); a separator is charged to the
+    # quota of the source whose block follows it, so the text stays within the budget
+    packed: list[tuple[int, str, str, str]] = []
     for item in ranked:
         src = source_of(item)
         if src in closed:
             continue
         section = sections[src]
-        header = f"[{len(packed) + 1}] {source_label(item)}\n"
+        separator = "" if not packed else "\n\n" if order == "source" and packed[-1][0] != src else "\n"
+        header = f"{separator}[{len(packed) + 1}] {source_label(item)}\n"
         room = section.quota_chars - section.used_chars - len(header)
         if room <= len(TRUNCATION_MARK):
             section.truncated = True
             closed.add(src)
             continue
         body, cut = truncate_at_boundary(item.packed_text, room)
-        packed.append((src, item.id, header + body))
+        packed.append((src, item.id, separator, header[len(separator):] + body))
         section.used_chars += len(header) + len(body)
-        section.candidate_ids.append(item.id)
         if cut:
             section.truncated = True
             closed.add(src)
+    # quotas summing over 1 can still overrun the budget: whole blocks are dropped from the end,
+    # never a block cut in two (a reader would lose its last source's text or header)
+    kept, length = [], 0
+    for entry in packed:
+        size = len(entry[2]) + len(entry[3])
+        if length + size > budget_chars:
+            for src, *_ in packed[len(kept):]:
+                sections[src].truncated = True
+            break
+        kept.append(entry)
+        length += size
     for section in sections.values():
-        section.text = "\n".join(text for src, _, text in packed if src == section.source)
-    blocks: list[str] = []
-    for i, (src, _, text) in enumerate(packed):
-        if i and order == "source" and src != packed[i - 1][0]:
-            blocks.append("")  # a blank line between sources
-        blocks.append(text)
-    return PackedContext("\n".join(blocks)[:budget_chars], [sections[s] for s in PACKING_ORDER],
-                         [cid for _, cid, _ in packed])
+        mine = [(sep, text, cid) for src, cid, sep, text in kept if src == section.source]
+        section.candidate_ids = [cid for _, _, cid in mine]
+        section.used_chars = sum(len(sep) + len(text) for sep, text, _ in mine)
+        section.text = "\n".join(text for _, text, _ in mine)
+    return PackedContext("".join(sep + text for _, _, sep, text in kept), [sections[s] for s in PACKING_ORDER],
+                         [cid for _, cid, _, _ in kept])
 
 
 def _similarity_matrix(items: list[Item]) -> np.ndarray:

@@ -154,3 +154,37 @@ def test_merge_keeps_the_first_parent_context():
     merged = core.merge([[plain], [parented]])
     assert merged[0].context_text == "父节文本。" and merged[0].packed_text == "父节文本。"
     assert core.merge([[plain]])[0].packed_text == plain.text
+
+
+def test_packed_blocks_are_numbered_in_order_and_fit_their_quotas_and_the_budget():
+    """Random lists in both orders: headers run 1..len(cited_ids) in order,
+    each followed by that candidate's text, every section within its quota
+    and the text within the budget (default quotas sum to 1)."""
+    import random
+    import re
+
+    from services.gateway.answer.grounding import packed_texts
+
+    rng = random.Random(3)
+    for trial in range(300):
+        ranked = [item(f"c{i}", "x", i + 1, source=rng.choice([0, 1, 2, 3, 4, 5, 6]),
+                       text="句子。" * rng.randint(0, 300)) for i in range(rng.randint(0, 12))]
+        budget = rng.choice([50, 300, 1000, 6000])
+        packed = core.pack_context(ranked, budget_chars=budget, order=rng.choice(core.PACK_ORDERS))
+        numbers = [int(n) for n in re.findall(r"^\[(\d+)\] 标题$", packed.text, re.M)]
+        assert numbers == list(range(1, len(packed.cited_ids) + 1)), trial
+        assert len(packed.text) <= budget, trial
+        assert all(s.used_chars <= s.quota_chars for s in packed.sections), trial
+        texts = {it.id: it.text for it in ranked}
+        for cid, body in zip(packed.cited_ids, packed_texts(packed.text, len(packed.cited_ids)) or []):
+            assert texts[cid].startswith(body), trial  # a body is its candidate's text, maybe cut
+
+
+def test_quotas_over_the_budget_drop_whole_blocks_never_half_of_one():
+    ranked = [item("a", "x", 1, source=core.SOURCE_DOCUMENT_CHUNK, text="甲" * 500),
+              item("b", "x", 2, source=core.SOURCE_PG_ENTITY, text="乙" * 500)]
+    packed = core.pack_context(ranked, budget_chars=100, quotas={core.SOURCE_DOCUMENT_CHUNK: 1.0, core.SOURCE_PG_ENTITY: 1.0})
+    assert packed.cited_ids == ["a"] and packed.text.startswith("[1] 标题\n") and "[2]" not in packed.text
+    assert len(packed.text) <= 100
+    by_source = {s.source: s for s in packed.sections}
+    assert by_source[core.SOURCE_PG_ENTITY].candidate_ids == [] and by_source[core.SOURCE_PG_ENTITY].truncated

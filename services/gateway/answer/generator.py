@@ -73,8 +73,8 @@ class Generator:
             try:
                 prompt = domains.answer_prompt(list(retrieval.response.query_info.domain_packs))
                 shown = min(len(cited_ids), s.llm.max_sources or len(cited_ids))
-                messages = grounding.build_messages(query, grounding.first_sources(retrieval.response.context, shown),
-                                                    prompt, worked_example=s.llm.worked_example)
+                shown_context = grounding.first_sources(retrieval.response.context, shown, packed_labels(retrieval))
+                messages = grounding.build_messages(query, shown_context, prompt, worked_example=s.llm.worked_example)
                 extra = {"grammar": citation_grammar(shown)} if s.llm.citation_grammar else None
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer", extra=extra):
@@ -158,14 +158,23 @@ _OUTCOME = {
 
 
 def label_of(cand) -> str:
-    """Title and headings of a candidate ("中华人民共和国专利法 第四十二条")."""
-    return " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
+    """Title and headings of a candidate ("中华人民共和国专利法 第四十二条"):
+    its header in the packed context (the fuser's ``source_label``)."""
+    return " ".join([cand.title] + [h for h in cand.heading_path if h and h != cand.title])
+
+
+def packed_labels(retrieval: Retrieval) -> list[str] | None:
+    """The header label of each packed source in citation order, None when
+    a cited candidate is not among the results."""
+    cands = [retrieval.by_id.get(cid) for cid in retrieval.cited_ids]
+    return None if any(c is None for c in cands) else [label_of(c) for c in cands]
 
 
 def packed(retrieval: Retrieval) -> list[str]:
     """Text of each packed source as the context holds it (cut where the
     fuser cut it), else the candidates' whole texts."""
-    return grounding.packed_texts(retrieval.response.context, len(retrieval.cited_ids)) or retrieval.cited_texts
+    return grounding.packed_texts(retrieval.response.context, len(retrieval.cited_ids),
+                                  packed_labels(retrieval)) or retrieval.cited_texts
 
 
 def sources(retrieval: Retrieval) -> list[str]:

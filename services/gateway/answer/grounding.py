@@ -114,36 +114,56 @@ def _unwrap_json(text: str) -> str | None:
     return None
 
 
-_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
+_HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
 
 
-def first_sources(context: str, n: int) -> str:
+def _source_starts(lines: list[str], labels: list[str] | None) -> list[int]:
+    """Indexes of the lines that open sources [1], [2], ... of a packed
+    context, in order: "[n] label" with n the next number and, when
+    ``labels`` are given, label the n-th of them, so that a line of a
+    source's own text that looks like a header ("[2] Smith, 2020" in a
+    reference list, "[1] 1 2 3" in R output) does not open a source. When
+    the labels do not find every source (a fuser that writes other
+    headers), the numbers alone decide."""
+    def scan(use_labels: bool) -> list[int]:
+        starts: list[int] = []
+        for index, line in enumerate(lines):
+            match = _HEADER.match(line.rstrip("\r"))
+            expected = len(starts) + 1
+            if match and int(match.group(1)) == expected and (
+                    not use_labels or (expected <= len(labels) and match.group(2) == labels[expected - 1])):
+                starts.append(index)
+        return starts
+
+    if labels:
+        labelled = scan(True)
+        if len(labelled) == len(labels):
+            return labelled
+    return scan(False)
+
+
+def first_sources(context: str, n: int, labels: list[str] | None = None) -> str:
     """The packed ``context`` up to and including its source [n] (the whole
-    context when it holds n sources or fewer, or when n < 1)."""
+    context when it holds n sources or fewer, or when n < 1). ``labels``: the
+    sources' header labels in citation order, when known (``_source_starts``)."""
     if n < 1:
         return context
-    lines = context.splitlines(keepends=True)
-    expected = 1
-    for index, line in enumerate(lines):
-        match = _HEADER.match(line.rstrip("\n"))
-        if match and int(match.group(1)) == expected:
-            if expected == n + 1:
-                return "".join(lines[:index]).rstrip()
-            expected += 1
-    return context
+    lines = context.split("\n")
+    starts = _source_starts(lines, labels)
+    if len(starts) <= n:
+        return context
+    return "\n".join(lines[:starts[n]]).rstrip()
 
 
-def packed_texts(context: str, n_sources: int) -> list[str] | None:
+def packed_texts(context: str, n_sources: int, labels: list[str] | None = None) -> list[str] | None:
     """The text of each numbered block "[n] label\ntext" of a packed
     context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
-    when the context does not hold exactly ``n_sources`` blocks numbered 1..n."""
-    blocks: list[list[str]] = []
-    for line in context.splitlines():
-        match = _HEADER.match(line)
-        if match and int(match.group(1)) == len(blocks) + 1:
-            blocks.append([])
-        elif blocks:
-            blocks[-1].append(line)
-    if len(blocks) != n_sources:
+    when the context does not hold exactly ``n_sources`` blocks numbered 1..n.
+    ``labels``: the sources' header labels in citation order, when known
+    (``_source_starts``)."""
+    lines = context.split("\n")
+    starts = _source_starts(lines, labels)
+    if len(starts) != n_sources:
         return None
-    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for lines in blocks]
+    ends = starts[1:] + [len(lines)]
+    return ["\n".join(lines[start + 1:end]).replace(TRUNCATION_MARK, "").strip() for start, end in zip(starts, ends)]

@@ -93,3 +93,17 @@ def test_first_sources_cuts_the_context_before_the_next_numbered_source():
     assert generation.first_sources(context, 2) == "[1] 劳动法 第三十六条\n每日工作时间不超过八小时。\n[2] 劳动法 第三十八条\n每周至少休息一日。"
     assert generation.first_sources(context, 3) == context  # "[2]" after [3] is a line of text, not a source
     assert generation.first_sources(context, 0) == context
+
+
+def test_a_line_of_a_sources_text_that_looks_like_a_header_does_not_open_a_source():
+    """A reference list or R output inside source [1] ("[2] Smith, 2020",
+    "[1] 1 2 3"): with the sources' labels it stays in [1]'s text; a form
+    feed or another script's digit does not start a source either."""
+    context = ("[1] Paper\nReferences:\n[1] Jones, 2019\n[2] Smith, 2020\x0c[3] x\n[٢] y\n"
+               "[2] R 入门\n> x\n[1] 1 2 3\n[3] 第三篇\n正文。")
+    labels = ["Paper", "R 入门", "第三篇"]
+    texts = generation.packed_texts(context, 3, labels)
+    assert texts == ["References:\n[1] Jones, 2019\n[2] Smith, 2020\x0c[3] x\n[٢] y", "> x\n[1] 1 2 3", "正文。"]
+    assert generation.first_sources(context, 1, labels).endswith("[٢] y")
+    # labels that match no header (another fuser's format): the numbers alone decide, as before
+    assert generation.packed_texts("[1] A\n甲\n[2] B\n乙", 2, ["X", "Y"]) == ["甲", "乙"]
