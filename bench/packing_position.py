@@ -35,7 +35,7 @@ async def positions(stub, rows: list[dict]) -> Counter:
     for row in rows:
         reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10), timeout=60)
         gold = {str(g) for g in row.get("gold", [])}
-        packed = [label for label, _ in evaluate.split_context(reply.context)]
+        packed = [label for label, _ in evaluate.split_context(reply.context, evaluate.result_labels(reply))]
         counts["questions"] += 1
         if reply.results:
             counts[f"first result's source {reply.results[0].source}"] += 1

@@ -46,7 +46,7 @@ DEFAULT_RUNS_DIR = REPO_ROOT / "bench" / "results" / "runs"
 #: Environment settings that do not change behaviour (or are secret) and
 #: stay out of the recorded config and its hash.
 _ENV_SKIP = re.compile(r"_(PORT|ADDR|API_KEY|PASSWORD|USER)$|^GRAPHMESH_HOME$")
-_HEADER = re.compile(r"^\[(\d+)\] (.*)$")
+_HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
 
 
 @dataclass
@@ -155,19 +155,37 @@ def result_keys(results, gold: set[str]) -> list[str]:
     return metrics.dedupe([c.title if c.title in gold else (c.document_id or c.id) for c in results])
 
 
-def split_context(context: str) -> list[tuple[str, str]]:
-    """(label, text) of each numbered block "[n] label\\ntext" of a packed
-    context, in number order."""
-    blocks: list[list[str]] = []
-    labels: list[str] = []
-    for line in context.splitlines():
-        match = _HEADER.match(line)
-        if match and int(match.group(1)) == len(blocks) + 1:
-            labels.append(match.group(2))
-            blocks.append([])
-        elif blocks:
-            blocks[-1].append(line)
-    return [(label, "\n".join(lines).strip()) for label, lines in zip(labels, blocks)]
+def split_context(context: str, known_labels: set[str] | None = None) -> list[tuple[str, str]]:
+    """(label, text) of each numbered block "[n] label\ntext" of a packed
+    context, in number order. With ``known_labels`` (the labels of the
+    search's results), a line opens a block only when its label is one of
+    them, so a line of a document that looks like a header ("[2] Smith,
+    2020" in a reference list) stays in its block; when the labels open no
+    block at all, the numbers alone decide."""
+
+    def scan(labels_only: bool) -> list[tuple[str, list[str]]]:
+        blocks: list[tuple[str, list[str]]] = []
+        for line in context.split("\n"):
+            match = _HEADER.match(line.rstrip("\r"))
+            if match and int(match.group(1)) == len(blocks) + 1 and (
+                    not labels_only or match.group(2) in known_labels):
+                blocks.append((match.group(2), []))
+            elif blocks:
+                blocks[-1][1].append(line)
+        return blocks
+
+    blocks = (scan(True) if known_labels else []) or scan(False)
+    return [(label, "\n".join(lines).strip()) for label, lines in blocks]
+
+
+def candidate_label(c) -> str:
+    """A candidate's packed-header label: its title and the headings below it."""
+    return " ".join([c.title] + [h for h in c.heading_path if h and h != c.title])
+
+
+def result_labels(search) -> set[str]:
+    """The packed-header label of each result of a SearchResponse."""
+    return {candidate_label(c) for c in search.results}
 
 
 def _strategy(reply) -> str:
@@ -185,10 +203,9 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
     search = reply.search
     label_to_doc: dict[str, str] = {}
     for c in search.results:
-        label = " ".join([c.title] + [h for h in c.heading_path if h != c.title])
-        label_to_doc.setdefault(label, c.document_id or c.id)
+        label_to_doc.setdefault(candidate_label(c), c.document_id or c.id)
     cited = {c.number: c.document_id for c in reply.citations}
-    blocks = split_context(search.context)
+    blocks = split_context(search.context, set(label_to_doc))
     ids = [cited.get(n) or label_to_doc.get(label, "") for n, (label, _) in enumerate(blocks, start=1)]
     return judge_pb2.JudgeRequest(
         question=row["query"], answer=reply.answer, ranked_ids=ranked, contexts=[t for _, t in blocks],
@@ -218,7 +235,7 @@ def citation_summary(reply: gateway_pb2.AnswerResponse) -> dict[str, int]:
     "bigram_before" (original marks whose source passes) and "bigram_after"
     (final marks whose source passes); "added" counts unmarked sentences
     the check gave a mark (those it removed are not marks of either kind)."""
-    blocks = split_context(reply.search.context)
+    blocks = split_context(reply.search.context, result_labels(reply.search))
     sources = [f"{label}\n{text}" for label, text in blocks]
     out = dict.fromkeys(("marks", "supported", "reattributed", "removed", "kept", "bigram_before", "bigram_after",
                          "added"), 0)

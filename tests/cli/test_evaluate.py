@@ -153,3 +153,13 @@ def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
     assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end
     assert not passage_matches(gold, "停止迭代。")
     assert not passage_matches(gold, "")
+
+
+def test_split_context_keeps_a_reference_list_in_its_block_given_the_result_labels():
+    context = "[1] Paper\nReferences:\n[1] Jones, 2019\n[2] Smith, 2020\n[2] 劳动合同法 第八十二条\n支付二倍工资。"
+    labels = {"Paper", "劳动合同法 第八十二条"}
+    assert evaluate.split_context(context, labels) == [
+        ("Paper", "References:\n[1] Jones, 2019\n[2] Smith, 2020"), ("劳动合同法 第八十二条", "支付二倍工资。")]
+    # by numbers alone the reference opens [2] and swallows the real source [2]
+    assert evaluate.split_context(context)[1] == ("Smith, 2020", "[2] 劳动合同法 第八十二条\n支付二倍工资。")
+    assert [label for label, _ in evaluate.split_context("[1] A\n甲", {"X"})] == ["A"]  # no label known: numbers decide
