@@ -40,11 +40,11 @@ from bench.answer_quality import sample  # noqa: E402
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli import evaluate  # noqa: E402
 from services.common.clients import channel  # noqa: E402
+from services.common.packed_context import split_blocks  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.gateway.answer import grounding  # noqa: E402
 from services.gateway.answer.citation_grammar import citation_grammar  # noqa: E402
 
-_HEADER = re.compile(r"^\[(\d+)\] ", re.M)
 _MARK = re.compile(r"\[(\d+)\]")
 
 
@@ -60,14 +60,6 @@ def arm_prompt(arm: str, prompt):
         instruction_zh=("请用一到三句完整的中文句子回答，写明法律名称和条号，并在句末用方括号标注所依据资料的编号；"
                         "几条资料分别回答问题的不同方面时，逐条引用，例如：依照《某某法》第十条，某某行为应当承担相应责任[2]；"
                         "依照该法第十二条，某某可以请求赔偿[3]。"))
-
-
-def cut_sources(context: str, keep: int) -> str:
-    """The context up to (not including) its source number ``keep + 1``."""
-    for match in _HEADER.finditer(context):
-        if int(match.group(1)) == keep + 1:
-            return context[:match.start()].rstrip()
-    return context
 
 
 async def main() -> None:
@@ -88,7 +80,7 @@ async def main() -> None:
     async with httpx.AsyncClient(timeout=300) as http:
         for row in rows:
             reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10), timeout=60)
-            packed = len(_HEADER.findall(reply.context))
+            packed = len(split_blocks(reply.context))
             ids = [r.document_id or r.id for r in reply.results][:packed]
             gold = {str(g) for g in row.get("gold", [])}
             gold_at = next((i + 1 for i, cid in enumerate(ids) if cid in gold), None)
@@ -96,7 +88,7 @@ async def main() -> None:
             entry = {"id": str(row.get("id")), "gold_at": gold_at, "arms": {}}
             for arm in args.arms:
                 n = min(5, packed) if arm == "top5" else packed
-                context = cut_sources(reply.context, n)
+                context = grounding.first_sources(reply.context, n)
                 messages = grounding.build_messages(row["query"], context, arm_prompt(arm, prompt), worked_example=False)
                 started = time.perf_counter()
                 resp = await http.post(f"{args.llm}/chat/completions", json={

@@ -40,6 +40,7 @@ sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
 from services.cli.evaluate import _squeeze, gold_passages, load_dataset, reference_of  # noqa: E402
 from services.cli.significance import paired_delta  # noqa: E402
+from services.common.packed_context import split_blocks  # noqa: E402
 from services.gateway.answer import extractive, grounding  # noqa: E402
 from services.judge import text_rules  # noqa: E402
 
@@ -53,12 +54,7 @@ def dataset_path(name: str) -> Path:
 
 def context_texts(context: str) -> list[str]:
     """The packed sources of a context in citation order (headers [1]..[n])."""
-    n = 0
-    for line in context.splitlines():
-        match = grounding._HEADER.match(line)
-        if match and int(match.group(1)) == n + 1:
-            n += 1
-    return grounding.packed_texts(context, n) or []
+    return grounding.packed_texts(context, len(split_blocks(context))) or []
 
 
 async def dump(args) -> Path:

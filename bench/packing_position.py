@@ -27,7 +27,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 from services.cli import evaluate  # noqa: E402
 from services.common.clients import channel  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
-from services.fuser.core import source_label  # noqa: E402
+from services.common.packed_context import source_label  # noqa: E402
 
 
 async def positions(stub, rows: list[dict]) -> Counter:

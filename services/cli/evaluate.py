@@ -37,6 +37,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from graphmesh.judge.v1 import judge_pb2, judge_pb2_grpc
 from services.cli.significance import compare_ranks
 from services.common.clients import channel
+from services.common.packed_context import source_label, split_blocks
 from services.judge import core as metrics
 from services.judge import text_rules
 
@@ -46,7 +47,6 @@ DEFAULT_RUNS_DIR = REPO_ROOT / "bench" / "results" / "runs"
 #: Environment settings that do not change behaviour (or are secret) and
 #: stay out of the recorded config and its hash.
 _ENV_SKIP = re.compile(r"_(PORT|ADDR|API_KEY|PASSWORD|USER)$|^GRAPHMESH_HOME$")
-_HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
 
 
 @dataclass
@@ -158,34 +158,18 @@ def result_keys(results, gold: set[str]) -> list[str]:
 def split_context(context: str, known_labels: set[str] | None = None) -> list[tuple[str, str]]:
     """(label, text) of each numbered block "[n] label\ntext" of a packed
     context, in number order. With ``known_labels`` (the labels of the
-    search's results), a line opens a block only when its label is one of
+    search's results) a line opens a block only when its label is one of
     them, so a line of a document that looks like a header ("[2] Smith,
     2020" in a reference list) stays in its block; when the labels open no
     block at all, the numbers alone decide."""
-
-    def scan(labels_only: bool) -> list[tuple[str, list[str]]]:
-        blocks: list[tuple[str, list[str]]] = []
-        for line in context.split("\n"):
-            match = _HEADER.match(line.rstrip("\r"))
-            if match and int(match.group(1)) == len(blocks) + 1 and (
-                    not labels_only or match.group(2) in known_labels):
-                blocks.append((match.group(2), []))
-            elif blocks:
-                blocks[-1][1].append(line)
-        return blocks
-
-    blocks = (scan(True) if known_labels else []) or scan(False)
+    blocks = (split_blocks(context, lambda _, label: label in known_labels) if known_labels else []) \
+        or split_blocks(context)
     return [(label, "\n".join(lines).strip()) for label, lines in blocks]
-
-
-def candidate_label(c) -> str:
-    """A candidate's packed-header label: its title and the headings below it."""
-    return " ".join([c.title] + [h for h in c.heading_path if h and h != c.title])
 
 
 def result_labels(search) -> set[str]:
     """The packed-header label of each result of a SearchResponse."""
-    return {candidate_label(c) for c in search.results}
+    return {source_label(c) for c in search.results}
 
 
 def _strategy(reply) -> str:
@@ -203,7 +187,7 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
     search = reply.search
     label_to_doc: dict[str, str] = {}
     for c in search.results:
-        label_to_doc.setdefault(candidate_label(c), c.document_id or c.id)
+        label_to_doc.setdefault(source_label(c), c.document_id or c.id)
     cited = {c.number: c.document_id for c in reply.citations}
     blocks = split_context(search.context, set(label_to_doc))
     ids = [cited.get(n) or label_to_doc.get(label, "") for n, (label, _) in enumerate(blocks, start=1)]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from services.common.packed_context import source_label
 from services.common.text import TRUNCATION_MARK, truncate_at_boundary
 
 RRF_K = 60
@@ -162,13 +163,6 @@ class Section:
     used_chars: int = 0
     truncated: bool = False
     candidate_ids: list[str] = field(default_factory=list)
-    text: str = ""
-
-
-def source_label(item: Item) -> str:
-    """Header of a packed item: title and headings below it."""
-    parts = [item.title] + [h for h in item.heading_path if h and h != item.title]
-    return " ".join(parts)
 
 
 #: How a packed context orders its sources: "rank" (the fused order, each
@@ -223,9 +217,9 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
     if order == "source":
         position = {src: i for i, src in enumerate(PACKING_ORDER)}
         ranked = sorted(ranked, key=lambda item: position[source_of(item)])  # stable: rank order within a source
-    # (source, candidate id, separator before it, "[n] label\ntext"); a separator is charged to the
-    # quota of the source whose block follows it, so the text stays within the budget
-    packed: list[tuple[int, str, str, str]] = []
+    # (source, candidate id, separator + "[n] label\ntext"); a separator is charged to the quota of
+    # the source whose block follows it, so the text stays within the budget
+    packed: list[tuple[int, str, str]] = []
     for item in ranked:
         src = source_of(item)
         if src in closed:
@@ -239,7 +233,7 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
             closed.add(src)
             continue
         body, cut = truncate_at_boundary(item.packed_text, room)
-        packed.append((src, item.id, separator, header[len(separator):] + body))
+        packed.append((src, item.id, header + body))
         section.used_chars += len(header) + len(body)
         if cut:
             section.truncated = True
@@ -248,20 +242,18 @@ def pack_context(ranked: list[Item], budget_chars: int = DEFAULT_BUDGET_CHARS, q
     # never a block cut in two (a reader would lose its last source's text or header)
     kept, length = [], 0
     for entry in packed:
-        size = len(entry[2]) + len(entry[3])
-        if length + size > budget_chars:
-            for src, *_ in packed[len(kept):]:
+        if length + len(entry[2]) > budget_chars:
+            for src, _, _ in packed[len(kept):]:
                 sections[src].truncated = True
             break
         kept.append(entry)
-        length += size
+        length += len(entry[2])
     for section in sections.values():
-        mine = [(sep, text, cid) for src, cid, sep, text in kept if src == section.source]
-        section.candidate_ids = [cid for _, _, cid in mine]
-        section.used_chars = sum(len(sep) + len(text) for sep, text, _ in mine)
-        section.text = "\n".join(text for _, text, _ in mine)
-    return PackedContext("".join(sep + text for _, _, sep, text in kept), [sections[s] for s in PACKING_ORDER],
-                         [cid for _, cid, _, _ in kept])
+        mine = [(cid, text) for src, cid, text in kept if src == section.source]
+        section.candidate_ids = [cid for cid, _ in mine]
+        section.used_chars = sum(len(text) for _, text in mine)
+    return PackedContext("".join(text for _, _, text in kept), [sections[s] for s in PACKING_ORDER],
+                         [cid for _, cid, _ in kept])
 
 
 def _similarity_matrix(items: list[Item]) -> np.ndarray:

@@ -21,6 +21,7 @@ from services.common import names
 from services.common.llm import LlmError
 import domains
 from services.common import citation_check
+from services.common.packed_context import source_label
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
@@ -157,17 +158,11 @@ _OUTCOME = {
 }
 
 
-def label_of(cand) -> str:
-    """Title and headings of a candidate ("中华人民共和国专利法 第四十二条"):
-    its header in the packed context (the fuser's ``source_label``)."""
-    return " ".join([cand.title] + [h for h in cand.heading_path if h and h != cand.title])
-
-
 def packed_labels(retrieval: Retrieval) -> list[str] | None:
     """The header label of each packed source in citation order, None when
     a cited candidate is not among the results."""
     cands = [retrieval.by_id.get(cid) for cid in retrieval.cited_ids]
-    return None if any(c is None for c in cands) else [label_of(c) for c in cands]
+    return None if any(c is None for c in cands) else [source_label(c) for c in cands]
 
 
 def packed(retrieval: Retrieval) -> list[str]:
@@ -185,7 +180,7 @@ def sources(retrieval: Retrieval) -> list[str]:
     out = []
     for cid, text in zip(retrieval.cited_ids, texts):
         cand = retrieval.by_id.get(cid)
-        out.append(f"{label_of(cand)}\n{text}" if cand is not None else text)
+        out.append(f"{source_label(cand)}\n{text}" if cand is not None else text)
     return out
 
 
@@ -200,7 +195,7 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
         search.CopyFrom(retrieval.response)
         for number, cand in enumerate(retrieval.response.results[:NEAREST_SOURCES], start=1):
             nearest.append(gateway_pb2.Citation(number=number, candidate_id=cand.id, document_id=cand.document_id,
-                                                label=label_of(cand)))
+                                                label=source_label(cand)))
     search.timings.extend(trace_timings)
     return gateway_pb2.AnswerResponse(
         answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else ""),
@@ -221,5 +216,5 @@ def _citations(text: str, retrieval: Retrieval | None) -> list[gateway_pb2.Citat
         if number in numbers and cid in retrieval.by_id:
             cand = retrieval.by_id[cid]
             citations.append(gateway_pb2.Citation(number=number, candidate_id=cid, document_id=cand.document_id,
-                                                  label=label_of(cand)))
+                                                  label=source_label(cand)))
     return citations

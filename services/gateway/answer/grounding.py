@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from domains.pack import AnswerPrompt
+from services.common.packed_context import join_blocks, split_blocks
 from services.common.text import CITATION, TRUNCATION_MARK, truncate_at_boundary
 
 #: The general prompt, for collections whose domain pack brings none
@@ -114,45 +115,26 @@ def _unwrap_json(text: str) -> str | None:
     return None
 
 
-_HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
-
-
-def _source_starts(lines: list[str], labels: list[str] | None) -> list[int]:
-    """Indexes of the lines that open sources [1], [2], ... of a packed
-    context, in order: "[n] label" with n the next number and, when
-    ``labels`` are given, label the n-th of them, so that a line of a
-    source's own text that looks like a header ("[2] Smith, 2020" in a
-    reference list, "[1] 1 2 3" in R output) does not open a source. When
-    the labels do not find every source (a fuser that writes other
-    headers), the numbers alone decide."""
-    def scan(use_labels: bool) -> list[int]:
-        starts: list[int] = []
-        for index, line in enumerate(lines):
-            match = _HEADER.match(line.rstrip("\r"))
-            expected = len(starts) + 1
-            if match and int(match.group(1)) == expected and (
-                    not use_labels or (expected <= len(labels) and match.group(2) == labels[expected - 1])):
-                starts.append(index)
-        return starts
-
+def _blocks(context: str, labels: list[str] | None) -> list[tuple[str, list[str]]]:
+    """The blocks of a packed context (``packed_context.split_blocks``): with
+    ``labels`` (the sources' header labels in citation order) a header must
+    carry its source's label, unless that does not find every source (a
+    fuser that writes other headers): then the numbers alone decide."""
     if labels:
-        labelled = scan(True)
+        labelled = split_blocks(context, lambda n, label: n <= len(labels) and label == labels[n - 1])
         if len(labelled) == len(labels):
             return labelled
-    return scan(False)
+    return split_blocks(context)
 
 
 def first_sources(context: str, n: int, labels: list[str] | None = None) -> str:
     """The packed ``context`` up to and including its source [n] (the whole
     context when it holds n sources or fewer, or when n < 1). ``labels``: the
-    sources' header labels in citation order, when known (``_source_starts``)."""
-    if n < 1:
+    sources' header labels in citation order, when known (``_blocks``)."""
+    blocks = _blocks(context, labels)
+    if n < 1 or len(blocks) <= n:
         return context
-    lines = context.split("\n")
-    starts = _source_starts(lines, labels)
-    if len(starts) <= n:
-        return context
-    return "\n".join(lines[:starts[n]]).rstrip()
+    return join_blocks(blocks[:n]).rstrip()
 
 
 def packed_texts(context: str, n_sources: int, labels: list[str] | None = None) -> list[str] | None:
@@ -160,10 +142,8 @@ def packed_texts(context: str, n_sources: int, labels: list[str] | None = None) 
     context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
     when the context does not hold exactly ``n_sources`` blocks numbered 1..n.
     ``labels``: the sources' header labels in citation order, when known
-    (``_source_starts``)."""
-    lines = context.split("\n")
-    starts = _source_starts(lines, labels)
-    if len(starts) != n_sources:
+    (``_blocks``)."""
+    blocks = _blocks(context, labels)
+    if len(blocks) != n_sources:
         return None
-    ends = starts[1:] + [len(lines)]
-    return ["\n".join(lines[start + 1:end]).replace(TRUNCATION_MARK, "").strip() for start, end in zip(starts, ends)]
+    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for _, lines in blocks]
