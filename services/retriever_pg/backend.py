@@ -285,7 +285,8 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
                     bm25_k1=settings.bm25.k1, bm25_b=settings.bm25.b,
                     budget=QueryBudget(read_ceiling=settings.store.statement_timeout_max),
                     connect_timeout=settings.store.connect_timeout,
-                    max_inactive_connection_lifetime=settings.store.max_inactive_connection_lifetime)
+                    max_inactive_connection_lifetime=settings.store.max_inactive_connection_lifetime,
+                    index_build_mem_max_mb=settings.store.index_build_mem_max_mb)
     await store.open()
     try:
         await store.migrate()

@@ -63,6 +63,10 @@ class PgStoreSettings(BaseModel):
             is down or restarting fails a request at once, not after 60 s).
         max_inactive_connection_lifetime: seconds an idle pooled connection
             is kept before it is closed.
+        index_build_mem_max_mb: ceiling of maintenance_work_mem (MiB) for an
+            HNSW build, which is otherwise sized to hold the graph in memory
+            (about 3 GB for a million 384-d chunks; a parallel build takes it
+            as shared memory, so a container needs that much /dev/shm).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -71,6 +75,7 @@ class PgStoreSettings(BaseModel):
     deadline_margin: float = Field(0.05, ge=0.0)
     connect_timeout: float = Field(2.0, gt=0.0)
     max_inactive_connection_lifetime: float = Field(60.0, gt=0.0)
+    index_build_mem_max_mb: int = Field(4096, ge=64)
 
 
 class RetrieverPgSettings(ServiceSettings):

@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import struct
 import time
 from collections import Counter
@@ -109,8 +110,12 @@ _BATCH_CHUNKS = 4000
 #: faster than incremental inserts) when a call brings at least this many
 #: chunks and at least as many as are already stored.
 _BULK_MIN_CHUNKS = 2000
-#: maintenance_work_mem for HNSW builds (graph built in memory when it fits).
-_INDEX_BUILD_MEM = "512MB"
+#: Bytes per row the in-memory HNSW graph of pgvector 0.8 (m = 16) needs
+#: beside the vector itself: the element header and its neighbour lists
+#: (bench/scale_million.py measured 2.0 KB a row on disk for 384-d).
+_HNSW_ROW_BYTES_BEYOND_VECTOR = 1024
+#: Floor of the build's maintenance_work_mem, MiB.
+_INDEX_BUILD_MEM_MIN_MB = 64
 
 _HNSW_INDEX = "chunks_embedding_hnsw_idx"
 _HNSW_INDEX_SQL = (
@@ -431,6 +436,16 @@ def _hit_columns(with_embeddings: bool) -> str:
 # ----------------------------------------------------------------- store
 
 
+def index_build_mem_mb(rows: int, dim: int, cap_mb: int) -> int:
+    """maintenance_work_mem (MiB) for an HNSW build over ``rows`` vectors of
+    ``dim`` float32 dimensions: the graph's size (vector plus
+    _HNSW_ROW_BYTES_BEYOND_VECTOR a row) with a quarter of headroom, at least
+    _INDEX_BUILD_MEM_MIN_MB and at most ``cap_mb``. 26,424 chunks of 384-d: 81;
+    one million: 3,052."""
+    need = rows * (4 * dim + _HNSW_ROW_BYTES_BEYOND_VECTOR) * 1.25 / 2**20
+    return int(min(cap_mb, max(_INDEX_BUILD_MEM_MIN_MB, math.ceil(need))))
+
+
 class PgStore:
     """Chunk store on PostgreSQL + pgvector.
 
@@ -471,6 +486,7 @@ class PgStore:
         budget: QueryBudget | None = None,
         connect_timeout: float = 2.0,
         max_inactive_connection_lifetime: float = 60.0,
+        index_build_mem_max_mb: int = 4096,
     ) -> None:
         if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= _MAX_HNSW_DIM:
             raise ValueError(f"embedding_dim must be an int in 1..{_MAX_HNSW_DIM}, got {embedding_dim!r}")
@@ -490,6 +506,9 @@ class PgStore:
         self.budget = budget or QueryBudget()
         self._connect_timeout = connect_timeout
         self._max_inactive = max_inactive_connection_lifetime
+        if index_build_mem_max_mb < _INDEX_BUILD_MEM_MIN_MB:
+            raise ValueError(f"index_build_mem_max_mb must be >= {_INDEX_BUILD_MEM_MIN_MB}, got {index_build_mem_max_mb}")
+        self.index_build_mem_max_mb = index_build_mem_max_mb
         self._pool: asyncpg.Pool | None = None
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
@@ -664,8 +683,11 @@ class PgStore:
 
     async def ensure_vector_index(self) -> bool:
         """Creates the HNSW index on chunks.embedding when it is missing
-        (maintenance_work_mem raised to 512MB for the build; blocks writes to
-        chunks while building).
+        (blocks writes to chunks while building). maintenance_work_mem is
+        sized for the build by :func:`index_build_mem_mb` so the graph stays
+        in memory (pgvector builds several times slower once it does not,
+        and a parallel build allocates the whole amount as shared memory
+        up front); a build that still outgrows it is logged as a warning.
 
         Returns:
             True when the index was built, False when it already existed.
@@ -673,15 +695,29 @@ class PgStore:
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: build failed.
         """
+        notices: list[str] = []
         async with self._conn(write=True) as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
                 if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", _HNSW_INDEX):
                     return False
-                await conn.execute(f"SET LOCAL maintenance_work_mem = '{_INDEX_BUILD_MEM}'")
-                started = time.monotonic()
-                await conn.execute(_HNSW_INDEX_SQL)
-        _log.info("built HNSW index in %.1f s", time.monotonic() - started)
+                rows = int(await conn.fetchval("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"))
+                mem_mb = index_build_mem_mb(rows, self.embedding_dim, self.index_build_mem_max_mb)
+                await conn.execute(f"SET LOCAL maintenance_work_mem = '{mem_mb}MB'")
+                listener = lambda _conn, message: notices.append(message.message)  # noqa: E731
+                conn.add_log_listener(listener)
+                try:
+                    started = time.monotonic()
+                    await conn.execute(_HNSW_INDEX_SQL)
+                finally:
+                    conn.remove_log_listener(listener)
+        _log.info("built HNSW index over %d chunks in %.1f s (maintenance_work_mem %d MB)",
+                  rows, time.monotonic() - started, mem_mb)
+        for message in notices:
+            if "maintenance_work_mem" in message:
+                _log.warning("HNSW build: %s (maintenance_work_mem %d MB of a %d MB cap: raise "
+                             "GRAPHMESH_RETRIEVER_PG_STORE__INDEX_BUILD_MEM_MAX_MB)", message, mem_mb,
+                             self.index_build_mem_max_mb)
         return True
 
     @asynccontextmanager

@@ -362,6 +362,38 @@ async def test_bulk_load_rebuilds_the_hnsw_index(store, monkeypatch):
         "第四十七条", "第十九条", "第十条"]
 
 
+def test_index_build_mem_holds_the_graph_within_floor_and_cap():
+    from services.retriever_pg.store import index_build_mem_mb
+
+    assert index_build_mem_mb(0, 384, 4096) == 64  # floor
+    assert index_build_mem_mb(26_424, 384, 4096) == 81
+    assert index_build_mem_mb(1_000_000, 384, 4096) == 3052  # the graph of a million fits
+    assert index_build_mem_mb(1_000_000, 384, 1024) == 1024  # the operator's cap wins
+    assert index_build_mem_mb(200_000, 768, 4096) > index_build_mem_mb(200_000, 384, 4096)
+
+
+def test_store_refuses_a_build_cap_below_the_floor(pg_dsn):
+    with pytest.raises(ValueError, match="index_build_mem_max_mb"):
+        PgStore(pg_dsn, DIM, index_build_mem_max_mb=8)
+
+
+async def test_hnsw_build_that_outgrows_its_memory_is_logged(store, monkeypatch, caplog):
+    import services.retriever_pg.store as store_module
+
+    rng = np.random.default_rng(3)
+    docs = [make_doc(f"spill{i}", [f"第{i}段"], embeddings=[unit(*rng.standard_normal(DIM))], terms=[[f"t{i}"]])
+            for i in range(3000)]
+    async with store.bulk_load():
+        assert (await store.ingest_documents(docs)).stored == 3000
+        monkeypatch.setattr(store_module, "index_build_mem_mb", lambda rows, dim, cap: 1)  # PostgreSQL's least
+        caplog.set_level("INFO", logger=store_module.__name__)
+    assert await _hnsw_oid(store) is not None
+    built = [r.getMessage() for r in caplog.records if "built HNSW index" in r.getMessage()]
+    assert built and "maintenance_work_mem 1 MB" in built[0]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("no longer fits" in w and "INDEX_BUILD_MEM_MAX_MB" in w for w in warnings), warnings
+
+
 async def test_migrate_restores_a_missing_hnsw_index(store):
     await fetchval(store, "DROP INDEX chunks_embedding_hnsw_idx")
     assert await _hnsw_oid(store) is None
