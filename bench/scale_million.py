@@ -121,9 +121,10 @@ def collection_of(doc: int) -> str:
     return "slice1" if bucket == 0 else "slice10" if bucket < 10 else "default"
 
 
-def documents(first_chunk: int, count: int, vectors: np.ndarray, sentences: list[tuple[str, str]], offset: int = 0):
+def documents(first_chunk: int, count: int, vectors: np.ndarray | None, sentences: list[tuple[str, str]], offset: int = 0):
     """DocumentRecords for chunks first_chunk .. first_chunk + count - 1
-    (``count`` a multiple of CHUNKS_PER_DOC); chunk c gets vectors[c - offset]."""
+    (``count`` a multiple of CHUNKS_PER_DOC); chunk c gets vectors[c - offset]
+    (no embedding when ``vectors`` is None)."""
     from services.common.records import ChunkRecord, DocumentRecord
     from services.common.text import document_terms
 
@@ -136,7 +137,7 @@ def documents(first_chunk: int, count: int, vectors: np.ndarray, sentences: list
             c = d * CHUNKS_PER_DOC + o
             text = sentences[c % len(sentences)][1]
             chunks.append(ChunkRecord(id=f"{doc_id}#{o}", document_id=doc_id, ordinal=o, heading_path=[law], text=text,
-                                      embedding=vectors[c - offset].tolist(), terms=document_terms(law + " " + text)))
+                                      embedding=[] if vectors is None else vectors[c - offset].tolist(), terms=document_terms(law + " " + text)))
         docs.append(DocumentRecord(id=doc_id, title=law, heading_path=[law], metadata={},
                                    content_hash=hashlib.sha256(doc_id.encode()).hexdigest(), chunks=chunks,
                                    collection=collection_of(d), domain_pack="generic"))
@@ -278,20 +279,25 @@ async def stored_matrix(dsn: str) -> tuple[list[str], np.ndarray, list[str]]:
     return [r["id"] for r in rows], x / np.linalg.norm(x, axis=1, keepdims=True), [r["collection"] for r in rows]
 
 
-async def timed_searches(dsn: str, queries: np.ndarray, top_k: int, collections: list[str] | None = None) -> tuple[list[list[str]], list[float]]:
+async def timed_searches(dsn: str, queries: np.ndarray, top_k: int, collections: list[str] | None = None,
+                         passes: int = 1) -> tuple[list[list[str]], list[float]]:
+    """(hits of the last pass, its latencies in ms): ``passes`` passes over
+    ``queries`` through PgStore.vector_search; a later pass finds the pages
+    the earlier ones read in PostgreSQL's shared buffers."""
     from services.retriever_pg.store import PgStore
 
     store = PgStore(dsn, DIM, pool_max=2)
     await store.open()
     try:
-        for q in queries[:5]:  # warm the pool and the cache
+        for q in queries[:5]:  # warm the pool
             await store.vector_search(q.tolist(), top_k, collections, with_embeddings=False)
-        found, lat = [], []
-        for q in queries:
-            t0 = time.perf_counter()
-            hits = await store.vector_search(q.tolist(), top_k, collections, with_embeddings=False)
-            lat.append((time.perf_counter() - t0) * 1000)
-            found.append([h.chunk_id for h in hits])
+        for _ in range(passes):
+            found, lat = [], []
+            for q in queries:
+                t0 = time.perf_counter()
+                hits = await store.vector_search(q.tolist(), top_k, collections, with_embeddings=False)
+                lat.append((time.perf_counter() - t0) * 1000)
+                found.append([h.chunk_id for h in hits])
     finally:
         await store.close()
     return found, lat
@@ -312,22 +318,22 @@ def recall_at_10(found: list[list[str]], truth: list[list[str]]) -> float:
     return round(float(np.mean([len(set(f[:10]) & set(t[:10])) / 10 for f, t in zip(found, truth)])), 4)
 
 
-def search(admin: str) -> dict:
+def search(admin: str, passes: int = 1) -> dict:
     from services.expander.embedding import build_embedder
 
     embedder = build_embedder("e5onnx", threads=2)
     questions = dev_questions()
     queries = np.asarray(embedder.embed(questions, query=True), dtype=np.float32)
-    figures: dict = {"questions": len(questions), "ef_search": 64}
+    figures: dict = {"questions": len(questions), "ef_search": 64, "passes": passes}
     for name, dsn in (("stack_26k", admin), ("million", dsn_with_database(admin, DB))):
         ids, matrix, colls = asyncio.run(stored_matrix(dsn))
-        found, lat = asyncio.run(timed_searches(dsn, queries, 10))
+        found, lat = asyncio.run(timed_searches(dsn, queries, 10, passes=passes))
         run = {"chunks": len(ids), "top10_ms": percentiles(lat), "recall@10": recall_at_10(found, exact_ids(ids, matrix, queries))}
         if name == "million":
             colls_arr = np.asarray(colls)
             for scope in (["slice1"], ["slice10", "slice1"]):
                 mask = np.isin(colls_arr, scope)
-                found, lat = asyncio.run(timed_searches(dsn, queries, 20, scope))
+                found, lat = asyncio.run(timed_searches(dsn, queries, 20, scope, passes=passes))
                 run["+".join(scope)] = {"chunks_in_scope": int(mask.sum()), "top20_ms": percentiles(lat),
                                         "filled_20_of_20": sum(len(f) == 20 for f in found),
                                         "recall@10": recall_at_10(found, exact_ids(ids, matrix, queries, mask=mask))}
@@ -339,19 +345,124 @@ def search(admin: str) -> dict:
     return figures
 
 
+async def rebuild(admin: str, mem_mb: int) -> dict:
+    """Drops and rebuilds the million's HNSW index with the product's SQL at
+    a fixed maintenance_work_mem (``mem_mb``): the build time of the store's
+    old fixed 512 MB against the sized build of ``load``, same data."""
+    from services.retriever_pg.store import _HNSW_INDEX, _HNSW_INDEX_SQL
+
+    conn = await asyncpg.connect(dsn_with_database(admin, DB))
+    notices: list[str] = []
+    conn.add_log_listener(lambda _c, m: notices.append(m.message))
+    try:
+        await conn.execute(f"DROP INDEX IF EXISTS {_HNSW_INDEX}")
+        await conn.execute(f"SET maintenance_work_mem = '{mem_mb}MB'")
+        t0 = time.perf_counter()
+        await conn.execute(_HNSW_INDEX_SQL)
+        figures = {"maintenance_work_mem_mb": mem_mb, "hnsw_build_s": round(time.perf_counter() - t0, 1), "notices": notices}
+    finally:
+        await conn.close()
+    print(json.dumps(figures, ensure_ascii=False), flush=True)
+    save("scale_million_rebuild", figures)
+    return figures
+
+
+def graph(stack_uri: str, stack_password: str, n: int, deadline_s: float) -> dict:
+    """The document graph at scale: a throwaway embedded Neo4j (the stack's
+    launcher, 1 GB heap) loaded through ``GraphStore.ingest_documents`` in
+    slabs of 100k chunks until ``n`` chunks or ``deadline_s`` seconds, then
+    ``GraphStore.retrieve`` (graph.heading, graph.fulltext, graph.neighbour)
+    for the 200 questions here and on the stack's law graph."""
+    import shutil
+    import socket
+
+    from services.common.text import query_keywords
+    from services.retriever_graph.embedded import start_embedded_neo4j, stop_process
+    from services.retriever_graph.store import GraphStore
+
+    home = WORK / "neo4j"
+    shutil.rmtree(home, ignore_errors=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc, _ = start_embedded_neo4j(home, port, WORK / "neo4j.log")
+    sentences = corpus_sentences()
+    questions = dev_questions()
+    figures: dict = {"target_chunks": n, "deadline_s": deadline_s, "slabs": []}
+
+    async def searches(store: GraphStore, collections: tuple[str, ...]) -> dict:
+        for q in questions[:5]:
+            await store.retrieve(q, query_keywords(q), 10, collections=collections)
+        lat, empty = [], 0
+        for q in questions:
+            t0 = time.perf_counter()
+            hits = await store.retrieve(q, query_keywords(q), 10, collections=collections)
+            lat.append((time.perf_counter() - t0) * 1000)
+            empty += not hits
+        return {"retrieve_top10_ms": percentiles(lat), "questions_without_hits": empty}
+
+    async def run() -> None:
+        started = time.perf_counter()
+        store = GraphStore(f"bolt://127.0.0.1:{port}")
+        await store.open()
+        try:
+            await store.migrate()
+            for first in range(0, n, SLAB):
+                if time.perf_counter() - started > deadline_s:
+                    break
+                docs = documents(first, min(SLAB, n - first), None, sentences)
+                t0 = time.perf_counter()
+                result = await store.ingest_documents(docs)
+                slab = {"chunks": f"{first}-{first + min(SLAB, n - first)}", "write_s": round(time.perf_counter() - t0, 1),
+                        "chunks_per_s": round(min(SLAB, n - first) / (time.perf_counter() - t0)), "stored_docs": result.stored,
+                        "failures": len(result.failures)}
+                figures["slabs"].append(slab)
+                print(json.dumps(slab), flush=True)
+            figures["chunks_loaded"] = sum(int(s["chunks"].split("-")[1]) - int(s["chunks"].split("-")[0]) for s in figures["slabs"])
+            figures["scaled"] = await searches(store, ("default", "slice1", "slice10"))
+            print("scaled", json.dumps(figures["scaled"]), flush=True)
+        finally:
+            await store.close()
+        stack = GraphStore(stack_uri, "neo4j", stack_password)
+        await stack.open()
+        try:
+            figures["stack_law_graph"] = await searches(stack, ("default",))
+            print("stack", json.dumps(figures["stack_law_graph"]), flush=True)
+        finally:
+            await stack.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        stop_process(proc.pid)
+        figures["store_size_mib"] = round(sum(f.stat().st_size for f in home.rglob("*") if f.is_file()) / 2**20)
+        shutil.rmtree(home, ignore_errors=True)
+    save("scale_million_graph", figures)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("load", "search", "drop"))
+    parser.add_argument("command", choices=("load", "search", "rebuild", "graph", "drop"))
+    parser.add_argument("--passes", type=int, default=1, help="search: passes over the questions; the last is timed")
+    parser.add_argument("--mem-mb", type=int, default=512, help="rebuild: maintenance_work_mem, MiB")
     parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--deadline", type=float, default=1800, help="graph: stop loading after this many seconds")
+    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:7687", help="graph: the stack's Neo4j, for the 26k baseline")
+    parser.add_argument("--neo4j-password-file", default=".graphmesh/secrets/neo4j-password")
     parser.add_argument("--dsn", default="", help="admin DSN of a PostgreSQL with pgvector (default: graphmesh up's)")
     parser.add_argument("--index-build-mem-max-mb", type=int, default=4096,
                         help="the store's cap on the HNSW build's maintenance_work_mem (its default: 4096)")
     args = parser.parse_args()
-    admin = stack_dsn(args.dsn)
+    admin = stack_dsn(args.dsn) if args.command != "graph" else ""
     if args.command == "load":
         asyncio.run(load(admin, args.n, args.index_build_mem_max_mb))
     elif args.command == "search":
-        search(admin)
+        search(admin, args.passes)
+    elif args.command == "rebuild":
+        asyncio.run(rebuild(admin, args.mem_mb))
+    elif args.command == "graph":
+        graph(args.neo4j_uri, Path(args.neo4j_password_file).read_text().strip(), args.n, args.deadline)
     else:
         async def drop() -> None:
             conn = await asyncpg.connect(admin)

@@ -67,6 +67,7 @@ import domains
 import numpy as np
 
 from services.common.filters import Condition
+from services.common.metrics import VECTOR_SEARCH_PLANS
 from services.common.store_deadline import QueryBudget, StoreTimeout, milliseconds
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
 from services.retriever_pg.filter_sql import Params, scope_sql
@@ -116,6 +117,14 @@ _BULK_MIN_CHUNKS = 2000
 _HNSW_ROW_BYTES_BEYOND_VECTOR = 1024
 #: Floor of the build's maintenance_work_mem, MiB.
 _INDEX_BUILD_MEM_MIN_MB = 64
+#: A vector search whose scope the planner estimates at most this many
+#: chunks, and at most _EXACT_SCOPE_MAX_SHARE of all chunks, scans the scope
+#: exactly instead of the HNSW index: a selective scope makes the iterative
+#: scan walk ~top_k / share index entries and lose recall (bench/
+#: scale_million.py, 1M chunks, a 1% collection: iterative p50 132 ms,
+#: recall@10 0.80; exact 45 ms, 1.0).
+_EXACT_SCOPE_MAX_CHUNKS = 20_000
+_EXACT_SCOPE_MAX_SHARE = 0.05
 
 _HNSW_INDEX = "chunks_embedding_hnsw_idx"
 _HNSW_INDEX_SQL = (
@@ -887,12 +896,15 @@ class PgStore:
 
     async def vector_search(self, embedding: list[float], top_k: int, collections: Sequence[str] | None = None,
                             conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
-        """Approximate nearest chunks by cosine similarity (HNSW) among the
-        chunks of ``collections`` (None = all) whose document meets
-        ``conditions``. The scope is applied during the index scan (pgvector
-        iterative scan, strict order); when that still returns fewer than
-        top_k hits the query is repeated as an exact scan, so a selective
-        scope still gets top_k hits when that many exist.
+        """Nearest chunks by cosine similarity among the chunks of
+        ``collections`` (None = all) whose document meets ``conditions``.
+        A scope the planner estimates small (at most _EXACT_SCOPE_MAX_CHUNKS
+        chunks and _EXACT_SCOPE_MAX_SHARE of the store) is scanned exactly.
+        Otherwise the HNSW index answers (approximate), the scope applied
+        during the index scan (pgvector iterative scan, strict order); when
+        that still returns fewer than top_k hits the query is repeated as an
+        exact scan, so a selective scope still gets top_k hits when that
+        many exist. Each plan taken counts in graphmesh_pg_vector_search_total.
 
         Args:
             embedding: query embedding, length embedding_dim (need not be unit norm).
@@ -917,25 +929,50 @@ class PgStore:
         ef = min(max(self.ef_search, top_k), _MAX_EF_SEARCH)
         params = Params(query, top_k)
         scope = scope_sql(collections, conditions, params)
-        sql = (
-            "WITH nn AS MATERIALIZED ("
-            "  SELECT c.id, c.embedding <=> $1::vector AS dist FROM chunks c JOIN documents d ON d.id = c.document_id"
-            f"  WHERE c.embedding IS NOT NULL AND {scope}"
-            "  ORDER BY c.embedding <=> $1::vector LIMIT $2)"
-            f" SELECT {_hit_columns(with_embeddings)}, 1 - nn.dist AS score"
-            " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
-            " ORDER BY nn.dist, c.id"
-        )
+
+        def nearest(order: str) -> str:
+            return (
+                "WITH nn AS MATERIALIZED ("
+                "  SELECT c.id, c.embedding <=> $1::vector AS dist FROM chunks c JOIN documents d ON d.id = c.document_id"
+                f"  WHERE c.embedding IS NOT NULL AND {scope}"
+                f"  ORDER BY {order} LIMIT $2)"
+                f" SELECT {_hit_columns(with_embeddings)}, 1 - nn.dist AS score"
+                " FROM nn JOIN chunks c ON c.id = nn.id JOIN documents d ON d.id = c.document_id"
+                " ORDER BY nn.dist, c.id"
+            )
+
+        # "+ 0" makes an ordering the HNSW index cannot serve: the planner
+        # selects the scope through its B-tree indexes and sorts every
+        # distance in it (exact).
+        exact_sql, hnsw_sql = nearest("(c.embedding <=> $1::vector) + 0"), nearest("c.embedding <=> $1::vector")
+        total = (await self._corpus_stats())[0] if scope != "TRUE" else 0
         async with self._conn() as conn:
             async with conn.transaction(readonly=True):
-                await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
-                await conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-                rows = await conn.fetch(sql, *params.values)
-                if len(rows) < top_k and scope != "TRUE":
-                    # Too few passed the scope within the index scan's limits: exact scan.
-                    await conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-                    rows = await conn.fetch(sql, *params.values)
+                if scope != "TRUE" and await self._is_small_scope(conn, total, collections, conditions):
+                    plan, rows = "exact", await conn.fetch(exact_sql, *params.values)
+                else:
+                    await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
+                    await conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+                    plan, rows = "hnsw", await conn.fetch(hnsw_sql, *params.values)
+                    if len(rows) < top_k and scope != "TRUE":
+                        # Too few passed the scope within the index scan's limits: exact scan.
+                        plan, rows = "hnsw_then_exact", await conn.fetch(exact_sql, *params.values)
+        VECTOR_SEARCH_PLANS.labels(plan).inc()
         return [_hit(r, "pg.vector", r["score"], "cosine") for r in rows]
+
+    @staticmethod
+    async def _is_small_scope(conn: asyncpg.Connection, total: int, collections: Sequence[str] | None,
+                              conditions: Sequence[Condition]) -> bool:
+        """Whether the planner estimates the scope at most
+        _EXACT_SCOPE_MAX_CHUNKS chunks with embeddings and at most
+        _EXACT_SCOPE_MAX_SHARE of ``total`` chunks (one EXPLAIN, no execution)."""
+        params = Params()
+        scope = scope_sql(collections, conditions, params)
+        plan = await conn.fetchval(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id"
+            f" WHERE c.embedding IS NOT NULL AND {scope}", *params.values)
+        estimate = float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
+        return estimate <= _EXACT_SCOPE_MAX_CHUNKS and estimate <= _EXACT_SCOPE_MAX_SHARE * max(total, 1)
 
     async def fulltext_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
                               conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:

@@ -113,6 +113,35 @@ async def test_a_filter_returns_only_matching_documents_and_still_fills_top_k(st
     assert [d.id for d in listed] == sorted(f"new-{i}" for i in range(15))
 
 
+def _plans() -> dict[str, float]:
+    from prometheus_client import REGISTRY
+
+    return {plan: REGISTRY.get_sample_value("graphmesh_pg_vector_search_total", {"plan": plan}) or 0.0
+            for plan in ("exact", "hnsw", "hnsw_then_exact")}
+
+
+async def test_a_small_scope_is_searched_exactly_and_a_large_one_through_the_index(store):
+    rng = np.random.default_rng(5)
+    bulk = [doc(f"bulk-{i}", f"大库条文{i}", collection="bulk", embedding=(v / np.linalg.norm(v)).tolist())
+            for i, v in enumerate(rng.standard_normal((400, DIM)))]
+    few = [doc(f"few-{i}", f"小库条文{i}", collection="few", embedding=vec(3, 4 + i, 0.2 * i)) for i in range(4)]
+    assert (await store.ingest_documents(bulk + few)).stored == 404
+    async with store.connection() as conn:
+        await conn.execute("ANALYZE documents")
+        await conn.execute("ANALYZE chunks")
+    await store.refresh_stats()
+
+    before = _plans()
+    hits = await store.vector_search(vec(3), 3, ["few"])
+    after = _plans()
+    assert after["exact"] == before["exact"] + 1 and after["hnsw"] == before["hnsw"]
+    assert [h.document_id for h in hits] == ["few-0", "few-1", "few-2"]  # exact: nearest first
+
+    hits = await store.vector_search(vec(3), 5, ["bulk"])
+    assert _plans()["hnsw"] == after["hnsw"] + 1
+    assert len(hits) == 5 and {h.collection for h in hits} == {"bulk"}
+
+
 async def test_delete_leaves_nothing_of_the_document_and_is_idempotent(store):
     await store.ingest_documents([doc("gone", "待删除的文件内容，关于保密义务。", collection="del", chunks=3, metadata={"k": "v"}),
                                   doc("kept", "保留的文件内容，关于保密义务。", collection="del", chunks=2)])
