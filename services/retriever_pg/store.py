@@ -56,7 +56,7 @@ import logging
 import math
 import struct
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncContextManager, AsyncIterator, Iterable, Sequence
@@ -125,6 +125,8 @@ _INDEX_BUILD_MEM_MIN_MB = 64
 #: recall@10 0.80; exact 45 ms, 1.0).
 _EXACT_SCOPE_MAX_CHUNKS = 20_000
 _EXACT_SCOPE_MAX_SHARE = 0.05
+#: Scopes whose size decision is remembered (for _STATS_TTL_S seconds).
+_SCOPE_CACHE_SIZE = 256
 
 _HNSW_INDEX = "chunks_embedding_hnsw_idx"
 _HNSW_INDEX_SQL = (
@@ -522,6 +524,7 @@ class PgStore:
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
         self._bulk_depth = 0
+        self._small_scopes: OrderedDict[tuple, tuple[bool, float]] = OrderedDict()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -948,7 +951,7 @@ class PgStore:
         total = (await self._corpus_stats())[0] if scope != "TRUE" else 0
         async with self._conn() as conn:
             async with conn.transaction(readonly=True):
-                if scope != "TRUE" and await self._is_small_scope(conn, total, collections, conditions):
+                if scope != "TRUE" and await self._is_small_scope(conn, total, collections, conditions, self._small_scopes):
                     plan, rows = "exact", await conn.fetch(exact_sql, *params.values)
                 else:
                     await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
@@ -962,17 +965,28 @@ class PgStore:
 
     @staticmethod
     async def _is_small_scope(conn: asyncpg.Connection, total: int, collections: Sequence[str] | None,
-                              conditions: Sequence[Condition]) -> bool:
+                              conditions: Sequence[Condition], cache: OrderedDict) -> bool:
         """Whether the planner estimates the scope at most
         _EXACT_SCOPE_MAX_CHUNKS chunks with embeddings and at most
-        _EXACT_SCOPE_MAX_SHARE of ``total`` chunks (one EXPLAIN, no execution)."""
+        _EXACT_SCOPE_MAX_SHARE of ``total`` chunks (one EXPLAIN, no
+        execution; the answer kept in ``cache`` for _STATS_TTL_S seconds, so
+        the usual request's scope costs no extra round trip)."""
+        key = (None if collections is None else tuple(sorted(collections)), tuple(conditions), total)
+        now = time.monotonic()
+        if (known := cache.get(key)) is not None and now - known[1] <= _STATS_TTL_S:
+            cache.move_to_end(key)
+            return known[0]
         params = Params()
         scope = scope_sql(collections, conditions, params)
         plan = await conn.fetchval(
             "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id"
             f" WHERE c.embedding IS NOT NULL AND {scope}", *params.values)
         estimate = float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
-        return estimate <= _EXACT_SCOPE_MAX_CHUNKS and estimate <= _EXACT_SCOPE_MAX_SHARE * max(total, 1)
+        small = estimate <= _EXACT_SCOPE_MAX_CHUNKS and estimate <= _EXACT_SCOPE_MAX_SHARE * max(total, 1)
+        cache[key] = (small, now)
+        while len(cache) > _SCOPE_CACHE_SIZE:
+            cache.popitem(last=False)
+        return small
 
     async def fulltext_search(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
                               conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
