@@ -1,0 +1,113 @@
+"""Ingest against the raw embedder, same texts, same run (issue 27 item 2;
+a benchmark, not a test).
+
+Against a running stack with empty stores and a cold embedding cache (a
+fresh GRAPHMESH_HOME and GRAPHMESH_EXPANDER_EMBEDDING__CACHE), for ``--n``
+law articles starting at ``--offset``:
+
+1. the raw embedder: e5onnx in this process (2 threads, the expander's
+   model and settings), passage side, on exactly the texts the gateway
+   embeds for those articles (their chunks' ``embedding_text``, chunked as
+   the law pack chunks them), batches of 256 like the gateway's Embed calls;
+   the stack is idle meanwhile;
+2. ``graphmesh ingest documents --pack law_zh`` of the same articles (the CLI's client:
+   batches in flight, the gateway embeds, stores in PostgreSQL and Neo4j,
+   then embeds the chunks' sentences when ``ingest.sentence_vectors`` is on).
+
+Prints articles/s of each and their ratio (ingest / raw; the issue's target
+is at least 0.85), and the ratio against the raw embedder on everything the
+ingest embeds (the chunks, then their sentence units when
+``GRAPHMESH_GATEWAY_INGEST__SENTENCE_VECTORS`` is on, as the gateway's). Use a new ``--offset`` for each run so the cache stays
+cold::
+
+    GRAPHMESH_HOME=/tmp/gm-ingest GRAPHMESH_EXPANDER_EMBEDDING__CACHE=/tmp/gm-ingest/cache.sqlite graphmesh up --detach
+    python bench/ingest_vs_embedder.py --n 3000 --offset 0
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import LAW_CORPUS, save  # noqa: E402
+
+
+def passage_texts(lines: list[str], pack: str) -> tuple[list[str], list[str]]:
+    """(chunk texts, sentence units) the gateway embeds for these JSONL
+    document lines, chunked as domain pack ``pack`` chunks them: each
+    chunk's ``embedding_text``, then (with ``ingest.sentence_vectors``) the
+    distinct ``sentence_units`` of the chunks' texts."""
+    from services.gateway.config import GatewaySettings
+    from services.gateway.library.document_ingest import DocumentIngest
+    from services.gateway.search.sentence_maxsim import sentence_units
+    from services.ingest.chunking import chunk_document, embedding_text
+    from services.ingest.jsonl_documents import parse_jsonl
+
+    docs, failures = parse_jsonl("\n".join(lines).encode())
+    assert not failures, failures[:3]
+    chunking = DocumentIngest(GatewaySettings(), None, []).chunking_for(pack)
+    chunks = [c for d in docs for c in chunk_document(d.id, d.title, d.heading_path, d.text, d.metadata, chunking, "default").chunks]
+    return [embedding_text(c) for c in chunks], list(dict.fromkeys(s for c in chunks for s in sentence_units(c.text)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=3000)
+    parser.add_argument("--offset", type=int, default=0)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--pack", default="law_zh", help="domain pack of the ingest (make demo's: law_zh)")
+    args = parser.parse_args()
+
+    with gzip.open(LAW_CORPUS, "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for i, line in enumerate(f) if args.offset <= i < args.offset + args.n]
+    texts, sentences = passage_texts(lines, args.pack)
+
+    from services.expander.config import ExpanderSettings
+    from services.expander.embedding import build_embedder
+
+    expander = ExpanderSettings()
+    embedder = build_embedder(expander.embedding.model, threads=expander.embedding.threads)
+    embedder.embed(["预热"], query=False)
+    started = time.perf_counter()
+    for i in range(0, len(texts), 256):
+        embedder.embed(texts[i:i + 256], query=False)
+    raw_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for i in range(0, len(sentences), 256):
+        embedder.embed(sentences[i:i + 256], query=False)
+    raw_sentences_s = time.perf_counter() - started
+    sentence_vectors = os.environ.get("GRAPHMESH_GATEWAY_INGEST__SENTENCE_VECTORS", "true").lower() not in ("0", "false", "no", "off")
+    raw_all_s = raw_s + (raw_sentences_s if sentence_vectors else 0.0)
+
+    from services.cli.client import ingest_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "articles.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        started = time.perf_counter()
+        totals, failures = ingest_file(path, "documents", pack=args.pack, progress=False)
+        ingest_s = time.perf_counter() - started
+    assert not failures and totals["stored"] == len(lines), (totals, failures[:3])
+
+    figures = {
+        "label": args.label, "articles": len(lines), "offset": args.offset, "passages": len(texts),
+        "model": expander.embedding.model, "threads": expander.embedding.threads,
+        "raw_embed_s": round(raw_s, 1), "raw_articles_per_s": round(len(lines) / raw_s, 1),
+        "ingest_s": round(ingest_s, 1), "ingest_articles_per_s": round(len(lines) / ingest_s, 1),
+        "ratio_ingest_to_raw": round(raw_s / ingest_s, 3),
+        "sentence_units": len(sentences), "raw_sentences_s": round(raw_sentences_s, 1),
+        "ratio_ingest_to_raw_of_all_it_embeds": round(raw_all_s / ingest_s, 3), "ingest_totals": totals,
+        "sentence_vectors_env": os.environ.get("GRAPHMESH_GATEWAY_INGEST__SENTENCE_VECTORS", "(default: on)"),
+    }
+    print(json.dumps(figures, ensure_ascii=False), flush=True)
+    save("ingest_vs_embedder", figures)
+
+
+if __name__ == "__main__":
+    main()
