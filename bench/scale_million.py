@@ -280,13 +280,13 @@ async def stored_matrix(dsn: str) -> tuple[list[str], np.ndarray, list[str]]:
 
 
 async def timed_searches(dsn: str, queries: np.ndarray, top_k: int, collections: list[str] | None = None,
-                         passes: int = 1) -> tuple[list[list[str]], list[float]]:
+                         passes: int = 1, ef_search: int = 64) -> tuple[list[list[str]], list[float]]:
     """(hits of the last pass, its latencies in ms): ``passes`` passes over
     ``queries`` through PgStore.vector_search; a later pass finds the pages
     the earlier ones read in PostgreSQL's shared buffers."""
     from services.retriever_pg.store import PgStore
 
-    store = PgStore(dsn, DIM, pool_max=2)
+    store = PgStore(dsn, DIM, pool_max=2, ef_search=ef_search)
     await store.open()
     try:
         for q in queries[:5]:  # warm the pool
@@ -318,22 +318,22 @@ def recall_at_10(found: list[list[str]], truth: list[list[str]]) -> float:
     return round(float(np.mean([len(set(f[:10]) & set(t[:10])) / 10 for f, t in zip(found, truth)])), 4)
 
 
-def search(admin: str, passes: int = 1) -> dict:
+def search(admin: str, passes: int = 1, ef_search: int = 64) -> dict:
     from services.expander.embedding import build_embedder
 
     embedder = build_embedder("e5onnx", threads=2)
     questions = dev_questions()
     queries = np.asarray(embedder.embed(questions, query=True), dtype=np.float32)
-    figures: dict = {"questions": len(questions), "ef_search": 64, "passes": passes}
+    figures: dict = {"questions": len(questions), "ef_search": ef_search, "passes": passes}
     for name, dsn in (("stack_26k", admin), ("million", dsn_with_database(admin, DB))):
         ids, matrix, colls = asyncio.run(stored_matrix(dsn))
-        found, lat = asyncio.run(timed_searches(dsn, queries, 10, passes=passes))
+        found, lat = asyncio.run(timed_searches(dsn, queries, 10, passes=passes, ef_search=ef_search))
         run = {"chunks": len(ids), "top10_ms": percentiles(lat), "recall@10": recall_at_10(found, exact_ids(ids, matrix, queries))}
         if name == "million":
             colls_arr = np.asarray(colls)
             for scope in (["slice1"], ["slice10", "slice1"]):
                 mask = np.isin(colls_arr, scope)
-                found, lat = asyncio.run(timed_searches(dsn, queries, 20, scope, passes=passes))
+                found, lat = asyncio.run(timed_searches(dsn, queries, 20, scope, passes=passes, ef_search=ef_search))
                 run["+".join(scope)] = {"chunks_in_scope": int(mask.sum()), "top20_ms": percentiles(lat),
                                         "filled_20_of_20": sum(len(f) == 20 for f in found),
                                         "recall@10": recall_at_10(found, exact_ids(ids, matrix, queries, mask=mask))}
@@ -444,6 +444,7 @@ def graph(stack_uri: str, stack_password: str, n: int, deadline_s: float) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("load", "search", "rebuild", "graph", "drop"))
+    parser.add_argument("--ef-search", type=int, default=64, help="search: the store's ef_search (its default: 64)")
     parser.add_argument("--passes", type=int, default=1, help="search: passes over the questions; the last is timed")
     parser.add_argument("--mem-mb", type=int, default=512, help="rebuild: maintenance_work_mem, MiB")
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -458,7 +459,7 @@ def main() -> None:
     if args.command == "load":
         asyncio.run(load(admin, args.n, args.index_build_mem_max_mb))
     elif args.command == "search":
-        search(admin, args.passes)
+        search(admin, args.passes, args.ef_search)
     elif args.command == "rebuild":
         asyncio.run(rebuild(admin, args.mem_mb))
     elif args.command == "graph":

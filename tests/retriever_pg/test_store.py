@@ -372,6 +372,17 @@ def test_index_build_mem_holds_the_graph_within_floor_and_cap():
     assert index_build_mem_mb(200_000, 768, 4096) > index_build_mem_mb(200_000, 384, 4096)
 
 
+def test_scoped_ef_search_grows_as_the_scope_shrinks():
+    from services.retriever_pg.store import scoped_ef_search
+
+    assert scoped_ef_search(64, 10, 1.0) == 64  # the whole store: the setting
+    assert scoped_ef_search(64, 100, 1.0) == 100  # never below top_k
+    assert scoped_ef_search(64, 20, 0.1) == 200  # ~top_k of the first candidates in scope
+    assert scoped_ef_search(64, 20, 0.5) == 64
+    assert scoped_ef_search(64, 20, 0.001) == 1000  # pgvector's ceiling
+    assert scoped_ef_search(64, 20, 0.0) == 1000
+
+
 def test_store_refuses_a_build_cap_below_the_floor(pg_dsn):
     with pytest.raises(ValueError, match="index_build_mem_max_mb"):
         PgStore(pg_dsn, DIM, index_build_mem_max_mb=8)
