@@ -67,21 +67,13 @@ WORK = Path(os.environ.get("GM_BENCH_MILLION_DIR", "/tmp/gm_bench_million"))
 async def real_vectors(stack: str) -> np.ndarray:
     """Distinct unit e5onnx vectors: the stack's stored chunks and the local
     embedding cache (n x 384, float32)."""
-    rows: list[np.ndarray] = []
-
-    conn = await asyncpg.connect(stack)
-    try:
-        for r in await conn.fetch("SELECT embedding::text AS e FROM chunks WHERE embedding IS NOT NULL"):
-            rows.append(np.asarray(json.loads(r["e"]), dtype=np.float32))
-    finally:
-        await conn.close()
+    rows: list[np.ndarray] = [(await stored_matrix(stack))[1]]
     cache = Path.home() / ".cache/graphmesh/embeddings.sqlite"
     if cache.exists():
         with sqlite3.connect(cache) as db:
-            for (blob,) in db.execute("SELECT vector FROM vectors"):
-                if len(blob) == DIM * 4:
-                    rows.append(np.frombuffer(blob, dtype=np.float32))
-    x = np.stack(rows)
+            rows += [np.frombuffer(blob, dtype=np.float32)[None, :] for (blob,) in db.execute("SELECT vector FROM vectors")
+                     if len(blob) == DIM * 4]
+    x = np.concatenate(rows)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     _, keep = np.unique(np.round(x, 5), axis=0, return_index=True)
     return x[np.sort(keep)]

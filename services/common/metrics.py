@@ -138,10 +138,11 @@ class ClientMetricsInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         finally:
             CLIENT_HANDLED.labels(*labels, code.name).inc()
             CLIENT_SECONDS.labels(*labels).observe(time.perf_counter() - started)
+
+
 VECTOR_SEARCH_PLANS = Counter(
     "graphmesh_pg_vector_search_total",
     "Vector searches in PostgreSQL by plan: hnsw (the index, iterative scan when scoped), exact (a small "
     "scope scanned exactly), hnsw_then_exact (the index found too few in scope, then the exact scan).",
     ("plan",),
 )
-

@@ -727,7 +727,9 @@ class PgStore:
                 rows = int(await conn.fetchval("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"))
                 mem_mb = index_build_mem_mb(rows, self.embedding_dim, self.index_build_mem_max_mb)
                 await conn.execute(f"SET LOCAL maintenance_work_mem = '{mem_mb}MB'")
-                listener = lambda _conn, message: notices.append(message.message)  # noqa: E731
+                def listener(_conn, message) -> None:
+                    notices.append(message.message)
+
                 conn.add_log_listener(listener)
                 try:
                     started = time.monotonic()
