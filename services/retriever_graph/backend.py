@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from services.common import names
 from services.common.records import (Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestFailureRecord,
                                      IngestResult)
+from services.common.embed_client import EmbedClient
+from services.common.settings import MeshAddresses
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_graph.config import RetrieverGraphSettings
 from services.retriever_graph.doc_channels import DocChannels
@@ -160,7 +163,9 @@ class GraphBackends:
     store: GraphStore
 
     async def close(self) -> None:
-        """Closes the Neo4j driver."""
+        """Closes the Neo4j driver and the expander channel."""
+        if self.documents.docs is not None and self.documents.docs.embed is not None:
+            await self.documents.docs.embed.close()
         await self.store.close()
 
     async def warm_up(self) -> None:
@@ -174,10 +179,14 @@ class GraphBackends:
         await self.entities.retrieve_entities(EntityQuery(query="预热", top_k=1))
 
 
-async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
+async def open_backends(settings: RetrieverGraphSettings,
+                        expander_addr: str | Callable[[], str] | None = None) -> GraphBackends:
     """Connects to Neo4j, creates constraints and indexes (both schemas),
     loads the document graph's lookup tables and builds both backends (the
-    warm-up query runs later: ``GraphBackends.warm_up``).
+    warm-up query runs later: ``GraphBackends.warm_up``). With
+    ``settings.dense_lookups`` the lookups get vectors from the expander at
+    ``expander_addr`` (an address or a function returning one; default:
+    GRAPHMESH_EXPANDER_ADDR).
 
     Raises:
         neo4j.exceptions.DriverError: Neo4j cannot be reached.
@@ -195,7 +204,10 @@ async def open_backends(settings: RetrieverGraphSettings) -> GraphBackends:
         await store.migrate()
         kg = KnowledgeGraphStore(store.driver, neo.database, settings.expansion_weights, budget=budget)
         await kg.migrate()
-        docs = DocChannels(store.driver, neo.database, refresh_seconds=settings.docgraph_refresh_seconds, budget=budget)
+        embed = (EmbedClient(expander_addr or MeshAddresses().expander_addr, settings.expander_timeout)
+                 if settings.dense_lookups else None)
+        docs = DocChannels(store.driver, neo.database, refresh_seconds=settings.docgraph_refresh_seconds, budget=budget,
+                           embed=embed)
         await docs.load()
     except BaseException:
         await store.close()

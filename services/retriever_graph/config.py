@@ -63,6 +63,11 @@ class RetrieverGraphSettings(ServiceSettings):
     docgraph_refresh_seconds: how often the document graph's lookup tables
         (articles, terms, offences) check the stored graph version and are
         rebuilt when it changed.
+    dense_lookups: whether lookup tables that can match by meaning (law_zh's
+        offence names) get vectors from the expander (GRAPHMESH_EXPANDER_ADDR);
+        off: they match by characters only.
+    expander_timeout: seconds per Embed call of the dense lookups (the
+        first embeds every penal article: a few seconds on 2 cores, cold).
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_RETRIEVER_GRAPH_")
@@ -74,6 +79,8 @@ class RetrieverGraphSettings(ServiceSettings):
     )
     attribute_other_weight: float = Field(0.3, ge=0.0, le=1.0)
     docgraph_refresh_seconds: float = Field(10.0, gt=0.0)
+    dense_lookups: bool = True
+    expander_timeout: float = Field(30.0, gt=0.0)
 
     #: The flat names of the previous release (fields added since have none).
     deprecated_fields: ClassVar[dict[str, str]] = {f"neo4j_{name}": f"neo4j.{name}" for name in ("uri", "user", "password", "database")}

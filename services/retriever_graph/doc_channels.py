@@ -30,6 +30,15 @@ or conditions are given, each lookup asks for ``SCOPED_OVERFETCH`` times
 (citations, versions, PageRank) may pass through documents outside the
 scope; only their results are restricted.
 
+Dense lookups: a pack's lookup table may match by meaning as well
+(law_zh's offence names against penal articles). It lists the documents it
+wants vectors of (``dense_documents``); with an ``EmbedClient`` the first
+chunks of those are embedded passage-side through the expander after each
+rebuild (``attach_vectors``), and a query's ``probes`` query-side before
+the lookup. Without the expander the lookups match by characters, as they
+do until the vectors are there; a failed attempt is retried
+``DENSE_RETRY_SECONDS`` later, in the background.
+
 Seed weight: the seed's score over the best seed's (rank-based 1/(1+rank)
 when scores are not positive). The lookup tables (one per domain pack with
 lookups, ``DomainPack.lookup_index``, for the packs of stored collections) are rebuilt
@@ -45,20 +54,23 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+import numpy as np
 from neo4j import AsyncDriver, RoutingControl
+from neo4j.exceptions import DriverError, Neo4jError
 
 import domains
 
 from services.common import names
 from services.common.filters import DEFAULT_COLLECTION, Condition
 from services.common.records import Hit
+from services.common.embed_client import EmbedClient, EmbedUnavailable
 from services.common.retriever import SeedRecord
 from services.common.text import query_keywords
 from domains.facts import ArticleEntry, IndexHit, TermEntry, term_key
 from services.retriever_graph.doc_graph import META_ID
 from services.retriever_graph.filter_cypher import scope_cypher
 from services.retriever_graph.timeouts import bound, timed, translate_timeouts
-from services.common.store_deadline import QueryBudget, deadline_scope
+from services.common.store_deadline import QueryBudget, StoreTimeout, deadline_scope
 
 #: Set while ``load`` rebuilds the lookup tables (its reads have no ceiling).
 _LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("graphmesh_docgraph_loading", default=False)
@@ -77,6 +89,11 @@ _TERMS = """
 MATCH (d:Document)-[e:DEFINES]->(t:Term)
 RETURN t.key AS key, t.name AS name, t.law AS law, t.definition AS definition, t.kind AS kind,
        collect([d.id, e.chunk_id, d.current]) AS definers
+"""
+_FIRST_TEXTS = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})-[:HAS_CHUNK]->(c:Chunk {ordinal: 0})
+RETURN d.id AS id, c.text AS text
 """
 _COLLECTIONS = "MATCH (d:Document) RETURN DISTINCT coalesce(d.collection, 'default') AS collection"
 _PACKS = "MATCH (k:Collection) RETURN k.name AS name, k.domain_pack AS pack"
@@ -135,6 +152,8 @@ EDGE_WEIGHT = {"out": 1.0, "in": 0.7}
 VERSION_BACK_WEIGHT = 0.8
 #: Candidates asked of each lookup per wanted one when the scope may drop some.
 SCOPED_OVERFETCH = 4
+#: Seconds before a failed embedding of a lookup table's documents is tried again.
+DENSE_RETRY_SECONDS = 30.0
 
 
 def seed_weights(seeds: list[SeedRecord]) -> dict[str, float]:
@@ -160,12 +179,14 @@ class DocChannels:
         ppr_cap: neighbours read per node for the PPR subgraph.
         word_tokens: the tokenizer for definitions (query_keywords).
         budget: transaction timeouts of its reads (None: none).
+        embed: the expander's vectors for dense lookups (module doc);
+            None: lookups match by characters only.
     """
 
     def __init__(self, driver: AsyncDriver, database: str = "neo4j", *, refresh_seconds: float = 10.0,
                  per_seed: int = 20, ppr_cap: int = 30,
                  word_tokens: Callable[[str], list[str]] = query_keywords,
-                 budget: QueryBudget | None = None) -> None:
+                 budget: QueryBudget | None = None, embed: EmbedClient | None = None) -> None:
         self.driver = driver
         self.budget = budget
         self.database = database
@@ -186,6 +207,9 @@ class DocChannels:
         self.packs: dict[str, str] = {}
         self._checked = 0.0
         self._refreshing: asyncio.Task | None = None
+        self.embed = embed
+        self._dense_tried = -DENSE_RETRY_SECONDS
+        self._attaching: asyncio.Task | None = None
 
     async def _query(self, query: str, **params: Any) -> list:
         """Records of a read bounded by ``self.budget`` (the RPC's remaining
@@ -226,6 +250,8 @@ class DocChannels:
         self.indexes, self.collections, self.packs = indexes, collections, packs
         self.version, self.facts_version = version, facts_version
         self._checked = time.monotonic()
+        if self._wanting_vectors():
+            await self.attach_vectors()
         for name, index in indexes.items():
             log.info("document graph index (%s): version %d, sizes %s", name, version, index.size)
         return indexes
@@ -243,6 +269,64 @@ class DocChannels:
                  for r in await self._query(_TERMS)]
         return {name: await asyncio.to_thread(build, articles, terms, offences, self.word_tokens, version)
                 for name, build in builders.items()}
+
+    def _wanting_vectors(self) -> list[Any]:
+        """Lookup tables that want vectors and have none yet (none without
+        an EmbedClient)."""
+        if self.embed is None:
+            return []
+        return [index for index in self.indexes.values()
+                if getattr(index, "dense_documents", None) and not index.vectors_attached]
+
+    async def attach_vectors(self) -> bool:
+        """Embeds (passage side, through the expander) the first chunk of
+        every document the lookup tables list in ``dense_documents`` and
+        attaches the vectors (a zero row where no text is stored). Returns
+        whether every table that wants vectors has them; a failure (expander
+        unreachable, a read timing out) is logged and leaves the tables
+        matching by characters."""
+        self._dense_tried = time.monotonic()
+        try:
+            for index in self._wanting_vectors():
+                ids = list(index.dense_documents)
+                texts = {r["id"]: r["text"] or "" for r in await self._query(_FIRST_TEXTS, ids=ids)}
+                present = [i for i, doc in enumerate(ids) if texts.get(doc)]
+                vectors = await self.embed.embed([texts[ids[i]] for i in present], query=False)
+                matrix = np.zeros((len(ids), vectors.shape[1] if len(present) else 1), dtype=np.float32)
+                matrix[present] = vectors
+                index.attach_vectors(matrix)
+                log.info("document graph index: %d vectors attached (%s)", len(present), self.embed.model)
+        except (EmbedUnavailable, StoreTimeout, Neo4jError, DriverError) as exc:
+            log.warning("dense lookups stay off until the expander embeds (retry in %.0f s): %s",
+                        DENSE_RETRY_SECONDS, exc)
+            return False
+        return True
+
+    def _maybe_attach(self) -> None:
+        """Starts ``attach_vectors`` in the background when a table still
+        wants vectors and the last try is ``DENSE_RETRY_SECONDS`` old."""
+        if self._attaching is not None and not self._attaching.done():
+            return
+        if time.monotonic() - self._dense_tried < DENSE_RETRY_SECONDS or not self._wanting_vectors():
+            return
+        self._attaching = asyncio.create_task(self._attach_in_background())
+
+    async def _attach_in_background(self) -> None:
+        with deadline_scope(None):
+            await self.attach_vectors()
+
+    async def _probe_vectors(self, index: Any, channel: str, query: str) -> np.ndarray | None:
+        """Query-side vectors of ``index.probes(channel, query)``; None when
+        there are none or the expander failed (the lookup then matches by
+        characters)."""
+        probes = index.probes(channel, query) if self.embed is not None and hasattr(index, "probes") else []
+        if not probes:
+            return None
+        try:
+            return await self.embed.embed(probes, query=True)
+        except EmbedUnavailable as exc:
+            log.warning("dense lookup of %s skipped: %s", channel, exc)
+            return None
 
     def maybe_refresh(self) -> None:
         """Starts a background rebuild when the stored version may have
@@ -285,6 +369,7 @@ class DocChannels:
         channel (``pack_channels``): a search of generic collections runs
         none of them."""
         self.maybe_refresh()
+        self._maybe_attach()
         wanted = set(channels)
         conditions = list(conditions)
         fetch = self._fetch(top_k, collections, conditions)
@@ -296,7 +381,9 @@ class DocChannels:
             own = domains.get_pack(pack_name).channels
             for channel in names.GRAPH_FIRST_STAGE:
                 if channel in wanted and channel in own:
-                    found += [(channel, h) for h in index.hits(channel, query, keywords, fetch)]
+                    vectors = await self._probe_vectors(index, channel, query)
+                    extra = {} if vectors is None else {"probe_vectors": vectors}
+                    found += [(channel, h) for h in index.hits(channel, query, keywords, fetch, **extra)]
         if not found:
             return []
         return await self._hits(found, top_k, collections, conditions)

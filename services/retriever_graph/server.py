@@ -4,6 +4,8 @@ cheap real query) before health says SERVING; each RPC's remaining deadline
 bounds its Neo4j transactions; the driver is closed after draining."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
@@ -16,14 +18,17 @@ from services.retriever_graph.config import RetrieverGraphSettings
 STORE_UNAVAILABLE_ERRORS = (ServiceUnavailable, SessionExpired, ConnectionError)
 
 
-async def build(settings: RetrieverGraphSettings | None = None) -> tuple[Service, RetrieverGraphSettings]:
-    """Returns the retriever_graph Service and its settings.
+async def build(settings: RetrieverGraphSettings | None = None,
+                expander_addr: str | Callable[[], str] | None = None) -> tuple[Service, RetrieverGraphSettings]:
+    """Returns the retriever_graph Service and its settings. ``expander_addr``:
+    where the dense lookups embed (an address, or a function returning one
+    once the expander is up); default GRAPHMESH_EXPANDER_ADDR.
 
     Raises:
         neo4j.exceptions.DriverError: Neo4j cannot be reached.
     """
     settings = settings or RetrieverGraphSettings()
-    backends = await open_backends(settings)
+    backends = await open_backends(settings, expander_addr)
     servicer = RetrieverServicer(backends.documents, backends.entities, settings.max_query_chars)
     service = Service(
         name="retriever_graph",

@@ -237,3 +237,66 @@ async def test_the_document_graph_stays_inside_each_collection_and_deletes_leave
         "MATCH (k:ArticleKey) WHERE k.key STARTS WITH 'left/' OR k.key STARTS WITH 'right/' RETURN count(k) AS n")
     terms = await graph_store._query("MATCH (t:Term) WHERE t.collection IN ['left', 'right'] RETURN count(t) AS n")
     assert left[0]["n"] == 0 and terms[0]["n"] == 0
+
+
+# 刑法 第二百七十七条 (妨害公务罪) and 第三百一十条 (窝藏、包庇罪): real penal
+# articles whose offence names their text does not spell out.
+PENAL = [
+    ("5017", CRIMINAL, "第六章 妨害社会管理秩序罪", "第二百七十七条", AMENDED,
+     "以暴力、威胁方法阻碍国家机关工作人员依法执行职务的，处三年以下有期徒刑、拘役、管制或者罚金。\n"
+     "暴力袭击正在依法执行职务的人民警察的，处三年以下有期徒刑、拘役或者管制。"),
+    ("5062", CRIMINAL, "第六章 妨害社会管理秩序罪", "第三百一十条", AMENDED,
+     "明知是犯罪的人而为其提供隐藏处所、财物，帮助其逃匿或者作假证明包庇的，处三年以下有期徒刑、拘役或者管制；"
+     "情节严重的，处三年以上十年以下有期徒刑。\n犯前款罪，事前通谋的，以共同犯罪论处。"),
+]
+OBSTRUCTION_CASE = "经审理查明，被告人酒后在派出所内推搡、殴打正在执行职务的民警。\n罪名:妨害公务。"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_offence_names_are_matched_by_meaning_through_a_real_expander(graph_store, tmp_path):
+    """With the expander's vectors the offence lookup finds 第二百七十七条 for
+    a case named 妨害公务, which no bigram of its text matches; without an
+    expander (or with one that is down) the same lookup answers by
+    characters and raises nothing."""
+    from services.common.embed_client import EmbedClient
+    from services.common.server import create_server
+    from services.expander.config import ExpanderSettings
+    from services.expander.server import build as build_expander
+    from services.retriever_graph.doc_channels import DocChannels
+
+    await graph_store.ingest_documents(records(ARTICLES + PENAL))
+    by_chars = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
+    await by_chars.load()
+    found = [h.document_id for h in await by_chars.retrieve(OBSTRUCTION_CASE, [], 10, ["graph.offence"])]
+    assert "5017" not in found
+
+    down = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0,
+                       embed=EmbedClient("127.0.0.1:9", timeout=2.0))
+    await down.load()
+    assert not down.indexes["law_zh"].vectors_attached
+    assert [h.document_id for h in await down.retrieve(OBSTRUCTION_CASE, [], 10, ["graph.offence"])] == found
+    await down.embed.close()
+
+    expander, _ = await build_expander(ExpanderSettings(port=0, embedding={"cache": str(tmp_path / "emb.sqlite")},
+                                                        library={"addr": "none"}))
+    if expander.on_start is not None:
+        await expander.on_start()
+    server, port, _ = await create_server(expander, "127.0.0.1", 0)
+    try:
+        for warm_up in expander.extra_tasks:
+            await warm_up(port)
+        dense = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0,
+                            embed=EmbedClient(f"127.0.0.1:{port}"))
+        await dense.load()
+        index = dense.indexes["law_zh"]
+        assert index.vectors_attached and index.offence_vectors.shape[0] == len(index.dense_documents)
+        hits = await dense.retrieve(OBSTRUCTION_CASE, [], 10, ["graph.offence"])
+        harbouring = await dense.retrieve("被告人明知他人犯罪，仍为其提供住处帮助其逃避抓捕。\n罪名:窝藏、包庇。",
+                                          [], 10, ["graph.offence"])
+        await dense.embed.close()
+    finally:
+        await server.stop(0)
+        if expander.on_stop is not None:
+            await expander.on_stop()
+    assert hits[0].document_id == "5017" and hits[0].channel == "graph.offence"
+    assert harbouring[0].document_id == "5062"

@@ -3,6 +3,7 @@ PPR they feed, on real articles of /work/shared/data/law-zh (ids are that
 corpus's ids)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from services.common.text import query_keywords
@@ -21,6 +22,8 @@ PATENT = ("本法所称的发明创造是指发明、实用新型和外观设计
 FRAUD = "诈骗公私财物，数额较大的，处三年以下有期徒刑、拘役或者管制，并处或者单处罚金。"
 INJURY = "故意伤害他人身体的，处三年以下有期徒刑、拘役或者管制。"
 CORPSE = "盗窃、侮辱、故意毁坏尸体、尸骨、骨灰的，处三年以下有期徒刑、拘役或者管制。"
+# 刑法 第二百七十七条 (5017): 妨害公务罪, whose name shares no bigram with its act.
+OBSTRUCTION = "以暴力、威胁方法阻碍国家机关工作人员依法执行职务的，处三年以下有期徒刑、拘役、管制或者罚金。"
 
 
 def index() -> DocIndex:
@@ -35,7 +38,7 @@ def index() -> DocIndex:
         for d in lr.find_definitions(text):
             terms.append(TermEntry(d.term, law, d.definition, d.kind, [(doc, f"{doc}#0", doc == "2")]))
     offences = [(doc, f"{doc}#0", lr.find_offences(text)) for doc, text in
-                (("5005", FRAUD), ("4966", INJURY), ("5047", CORPSE))]
+                (("5005", FRAUD), ("4966", INJURY), ("5047", CORPSE), ("5017", OBSTRUCTION))]
     return DocIndex(articles, terms, offences, query_keywords, version=1)
 
 
@@ -78,3 +81,35 @@ def test_ppr_spreads_from_terms_to_passages():
     assert scores["e"] < scores["a"]
     assert sum(scores.values()) == pytest.approx(1.0)
     assert personalized_pagerank(edges, {}) == {}
+
+
+def test_offence_probes_and_vectors_match_a_name_by_meaning():
+    idx = index()
+    case = "被告人以暴力阻碍民警依法执行职务。\n罪名:妨害公务。"
+    assert idx.offence_hits(case) == []                      # no shared bigram: nothing by characters
+    assert idx.dense_documents == ["5005", "4966", "5047", "5017"]
+    assert idx.probes("graph.offence", case) == []           # no vectors attached yet
+    # Unit vectors standing in for the embedder's: the name is closest to 5017.
+    idx.attach_vectors(np.eye(4, dtype=np.float32))
+    assert idx.vectors_attached
+    assert idx.probes("graph.offence", case) == ["妨害公务罪"]
+    assert idx.probes("graph.term", case) == []
+    name = np.array([[0.1, 0.2, 0.0, 0.97]], dtype=np.float32)
+    hits = idx.hits("graph.offence", case, [], 10, probe_vectors=name)
+    assert [h.doc_id for h in hits] == ["5017"]              # the closest passes; the others score under 0.4
+    assert hits[0].score == round((0.2 / 1.5 + 1.0) / 2, 4) and hits[0].evidence == "offence:妨害公务"
+
+
+def test_offence_vectors_reorder_but_keep_a_character_match():
+    idx = index()
+    idx.attach_vectors(np.eye(4, dtype=np.float32))
+    case = "被告人骗取货款。\n罪名:诈骗。"
+    by_chars = idx.offence_hits(case)
+    assert by_chars[0].doc_id == "5005"
+    # Vectors that agree with the characters raise its score to at least the mean of both.
+    hits = idx.offence_hits(case, probe_vectors=np.array([[1.0, 0.0, 0.0, 0.0]], dtype=np.float32))
+    assert hits[0].doc_id == "5005" and hits[0].score >= by_chars[0].score / 2 + 0.5 - 1e-6
+    # Probe vectors that do not line up with the names are ignored (characters only).
+    assert idx.offence_hits(case, probe_vectors=np.ones((2, 4), dtype=np.float32)) == by_chars
+    with pytest.raises(ValueError):
+        idx.attach_vectors(np.eye(3, dtype=np.float32))
