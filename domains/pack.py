@@ -32,7 +32,13 @@ the domain parts):
   in-memory lookup tables the pack's channels read, built from what the
   graph retriever stored (``domains.facts`` entries); the index answers
   ``hits(channel, query, keywords, limit) -> [IndexHit]`` and has ``terms``
-  (for PageRank seeds), ``size`` and ``version``.
+  (for PageRank seeds), ``size`` and ``version``. An index that can match
+  by meaning also has ``dense_documents`` (ids whose first chunk it wants
+  embedded passage-side), ``attach_vectors(matrix)``, ``vectors_attached``
+  and ``probes(channel, query) -> [text]`` (texts to embed query-side), and
+  takes their vectors as ``hits(..., probe_vectors=)``; the graph retriever
+  gets both from the expander (law_zh: offence names against penal
+  articles).
 - ``answer_prompt``: the grounded answer's system message and instruction
   (``AnswerPrompt``; law_zh asks for the law and article of each claim).
 - ``title_aliases(title)``: other names a document title is asked by

@@ -23,7 +23,9 @@ def article_mentions(query: str) -> list:
 
 def offence_names(query: str) -> list[str]:
     """Offences a case description names: after "罪名：" (several split by
-    ";"), and in "构成X罪", "犯X罪", "以X罪", "涉嫌X罪"; in order, distinct."""
+    ";"), and in "构成X罪", "犯X罪", "以X罪", "涉嫌X罪"; in order, distinct.
+    A name ending in 犯 is the first half of 犯罪 ("crime": 涉嫌跨境犯罪,
+    对该盲人犯罪), not an offence, and is left out."""
     USAGE["query_lookups"] += 1
     query = lr.normalize(query)
     found: list[str] = []
@@ -32,6 +34,6 @@ def offence_names(query: str) -> list[str]:
         found += [n.strip(" 。.,，") for n in re.split(r"[;；]", first.group(1))]
     for match in _OFFENCE_NAME[1].finditer(query):
         found.append(match.group(1))
-    return [n for n in dict.fromkeys(found) if len(_BIGRAM_CLEAN.sub("", n)) >= 2]
+    return [n for n in dict.fromkeys(found) if len(_BIGRAM_CLEAN.sub("", n)) >= 2 and not n.endswith("犯")]
 
 

@@ -67,6 +67,8 @@ def test_article_lookup_is_exact():
 def test_offences_of_a_case_description():
     assert offence_names("经审理查明……\n罪名:诈骗。") == ["诈骗"]
     assert offence_names("其行为已构成故意伤害罪") == ["故意伤害"]
+    assert offence_names("李某因涉嫌跨境犯罪被日本方面追捕") == []   # 犯罪, "crime", names no offence
+    assert offence_names("对该盲人犯罪可以从轻处罚吗") == []
     hits = index().offence_hits("被告人陈某隐瞒事实骗取货款24160元。\n罪名:诈骗。")
     assert hits[0].doc_id == "5005" and hits[0].evidence == "offence:诈骗"
     assert index().offence_hits("被告人陈某隐瞒事实骗取货款") == []  # names no offence
