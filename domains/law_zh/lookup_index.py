@@ -15,9 +15,10 @@ acts every penal article punishes. Three first-stage channels read it
   description names (罪名：诈骗, 构成故意伤害罪). When the graph retriever
   has attached the penal articles' vectors (``dense_documents``,
   ``attach_vectors``) and embeds the channel's ``probes`` (each name as
-  "X罪"), a name is matched by meaning as well as by characters: 妨害公务
-  finds "以暴力、威胁方法阻碍国家机关工作人员依法执行职务的", which shares
-  none of its bigrams.
+  "X罪"), a name is matched by meaning as well as by characters: 失火 finds
+  第一百一十五条 (its 过失 paragraph), 非国家工作人员受贿 finds 第一百六十三条
+  ("利用职务上的便利，索取他人财物或者非法收受他人财物"), names their texts
+  do not spell out.
 
 Scores are in [0, 1]; evidence says what matched.
 """
