@@ -289,14 +289,17 @@ class DocIndex:
         """Penal articles for the offences a case description names
         (``offence_names``), scored by ``offence_scores`` (best over the
         names; by meaning too when ``probe_vectors``, the vectors of
-        ``probes``, and the articles' vectors are both there), at least
+        ``probes``, and the articles' vectors are both there and agree in
+        shape: one row per name, the articles' dimension), at least
         ``min_score``; [] when the query names none."""
         names = offence_names(query)
         if not names or not self.offences:
             return []
         dense = None
-        if probe_vectors is not None and self.offence_vectors is not None and len(probe_vectors) == len(names):
-            dense = np.asarray(probe_vectors, dtype=np.float32) @ self.offence_vectors.T
+        probe_vectors = None if probe_vectors is None else np.asarray(probe_vectors, dtype=np.float32)
+        if (probe_vectors is not None and self.offence_vectors is not None and probe_vectors.ndim == 2
+                and probe_vectors.shape == (len(names), self.offence_vectors.shape[1])):
+            dense = probe_vectors @ self.offence_vectors.T
         best = np.zeros(len(self.offences))
         best_name = [""] * len(self.offences)
         for n, name in enumerate(names):

@@ -113,5 +113,7 @@ def test_offence_vectors_reorder_but_keep_a_character_match():
     assert hits[0].doc_id == "5005" and hits[0].score >= by_chars[0].score / 2 + 0.5 - 1e-6
     # Probe vectors that do not line up with the names are ignored (characters only).
     assert idx.offence_hits(case, probe_vectors=np.ones((2, 4), dtype=np.float32)) == by_chars
+    # Nor are vectors of another model's dimension (the expander restarted with another embedder).
+    assert idx.offence_hits(case, probe_vectors=np.ones((1, 8), dtype=np.float32)) == by_chars
     with pytest.raises(ValueError):
         idx.attach_vectors(np.eye(3, dtype=np.float32))
