@@ -2,12 +2,14 @@
 time from a bounded closed-loop load generator on loopback, with error
 counts. Needs `graphmesh up` with a corpus ingested.
 
-    python bench/throughput.py [--seconds 60] [--concurrency 8]
+    python bench/throughput.py [--seconds 60] [--concurrency 8] [--cold] [--dataset FILE ...]
 
 Each of ``concurrency`` workers sends the dev-set queries in turn and waits
 for each reply before the next (closed loop, so load never exceeds
 ``concurrency`` in flight); the run stops by itself after ``seconds`` and a
-hard cap of ``max-requests``. Only 127.0.0.1 is targeted.
+hard cap of ``max-requests``. Only 127.0.0.1 is targeted. ``--cold`` puts a
+fresh 6-hex prefix before every query, so no query embedding (or sentence
+score) comes from a cache: the price of a question never asked before.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import asyncio
 import itertools
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -29,7 +32,8 @@ from services.cli.evaluate import load_dataset  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 
 
-async def run(queries: list[str], seconds: float, concurrency: int, max_requests: int, top_k: int) -> dict:
+async def run(queries: list[str], seconds: float, concurrency: int, max_requests: int, top_k: int,
+              cold: bool = False) -> dict:
     address = MeshAddresses().gateway_addr
     if not address.startswith(("127.", "localhost", "[::1]")):
         raise SystemExit(f"refusing to load {address}: loopback only")
@@ -45,9 +49,10 @@ async def run(queries: list[str], seconds: float, concurrency: int, max_requests
             nonlocal degraded, sent
             while time.monotonic() < end and sent < max_requests:
                 sent += 1
+                query = f"{uuid.uuid4().hex[:6]} {next(feed)}" if cold else next(feed)
                 started = time.perf_counter()
                 try:
-                    reply = await stub.Search(gateway_pb2.SearchRequest(query=next(feed), top_k=top_k), timeout=30)
+                    reply = await stub.Search(gateway_pb2.SearchRequest(query=query, top_k=top_k), timeout=30)
                 except grpc.aio.AioRpcError as err:
                     errors[err.code().name] += 1
                     continue
@@ -57,22 +62,23 @@ async def run(queries: list[str], seconds: float, concurrency: int, max_requests
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
-    return {"seconds": round(wall, 1), "concurrency": concurrency, "requests": sent, "ok": len(latencies),
+    return {"seconds": round(wall, 1), "concurrency": concurrency, "cold": cold, "requests": sent, "ok": len(latencies),
             "errors": dict(errors), "error_count": sum(errors.values()), "degraded": degraded,
             "requests_per_s": round(len(latencies) / wall, 2), "latency_ms": percentiles(latencies)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default=str(LAW_DEV))
+    parser.add_argument("--dataset", nargs="+", default=[str(LAW_DEV)])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-requests", type=int, default=20000)
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--cold", action="store_true", help="a fresh prefix on every query (no cached embeddings)")
     args = parser.parse_args()
-    queries = [r["query"] for r in load_dataset(Path(args.dataset))]
-    result = asyncio.run(run(queries, args.seconds, args.concurrency, args.max_requests, args.top_k))
-    save("throughput", {"dataset": Path(args.dataset).name, **result})
+    queries = [r["query"] for path in args.dataset for r in load_dataset(Path(path))]
+    result = asyncio.run(run(queries, args.seconds, args.concurrency, args.max_requests, args.top_k, args.cold))
+    save("throughput", {"dataset": [Path(p).name for p in args.dataset], **result})
 
 
 if __name__ == "__main__":
