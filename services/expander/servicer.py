@@ -42,7 +42,8 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
         async with self._load_lock:
             if self._embedder is None:
                 s = self._settings
-                inner = await asyncio.to_thread(build_embedder, s.embedding.model, s.embedding.threads)
+                inner = await asyncio.to_thread(build_embedder, s.embedding.model, s.embedding.threads,
+                                                small_call_threads=s.embedding.small_call_threads)
                 cache = open_embedding_cache(Path(s.embedding.cache), inner.name) if s.embedding.cache else None
                 self._embedder = CachedEmbedder(inner, cache, window_chars=s.embedding.window_chars)
             return self._embedder

@@ -144,3 +144,18 @@ def test_the_embedding_cache_keeps_vectors_across_a_reopen_without_an_fsync_per_
     assert cache._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: WAL commits are not fsynced
     again = EmbeddingCache(path, "m")
     assert list(again.get_many(["问"], query=True)[0]) == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_one_batch_call_runs_on_the_small_call_session_with_the_same_vectors(model_dir, int8):
+    split = E5OnnxEmbedder(model_dir=model_dir, threads=2, small_call_threads=1)
+    assert split._small_session is not split._session and int8._small_session is int8._session
+    used = []
+    for name in ("_session", "_small_session"):
+        session = getattr(split, name)
+        setattr(split, name, type("Spy", (), {"run": lambda self, *a, s=session, n=name: used.append(n) or s.run(*a)})())
+    one = split.embed(SENTENCES[:1], query=True)                 # one batch: the single-thread session
+    assert used == ["_small_session"]
+    many = split.embed(SENTENCES * 4, query=False)                # several batches of 512 tokens
+    assert set(used[1:]) == {"_session"} and len(used) > 2
+    assert np.allclose(one, int8.embed(SENTENCES[:1], query=True), atol=1e-5)
+    assert np.allclose(many, int8.embed(SENTENCES * 4, query=False), atol=1e-5)
