@@ -99,6 +99,7 @@ class ExpanderSettings(ServiceSettings):
 
     deprecated_fields: ClassVar[dict[str, str]] = {
         **llm_deprecated_fields("base_url", "api_key", "model", "timeout", "max_retries"),
-        **{f"embedding_{name}": f"embedding.{name}" for name in EmbeddingSettings.model_fields},
+        # The flat names of the previous release (fields added since have none).
+        **{f"embedding_{name}": f"embedding.{name}" for name in ("model", "threads", "window_chars", "cache")},
         **{f"library_{name}": f"library.{name}" for name in LibrarySettings.model_fields},
     }
