@@ -139,24 +139,12 @@ async def test_trained_cross_encoder_round_trips_and_cuts_long_passages(tiny_cro
 
 
 async def test_bi_encoder_scores_through_a_real_expander(tmp_path):
-    from services.expander.config import ExpanderSettings
-    from services.expander.server import build as build_expander
+    from tests.fixtures.expander import serving_expander
 
-    expander, _ = await build_expander(ExpanderSettings(port=0, embedding={"cache": str(tmp_path / "emb.sqlite")},
-                                                        library={"addr": "none"}))
-    if expander.on_start is not None:
-        await expander.on_start()
-    server, port, _ = await create_server(expander, "127.0.0.1", 0)
-    try:
-        for warm_up in expander.extra_tasks:  # loads the embedding model (first use builds the ONNX graph)
-            await warm_up(port)
-        addresses = MeshAddresses(expander_addr=f"127.0.0.1:{port}")
+    async with serving_expander(tmp_path) as expander_addr:
+        addresses = MeshAddresses(expander_addr=expander_addr)
         async with Serving(RerankerSettings(port=0, scorer="bi-encoder"), addresses=addresses) as stub:
             reply = await stub.Rerank(request("专利权的保护期限", ["天气预报说明天下雨。", "发明专利权的期限为二十年。"]), timeout=60)
-    finally:
-        await server.stop(0)
-        if expander.on_stop is not None:
-            await expander.on_stop()
     assert reply.scorer == "bi-encoder" and reply.device == "remote" and reply.model
     assert [s.id for s in reply.scores] == ["p1", "p0"]
     assert all(0.0 <= s.score <= 1.0 for s in reply.scores)

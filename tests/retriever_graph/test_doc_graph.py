@@ -259,10 +259,8 @@ async def test_offence_names_are_matched_by_meaning_through_a_real_expander(grap
     expander (or with one that is down) the same lookup answers by
     characters and raises nothing."""
     from services.common.embed_client import EmbedClient
-    from services.common.server import create_server
-    from services.expander.config import ExpanderSettings
-    from services.expander.server import build as build_expander
     from services.retriever_graph.doc_channels import DocChannels
+    from tests.fixtures.expander import serving_expander
 
     await graph_store.ingest_documents(records(ARTICLES + PENAL))
     by_chars = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
@@ -277,16 +275,9 @@ async def test_offence_names_are_matched_by_meaning_through_a_real_expander(grap
     assert [h.document_id for h in await down.retrieve(OBSTRUCTION_CASE, [], 10, ["graph.offence"])] == found
     await down.embed.close()
 
-    expander, _ = await build_expander(ExpanderSettings(port=0, embedding={"cache": str(tmp_path / "emb.sqlite")},
-                                                        library={"addr": "none"}))
-    if expander.on_start is not None:
-        await expander.on_start()
-    server, port, _ = await create_server(expander, "127.0.0.1", 0)
-    try:
-        for warm_up in expander.extra_tasks:
-            await warm_up(port)
+    async with serving_expander(tmp_path) as expander_addr:
         dense = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0,
-                            embed=EmbedClient(f"127.0.0.1:{port}"))
+                            embed=EmbedClient(expander_addr))
         await dense.load()
         index = dense.indexes["law_zh"]
         assert index.vectors_attached and index.offence_vectors.shape[0] == len(index.dense_documents)
@@ -294,9 +285,5 @@ async def test_offence_names_are_matched_by_meaning_through_a_real_expander(grap
         harbouring = await dense.retrieve("被告人明知他人犯罪，仍为其提供住处帮助其逃避抓捕。\n罪名:窝藏、包庇。",
                                           [], 10, ["graph.offence"])
         await dense.embed.close()
-    finally:
-        await server.stop(0)
-        if expander.on_stop is not None:
-            await expander.on_stop()
     assert hits[0].document_id == "5017" and hits[0].channel == "graph.offence"
     assert harbouring[0].document_id == "5062"
