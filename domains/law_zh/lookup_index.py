@@ -77,11 +77,14 @@ def _min_max(values: np.ndarray) -> np.ndarray:
     return (values - values.min()) / span if span > 0 else np.zeros_like(values)
 
 
-def offence_scores(name_bigram_scores: np.ndarray, name_cosines: np.ndarray | None) -> np.ndarray:
+def offence_scores(name_bigram_scores: np.ndarray, name_cosines: np.ndarray | None,
+                   valid: np.ndarray | None = None) -> np.ndarray:
     """Scores in [0, 1] of every penal article for one offence name: its
     ``offence_match`` scores alone, or, given the name's cosines to the
     articles' vectors, the mean of those and the cosines min-max scaled over
-    the articles (the closest article 1, the farthest 0).
+    the articles whose vectors are ``valid`` (the closest article 1, the
+    farthest 0; an article without a usable vector gets 0 for meaning and
+    does not set the scale).
 
     Measured on the 171 law facts dev questions (``bench/offence_dense_probe.py``,
     e5onnx): the gold article first among 377 penal articles for 109 by
@@ -89,7 +92,11 @@ def offence_scores(name_bigram_scores: np.ndarray, name_cosines: np.ndarray | No
     """
     if name_cosines is None:
         return name_bigram_scores
-    return (name_bigram_scores + _min_max(name_cosines)) / 2.0
+    valid = np.ones(len(name_cosines), dtype=bool) if valid is None else valid
+    meaning = np.zeros(len(name_cosines))
+    if valid.any():
+        meaning[valid] = _min_max(name_cosines[valid])
+    return (name_bigram_scores + meaning) / 2.0
 
 
 class DocIndex:
@@ -134,6 +141,7 @@ class DocIndex:
         #: Unit vectors of the penal articles (rows as ``dense_documents``),
         #: once the graph retriever attached them; None until then.
         self.offence_vectors: np.ndarray | None = None
+        self._usable_rows: np.ndarray | None = None
         # Definition word -> terms whose definitions hold it (lay matching).
         self._by_word: dict[str, list[int]] = defaultdict(list)
         for i, t in enumerate(self.terms):
@@ -168,17 +176,24 @@ class DocIndex:
         """Whether ``attach_vectors`` has run since the table was built."""
         return self.offence_vectors is not None
 
-    def attach_vectors(self, vectors: np.ndarray) -> None:
+    def attach_vectors(self, vectors: np.ndarray | None) -> None:
         """Keeps the unit vectors of ``dense_documents`` (one row each, in
-        that order; a zero row for a document whose text was not found).
+        that order; a zero row for a document whose text was not found: it
+        is matched by characters only). None drops them (the lookups match
+        by characters until the next attach).
 
         Raises:
             ValueError: the row count differs from ``dense_documents``.
         """
+        if vectors is None:
+            self.offence_vectors = self._usable_rows = None
+            return
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(self.offences):
             raise ValueError(f"{vectors.shape} vectors for {len(self.offences)} penal articles")
-        self.offence_vectors = vectors
+        usable = np.isfinite(vectors).all(axis=1) & (np.abs(vectors).sum(axis=1) > 0)
+        self.offence_vectors = np.where(usable[:, None], vectors, 0.0).astype(np.float32)
+        self._usable_rows = usable
 
     def probes(self, channel: str, query: str) -> list[str]:
         """Texts of ``query`` to embed query-side for ``channel``: each
@@ -300,11 +315,14 @@ class DocIndex:
         if (probe_vectors is not None and self.offence_vectors is not None and probe_vectors.ndim == 2
                 and probe_vectors.shape == (len(names), self.offence_vectors.shape[1])):
             dense = probe_vectors @ self.offence_vectors.T
+            # A probe that is not a usable vector (zeros, NaN) is matched by characters.
+            probe_ok = np.isfinite(probe_vectors).all(axis=1) & (np.abs(probe_vectors).sum(axis=1) > 0)
         best = np.zeros(len(self.offences))
         best_name = [""] * len(self.offences)
         for n, name in enumerate(names):
             chars = np.array([offence_match(name, acts) for acts in self._act_bigrams])
-            scores = offence_scores(chars, None if dense is None else dense[n])
+            cosines = None if dense is None or not probe_ok[n] else dense[n]
+            scores = offence_scores(chars, cosines, self._usable_rows)
             for i in np.flatnonzero(scores > best):
                 best[i], best_name[i] = scores[i], name
         hits = [IndexHit(doc, chunk, round(float(best[i]), 4), f"offence:{best_name[i]}")

@@ -43,27 +43,34 @@ class EmbedClient:
             else:
                 try:
                     address = self.expander_addr()
-                except LookupError as exc:
-                    raise EmbedUnavailable(f"the expander's address is not known yet: {exc}") from exc
+                except Exception as exc:  # noqa: BLE001 - whatever the function raises, no address yet
+                    raise EmbedUnavailable(f"the expander's address is not known yet: {exc!r}") from exc
+                if not isinstance(address, str) or not address:
+                    raise EmbedUnavailable(f"the expander's address is not known yet: {address!r}")
             self._channel = channel(address)
             self._stub = expander_pb2_grpc.ExpanderServiceStub(self._channel)
         return self._stub
 
-    async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    async def embed(self, texts: list[str], *, query: bool, timeout: float | None = None) -> np.ndarray:
         """float32 array (len(texts), dimension), rows as the expander
-        returns them (unit-norm); ``EMBED_BATCH`` texts a call. ``model``
-        holds the name the expander reported.
+        returns them (unit-norm); ``EMBED_BATCH`` texts a call, each call
+        bounded by ``timeout`` seconds (default the client's). ``model``
+        holds the name the expander reported. No texts: a (0, 0) array and
+        no call.
 
         Raises:
             EmbedUnavailable: an Embed call failed (code and details in the
                 message), or the address function found no address yet.
         """
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        seconds = self.timeout if timeout is None else timeout
         kind = expander_pb2.EMBED_KIND_QUERY if query else expander_pb2.EMBED_KIND_PASSAGE
         rows: list[list[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
             try:
                 reply = await self._expander().Embed(
-                    expander_pb2.EmbedRequest(texts=texts[start:start + EMBED_BATCH], kind=kind), timeout=self.timeout)
+                    expander_pb2.EmbedRequest(texts=texts[start:start + EMBED_BATCH], kind=kind), timeout=seconds)
             except grpc.aio.AioRpcError as err:
                 raise EmbedUnavailable(f"expander Embed failed: {err.code().name}: {err.details()}") from err
             self.model = reply.model

@@ -35,9 +35,11 @@ Dense lookups: a pack's lookup table may match by meaning as well
 wants vectors of (``dense_documents``); with an ``EmbedClient`` the first
 chunks of those are embedded passage-side through the expander after each
 rebuild (``attach_vectors``), and a query's ``probes`` query-side before
-the lookup. Without the expander the lookups match by characters, as they
-do until the vectors are there; a failed attempt is retried
-``DENSE_RETRY_SECONDS`` later, in the background.
+the lookup, within half of the request's remaining deadline. Without the
+expander the lookups match by characters, as they do until the vectors are
+there; a failed attempt is retried ``DENSE_RETRY_SECONDS`` later, in the
+background. Vectors of another model than the expander now runs are
+dropped and embedded again.
 
 Seed weight: the seed's score over the best seed's (rank-based 1/(1+rank)
 when scores are not positive). The lookup tables (one per domain pack with
@@ -70,7 +72,7 @@ from domains.facts import ArticleEntry, IndexHit, TermEntry, term_key
 from services.retriever_graph.doc_graph import META_ID
 from services.retriever_graph.filter_cypher import scope_cypher
 from services.retriever_graph.timeouts import bound, timed, translate_timeouts
-from services.common.store_deadline import QueryBudget, StoreTimeout, deadline_scope
+from services.common.store_deadline import QueryBudget, StoreTimeout, deadline_scope, remaining
 
 #: Set while ``load`` rebuilds the lookup tables (its reads have no ceiling).
 _LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("graphmesh_docgraph_loading", default=False)
@@ -154,6 +156,9 @@ VERSION_BACK_WEIGHT = 0.8
 SCOPED_OVERFETCH = 4
 #: Seconds before a failed embedding of a lookup table's documents is tried again.
 DENSE_RETRY_SECONDS = 30.0
+#: A query's probes are embedded only with at least this much of its deadline left,
+#: and within half of what is left (the lookup's own read needs the rest).
+DENSE_MIN_SECONDS = 0.05
 
 
 def seed_weights(seeds: list[SeedRecord]) -> dict[str, float]:
@@ -210,6 +215,8 @@ class DocChannels:
         self.embed = embed
         self._dense_tried = -DENSE_RETRY_SECONDS
         self._attaching: asyncio.Task | None = None
+        #: The embedding model each lookup table's vectors came from (by id of the table).
+        self._vector_models: dict[int, str] = {}
 
     async def _query(self, query: str, **params: Any) -> list:
         """Records of a read bounded by ``self.budget`` (the RPC's remaining
@@ -291,12 +298,17 @@ class DocChannels:
                 ids = list(index.dense_documents)
                 texts = {r["id"]: r["text"] or "" for r in await self._query(_FIRST_TEXTS, ids=ids)}
                 present = [i for i, doc in enumerate(ids) if texts.get(doc)]
+                if not present:
+                    log.warning("dense lookups: none of %d documents has a stored text; retry in %.0f s",
+                                len(ids), DENSE_RETRY_SECONDS)
+                    return False
                 vectors = await self.embed.embed([texts[ids[i]] for i in present], query=False)
-                matrix = np.zeros((len(ids), vectors.shape[1] if len(present) else 1), dtype=np.float32)
+                matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
                 matrix[present] = vectors
                 index.attach_vectors(matrix)
+                self._vector_models[id(index)] = self.embed.model
                 log.info("document graph index: %d vectors attached (%s)", len(present), self.embed.model)
-        except (EmbedUnavailable, StoreTimeout, Neo4jError, DriverError) as exc:
+        except (EmbedUnavailable, StoreTimeout, Neo4jError, DriverError, ValueError) as exc:
             log.warning("dense lookups stay off until the expander embeds (retry in %.0f s): %s",
                         DENSE_RETRY_SECONDS, exc)
             return False
@@ -322,11 +334,23 @@ class DocChannels:
         probes = index.probes(channel, query) if self.embed is not None and hasattr(index, "probes") else []
         if not probes:
             return None
+        left = remaining()
+        if left is not None and left < DENSE_MIN_SECONDS:
+            return None
+        timeout = self.embed.timeout if left is None else min(self.embed.timeout, left / 2)
         try:
-            return await self.embed.embed(probes, query=True)
+            vectors = await self.embed.embed(probes, query=True, timeout=timeout)
         except EmbedUnavailable as exc:
             log.warning("dense lookup of %s skipped: %s", channel, exc)
             return None
+        if self.embed.model != self._vector_models.get(id(index)):
+            # The expander now runs another model: drop the old vectors (re-embedded in the background).
+            log.warning("dense lookups: the expander's model is now %s, not %s; re-embedding",
+                        self.embed.model, self._vector_models.get(id(index)))
+            index.attach_vectors(None)
+            self._dense_tried = -DENSE_RETRY_SECONDS
+            return None
+        return vectors
 
     def maybe_refresh(self) -> None:
         """Starts a background rebuild when the stored version may have

@@ -69,6 +69,10 @@ def test_offences_of_a_case_description():
     assert offence_names("其行为已构成故意伤害罪") == ["故意伤害"]
     assert offence_names("李某因涉嫌跨境犯罪被日本方面追捕") == []   # 犯罪, "crime", names no offence
     assert offence_names("对该盲人犯罪可以从轻处罚吗") == []
+    assert offence_names("他打了人，会以什么罪被起诉？") == []            # asks for the offence
+    assert offence_names("朋友借钱不还，能告他涉嫌哪种罪吗") == []
+    assert offence_names("罪名：盗窃、") == ["盗窃"]
+    assert offence_names("罪名：诈骗，被告人当庭认罪") == ["诈骗"]         # the value ends at its comma
     hits = index().offence_hits("被告人陈某隐瞒事实骗取货款24160元。\n罪名:诈骗。")
     assert hits[0].doc_id == "5005" and hits[0].evidence == "offence:诈骗"
     assert index().offence_hits("被告人陈某隐瞒事实骗取货款") == []  # names no offence
@@ -117,3 +121,33 @@ def test_offence_vectors_reorder_but_keep_a_character_match():
     assert idx.offence_hits(case, probe_vectors=np.ones((1, 8), dtype=np.float32)) == by_chars
     with pytest.raises(ValueError):
         idx.attach_vectors(np.eye(3, dtype=np.float32))
+
+
+def test_an_article_without_a_vector_neither_matches_by_meaning_nor_sets_the_scale():
+    case = "被告人以暴力阻碍民警依法执行职务。\n罪名:妨害公务。"
+    name = np.array([[0.1, 0.2, 0.0, 0.97]], dtype=np.float32)
+    clean = index()
+    clean.attach_vectors(np.eye(4, dtype=np.float32) * 0.3 + 0.7)   # cosines all near one another, well above 0
+    holed = index()
+    vectors = np.eye(4, dtype=np.float32) * 0.3 + 0.7
+    vectors[0] = 0.0                                                   # 5005's text was not found
+    holed.attach_vectors(vectors)
+    nan = index()
+    vectors = np.eye(4, dtype=np.float32) * 0.3 + 0.7
+    vectors[1] = np.nan
+    nan.attach_vectors(vectors)
+    by_clean = {h.doc_id: h.score for h in clean.offence_hits(case, probe_vectors=name)}
+    by_holed = {h.doc_id: h.score for h in holed.offence_hits(case, probe_vectors=name)}
+    assert list(by_clean) == ["5017"] and list(by_holed) == ["5017"]  # a zero row does not lift the others
+    assert [h.doc_id for h in nan.offence_hits(case, probe_vectors=name)] == ["5017"]
+
+
+def test_a_probe_that_is_not_a_vector_is_matched_by_characters():
+    idx = index()
+    idx.attach_vectors(np.eye(4, dtype=np.float32))
+    case = "被告人骗取货款。\n罪名:诈骗。"
+    by_chars = idx.offence_hits(case)
+    assert idx.offence_hits(case, probe_vectors=np.zeros((1, 4), dtype=np.float32)) == by_chars
+    assert idx.offence_hits(case, probe_vectors=np.full((1, 4), np.nan, dtype=np.float32)) == by_chars
+    idx.attach_vectors(None)
+    assert not idx.vectors_attached and idx.probes("graph.offence", case) == []
