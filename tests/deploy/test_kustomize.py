@@ -218,7 +218,7 @@ def test_services_authenticate_each_other_and_only_their_callers_reach_them(rend
     """Every service pod reads the mesh token from a Secret; a default-deny
     NetworkPolicy covers the GraphMesh pods, and each service but the
     gateway admits its gRPC port only from the pods that call it."""
-    callers = {"expander": {"gateway", "reranker"}, "retriever-pg": {"gateway"}, "retriever-graph": {"gateway", "expander"},
+    callers = {"expander": {"gateway", "reranker", "retriever-graph"}, "retriever-pg": {"gateway"}, "retriever-graph": {"gateway", "expander"},
                "reranker": {"gateway"}, "fuser": {"gateway"}, "judge": {"gateway"}}
     for label, objs in rendered.items():
         for name, spec in pod_specs(objs).items():
