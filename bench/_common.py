@@ -83,3 +83,15 @@ def stack_dsn(dsn: str = "") -> str:
     from services.retriever_pg.embedded import start_embedded_postgres
 
     return start_embedded_postgres(state_dir() / "pgdata")
+
+
+async def fetch_rows(dsn: str, sql: str) -> list:
+    """The records of one read-only ``sql`` (no parameters) on a fresh
+    asyncpg connection to ``dsn``, closed afterwards."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetch(sql)
+    finally:
+        await conn.close()

@@ -30,9 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, first_gold_rank, save, stack_dsn  # noqa: E402
+from _common import SHARED_DATA, fetch_rows, first_gold_rank, save, stack_dsn  # noqa: E402
 
-import asyncpg  # noqa: E402
 import bm25s  # noqa: E402
 import jieba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -55,12 +54,8 @@ def tokens(text: str) -> list[str]:
 
 async def load_chunks(dsn: str) -> tuple[list[str], list[str], np.ndarray]:
     """(document id per chunk, chunk text for BM25, unit vectors) of every stored chunk."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch("SELECT document_id, heading_path, text, embedding::text AS v FROM chunks "
-                                "WHERE embedding IS NOT NULL ORDER BY id")
-    finally:
-        await conn.close()
+    rows = await fetch_rows(dsn, "SELECT document_id, heading_path, text, embedding::text AS v FROM chunks "
+                                 "WHERE embedding IS NOT NULL ORDER BY id")
     docs = [r["document_id"] for r in rows]
     texts = [" ".join(r["heading_path"] or []) + " " + r["text"] for r in rows]
     vectors = np.stack([np.array(json.loads(r["v"]), dtype=np.float32) for r in rows])

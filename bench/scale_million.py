@@ -50,7 +50,7 @@ from pathlib import Path
 import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED_DATA, percentiles, save, stack_dsn  # noqa: E402
+from _common import SHARED_DATA, fetch_rows, percentiles, save, stack_dsn  # noqa: E402
 
 import asyncpg  # noqa: E402
 import numpy as np  # noqa: E402
@@ -261,12 +261,8 @@ def dev_questions(per_set: int = 100, seed: int = 5) -> list[str]:
 
 async def stored_matrix(dsn: str) -> tuple[list[str], np.ndarray, list[str]]:
     """(chunk ids, unit vectors, collection of each) of a database's chunks."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch("SELECT c.id, c.embedding::text AS e, d.collection FROM chunks c JOIN documents d "
-                                "ON d.id = c.document_id WHERE c.embedding IS NOT NULL")
-    finally:
-        await conn.close()
+    rows = await fetch_rows(dsn, "SELECT c.id, c.embedding::text AS e, d.collection FROM chunks c JOIN documents d "
+                                 "ON d.id = c.document_id WHERE c.embedding IS NOT NULL")
     x = np.asarray([json.loads(r["e"]) for r in rows], dtype=np.float32)
     return [r["id"] for r in rows], x / np.linalg.norm(x, axis=1, keepdims=True), [r["collection"] for r in rows]
 
