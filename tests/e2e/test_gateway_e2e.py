@@ -256,3 +256,27 @@ async def test_rest_deep_search_iterates_and_answers(mesh, ingested):
     assert body["answer"]["mode"] == "ANSWER_MODE_EXTRACTIVE" and body["evidenceIds"]
     status, body = await rest(mesh, "/v1/query:deepSearch", {"query": TWO_X_WAGES, "maxIterations": 9})
     assert status == 400 and body["error"]["details"][-1]["fieldViolations"][0]["field"] == "max_iterations"
+
+
+async def test_retrieve_split_in_two_parts_merges_to_the_combined_reply(mesh, ingested):
+    """The gateway's split retrieval against the real retriever_pg: the
+    keyword part and the vector part, merged, are the combined reply."""
+    from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
+    from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
+    from services.gateway.search.split_retrieval import keyword_part, merge_parts, vector_part
+
+    async with grpc.aio.insecure_channel(mesh.addresses["expander"]) as ex_channel, \
+            grpc.aio.insecure_channel(mesh.addresses["retriever_pg"]) as pg_channel:
+        expanded = await expander_pb2_grpc.ExpanderServiceStub(ex_channel).Expand(
+            expander_pb2.ExpandRequest(query=TWO_X_WAGES, embed=True, domain_packs=["law_zh"]), timeout=60)
+        pg = retriever_pb2_grpc.RetrieverServiceStub(pg_channel)
+        combined = retriever_pb2.RetrieveRequest(query=expanded.normalized_query, keywords=expanded.keywords,
+                                                 query_embedding=expanded.embedding, top_k=20, parent_context_tokens=64)
+        whole = await pg.Retrieve(combined, timeout=60)
+        keywords = await pg.Retrieve(keyword_part(combined), timeout=60)
+        vectors = await pg.Retrieve(vector_part(combined, expanded.embedding), timeout=60)
+    channels = {s.channel for c in whole.candidates for s in c.channel_scores}
+    assert {"pg.vector", "pg.keyword"} <= channels
+    assert {s.channel for c in vectors.candidates for s in c.channel_scores} == {"pg.vector"}
+    assert "pg.vector" not in {s.channel for c in keywords.candidates for s in c.channel_scores}
+    assert merge_parts(vectors.candidates, keywords.candidates) == list(whole.candidates)

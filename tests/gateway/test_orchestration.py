@@ -4,6 +4,7 @@ down or fails. Each test asserts the response, ``degraded`` and the stage
 statuses."""
 from __future__ import annotations
 
+import asyncio
 import re
 
 import grpc
@@ -11,12 +12,15 @@ import pytest
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
+from graphmesh.retriever.v1 import retriever_pb2
+from services.common import names
 from services.common.errors import DownstreamError
 from services.common.settings import nested_update
 from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline
 from services.gateway.server import use_cases
-from tests.fakes import FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate, entity
+from tests.fakes import (FakeExpander, FakeFuser, FakeLlm, FakeReranker, FakeRetriever, candidate, downstream_error,
+                         entity)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.unit]
 OK, SKIPPED, DEGRADED = types_pb2.STAGE_STATUS_OK, types_pb2.STAGE_STATUS_SKIPPED, types_pb2.STAGE_STATUS_DEGRADED
@@ -308,3 +312,122 @@ async def test_a_file_over_the_size_limit_fails_alone_with_the_limit_named():
     assert big.status == gateway_pb2.FILE_STATUS_FAILED and "over the 0.00195312 MiB limit per file" in big.reason
     assert "GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES" in big.reason and [f.index for f in reply.failures] == [0]
     assert small.status == gateway_pb2.FILE_STATUS_STORED and reply.stored == 1
+
+
+# ---- the query embedding asked beside the analysis (split_retrieval) ----------
+
+class SlowEmbeddingExpander(FakeExpander):
+    """Analyses at once; answers an Expand that asks for the embedding only
+    once ``release`` is set (or fails it with ``embed_fail``)."""
+
+    def __init__(self, embed_fail: grpc.StatusCode | None = None) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.embed_fail = embed_fail
+
+    async def expand(self, request, timeout):
+        if request.embed:
+            await self.release.wait()
+            if self.embed_fail is not None:
+                self.calls.append(("expand", request))
+                raise downstream_error("expander", self.embed_fail)
+        return await super().expand(request, timeout)
+
+
+class ChannelRetriever(FakeRetriever):
+    """retriever_pg answering by what it was asked: the keyword hit of 5689
+    to a request without a query embedding, the vector hits of 5689 and 42
+    to one with it (failing that one with ``vector_fail``); its first call
+    lets the expander's embedding through."""
+
+    def __init__(self, expander: SlowEmbeddingExpander, vector_fail: grpc.StatusCode | None = None) -> None:
+        super().__init__("retriever_pg")
+        self.expander = expander
+        self.vector_fail = vector_fail
+
+    async def retrieve(self, request, timeout):
+        self.calls.append(("retrieve", request))
+        self.expander.release.set()
+        if not request.query_embedding:
+            return retriever_pb2.RetrieveResponse(candidates=[candidate("5689", ARTICLE, "pg.keyword", 9.0)])
+        if self.vector_fail is not None:
+            raise downstream_error("retriever_pg", self.vector_fail)
+        vector = types_pb2.ChannelScore(channel="pg.vector", score=0.93, rank=1)
+        return retriever_pb2.RetrieveResponse(candidates=[
+            types_pb2.Candidate(id="5689#0", document_id="5689", text=ARTICLE, channel_scores=[vector]),
+            candidate("42", "第四十二条 加班工资。", "pg.vector", 0.9)])
+
+
+async def test_keyword_channels_are_asked_before_the_query_embedding_is_in():
+    expander = SlowEmbeddingExpander()
+    pg = ChannelRetriever(expander)
+    fuser = FakeFuser()
+    reply = (await mesh(expander=expander, pg=pg, fuser=fuser).search.search("工资", 5, None, Deadline(5))).response
+    (_, first), (_, second) = pg.calls
+    assert not first.query_embedding and list(first.keywords) == ["工资"]
+    assert list(second.query_embedding) == pytest.approx([0.1, 0.2])
+    assert [c for c in names.PG_CHANNELS if c not in second.disabled_channels] == ["pg.vector", "pg.hyde"]
+    [pg_list] = [lst for lst in fuser.calls[-1][1].lists if lst.producer == "retriever_pg"]
+    assert [(c.id, [s.channel for s in c.channel_scores]) for c in pg_list.candidates] == [
+        ("5689#0", ["pg.vector", "pg.keyword"]), ("42#0", ["pg.vector"])]
+    s = stages(reply)
+    assert s["expand"].status == s["embed"].status == s["retrieve.pg.vector"].status == OK and not reply.degraded
+    assert [c.document_id for c in reply.results][:2] == ["5689", "42"]
+
+
+async def test_a_failed_query_embedding_leaves_the_keyword_candidates():
+    expander = SlowEmbeddingExpander(embed_fail=grpc.StatusCode.UNAVAILABLE)
+    pg = ChannelRetriever(expander)
+    reply = (await mesh(expander=expander, pg=pg).search.search("工资", 5, None, Deadline(5))).response
+    assert len(pg.calls) == 1 and not pg.calls[0][1].query_embedding
+    assert list(reply.degraded) == ["expander"] and stages(reply)["embed"].status == DEGRADED
+    assert "5689" in [c.document_id for c in reply.results]
+
+
+async def test_a_failed_vector_part_leaves_the_keyword_part():
+    expander = SlowEmbeddingExpander()
+    reply = (await mesh(expander=expander, pg=ChannelRetriever(expander, vector_fail=grpc.StatusCode.UNAVAILABLE))
+             .search.search("工资", 5, None, Deadline(5))).response
+    assert list(reply.degraded) == ["retriever_pg"] and stages(reply)["retrieve.pg.vector"].status == DEGRADED
+    assert stages(reply)["retrieve.pg"].status == OK and "5689" in [c.document_id for c in reply.results]
+
+
+async def test_an_embedding_in_before_retrieval_goes_in_one_request_per_retriever():
+    class SlowAnalysis(FakeExpander):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedded = asyncio.Event()
+
+        async def expand(self, request, timeout):
+            if not request.embed:
+                await self.embedded.wait()
+            reply = await super().expand(request, timeout)
+            self.embedded.set()
+            return reply
+
+    pg = FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
+    reply = (await mesh(expander=SlowAnalysis(), pg=pg).search.search("工资", 5, None, Deadline(5))).response
+    [(_, request)] = pg.calls
+    assert list(request.query_embedding) == pytest.approx([0.1, 0.2])
+    assert not set(request.disabled_channels) & set(names.PG_CHANNELS)
+    assert "retrieve.pg.vector" not in stages(reply)
+
+
+async def test_with_the_overlap_off_one_expand_carries_the_embedding():
+    expander = FakeExpander()
+    pg = FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
+    reply = (await mesh(expander=expander, pg=pg, overlap_query_embedding=False).search.search(
+        "工资", 5, None, Deadline(5))).response
+    assert [(rpc, request.embed) for rpc, request in expander.calls if rpc == "expand"] == [("expand", True)]
+    [(_, request)] = pg.calls
+    assert list(request.query_embedding) == pytest.approx([0.1, 0.2])
+    assert "embed" not in stages(reply)
+
+
+async def test_under_load_a_search_asks_one_expand_with_the_embedding():
+    expander = FakeExpander()
+    use = mesh(expander=expander, overlap_max_in_flight=1)
+    await asyncio.gather(use.search.search("工资", 5, None, Deadline(5)), use.search.search("加班", 5, None, Deadline(5)))
+    embeds = sorted((r.query, r.embed) for rpc, r in expander.calls if rpc == "expand")
+    # The first search ran alone (analysis and embedding apart), the second beside it (one Expand).
+    assert embeds == [("加班", True), ("工资", False), ("工资", True)]

@@ -1,5 +1,6 @@
 """Search: expand -> retrieve (every retriever in parallel, each under the
-caller's remaining deadline) -> related (seeded graph channels) -> sentence
+caller's remaining deadline; the query embedding asked beside the analysis,
+so the channels that need no vector start first: split_retrieval) -> related (seeded graph channels) -> sentence
 MaxSim -> optional cross-encoder rerank -> fuse and pack. The fast path (PostgreSQL only, no graph, no rerank) shares the same
 steps. Holds no retrieval logic: that lives in the services it calls.
 """
@@ -24,7 +25,9 @@ from services.gateway.downstream.guard import Deadline, Trace, guarded
 from services.gateway.search.related import related_lists
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope
 from services.gateway.search.sentence_maxsim import maxsim_list
-from services.gateway.search.understanding import Understanding, add_expansions, hyde_embedding, understand
+from services.gateway.search.split_retrieval import keyword_part, merge_parts, vector_part
+from services.gateway.search.understanding import (Understanding, add_expansions, apply_embedding, embed_query,
+                                                   hyde_embedding, understand)
 
 PG = "retriever_pg"
 GRAPH = "retriever_graph"
@@ -50,6 +53,7 @@ class SearchFlow:
         self.reranker = reranker
         self.fuser = fuser
         self.packs = packs or CollectionPacks(self.retrievers)
+        self._in_flight = 0  # searches running in this gateway (SearchFlow.search)
 
     def _retriever(self, name: str) -> Retriever | None:
         return next((r for r in self.retrievers if r.name == name), None)
@@ -69,11 +73,37 @@ class SearchFlow:
                 service), or no retriever answered (DEADLINE_EXCEEDED when
                 every one timed out, else UNAVAILABLE).
         """
+        self._in_flight += 1
+        try:
+            return await self._search(query, top_k, rerank, deadline, disabled, scope, enabled, self._overlap())
+        finally:
+            self._in_flight -= 1
+
+    def _overlap(self) -> bool:
+        """Whether this search asks its embedding beside its analysis: on by
+        setting and with at most ``overlap_max_in_flight`` searches running.
+        Under more load the cores are busy anyway and the split's extra
+        Expand and Retrieve calls cost throughput (docs/benchmarks.md)."""
+        s = self.settings
+        return s.overlap_query_embedding and self._in_flight <= s.overlap_max_in_flight
+
+    async def _search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                      disabled: frozenset[str], scope: Scope, enabled: frozenset[str], overlap: bool) -> Retrieval:
         s = self.settings
         trace = Trace()
         started = time.perf_counter()
         packs = await self.packs.for_search(scope.collections, deadline)
-        understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs)
+        # The embedding is asked beside the analysis, so the keyword channels
+        # need not wait for the model (split_retrieval).
+        embedding = (asyncio.create_task(embed_query(self.expander, query, deadline, trace, s.deadlines.expand, packs))
+                     if overlap else None)
+        try:
+            understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs,
+                                          embed=embedding is None)
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
         understood.info.domain_packs.extend(packs)
@@ -86,12 +116,18 @@ class SearchFlow:
         hyde = []
         if profile.hyde and names.PG_HYDE not in disabled:
             hyde = await hyde_embedding(self.expander, query, deadline, trace, s.deadlines.expand, packs)
+        if embedding is not None and embedding.done():
+            apply_embedding(understood, embedding.result())
+            embedding = None
         request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
-        lists = await self._retrieve_all(retrievers, request, deadline, trace)
+        if embedding is None:
+            lists = await self._retrieve_all(retrievers, request, deadline, trace)
+        else:
+            lists = await self._retrieve_split(retrievers, request, embedding, understood, deadline, trace)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
@@ -171,6 +207,43 @@ class SearchFlow:
         results = await asyncio.gather(*(one(r) for r in retrievers))
         lists = [r for r in results if r is not None]
         if failures and (required or not lists):
+            raise _none_answered(failures)
+        return lists
+
+    async def _retrieve_split(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
+                              embedding: asyncio.Task, understood: Understanding, deadline: Deadline,
+                              trace: Trace) -> list[fuser_pb2.CandidateList]:
+        """``_retrieve_all`` with the query embedding still on its way: every
+        retriever gets ``request``'s keyword part now; retriever_pg gets its
+        vector part (stage "retrieve.pg.vector") when ``embedding`` (an
+        ``embed_query`` task) is in, then its two replies are merged into
+        the one list a combined request gives (split_retrieval). Without a
+        vector (the expander failed) and no HyDE vector, no vector part is
+        sent. Raises DownstreamError when no part of any retriever answered."""
+        failures: list[DownstreamError] = []
+        pg = next((r for r in retrievers if r.name == PG), None)
+
+        async def one(retriever: Retriever, part: retriever_pb2.RetrieveRequest, stage: str):
+            reply = await guarded(trace, stage, retriever.name, lambda t: retriever.retrieve(part, t), None, deadline,
+                                  self.settings.deadlines.retrieve, failures=failures)
+            return None if reply is None else list(reply.candidates)
+
+        async def vector_candidates():
+            apply_embedding(understood, await embedding)
+            if pg is None or not (understood.embedding or request.hyde_embedding):
+                return None
+            return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))
+
+        keyword_request = keyword_part(request)
+        *parts, vectors = await asyncio.gather(
+            *(one(r, keyword_request, names.retrieve_stage(r.name)) for r in retrievers), vector_candidates())
+        lists = []
+        for retriever, candidates in zip(retrievers, parts):
+            if retriever is pg and vectors is not None:
+                candidates = merge_parts(vectors, candidates or [])
+            if candidates is not None:
+                lists.append(fuser_pb2.CandidateList(producer=retriever.name, candidates=candidates))
+        if failures and not lists:
             raise _none_answered(failures)
         return lists
 

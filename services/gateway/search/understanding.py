@@ -38,15 +38,17 @@ class Understanding:
 
 
 async def understand(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,
-                     domain_packs: list[str] | None = None) -> Understanding:
+                     domain_packs: list[str] | None = None, embed: bool = True) -> Understanding:
     """Expands ``query`` (stage "expand"), its question classified with the
-    ``domain_packs`` of the collections searched; without the expander,
-    keywords from the shared tokenizer and no embedding (stage DEGRADED).
+    ``domain_packs`` of the collections searched, with its embedding when
+    ``embed`` (else ``embedding`` stays [] for ``embed_query`` to fill);
+    without the expander, keywords from the shared tokenizer and no
+    embedding (stage DEGRADED).
 
     Raises:
         DownstreamError: the expander found the query invalid.
     """
-    request = expander_pb2.ExpandRequest(query=query, embed=True, domain_packs=domain_packs or [])
+    request = expander_pb2.ExpandRequest(query=query, embed=embed, domain_packs=domain_packs or [])
     expanded = await guarded(trace, names.STAGE_EXPAND, "expander", lambda t: expander.expand(request, t), None,
                              deadline, cap)
     if expanded is None:
@@ -58,6 +60,31 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
         query_cut=expanded.query_cut, embedding_model=expanded.embedding_model)
     return Understanding(info, list(expanded.keywords), list(expanded.embedding), question_type,
                          expanded.question_type_confidence)
+
+
+async def embed_query(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,
+                      domain_packs: list[str] | None = None) -> expander_pb2.ExpandResponse | None:
+    """The query's embedding alone (stage "embed"), asked while ``understand``
+    (with ``embed=False``) analyses the same query, so that the channels
+    that need no vector start without waiting for the model: the expander's
+    own Expand with ``embed``, whose vector, model and query cut
+    ``apply_embedding`` copies. None when the expander fails (stage
+    DEGRADED); a query it finds invalid degrades too, as ``understand``
+    raises that error for the same query."""
+    request = expander_pb2.ExpandRequest(query=query, embed=True, domain_packs=domain_packs or [])
+    return await guarded(trace, names.STAGE_EMBED, "expander", lambda t: expander.expand(request, t), None,
+                         deadline, cap, raise_codes=())
+
+
+def apply_embedding(understanding: Understanding, embedded: expander_pb2.ExpandResponse | None) -> None:
+    """Copies ``embed_query``'s vector, model name and query cut into
+    ``understanding``; leaves it without a vector when ``embedded`` is None
+    or carries none."""
+    if embedded is None or not embedded.embedding:
+        return
+    understanding.embedding = list(embedded.embedding)
+    understanding.info.embedding_model = embedded.embedding_model
+    understanding.info.query_cut.CopyFrom(embedded.query_cut)
 
 
 async def add_expansions(retriever: Retriever, understanding: Understanding, limit: int, deadline: Deadline,

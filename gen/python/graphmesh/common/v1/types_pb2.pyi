@@ -273,8 +273,10 @@ class StageTiming(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     stage: _builtins.str
-    """Stage name: "expand", "retrieve.pg", "retrieve.graph", "rerank", "fuse",
-    "generate", "total".
+    """Stage name: "expand", "embed" (the query embedding, asked beside
+    "expand"), "retrieve.pg", "retrieve.pg.vector" (retriever_pg's vector
+    channels, asked once the query embedding is in), "retrieve.graph",
+    "rerank", "fuse", "generate", "total".
     """
     duration_ms: _builtins.float
     """Duration in milliseconds."""

@@ -1,0 +1,154 @@
+"""The keyword channels started before the query embedding, against one
+Expand then one Retrieve per retriever, in the same run on the running
+local stack (`graphmesh up`, whose gateway has the default,
+GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING=true).
+
+Beside the stack's gateway the bench starts a second gateway over the same
+services with the overlap off. At concurrency 1 every question is sent to
+both, cold (a fresh prefix each, so neither finds its embedding cached),
+the order of the two alternating; printed: p50 / p95 / mean of each and
+the paired difference (on minus off) with a bootstrap 95% interval of the
+difference of medians and of means. Then each gateway takes closed-loop
+cold load at --concurrency for --block seconds, in turns (on, off, on,
+off), and its requests per second are printed per block.
+
+    graphmesh up
+    python bench/overlap_ab.py [--questions 389] [--concurrency 8] [--block 20]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import LAW_DEV, REPO, SHARED_DATA, percentiles, save, stack_dsn  # noqa: E402
+
+import grpc  # noqa: E402
+import numpy as np  # noqa: E402
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
+from services.cli.stack import StackConfig, check_health, service_env, state_dir, use_local_mesh_token  # noqa: E402
+
+ON = "127.0.0.1:50051"
+OFF_PORT, OFF_METRICS = 60151, 61151
+OFF = f"127.0.0.1:{OFF_PORT}"
+CONSULT_DEV = SHARED_DATA / "law-zh" / "queries-consult-dev.jsonl"
+
+
+def spawn_off_gateway(env: dict[str, str], logs: Path) -> subprocess.Popen:
+    """A gateway over the stack's services with the overlap off, no REST."""
+    env = {**env, "GRAPHMESH_GATEWAY_PORT": str(OFF_PORT), "GRAPHMESH_GATEWAY_METRICS_PORT": str(OFF_METRICS),
+           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING": "false"}
+    log = open(logs / "overlap-off-gateway.log", "ab")
+    return subprocess.Popen([sys.executable, "-m", "services.gateway"], cwd=REPO, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+async def search_ms(stub, query: str) -> float:
+    started = time.perf_counter()
+    await stub.Search(gateway_pb2.SearchRequest(query=f"{uuid.uuid4().hex[:6]} {query}", top_k=10), timeout=30)
+    return (time.perf_counter() - started) * 1000
+
+
+async def paired(questions: list[str]) -> tuple[list[float], list[float]]:
+    """Per question, the cold Search latency through each gateway (ms)."""
+    async with grpc.aio.insecure_channel(ON) as a, grpc.aio.insecure_channel(OFF) as b:
+        stubs = {"on": gateway_pb2_grpc.GatewayServiceStub(a), "off": gateway_pb2_grpc.GatewayServiceStub(b)}
+        for name in stubs:  # warm-up: connections, first-call paths
+            for q in questions[:5]:
+                await search_ms(stubs[name], q)
+        on, off = [], []
+        for i, q in enumerate(questions):
+            order = ("on", "off") if i % 2 == 0 else ("off", "on")
+            got = {name: await search_ms(stubs[name], q) for name in order}
+            on.append(got["on"])
+            off.append(got["off"])
+    return on, off
+
+
+async def closed_loop(address: str, seconds: float, concurrency: int, questions: list[str]) -> float:
+    """Requests per second of a cold closed loop against ``address``."""
+    done = 0
+    end = time.monotonic() + seconds
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+
+        async def worker(w: int) -> None:
+            nonlocal done
+            i = w
+            while time.monotonic() < end:
+                await search_ms(stub, questions[i % len(questions)])
+                done += 1
+                i += concurrency
+
+        started = time.monotonic()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        return done / (time.monotonic() - started)
+
+
+def bootstrap(on: list[float], off: list[float], stat, resamples: int = 5000, seed: int = 7) -> dict:
+    """stat(on) - stat(off) and its 95% interval over questions resampled in pairs."""
+    a, b = np.asarray(on), np.asarray(off)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(a), size=(resamples, len(a)))
+    deltas = np.array([stat(a[i]) - stat(b[i]) for i in idx])
+    return {"delta": round(float(stat(a) - stat(b)), 2),
+            "ci95": [round(float(np.percentile(deltas, 2.5)), 2), round(float(np.percentile(deltas, 97.5)), 2)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=int, default=389, help="scenario then consult dev questions, shuffled")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--block", type=float, default=20.0, help="seconds of each closed-loop block (0: none)")
+    args = parser.parse_args()
+    use_local_mesh_token()
+    questions = [json.loads(line)["query"] for path in (LAW_DEV, CONSULT_DEV) for line in open(path, encoding="utf-8")]
+    random.Random(12).shuffle(questions)
+    questions = questions[: args.questions]
+    env = service_env(StackConfig(), stack_dsn(), f"bolt://127.0.0.1:{StackConfig().neo4j_bolt_port}")
+    proc = spawn_off_gateway(env, state_dir() / "logs")
+    try:
+        deadline = time.monotonic() + 120
+        while not check_health(OFF):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the second gateway did not start: see .graphmesh/logs/overlap-off-gateway.log")
+            time.sleep(0.5)
+        on, off = asyncio.run(paired(questions))
+        blocks = []
+        for turn in range(2 if args.block > 0 else 0):
+            for name, address in (("on", ON), ("off", OFF)):
+                rate = asyncio.run(closed_loop(address, args.block, args.concurrency, questions))
+                blocks.append({"gateway": name, "turn": turn, "req_per_s": round(rate, 1)})
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    report = {
+        "questions": len(questions),
+        "concurrency_1": {"on": percentiles(on), "off": percentiles(off),
+                          "p50_delta_ms": bootstrap(on, off, np.median), "mean_delta_ms": bootstrap(on, off, np.mean),
+                          "on_faster": sum(x < y for x, y in zip(on, off))},
+        "closed_loop": {"concurrency": args.concurrency, "block_s": args.block, "blocks": blocks,
+                        "on_mean_req_per_s": round(statistics.mean(b["req_per_s"] for b in blocks if b["gateway"] == "on"), 1)
+                        if blocks else None,
+                        "off_mean_req_per_s": round(statistics.mean(b["req_per_s"] for b in blocks if b["gateway"] == "off"), 1)
+                        if blocks else None},
+    }
+    save("overlap_ab", report)
+
+
+if __name__ == "__main__":
+    main()
