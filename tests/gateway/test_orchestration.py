@@ -431,3 +431,23 @@ async def test_under_load_a_search_asks_one_expand_with_the_embedding():
     embeds = sorted((r.query, r.embed) for rpc, r in expander.calls if rpc == "expand")
     # The first search ran alone (analysis and embedding apart), the second beside it (one Expand).
     assert embeds == [("加班", True), ("工资", False), ("工资", True)]
+
+
+async def test_an_invalid_query_stops_its_pending_embedding():
+    class InvalidQuery(FakeExpander):
+        cancelled = False
+
+        async def expand(self, request, timeout):
+            if not request.embed:
+                raise downstream_error("expander", grpc.StatusCode.INVALID_ARGUMENT)
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                InvalidQuery.cancelled = True
+                raise
+
+    with pytest.raises(DownstreamError) as err:
+        await mesh(expander=InvalidQuery()).search.search("工资", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    await asyncio.sleep(0.01)
+    assert InvalidQuery.cancelled

@@ -74,8 +74,9 @@ class SearchFlow:
                 every one timed out, else UNAVAILABLE).
         """
         self._in_flight += 1
+        overlap = self._overlap()
         try:
-            return await self._search(query, top_k, rerank, deadline, disabled, scope, enabled, self._overlap())
+            return await self._search(query, top_k, rerank, deadline, disabled, scope, enabled, overlap)
         finally:
             self._in_flight -= 1
 
@@ -89,21 +90,30 @@ class SearchFlow:
 
     async def _search(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
                       disabled: frozenset[str], scope: Scope, enabled: frozenset[str], overlap: bool) -> Retrieval:
-        s = self.settings
         trace = Trace()
         started = time.perf_counter()
         packs = await self.packs.for_search(scope.collections, deadline)
         # The embedding is asked beside the analysis, so the keyword channels
         # need not wait for the model (split_retrieval).
-        embedding = (asyncio.create_task(embed_query(self.expander, query, deadline, trace, s.deadlines.expand, packs))
-                     if overlap else None)
+        embedding = (asyncio.create_task(embed_query(self.expander, query, deadline, trace,
+                                                     self.settings.deadlines.expand, packs)) if overlap else None)
         try:
-            understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs,
-                                          embed=embedding is None)
-        except BaseException:
-            if embedding is not None:
-                embedding.cancel()
-            raise
+            retrieval = await self._search_with(query, top_k, rerank, deadline, disabled, scope, enabled, packs,
+                                                trace, embedding)
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()  # the search failed before it needed the vector
+        retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
+        return retrieval
+
+    async def _search_with(self, query: str, top_k: int, rerank: bool | None, deadline: Deadline,
+                           disabled: frozenset[str], scope: Scope, enabled: frozenset[str], packs: list[str],
+                           trace: Trace, embedding: asyncio.Task | None) -> Retrieval:
+        """``search``'s stages after the domain packs are known; ``embedding``
+        is the pending ``embed_query`` task, or None to embed in ``understand``."""
+        s = self.settings
+        understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs,
+                                      embed=embedding is None)
         profile_name, profile = s.profile_for(understood.question_type, understood.confidence)
         understood.info.profile = profile_name
         understood.info.domain_packs.extend(packs)
@@ -136,9 +146,7 @@ class SearchFlow:
         scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
                                     list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
-        retrieval = await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
-        retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
-        return retrieval
+        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
 
     async def fast_search(self, query: str, top_k: int, deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """The fast path: PostgreSQL channels only, no graph, no rerank, the
