@@ -121,7 +121,28 @@ class FakeRetriever(_Fake):
         self.stored: list = []
 
     async def retrieve(self, request, timeout):
-        return await self._answer("retrieve", request, retriever_pb2.RetrieveResponse(candidates=self.candidates))
+        return await self._answer("retrieve", request, retriever_pb2.RetrieveResponse(candidates=self._asked(request)))
+
+    def _asked(self, request) -> list[types_pb2.Candidate]:
+        """``candidates`` with the scores of the channels the request runs,
+        as a real retriever would: none of a switched-off channel, none of
+        pg.vector / pg.hyde without its vector; a candidate left with no
+        score is left out."""
+        skipped = set(request.disabled_channels)
+        if not request.query_embedding:
+            skipped.add("pg.vector")
+        if not request.hyde_embedding:
+            skipped.add("pg.hyde")
+        out = []
+        for cand in self.candidates:
+            scores = [s for s in cand.channel_scores if s.channel not in skipped]
+            if scores:
+                copy = types_pb2.Candidate()
+                copy.CopyFrom(cand)
+                del copy.channel_scores[:]
+                copy.channel_scores.extend(scores)
+                out.append(copy)
+        return out
 
     async def ingest_documents(self, request, timeout):
         reply = await self._answer("ingest_documents", request, retriever_pb2.IngestDocumentsResponse(stored=len(request.documents)))

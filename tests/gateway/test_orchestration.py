@@ -5,6 +5,7 @@ statuses."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 
 import grpc
@@ -42,7 +43,7 @@ def mesh(expander=None, pg=None, graph=None, reranker=None, fuser=None, llm=None
     # Both carry a vector cosine well above the abstention cut (e5onnx scale:
     # law evidence 0.89-0.95, unrelated text 0.75-0.87), so these
     # tests answer (test_answer_abstention.py covers abstaining).
-    graph = graph or FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.fulltext", 3.0,
+    graph = graph or FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.article", 3.0,
                                                                  vector_score=0.92)])
     return use_cases(settings(**overrides), expander or FakeExpander(), [pg, graph], reranker or FakeReranker(),
                      fuser or FakeFuser(), llm or FakeLlm())
@@ -262,7 +263,7 @@ async def test_channels_a_profile_has_off_are_not_run_and_related_is_skipped():
 
 
 async def test_a_channel_switched_on_per_request_runs_in_the_related_call():
-    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.term", 1.0)],
+    graph = FakeRetriever("retriever_graph", [candidate("17", "第十七条 劳动合同应当具备以下条款。", "graph.article", 1.0)],
                           related=[candidate("18", "第十八条", "graph.cites", 0.5)])
     use = mesh(graph=graph)
     reply = (await use.search.search("工资", 5, None, Deadline(5), enabled=frozenset({"graph.cites"}))).response
@@ -451,3 +452,72 @@ async def test_an_invalid_query_stops_its_pending_embedding():
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     await asyncio.sleep(0.01)
     assert InvalidQuery.cancelled
+
+
+class FailingRetriever(FakeRetriever):
+    """retriever_pg failing every Retrieve with ``code``; its first call lets
+    the expander's embedding through."""
+
+    def __init__(self, expander: SlowEmbeddingExpander, code: grpc.StatusCode) -> None:
+        super().__init__("retriever_pg")
+        self.expander, self.code = expander, code
+
+    async def retrieve(self, request, timeout):
+        self.calls.append(("retrieve", request))
+        self.expander.release.set()
+        await asyncio.sleep(0)
+        raise downstream_error("retriever_pg", self.code)
+
+
+async def test_a_retriever_whose_two_parts_fail_reports_its_own_error_once():
+    expander = SlowEmbeddingExpander()
+    pg = FailingRetriever(expander, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    with pytest.raises(DownstreamError) as err:
+        await mesh(expander=expander, pg=pg).search.search("工资", 5, None, Deadline(5), disabled=frozenset({"graph"}))
+    assert len(pg.calls) == 2  # both parts were asked
+    assert (err.value.code, err.value.service) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "retriever_pg")
+
+
+async def test_an_invalid_query_does_not_count_the_expander_as_degraded():
+    from services.gateway.downstream.guard import DEGRADED_TOTAL
+
+    class Invalid(FakeExpander):
+        async def expand(self, request, timeout):
+            if not request.embed:
+                await asyncio.sleep(0.02)  # the embedding's refusal arrives first
+            raise downstream_error("expander", grpc.StatusCode.INVALID_ARGUMENT)
+
+    before = DEGRADED_TOTAL.labels("expander")._value.get()
+    with pytest.raises(DownstreamError) as err:
+        await mesh(expander=Invalid()).search.search("工资", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert DEGRADED_TOTAL.labels("expander")._value.get() == before
+
+
+async def test_no_vector_part_is_sent_with_both_vector_channels_switched_off():
+    expander = SlowEmbeddingExpander()
+    pg = ChannelRetriever(expander)
+    reply = (await mesh(expander=expander, pg=pg).search.search(
+        "工资", 5, None, Deadline(5), disabled=frozenset({"pg.vector", "pg.hyde"}))).response
+    assert len(pg.calls) == 1 and "retrieve.pg.vector" not in stages(reply)
+
+
+async def test_a_failed_embedding_is_read_even_when_the_search_fails_first():
+    class Broken(FakeExpander):
+        async def expand(self, request, timeout):
+            if not request.embed:
+                await asyncio.sleep(0.02)
+            raise RuntimeError("channel closed")  # not a DownstreamError: guarded lets it through
+
+    lost = []
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda loop, ctx: lost.append(ctx["message"]))
+    try:
+        with pytest.raises(RuntimeError):
+            await mesh(expander=Broken()).search.search("工资", 5, None, Deadline(5))
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(handler)
+    assert lost == []

@@ -101,8 +101,11 @@ class SearchFlow:
             retrieval = await self._search_with(query, top_k, rerank, deadline, disabled, scope, enabled, packs,
                                                 trace, embedding)
         finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()  # the search failed before it needed the vector
+            if embedding is not None:
+                if not embedding.done():
+                    embedding.cancel()  # the search failed before it needed the vector
+                elif not embedding.cancelled():
+                    embedding.exception()  # read, so an unread failure is not logged as lost
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 
@@ -225,9 +228,12 @@ class SearchFlow:
         retriever gets ``request``'s keyword part now; retriever_pg gets its
         vector part (stage "retrieve.pg.vector") when ``embedding`` (an
         ``embed_query`` task) is in, then its two replies are merged into
-        the one list a combined request gives (split_retrieval). Without a
-        vector (the expander failed) and no HyDE vector, no vector part is
-        sent. Raises DownstreamError when no part of any retriever answered."""
+        the one list a combined request gives (split_retrieval). No vector
+        part is sent without a vector whose channel is on (the expander
+        failed, or pg.vector and pg.hyde are switched off). Raises
+        DownstreamError when no part of any retriever answered (one error
+        per retriever, as ``_retrieve_all``), or the caller's own error (an
+        INVALID_ARGUMENT) from a retriever or the embedding."""
         failures: list[DownstreamError] = []
         pg = next((r for r in retrievers if r.name == PG), None)
 
@@ -238,7 +244,10 @@ class SearchFlow:
 
         async def vector_candidates():
             apply_embedding(understood, await embedding)
-            if pg is None or not (understood.embedding or request.hyde_embedding):
+            off = set(request.disabled_channels)
+            wanted = ((understood.embedding and names.PG_VECTOR not in off)
+                      or (request.hyde_embedding and names.PG_HYDE not in off))
+            if pg is None or not wanted:
                 return None
             return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))
 
@@ -252,7 +261,9 @@ class SearchFlow:
             if candidates is not None:
                 lists.append(fuser_pb2.CandidateList(producer=retriever.name, candidates=candidates))
         if failures and not lists:
-            raise _none_answered(failures)
+            # One error per retriever, as _retrieve_all reports it: a retriever's two parts failing is one failure.
+            first_of_each = {f.service: f for f in reversed(failures)}
+            raise _none_answered(list(reversed(first_of_each.values())))
         return lists
 
     async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,

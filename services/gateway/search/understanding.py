@@ -69,11 +69,16 @@ async def embed_query(expander: Expander, query: str, deadline: Deadline, trace:
     that need no vector start without waiting for the model: the expander's
     own Expand with ``embed``, whose vector, model and query cut
     ``apply_embedding`` copies. None when the expander fails (stage
-    DEGRADED); a query it finds invalid degrades too, as ``understand``
-    raises that error for the same query."""
+    DEGRADED).
+
+    Raises:
+        DownstreamError: the expander found the query invalid (not counted
+            as the expander degraded: the caller's error, which
+            ``understand`` reports for the same query).
+    """
     request = expander_pb2.ExpandRequest(query=query, embed=True, domain_packs=domain_packs or [])
     return await guarded(trace, names.STAGE_EMBED, "expander", lambda t: expander.expand(request, t), None,
-                         deadline, cap, raise_codes=())
+                         deadline, cap)
 
 
 def apply_embedding(understanding: Understanding, embedded: expander_pb2.ExpandResponse | None) -> None:
