@@ -109,9 +109,11 @@ class PgBackend(StoreLifecycle):
         self.store = store
         self.config = config or PgChannelConfig()
 
-    async def _timed(self, stage: str, coro) -> tuple[str, list[Hit], types_pb2.StageTiming]:
+    async def _timed(self, stage: str, search) -> tuple[str, list[Hit], types_pb2.StageTiming]:
+        # ``search`` makes the coroutine only here: one made up front and
+        # cancelled before its task ran would never be awaited (a warning).
         started = time.perf_counter()
-        hits = await coro
+        hits = await search()
         return stage, hits, timing(stage, started)
 
     async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:
@@ -132,20 +134,20 @@ class PgBackend(StoreLifecycle):
         vectors = request.with_embeddings
         jobs = []
         if request.embedding and request.enabled(names.PG_VECTOR):
-            jobs.append(self._timed(names.PG_VECTOR, self.store.vector_search(request.embedding, k, *scope,
-                                                                              with_embeddings=vectors)))
+            jobs.append(self._timed(names.PG_VECTOR, lambda: self.store.vector_search(
+                request.embedding, k, *scope, with_embeddings=vectors)))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
-            jobs.append(self._timed(names.PG_HYDE, self._hyde(request.hyde_embedding, k, scope, vectors)))
+            jobs.append(self._timed(names.PG_HYDE, lambda: self._hyde(request.hyde_embedding, k, scope, vectors)))
         if request.keywords and request.enabled(names.PG_KEYWORD):
-            jobs.append(self._timed(names.PG_KEYWORD, self.store.keyword_search(request.keywords, k, *scope,
-                                                                                with_embeddings=vectors)))
+            jobs.append(self._timed(names.PG_KEYWORD, lambda: self.store.keyword_search(
+                request.keywords, k, *scope, with_embeddings=vectors)))
         if request.keywords and cfg.fulltext and request.enabled(names.PG_FULLTEXT):
-            jobs.append(self._timed(names.PG_FULLTEXT, self.store.fulltext_search(request.keywords, k, *scope,
-                                                                                  with_embeddings=vectors)))
+            jobs.append(self._timed(names.PG_FULLTEXT, lambda: self.store.fulltext_search(
+                request.keywords, k, *scope, with_embeddings=vectors)))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
-            jobs.append(self._timed(names.PG_TRIGRAM, self.store.trigram_search(request.query, k, *scope,
-                                                                                with_embeddings=vectors)))
+            jobs.append(self._timed(names.PG_TRIGRAM, lambda: self.store.trigram_search(
+                request.query, k, *scope, with_embeddings=vectors)))
         results = await asyncio.gather(*jobs)
         hits = [h for _, part, _ in results for h in part]
         timings = [t for _, _, t in results]
@@ -156,8 +158,8 @@ class PgBackend(StoreLifecycle):
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
                 _, boosted, t = await self._timed(
-                    names.PG_BOOST, self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit,
-                                                                with_embeddings=vectors)
+                    names.PG_BOOST, lambda: self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit,
+                                                                        with_embeddings=vectors)
                 )
                 hits.extend(boosted)
                 timings.append(t)

@@ -578,6 +578,9 @@ class PgStore:
         set is dropped with the rest of the pool's (they died with the same
         server) and one fresh connection is tried.
 
+        A caller cancelled while the timeout is set gives the connection
+        back before the cancellation goes on.
+
         Raises:
             StoreTimeout: no connection was free within ``seconds``.
             OSError / asyncpg.PostgresConnectionError: the server cannot be
@@ -601,6 +604,12 @@ class PgStore:
                     raise
                 _log.info("a pooled PostgreSQL connection was dead (%s); reconnecting", type(err).__name__)
                 await self._pool.expire_connections()
+            except BaseException:
+                # Cancelled here (the caller's deadline passed mid-SET) or any
+                # other failure: the connection is not the caller's yet, so it
+                # goes back now, or the pool loses it for good.
+                await self._pool.release(conn)
+                raise
         raise AssertionError("unreachable")
 
     @asynccontextmanager

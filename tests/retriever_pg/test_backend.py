@@ -68,3 +68,26 @@ async def test_retrieve_candidates_carry_stored_embeddings_only_with_with_embedd
     assert [c.id for c in full] == [c.id for c in plain]
     for c in full:
         assert list(c.embedding) == pytest.approx(stored[c.id], abs=1e-6), c.id
+
+
+async def test_a_retrieve_cancelled_at_once_leaves_no_search_unawaited(store):  # noqa: F811
+    """A call whose deadline passes as it starts is cancelled before its
+    channel tasks run: no store coroutine may be left made and never
+    awaited (Python's RuntimeWarning in the service log)."""
+    import asyncio
+    import gc
+    import warnings
+
+    await _ingest(store)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            task = asyncio.create_task(_backend(store).retrieve(RetrievalQuery(
+                query=QUERY, keywords=[QUERY], embedding=unit(1, 1, 0, 0.2), top_k=10)))
+            await asyncio.sleep(0)  # the retrieve starts its channel tasks, which have not run yet
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            del task
+        await asyncio.sleep(0.05)  # the cancelled channel tasks finish
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []

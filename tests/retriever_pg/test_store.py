@@ -126,6 +126,32 @@ async def test_migrate_rejects_a_different_embedding_dimension(store, pg_dsn):
         await other.close()
 
 
+# ------------------------------------------------------------------ pool
+
+
+async def test_a_caller_cancelled_while_its_connection_is_set_up_gives_the_connection_back(store):
+    """A gRPC call whose deadline passes is cancelled wherever it is, also
+    inside the statement_timeout SET of _acquire: the connection must go
+    back to the pool, or a burst of short deadlines empties it for good."""
+    async def borrow():
+        async with store._conn():  # noqa: SLF001
+            await asyncio.sleep(0)
+
+    for delay in [0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002] * 25:
+        task = asyncio.create_task(borrow())
+        await asyncio.sleep(delay)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0.2)
+    pool = store._pool  # noqa: SLF001
+    lost = pool.get_size() - pool.get_idle_size()
+    if lost:  # the fixture's close() would wait for them forever
+        pool.terminate()
+        store._pool = None  # noqa: SLF001
+    assert lost == 0
+    assert await asyncio.wait_for(fetchval(store, "SELECT 1"), 2) == 1
+
+
 # ------------------------------------------------------------------ ingest
 
 
