@@ -137,10 +137,7 @@ class SearchFlow:
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
-        if embedding is None:
-            lists = await self._retrieve_all(retrievers, request, deadline, trace)
-        else:
-            lists = await self._retrieve_split(retrievers, request, embedding, understood, deadline, trace)
+        lists = await self._retrieve_all(retrievers, request, deadline, trace, embedding=embedding, understood=understood)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
@@ -203,37 +200,27 @@ class SearchFlow:
         )
 
     async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
-                            deadline: Deadline, trace: Trace, required: bool = False) -> list[fuser_pb2.CandidateList]:
+                            deadline: Deadline, trace: Trace, required: bool = False,
+                            embedding: asyncio.Task | None = None,
+                            understood: Understanding | None = None) -> list[fuser_pb2.CandidateList]:
         """Each retriever's candidates, asked in parallel; a failed one is
-        left out (degraded). Raises DownstreamError when none answered (any
-        failure when ``required``)."""
-        failures: list[DownstreamError] = []
+        left out (degraded).
 
-        async def one(retriever: Retriever) -> fuser_pb2.CandidateList | None:
-            reply = await guarded(trace, names.retrieve_stage(retriever.name), retriever.name,
-                                  lambda t: retriever.retrieve(request, t), None, deadline,
-                                  self.settings.deadlines.retrieve, failures=failures)
-            return None if reply is None else fuser_pb2.CandidateList(producer=retriever.name, candidates=reply.candidates)
+        With ``embedding`` (an ``embed_query`` task still on its way, its
+        result copied into ``understood``), every retriever gets
+        ``request``'s keyword part now, and retriever_pg its vector part
+        (stage "retrieve.pg.vector") when the embedding is in; its two
+        replies are merged into the list one combined request gives
+        (split_retrieval). No vector part is sent without a vector whose
+        channel is on (the expander failed, or pg.vector and pg.hyde are
+        switched off).
 
-        results = await asyncio.gather(*(one(r) for r in retrievers))
-        lists = [r for r in results if r is not None]
-        if failures and (required or not lists):
-            raise _none_answered(failures)
-        return lists
-
-    async def _retrieve_split(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
-                              embedding: asyncio.Task, understood: Understanding, deadline: Deadline,
-                              trace: Trace) -> list[fuser_pb2.CandidateList]:
-        """``_retrieve_all`` with the query embedding still on its way: every
-        retriever gets ``request``'s keyword part now; retriever_pg gets its
-        vector part (stage "retrieve.pg.vector") when ``embedding`` (an
-        ``embed_query`` task) is in, then its two replies are merged into
-        the one list a combined request gives (split_retrieval). No vector
-        part is sent without a vector whose channel is on (the expander
-        failed, or pg.vector and pg.hyde are switched off). Raises
-        DownstreamError when no part of any retriever answered (one error
-        per retriever, as ``_retrieve_all``), or the caller's own error (an
-        INVALID_ARGUMENT) from a retriever or the embedding."""
+        Raises:
+            DownstreamError: none answered (any failure when ``required``),
+                one error per retriever however many parts it was asked;
+                or the caller's own error (INVALID_ARGUMENT) from a
+                retriever or the embedding.
+        """
         failures: list[DownstreamError] = []
         pg = next((r for r in retrievers if r.name == PG), None)
 
@@ -243,6 +230,8 @@ class SearchFlow:
             return None if reply is None else list(reply.candidates)
 
         async def vector_candidates():
+            if embedding is None:
+                return None
             apply_embedding(understood, await embedding)
             off = set(request.disabled_channels)
             wanted = ((understood.embedding and names.PG_VECTOR not in off)
@@ -251,17 +240,16 @@ class SearchFlow:
                 return None
             return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))
 
-        keyword_request = keyword_part(request)
+        first = request if embedding is None else keyword_part(request)
         *parts, vectors = await asyncio.gather(
-            *(one(r, keyword_request, names.retrieve_stage(r.name)) for r in retrievers), vector_candidates())
+            *(one(r, first, names.retrieve_stage(r.name)) for r in retrievers), vector_candidates())
         lists = []
         for retriever, candidates in zip(retrievers, parts):
             if retriever is pg and vectors is not None:
                 candidates = merge_parts(vectors, candidates or [])
             if candidates is not None:
                 lists.append(fuser_pb2.CandidateList(producer=retriever.name, candidates=candidates))
-        if failures and not lists:
-            # One error per retriever, as _retrieve_all reports it: a retriever's two parts failing is one failure.
+        if failures and (required or not lists):
             first_of_each = {f.service: f for f in reversed(failures)}
             raise _none_answered(list(reversed(first_of_each.values())))
         return lists
