@@ -502,22 +502,31 @@ async def test_no_vector_part_is_sent_with_both_vector_channels_switched_off():
     assert len(pg.calls) == 1 and "retrieve.pg.vector" not in stages(reply)
 
 
-async def test_a_failed_embedding_is_read_even_when_the_search_fails_first():
-    class Broken(FakeExpander):
-        async def expand(self, request, timeout):
-            if not request.embed:
-                await asyncio.sleep(0.02)
-            raise RuntimeError("channel closed")  # not a DownstreamError: guarded lets it through
+class _EmbeddingFailsFirst(FakeExpander):
+    async def expand(self, request, timeout):
+        if not request.embed:
+            await asyncio.sleep(0.02)
+        raise RuntimeError("channel closed")  # not a DownstreamError: guarded lets it through
 
+
+@pytest.mark.parametrize("expander, error", [
+    (_EmbeddingFailsFirst(), RuntimeError),
+    # Both calls fail at once: the embedding's call has failed when the search
+    # cancels it, so its task ends in that failure rather than cancelled.
+    (FakeExpander(fail=grpc.StatusCode.INVALID_ARGUMENT), DownstreamError),
+], ids=["embedding_fails_first", "both_fail_at_once"])
+async def test_a_failed_embedding_is_read_even_when_the_search_fails_first(expander, error):
     lost = []
     loop = asyncio.get_running_loop()
     handler = loop.get_exception_handler()
     gc.collect()  # tasks dropped by earlier tests are not this search's
     loop.set_exception_handler(
-        lambda loop, ctx: lost.append(ctx["message"]) if str(ctx.get("exception")) == "channel closed" else None)
+        lambda loop, ctx: lost.append(ctx["message"]) if isinstance(ctx.get("exception"), error) else None)
     try:
-        with pytest.raises(RuntimeError):
-            await mesh(expander=Broken()).search.search("工资", 5, None, Deadline(5))
+        with pytest.raises(error):
+            await mesh(expander=expander).search.search("工资", 5, None, Deadline(5))
+        for _ in range(3):
+            await asyncio.sleep(0)
         gc.collect()
         await asyncio.sleep(0)
     finally:

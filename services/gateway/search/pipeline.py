@@ -102,10 +102,12 @@ class SearchFlow:
                                                 trace, embedding)
         finally:
             if embedding is not None:
-                if not embedding.done():
-                    embedding.cancel()  # the search failed before it needed the vector
-                elif not embedding.cancelled():
-                    embedding.exception()  # read, so an unread failure is not logged as lost
+                # The search may have failed before it needed the vector. A
+                # cancelled embedding can still end in its own failure (its
+                # call finished as the cancel arrived), so the outcome is read
+                # whenever it comes, and never logged as lost.
+                embedding.cancel()
+                embedding.add_done_callback(_read_outcome)
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 
@@ -301,3 +303,9 @@ def _none_answered(failures: list[DownstreamError]) -> DownstreamError:
     timed_out = all(f.code == grpc.StatusCode.DEADLINE_EXCEEDED for f in failures)
     code = grpc.StatusCode.DEADLINE_EXCEEDED if timed_out else grpc.StatusCode.UNAVAILABLE
     return DownstreamError("retrievers", code, "no retriever answered: " + "; ".join(str(f) for f in failures))
+
+
+def _read_outcome(task: asyncio.Task) -> None:
+    """Marks ``task``'s exception, if any, as retrieved."""
+    if not task.cancelled():
+        task.exception()
