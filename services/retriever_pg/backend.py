@@ -109,12 +109,21 @@ class PgBackend(StoreLifecycle):
         self.store = store
         self.config = config or PgChannelConfig()
 
-    async def _timed(self, stage: str, search) -> tuple[str, list[Hit], types_pb2.StageTiming]:
+    async def _timed(self, stage: str, search) -> list[tuple[str, list[Hit], types_pb2.StageTiming]]:
         # ``search`` makes the coroutine only here: one made up front and
         # cancelled before its task ran would never be awaited (a warning).
         started = time.perf_counter()
         hits = await search()
-        return stage, hits, timing(stage, started)
+        return [(stage, hits, timing(stage, started))]
+
+    async def _keyword_channels(self, keywords: list[str], top_k: int, scope: tuple, vectors: bool, bm25: bool,
+                                fulltext: bool) -> list[tuple[str, list[Hit], types_pb2.StageTiming]]:
+        """pg.keyword and pg.fulltext from one read of the postings; both
+        channels' timings are the time of the whole call."""
+        started = time.perf_counter()
+        found = await self.store.keyword_channels(keywords, top_k, *scope, bm25=bm25, fulltext=fulltext,
+                                                  with_embeddings=vectors)
+        return [(channel, hits, timing(channel, started)) for channel, hits in found.items()]
 
     async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:
         hits = await self.store.vector_search(embedding, top_k, *scope, with_embeddings=with_embeddings)
@@ -138,17 +147,15 @@ class PgBackend(StoreLifecycle):
                 request.embedding, k, *scope, with_embeddings=vectors)))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
             jobs.append(self._timed(names.PG_HYDE, lambda: self._hyde(request.hyde_embedding, k, scope, vectors)))
-        if request.keywords and request.enabled(names.PG_KEYWORD):
-            jobs.append(self._timed(names.PG_KEYWORD, lambda: self.store.keyword_search(
-                request.keywords, k, *scope, with_embeddings=vectors)))
-        if request.keywords and cfg.fulltext and request.enabled(names.PG_FULLTEXT):
-            jobs.append(self._timed(names.PG_FULLTEXT, lambda: self.store.fulltext_search(
-                request.keywords, k, *scope, with_embeddings=vectors)))
+        bm25 = bool(request.keywords) and request.enabled(names.PG_KEYWORD)
+        fulltext = bool(request.keywords) and cfg.fulltext and request.enabled(names.PG_FULLTEXT)
+        if bm25 or fulltext:
+            jobs.append(self._keyword_channels(request.keywords, k, scope, vectors, bm25, fulltext))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
             jobs.append(self._timed(names.PG_TRIGRAM, lambda: self.store.trigram_search(
                 request.query, k, *scope, with_embeddings=vectors)))
-        results = await asyncio.gather(*jobs)
+        results = [r for found in await asyncio.gather(*jobs) for r in found]
         hits = [h for _, part, _ in results for h in part]
         timings = [t for _, _, t in results]
 
@@ -157,7 +164,7 @@ class PgBackend(StoreLifecycle):
             per_document = Counter(h.document_id for h in keyword_hits)
             seeds = [h.chunk_id for h in keyword_hits if per_document[h.document_id] >= cfg.boost_min_hits]
             if seeds:
-                _, boosted, t = await self._timed(
+                [(_, boosted, t)] = await self._timed(
                     names.PG_BOOST, lambda: self.store.neighbour_chunks(seeds, cfg.boost_window, cfg.boost_limit,
                                                                         with_embeddings=vectors)
                 )
@@ -288,7 +295,8 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
                     budget=QueryBudget(read_ceiling=settings.store.statement_timeout_max),
                     connect_timeout=settings.store.connect_timeout,
                     max_inactive_connection_lifetime=settings.store.max_inactive_connection_lifetime,
-                    index_build_mem_max_mb=settings.store.index_build_mem_max_mb)
+                    index_build_mem_max_mb=settings.store.index_build_mem_max_mb,
+                    keyword_cache_mb=settings.store.keyword_cache_mb)
     await store.open()
     try:
         await store.migrate()

@@ -67,6 +67,10 @@ class PgStoreSettings(BaseModel):
             HNSW build, which is otherwise sized to hold the graph in memory
             (about 3 GB for a million 384-d chunks; a parallel build takes it
             as shared memory, so a container needs that much /dev/shm).
+        keyword_cache_mb: MiB of keyword postings kept in memory, so the
+            keyword channels rank a query without a grouped SQL scan
+            (docs/retrieval.md, "Keyword postings in memory"); 0 ranks
+            every keyword query in PostgreSQL.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -76,6 +80,7 @@ class PgStoreSettings(BaseModel):
     connect_timeout: float = Field(2.0, gt=0.0)
     max_inactive_connection_lifetime: float = Field(60.0, gt=0.0)
     index_build_mem_max_mb: int = Field(4096, ge=64)
+    keyword_cache_mb: int = Field(256, ge=0)
 
 
 class RetrieverPgSettings(ServiceSettings):

@@ -70,6 +70,8 @@ from services.common.filters import Condition
 from services.common.metrics import VECTOR_SEARCH_PLANS
 from services.common.store_deadline import QueryBudget, StoreTimeout, milliseconds
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
+from services.retriever_pg import keyword_index
+from services.retriever_pg.keyword_cache import GENERATION_SEQUENCE, KeywordCache
 from services.retriever_pg.filter_sql import Params, scope_sql
 from services.retriever_pg import lifecycle
 from services.retriever_pg.parent_context import SectionChunk
@@ -229,6 +231,19 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 " name text PRIMARY KEY, domain_pack text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
                 "INSERT INTO collections (name, domain_pack) SELECT DISTINCT collection, 'law_zh' FROM documents "
                 "ON CONFLICT DO NOTHING",
+            ],
+        ),
+        (
+            # The postings generation (keyword_cache): every statement
+            # writing chunk_terms advances it, from any client.
+            6,
+            [
+                f"CREATE SEQUENCE IF NOT EXISTS {GENERATION_SEQUENCE}",
+                "CREATE OR REPLACE FUNCTION chunk_terms_changed() RETURNS trigger LANGUAGE plpgsql AS "
+                f"$$ BEGIN PERFORM nextval('{GENERATION_SEQUENCE}'); RETURN NULL; END $$",
+                "DROP TRIGGER IF EXISTS chunk_terms_changed ON chunk_terms",
+                "CREATE TRIGGER chunk_terms_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON chunk_terms"
+                " FOR EACH STATEMENT EXECUTE FUNCTION chunk_terms_changed()",
             ],
         ),
     ]
@@ -486,6 +501,10 @@ class PgStore:
         max_inactive_connection_lifetime: seconds an idle pooled connection
             is kept; older ones are closed, so few dead ones are left after
             a server restart.
+        index_build_mem_max_mb: ceiling of an HNSW build's memory (MiB).
+        keyword_cache_mb: MiB of keyword postings kept in memory for the
+            keyword channels (``keyword_cache``); 0 scores every keyword
+            query in SQL.
 
     Raises:
         ValueError: a parameter out of range.
@@ -509,6 +528,7 @@ class PgStore:
         connect_timeout: float = 2.0,
         max_inactive_connection_lifetime: float = 60.0,
         index_build_mem_max_mb: int = 4096,
+        keyword_cache_mb: int = 256,
     ) -> None:
         if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= _MAX_HNSW_DIM:
             raise ValueError(f"embedding_dim must be an int in 1..{_MAX_HNSW_DIM}, got {embedding_dim!r}")
@@ -531,6 +551,9 @@ class PgStore:
         if index_build_mem_max_mb < _INDEX_BUILD_MEM_MIN_MB:
             raise ValueError(f"index_build_mem_max_mb must be >= {_INDEX_BUILD_MEM_MIN_MB}, got {index_build_mem_max_mb}")
         self.index_build_mem_max_mb = index_build_mem_max_mb
+        if keyword_cache_mb < 0:
+            raise ValueError(f"keyword_cache_mb must be >= 0, got {keyword_cache_mb}")
+        self.keyword_cache = KeywordCache(keyword_cache_mb * 2**20, ttl_s=_STATS_TTL_S) if keyword_cache_mb else None
         self._pool: asyncpg.Pool | None = None
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
@@ -799,6 +822,14 @@ class PgStore:
         self._stats_at = time.monotonic()
         return self._stats
 
+    async def _postings_changed(self) -> None:
+        """After a write to chunk_terms committed: advances the postings
+        generation once more. The trigger's own advance came before the
+        commit, so a reader may have cached the old postings under it; this
+        one makes every replica's keyword cache read them again."""
+        async with self._conn(write=True) as conn:
+            await conn.execute(f"SELECT nextval('{GENERATION_SEQUENCE}')")
+
     async def _corpus_stats(self) -> tuple[int, float]:
         if self._stats is None or time.monotonic() - self._stats_at > _STATS_TTL_S:
             return await self.refresh_stats()
@@ -863,6 +894,7 @@ class PgStore:
                 await conn.execute("DELETE FROM collections c WHERE c.name = ANY($1::text[]) AND NOT EXISTS "
                                    "(SELECT 1 FROM documents d WHERE d.collection = c.name)", list(collections))
         if deleted.documents:
+            await self._postings_changed()
             await self.refresh_stats()
         return deleted
 
@@ -1027,7 +1059,8 @@ class PgStore:
         BM25's 24 ms on the same postings, so it was dropped.
 
         Only chunks in scope (``collections`` / ``conditions``) are counted.
-        ``with_embeddings``: as in vector_search.
+        ``with_embeddings``: as in vector_search. Without conditions and with
+        the keyword cache on, ranked in memory (``keyword_channels``).
 
         Returns:
             Up to top_k hits, channel "pg.fulltext", score = hit count,
@@ -1038,6 +1071,14 @@ class PgStore:
         wanted = [t for t in dict.fromkeys(terms) if _usable_term(t)]
         if not wanted or top_k <= 0:
             return []
+        if self.keyword_cache is not None and not conditions:
+            return (await self.keyword_channels(wanted, top_k, collections, bm25=False,
+                                                with_embeddings=with_embeddings))["pg.fulltext"]
+        return await self._fulltext_search_sql(wanted, top_k, collections, conditions, with_embeddings=with_embeddings)
+
+    async def _fulltext_search_sql(self, wanted: list[str], top_k: int, collections: Sequence[str] | None,
+                                   conditions: Sequence[Condition], *, with_embeddings: bool) -> list[Hit]:
+        """fulltext_search in SQL, for distinct usable ``wanted`` terms."""
         params = Params(wanted, top_k)
         scope = _term_scope(collections, conditions, params)
         async with self._conn() as conn:
@@ -1168,6 +1209,10 @@ class PgStore:
                 scored (idf and avgdl stay those of the whole store).
             with_embeddings: as in vector_search.
 
+        Without conditions and with the keyword cache on, scored in memory
+        over the cached postings (``keyword_channels``), with the same
+        ranking.
+
         Returns:
             Up to top_k hits, highest BM25 first (ties by chunk id); channel
             "pg.keyword", score = BM25, evidence = matched query terms in
@@ -1181,6 +1226,14 @@ class PgStore:
         wanted = [t for t in dict.fromkeys(terms) if _usable_term(t)]
         if not wanted:
             return []
+        if self.keyword_cache is not None and not conditions:
+            return (await self.keyword_channels(wanted, top_k, collections, fulltext=False,
+                                                with_embeddings=with_embeddings))["pg.keyword"]
+        return await self._keyword_search_sql(wanted, top_k, collections, conditions, with_embeddings=with_embeddings)
+
+    async def _keyword_search_sql(self, wanted: list[str], top_k: int, collections: Sequence[str] | None,
+                                  conditions: Sequence[Condition], *, with_embeddings: bool) -> list[Hit]:
+        """keyword_search in SQL, for distinct usable ``wanted`` terms."""
         n, avgdl = await self._corpus_stats()
         if n == 0 or avgdl <= 0:
             return []
@@ -1220,6 +1273,57 @@ class PgStore:
                 *params.values,
             )
         return [_hit(r, "pg.keyword", r["score"], " ".join(r["matched"])) for r in rows]
+
+    async def keyword_channels(self, terms: list[str], top_k: int, collections: Sequence[str] | None = None,
+                               conditions: Sequence[Condition] = (), *, bm25: bool = True, fulltext: bool = True,
+                               with_embeddings: bool = True) -> dict[str, list[Hit]]:
+        """``pg.keyword`` (BM25) and ``pg.fulltext`` (hit count) from one read
+        of the postings: the posting lists come from the keyword cache (read
+        from ``chunk_terms`` when not cached), are ranked in memory
+        (``keyword_index``), and one statement reads the hits' chunks.
+        Rankings, scores and evidence are those of ``keyword_search`` and
+        ``fulltext_search`` in SQL, which answer instead when the cache is
+        off or ``conditions`` are given.
+
+        Args:
+            terms / top_k / collections / conditions / with_embeddings: as
+                in keyword_search.
+            bm25 / fulltext: which channels to rank.
+
+        Returns:
+            {"pg.keyword": hits, "pg.fulltext": hits} for the channels asked.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [t for t in dict.fromkeys(terms) if _usable_term(t)]
+        asked = [c for c, on in (("pg.keyword", bm25), ("pg.fulltext", fulltext)) if on]
+        if not wanted or top_k <= 0:
+            return {c: [] for c in asked}
+        if self.keyword_cache is None or conditions:
+            sql = {"pg.keyword": self._keyword_search_sql, "pg.fulltext": self._fulltext_search_sql}
+            found = await asyncio.gather(*(sql[c](wanted, top_k, collections, conditions,
+                                                  with_embeddings=with_embeddings) for c in asked))
+            return dict(zip(asked, found))
+        n, avgdl = await self._corpus_stats() if bm25 else (0, 0.0)
+        async with self._conn() as conn:
+            table, postings = await self.keyword_cache.lookup(conn, wanted)
+            ranked: dict[str, list[keyword_index.KeywordHit]] = {}
+            if bm25:
+                ranked["pg.keyword"] = (keyword_index.bm25(table, postings, wanted, top_k, collections, n=n, avgdl=avgdl,
+                                                           k1=self.bm25_k1, b=self.bm25_b)
+                                        if n > 0 and avgdl > 0 else [])
+            if fulltext:
+                ranked["pg.fulltext"] = keyword_index.hit_count(table, postings, wanted, top_k, collections)
+            ids = list(dict.fromkeys(h.chunk_id for hits in ranked.values() for h in hits))
+            rows = await conn.fetch(
+                f"SELECT {_hit_columns(with_embeddings)} FROM chunks c JOIN documents d ON d.id = c.document_id"
+                " WHERE c.id = ANY($1::text[])", ids) if ids else []
+        by_id = {r["id"]: r for r in rows}
+        # A chunk deleted since its postings were read is left out.
+        return {channel: [_hit(by_id[h.chunk_id], channel, h.score, " ".join(h.matched))
+                          for h in hits if h.chunk_id in by_id]
+                for channel, hits in ranked.items()}
 
     # ------------------------------------------------------------ writes
 
@@ -1286,6 +1390,7 @@ class PgStore:
                 await self._write_with_fallback(conn, batch, result)
         result.failures.sort(key=lambda f: f.index)
         if result.stored:
+            await self._postings_changed()
             await self.refresh_stats()
         if self._bulk_depth == 0 and not await self._vector_index_exists():
             # A bulk load whose rebuild failed (PostgreSQL died mid-load, here

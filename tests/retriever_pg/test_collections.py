@@ -246,7 +246,7 @@ async def test_migration_4_upgrades_a_store_ingested_before_collections(pg_new_d
                            "VALUES ('7#0', '7', 0, '{专利法}', '对发明人的专利申请，任何单位不得压制。', 2)")
         await conn.executemany("INSERT INTO chunk_terms (term, chunk_id, tf, doc_len) VALUES ($1, '7#0', 1, 2)", [("专利",), ("申请",)])
         await conn.execute("INSERT INTO entity_cards (name, card, gram_count, content_hash) VALUES ('专利', '专利', 3, 'x')")
-    assert await old.migrate() == [4, 5]  # 5: each collection's domain pack
+    assert await old.migrate() == [4, 5, 6]  # 5: each collection's domain pack; 6: the postings generation
     assert await old.migrate() == []
     assert await old.collection_packs() == {"default": "law_zh"}  # stored before packs: read as statutes
     listed = await old.list_documents([], ["default"], parse_filter('status = "现行有效"'), 10)
