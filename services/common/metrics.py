@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 _LABELS = ("grpc_type", "grpc_service", "grpc_method")
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -145,4 +145,15 @@ VECTOR_SEARCH_PLANS = Counter(
     "Vector searches in PostgreSQL by plan: hnsw (the index, iterative scan when scoped), exact (a small "
     "scope scanned exactly), hnsw_then_exact (the index found too few in scope, then the exact scan).",
     ("plan",),
+)
+
+KEYWORD_POSTINGS_LOOKUPS = Counter(
+    "graphmesh_pg_keyword_postings_total",
+    "Posting lists the keyword channels asked of retriever_pg's keyword cache, by result: hit (in memory) or "
+    "miss (read from chunk_terms).",
+    ("result",),
+)
+KEYWORD_POSTINGS_BYTES = Gauge(
+    "graphmesh_pg_keyword_postings_bytes",
+    "Bytes of keyword posting lists held in retriever_pg's memory (GRAPHMESH_RETRIEVER_PG_STORE__KEYWORD_CACHE_MB).",
 )

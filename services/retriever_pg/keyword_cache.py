@@ -24,6 +24,7 @@ from typing import Sequence
 import asyncpg
 import numpy as np
 
+from services.common.metrics import KEYWORD_POSTINGS_BYTES, KEYWORD_POSTINGS_LOOKUPS
 from services.retriever_pg.keyword_index import ChunkTable, Postings
 
 #: The sequence every write to chunk_terms advances (migration 6).
@@ -65,6 +66,7 @@ class KeywordCache:
         self._entries.clear()
         self._bytes = 0
         self._dropped_at = time.monotonic()
+        KEYWORD_POSTINGS_BYTES.set(0)
 
     async def lookup(self, conn: asyncpg.Connection, terms: Sequence[str]) -> tuple[ChunkTable, dict[str, Postings]]:
         """The posting lists of ``terms`` (an empty one for a term no chunk
@@ -93,6 +95,8 @@ class KeywordCache:
                 found[term] = entry
         self.hits += len(found)
         self.misses += len(missing)
+        KEYWORD_POSTINGS_LOOKUPS.labels("hit").inc(len(found))
+        KEYWORD_POSTINGS_LOOKUPS.labels("miss").inc(len(missing))
         if missing:
             rows = await conn.fetch("SELECT term, chunk_id, tf, doc_len, collection FROM chunk_terms"
                                     " WHERE term = ANY($1::text[])", missing)
@@ -101,6 +105,7 @@ class KeywordCache:
             if table is self._table:  # not dropped while reading
                 for term, postings in loaded.items():
                     self._keep(term, postings)
+                KEYWORD_POSTINGS_BYTES.set(self._bytes)
         return table, found
 
     def _keep(self, term: str, postings: Postings) -> None:

@@ -99,14 +99,17 @@ class KeywordHit:
     matched: tuple[str, ...]
 
 
-def _matched(postings: dict[str, Postings], terms: Sequence[str], row: int) -> tuple[str, ...]:
-    out = []
+def _matched(postings: dict[str, Postings], terms: Sequence[str], rows: np.ndarray) -> list[tuple[str, ...]]:
+    """For each of ``rows``, the ``terms`` (in the order given) its chunk holds."""
+    held = []
     for term in terms:
         p = postings[term]
-        i = int(np.searchsorted(p.rows, row))
-        if i < p.df and p.rows[i] == row:
-            out.append(term)
-    return tuple(out)
+        at = np.minimum(np.searchsorted(p.rows, rows), max(p.df - 1, 0))
+        held.append(p.rows[at] == rows if p.df else np.zeros(rows.shape[0], dtype=bool))
+    if not held:
+        return [() for _ in range(rows.shape[0])]
+    grid = np.stack(held, axis=1).tolist()
+    return [tuple(t for t, h in zip(terms, flags) if h) for flags in grid]
 
 
 def bm25(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str], top_k: int,
@@ -147,8 +150,9 @@ def bm25(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str],
     scores = np.bincount(inverse, weights=np.concatenate(parts_score))
     keep = table.in_collections(rows, collections)
     rows, scores = rows[keep], scores[keep]
-    return [KeywordHit(table.ids[rows[i]], float(scores[i]), _matched(postings, terms, int(rows[i])))
-            for i in _top(rows, scores, top_k, table)]
+    chosen = _top(rows, scores, top_k, table)
+    matched = _matched(postings, terms, rows[chosen])
+    return [KeywordHit(table.ids[rows[i]], float(scores[i]), held) for i, held in zip(chosen, matched)]
 
 
 def hit_count(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str], top_k: int,
@@ -175,8 +179,9 @@ def hit_count(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[
     lengths = table.lengths()[rows]
     key = hits - lengths / (lengths.max(initial=0) + 1)
     ordered_terms = sorted(terms)
-    return [KeywordHit(table.ids[rows[i]], float(hits[i]), _matched(postings, ordered_terms, int(rows[i])))
-            for i in _top(rows, key, top_k, table)]
+    chosen = _top(rows, key, top_k, table)
+    matched = _matched(postings, ordered_terms, rows[chosen])
+    return [KeywordHit(table.ids[rows[i]], float(hits[i]), held) for i, held in zip(chosen, matched)]
 
 
 def _top(rows: np.ndarray, scores: np.ndarray, top_k: int, table: ChunkTable) -> list[int]:

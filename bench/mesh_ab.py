@@ -1,19 +1,27 @@
-"""The keyword channels started before the query embedding, against one
-Expand then one Retrieve per retriever, in the same run on the running
-local stack (`graphmesh up`, whose gateway has the default,
-GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING=true).
+"""The stack's default mesh against the same mesh with one thing switched
+off, in the same run, on the running local stack (`graphmesh up`).
 
-Beside the stack's gateway the bench starts a second gateway over the same
-services with the overlap off. At concurrency 1 every question is sent to
-both, cold (a fresh prefix each, so neither finds its embedding cached),
-the order of the two alternating; printed: p50 / p95 / mean of each and
-the paired difference (on minus off) with a bootstrap 95% interval of the
-difference of medians and of means. Then each gateway takes closed-loop
-cold load at --concurrency for --block seconds, in turns (on, off, on,
-off), and its requests per second are printed per block.
+Beside the stack's gateway the bench starts a second gateway ("off") over
+the same services, or over a second copy of one service, with one setting
+changed (--variant):
+
+- ``overlap``: the gateway's keyword channels wait for the query embedding
+  (GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING=false; docs/retrieval.md,
+  "Keyword channels before the query embedding");
+- ``keyword-cache``: a second retriever_pg ranks keyword queries in SQL
+  (GRAPHMESH_RETRIEVER_PG_STORE__KEYWORD_CACHE_MB=0; docs/retrieval.md,
+  "Keyword postings in memory"), the second gateway's retriever.
+
+At concurrency 1 every question is sent to both, cold (a fresh prefix each,
+so neither finds its embedding cached), the order of the two alternating;
+printed: p50 / p95 / mean of each and the paired difference (on minus off)
+with a bootstrap 95% interval of the difference of medians and of means.
+Then each gateway takes closed-loop cold load at --concurrency for --block
+seconds, in turns (on, off, on, off), and its requests per second are
+printed per block.
 
     graphmesh up
-    python bench/overlap_ab.py [--questions 389] [--concurrency 8] [--block 20]
+    python bench/mesh_ab.py --variant overlap|keyword-cache [--questions 389] [--concurrency 8] [--block 20]
 """
 from __future__ import annotations
 
@@ -45,13 +53,37 @@ OFF = f"127.0.0.1:{OFF_PORT}"
 CONSULT_DEV = SHARED_DATA / "law-zh" / "queries-consult-dev.jsonl"
 
 
-def spawn_off_gateway(env: dict[str, str], logs: Path) -> subprocess.Popen:
-    """A gateway over the stack's services with the overlap off, no REST."""
-    env = {**env, "GRAPHMESH_GATEWAY_PORT": str(OFF_PORT), "GRAPHMESH_GATEWAY_METRICS_PORT": str(OFF_METRICS),
-           "GRAPHMESH_GATEWAY_REST__PORT": "-1", "GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING": "false"}
-    log = open(logs / "overlap-off-gateway.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "services.gateway"], cwd=REPO, env=env, stdout=log,
+OFF_RETRIEVER_PG_PORT, OFF_RETRIEVER_PG_METRICS = 60152, 61152
+
+#: variant -> (environment of the "off" side, whether it has its own retriever_pg)
+VARIANTS = {
+    "overlap": ({"GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING": "false"}, False),
+    "keyword-cache": ({"GRAPHMESH_RETRIEVER_PG_STORE__KEYWORD_CACHE_MB": "0"}, True),
+}
+
+
+def spawn(module: str, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    return subprocess.Popen([sys.executable, "-m", module], cwd=REPO, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def spawn_off_side(variant: str, env: dict[str, str], logs: Path) -> list[tuple[subprocess.Popen, str]]:
+    """The "off" gateway (no REST), and the retriever_pg it uses when the
+    variant has one of its own: [(process, address)], the gateway last."""
+    changed, own_retriever = VARIANTS[variant]
+    env = {**env, **changed}
+    started = []
+    if own_retriever:
+        env.update({"GRAPHMESH_RETRIEVER_PG_PORT": str(OFF_RETRIEVER_PG_PORT),
+                    "GRAPHMESH_RETRIEVER_PG_METRICS_PORT": str(OFF_RETRIEVER_PG_METRICS),
+                    "GRAPHMESH_RETRIEVER_PG_ADDR": f"127.0.0.1:{OFF_RETRIEVER_PG_PORT}"})
+        started.append((spawn("services.retriever_pg", env, logs / f"{variant}-off-retriever_pg.log"),
+                        f"127.0.0.1:{OFF_RETRIEVER_PG_PORT}"))
+    env.update({"GRAPHMESH_GATEWAY_PORT": str(OFF_PORT), "GRAPHMESH_GATEWAY_METRICS_PORT": str(OFF_METRICS),
+                "GRAPHMESH_GATEWAY_REST__PORT": "-1"})
+    started.append((spawn("services.gateway", env, logs / f"{variant}-off-gateway.log"), OFF))
+    return started
 
 
 async def search_ms(stub, query: str) -> float:
@@ -108,6 +140,7 @@ def bootstrap(on: list[float], off: list[float], stat, resamples: int = 5000, se
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), required=True, help="what the second gateway has off")
     parser.add_argument("--questions", type=int, default=389, help="scenario then consult dev questions, shuffled")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--block", type=float, default=20.0, help="seconds of each closed-loop block (0: none)")
@@ -117,13 +150,14 @@ def main() -> None:
     random.Random(12).shuffle(questions)
     questions = questions[: args.questions]
     env = service_env(StackConfig(), stack_dsn(), f"bolt://127.0.0.1:{StackConfig().neo4j_bolt_port}")
-    proc = spawn_off_gateway(env, state_dir() / "logs")
+    procs = spawn_off_side(args.variant, env, state_dir() / "logs")
     try:
         deadline = time.monotonic() + 120
-        while not check_health(OFF):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the second gateway did not start: see .graphmesh/logs/overlap-off-gateway.log")
-            time.sleep(0.5)
+        for proc, address in procs:
+            while not check_health(address):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{address} did not start: see .graphmesh/logs/{args.variant}-off-*.log")
+                time.sleep(0.5)
         on, off = asyncio.run(paired(questions))
         blocks = []
         for turn in range(2 if args.block > 0 else 0):
@@ -131,12 +165,15 @@ def main() -> None:
                 rate = asyncio.run(closed_loop(address, args.block, args.concurrency, questions))
                 blocks.append({"gateway": name, "turn": turn, "req_per_s": round(rate, 1)})
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc, _ in reversed(procs):
+            proc.send_signal(signal.SIGTERM)
+        for proc, _ in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     report = {
+        "variant": args.variant,
         "questions": len(questions),
         "concurrency_1": {"on": percentiles(on), "off": percentiles(off),
                           "p50_delta_ms": bootstrap(on, off, np.median), "mean_delta_ms": bootstrap(on, off, np.mean),
@@ -147,7 +184,7 @@ def main() -> None:
                         "off_mean_req_per_s": round(statistics.mean(b["req_per_s"] for b in blocks if b["gateway"] == "off"), 1)
                         if blocks else None},
     }
-    save("overlap_ab", report)
+    save(f"mesh_ab_{args.variant.replace('-', '_')}", report)
 
 
 if __name__ == "__main__":
