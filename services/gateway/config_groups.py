@@ -3,6 +3,7 @@ a typed model used by GatewaySettings (services.gateway.config)."""
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -145,6 +146,15 @@ class IngestSettings(BaseModel):
             question that no longer embeds 50-60 sentences (docs/benchmarks.md
             "Sentence vectors at ingest"). Off: they are embedded, and then
             cached, by the first question that ranks the chunk.
+        sentence_vectors_mode: when they are embedded: "background" (the
+            default) queues them for a worker of the gateway that embeds
+            them once no ingest has run for ``sentence_vectors_idle_seconds``,
+            so an Ingest call returns, and a corpus is searchable, after the
+            chunks' embedding alone
+            (services/gateway/library/sentence_backfill.py); "inline" embeds
+            them before the Ingest call returns (stage sentence_vectors).
+        sentence_vectors_idle_seconds: seconds without an ingest before the
+            background worker embeds.
         max_file_bytes: largest file of an Ingest call (bytes); a larger file
             fails on its own with the reason, the others are stored.
     """
@@ -155,6 +165,8 @@ class IngestSettings(BaseModel):
     chunk_overlap: int = 64
     embed_batch: int = Field(256, ge=1)
     sentence_vectors: bool = True
+    sentence_vectors_mode: Literal["background", "inline"] = "background"
+    sentence_vectors_idle_seconds: float = Field(2.0, ge=0.0)
     max_file_bytes: int = Field(10 * 1024 * 1024, ge=1024)
 
 

@@ -121,6 +121,7 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
 
     async def stop() -> None:
         await use.imports.shut_down()
+        await use.documents.shut_down()
         if close is not None:
             await close()
     gate = build_gate(settings.auth.enabled, settings.auth.api_keys_file, settings.auth.api_keys,

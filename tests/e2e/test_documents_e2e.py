@@ -108,6 +108,15 @@ async def test_a_status_filter_returns_only_matching_documents_and_still_top_k(s
 
 
 async def test_a_question_finds_the_sentences_of_ingested_chunks_already_embedded(stub, ingested):
+    # The gateway embeds them in the background once no ingest has run for
+    # a while (ingest.sentence_vectors_mode); no question may embed them first.
+    from prometheus_client import REGISTRY
+
+    for _ in range(600):
+        if REGISTRY.get_sample_value("graphmesh_sentence_backfill_pending") == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert REGISTRY.get_sample_value("graphmesh_sentence_backfill_pending") == 0
     reply = await stub.Search(gateway_pb2.SearchRequest(query="夜间值班人员的住宿由谁安排？", top_k=5, collections=["ops"]), timeout=60)
     stage = next(t for t in reply.timings if t.stage == "sentence.maxsim")
     sentences, cached = (int(part.split()[0]) for part in stage.detail.split(", "))

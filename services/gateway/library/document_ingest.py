@@ -2,7 +2,8 @@
 in ``file_ingest``), skip documents whose content hash every retriever
 already holds, chunk, embed (expander), and store in every retriever, all
 in one collection, then embed the stored chunks' sentences ahead of
-questions (``IngestSettings.sentence_vectors``). A record that cannot be
+questions (``IngestSettings.sentence_vectors``; by default in the
+background once no ingest runs, ``sentence_backfill``). A record that cannot be
 read, or that a retriever refuses, is reported in ``failures``; the others
 are stored."""
 from __future__ import annotations
@@ -24,6 +25,7 @@ from services.common.errors import DownstreamError, InvalidArgument
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
 from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.library.sentence_backfill import SentenceBackfill
 from services.gateway.search.sentence_maxsim import sentence_units
 from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.downstream.interfaces import Expander, Retriever
@@ -100,6 +102,13 @@ class DocumentIngest:
         self.expander = expander
         self.retrievers = list(retrievers)
         self.packs = packs or CollectionPacks(self.retrievers)
+        self.backfill = SentenceBackfill(expander, settings.ingest.embed_batch,
+                                         idle_seconds=settings.ingest.sentence_vectors_idle_seconds)
+
+    async def shut_down(self) -> None:
+        """Stops the background sentence worker (what it has not embedded is
+        left to the questions)."""
+        await self.backfill.close()
 
     @property
     def chunking(self) -> ChunkingConfig:
@@ -173,6 +182,11 @@ class DocumentIngest:
         Raises:
             DownstreamError: hashes could not be read or the expander failed.
         """
+        with self.backfill.busy():
+            return await self._store_records(records, text_of, deadline, trace)
+
+    async def _store_records(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
+                             trace: Trace) -> Stored:
         started = time.perf_counter()
         outcome = Stored(unchanged=await self._unchanged(records, deadline))
         todo = [records[i] for i in records if i not in outcome.unchanged]
@@ -218,12 +232,19 @@ class DocumentIngest:
         """Embeds the ``sentence.maxsim`` units of ``stored``'s chunks
         passage-side and drops the vectors: the expander's embedding cache
         keeps them, so a question's MaxSim stage finds them there instead
-        of embedding 50-60 sentences while the caller waits. The documents
-        are already stored and searchable, so an expander failure here is
-        the stage DEGRADED, not a failed ingest."""
+        of embedding 50-60 sentences while the caller waits. In the
+        background by default (``sentence_vectors_mode``: queued, stage
+        detail "N sentences queued"); inline, the documents are already
+        stored and searchable, so an expander failure here is the stage
+        DEGRADED, not a failed ingest."""
         started = time.perf_counter()
         texts = list(dict.fromkeys(s for rec in stored for c in rec.chunks for s in sentence_units(c.text)))
         if not texts:
+            return
+        if self.settings.ingest.sentence_vectors_mode == "background":
+            queued = self.backfill.add(texts)
+            trace.record(names.STAGE_SENTENCE_VECTORS, started,
+                         detail=f"{queued} sentences queued for the background ({self.backfill.pending} waiting)")
             return
         cached = 0
         try:

@@ -1,8 +1,9 @@
 """Document ingest's last stage, sentence vectors: after the chunks are
 stored, their ``sentence.maxsim`` sentences are embedded passage-side so a
-question finds them in the expander's cache; the setting switches it off,
-unchanged documents skip it, and an expander failure there loses nothing
-already stored."""
+question finds them in the expander's cache, inline or (the default) in the
+background once no ingest runs; the setting switches it off, unchanged
+documents skip it, and an expander failure there loses nothing already
+stored."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from tests.gateway.test_orchestration import mesh, stages
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.unit]
 
+INLINE = {"sentence_vectors_mode": "inline"}
 TEXTS = {"a": "第一条 用人单位应当按时支付工资。劳动者有权拒绝违章指挥。", "b": "第二条 本法自公布之日起施行。"}
 
 
@@ -59,7 +61,7 @@ class Unchanged(FakeRetriever):
 
 async def test_the_stored_chunks_sentences_are_embedded_passage_side_after_the_store():
     expander, pg = FakeExpander(), FakeRetriever("retriever_pg")
-    reply, _ = await mesh(expander=expander, pg=pg).documents.ingest(payload(), Deadline(10))
+    reply, _ = await mesh(expander=expander, pg=pg, ingest=INLINE).documents.ingest(payload(), Deadline(10))
     chunk_call, sentence_call = [r for rpc, r in expander.calls if rpc == "embed"]
     stored_chunks = [c for d in next(r for rpc, r in pg.calls if rpc == "ingest_documents").documents for c in d.chunks]
     expected = [s for c in stored_chunks for s in sentence_units(c.text)]
@@ -79,7 +81,7 @@ async def test_switched_off_only_the_chunks_are_embedded():
 
 async def test_unchanged_documents_embed_nothing_again():
     expander = FakeExpander()
-    use = mesh(expander=expander, pg=Unchanged("retriever_pg"), graph=Unchanged("retriever_graph"))
+    use = mesh(expander=expander, pg=Unchanged("retriever_pg"), graph=Unchanged("retriever_graph"), ingest=INLINE)
     await use.documents.ingest(payload(), Deadline(10))
     again, _ = await use.documents.ingest(payload(), Deadline(10))
     assert (again.unchanged, again.stored) == (2, 0) and len(embeds(expander)) == 2
@@ -87,7 +89,22 @@ async def test_unchanged_documents_embed_nothing_again():
 
 async def test_an_expander_failure_on_the_sentences_keeps_the_stored_documents():
     expander, pg = FailingSecondEmbed(), FakeRetriever("retriever_pg")
-    reply, _ = await mesh(expander=expander, pg=pg).documents.ingest(payload(), Deadline(10))
+    reply, _ = await mesh(expander=expander, pg=pg, ingest=INLINE).documents.ingest(payload(), Deadline(10))
     assert reply.stored == 2 and not reply.failures and pg.stored == ["a", "b"]
     stage = stages(reply)["sentence_vectors"]
     assert stage.status == types_pb2.STAGE_STATUS_DEGRADED and "sentences not embedded ahead" in stage.detail
+
+
+async def test_by_default_the_sentences_are_embedded_in_the_background_after_the_call():
+    expander, pg = FakeExpander(), FakeRetriever("retriever_pg")
+    use = mesh(expander=expander, pg=pg, ingest={"sentence_vectors_idle_seconds": 0.05})
+    try:
+        reply, _ = await use.documents.ingest(payload(), Deadline(10))
+        assert len(embeds(expander)) == 1  # the chunks only, before the call returned
+        assert stages(reply)["sentence_vectors"].detail == "3 sentences queued for the background (3 waiting)"
+        assert await use.documents.backfill.drained(5)
+        stored_chunks = [c for d in next(r for rpc, r in pg.calls if rpc == "ingest_documents").documents for c in d.chunks]
+        assert embeds(expander)[1] == [s for c in stored_chunks for s in sentence_units(c.text)]
+        assert [r.kind for rpc, r in expander.calls if rpc == "embed"][1] == expander_pb2.EMBED_KIND_PASSAGE
+    finally:
+        await use.documents.shut_down()
