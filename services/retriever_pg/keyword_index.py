@@ -146,8 +146,7 @@ def bm25(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str],
         parts_score.append(idf * p.tf * (k1 + 1) / (p.tf + norm))
     if not parts_rows:
         return []
-    rows, inverse = np.unique(np.concatenate(parts_rows), return_inverse=True)
-    scores = np.bincount(inverse, weights=np.concatenate(parts_score))
+    rows, scores, _ = _sum_by_row(np.concatenate(parts_rows), np.concatenate(parts_score), len(table))
     keep = table.in_collections(rows, collections)
     rows, scores = rows[keep], scores[keep]
     chosen = _top(rows, scores, top_k, table)
@@ -171,7 +170,7 @@ def hit_count(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[
     parts = [postings[t].rows for t in terms if postings[t].df]
     if not parts:
         return []
-    rows, hits = np.unique(np.concatenate(parts), return_counts=True)
+    rows, _, hits = _sum_by_row(np.concatenate(parts), None, len(table))
     keep = table.in_collections(rows, collections)
     rows, hits = rows[keep], hits[keep]
     # Shorter chunks first among equal hit counts: the length's share stays
@@ -182,6 +181,20 @@ def hit_count(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[
     chosen = _top(rows, key, top_k, table)
     matched = _matched(postings, ordered_terms, rows[chosen])
     return [KeywordHit(table.ids[rows[i]], float(hits[i]), held) for i, held in zip(chosen, matched)]
+
+
+def _sum_by_row(rows: np.ndarray, weights: np.ndarray | None, table_rows: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(distinct rows ascending, the sum of ``weights`` per row (None
+    without weights), the count per row) of postings ``rows``. Counted
+    over an array of every table row when that is at most 16 times the
+    postings (linear), else by sorting the postings."""
+    if table_rows <= 16 * rows.shape[0]:
+        counts = np.bincount(rows, minlength=table_rows)
+        distinct = np.flatnonzero(counts)
+        sums = None if weights is None else np.bincount(rows, weights=weights, minlength=table_rows)[distinct]
+        return distinct, sums, counts[distinct]
+    distinct, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
+    return distinct, None if weights is None else np.bincount(inverse, weights=weights), counts
 
 
 def _top(rows: np.ndarray, scores: np.ndarray, top_k: int, table: ChunkTable) -> list[int]:

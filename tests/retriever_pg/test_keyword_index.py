@@ -100,3 +100,16 @@ def test_hit_count_scope_leaves_out_other_collections():
     table, postings = index(chunks)
     assert [h.chunk_id for h in hit_count(table, postings, ["x", "y"], 5, ["a"])] == ["c1", "c3"]
     assert hit_count(table, postings, ["x"], 5, ["nowhere"]) == []
+
+
+def test_sums_by_row_agree_whether_counted_densely_or_by_sorting():
+    from services.retriever_pg.keyword_index import _sum_by_row
+
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 50, size=40).astype(np.int32)
+    weights = rng.random(40)
+    dense = _sum_by_row(rows, weights, 50)        # 50 <= 16 x 40: an array of every row
+    by_sorting = _sum_by_row(rows, weights, 10**6)  # a large table: the postings sorted
+    assert dense[0].tolist() == by_sorting[0].tolist() == sorted(set(rows.tolist()))
+    assert dense[1] == pytest.approx(by_sorting[1]) and dense[2].tolist() == by_sorting[2].tolist()
+    assert _sum_by_row(rows, None, 50)[1] is None
