@@ -63,6 +63,25 @@ async def patient_gateway(mesh, **overrides) -> AsyncIterator[str]:
             await service.on_stop()
 
 
+async def sentence_vectors_embedded(timeout: float = PATIENT_SECONDS) -> None:
+    """Waits until the gateway's background worker has embedded every
+    queued sentence unit (graphmesh_sentence_backfill_pending is 0), so
+    the gate measures the steady state of the default
+    ``ingest.sentence_vectors_mode`` and not the race between the worker
+    and the first questions, which embed what is still pending themselves
+    (e5onnx int8 vectors differ slightly with the batch they are embedded
+    in)."""
+    import asyncio
+    import time
+
+    from prometheus_client import REGISTRY
+
+    end = time.monotonic() + timeout
+    while REGISTRY.get_sample_value("graphmesh_sentence_backfill_pending") not in (None, 0.0):
+        assert time.monotonic() < end, "the background sentence vectors did not finish in time"
+        await asyncio.sleep(0.1)
+
+
 def require_shared_data() -> None:
     """Returns when ../shared/data is present; otherwise fails the test with
     the reason when CI=true, else skips it."""
