@@ -149,8 +149,9 @@ class IngestSettings(BaseModel):
         sentence_vectors_mode: when they are embedded: "background" (the
             default) queues them for a worker of the gateway that embeds
             them once no ingest has run for ``sentence_vectors_idle_seconds``,
-            so an Ingest call returns, and a corpus is searchable, after the
-            chunks' embedding alone
+            and only while no search runs, 32 at a time, so an Ingest call
+            returns, and a corpus is searchable, after the chunks'
+            embedding alone
             (services/gateway/library/sentence_backfill.py); "inline" embeds
             them before the Ingest call returns (stage sentence_vectors).
         sentence_vectors_idle_seconds: seconds without an ingest before the

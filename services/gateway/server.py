@@ -44,7 +44,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     packs = CollectionPacks(retrievers)
     search = SearchFlow(settings, expander, retrievers, reranker, fuser, packs)
     generator = Generator(settings, llm)
-    documents = DocumentIngest(settings, expander, retrievers, packs)
+    documents = DocumentIngest(settings, expander, retrievers, packs, searches_in_flight=lambda: search.in_flight)
     entity_ingest = EntityIngest(settings, expander, retrievers)
     files = FileIngest(documents, settings.ingest.max_file_bytes)
     return UseCases(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import Counter
@@ -94,16 +94,19 @@ class DocumentIngest:
         expander: embeds the chunks (passage side).
         retrievers: every retriever; each stores every document.
         packs: the collections' domain packs (default: asked of ``retrievers``).
+        searches_in_flight: searches running in the gateway; the background
+            sentence worker waits while there are any.
     """
 
     def __init__(self, settings: GatewaySettings, expander: Expander, retrievers: Sequence[Retriever],
-                 packs: CollectionPacks | None = None) -> None:
+                 packs: CollectionPacks | None = None, searches_in_flight: Callable[[], int] = lambda: 0) -> None:
         self.settings = settings
         self.expander = expander
         self.retrievers = list(retrievers)
         self.packs = packs or CollectionPacks(self.retrievers)
         self.backfill = SentenceBackfill(expander, settings.ingest.embed_batch,
-                                         idle_seconds=settings.ingest.sentence_vectors_idle_seconds)
+                                         idle_seconds=settings.ingest.sentence_vectors_idle_seconds,
+                                         searches_in_flight=searches_in_flight)
 
     async def shut_down(self) -> None:
         """Stops the background sentence worker (what it has not embedded is

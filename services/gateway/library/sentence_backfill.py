@@ -2,7 +2,9 @@
 the gateway that embeds stored chunks' sentence units (the units of
 ``sentence.maxsim``) passage-side once no ingest has run for a while, and
 drops the vectors; the expander's embedding cache keeps them, so a
-question's MaxSim stage finds them there.
+question's MaxSim stage finds them there. Questions come first: a call
+starts only while no search runs, and calls are small (BACKGROUND_BATCH
+units), so a question waits for at most one of them.
 
 Why not inline: embedding the sentences costs about as much as embedding
 the chunks (the sentences are the chunks' text again), so an Ingest call
@@ -38,6 +40,11 @@ BACKFILL_SENTENCES = Counter("graphmesh_sentence_backfill_sentences_total",
 
 #: Seconds one background Embed call may take.
 CALL_SECONDS = 120.0
+#: Most units per background Embed call: about 50 ms of the expander's CPU
+#: for law sentences, the longest a question waits behind the worker.
+BACKGROUND_BATCH = 32
+#: Seconds between looks while searches run.
+_SEARCH_POLL_SECONDS = 0.02
 
 
 class SentenceBackfill:
@@ -46,20 +53,24 @@ class SentenceBackfill:
 
     Args:
         expander: embeds the units (``Embed``, passage side).
-        batch: units per Embed call (``IngestSettings.embed_batch``).
+        batch: most units per Embed call (at most BACKGROUND_BATCH are sent).
         idle_seconds: how long no ingest must have run before a call is made.
         max_pending: most units queued; more are dropped (and counted).
         retry_seconds: wait after a failed call before it is tried again.
         tries: calls a batch gets before it is dropped.
+        searches_in_flight: the number of searches running in the gateway
+            (SearchFlow.in_flight); no call starts while it is above 0.
         clock: monotonic seconds (tests pass their own).
     """
 
     def __init__(self, expander: Expander, batch: int, idle_seconds: float = 2.0, max_pending: int = 1_000_000,
-                 retry_seconds: float = 5.0, tries: int = 5, clock: Callable[[], float] = time.monotonic) -> None:
+                 retry_seconds: float = 5.0, tries: int = 5, searches_in_flight: Callable[[], int] = lambda: 0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if batch < 1 or idle_seconds < 0 or max_pending < 1 or retry_seconds < 0 or tries < 1:
             raise ValueError("batch, max_pending and tries must be >= 1; idle_seconds and retry_seconds >= 0")
         self.expander = expander
-        self.batch = batch
+        self.batch = min(batch, BACKGROUND_BATCH)
+        self.searches_in_flight = searches_in_flight
         self.idle_seconds = idle_seconds
         self.max_pending = max_pending
         self.retry_seconds = retry_seconds
@@ -116,7 +127,10 @@ class SentenceBackfill:
         """Seconds to wait before the worker may call (0: now)."""
         if self._busy:
             return self.idle_seconds or 0.05
-        return max(0.0, self._last_busy + self.idle_seconds - self._clock())
+        wait = max(0.0, self._last_busy + self.idle_seconds - self._clock())
+        if wait == 0 and self.searches_in_flight() > 0:
+            return _SEARCH_POLL_SECONDS
+        return wait
 
     async def _run(self) -> None:
         failures = 0

@@ -55,6 +55,11 @@ class SearchFlow:
         self.packs = packs or CollectionPacks(self.retrievers)
         self._in_flight = 0  # searches running in this gateway (SearchFlow.search)
 
+    @property
+    def in_flight(self) -> int:
+        """Searches running now in this gateway."""
+        return self._in_flight
+
     def _retriever(self, name: str) -> Retriever | None:
         return next((r for r in self.retrievers if r.name == name), None)
 

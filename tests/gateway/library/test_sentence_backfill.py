@@ -88,3 +88,21 @@ async def test_close_stops_the_worker_and_leaves_the_rest():
     await asyncio.sleep(0.05)  # the call hangs
     await backfill.close()
     assert backfill.pending == 1 and backfill.embedded == 0
+
+
+async def test_questions_come_first_no_call_starts_while_a_search_runs():
+    expander, searching = FakeExpander(), [1]
+    backfill = SentenceBackfill(expander, batch=8, idle_seconds=0, searches_in_flight=lambda: searching[0])
+    try:
+        backfill.add(["甲"])
+        await asyncio.sleep(0.15)
+        assert calls(expander) == []
+        searching[0] = 0
+        assert await backfill.drained(5)
+        assert calls(expander) == [["甲"]]
+    finally:
+        await backfill.close()
+
+
+async def test_calls_are_small_whatever_the_ingest_batch():
+    assert SentenceBackfill(FakeExpander(), batch=256).batch == 32
