@@ -97,6 +97,20 @@ def _rest_answer(query: str) -> dict:
         return json.loads(reply.read())
 
 
+def _sentences_pending() -> int | None:
+    """Sentence units the local gateway still embeds in the background
+    (its graphmesh_sentence_backfill_pending), None when it cannot be read."""
+    from services.common.settings import DEFAULT_PORTS
+
+    port = int(os.environ.get("GRAPHMESH_GATEWAY_METRICS_PORT", DEFAULT_PORTS["gateway"] + stack.METRICS_OFFSET))
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            lines = reply.read().decode().splitlines()
+    except OSError:
+        return None
+    return next((int(float(line.split()[-1])) for line in lines if line.startswith("graphmesh_sentence_backfill_pending ")), 0)
+
+
 def run_demo(keep_up: bool = False) -> int:
     """Runs the steps above; returns the exit code (0 on success)."""
     started = time.perf_counter()
@@ -151,6 +165,12 @@ def run_demo(keep_up: bool = False) -> int:
         if code != 0:
             return code
 
+        pending = _sentences_pending()
+        if pending:
+            print(f"\n{pending} sentence units are still being embedded in the background (the sentence MaxSim "
+                  "channel's vectors); a question meanwhile embeds those it needs itself, so the latencies below "
+                  "are those of a stack still warming up (docs/benchmarks.md, \"Sentence vectors after the corpus "
+                  "is in\").", flush=True)
         _banner("5/5 scenario dev set (243 questions)")
         if DEV_SET.is_file():
             code = cmd_eval(Namespace(dataset=str(DEV_SET), json=True, limit=None, top_k=30, concurrency=4, timeout=60.0, ablate=False))

@@ -35,3 +35,31 @@ def test_every_example_names_laws_of_the_corpus():
         held = {json.loads(x)["law"] for x in f if x.strip()}
     assert examples and all(example["laws"] for example in examples)
     assert laws <= held, laws - held
+
+
+def test_the_sentences_still_pending_are_read_from_the_gateways_metrics(monkeypatch):
+    import http.server
+    import socket
+    import threading
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server name
+            body = b"# TYPE graphmesh_sentence_backfill_pending gauge\ngraphmesh_sentence_backfill_pending 1234.0\n"
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("GRAPHMESH_GATEWAY_METRICS_PORT", str(server.server_address[1]))
+        assert demo._sentences_pending() == 1234
+    finally:
+        server.shutdown()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("GRAPHMESH_GATEWAY_METRICS_PORT", str(s.getsockname()[1]))
+    assert demo._sentences_pending() is None
