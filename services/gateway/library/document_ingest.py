@@ -205,6 +205,13 @@ class DocumentIngest:
             outcome.chunks = sum(len(r.chunks) for r in todo if r.id not in outcome.failed)
             if self.settings.ingest.sentence_vectors:
                 await self._embed_sentences([r for r in todo if r.id not in outcome.failed], deadline, trace)
+        if outcome.unchanged and self.settings.ingest.sentence_vectors and self.settings.ingest.sentence_vectors_mode == "background":
+            # A worker stopped before it was done (a gateway restart, a demo
+            # that ended) left some unembedded: re-ingesting the unchanged
+            # documents queues them again, and the expander's cache answers
+            # those already embedded without running the model.
+            self.backfill.add(dict.fromkeys(s for i in outcome.unchanged for c in records[i].chunks
+                                            for s in sentence_units(c.text)))
         return outcome
 
     async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:

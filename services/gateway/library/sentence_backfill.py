@@ -13,7 +13,8 @@ twice the embedding work (docs/benchmarks.md, "Sentence vectors after the
 corpus is in"). A sentence not embedded yet is embedded, and cached, by the
 first question that ranks its chunk: the ranking is the same, only that
 question is slower. What is pending is held in memory only; a gateway that
-stops leaves it to the questions.
+stops leaves it to the questions, and to the next ingest of the same
+documents (DocumentIngest queues an unchanged document's sentences again).
 """
 from __future__ import annotations
 

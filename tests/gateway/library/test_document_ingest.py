@@ -108,3 +108,21 @@ async def test_by_default_the_sentences_are_embedded_in_the_background_after_the
         assert [r.kind for rpc, r in expander.calls if rpc == "embed"][1] == expander_pb2.EMBED_KIND_PASSAGE
     finally:
         await use.documents.shut_down()
+
+
+async def test_in_the_background_unchanged_documents_queue_their_sentences_again():
+    # A worker stopped before it was done left some sentences unembedded; the
+    # expander's cache answers the others without running the model.
+    expander = FakeExpander()
+    use = mesh(expander=expander, pg=Unchanged("retriever_pg"), graph=Unchanged("retriever_graph"),
+               ingest={"sentence_vectors_idle_seconds": 0.05})
+    try:
+        await use.documents.ingest(payload(), Deadline(10))
+        assert await use.documents.backfill.drained(5)
+        again, _ = await use.documents.ingest(payload(), Deadline(10))
+        assert (again.unchanged, again.stored) == (2, 0)
+        assert await use.documents.backfill.drained(5)
+        chunks, first, second = embeds(expander)
+        assert first == second and len(first) == 3
+    finally:
+        await use.documents.shut_down()
