@@ -73,6 +73,23 @@ def first_gold_rank(keys: list[str], gold: set[str], depth: int = 10) -> int | N
     return None
 
 
+def stop_processes(procs, timeout: float = 20.0) -> None:
+    """SIGTERM to each of ``procs`` (subprocess.Popen) still running, in the
+    order given, then waits ``timeout`` seconds for each; kills a straggler."""
+    import signal
+    import subprocess
+
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def stack_dsn(dsn: str = "") -> str:
     """``dsn`` when given, else the DSN of the local stack's embedded
     PostgreSQL (``graphmesh up``'s, under its state directory; started if it

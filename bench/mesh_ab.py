@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import json
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import LAW_DEV, REPO, SHARED_DATA, percentiles, save, stack_dsn  # noqa: E402
+from _common import LAW_DEV, REPO, SHARED_DATA, percentiles, save, stack_dsn, stop_processes  # noqa: E402
 
 import grpc  # noqa: E402
 import numpy as np  # noqa: E402
@@ -165,13 +164,7 @@ def main() -> None:
                 rate = asyncio.run(closed_loop(address, args.block, args.concurrency, questions))
                 blocks.append({"gateway": name, "turn": turn, "req_per_s": round(rate, 1)})
     finally:
-        for proc, _ in reversed(procs):
-            proc.send_signal(signal.SIGTERM)
-        for proc, _ in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(proc for proc, _ in reversed(procs))
     report = {
         "variant": args.variant,
         "questions": len(questions),

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import LAW_DEV, REPO, save, stack_dsn  # noqa: E402
+from _common import LAW_DEV, REPO, save, stack_dsn, stop_processes  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -129,14 +129,7 @@ def main() -> None:
         after = asyncio.run(load(args.after, args.concurrency, questions, "after"))
         end = counts()
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs.values())
     report = {
         "concurrency": args.concurrency,
         "both_replicas": {**summary(before), "seconds": args.before,
