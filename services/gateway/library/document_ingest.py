@@ -210,8 +210,8 @@ class DocumentIngest:
             # that ended) left some unembedded: re-ingesting the unchanged
             # documents queues them again, and the expander's cache answers
             # those already embedded without running the model.
-            self.backfill.add(dict.fromkeys(s for i in outcome.unchanged for c in records[i].chunks
-                                            for s in sentence_units(c.text)))
+            self.backfill.add(dict.fromkeys(s for i, record in records.items() if i in outcome.unchanged
+                                            for c in record.chunks for s in sentence_units(c.text)))
         return outcome
 
     async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
