@@ -15,7 +15,7 @@ import pytest_asyncio
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.evaluate import load_dataset, run_queries
-from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, check_floors, patient_gateway, score, sentence_vectors_embedded
+from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, check_floors, patient_gateway, score
 from tests.quality.floors import FLOORS
 
 pytestmark = [pytest.mark.quality, pytest.mark.asyncio(loop_scope="session")]
@@ -31,7 +31,6 @@ async def docs_gateway(mesh):
             reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(
                 gateway_pb2.IngestRequest(files=files, collection=COLLECTION), timeout=PATIENT_SECONDS)
         assert [f.status for f in reply.files] == [gateway_pb2.FILE_STATUS_STORED] * len(files), reply.files
-        await sentence_vectors_embedded()
         yield address
 
 

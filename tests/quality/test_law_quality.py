@@ -19,8 +19,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.evaluate import run_queries
 from services.gateway.config import GatewaySettings
 from tests.quality import samples
-from tests.quality.gate import (CHANNEL_OPTIONS, PATIENT_SECONDS, check_floors, patient_gateway, require_shared_data, score,
-                                sentence_vectors_embedded)
+from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, check_floors, patient_gateway, require_shared_data, score
 
 pytestmark = [pytest.mark.quality, pytest.mark.asyncio(loop_scope="session")]
 
@@ -61,7 +60,6 @@ async def law_gateway(law_data, mesh):
                 for t in reply.timings:
                     stages[t.stage] = stages.get(t.stage, 0.0) + t.duration_ms / 1000
         assert stored == len(corpus)
-        await sentence_vectors_embedded()
         print(f"\nlaw sub-corpus: {len(corpus)} articles of {len({a['law'] for a in corpus})} laws ingested in "
               f"{time.perf_counter() - started:.1f}s, {time.process_time() - cpu:.1f} CPU-s in this process ("
               + ", ".join(f"{k} {v:.1f}s" for k, v in stages.items()) + ")")
