@@ -167,10 +167,10 @@ def run_demo(keep_up: bool = False) -> int:
 
         pending = _sentences_pending()
         if pending:
-            print(f"\n{pending} sentence units are still being embedded in the background (the sentence MaxSim "
-                  "channel's vectors); a question meanwhile embeds those it needs itself, so the latencies below "
-                  "are those of a stack still warming up (docs/benchmarks.md, \"Sentence vectors after the corpus "
-                  "is in\").", flush=True)
+            print(f"\n{pending} sentence units (the sentence MaxSim channel's) are queued for the gateway's background "
+                  "worker; those already in the embedding cache cost it a lookup only. Until it is through, a question "
+                  "embeds the uncached ones it needs itself, so on a new corpus the latencies below are those of a "
+                  "stack still warming up (docs/benchmarks.md, \"Sentence vectors after the corpus is in\").", flush=True)
         _banner("5/5 scenario dev set (243 questions)")
         if DEV_SET.is_file():
             code = cmd_eval(Namespace(dataset=str(DEV_SET), json=True, limit=None, top_k=30, concurrency=4, timeout=60.0, ablate=False))
