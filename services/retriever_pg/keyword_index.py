@@ -74,7 +74,7 @@ class ChunkTable:
 @dataclass(frozen=True, slots=True)
 class Postings:
     """One term's postings: ``rows`` int32 [df] (ChunkTable rows, ascending)
-    and ``tf`` float64 [df], the term's count in each chunk."""
+    and ``tf`` int32 [df], the term's count in each chunk."""
 
     rows: np.ndarray
     tf: np.ndarray

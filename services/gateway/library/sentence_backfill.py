@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from prometheus_client import Counter, Gauge
 
 from graphmesh.expander.v1 import expander_pb2
-from services.common.errors import DownstreamError
 from services.gateway.downstream.interfaces import Expander
 
 log = logging.getLogger(__name__)
@@ -148,7 +147,7 @@ class SentenceBackfill:
             request = expander_pb2.EmbedRequest(texts=texts, kind=expander_pb2.EMBED_KIND_PASSAGE)
             try:
                 await self.expander.embed(request, CALL_SECONDS)
-            except (DownstreamError, Exception) as err:  # noqa: BLE001 - whatever the failure, the worker goes on
+            except Exception as err:  # noqa: BLE001 - whatever the failure (DownstreamError or other), the worker goes on
                 failures += 1
                 if failures < self.tries:
                     log.info("background sentence vectors: %s; trying again in %.0f s", err, self.retry_seconds)
