@@ -167,7 +167,9 @@ async def restore_backup(folder: Path, targets: Targets, *, pg_bin: str | None =
     without rows is replaced) and no Neo4j node. ``force`` replaces
     non-empty stores: pg_restore --clean drops every object the backup
     holds before recreating it (other tables stay), and every Neo4j node
-    and relationship is deleted (constraints and indexes stay).
+    and relationship is deleted (constraints and indexes stay). A backup
+    without the HNSW index (taken during a first load) gets it built, with
+    a warning.
 
     Raises:
         RestoreRefused: a store is not empty and not ``force``.
@@ -179,7 +181,7 @@ async def restore_backup(folder: Path, targets: Targets, *, pg_bin: str | None =
     from services.common.store_check import check_stores, expected_from_postgres
     from services.retriever_graph.kg_store import KnowledgeGraphStore
     from services.retriever_graph.store import GraphStore
-    from services.retriever_pg.store import LATEST_SCHEMA_VERSION
+    from services.retriever_pg.store import LATEST_SCHEMA_VERSION, build_missing_vector_index
 
     folder = Path(folder)
     manifest = read_backup(folder)
@@ -209,6 +211,9 @@ async def restore_backup(folder: Path, targets: Targets, *, pg_bin: str | None =
                 "empty Neo4j database, or pass --force to replace their contents: PostgreSQL objects of the backup "
                 "are dropped and recreated, every Neo4j node and relationship is deleted")
         await asyncio.to_thread(postgres.restore, targets.pg_dsn, folder / PG_FILE, tools, clean=bool(tables))
+        if await build_missing_vector_index(targets.pg_dsn):
+            report.warnings.append("the backup held no HNSW index (taken during a first load, or after a bulk "
+                                   "load died); it was built")
         if nodes:
             await graph.wipe(store.driver, store.database)
         await store.migrate()

@@ -296,7 +296,8 @@ async def open_backends(settings: RetrieverPgSettings) -> PgBackends:
                     connect_timeout=settings.store.connect_timeout,
                     max_inactive_connection_lifetime=settings.store.max_inactive_connection_lifetime,
                     index_build_mem_max_mb=settings.store.index_build_mem_max_mb,
-                    keyword_cache_mb=settings.store.keyword_cache_mb)
+                    keyword_cache_mb=settings.store.keyword_cache_mb,
+                    initial_load_quiet_s=settings.store.initial_load_quiet_s)
     await store.open()
     try:
         await store.migrate()

@@ -71,6 +71,13 @@ class PgStoreSettings(BaseModel):
             keyword channels rank a query without a grouped SQL scan
             (docs/retrieval.md, "Keyword postings in memory"); 0 ranks
             every keyword query in PostgreSQL.
+        initial_load_quiet_s: an ingest into a store of fewer than 2,000
+            chunks drops the HNSW index, which is built once no ingest has
+            come for this many seconds (or three times the longest pause
+            between the load's calls, at most 60 s): a first load costs
+            PostgreSQL a quarter of the CPU, and vector search is exact
+            meanwhile (docs/retrieval.md, "The first load"). 0 keeps the
+            index row by row.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -81,6 +88,7 @@ class PgStoreSettings(BaseModel):
     max_inactive_connection_lifetime: float = Field(60.0, gt=0.0)
     index_build_mem_max_mb: int = Field(4096, ge=64)
     keyword_cache_mb: int = Field(256, ge=0)
+    initial_load_quiet_s: float = Field(10.0, ge=0.0)
 
 
 class RetrieverPgSettings(ServiceSettings):

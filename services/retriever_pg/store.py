@@ -113,6 +113,17 @@ _BATCH_CHUNKS = 4000
 #: faster than incremental inserts) when a call brings at least this many
 #: chunks and at least as many as are already stored.
 _BULK_MIN_CHUNKS = 2000
+#: An ingest into a store holding fewer chunks than this starts an initial
+#: load: the HNSW index is dropped, and built once no ingest has come for
+#: the load's quiet time (pgvector's advice for a first load: insert the
+#: data, then index it). 26,000 vectors sent in statements of 256: 29.6 s
+#: with the index kept row by row, 4.5 s + a 4.2 s build without
+#: (bench/hnsw_first_load.py; docs/retrieval.md, "The first load").
+_INITIAL_LOAD_MAX_CHUNKS = _BULK_MIN_CHUNKS
+#: An initial load's quiet time is three times the longest pause between
+#: its calls (a slow embedder sends them further apart), at least the
+#: ``initial_load_quiet_s`` setting and at most this many seconds.
+_INITIAL_LOAD_QUIET_MAX_S = 60.0
 #: Bytes per row the in-memory HNSW graph of pgvector 0.8 (m = 16) needs
 #: beside the vector itself: the element header and its neighbour lists
 #: (bench/scale_million.py measured 2.0 KB a row on disk for 384-d).
@@ -473,6 +484,32 @@ def scoped_ef_search(ef_search: int, top_k: int, share: float) -> int:
     return int(min(max(ef_search, top_k, wanted), _MAX_EF_SEARCH))
 
 
+async def build_missing_vector_index(dsn: str) -> bool:
+    """Builds the HNSW index of a store that has none, with the dimension
+    its chunks were stored with: a backup taken during an initial load, or
+    after a bulk load died, holds no index (``graphmesh backup restore``).
+
+    Returns:
+        True when it was built; False when it was there or the database
+        holds no chunks table.
+
+    Raises:
+        OSError / asyncpg.PostgresError: the server cannot be reached or the
+            build failed.
+    """
+    conn = await asyncpg.connect(dsn)
+    try:
+        dim = await conn.fetchval(
+            "SELECT a.atttypmod FROM pg_attribute a WHERE a.attrelid = to_regclass('chunks') "
+            "AND a.attname = 'embedding' AND NOT a.attisdropped")
+    finally:
+        await conn.close()
+    if dim is None or dim < 1:
+        return False
+    async with PgStore(dsn, int(dim), pool_min=0, pool_max=1, initial_load_quiet_s=0) as store:
+        return await store.ensure_vector_index()
+
+
 def index_build_mem_mb(rows: int, dim: int, cap_mb: int) -> int:
     """maintenance_work_mem (MiB) for an HNSW build over ``rows`` vectors of
     ``dim`` float32 dimensions: the graph's size (vector plus
@@ -505,6 +542,10 @@ class PgStore:
         keyword_cache_mb: MiB of keyword postings kept in memory for the
             keyword channels (``keyword_cache``); 0 scores every keyword
             query in SQL.
+        initial_load_quiet_s: seconds without an ingest that end an initial
+            load (an ingest into a store of fewer than 2,000 chunks drops
+            the HNSW index; it is built when the load ends; vector search
+            is exact meanwhile); 0 keeps the index row by row always.
 
     Raises:
         ValueError: a parameter out of range.
@@ -529,6 +570,7 @@ class PgStore:
         max_inactive_connection_lifetime: float = 60.0,
         index_build_mem_max_mb: int = 4096,
         keyword_cache_mb: int = 256,
+        initial_load_quiet_s: float = 10.0,
     ) -> None:
         if not isinstance(embedding_dim, int) or not 1 <= embedding_dim <= _MAX_HNSW_DIM:
             raise ValueError(f"embedding_dim must be an int in 1..{_MAX_HNSW_DIM}, got {embedding_dim!r}")
@@ -557,7 +599,15 @@ class PgStore:
         self._pool: asyncpg.Pool | None = None
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
+        if initial_load_quiet_s < 0:
+            raise ValueError(f"initial_load_quiet_s must be >= 0, got {initial_load_quiet_s}")
+        self.initial_load_quiet_s = float(initial_load_quiet_s)
         self._bulk_depth = 0
+        self._bulk_lock = asyncio.Lock()
+        self._initial_load: asyncio.Task | None = None
+        self._ingests_in_flight = 0
+        self._last_ingest_at = 0.0
+        self._longest_pause = 0.0
         self._scope_sizes: OrderedDict[tuple, tuple[tuple[float, float], float]] = OrderedDict()
 
     # ------------------------------------------------------------ lifecycle
@@ -582,7 +632,12 @@ class PgStore:
 
     async def close(self) -> None:
         """Closes the pool, waiting for borrowed connections to be released.
-        No-op when not open."""
+        No-op when not open. An initial load still open is left without
+        its HNSW index: the next :meth:`migrate` builds it."""
+        load, self._initial_load = self._initial_load, None
+        if load is not None:
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -783,24 +838,87 @@ class PgStore:
         ingest_documents calls): drops the HNSW index on entry and rebuilds
         it on exit (also on error), which is several times faster than
         maintaining it row by row. Vector search stays correct meanwhile
-        (exact scan, slower). Nested uses only act at the outermost level.
-        ingest_documents enters it by itself for large calls.
+        (exact scan, slower). Nested uses, and uses inside an initial load,
+        only act at the outermost level. ingest_documents enters it by
+        itself for large calls.
 
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: drop or rebuild failed.
         """
+        await self._enter_bulk()
+        try:
+            yield self
+        finally:
+            await self._leave_bulk()
+
+    async def _enter_bulk(self) -> None:
+        async with self._bulk_lock:
+            await self._enter_bulk_locked()
+
+    async def _enter_bulk_locked(self) -> None:
         if self._bulk_depth == 0:
             async with self._conn(write=True) as conn:
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _MIGRATION_LOCK_KEY)
                     await conn.execute(f"DROP INDEX IF EXISTS {_HNSW_INDEX}")
         self._bulk_depth += 1
+
+    async def _leave_bulk(self) -> None:
+        self._bulk_depth -= 1
+        if self._bulk_depth == 0:
+            await self.ensure_vector_index()
+
+    @property
+    def initial_load_open(self) -> bool:
+        """Whether an initial load is under way (the HNSW index is dropped
+        until it ends; see ``initial_load_quiet_s``)."""
+        return self._initial_load is not None
+
+    def _ingest_started(self) -> None:
+        now = time.monotonic()
+        if self._initial_load is not None and self._ingests_in_flight == 0:
+            self._longest_pause = max(self._longest_pause, now - self._last_ingest_at)
+        self._ingests_in_flight += 1
+        self._last_ingest_at = now
+
+    def _ingest_finished(self) -> None:
+        self._ingests_in_flight -= 1
+        self._last_ingest_at = time.monotonic()
+
+    async def _open_initial_load_if_empty(self) -> None:
+        """Opens an initial load when the store holds fewer than
+        _INITIAL_LOAD_MAX_CHUNKS chunks and none, nor a bulk load, is open."""
+        if self._initial_load is not None or self._bulk_depth or not self.initial_load_quiet_s:
+            return
+        async with self._bulk_lock:
+            if self._initial_load is not None or self._bulk_depth:
+                return
+            stored = self._stats[0] if self._stats is not None else (await self.refresh_stats())[0]
+            if stored >= _INITIAL_LOAD_MAX_CHUNKS:
+                return
+            await self._enter_bulk_locked()
+            self._longest_pause = 0.0
+            self._initial_load = asyncio.create_task(self._end_initial_load_when_quiet())
+        _log.info("initial load: HNSW index dropped until no ingest has come for %.0f s", self.initial_load_quiet_s)
+
+    def _initial_load_quiet_s(self) -> float:
+        return min(max(self.initial_load_quiet_s, 3 * self._longest_pause),
+                   max(self.initial_load_quiet_s, _INITIAL_LOAD_QUIET_MAX_S))
+
+    async def _end_initial_load_when_quiet(self) -> None:
+        while True:
+            quiet = self._initial_load_quiet_s()
+            left = self._last_ingest_at + quiet - time.monotonic()
+            if self._ingests_in_flight == 0 and left <= 0:
+                break
+            await asyncio.sleep(max(left, 0.05) if self._ingests_in_flight == 0 else quiet)
         try:
-            yield self
+            await self._leave_bulk()
+        except (asyncpg.PostgresError, OSError) as exc:
+            # The next ingest, or the next migrate, builds it.
+            _log.warning("initial load: building the HNSW index failed (%s)", exc)
         finally:
-            self._bulk_depth -= 1
-            if self._bulk_depth == 0:
-                await self.ensure_vector_index()
+            self._initial_load = None
 
     # ------------------------------------------------------------ stats
 
@@ -1339,10 +1457,12 @@ class PgStore:
         stored. Chunk embeddings may be empty (stored as NULL). chunk_terms
         gets one row per distinct usable term with tf = its count and
         doc_len = len(chunk.terms). Corpus stats for BM25 are refreshed
-        afterwards. A call bringing >= 2000 chunks and at least as many as are
-        stored runs inside :meth:`bulk_load` (HNSW index rebuilt at the end);
-        any other call rebuilds the index when it is missing (a bulk load
-        whose rebuild failed).
+        afterwards. A call into a store of fewer than 2,000 chunks opens an
+        initial load (the HNSW index is built once no ingest has come for
+        ``initial_load_quiet_s``); a call bringing >= 2000 chunks and at
+        least as many as are stored runs inside :meth:`bulk_load` (HNSW
+        index rebuilt at the end); any other call rebuilds the index when it
+        is missing (a bulk load whose rebuild failed).
 
         Args:
             docs: documents to store; an id repeated in the list is a failure
@@ -1357,13 +1477,22 @@ class PgStore:
             asyncpg.InterfaceError: the connection was lost (documents of
                 earlier, committed batches stay stored).
         """
+        self._ingest_started()
+        try:
+            if docs:
+                await self._open_initial_load_if_empty()
+            return await self._ingest_documents(docs)
+        finally:
+            self._ingest_finished()
+
+    async def _ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
         incoming = sum(len(getattr(d, "chunks", None) or ()) for d in docs)
         if self._bulk_depth == 0 and incoming >= _BULK_MIN_CHUNKS:
             async with self._conn() as conn:
                 stored_chunks = int(await conn.fetchval("SELECT count(*) FROM chunks"))
             if incoming >= stored_chunks:
                 async with self.bulk_load():
-                    return await self.ingest_documents(docs)
+                    return await self._ingest_documents(docs)
         result = IngestResult()
         first_seen: dict[str, int] = {}
         batch: list[_Prepared] = []

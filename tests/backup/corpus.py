@@ -65,7 +65,9 @@ async def wipe_neo4j(uri: str) -> None:
 
 
 async def fill(dsn: str, uri: str) -> None:
-    """Migrates both stores and stores the corpus, entities and triples."""
+    """Migrates both stores and stores the corpus, entities and triples.
+    PostgreSQL is closed during its initial load, so the source holds no
+    HNSW index (as one backed up during a first load)."""
     user, password = neo4j_auth()
     pg = PgStore(dsn, DIM)
     graph = GraphStore(uri, user, password)

@@ -38,7 +38,7 @@ def records(lines):
 @pytest_asyncio.fixture(loop_scope="session")
 async def stores(pg_new_database, neo4j_uri):
     dsn = await pg_new_database()
-    pg = PgStore(dsn, DIM)
+    pg = PgStore(dsn, DIM, initial_load_quiet_s=0)  # the index is checked right after the ingest
     await pg.open()
     await pg.migrate()
     graph = GraphStore(neo4j_uri)

@@ -70,7 +70,9 @@ def make_doc(
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def store(pg_dsn: str):
-    s = PgStore(pg_dsn, DIM, pool_min=1, pool_max=2)
+    # The index's life row by row and in bulk loads; the initial load has
+    # its own tests (test_store_initial_load.py).
+    s = PgStore(pg_dsn, DIM, pool_min=1, pool_max=2, initial_load_quiet_s=0)
     await s.open()
     await s.migrate()
     async with s._conn() as conn:  # noqa: SLF001 - test isolation
