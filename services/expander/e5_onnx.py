@@ -64,8 +64,9 @@ class E5OnnxEmbedder:
             0.6 ms less wall time). It runs on its own session with its own
             lock, so a query never waits behind an ingest batch. Calls of
             several batches take the main session one batch at a time, the
-            one with the least work left first (``session_turns``), so a
-            question's sentences wait for one batch of an ingest, not all.
+            one with the least work left first, aged by the work served to
+            others (``session_turns``), so a question's sentences wait for
+            about one batch of an ingest, not all of it.
         int8: run the int8 dynamically quantised graph (name "e5onnx"),
             else float32 ("e5onnx-fp32").
         max_tokens: tokens per text, ``<s>``/``</s>`` included (at most the
@@ -138,9 +139,10 @@ class E5OnnxEmbedder:
         session, lock = (self._small_session, self._small_lock) if len(batches) == 1 else (self._session, self._lock)
         sizes = [(b.stop - b.start) * len(ids[order[b.stop - 1]]) for b in batches]  # padded tokens
         left = sum(sizes)
+        call = lock.call()
         for batch, size in zip(batches, sizes):
             rows = order[batch]
-            lock.acquire(left)
+            lock.acquire(call, left, size)
             try:
                 out[rows] = self._run(session, [ids[i] for i in rows])
             finally:

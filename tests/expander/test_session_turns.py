@@ -1,5 +1,6 @@
 """LeastWorkFirstLock (services/expander/session_turns.py): the session goes
-to the waiting call with the least work left, ties to the earliest."""
+to the waiting call with the least work left, less the work served to other
+calls since it began; ties to the earliest call."""
 from __future__ import annotations
 
 import threading
@@ -19,20 +20,20 @@ def _wait_until(condition, within_s: float = 5.0) -> None:
         time.sleep(0.001)
 
 
-def _queue_behind_holder(lock: LeastWorkFirstLock, works: list[float]) -> list[float]:
-    """Holds the lock while callers with ``works`` queue (in that order),
-    then releases; returns the works in the order the callers got it."""
-    order: list[float] = []
-    lock.acquire(0)
+def _granted_order(lock: LeastWorkFirstLock, holder, waiters: list[tuple[str, object, float]]) -> list[str]:
+    """With ``holder`` holding the lock, queues ``waiters`` (name, call,
+    work left; one batch of 1 each) in that order, releases, and returns the
+    names in the order they got the lock."""
+    order: list[str] = []
 
-    def caller(work: float) -> None:
-        lock.acquire(work)
-        order.append(work)
+    def waiter(name: str, call, left: float) -> None:
+        lock.acquire(call, left, 1)
+        order.append(name)
         lock.release()
 
     threads = []
-    for n, work in enumerate(works, 1):
-        t = threading.Thread(target=caller, args=(work,))
+    for n, (name, call, left) in enumerate(waiters, 1):
+        t = threading.Thread(target=waiter, args=(name, call, left))
         t.start()
         threads.append(t)
         _wait_until(lambda: lock.waiting() == n)
@@ -42,38 +43,43 @@ def _queue_behind_holder(lock: LeastWorkFirstLock, works: list[float]) -> list[f
     return order
 
 
-def test_the_waiter_with_the_least_work_goes_first():
-    assert _queue_behind_holder(LeastWorkFirstLock(), [100, 5, 50]) == [5, 50, 100]
-
-
-def test_equal_work_goes_in_arrival_order():
+def test_the_call_with_the_least_work_left_goes_first():
     lock = LeastWorkFirstLock()
-    order: list[str] = []
-    lock.acquire(0)
+    holder = lock.call()
+    big, small, middle = lock.call(), lock.call(), lock.call()
+    lock.acquire(holder, 1, 1)
+    assert _granted_order(lock, holder, [("big", big, 100), ("small", small, 5), ("middle", middle, 50)]) == [
+        "small", "middle", "big"]
 
-    def caller(name: str) -> None:
-        lock.acquire(7)
-        order.append(name)
+
+def test_equal_work_goes_to_the_earliest_call():
+    lock = LeastWorkFirstLock()
+    holder = lock.call()
+    calls = [lock.call() for _ in range(3)]
+    lock.acquire(holder, 1, 1)
+    assert _granted_order(lock, holder, [(n, c, 7) for n, c in zip("cab", reversed(calls))]) == ["b", "a", "c"]
+
+
+def test_a_long_call_goes_first_once_others_were_served_as_much_as_it_needs():
+    lock = LeastWorkFirstLock()
+    long_call = lock.call()
+    for _ in range(3):  # while the long call runs, others get 3 x 40 = 120 units of work
+        other = lock.call()
+        lock.acquire(other, 40, 40)
         lock.release()
-
-    threads = []
-    for n, name in enumerate("abc", 1):
-        t = threading.Thread(target=caller, args=(name,))
-        t.start()
-        threads.append(t)
-        _wait_until(lambda: lock.waiting() == n)
-    lock.release()
-    for t in threads:
-        t.join(5)
-    assert order == ["a", "b", "c"]
+    holder, fresh_small = lock.call(), lock.call()
+    lock.acquire(holder, 1, 1)
+    # long: 150 left - 121 served to others = 29; fresh: 35 - 1 = 34. Without aging 35 < 150.
+    assert _granted_order(lock, holder, [("fresh", fresh_small, 35), ("long", long_call, 150)]) == ["long", "fresh"]
 
 
 def test_an_uncontended_lock_is_taken_at_once_and_must_be_held_to_release():
     lock = LeastWorkFirstLock()
-    lock.acquire(1)
+    call = lock.call()
+    lock.acquire(call, 2, 1)
     lock.release()
-    lock.acquire(2)
+    lock.acquire(call, 1, 1)
     lock.release()
-    assert lock.waiting() == 0
+    assert lock.waiting() == 0 and call.own == 2
     with pytest.raises(RuntimeError, match="not held"):
         lock.release()
