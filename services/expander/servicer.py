@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import grpc
@@ -92,7 +93,10 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             raise InvalidArgument("texts", f"at most {self._settings.max_batch} texts per call")
         embedder = await self.embedder()
         query = request.kind == expander_pb2.EMBED_KIND_QUERY
-        vectors, hits = await asyncio.to_thread(embedder.embed_with_stats, list(request.texts), query=query)
+        remaining = context.time_remaining()
+        deadline = None if remaining is None else time.monotonic() + remaining
+        vectors, hits = await asyncio.to_thread(embedder.embed_with_stats, list(request.texts), query=query,
+                                                deadline=deadline)
         return expander_pb2.EmbedResponse(
             vectors=[expander_pb2.Vector(values=v.tolist()) for v in vectors],
             model=embedder.name,

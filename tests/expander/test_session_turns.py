@@ -1,6 +1,6 @@
-"""LeastWorkFirstLock (services/expander/session_turns.py): the session goes
-to the waiting call with the least work left, less the work served to other
-calls since it began; ties to the earliest call."""
+"""EarliestDeadlineLock (services/expander/session_turns.py): at each
+hand-over the session goes to the waiting call due first; calls without a
+deadline go last, and ties go to the earliest call."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.expander.session_turns import LeastWorkFirstLock
+from services.expander.session_turns import EarliestDeadlineLock
 
 pytestmark = pytest.mark.unit
 
@@ -20,20 +20,20 @@ def _wait_until(condition, within_s: float = 5.0) -> None:
         time.sleep(0.001)
 
 
-def _granted_order(lock: LeastWorkFirstLock, holder, waiters: list[tuple[str, object, float]]) -> list[str]:
-    """With ``holder`` holding the lock, queues ``waiters`` (name, call,
-    work left; one batch of 1 each) in that order, releases, and returns the
-    names in the order they got the lock."""
+def _granted_order(lock: EarliestDeadlineLock, waiters: list[tuple[str, object]]) -> list[str]:
+    """With the lock held, queues ``waiters`` (name, call) in that order,
+    releases, and returns the names in the order they got the session."""
     order: list[str] = []
+    lock.acquire(lock.call())
 
-    def waiter(name: str, call, left: float) -> None:
-        lock.acquire(call, left, 1)
+    def waiter(name: str, call) -> None:
+        lock.acquire(call)
         order.append(name)
         lock.release()
 
     threads = []
-    for n, (name, call, left) in enumerate(waiters, 1):
-        t = threading.Thread(target=waiter, args=(name, call, left))
+    for n, (name, call) in enumerate(waiters, 1):
+        t = threading.Thread(target=waiter, args=(name, call))
         t.start()
         threads.append(t)
         _wait_until(lambda: lock.waiting() == n)
@@ -43,43 +43,42 @@ def _granted_order(lock: LeastWorkFirstLock, holder, waiters: list[tuple[str, ob
     return order
 
 
-def test_the_call_with_the_least_work_left_goes_first():
-    lock = LeastWorkFirstLock()
-    holder = lock.call()
-    big, small, middle = lock.call(), lock.call(), lock.call()
-    lock.acquire(holder, 1, 1)
-    assert _granted_order(lock, holder, [("big", big, 100), ("small", small, 5), ("middle", middle, 50)]) == [
-        "small", "middle", "big"]
+def test_the_call_due_first_goes_first():
+    lock = EarliestDeadlineLock()
+    ingest, question, worker = lock.call(600), lock.call(10), lock.call(120)
+    assert _granted_order(lock, [("ingest", ingest), ("question", question), ("worker", worker)]) == [
+        "question", "worker", "ingest"]
 
 
-def test_equal_work_goes_to_the_earliest_call():
-    lock = LeastWorkFirstLock()
-    holder = lock.call()
-    calls = [lock.call() for _ in range(3)]
-    lock.acquire(holder, 1, 1)
-    assert _granted_order(lock, holder, [(n, c, 7) for n, c in zip("cab", reversed(calls))]) == ["b", "a", "c"]
+def test_equal_deadlines_and_no_deadline_go_in_call_order_after_the_others():
+    lock = EarliestDeadlineLock()
+    first, second, none_first, none_second = lock.call(5), lock.call(5), lock.call(), lock.call(None)
+    assert _granted_order(lock, [("none_second", none_second), ("second", second), ("none_first", none_first),
+                                 ("first", first)]) == ["first", "second", "none_first", "none_second"]
 
 
-def test_a_long_call_goes_first_once_others_were_served_as_much_as_it_needs():
-    lock = LeastWorkFirstLock()
-    long_call = lock.call()
-    for _ in range(3):  # while the long call runs, others get 3 x 40 = 120 units of work
-        other = lock.call()
-        lock.acquire(other, 40, 40)
-        lock.release()
-    holder, fresh_small = lock.call(), lock.call()
-    lock.acquire(holder, 1, 1)
-    # long: 150 left - 121 served to others = 29; fresh: 35 - 1 = 34. Without aging 35 < 150.
-    assert _granted_order(lock, holder, [("fresh", fresh_small, 35), ("long", long_call, 150)]) == ["long", "fresh"]
+def test_a_question_waits_for_one_batch_of_an_ingest_not_all_of_it():
+    lock = EarliestDeadlineLock()
+    ingest, question = lock.call(600), lock.call(10)
+    events: list[str] = []
+    lock.acquire(ingest)  # the ingest's first batch runs
+    asked = threading.Thread(target=lambda: (lock.acquire(question), events.append("question"), lock.release()))
+    asked.start()
+    _wait_until(lambda: lock.waiting() == 1)
+    events.append("ingest batch 1")
+    lock.release()
+    lock.acquire(ingest)  # at once: the waiting question is due first and goes before it
+    events.append("ingest batch 2")
+    lock.release()
+    asked.join(5)
+    assert events == ["ingest batch 1", "question", "ingest batch 2"]
 
 
 def test_an_uncontended_lock_is_taken_at_once_and_must_be_held_to_release():
-    lock = LeastWorkFirstLock()
-    call = lock.call()
-    lock.acquire(call, 2, 1)
+    lock = EarliestDeadlineLock()
+    call = lock.call(1.0)
+    lock.acquire(call)
     lock.release()
-    lock.acquire(call, 1, 1)
-    lock.release()
-    assert lock.waiting() == 0 and call.own == 2
+    assert lock.waiting() == 0
     with pytest.raises(RuntimeError, match="not held"):
         lock.release()
