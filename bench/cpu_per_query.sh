@@ -10,25 +10,11 @@ cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 PY=${PY:-.venv/bin/python}
-MS_PER_TICK=$(( 1000 / $(getconf CLK_TCK) ))
-# The processes are listed at each snapshot: a PostgreSQL backend the pool
-# opens during the run counts from zero (it did not exist before).
-snap() {
-  for p in $(pgrep -f "services\.(expander|gateway|retriever_pg|retriever_graph|fuser|reranker|judge)|postgres|neo4j"); do
-    if [ -r /proc/$p/stat ]; then
-      name=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -o "services\.[a-z_]*\|postgres\|neo4j" | head -1 || true)
-      awk -v p=$p -v n="$name" '{print p, n, $14+$15+$16+$17}' /proc/$p/stat
-    fi
-  done
-}
-snap > "$TMP/before"
+source bench/_proc_cpu.sh
+cpu_snapshot > "$TMP/before"
 PYTHONPATH=.:gen/python "$PY" bench/throughput.py --cold --concurrency 8 --seconds 45 --dataset ../shared/data/law-zh/queries-scenario-dev.jsonl ../shared/data/law-zh/queries-consult-dev.jsonl > "$TMP/run.json" 2>&1
-snap > "$TMP/after"
+cpu_snapshot > "$TMP/after"
 ok=$(grep '"ok"' "$TMP/run.json" | grep -o '[0-9]*')
 rps=$(grep '"requests_per_s"' "$TMP/run.json" | grep -o '[0-9.]*')
 echo "${1:-run}: ok $ok req/s $rps"
-awk -v ok="$ok" -v ms="$MS_PER_TICK" '
-  NR == FNR { before[$1] = $3; next }
-  { used[$2] += ($3 - ($1 in before ? before[$1] : 0)) * ms }
-  END { t = 0; for (k in used) { printf "  %-26s %6.1f ms/query\n", k, used[k] / ok; t += used[k] }
-        printf "  %-26s %6.1f ms/query\n", "all", t / ok }' "$TMP/before" "$TMP/after"
+cpu_report "$TMP/before" "$TMP/after" "$ok" ms/query

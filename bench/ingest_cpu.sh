@@ -10,23 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-MS_PER_TICK=$(( 1000 / $(getconf CLK_TCK) ))
-snap() {
-  for p in $(pgrep -f "services\.(expander|gateway|retriever_pg|retriever_graph|fuser|reranker|judge)|postgres|neo4j"); do
-    if [ -r /proc/$p/stat ]; then
-      name=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -o "services\.[a-z_]*\|postgres\|neo4j" | head -1 || true)
-      awk -v p=$p -v n="$name" '{print p, n, $14+$15+$16+$17}' /proc/$p/stat
-    fi
-  done
-}
-snap > "$TMP/before"
+source bench/_proc_cpu.sh
+cpu_snapshot > "$TMP/before"
 started=$(date +%s.%N)
 "${GRAPHMESH:-.venv/bin/graphmesh}" ingest documents "$@" | tail -1
 ended=$(date +%s.%N)
-snap > "$TMP/after"
+cpu_snapshot > "$TMP/after"
 echo "wall $(echo "$ended - $started" | bc) s"
-awk -v ms="$MS_PER_TICK" '
-  NR == FNR { before[$1] = $3; next }
-  { used[$2] += ($3 - ($1 in before ? before[$1] : 0)) * ms }
-  END { t = 0; for (k in used) { if (used[k] > 0) printf "  %-26s %8.1f s\n", k, used[k] / 1000; t += used[k] }
-        printf "  %-26s %8.1f s\n", "all", t / 1000 }' "$TMP/before" "$TMP/after"
+cpu_report "$TMP/before" "$TMP/after" 1000 s

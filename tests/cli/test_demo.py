@@ -1,7 +1,7 @@
 """The demo's corpus split: the laws the example questions ask about are
-loaded first, everything else after, nothing lost or reordered; and every
+loaded first, everything else after, nothing lost or reordered; every
 example names laws the corpus holds, so the first answers have their
-articles."""
+articles; the background ingest records when it ended."""
 from __future__ import annotations
 
 import gzip
@@ -63,3 +63,23 @@ def test_the_sentences_still_pending_are_read_from_the_gateways_metrics(monkeypa
         s.bind(("127.0.0.1", 0))
         monkeypatch.setenv("GRAPHMESH_GATEWAY_METRICS_PORT", str(s.getsockname()[1]))
     assert demo._sentences_pending() is None
+
+
+def test_the_background_ingest_records_when_it_ended_also_on_failure(monkeypatch, tmp_path):
+    import time
+
+    monkeypatch.setattr(demo, "_ingest", lambda path, progress: ({"stored": 3}, None))
+    before = time.perf_counter()
+    loader = demo.BackgroundIngest(tmp_path / "rest.jsonl")
+    loader.start()
+    loader.join(5)
+    assert loader.totals == {"stored": 3} and loader.error is None and loader.finished >= before
+
+    def fail(path, progress):
+        raise ConnectionError("gateway gone")
+
+    monkeypatch.setattr(demo, "_ingest", fail)
+    loader = demo.BackgroundIngest(tmp_path / "rest.jsonl")
+    loader.start()
+    loader.join(5)
+    assert isinstance(loader.error, ConnectionError) and loader.finished >= before
