@@ -484,6 +484,15 @@ def scoped_ef_search(ef_search: int, top_k: int, share: float) -> int:
     return int(min(max(ef_search, top_k, wanted), _MAX_EF_SEARCH))
 
 
+async def _embedding_typmod(conn: asyncpg.Connection) -> int | None:
+    """The dimension chunks.embedding was created with (None: no such column)."""
+    return await conn.fetchval(
+        "SELECT a.atttypmod FROM pg_attribute a "
+        "WHERE a.attrelid = to_regclass('chunks') AND a.attname = 'embedding' "
+        "AND NOT a.attisdropped"
+    )
+
+
 async def build_missing_vector_index(dsn: str) -> bool:
     """Builds the HNSW index of a store that has none, with the dimension
     its chunks were stored with: a backup taken during an initial load, or
@@ -499,9 +508,7 @@ async def build_missing_vector_index(dsn: str) -> bool:
     """
     conn = await asyncpg.connect(dsn)
     try:
-        dim = await conn.fetchval(
-            "SELECT a.atttypmod FROM pg_attribute a WHERE a.attrelid = to_regclass('chunks') "
-            "AND a.attname = 'embedding' AND NOT a.attisdropped")
+        dim = await _embedding_typmod(conn)
     finally:
         await conn.close()
     if dim is None or dim < 1:
@@ -725,15 +732,9 @@ class PgStore:
 
     # ------------------------------------------------------------ migrations
 
-    async def _embedding_typmod(self, conn: asyncpg.Connection) -> int | None:
-        return await conn.fetchval(
-            "SELECT a.atttypmod FROM pg_attribute a "
-            "WHERE a.attrelid = to_regclass('chunks') AND a.attname = 'embedding' "
-            "AND NOT a.attisdropped"
-        )
 
     async def _check_dimension(self, conn: asyncpg.Connection) -> None:
-        typmod = await self._embedding_typmod(conn)
+        typmod = await _embedding_typmod(conn)
         if typmod is not None and typmod != self.embedding_dim:
             raise ValueError(
                 f"chunks.embedding in this database has dimension {typmod}, but the store "
@@ -906,12 +907,16 @@ class PgStore:
                    max(self.initial_load_quiet_s, _INITIAL_LOAD_QUIET_MAX_S))
 
     async def _end_initial_load_when_quiet(self) -> None:
-        while True:
-            quiet = self._initial_load_quiet_s()
-            left = self._last_ingest_at + quiet - time.monotonic()
-            if self._ingests_in_flight == 0 and left <= 0:
-                break
-            await asyncio.sleep(max(left, 0.05) if self._ingests_in_flight == 0 else quiet)
+        try:
+            while True:
+                quiet = self._initial_load_quiet_s()
+                left = self._last_ingest_at + quiet - time.monotonic()
+                if self._ingests_in_flight == 0 and left <= 0:
+                    break
+                await asyncio.sleep(max(left, 0.05) if self._ingests_in_flight == 0 else quiet)
+        except asyncio.CancelledError:
+            self._bulk_depth -= 1  # closed mid-load: the next migrate builds the index
+            raise
         try:
             await self._leave_bulk()
         except (asyncpg.PostgresError, OSError) as exc:

@@ -112,6 +112,15 @@ async def test_a_store_closed_during_a_load_gets_its_index_at_the_next_migrate(p
         assert first.initial_load_open
     finally:
         await first.close()
+    await first.open()  # the same store, opened again
+    try:
+        assert await first.migrate() == [] and await _index_oid(first) is not None
+        assert not first.initial_load_open
+        assert (await first.ingest_documents(DOCS)).unchanged == 3
+        assert first.initial_load_open  # still a small store: a load again, and it ends
+        await _wait_for_index(first)
+    finally:
+        await first.close()
     second = await _fresh_store(pg_dsn, quiet_s=0)
     try:
         assert await _index_oid(second) is not None
