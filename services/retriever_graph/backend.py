@@ -27,7 +27,7 @@ from services.retriever_graph.doc_channels import DocChannels
 from services.retriever_graph.entity_retrieval import retrieve_entities
 from services.retriever_graph import kg_edit
 from services.retriever_graph.kg_store import KnowledgeGraphStore
-from services.retriever_graph.store import GraphStore
+from services.retriever_graph.store import ChunkIndexBuilding, GraphStore
 from services.common.store_deadline import QueryBudget
 
 
@@ -58,8 +58,12 @@ class GraphBackend(StoreLifecycle):
             if not channels:
                 return []
             started = time.perf_counter()
-            found = await source.retrieve(request.query, request.keywords, request.top_k, channels,
-                                          request.collections, request.filters)
+            try:
+                found = await source.retrieve(request.query, request.keywords, request.top_k, channels,
+                                              request.collections, request.filters)
+            except ChunkIndexBuilding as building:
+                timings.append(timing(stage, started, types_pb2.STAGE_STATUS_DEGRADED, str(building)))
+                return []
             timings.append(timing(stage, started))
             return found
 
@@ -173,9 +177,12 @@ class GraphBackends:
         full text, neighbours, the lookups) and the entity channels (top_k
         1): the first full-text query of a fresh Neo4j takes seconds (index
         readers, query planning), paid here before health says SERVING.
-        Errors of the store propagate (the caller retries:
-        ``services.common.server.Readiness``)."""
-        await self.documents.retrieve(RetrievalQuery(query="预热", keywords=["预热"], embedding=[], top_k=1))
+        The chunks' full-text channels are warmed only when their index is
+        online: the warm-up never asks for it to be built (``GraphStore.
+        ensure_chunk_index``). Errors of the store propagate (the caller
+        retries: ``services.common.server.Readiness``)."""
+        off = frozenset() if await self.documents.store.chunk_index_online() else frozenset(_STORE_CHANNELS)
+        await self.documents.retrieve(RetrievalQuery(query="预热", keywords=["预热"], embedding=[], top_k=1, disabled=off))
         await self.entities.retrieve_entities(EntityQuery(query="预热", top_k=1))
 
 

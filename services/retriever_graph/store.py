@@ -23,7 +23,11 @@ text is indexed as overlapping character bigrams, so a word inside a sentence
 matches without any word segmentation at index time. Each keyword is searched
 as a quoted phrase (its bigrams adjacent and in order), so ``劳动者`` does not
 match a text that only contains ``劳动``. A single Chinese character never
-matches (the index holds no unigrams for runs of Chinese text).
+matches (the index holds no unigrams for runs of Chinese text). The chunks'
+index serves only graph.heading, graph.fulltext and graph.neighbour (off by
+default), so it is built on their first search, not at ``migrate``: kept up
+to date through a corpus load it cost Neo4j about a sixth of its CPU
+(docs/benchmarks.md, "The chunks' full-text index on first use").
 
 Collections: every Document and Heading carries ``collection``; a
 Heading's id is prefixed with its collection and "\x1f" unless the
@@ -41,8 +45,10 @@ All Cypher takes user data as parameters; query strings are constants
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 import re
 from dataclasses import dataclass
 from collections.abc import Callable, Collection
@@ -120,6 +126,18 @@ _FULLTEXT_INDEXES = {
         f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"
     ),
 }
+
+#: Seconds a search waits for the chunk index it has just asked for before it
+#: answers without the index's channels (``ChunkIndexBuilding``); a small
+#: store's index is online well within it.
+CHUNK_INDEX_WAIT_S = 2.0
+_INDEX_STATE = "SHOW INDEXES YIELD name, state, populationPercent WHERE name = $name RETURN state, populationPercent"
+
+
+class ChunkIndexBuilding(Exception):
+    """The chunk full-text index, asked for by this store's first search
+    that needs it, is still being populated; the message says how far."""
+
 
 # Characters with a meaning in Lucene's classic query syntax.
 LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
@@ -440,6 +458,8 @@ class GraphStore:
         }
         self._driver: AsyncDriver | None = None
         self._laws: set[str] | None = None  # law keys stored, for bare law names in references
+        self._chunk_index_online = False
+        self._chunk_index_lock = asyncio.Lock()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -522,9 +542,11 @@ class GraphStore:
     # -- schema --------------------------------------------------------------
 
     async def migrate(self) -> None:
-        """Creates the uniqueness constraints and the ``cjk`` full-text
-        indexes, and waits until they are online. Idempotent; a full-text
-        index found with another analyzer is dropped and recreated."""
+        """Creates the uniqueness constraints and the heading names' ``cjk``
+        full-text index, and waits until they are online. The chunks' index
+        is left to the first search that needs it (``ensure_chunk_index``).
+        Idempotent; a full-text index found with another analyzer is dropped
+        and recreated (the chunks' on its next search)."""
         for statement in (*_CONSTRAINTS, *doc_graph.SCHEMA):
             await self._query(statement, write=True)
         await self._query(_RECORD_LEGACY_COLLECTIONS, {"pack": _LEGACY_COLLECTION_PACK}, write=True)
@@ -541,10 +563,55 @@ class GraphStore:
                 if analyzer != FULLTEXT_ANALYZER:
                     log.warning("recreating full-text index %s (analyzer %s)", name, analyzer)
                     await self._query(f"DROP INDEX {name}", write=True)
+                    options = None
+            if name == CHUNK_INDEX:
+                self._chunk_index_online = False
+                if options is None:
+                    continue
             await self._query(statement, write=True)
         # write=True: maintenance, not bounded by the read ceiling.
         await self._query("CALL db.awaitIndexes(300)", write=True)
         await self._upgrade_collections()
+
+    async def ensure_chunk_index(self, wait_s: float = CHUNK_INDEX_WAIT_S) -> None:
+        """Makes sure the chunks' full-text index exists and is online:
+        creates it when missing (Neo4j populates it in the background) and
+        waits up to ``wait_s`` seconds for it.
+
+        Raises:
+            ChunkIndexBuilding: still populating after ``wait_s``.
+            RuntimeError: Neo4j reports the index FAILED.
+        """
+        if self._chunk_index_online:
+            return
+        async with self._chunk_index_lock:
+            if self._chunk_index_online:
+                return
+            await self._query(_FULLTEXT_INDEXES[CHUNK_INDEX], write=True)
+            give_up = time.monotonic() + wait_s
+            while True:
+                state, percent = await self._chunk_index_state()
+                if state == "ONLINE":
+                    self._chunk_index_online = True
+                    return
+                if state == "FAILED":
+                    raise RuntimeError(f"Neo4j could not build the full-text index {CHUNK_INDEX}")
+                if time.monotonic() >= give_up:
+                    raise ChunkIndexBuilding(f"building the chunks' full-text index ({percent:.0f}%)")
+                await asyncio.sleep(0.05)
+
+    async def chunk_index_online(self) -> bool:
+        """Whether the chunks' full-text index exists and is online (without
+        creating it)."""
+        if not self._chunk_index_online:
+            self._chunk_index_online = (await self._chunk_index_state())[0] == "ONLINE"
+        return self._chunk_index_online
+
+    async def _chunk_index_state(self) -> tuple[str, float]:
+        """(state, population percent) of the chunks' index; ("MISSING", 0.0)
+        when it does not exist."""
+        rows = await self._query(_INDEX_STATE, {"name": CHUNK_INDEX})
+        return (rows[0]["state"], float(rows[0]["populationPercent"])) if rows else ("MISSING", 0.0)
 
     async def _upgrade_collections(self) -> int:
         """Puts nodes stored before collections into "default": Documents
@@ -654,6 +721,11 @@ class GraphStore:
         without both nothing is searched. Returns at most ``2 * top_k``
         hits, best first; ``[]`` when ``keywords`` has no usable keyword or
         ``top_k`` < 1.
+
+        Raises:
+            ChunkIndexBuilding: the chunks' full-text index, built on the
+                store's first such search, is not online yet
+                (``ensure_chunk_index``).
         """
         clean = _clean_keywords(keywords)
         lucene = keyword_query(clean)
@@ -663,6 +735,7 @@ class GraphStore:
         use_heading, use_fulltext = CHANNEL_HEADING in channels, CHANNEL_FULLTEXT in channels
         if not (use_heading or use_fulltext):
             return []
+        await self.ensure_chunk_index()
 
         headings = await self._matching_headings(query, clean, lucene, list(collections)) if use_heading else {}
         if use_heading and not headings and not use_fulltext:

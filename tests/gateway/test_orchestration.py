@@ -72,6 +72,27 @@ async def test_retriever_that_times_out_is_degraded_and_the_other_answers():
     assert stages(reply)["retrieve.pg"].status == OK
 
 
+class BuildingIndexRetriever(FakeRetriever):
+    """retriever_graph answering with its lookups' candidates and its
+    full-text stage DEGRADED: the chunk index is still being built."""
+
+    async def retrieve(self, request, timeout):
+        reply = await super().retrieve(request, timeout)
+        reply.timings.add(stage="graph.retrieve", status=DEGRADED, detail="building the chunks' full-text index (40%)")
+        reply.timings.add(stage="graph.lookup", status=OK)
+        return reply
+
+
+async def test_a_channel_the_retriever_could_not_run_is_shown_with_why():
+    graph = BuildingIndexRetriever("retriever_graph", [candidate("17", "第十七条", "graph.article", 3.0, vector_score=0.92)])
+    reply = (await mesh(graph=graph).search.search("工资", 5, None, Deadline(5))).response
+    assert [c.document_id for c in reply.results] == ["5689", "17"]
+    s = stages(reply)
+    assert s["retrieve.graph"].status == OK and not reply.degraded
+    assert (s["graph.retrieve"].status, s["graph.retrieve"].detail) == (DEGRADED, "building the chunks' full-text index (40%)")
+    assert "graph.lookup" not in s  # the retriever's own OK stages stay its own
+
+
 async def test_retriever_invalid_argument_reaches_the_caller_unchanged():
     use = mesh(pg=FakeRetriever("retriever_pg", fail=grpc.StatusCode.INVALID_ARGUMENT))
     with pytest.raises(DownstreamError) as err:

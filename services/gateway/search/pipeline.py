@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import grpc
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
 from graphmesh.reranker.v1 import reranker_pb2
 from graphmesh.retriever.v1 import retriever_pb2
@@ -234,7 +235,12 @@ class SearchFlow:
         async def one(retriever: Retriever, part: retriever_pb2.RetrieveRequest, stage: str):
             reply = await guarded(trace, stage, retriever.name, lambda t: retriever.retrieve(part, t), None, deadline,
                                   self.settings.deadlines.retrieve, failures=failures)
-            return None if reply is None else list(reply.candidates)
+            if reply is None:
+                return None
+            # A channel the retriever could not run (an index still being
+            # built) is shown to the caller under the retriever's own stage name.
+            trace.timings.extend(t for t in reply.timings if t.status == types_pb2.STAGE_STATUS_DEGRADED)
+            return list(reply.candidates)
 
         async def vector_candidates():
             if embedding is None:
