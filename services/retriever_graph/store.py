@@ -61,7 +61,7 @@ from neo4j import (
     NotificationDisabledClassification,
     RoutingControl,
 )
-from neo4j.exceptions import DriverError
+from neo4j.exceptions import ClientError, DriverError
 
 from services.common import names
 from services.common.store_deadline import QueryBudget, StoreTimeout
@@ -742,7 +742,7 @@ class GraphStore:
             return []
         scope_params: dict[str, Any] = {}
         scope = scope_cypher(list(collections), list(conditions), scope_params)
-        records = await self._query(
+        records = await self._search_chunks(
             _CHUNK_SEARCH.replace("SCOPE", scope),
             {
                 "index": CHUNK_INDEX,
@@ -776,6 +776,24 @@ class GraphStore:
                     _row(record).hit(CHANNEL_NEIGHBOUR, 0.5 * score_of[source], f"neighbour-of:{source}"),
                 )
         return sorted(best.values(), key=_order)[:limit]
+
+    async def _search_chunks(self, query: str, params: dict[str, Any]) -> list:
+        """Runs ``query`` over the chunks' full-text index. An index dropped
+        since this store saw it online (an operator's DROP INDEX) is built
+        again (``ensure_chunk_index``) and the query run once more.
+
+        Raises:
+            ChunkIndexBuilding: the index built again is not online yet.
+        """
+        try:
+            return await self._query(query, params)
+        except ClientError as error:
+            if f"no such fulltext schema index: {CHUNK_INDEX}" not in (error.message or ""):
+                raise
+        log.warning("full-text index %s is gone; building it again", CHUNK_INDEX)
+        self._chunk_index_online = False
+        await self.ensure_chunk_index()
+        return await self._query(query, params)
 
     async def _matching_headings(self, query: str, keywords: list[str], lucene: str,
                                  collections: list[str]) -> dict[str, "_Heading"]:

@@ -554,3 +554,13 @@ def test_escape_lucene() -> None:
     assert escape_lucene('a:b AND (c') == r"a\:b AND \(c"
     assert escape_lucene('+-&|!(){}[]^"~*?:\\/') == r'\+\-\&\|\!\(\)\{\}\[\]\^\"\~\*\?\:\\\/'
     assert escape_lucene("劳动合同") == "劳动合同"
+
+
+async def test_a_chunk_index_dropped_behind_the_stores_back_is_built_again(loaded: GraphStore) -> None:
+    assert await loaded.retrieve("居住权", ["居住权"], 5)
+    await q(loaded, f"DROP INDEX {CHUNK_INDEX}")
+    # The store believed it online; its next search finds it gone, builds it and answers.
+    found = {h.document_id for h in await loaded.retrieve("居住权", ["居住权"], 10)}
+    assert {"13405", "13406", "13407"} <= found
+    assert await q(loaded, "SHOW INDEXES YIELD name, state WHERE name = $name RETURN state", name=CHUNK_INDEX) == [
+        {"state": "ONLINE"}]
