@@ -126,9 +126,6 @@ class E5OnnxEmbedder:
         capacity = self.max_tokens - tokenizer.count("", query=True)
         return Window(capacity, tokenizer.content_sizes, lambda text: self.fits(text, query=True))
 
-    #: ``embed`` takes a ``deadline`` (CachedEmbedder passes the caller's).
-    takes_deadline = True
-
     def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         """Returns float32 (len(texts), 384), rows unit-norm; ``query``
         selects the "query: " prefix, else "passage: ". ``deadline``

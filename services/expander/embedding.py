@@ -37,9 +37,12 @@ class Embedder(Protocol):
     name: str
     dimension: int
 
-    def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         """Returns an array of shape (len(texts), dimension), rows unit-norm.
-        ``query`` selects the query side of asymmetric models."""
+        ``query`` selects the query side of asymmetric models. ``deadline``
+        (``time.monotonic()`` seconds, None: none) is when the caller needs
+        the vectors; a model whose calls share one session orders them by it
+        (e5onnx: ``session_turns``), the others ignore it."""
         ...
 
 
@@ -62,7 +65,7 @@ class UseEmbedder:
         self._model = USE(threads=threads)
         self._lock = threading.Lock()
 
-    def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         with self._lock:
             return _unit_rows(self._model.encode(list(texts)))
 
@@ -80,7 +83,7 @@ class E5Embedder:
         self._model = E5(num_threads=threads)
         self._lock = threading.Lock()
 
-    def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         with self._lock:
             vectors = self._model.query(list(texts)) if query else self._model.passage(list(texts))
             return _unit_rows(np.asarray(vectors))
@@ -99,7 +102,7 @@ class SentenceTransformerEmbedder:
         self.name = f"st:{path.name}"
         self.dimension = int(self._model.get_sentence_embedding_dimension())
 
-    def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool, deadline: float | None = None) -> np.ndarray:
         return _unit_rows(self._model.encode(list(texts), normalize_embeddings=True))
 
 
@@ -204,16 +207,14 @@ class CachedEmbedder:
     def embed_with_stats(self, texts: list[str], *, query: bool,
                          deadline: float | None = None) -> tuple[np.ndarray, int]:
         """Returns (vectors of shape (n, dimension), number of cache hits).
-        ``deadline`` (``time.monotonic()`` seconds) goes to a model that
-        orders calls by it (e5onnx), and is ignored by the others."""
+        ``deadline``: as in ``Embedder.embed``."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         cached = self.cache.get_many(texts, query) if self.cache else {}
         for i, vector in cached.items():
             out[i] = vector
         missing = [i for i in range(len(texts)) if i not in cached]
         if missing:
-            due = {"deadline": deadline} if getattr(self.inner, "takes_deadline", False) else {}
-            fresh = self.inner.embed([texts[i] for i in missing], query=query, **due)
+            fresh = self.inner.embed([texts[i] for i in missing], query=query, deadline=deadline)
             out[missing] = fresh
             if self.cache:
                 self.cache.put_many([texts[i] for i in missing], fresh, query)

@@ -48,8 +48,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 import re
+import time
 from dataclasses import dataclass
 from collections.abc import Callable, Collection
 from typing import Any, Iterable

@@ -732,7 +732,6 @@ class PgStore:
 
     # ------------------------------------------------------------ migrations
 
-
     async def _check_dimension(self, conn: asyncpg.Connection) -> None:
         typmod = await _embedding_typmod(conn)
         if typmod is not None and typmod != self.embedding_dim:

@@ -103,7 +103,7 @@ def test_embedding_cache_hits_on_repeat_and_is_keyed_by_model(tmp_path, int8):
     class Other:
         name, dimension = "other-model", 384
 
-        def embed(self, texts, *, query):
+        def embed(self, texts, *, query, deadline=None):
             return np.ones((len(texts), 384), dtype=np.float32) / np.sqrt(384)
 
     other = CachedEmbedder(Other(), EmbeddingCache(path, Other.name))

@@ -99,7 +99,7 @@ class FakeEmbedder:
     def query_window(self):
         return char_window(300)
 
-    def embed(self, texts, *, query):
+    def embed(self, texts, *, query, deadline=None):
         self.seen.extend(texts)
         return np.tile(np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32), (len(texts), 1))
 
