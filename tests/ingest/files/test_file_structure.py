@@ -72,3 +72,77 @@ def test_html_code_tables_lose_their_gutter_cell_and_numbered_tables_keep_theirs
     assert "score = ( 0.35 * fuzzy_score )" in text.split("\n")  # the code row, its gutter cell gone
     assert "1 | 基础版\n2 | 专业版" in text
     assert "1 2 3 | 电梯停靠的楼层" in text  # no highlighter's gutter class: content
+
+
+NUMBERED_TEXT = """设计说明
+
+1. 任务定义
+系统回答统计指标问题。
+
+2. 混合召回
+2.1 模糊匹配
+模糊匹配取 30 个候选。
+处理顺序:
+1. 精确匹配
+2. 模糊匹配
+2.2 向量检索
+  1. 先归一化查询。
+  2. 再做点积。
+0.20 * fuzzy_score
+32 输出项 = 31 评分项 + overall
+
+3. 技术债务
+规则权重仍依赖人工调参。
+"""
+
+
+def test_numbered_section_lines_of_a_text_file_become_its_outline():
+    parsed = parse_file("design.txt", "", NUMBERED_TEXT.encode())
+    paths = {tuple(s.heading_path): "\n".join(b.text for b in s.blocks) for s in parsed.sections}
+    assert list(paths) == [(), ("1. 任务定义",), ("2. 混合召回", "2.1 模糊匹配"), ("2. 混合召回", "2.2 向量检索"),
+                           ("3. 技术债务",)]
+    # a list restarting at 1, an indented list, numbers in prose and code stay text of their section
+    assert "1. 精确匹配\n2. 模糊匹配" in paths[("2. 混合召回", "2.1 模糊匹配")]
+    assert "1. 先归一化查询。" in paths[("2. 混合召回", "2.2 向量检索")]
+    assert "0.20 * fuzzy_score\n32 输出项" in paths[("2. 混合召回", "2.2 向量检索")]
+    doc = document_from_file(gateway_pb2.IngestFile(name="design.txt", content=NUMBERED_TEXT.encode()), "default",
+                             ChunkingConfig())
+    chunk = next(c for c in doc.record.chunks if "30 个候选" in c.text)
+    assert chunk.heading_path == ["design", "2. 混合召回", "2.1 模糊匹配"]
+    assert "向量检索" not in chunk.text  # no chunk spans two sections
+
+
+@pytest.mark.parametrize("text", [
+    "1. 打开设置\n2. 选择账户\n3. 点击保存\n",               # a list of steps: siblings on consecutive lines
+    "说明\n\n1. 概述\n这是唯一的编号行。\n",                   # one numbered line is no outline
+    "2. 背景\n正文。\n\n3. 方法\n正文。\n",                     # an outline that does not start at 1
+    "1. 第一步：打开设置。\n正文\n2. 第二步：保存。\n正文\n",    # lines ending like sentences
+])
+def test_numbered_lines_that_are_no_outline_stay_text(text):
+    parsed = parse_file("steps.txt", "", text.encode())
+    assert all(not s.heading_path for s in parsed.sections), [s.heading_path for s in parsed.sections]
+
+
+OFFICIAL_NOTICE = """关于加强数据管理的通知
+
+一、总体要求
+各单位应当建立数据台账。
+（一）适用范围
+本通知适用于全部门。
+（二）职责分工
+信息中心负责统筹。
+二、具体措施
+1. 数据分级
+按敏感程度分为三级。
+2. 访问控制
+核心数据须经审批方可访问。
+三、附则
+本通知自发布之日起施行。
+"""
+
+
+def test_chinese_official_numbering_nests_in_the_order_the_file_uses_it():
+    parsed = parse_file("通知.txt", "", OFFICIAL_NOTICE.encode())
+    paths = [tuple(s.heading_path) for s in parsed.sections]
+    assert paths == [(), ("一、总体要求",), ("一、总体要求", "（一）适用范围"), ("一、总体要求", "（二）职责分工"),
+                     ("二、具体措施", "1. 数据分级"), ("二、具体措施", "2. 访问控制"), ("三、附则",)]
