@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 
 #: Shortest run of bare line numbers (1, 2, ...) read as a code listing's gutter.
 GUTTER_MIN_LINES = 2
+#: Vertical strokes of box-drawing diagrams, which split a line into cells.
+_BOX_VERTICALS = "│┃║"
+#: Characters that draw a box, an arrow or a gap: a cell of only these holds no text.
+_BOX_FRAME = frozenset("─━═┌┐└┘├┤┬┴┼╭╮╯╰╔╗╚╝╠╣╦╩╬▼▲►◄→←↓↑ \t")
 
 
 class FileParseError(ValueError):
@@ -90,7 +94,7 @@ class SectionBuilder:
     def add(self, text: str, page: int | None = None) -> None:
         """Adds a block of ``text`` (blank text is dropped, line-number
         gutters removed: ``without_line_number_gutters``) to the open section."""
-        text = without_line_number_gutters(text).strip()
+        text = side_by_side_boxes_as_columns(without_line_number_gutters(text)).strip()
         if not text:
             return
         if not self.sections:
@@ -100,6 +104,55 @@ class SectionBuilder:
     def build(self) -> list[Section]:
         """The sections that hold text."""
         return [s for s in self.sections if s.blocks]
+
+
+def _cells(line: str) -> list[str]:
+    for vertical in _BOX_VERTICALS[1:]:
+        line = line.replace(vertical, _BOX_VERTICALS[0])
+    return line.split(_BOX_VERTICALS[0])
+
+
+def _has_text(cell: str) -> bool:
+    return any(ch not in _BOX_FRAME for ch in cell)
+
+
+def side_by_side_boxes_as_columns(text: str) -> str:
+    """``text`` with the boxes of a box-drawing diagram that stand side by
+    side read one box after another instead of line by line across them.
+
+    Consecutive lines cut by the same number (at least 3) of vertical
+    strokes (│ ┃ ║) are one row of boxes; its cells are columns. When two
+    columns holding text are separated by a column that is blank on every
+    line (the gap between two boxes), each text column's lines are written
+    out in turn, top to bottom, left column first, without the strokes.
+    Otherwise (a table drawn with │, every cell next to the next) the lines
+    stay as they are. Read line by line, the boxes' words interleave
+    ("阶段2: 粗检索 │ │ 阶段3: Graphiti精炼"), so no box's text is whole for
+    the embedder, the keyword index or a quote of the extractive answer."""
+    if not any(v in text for v in _BOX_VERTICALS):
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        cells = _cells(lines[i])
+        j = i + 1
+        while len(cells) >= 4 and j < len(lines) and len(_cells(lines[j])) == len(cells):
+            j += 1
+        if len(cells) < 4 or j - i < 2:
+            out.append(lines[i])
+            i += 1
+            continue
+        rows = [_cells(line) for line in lines[i:j]]
+        texts = [k for k in range(len(cells)) if any(_has_text(row[k]) for row in rows)]
+        gapped = len(texts) >= 2 and all(
+            any(not any(row[g].strip() for row in rows) for g in range(a + 1, b)) for a, b in zip(texts, texts[1:]))
+        if gapped:
+            out.extend(row[k].strip() for k in texts for row in rows if _has_text(row[k]))
+        else:
+            out.extend(lines[i:j])
+        i = j
+    return "\n".join(out)
 
 
 def without_line_number_gutters(text: str) -> str:

@@ -146,3 +146,28 @@ def test_chinese_official_numbering_nests_in_the_order_the_file_uses_it():
     paths = [tuple(s.heading_path) for s in parsed.sections]
     assert paths == [(), ("一、总体要求",), ("一、总体要求", "（一）适用范围"), ("一、总体要求", "（二）职责分工"),
                      ("二、具体措施", "1. 数据分级"), ("二、具体措施", "2. 访问控制"), ("三、附则",)]
+
+
+BOXES_SIDE_BY_SIDE = """流程图
+┌──────────────┐  ┌──────────────┐
+│ 阶段2: 粗检索 │  │ 阶段3: 精炼   │
+│ CHUNKS (25)  │  │ 展开(1-hop)  │
+└──────────────┘  └──────────────┘
+"""
+BOX_TABLE = """┌──────┬──────┐
+│ 套餐 │ 价格 │
+│ 基础 │ 30元 │
+└──────┴──────┘
+"""
+
+
+def test_boxes_drawn_side_by_side_are_read_one_box_after_another():
+    parsed = parse_file("flow.txt", "", BOXES_SIDE_BY_SIDE.encode())
+    text = parsed.text()
+    assert "阶段2: 粗检索\nCHUNKS (25)\n阶段3: 精炼\n展开(1-hop)" in text
+    assert "粗检索 │" not in text
+
+
+def test_a_table_drawn_with_box_strokes_keeps_its_rows():
+    text = parse_file("fees.txt", "", BOX_TABLE.encode()).text()
+    assert "│ 套餐 │ 价格 │\n│ 基础 │ 30元 │" in text
