@@ -6,6 +6,7 @@ raising ``FileParseError`` with a reason a person can act on.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 #: Shortest run of bare line numbers (1, 2, ...) read as a code listing's gutter.
@@ -14,6 +15,8 @@ GUTTER_MIN_LINES = 2
 _BOX_VERTICALS = "│┃║"
 #: Characters that draw a box, an arrow or a gap: a cell of only these holds no text.
 _BOX_FRAME = frozenset("─━═┌┐└┘├┤┬┴┼╭╮╯╰╔╗╚╝╠╣╦╩╬▼▲►◄→←↓↑ \t")
+#: Two boxes' top or bottom edges side by side, with space between (a table's edges join: ┬ ┴).
+_SEPARATE_EDGES = re.compile(r"[┐╮╗] +[┌╭╔]|[┘╯╝] +[└╰╚]")
 
 
 class FileParseError(ValueError):
@@ -102,7 +105,15 @@ class SectionBuilder:
         self.sections[-1].blocks.append(Block(text, page))
 
     def build(self) -> list[Section]:
-        """The sections that hold text."""
+        """The sections that hold text. A heading with no text and no
+        sub-heading under it (an empty last section, a heading straight
+        followed by the next one's sibling) holds its own title as text, so
+        that the title is not lost."""
+        for section, following in zip(self.sections, [*self.sections[1:], None]):
+            path = section.heading_path
+            if not section.blocks and path and (following is None or following.heading_path[:len(path)] != path
+                                                or len(following.heading_path) == len(path)):
+                section.blocks.append(Block(path[-1]))
         return [s for s in self.sections if s.blocks]
 
 
@@ -121,14 +132,16 @@ def side_by_side_boxes_as_columns(text: str) -> str:
     side read one box after another instead of line by line across them.
 
     Consecutive lines cut by the same number (at least 3) of vertical
-    strokes (│ ┃ ║) are one row of boxes; its cells are columns. When two
-    columns holding text are separated by a column that is blank on every
-    line (the gap between two boxes), each text column's lines are written
-    out in turn, top to bottom, left column first, without the strokes.
-    Otherwise (a table drawn with │, every cell next to the next) the lines
-    stay as they are. Read line by line, the boxes' words interleave
-    ("阶段2: 粗检索 │ │ 阶段3: Graphiti精炼"), so no box's text is whole for
-    the embedder, the keyword index or a quote of the extractive answer."""
+    strokes (│ ┃ ║) are one row of boxes; its cells are columns. They are
+    boxes side by side when the line above or below them draws two boxes'
+    edges with space between (┐  ┌ or ┘  └) and every two columns holding
+    text have a column without text (blank, or only an arrow) between them.
+    Then each text column's lines are written out in turn, top to bottom,
+    left column first, without the strokes. Otherwise (a table, whose edges
+    join with ┬ ┼ ┴; a sequence diagram's lifelines) the lines stay as they
+    are. Read line by line, the boxes' words interleave ("阶段2: 粗检索 │ │
+    阶段3: Graphiti精炼"), so no box's text is whole for the embedder, the
+    keyword index or a quote of the extractive answer."""
     if not any(v in text for v in _BOX_VERTICALS):
         return text
     lines = text.split("\n")
@@ -139,14 +152,14 @@ def side_by_side_boxes_as_columns(text: str) -> str:
         j = i + 1
         while len(cells) >= 4 and j < len(lines) and len(_cells(lines[j])) == len(cells):
             j += 1
-        if len(cells) < 4 or j - i < 2:
-            out.append(lines[i])
-            i += 1
+        edges = [lines[k] for k in (i - 1, j) if 0 <= k < len(lines)]
+        if len(cells) < 4 or j - i < 2 or not any(_SEPARATE_EDGES.search(edge) for edge in edges):
+            out.extend(lines[i:j])
+            i = j
             continue
         rows = [_cells(line) for line in lines[i:j]]
         texts = [k for k in range(len(cells)) if any(_has_text(row[k]) for row in rows)]
-        gapped = len(texts) >= 2 and all(
-            any(not any(row[g].strip() for row in rows) for g in range(a + 1, b)) for a, b in zip(texts, texts[1:]))
+        gapped = len(texts) >= 2 and all(b > a + 1 for a, b in zip(texts, texts[1:]))
         if gapped:
             out.extend(row[k].strip() for k in texts for row in rows if _has_text(row[k]))
         else:

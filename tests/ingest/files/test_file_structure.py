@@ -74,90 +74,29 @@ def test_html_code_tables_lose_their_gutter_cell_and_numbered_tables_keep_theirs
     assert "1 2 3 | 电梯停靠的楼层" in text  # no highlighter's gutter class: content
 
 
-NUMBERED_TEXT = """设计说明
-
-1. 任务定义
-系统回答统计指标问题。
-
-2. 混合召回
-2.1 模糊匹配
-模糊匹配取 30 个候选。
-处理顺序:
-1. 精确匹配
-2. 模糊匹配
-2.2 向量检索
-  1. 先归一化查询。
-  2. 再做点积。
-0.20 * fuzzy_score
-32 输出项 = 31 评分项 + overall
-
-3. 技术债务
-规则权重仍依赖人工调参。
-"""
-
-
-def test_numbered_section_lines_of_a_text_file_become_its_outline():
-    parsed = parse_file("design.txt", "", NUMBERED_TEXT.encode())
-    paths = {tuple(s.heading_path): "\n".join(b.text for b in s.blocks) for s in parsed.sections}
-    assert list(paths) == [(), ("1. 任务定义",), ("2. 混合召回", "2.1 模糊匹配"), ("2. 混合召回", "2.2 向量检索"),
-                           ("3. 技术债务",)]
-    # a list restarting at 1, an indented list, numbers in prose and code stay text of their section
-    assert "1. 精确匹配\n2. 模糊匹配" in paths[("2. 混合召回", "2.1 模糊匹配")]
-    assert "1. 先归一化查询。" in paths[("2. 混合召回", "2.2 向量检索")]
-    assert "0.20 * fuzzy_score\n32 输出项" in paths[("2. 混合召回", "2.2 向量检索")]
-    doc = document_from_file(gateway_pb2.IngestFile(name="design.txt", content=NUMBERED_TEXT.encode()), "default",
-                             ChunkingConfig())
-    chunk = next(c for c in doc.record.chunks if "30 个候选" in c.text)
-    assert chunk.heading_path == ["design", "2. 混合召回", "2.1 模糊匹配"]
-    assert "向量检索" not in chunk.text  # no chunk spans two sections
-
-
-@pytest.mark.parametrize("text", [
-    "1. 打开设置\n2. 选择账户\n3. 点击保存\n",               # a list of steps: siblings on consecutive lines
-    "说明\n\n1. 概述\n这是唯一的编号行。\n",                   # one numbered line is no outline
-    "2. 背景\n正文。\n\n3. 方法\n正文。\n",                     # an outline that does not start at 1
-    "1. 第一步：打开设置。\n正文\n2. 第二步：保存。\n正文\n",    # lines ending like sentences
-])
-def test_numbered_lines_that_are_no_outline_stay_text(text):
-    parsed = parse_file("steps.txt", "", text.encode())
-    assert all(not s.heading_path for s in parsed.sections), [s.heading_path for s in parsed.sections]
-
-
-OFFICIAL_NOTICE = """关于加强数据管理的通知
-
-一、总体要求
-各单位应当建立数据台账。
-（一）适用范围
-本通知适用于全部门。
-（二）职责分工
-信息中心负责统筹。
-二、具体措施
-1. 数据分级
-按敏感程度分为三级。
-2. 访问控制
-核心数据须经审批方可访问。
-三、附则
-本通知自发布之日起施行。
-"""
-
-
-def test_chinese_official_numbering_nests_in_the_order_the_file_uses_it():
-    parsed = parse_file("通知.txt", "", OFFICIAL_NOTICE.encode())
-    paths = [tuple(s.heading_path) for s in parsed.sections]
-    assert paths == [(), ("一、总体要求",), ("一、总体要求", "（一）适用范围"), ("一、总体要求", "（二）职责分工"),
-                     ("二、具体措施", "1. 数据分级"), ("二、具体措施", "2. 访问控制"), ("三、附则",)]
-
-
 BOXES_SIDE_BY_SIDE = """流程图
 ┌──────────────┐  ┌──────────────┐
 │ 阶段2: 粗检索 │  │ 阶段3: 精炼   │
 │ CHUNKS (25)  │  │ 展开(1-hop)  │
 └──────────────┘  └──────────────┘
 """
-BOX_TABLE = """┌──────┬──────┐
-│ 套餐 │ 价格 │
-│ 基础 │ 30元 │
-└──────┴──────┘
+BOX_TABLE = """┌──────┬──────┬──────┐
+│ 套餐 │ 备注 │ 价格 │
+├──────┼──────┼──────┤
+│ 基础 │      │ 30元 │
+│ 专业 │      │ 98元 │
+└──────┴──────┴──────┘
+"""
+SEQUENCE_DIAGRAM = """ 客户端       网关        缓存
+   │            │           │
+   │─ 1.请求 ──►│           │
+   │            │─ 2.查询 ─►│
+   │◄─ 3.响应 ──│           │
+"""
+BOXES_JOINED_BY_AN_ARROW = """┌──────────┐     ┌──────────┐
+│ 阶段1    │     │ 阶段2    │
+│ 解析文件 │ ──► │ 切分文本 │
+└──────────┘     └──────────┘
 """
 
 
@@ -168,6 +107,16 @@ def test_boxes_drawn_side_by_side_are_read_one_box_after_another():
     assert "粗检索 │" not in text
 
 
-def test_a_table_drawn_with_box_strokes_keeps_its_rows():
-    text = parse_file("fees.txt", "", BOX_TABLE.encode()).text()
-    assert "│ 套餐 │ 价格 │\n│ 基础 │ 30元 │" in text
+def test_boxes_joined_by_an_arrow_are_read_one_box_after_another():
+    text = parse_file("flow.txt", "", BOXES_JOINED_BY_AN_ARROW.encode()).text()
+    assert "阶段1\n解析文件\n阶段2\n切分文本" in text
+
+
+@pytest.mark.parametrize("drawing, kept", [
+    # a table's edges join (┬ ┼): an empty column is a cell, not the gap between two boxes
+    (BOX_TABLE, "│ 基础 │      │ 30元 │\n│ 专业 │      │ 98元 │"),
+    # lifelines are not boxes: the messages keep their order
+    (SEQUENCE_DIAGRAM, "│─ 1.请求 ──►│           │\n│            │─ 2.查询 ─►│\n│◄─ 3.响应 ──│"),
+])
+def test_tables_and_diagrams_that_are_not_boxes_side_by_side_keep_their_lines(drawing, kept):
+    assert kept in parse_file("drawing.txt", "", drawing.encode()).text()
