@@ -145,6 +145,23 @@ def pdf_with_small_subheadings() -> bytes:
     return out.getvalue()
 
 
+def pdf_in_one_font_size(lines: list[str]) -> bytes:
+    """A PDF whose every line, headings included, is set in one 12 pt font
+    (reportlab): one paragraph per line."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    body = ParagraphStyle("body", parent=getSampleStyleSheet()["BodyText"], fontName="STSong-Light", fontSize=12,
+                          leading=17, wordWrap="CJK")
+    out = io.BytesIO()
+    SimpleDocTemplate(out, pagesize=A4).build([Paragraph(line, body) for line in lines])
+    return out.getvalue()
+
+
 def markdown_with_html_blocks() -> str:
     """Markdown holding a raw <table> and a <div> block among its paragraphs."""
     return ("# 收费标准\n\n普通会员按月收费。\n\n"

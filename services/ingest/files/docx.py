@@ -1,8 +1,11 @@
 """Word files (.docx) through python-docx: paragraphs and tables in body
 order. A paragraph styled "Heading N" (or a localized "标题 N", or with an
-outline level) opens a heading at level N; "Title" gives the title; a table
-becomes one block of rows ("cell | cell", merged cells once). A file that
-is not a .docx package (corrupt or not a zip archive) fails with that reason.
+outline level) opens a heading at level N; in a file with no such paragraph,
+numbered paragraphs that run as an outline do ("一、总体要求" typed in body
+style, as Chinese official documents often are; ``outline.numbered_headings``).
+"Title" gives the title; a table becomes one block of rows ("cell | cell",
+merged cells once). A file that is not a .docx package (corrupt or not a zip
+archive) fails with that reason.
 """
 from __future__ import annotations
 
@@ -11,10 +14,13 @@ import re
 import zipfile
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+from services.ingest.files.outline import numbered_headings
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+#: Styled heading levels are 1..9; numbered ones sit below them.
+_FIRST_NUMBERED_LEVEL = 10
 
 
 def _heading_level(paragraph, style_name: str) -> int:
@@ -58,10 +64,10 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
         document = docx.Document(io.BytesIO(data))
     except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as err:
         raise FileParseError(f"not a valid .docx (corrupt or not a zip archive: {type(err).__name__})") from None
-    builder = SectionBuilder()
     title = (document.core_properties.title or "").strip()
     # Style names by id, read once (python-docx's Paragraph.style searches the styles part every time).
     style_names = {s.style_id: s.name or "" for s in document.styles if s.style_id}
+    blocks: list[tuple[int, str]] = []  # (styled heading level or 0, text), tables as one block of rows
     for element in document.element.body.iterchildren():
         if element.tag == f"{_W}p":
             paragraph = Paragraph(element, document)
@@ -69,14 +75,23 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
             if style.lower() == "title":
                 title = title or paragraph.text.strip()
                 continue
-            level = _heading_level(paragraph, style)
-            if level:
-                builder.heading(level, paragraph.text)
-            else:
-                builder.add(paragraph.text)
+            blocks.append((_heading_level(paragraph, style), paragraph.text))
         elif element.tag == f"{_W}tbl":
-            builder.add("\n".join(_table_rows(Table(element, document))))
+            blocks.append((0, "\n".join(_table_rows(Table(element, document)))))
+    numbered: dict[int, int] = {}
+    if not any(level for level, _ in blocks):
+        lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
+        numbered = numbered_headings(lines)
+        blocks = [(_FIRST_NUMBERED_LEVEL + numbered[i] if i in numbered else 0, text)
+                  for i, (_, text) in enumerate(blocks)]
+    builder = SectionBuilder()
+    for level, text in blocks:
+        if level:
+            builder.heading(level, text)
+        else:
+            builder.add(text)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     author = (document.core_properties.author or "").strip()
-    return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE,
+    first_heading = "" if numbered else builder.first_heading  # a numbered section ("一、总则") is no title
+    return ParsedFile(title or first_heading or stem, builder.build(), MEDIA_TYPE,
                       metadata={"author": author} if author else {})

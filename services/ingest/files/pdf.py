@@ -13,7 +13,9 @@ found by font size and table rows rebuilt from text positions.
   sub-headings only a little larger (SUBHEADING_RATIO, e.g. 13 pt over a
   12 pt body) when they also stand alone: short and not ending like a
   sentence or a clause. The largest size is level 1, the next level 2, and
-  so on.
+  so on. A file with no larger line (headings set in the body's size, as
+  official documents often are) takes its numbered lines that run as an
+  outline ("一、总体要求", "2.1 范围"; ``outline.numbered_headings``).
 - Every block keeps its 1-based page number.
 """
 from __future__ import annotations
@@ -24,12 +26,15 @@ from collections import Counter
 from dataclasses import dataclass
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+from services.ingest.files.outline import numbered_headings
 
 MEDIA_TYPE = "application/pdf"
 HEADING_RATIO = 1.2
 SUBHEADING_RATIO = 1.05
 MAX_HEADING_CHARS = 60
 GAP_EMS = 0.8
+#: Font-size heading levels count from 1; numbered ones (a file without them) sit below.
+_FIRST_NUMBERED_LEVEL = 10
 
 
 @dataclass(slots=True)
@@ -141,14 +146,16 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
 
     heading_sizes = sorted({round(ln.size, 1) for ln in lines if is_heading(ln)}, reverse=True)
     level = {size: i + 1 for i, size in enumerate(heading_sizes)}
+    numbered = {} if level else numbered_headings([line.text for line in lines])
     builder = SectionBuilder()
     paragraph: list[str] = []
     page_of = 0
-    for line in lines:
-        if round(line.size, 1) in level and is_heading(line):
+    for i, line in enumerate(lines):
+        if (round(line.size, 1) in level and is_heading(line)) or i in numbered:
             builder.add(_join(paragraph), page_of)
             paragraph = []
-            builder.heading(level[round(line.size, 1)], line.text)
+            builder.heading(level[round(line.size, 1)] if i not in numbered else _FIRST_NUMBERED_LEVEL + numbered[i],
+                            line.text)
             continue
         if paragraph and line.page != page_of:
             builder.add(_join(paragraph), page_of)
@@ -161,5 +168,6 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     if title.lower() in ("(anonymous)", "anonymous", "untitled"):  # writer defaults, not titles
         title = ""
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
-    return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
+    first_heading = "" if numbered else builder.first_heading  # a numbered section ("一、总则") is no title
+    return ParsedFile(title or first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
                       metadata={k: str(info[f"/{k.title()}"]) for k in ("author",) if info.get(f"/{k.title()}")})

@@ -142,3 +142,34 @@ def test_a_quantity_where_the_next_number_would_be_does_not_stop_the_outline():
     text = "1. 网络\n1.1 地址规划\n10.0.0.1 网关\n1.2 倍于基准带宽\n1.3 防火墙\n默认拒绝。\n"
     sections = _section_texts(text)
     assert ("1. 网络", "1.3 防火墙") in sections and "1.2 倍于基准带宽" in sections[("1. 网络", "1.1 地址规划")]
+
+
+def test_a_docx_typed_in_body_style_gets_its_numbered_outline():
+    import io
+
+    import docx
+
+    document = docx.Document()
+    for line in OFFICIAL_NOTICE.strip().split("\n"):
+        if line:
+            document.add_paragraph(line)
+    document.add_paragraph("1. 打开设置")  # a list at the end: siblings in a row
+    document.add_paragraph("2. 点击保存")
+    out = io.BytesIO()
+    document.save(out)
+    parsed = parse_file("通知.docx", "", out.getvalue())
+    assert parsed.title == "通知"  # the file's name: a numbered section is not its title
+    sections = {tuple(s.heading_path): [b.text for b in s.blocks] for s in parsed.sections}
+    assert ("一、总体要求", "（二）职责分工") in sections
+    assert sections[("二、具体措施", "2. 访问控制")] == ["核心数据须经审批方可访问。"]
+    assert sections[("三、附则",)] == ["本通知自发布之日起施行。", "1. 打开设置", "2. 点击保存"]
+
+
+def test_a_pdf_set_in_one_font_size_gets_its_numbered_outline():
+    from tests.file_makers import pdf_in_one_font_size
+
+    data = pdf_in_one_font_size([line for line in OFFICIAL_NOTICE.strip().split("\n") if line])
+    parsed = parse_file("通知.pdf", "", data)
+    paths = [tuple(s.heading_path) for s in parsed.sections]
+    assert parsed.title != "一、总体要求"  # a numbered section is not the document's title
+    assert ("一、总体要求", "（一）适用范围") in paths and ("二、具体措施", "2. 访问控制") in paths and ("三、附则",) in paths
