@@ -83,7 +83,7 @@ def test_prc_questions_that_name_abroad_stay_in_scope(query):
 
 
 def test_chunk_sizes_come_from_the_pack_unless_the_operator_sets_them():
-    """generic's recipe cuts 256-token chunks; an operator's
+    """generic's recipe cuts 384-token chunks; an operator's
     GRAPHMESH_GATEWAY_INGEST__CHUNK_TOKENS wins over every recipe."""
     from services.gateway.config import GatewaySettings
     from services.gateway.library.document_ingest import DocumentIngest
@@ -92,7 +92,7 @@ def test_chunk_sizes_come_from_the_pack_unless_the_operator_sets_them():
         return DocumentIngest(settings, None, [], None).chunking_for(pack)
 
     default = GatewaySettings(port=0)
-    assert (chunking(default, "generic").target_tokens, chunking(default, "generic").overlap_tokens) == (256, 32)
+    assert (chunking(default, "generic").target_tokens, chunking(default, "generic").overlap_tokens) == (384, 48)
     assert chunking(default, "law_zh").target_tokens == 512  # no recipe size: the gateway's
     operator = GatewaySettings(port=0, ingest={"chunk_tokens": 128, "chunk_overlap": 16})
     assert (chunking(operator, "generic").target_tokens, chunking(operator, "generic").overlap_tokens) == (128, 16)
