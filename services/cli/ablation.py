@@ -54,15 +54,19 @@ COLUMNS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "latency_ms
 
 
 def ablation_table(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
-                   rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None) -> str:
-    """Runs every ablation (``rows``, default ``ablations()``) and returns
-    the markdown table; each row is printed as it completes."""
+                   rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
+                   collections: tuple[str, ...] = (), filters: tuple = ()) -> str:
+    """Runs every ablation (``rows``, default ``ablations()``) over
+    ``collections`` (the gateway's default when empty) with the metadata
+    ``filters``, and returns the markdown table; each row is printed as it
+    completes."""
+    scope = {"collections": collections, "filters": filters}
     # One untimed pass over a few queries so caches are warm for every row.
-    asyncio.run(run_queries(address, dataset[:20], top_k, concurrency, timeout))
+    asyncio.run(run_queries(address, dataset[:20], top_k, concurrency, timeout, **scope))
     lines = ["| configuration | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
     for label, disabled, enabled in rows or ablations():
         result = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled_stages=disabled,
-                                         enabled_stages=enabled))
+                                         enabled_stages=enabled, **scope))
         summary = summarise(result)
         cells = [str(summary.get(c, "")) for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")

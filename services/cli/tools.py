@@ -48,15 +48,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if args.ablate:
-        from services.cli.ablation import ablation_table, ablations
-
-        wanted = [w for w in getattr(args, "ablate_rows", "").split(",") if w]
-        rows = [r for i, r in enumerate(ablations()) if i == 0 or not wanted or any(w in r[0] for w in wanted)]
-        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout, rows))
-        return 0
-    answers = getattr(args, "answers", False)
-    addresses = MeshAddresses()
     collections = tuple(getattr(args, "collection", None) or ())
     filter_text = getattr(args, "filter", None) or ""
     try:
@@ -66,6 +57,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.ablate:
+        from services.cli.ablation import ablation_table, ablations
+
+        wanted = [w for w in getattr(args, "ablate_rows", "").split(",") if w]
+        rows = [r for i, r in enumerate(ablations()) if i == 0 or not wanted or any(w in r[0] for w in wanted)]
+        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout, rows,
+                             collections=collections, filters=filters))
+        return 0
+    answers = getattr(args, "answers", False)
+    addresses = MeshAddresses()
     config = {
         "dataset": dataset_path.name, "top_k": args.top_k, "concurrency": args.concurrency, "timeout_s": args.timeout,
         "answers": answers, "entities": getattr(args, "entities", False), "limit": args.limit, "env": evaluate.recorded_env(),

@@ -163,3 +163,22 @@ def test_split_context_keeps_a_reference_list_in_its_block_given_the_result_labe
     # by numbers alone the reference opens [2] and swallows the real source [2]
     assert evaluate.split_context(context)[1] == ("Smith, 2020", "[2] 劳动合同法 第八十二条\n支付二倍工资。")
     assert [label for label, _ in evaluate.split_context("[1] A\n甲", {"X"})] == ["A"]  # no label known: numbers decide
+
+
+def test_ablation_rows_search_the_collections_and_filters_asked_for(monkeypatch):
+    from services.cli import ablation
+
+    calls = []
+
+    async def fake_run_queries(address, dataset, top_k, concurrency, timeout, **kwargs):
+        calls.append(kwargs)
+        return []
+
+    monkeypatch.setattr(ablation, "run_queries", fake_run_queries)
+    monkeypatch.setattr(ablation, "summarise", lambda rows: {})
+    rows = [("full pipeline", (), ()), ("- pg.boost", ("pg.boost",), ())]
+    ablation.ablation_table("127.0.0.1:1", [{"query": "q", "gold": [1]}], 10, 1, 1.0, rows,
+                            collections=("mine",), filters=("f",))
+    assert len(calls) == 3  # the warm-up pass and one per row
+    assert all(c["collections"] == ("mine",) and c["filters"] == ("f",) for c in calls)
+    assert calls[2]["disabled_stages"] == ("pg.boost",)
