@@ -10,6 +10,7 @@ stages and single-channel baselines."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from services.cli.evaluate import run_queries, summarise
 from services.common import names
@@ -53,22 +54,32 @@ def ablations() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
 COLUMNS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "latency_ms_p50", "latency_ms_p95"]
 
 
-def ablation_table(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
-                   rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
-                   collections: tuple[str, ...] = (), filters: tuple = ()) -> str:
+def ablation_rows(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
+                  rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
+                  collections: tuple[str, ...] = (), filters: tuple = ()) -> list[dict]:
     """Runs every ablation (``rows``, default ``ablations()``) over
     ``collections`` (the gateway's default when empty) with the metadata
-    ``filters``, and returns the markdown table; each row is printed as it
-    completes."""
+    ``filters``: [{"configuration", "disabled", "enabled", **summarise()
+    totals}], one per row; each row's table line goes to stderr as it
+    completes, so a long run shows progress."""
     scope = {"collections": collections, "filters": filters}
     # One untimed pass over a few queries so caches are warm for every row.
     asyncio.run(run_queries(address, dataset[:20], top_k, concurrency, timeout, **scope))
-    lines = ["| configuration | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    out = []
     for label, disabled, enabled in rows or ablations():
         result = asyncio.run(run_queries(address, dataset, top_k, concurrency, timeout, disabled_stages=disabled,
                                          enabled_stages=enabled, **scope))
-        summary = summarise(result)
-        cells = [str(summary.get(c, "")) for c in COLUMNS]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        print(lines[-1], flush=True)
-    return "\n".join(lines)
+        out.append({"configuration": label, "disabled": list(disabled), "enabled": list(enabled), **summarise(result)})
+        print(table_line(out[-1]), file=sys.stderr, flush=True)
+    return out
+
+
+def table_line(row: dict) -> str:
+    """One ablation row as a markdown table line (COLUMNS)."""
+    return f"| {row['configuration']} | " + " | ".join(str(row.get(c, "")) for c in COLUMNS) + " |"
+
+
+def ablation_table(rows: list[dict]) -> str:
+    """The markdown table of ``ablation_rows``' rows."""
+    head = ["| configuration | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    return "\n".join(head + [table_line(r) for r in rows])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import sys
 import time
@@ -58,12 +59,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.ablate:
-        from services.cli.ablation import ablation_table, ablations
+        from services.cli.ablation import ablation_rows, ablation_table, ablations
 
         wanted = [w for w in getattr(args, "ablate_rows", "").split(",") if w]
         rows = [r for i, r in enumerate(ablations()) if i == 0 or not wanted or any(w in r[0] for w in wanted)]
-        print(ablation_table(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout, rows,
-                             collections=collections, filters=filters))
+        results = ablation_rows(gateway_address(), dataset, args.top_k, args.concurrency, args.timeout, rows,
+                                collections=collections, filters=filters)
+        print(json.dumps(results, ensure_ascii=False) if args.json else ablation_table(results))
+        out = getattr(args, "out", None)
+        if out:
+            artifact = {"created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                        "git": evaluate.git_state(), "dataset": {"path": str(dataset_path), "n": len(dataset)},
+                        "config": {"top_k": args.top_k, "concurrency": args.concurrency, "collections": list(collections),
+                                   "filter": filter_text, "ablate": True},
+                        "rows": results}
+            print(f"ablation saved to {evaluate.save_artifact(artifact, Path(out))}", file=sys.stderr)
         return 0
     answers = getattr(args, "answers", False)
     addresses = MeshAddresses()

@@ -165,7 +165,7 @@ def test_split_context_keeps_a_reference_list_in_its_block_given_the_result_labe
     assert [label for label, _ in evaluate.split_context("[1] A\n甲", {"X"})] == ["A"]  # no label known: numbers decide
 
 
-def test_ablation_rows_search_the_collections_and_filters_asked_for(monkeypatch):
+def test_ablation_rows_search_the_collections_and_filters_asked_for(monkeypatch, capsys):
     from services.cli import ablation
 
     calls = []
@@ -175,10 +175,14 @@ def test_ablation_rows_search_the_collections_and_filters_asked_for(monkeypatch)
         return []
 
     monkeypatch.setattr(ablation, "run_queries", fake_run_queries)
-    monkeypatch.setattr(ablation, "summarise", lambda rows: {})
+    monkeypatch.setattr(ablation, "summarise", lambda rows: {"recall@1": 0.5})
     rows = [("full pipeline", (), ()), ("- pg.boost", ("pg.boost",), ())]
-    ablation.ablation_table("127.0.0.1:1", [{"query": "q", "gold": [1]}], 10, 1, 1.0, rows,
-                            collections=("mine",), filters=("f",))
+    results = ablation.ablation_rows("127.0.0.1:1", [{"query": "q", "gold": [1]}], 10, 1, 1.0, rows,
+                                     collections=("mine",), filters=("f",))
     assert len(calls) == 3  # the warm-up pass and one per row
     assert all(c["collections"] == ("mine",) and c["filters"] == ("f",) for c in calls)
     assert calls[2]["disabled_stages"] == ("pg.boost",)
+    assert [r["configuration"] for r in results] == ["full pipeline", "- pg.boost"] and results[1]["recall@1"] == 0.5
+    progress = capsys.readouterr()
+    assert progress.out == "" and progress.err.count("| - pg.boost |") == 1  # progress on stderr, the table once
+    assert ablation.ablation_table(results).count("| full pipeline | 0.5 |") == 1
