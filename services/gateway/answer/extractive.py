@@ -95,6 +95,14 @@ _ARROW_END = re.compile(r"[\u2190-\u21ff]\s*$|->\s*$")
 _ARROW_START = re.compile(r"^\s*(?:[\u2190-\u21ff]|->)")
 #: Longest run of continued lines offered as one piece (characters).
 CONTINUATION_MAX_CHARS = 160
+#: A lead-in and the list it introduces, quoted whole when the question asks for a list:
+#: at most this many characters and items (a longer list is quoted up to the last item that fits).
+LIST_MAX_CHARS = 240
+LIST_MAX_ITEMS = 8
+#: Bonus of a lead-in with its list when the question asks which things, which steps.
+LIST_BONUS = 0.15
+#: Question words asking for a list of things or steps.
+_LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
 #: A letter of any script (a line of only numbers is a code listing's line number).
 _LETTER = re.compile(r"[^\W\d_]")
 #: A comment line of code or configuration.
@@ -114,6 +122,25 @@ def _bigrams(text: str) -> set[str]:
     """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
     squeezed = _NON_WORD.sub("", text.lower())
     return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
+
+
+def asks_list(question: str) -> bool:
+    """Whether ``question`` asks for a list: which things, which steps."""
+    return any(cue in question for cue in _LIST_CUES)
+
+
+def _list_run(lines: list[str], index: int) -> Candidate | None:
+    """The lead-in at ``lines[index]`` with the list items right after it
+    (at least two, at most LIST_MAX_ITEMS and LIST_MAX_CHARS), or None."""
+    if not _is_lead_in(lines[index]) or _COMMENT.match(lines[index].strip()):
+        return None
+    last = index
+    while last + 1 < len(lines) and last - index < LIST_MAX_ITEMS and _LIST_ITEM.match(lines[last + 1]) \
+            and len(" ".join(lines[index:last + 2])) <= LIST_MAX_CHARS:
+        last += 1
+    if last - index < 2:
+        return None
+    return Candidate(" ".join(lines[index:last + 1]), False, index, last, lines[index], list_run=True)
 
 
 def asks_amount(question: str) -> bool:
@@ -175,6 +202,9 @@ class Candidate:
             part of a list item, so it cannot outrank its whole line).
         first / last: indices of the first and last line it spans in its
             packed text (a label joined to its line spans two).
+        list_run: a lead-in with the list items that follow it
+            ("安装步骤如下： 1. 下载… 2. 执行… 3. 运行…"), quoted whole when
+            the question asks for a list (``asks_list``).
         label: the label it starts with ("" for a single line); between
             two pieces that answer as well, the one whose label matches
             the question better is quoted ("初始检索 (混合) 生成子查询" over
@@ -186,6 +216,7 @@ class Candidate:
     first: int
     last: int
     label: str = ""
+    list_run: bool = False
 
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""
@@ -231,6 +262,9 @@ def quotable_pieces(text: str) -> list[Candidate]:
     out: list[Candidate] = []
     for index, line in enumerate(lines):
         item = _is_item(line)
+        listed = _list_run(lines, index)
+        if listed:
+            out.append(listed)
         if _is_label(line):
             # past line numbers of a code listing and code fences, up to the first line with words
             at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH))
@@ -292,11 +326,17 @@ class PieceScorer:
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
         self._wants_number = asks_amount(question)
+        if not asks_list(question):  # a list is quoted whole only when asked for
+            pieces = [[c for c in cs if not c.list_run] for cs in pieces]
+            self.pieces = pieces
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
 
     def score(self, candidate: Candidate) -> float:
-        """The piece's score, in [0, ~1.15] (``sentence_score``)."""
-        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        """The piece's score, in [0, ~1.3] (``sentence_score``; LIST_BONUS for
+        a lead-in with its list when the question asks for a list, which
+        is otherwise never quoted: it is longer than a quote)."""
+        score = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        return score + LIST_BONUS if score and candidate.list_run else score
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker
@@ -312,7 +352,9 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
     at most ``max_sentences_per_source`` and ``max_chars_per_source``
-    characters, in reading order, followed by the citation [n]. A source
+    characters, in reading order, followed by the citation [n]; when the
+    question asks for a list (``asks_list``) and a lead-in with its list
+    items answers best, that list alone, up to LIST_MAX_CHARS. A source
     none of whose sentences shares a word with the question is skipped,
     unless it is the first. Without a question the leading sentences are
     quoted."""
@@ -328,17 +370,20 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             continue
         chosen: list[Candidate] = []
         used = 0
+        budget = max_chars_per_source
         for piece_score, _, _, candidate in ranked:
             sentence = candidate.text
-            if len(chosen) >= max_sentences_per_source:
+            if len(chosen) >= max_sentences_per_source or (chosen and chosen[0].list_run):
                 break
             if chosen and (used + 1 + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
                            or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
                 continue
             chosen.append(candidate)
             used += len(sentence) + (1 if used else 0)
+            if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
+                budget = max(budget, len(sentence))
         in_order = sorted(chosen, key=lambda c: (c.first, c.last))
-        quote = _join([c.text for c in in_order]).strip()[:max_chars_per_source]
+        quote = _join([c.text for c in in_order]).strip()[:budget]
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

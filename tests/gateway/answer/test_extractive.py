@@ -2,7 +2,7 @@
 of a source are quoted for a question, and how they are put together."""
 import pytest
 from services.gateway.answer import extractive as generation
-from services.gateway.answer.extractive import EXTRACTIVE_LABEL, extractive_answer
+from services.gateway.answer.extractive import EXTRACTIVE_LABEL, LIST_MAX_CHARS, extractive_answer
 
 pytestmark = pytest.mark.unit
 
@@ -132,3 +132,31 @@ def test_of_an_arrow_flow_the_step_that_answers_is_quoted_not_the_whole_flow():
     flow = ("请求进入网关并完成身份鉴权与限流检查 →\n→ 检索服务并行执行关键词与向量召回 →\n→ 重排序模型对候选片段重新打分排序 →\n"
             "→ 打包上下文并按配额截断每个来源 →\n→ 生成答案并附引用编号返回客户端")
     assert _quote(extractive_answer([flow], "答案最后返回给谁？")).startswith("→ 生成答案并附引用编号返回客户端")
+
+
+STEPS = ("1. 安装\n星图同步工具的安装步骤如下：\n1. 下载安装包 xingtu-sync-2.3.tar.gz。\n"
+         "2. 执行 pip install xingtu-sync-2.3.tar.gz 完成安装。\n3. 运行 xingtu --version 检查版本。")
+APPROVALS = "2. 访问控制\n访问重要数据须依次完成：\n（1）申请人填写数据访问申请表；\n（2）部门负责人审批；\n（3）信息中心开通权限。"
+
+
+@pytest.mark.parametrize("text, question, items", [
+    (STEPS, "星图同步工具的安装步骤有哪些？", ["1. 下载安装包", "2. 执行 pip install", "3. 运行 xingtu --version"]),
+    (APPROVALS, "访问重要数据需要经过哪几个步骤？", ["（1）申请人", "（2）部门负责人审批", "（3）信息中心开通权限"]),
+])
+def test_a_question_asking_for_steps_gets_the_whole_list_after_its_lead_in(text, question, items):
+    answer = extractive_answer([text], question)
+    assert all(item in answer for item in items), answer
+    assert answer.rstrip().endswith("[1]")
+
+
+def test_a_list_is_quoted_whole_only_when_the_question_asks_for_one():
+    answer = extractive_answer([APPROVALS], "访问重要数据要谁审批？")
+    assert "（3）信息中心开通权限" not in answer
+
+
+def test_a_long_list_is_cut_after_the_last_item_that_fits():
+    items = "\n".join(f"{i}. 第{i}步：检查配置文件中的第{i}组参数是否与部署环境一致并记录结果。" for i in range(1, 10))
+    answer = extractive_answer([f"部署前的检查步骤如下：\n{items}"], "部署前要做哪些检查步骤？")
+    quote = answer.split("\n")[1]
+    assert len(quote) <= LIST_MAX_CHARS + len(" [1]")
+    assert quote.removesuffix(" [1]").endswith("一致并记录结果。")  # whole items only
