@@ -99,8 +99,6 @@ CONTINUATION_MAX_CHARS = 160
 #: at most this many characters and items (a longer list is quoted up to the last item that fits).
 LIST_MAX_CHARS = 240
 LIST_MAX_ITEMS = 8
-#: Bonus of a lead-in with its list when the question asks which things, which steps.
-LIST_BONUS = 0.15
 #: Question words asking for a list of things or steps.
 _LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
 #: A letter of any script (a line of only numbers is a code listing's line number).
@@ -332,11 +330,8 @@ class PieceScorer:
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
 
     def score(self, candidate: Candidate) -> float:
-        """The piece's score, in [0, ~1.3] (``sentence_score``; LIST_BONUS for
-        a lead-in with its list when the question asks for a list, which
-        is otherwise never quoted: it is longer than a quote)."""
-        score = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
-        return score + LIST_BONUS if score and candidate.list_run else score
+        """The piece's score, in [0, ~1.15] (``sentence_score``)."""
+        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker
@@ -364,8 +359,9 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
         candidates = [t for t in scored if quotable(t[3].text)] or scored[:1]
-        # best first; between equals, the one whose label matches, then the one of fewer lines, then reading order
-        ranked = sorted(candidates, key=lambda t: (-t[0], -t[1], t[3].last - t[3].first, t[2]))
+        # best first; between equals, a lead-in with its whole list (offered only when the question asks
+        # for a list), then the one whose label matches, then the one of fewer lines, then reading order
+        ranked = sorted(candidates, key=lambda t: (-t[0], -t[3].list_run, -t[1], t[3].last - t[3].first, t[2]))
         if keywords and number > 1 and (not ranked or ranked[0][0] == 0):
             continue
         chosen: list[Candidate] = []
