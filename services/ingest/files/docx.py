@@ -2,7 +2,8 @@
 order. A paragraph styled "Heading N" (or a localized "标题 N", or with an
 outline level) opens a heading at level N; in a file with no such paragraph,
 numbered paragraphs that run as an outline do ("一、总体要求" typed in body
-style, as Chinese official documents often are; ``outline.numbered_headings``).
+style, as Chinese official documents often are; ``outline.numbered_headings``);
+a table of contents typed as numbered paragraphs is left out.
 "Title" gives the title; a table becomes one block of rows ("cell | cell",
 merged cells once). A file that is not a .docx package (corrupt or not a zip
 archive) fails with that reason.
@@ -14,7 +15,7 @@ import re
 import zipfile
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings
+from services.ingest.files.outline import numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
@@ -79,8 +80,12 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
         elif element.tag == f"{_W}tbl":
             blocks.append((0, "\n".join(_table_rows(Table(element, document)))))
     numbered: dict[int, int] = {}
+    lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
+    styled = {i for i, (level, _) in enumerate(blocks) if level}
+    contents = table_of_contents(lines, styled or None)  # a typed table of contents: navigation, not content
+    blocks = [(level, "" if i in contents else text) for i, (level, text) in enumerate(blocks)]
+    lines = ["" if i in contents else line for i, line in enumerate(lines)]
     if not any(level for level, _ in blocks):
-        lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
         numbered = numbered_headings(lines)
         blocks = [(_FIRST_NUMBERED_LEVEL + numbered[i] if i in numbered else 0, text)
                   for i, (_, text) in enumerate(blocks)]

@@ -139,12 +139,18 @@ def _sibling(a: Numbered, b: Numbered) -> bool:
     return b.level == a.level and b.parts[:-1] == a.parts[:-1] and b.parts[-1] == a.parts[-1] + 1
 
 
-def _not_headings(numbered: list[Numbered], lines: list[str]) -> set[int]:
-    """Indices of numbered lines that are list items or a table of contents
-    by their neighbours: two siblings of heading form on consecutive non-blank lines, and the
-    lines of a run of numbered lines with no text between them that come
-    again (number and title) later in the file."""
-    out: set[int] = set()
+#: A table of contents' dot leaders and page number after an entry's title ("简介 ........ 3").
+_LEADER = re.compile(r"(?:[.．·…\-_\s]{2,}|\s+)\d{1,4}$")
+#: The title line of a table of contents.
+_CONTENTS_TITLE = re.compile(r"^\s*(?:目\s*录|目\s*次|contents|table of contents)\s*[:：]?\s*$", re.IGNORECASE)
+
+
+def _entry_key(line: Numbered) -> tuple:
+    return line.parts, _LEADER.sub("", line.title).strip()
+
+
+def _runs(numbered: list[Numbered], lines: list[str]) -> list[list[Numbered]]:
+    """Runs of numbered lines with no other text between them, in order."""
     by_index = {n.index: n for n in numbered}
     runs: list[list[Numbered]] = [[]]
     for i, line in enumerate(lines):
@@ -154,15 +160,56 @@ def _not_headings(numbered: list[Numbered], lines: list[str]) -> set[int]:
             runs[-1].append(by_index[i])
         elif runs[-1]:
             runs.append([])
-    seen_after: Counter[tuple] = Counter((n.parts, n.title) for n in numbered)
-    for run in runs:
+    return [run for run in runs if run]
+
+
+def _contents_entries(numbered: list[Numbered], lines: list[str]) -> set[int]:
+    """Indices of the lines of runs of two or more numbered lines that come
+    again later in the file (number and title, dot leaders and page numbers
+    left out): a table of contents' entries."""
+    later: Counter[tuple] = Counter(_entry_key(n) for n in numbered)
+    out: set[int] = set()
+    for run in _runs(numbered, lines):
+        for n in run:
+            if len(run) >= 2 and later[_entry_key(n)] >= 2:
+                out.add(n.index)
+            later[_entry_key(n)] -= 1
+    return out
+
+
+def _not_headings(numbered: list[Numbered], lines: list[str]) -> set[int]:
+    """Indices of numbered lines that are list items or a table of contents
+    by their neighbours: two siblings of heading form on consecutive
+    non-blank lines, and a table of contents' entries (``_contents_entries``)."""
+    out = _contents_entries(numbered, lines)
+    for run in _runs(numbered, lines):
         for a, b in zip(run, run[1:]):
             if _sibling(a, b) and a.heading_form and b.heading_form:
                 out.update((a.index, b.index))
-        for n in run:
-            if len(run) >= 2 and seen_after[n.parts, n.title] >= 2:  # comes again: a table of contents' entry
-                out.add(n.index)
-            seen_after[n.parts, n.title] -= 1
+    return out
+
+
+def table_of_contents(lines: list[str], headings: set[int] | None = None) -> set[int]:
+    """Indices of the lines of a table of contents typed into the text: its
+    numbered entries that come again later as section headings (number and
+    title; ``headings``: the indices of the file's heading lines, default
+    its numbered outline, ``numbered_headings``), and its title line (目录,
+    Contents) just before them. They are navigation, not content: a reader
+    leaves them out, as the HTML reader leaves out a page's navigation, so
+    no chunk of entries outranks the sections. Numbered lines that come
+    again as anything but headings (a questionnaire's 1. 是 / 2. 否 under
+    every question) are content and stay."""
+    numbered = [n for i, line in enumerate(lines) if (n := numbered_line(i, line))]
+    if headings is None:
+        headings = set(numbered_headings(lines))
+    as_heading = {_entry_key(n) for n in numbered if n.index in headings}
+    by_index = {n.index: n for n in numbered}
+    entries = {i for i in _contents_entries(numbered, lines) if _entry_key(by_index[i]) in as_heading}
+    out = set(entries)
+    for first in sorted(entries):
+        before = next((j for j in range(first - 1, -1, -1) if lines[j].strip()), None)
+        if before is not None and _CONTENTS_TITLE.match(lines[before]):
+            out.add(before)
     return out
 
 

@@ -16,6 +16,8 @@ found by font size and table rows rebuilt from text positions.
   so on. A file with no larger line (headings set in the body's size, as
   official documents often are) takes its numbered lines that run as an
   outline ("一、总体要求", "2.1 范围"; ``outline.numbered_headings``).
+- A table of contents (numbered entries, dot leaders and page numbers,
+  that come again as the sections) is left out.
 - Every block keeps its 1-based page number.
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings
+from services.ingest.files.outline import numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/pdf"
 HEADING_RATIO = 1.2
@@ -131,6 +133,8 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
             raise FileParseError("encrypted PDF: needs a password") from None
         raise FileParseError(f"not a readable PDF ({type(err).__name__}: {message[:200]})") from None
     lines = [line for page in pages for line in page]
+    contents = table_of_contents([line.text for line in lines])  # navigation, not content
+    lines = [line for i, line in enumerate(lines) if i not in contents]
     if not any(line.text.strip() for line in lines):
         raise FileParseError(f"no text layer (scanned PDF?): {len(pages)} pages without text; OCR is not supported")
     sizes = Counter()

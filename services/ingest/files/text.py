@@ -6,7 +6,8 @@ GBK, HZ) decodes as GB18030, their superset; a file nothing decodes is a
 failure. Paragraphs are separated by blank lines; a line such as
 "第一章 总则" (第…编 / 章 / 节) opens a heading (编 outermost), and so do
 numbered section lines ("一、总体要求", "4. 配额引擎", "13.2 可选服务与自动降级")
-when their numbers run as a document's outline does (``outline.numbered_headings``).
+when their numbers run as a document's outline does (``outline.numbered_headings``);
+a table of contents typed into the text is left out (``outline.table_of_contents``).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import codecs
 import re
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings
+from services.ingest.files.outline import numbered_headings, table_of_contents
 
 MEDIA_TYPE = "text/plain"
 _GB_FAMILY = ("gb2312", "gbk", "gb18030", "hz")
@@ -68,6 +69,8 @@ def parse_text(data: bytes, name: str = "") -> ParsedFile:
     """
     text, encoding = decode_text(data)
     all_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for i in table_of_contents(all_lines):  # navigation, not content
+        all_lines[i] = ""
     chapters = {i: _LEVEL[m.group(1)] for i, line in enumerate(all_lines) if (m := _CHAPTER.match(line))}
     headings = {i: _FIRST_NUMBERED_LEVEL + level for i, level in numbered_headings(all_lines, set(chapters)).items()}
     headings.update(chapters)

@@ -173,3 +173,39 @@ def test_a_pdf_set_in_one_font_size_gets_its_numbered_outline():
     paths = [tuple(s.heading_path) for s in parsed.sections]
     assert parsed.title != "一、总体要求"  # a numbered section is not the document's title
     assert ("一、总体要求", "（一）适用范围") in paths and ("二、具体措施", "2. 访问控制") in paths and ("三、附则",) in paths
+
+
+MANUAL_WITH_CONTENTS = ["星图同步工具 使用手册", "目录", "1. 安装 ........ 2", "2. 使用 ........ 3", "3. 常见问题 ........ 5",
+                        "1. 安装", "下载安装包并解压。", "2. 使用", "运行 xingtu sync 开始同步。", "3. 常见问题", "同步失败时查看日志。"]
+
+
+@pytest.mark.parametrize("name", ["manual.txt", "manual.pdf", "manual.docx"])
+def test_a_typed_table_of_contents_is_left_out_and_its_sections_kept(name):
+    import io
+
+    import docx
+
+    from tests.file_makers import pdf_in_one_font_size
+
+    if name.endswith(".txt"):
+        data = "\n".join(MANUAL_WITH_CONTENTS).encode()
+    elif name.endswith(".pdf"):
+        data = pdf_in_one_font_size(MANUAL_WITH_CONTENTS)
+    else:
+        document = docx.Document()
+        for line in MANUAL_WITH_CONTENTS:
+            document.add_paragraph(line)
+        out = io.BytesIO()
+        document.save(out)
+        data = out.getvalue()
+    parsed = parse_file(name, "", data)
+    text = parsed.text()
+    assert "目录" not in text and "........" not in text
+    assert [tuple(s.heading_path) for s in parsed.sections][-3:] == [("1. 安装",), ("2. 使用",), ("3. 常见问题",)]
+    assert "星图同步工具 使用手册" in text
+
+
+def test_numbered_lines_that_come_again_as_content_are_not_a_table_of_contents():
+    survey = "调查问卷\n问题1：你满意吗？\n1. 是\n2. 否\n问题2：你会推荐吗？\n1. 是\n2. 否\n"
+    text = parse_file("survey.txt", "", survey.encode()).text()
+    assert text.count("1. 是") == 2 and text.count("2. 否") == 2
