@@ -67,6 +67,7 @@ STAGE_STORE = "store"
 STAGE_SENTENCE_VECTORS = "sentence_vectors"  # ingest: the MaxSim sentences embedded ahead of questions
 STAGE_RELATED = "related"        # the second, seeded graph call after a first fusion
 STAGE_PARENT_CONTEXT = "parent_context"  # top chunks packed with their parent section
+STAGE_COLLECTIONS = "collections"  # SKIPPED when a searched collection is in no store
 # SENTENCE_MAXSIM ("sentence.maxsim") is a stage of the gateway as well as a channel.
 
 

@@ -68,6 +68,20 @@ async def test_collection_packs_resolve_validate_and_remember():
     assert await packs.for_search(["laws"], deadline) == ["law_zh"]
 
 
+@pytest.mark.asyncio
+async def test_collections_no_store_holds_are_named_and_nothing_is_said_without_a_store():
+    pg = FakeRetriever("retriever_pg")
+    pg.collections = [types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh"),
+                      types_pb2.CollectionInfo(name="old", documents=1)]  # stored before packs: known all the same
+    packs = CollectionPacks([pg], ttl=0.0)
+    deadline = Deadline(5)
+    assert await packs.not_stored(["laws", "old", "lwas", "lwas"], deadline) == ["lwas"]
+    await packs.for_ingest("lwas", "", deadline)  # an ingest creates it
+    assert await packs.not_stored(["lwas"], deadline) == []
+    down = CollectionPacks([FakeRetriever("retriever_pg", fail="hang")])
+    assert await down.not_stored(["anything"], Deadline(3)) == []
+
+
 @pytest.mark.parametrize("query", ["日本刑法对盗窃罪怎么处罚？", "美国的个人所得税最高税率是多少？", "俄罗斯联邦宪法规定总统任期几年？",
                                    "欧盟数据保护条例对罚款有什么规定？"])
 def test_another_countrys_law_is_out_of_the_law_packs_scope(query):

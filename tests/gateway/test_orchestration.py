@@ -553,3 +553,16 @@ async def test_a_failed_embedding_is_read_even_when_the_search_fails_first(expan
     finally:
         loop.set_exception_handler(handler)
     assert lost == []
+
+
+async def test_searching_a_collection_no_store_holds_says_so_in_its_timings():
+    from services.gateway.search.scope import Scope
+
+    pg = FakeRetriever("retriever_pg", [candidate("5689", ARTICLE, "pg.keyword", 9.0, vector_score=0.93)])
+    pg.collections = [types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh")]
+    use = mesh(pg=pg)
+    known = stages((await use.search.search("工资", 5, None, Deadline(5), scope=Scope(("laws",), ()))).response)
+    assert "collections" not in known
+    missing = stages((await use.search.search("工资", 5, None, Deadline(5), scope=Scope(("laws", "lwas"), ()))).response)
+    assert missing["collections"].status == SKIPPED and "'lwas'" in missing["collections"].detail
+    assert "'laws'" not in missing["collections"].detail

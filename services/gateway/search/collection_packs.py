@@ -38,6 +38,8 @@ class CollectionPacks:
         self._retrievers = primary or list(retrievers)
         self._ttl = ttl
         self._packs: dict[str, str] = {}
+        self._known: set[str] = set()  # every collection a store reported, with or without a pack
+        self._listed = False  # whether any store answered ListCollections yet
         self._fetched = float("-inf")
         self._lock = asyncio.Lock()
 
@@ -54,7 +56,9 @@ class CollectionPacks:
             for reply in replies:
                 if isinstance(reply, BaseException):
                     continue
+                self._listed = True
                 for c in reply.collections:
+                    self._known.add(c.name)
                     if c.domain_pack:
                         self._packs[c.name] = c.domain_pack
             self._fetched = time.monotonic()
@@ -85,6 +89,7 @@ class CollectionPacks:
             raise InvalidArgument("domain_pack", f"collection {collection!r} uses the {existing!r} pack, not {requested!r}")
         pack = requested or existing or domains.DEFAULT_PACK
         self._packs[collection] = pack
+        self._known.add(collection)
         return pack
 
     async def for_search(self, collections: Iterable[str], deadline: Deadline) -> list[str]:
@@ -97,8 +102,19 @@ class CollectionPacks:
                 packs.append(pack)
         return packs
 
+    async def not_stored(self, collections: Iterable[str], deadline: Deadline) -> list[str]:
+        """The ``collections`` no store reports (a misspelt name, one never
+        ingested into), in order, after one fresh read of the stores when
+        any is not known (at most one read a ``ttl``); [] when no store has
+        answered, since then nothing can be said of any."""
+        wanted = list(dict.fromkeys(collections))
+        if any(c not in self._known for c in wanted):
+            await self._refresh(deadline)
+        return [c for c in wanted if c not in self._known] if self._listed else []
+
     def forget(self, collection: str) -> None:
         """Drops what is known of ``collection`` (after it was deleted): the
         next question about it asks the stores again."""
         self._packs.pop(collection, None)
+        self._known.discard(collection)
         self._fetched = float("-inf")
