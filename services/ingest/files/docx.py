@@ -15,13 +15,11 @@ import re
 import zipfile
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings, table_of_contents
+from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-#: Styled heading levels are 1..9; numbered ones sit below them.
-_FIRST_NUMBERED_LEVEL = 10
 
 
 def _heading_level(paragraph, style_name: str) -> int:
@@ -79,7 +77,6 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
             blocks.append((_heading_level(paragraph, style), paragraph.text))
         elif element.tag == f"{_W}tbl":
             blocks.append((0, "\n".join(_table_rows(Table(element, document)))))
-    numbered: dict[int, int] = {}
     lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
     styled = {i for i, (level, _) in enumerate(blocks) if level}
     contents = table_of_contents(lines, styled or None)  # a typed table of contents: navigation, not content
@@ -87,16 +84,15 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
     lines = ["" if i in contents else line for i, line in enumerate(lines)]
     if not any(level for level, _ in blocks):
         numbered = numbered_headings(lines)
-        blocks = [(_FIRST_NUMBERED_LEVEL + numbered[i] if i in numbered else 0, text)
+        blocks = [(READER_LEVEL_OFFSET + numbered[i] if i in numbered else 0, text)
                   for i, (_, text) in enumerate(blocks)]
     builder = SectionBuilder()
     for level, text in blocks:
         if level:
-            builder.heading(level, text)
+            builder.heading(level, text, numbered=level >= READER_LEVEL_OFFSET)
         else:
             builder.add(text)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     author = (document.core_properties.author or "").strip()
-    first_heading = "" if numbered else builder.first_heading  # a numbered section ("一、总则") is no title
-    return ParsedFile(title or first_heading or stem, builder.build(), MEDIA_TYPE,
+    return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE,
                       metadata={"author": author} if author else {})

@@ -83,12 +83,15 @@ class SectionBuilder:
         self.sections: list[Section] = []
         self.first_heading = ""
 
-    def heading(self, level: int, text: str) -> None:
-        """Opens a section under ``text`` at ``level`` (1 = outermost)."""
+    def heading(self, level: int, text: str, *, numbered: bool = False) -> None:
+        """Opens a section under ``text`` at ``level`` (1 = outermost);
+        a ``numbered`` section heading ("一、总则") is never taken as the
+        document's title (``first_heading``)."""
         text = " ".join(text.split())
         if not text:
             return
-        self.first_heading = self.first_heading or text
+        if not numbered:
+            self.first_heading = self.first_heading or text
         while self._stack and self._stack[-1][0] >= level:
             self._stack.pop()
         self._stack.append((level, text))

@@ -46,6 +46,9 @@ _LEAD_IN_END = tuple("：:")
 #: A title starting with a unit is a quantity ("1.2 倍于基准", "3 个工作日"), not a section.
 _UNIT_START = re.compile(r"^(?:[%％倍元角分个位名人次条项件台天日月年周岁吨米克升度秒万亿千百十]|[kKmMgG][bBgGmM]?\b|ms\b|s\b)")
 _FORMULA = re.compile(r"[=*→←]|──")
+#: Added to a numbered heading's level by the file readers: below every level of their own
+#: (第…编/章/节 1-3, Word's Heading 1-9, PDF font sizes), which only compare levels.
+READER_LEVEL_OFFSET = 10
 #: Fewer numbered headings than this in a file is no outline.
 MIN_HEADINGS = 2
 

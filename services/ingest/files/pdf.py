@@ -28,15 +28,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings, table_of_contents
+from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/pdf"
 HEADING_RATIO = 1.2
 SUBHEADING_RATIO = 1.05
 MAX_HEADING_CHARS = 60
 GAP_EMS = 0.8
-#: Font-size heading levels count from 1; numbered ones (a file without them) sit below.
-_FIRST_NUMBERED_LEVEL = 10
 
 
 @dataclass(slots=True)
@@ -158,8 +156,8 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
         if (round(line.size, 1) in level and is_heading(line)) or i in numbered:
             builder.add(_join(paragraph), page_of)
             paragraph = []
-            builder.heading(level[round(line.size, 1)] if i not in numbered else _FIRST_NUMBERED_LEVEL + numbered[i],
-                            line.text)
+            builder.heading(level[round(line.size, 1)] if i not in numbered else READER_LEVEL_OFFSET + numbered[i],
+                            line.text, numbered=i in numbered)
             continue
         if paragraph and line.page != page_of:
             builder.add(_join(paragraph), page_of)
@@ -172,6 +170,5 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     if title.lower() in ("(anonymous)", "anonymous", "untitled"):  # writer defaults, not titles
         title = ""
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
-    first_heading = "" if numbered else builder.first_heading  # a numbered section ("一、总则") is no title
-    return ParsedFile(title or first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
+    return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
                       metadata={k: str(info[f"/{k.title()}"]) for k in ("author",) if info.get(f"/{k.title()}")})

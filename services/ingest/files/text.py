@@ -15,14 +15,12 @@ import codecs
 import re
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
-from services.ingest.files.outline import numbered_headings, table_of_contents
+from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "text/plain"
 _GB_FAMILY = ("gb2312", "gbk", "gb18030", "hz")
 _CHAPTER = re.compile(r"^\s*第[一二三四五六七八九十百千零〇两0-9]+([编章节])(?:\s+\S.{0,40})?\s*$")
 _LEVEL = {"编": 1, "章": 2, "节": 3}
-#: Numbered headings (outline.py, levels from 0) sit below the 编 / 章 / 节 chapters.
-_FIRST_NUMBERED_LEVEL = 4
 
 
 def decode_text(data: bytes) -> tuple[str, str]:
@@ -72,7 +70,7 @@ def parse_text(data: bytes, name: str = "") -> ParsedFile:
     for i in table_of_contents(all_lines):  # navigation, not content
         all_lines[i] = ""
     chapters = {i: _LEVEL[m.group(1)] for i, line in enumerate(all_lines) if (m := _CHAPTER.match(line))}
-    headings = {i: _FIRST_NUMBERED_LEVEL + level for i, level in numbered_headings(all_lines, set(chapters)).items()}
+    headings = {i: READER_LEVEL_OFFSET + level for i, level in numbered_headings(all_lines, set(chapters)).items()}
     headings.update(chapters)
     builder = SectionBuilder()
     lines: list[str] = []
