@@ -110,7 +110,8 @@ async def test_question_the_corpus_does_not_answer_abstains(stub, ingested):
         ({"query": "专利", "topK": 0 - 1}, "top_k"),
         ({"query": "专利", "topK": 101}, "top_k"),
         ({"query": "专利", "bogus": 1}, "bogus"),
-        ({"query": "专利", "topK": "ten"}, "topK"),
+        ({"query": "专利", "topK": "ten"}, "top_k"),  # the proto name, as the servicer's own errors say
+        ({"query": "专利", "top_k": "ten"}, "top_k"),
         (None, "body"),
         ([], "body"),
     ],

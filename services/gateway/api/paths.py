@@ -50,7 +50,9 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
 
     Returns:
         None, or (field, reason) of the first value that does not fit:
-        an unknown parameter, a repeated or message field, a non-integer.
+        an unknown parameter (named as given), a repeated or message
+        field, a non-integer (named by its proto name: ``page_size`` for
+        ``pageSize``, as the servicers name fields).
     """
     fields = {f.name: f for f in message.DESCRIPTOR.fields} | {f.json_name: f for f in message.DESCRIPTOR.fields}
     for source in (path, query):
@@ -59,16 +61,16 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
             if field is None:
                 return name, "is not a field of this request"
             if field.is_repeated or field.type == FieldDescriptor.TYPE_MESSAGE:
-                return name, "cannot be given as a URL parameter"
+                return field.name, "cannot be given as a URL parameter"
             if field.type in _INTEGERS:
                 try:
                     setattr(message, field.name, int(value))
                 except ValueError:
-                    return name, f"must be an integer, got {value!r}"
+                    return field.name, f"must be an integer, got {value!r}"
             elif field.type == FieldDescriptor.TYPE_BOOL:
                 setattr(message, field.name, value.lower() in ("1", "true", "yes"))
             elif field.type == FieldDescriptor.TYPE_STRING:
                 setattr(message, field.name, value)
             else:
-                return name, "cannot be given as a URL parameter"
+                return field.name, "cannot be given as a URL parameter"
     return None

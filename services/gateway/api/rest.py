@@ -23,6 +23,7 @@ from typing import Any
 import grpc
 from aiohttp import web
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
@@ -132,7 +133,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
-                return _bad_request(_field_of(str(err)), str(err))
+                return _bad_request(_field_of(str(err), request_cls.DESCRIPTOR), str(err))
             except RecursionError:
                 return _bad_request("body", "JSON nested too deeply")
             timeout, refusal = request_timeout(request.headers)
@@ -220,17 +221,39 @@ def _bad_request(field: str, description: str) -> web.Response:
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
 
 
-def _field_of(parse_error: str) -> str:
+def _field_of(parse_error: str, descriptor: Descriptor) -> str:
+    """The request field a json_format parse error is about, by its proto
+    name (``top_k`` whether the body said ``topK`` or ``top_k``), as the
+    servicers name fields in their own errors (google.rpc.BadRequest:
+    a field path of proto field names); "body" when none is named."""
     # json_format messages look like: Message type "x" has no field named "foo" at ...
     marker = 'has no field named "'
     failed = _FAILED_FIELD.search(parse_error)
     if failed and not failed.group(1).isdigit():
-        return failed.group(1)
+        return _proto_name(failed.group(1), descriptor)
     if marker in parse_error:
         return parse_error.split(marker, 1)[1].split('"', 1)[0]
     if 'for field "' in parse_error.lower():
-        return parse_error.lower().split('for field "', 1)[1].split('"', 1)[0]
+        return _proto_name(parse_error.lower().split('for field "', 1)[1].split('"', 1)[0], descriptor)
     return "body"
+
+
+def _proto_name(name: str, descriptor: Descriptor) -> str:
+    """``name``'s proto field name in ``descriptor`` or a message under it
+    (its JSON name matched, first found breadth-first); ``name`` unchanged
+    when no field has it."""
+    queue, seen = [descriptor], set()
+    while queue:
+        message = queue.pop(0)
+        if message.full_name in seen:
+            continue
+        seen.add(message.full_name)
+        for field in message.fields:
+            if name in (field.name, field.json_name):
+                return field.name
+            if field.message_type is not None:
+                queue.append(field.message_type)
+    return name
 
 
 def _overloaded(busy: Overloaded) -> web.Response:

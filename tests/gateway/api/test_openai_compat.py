@@ -138,6 +138,8 @@ BAD_INPUTS = [
     ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}],
       "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
     ({"model": "graphmesh", "messages": [{"role": "user", "content": "长" * 20_000}]}, "messages"),  # the gateway's own limit
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "max_tokens": "x"}, "max_tokens"),
+    ({"model": "graphmesh", "messages": [{"role": "user", "content": QUESTION}], "temperature": 3}, "temperature"),
 ]
 
 

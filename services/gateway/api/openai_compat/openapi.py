@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from services.gateway.api.edge_rules import TIMEOUT_HEADER
+from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES
 from services.gateway.api.openai_compat.requests import CHAT_PATH, CONTEXT_TURNS, IGNORED_PARAMS, MODELS_PATH
 
 
@@ -37,7 +38,8 @@ OPENAPI_SCHEMAS: dict[str, dict] = {
             "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "GraphMesh: evidence items (default 10)"},
             "filter": {"type": "string", "description": "GraphMesh: metadata filter, e.g. status = \"现行有效\" AND year >= 2020"},
             "n": {"type": "integer", "enum": [1]},
-            **{name: {"description": "accepted, no effect"} for name in sorted(IGNORED_PARAMS)},
+            **{name: {**IGNORED_PARAM_RULES[name].schema, "nullable": True, "description": "accepted, no effect"}
+               for name in sorted(IGNORED_PARAMS)},
             **{name: {"description": "refused unless empty / none / text"} for name in
                ("tools", "tool_choice", "functions", "function_call", "response_format", "logprobs", "top_logprobs")}}},
     "Citation": {

@@ -9,6 +9,7 @@ from typing import Any
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
 from services.common.filters import parse_filter, to_proto, validate_collections
+from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES, ignored_param_error
 
 
 
@@ -24,12 +25,8 @@ CONTEXT_TURNS, CONTEXT_TURN_CHARS = 3, 200
 MAX_MODEL_COLLECTIONS = 20
 #: Chat parameters of OpenAI's API that are accepted and have no effect here
 #: (the gateway's LLM settings decide length and sampling).
-IGNORED_PARAMS = frozenset({
-    "temperature", "top_p", "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty",
-    "stop", "seed", "user", "metadata", "store", "logit_bias", "parallel_tool_calls", "service_tier",
-    "reasoning_effort", "stream_options", "prediction", "modalities", "audio", "web_search_options", "verbosity",
-    "prompt_cache_key", "safety_identifier",
-})
+#: Each must still have the type OpenAI gives it (ignored_params.IGNORED_PARAM_RULES).
+IGNORED_PARAMS = frozenset(IGNORED_PARAM_RULES)
 #: GraphMesh's own request fields: top_k (1-100, evidence items), filter (the
 #: AIP-160 subset of ListDocuments.filter, applied to document metadata).
 EXTENSION_PARAMS = frozenset({"top_k", "filter"})
@@ -184,6 +181,9 @@ def chat_request(body: Any) -> ChatRequest:
             object ("body"), an unknown parameter, "model", "messages",
             "stream" not a boolean, "n" other than 1, tools or functions
             (not supported), a response_format other than text, logprobs,
+            an ignored sampling parameter of the wrong type or range
+            (``max_tokens`` not a positive integer, ``temperature`` outside
+            0..2: ignored_params.IGNORED_PARAM_RULES),
             "top_k" not an integer in 1..100, "filter" not readable; 404
             for a model that is not GraphMesh's.
     """
@@ -210,6 +210,9 @@ def chat_request(body: Any) -> ChatRequest:
         raise bad("response_format", "only {\"type\": \"text\"} is supported", "unsupported_parameter")
     if body.get("logprobs"):
         raise bad("logprobs", "log probabilities are not available", "unsupported_parameter")
+    wrong = ignored_param_error(body)
+    if wrong is not None:
+        raise bad(*wrong, "invalid_type")
     top_k = body.get("top_k", 0)
     if top_k is None:
         top_k = 0
