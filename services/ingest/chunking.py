@@ -88,10 +88,15 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
     """The stored form of a document made of sections: each section is
     chunked on its own under ``heading_path`` + its headings; a chunk's
     metadata says the pages it spans ("3" or "3-4") when its blocks have
-    pages. ``hash_text`` (default: every section's headings and text) goes
-    into the content hash. Embeddings are left empty for the caller."""
+    pages. A section that only repeats the document's title (a title set
+    as a heading with the body's headings as its siblings) is not a chunk
+    of its own when another section holds text: every chunk carries the
+    title in its heading path, and a chunk of the title alone would rank
+    first for any question that names the document. ``hash_text``
+    (default: every section's headings and text) goes into the content
+    hash. Embeddings are left empty for the caller."""
     chunks: list[ChunkRecord] = []
-    for section in sections:
+    for section in [s for s in sections if not _title_only(s, heading_path)] or sections:
         own = section.heading_path
         if own and heading_path and own[0] == heading_path[-1]:  # the file's title is its first heading too
             own = own[1:]
@@ -114,6 +119,12 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
         content_hash=content_hash(title, heading_path, hash_text, metadata, collection, source),
         chunks=chunks, collection=collection, source=source,
     )
+
+
+def _title_only(section: Section, heading_path: list[str]) -> bool:
+    """Whether ``section`` is the document's title heading with nothing under it but the title itself."""
+    title = heading_path[-1:] if heading_path else []
+    return bool(title) and section.heading_path == title and [b.text.strip() for b in section.blocks] == title
 
 
 def chunk_document(doc_id: str, title: str, heading_path: list[str], text: str, metadata: dict[str, str],

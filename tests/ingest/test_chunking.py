@@ -111,3 +111,19 @@ def test_a_long_section_is_chunked_with_overlap_inside_its_heading():
     assert len(rec.chunks) > 10
     assert all(c.heading_path == ["T", "附则"] and count_tokens(c.text) <= 64 for c in rec.chunks)
     assert all(c.text.endswith("。") for c in rec.chunks)
+
+
+def test_a_section_that_only_repeats_the_title_is_no_chunk_of_its_own():
+    # a .docx whose title is a Heading 1 with the body's Heading 1s after it: the reader keeps the title as text
+    sections = [Section(["项目周报"], [Block("项目周报")]),
+                Section(["一、本周进展"], [Block("完成了检索服务的压测。")]),
+                Section(["二、下周计划"], [Block("上线重排服务。")])]
+    rec = chunk_sections("r", "项目周报", ["项目周报"], sections, {}, ChunkingConfig())
+    assert [c.text for c in rec.chunks] == ["完成了检索服务的压测。", "上线重排服务。"]
+    assert [c.heading_path for c in rec.chunks] == [["项目周报", "一、本周进展"], ["项目周报", "二、下周计划"]]
+    assert [c.ordinal for c in rec.chunks] == [0, 1]
+    alone = chunk_sections("t", "项目周报", ["项目周报"], sections[:1], {}, ChunkingConfig())
+    assert [c.text for c in alone.chunks] == ["项目周报"]  # a document that is only its title keeps it
+    body = chunk_sections("b", "项目周报", ["项目周报"], [Section(["项目周报"], [Block("项目周报"), Block("正文。")])],
+                          {}, ChunkingConfig())
+    assert [c.text for c in body.chunks] == ["项目周报\n正文。"]  # the title section with a body is kept whole

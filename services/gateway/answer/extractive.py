@@ -305,6 +305,26 @@ def _join(quotes: list[str]) -> str:
     return out
 
 
+#: Between two quoted pieces that are not next to each other in their text.
+GAP = " … "
+
+
+def _quote(pieces: list[Candidate]) -> str:
+    """The quote of ``pieces`` (in reading order): pieces of adjacent lines
+    joined as written (``_join``), pieces further apart separated by GAP,
+    so that a sentence and a diagram's label from lines apart do not read
+    as one sentence."""
+    runs: list[list[Candidate]] = []
+    for piece in pieces:
+        if runs and piece.first > runs[-1][-1].last + 1:
+            runs.append([piece])
+        elif runs:
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    return GAP.join(_join([p.text for p in run]).strip() for run in runs)
+
+
 class PieceScorer:
     """Scores quotable pieces against one question, the way the extractive
     answer chooses what to quote: ``sentence_score`` with the question's
@@ -347,7 +367,8 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
     at most ``max_sentences_per_source`` and ``max_chars_per_source``
-    characters, in reading order, followed by the citation [n]; when the
+    characters, in reading order (pieces lines apart separated by GAP),
+    followed by the citation [n]; when the
     question asks for a list (``asks_list``) and a lead-in with its list
     items answers best, that list alone, up to LIST_MAX_CHARS. A source
     none of whose sentences shares a word with the question is skipped,
@@ -371,15 +392,14 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             sentence = candidate.text
             if len(chosen) >= max_sentences_per_source or (chosen and chosen[0].list_run):
                 break
-            if chosen and (used + 1 + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
+            if chosen and (used + len(GAP) + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
                            or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
                 continue
             chosen.append(candidate)
-            used += len(sentence) + (1 if used else 0)
+            used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
-        in_order = sorted(chosen, key=lambda c: (c.first, c.last))
-        quote = _join([c.text for c in in_order]).strip()[:budget]
+        quote = _quote(sorted(chosen, key=lambda c: (c.first, c.last)))[:budget]
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

@@ -74,6 +74,14 @@ def test_pieces_without_closing_punctuation_are_joined_with_a_space():
     assert generation._join(["第一句。", "第二句。"]) == "第一句。第二句。"
 
 
+def test_pieces_lines_apart_are_separated_by_an_ellipsis_and_adjacent_ones_are_not():
+    question = "检索模块怎么查找文档，结果怎么融合排序？"
+    apart = "检索模块结合多种检索方法查找相关文档。\n部署时需要先安装依赖包。\n日志写在 logs 目录下面。\n检索模块的结果再融合排序。"
+    assert _quote(extractive_answer([apart], question)) == f"检索模块结合多种检索方法查找相关文档。{generation.GAP}检索模块的结果再融合排序。 [1]"
+    adjacent = "检索模块结合多种检索方法查找相关文档。检索模块的结果再融合排序。\n部署时需要先安装依赖包。"
+    assert _quote(extractive_answer([adjacent], question)) == "检索模块结合多种检索方法查找相关文档。检索模块的结果再融合排序。 [1]"
+
+
 def test_a_row_ending_in_its_value_and_a_diagram_piece_are_not_labels():
     assert generation._is_label("深度 RAG 编排器")
     assert generation._is_label("# 处理 raw 目录中的所有文件")
