@@ -65,6 +65,20 @@ def _sentences(blocks: Sequence[Block], target: int) -> list[tuple[str, int | No
     return out
 
 
+#: Cells of a table row as the file readers write it.
+_CELL_SEPARATOR = " | "
+
+
+def _table_headers(sentences: Sequence[str]) -> dict[int, int]:
+    """{index: index of its table's header row} for the table rows among
+    ``sentences`` (consecutive rows are one table; its first row is the header)."""
+    headers: dict[int, int] = {}
+    for index, sentence in enumerate(sentences):
+        if _CELL_SEPARATOR in sentence and sentence.endswith("\n"):
+            headers[index] = headers.get(index - 1, index)
+    return headers
+
+
 def split_text(text: str, config: ChunkingConfig) -> list[str]:
     """``text`` as chunk texts of whole sentences, at most
     ``config.target_tokens`` tokens each (a longer sentence is cut at token
@@ -92,7 +106,9 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
     as a heading with the body's headings as its siblings) is not a chunk
     of its own when another section holds text: every chunk carries the
     title in its heading path, and a chunk of the title alone would rank
-    first for any question that names the document. ``hash_text``
+    first for any question that names the document. A chunk that starts
+    inside a table (a long table cut across chunks) starts with the table's
+    header row, so that its rows keep their column names. ``hash_text``
     (default: every section's headings and text) goes into the content
     hash. Embeddings are left empty for the caller."""
     chunks: list[ChunkRecord] = []
@@ -103,8 +119,11 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
         path = [*heading_path, *own]
         heading_line = " ".join(path)
         sentences = _sentences(section.blocks, config.target_tokens)
+        headers = _table_headers([s for s, _ in sentences])
         for a, b in pack([s for s, _ in sentences], config.target_tokens, config.overlap_tokens):
-            text = "".join(s for s, _ in sentences[a:b]).strip()
+            # a chunk that starts inside a table starts with the table's header row
+            header = sentences[headers[a]][0] if headers.get(a, a) < a else ""
+            text = (header + "".join(s for s, _ in sentences[a:b])).strip()
             if not text:
                 continue
             chunks.append(ChunkRecord(

@@ -127,3 +127,15 @@ def test_a_section_that_only_repeats_the_title_is_no_chunk_of_its_own():
     body = chunk_sections("b", "项目周报", ["项目周报"], [Section(["项目周报"], [Block("项目周报"), Block("正文。")])],
                           {}, ChunkingConfig())
     assert [c.text for c in body.chunks] == ["项目周报\n正文。"]  # the title section with a body is kept whole
+
+
+def test_a_table_cut_across_chunks_repeats_its_header_row_in_each_chunk():
+    rows = "\n".join(f"计算器型号{i:03d} | 台 | {20 + i}元" for i in range(60))
+    table = Block(f"品名 | 单位 | 协议单价\n{rows}")
+    rec = chunk_sections("p", "价格表", ["价格表"], [Section(["二、价格"], [Block("以下为协议价。"), table])], {},
+                         ChunkingConfig(96, 12))
+    assert len(rec.chunks) > 3
+    assert all(c.text.startswith("品名 | 单位 | 协议单价\n") for c in rec.chunks[1:])
+    assert rec.chunks[0].text.startswith("以下为协议价。")
+    assert [c.text.count("品名 | 单位 | 协议单价") for c in rec.chunks] == [1] * len(rec.chunks)  # once each
+    assert all(count_tokens(c.text) <= 96 + count_tokens("品名 | 单位 | 协议单价\n") for c in rec.chunks)

@@ -14,7 +14,7 @@ import io
 import re
 import zipfile
 
-from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -62,7 +62,10 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
     try:
         document = docx.Document(io.BytesIO(data))
     except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as err:
-        raise FileParseError(f"not a valid .docx (corrupt or not a zip archive: {type(err).__name__})") from None
+        reason = ("a zip archive without a Word document in it (no word/document.xml or [Content_Types].xml)"
+                  if isinstance(err, (KeyError, PackageNotFoundError)) and zipfile.is_zipfile(io.BytesIO(data))
+                  else "corrupt, or not a zip archive")
+        raise FileParseError(f"not a valid .docx: {reason}") from None
     title = (document.core_properties.title or "").strip()
     # Style names by id, read once (python-docx's Paragraph.style searches the styles part every time).
     style_names = {s.style_id: s.name or "" for s in document.styles if s.style_id}
@@ -94,5 +97,9 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
             builder.add(text)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     author = (document.core_properties.author or "").strip()
-    return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE,
+    sections = builder.build()
+    typed_title = title_line(sections)
+    if typed_title and title in ("", typed_title):  # a title paragraph without the Title or a Heading style
+        sections, title = sections[1:], typed_title
+    return ParsedFile(title or builder.first_heading or stem, sections, MEDIA_TYPE,
                       metadata={"author": author} if author else {})

@@ -19,6 +19,11 @@ _BOX_FRAME = frozenset("─━═┌┐└┘├┤┬┴┼╭╮╯╰╔╗�
 _SEPARATE_EDGES = re.compile(r"[┐╮╗] +[┌╭╔]|[┘╯╝] +[└╰╚]")
 
 
+#: Longest first line (characters) read as a title typed as a plain paragraph.
+TITLE_LINE_MAX_CHARS = 40
+_ENDS_SENTENCE = re.compile(r"[。！？；.!?;:：，,]$")
+
+
 class FileParseError(ValueError):
     """A file that cannot be turned into text (encrypted, scanned without a
     text layer, corrupt); the message is the reason reported for the file."""
@@ -118,6 +123,21 @@ class SectionBuilder:
                                                 or len(following.heading_path) == len(path)):
                 section.blocks.append(Block(path[-1]))
         return [s for s in self.sections if s.blocks]
+
+
+def title_line(sections: list[Section]) -> str:
+    """A title typed as a plain first paragraph: when the text before the
+    first heading is one short line (at most TITLE_LINE_MAX_CHARS, not
+    ending like a sentence or a lead-in) and headed sections follow it,
+    that line; else "". The reader then takes it as the document's title
+    and leaves its section out (the title heads every chunk; a chunk of the
+    title alone would be quoted as an answer)."""
+    if len(sections) < 2 or sections[0].heading_path or len(sections[0].blocks) != 1:
+        return ""
+    text = sections[0].blocks[0].text.strip()
+    if "\n" in text or not text or len(text) > TITLE_LINE_MAX_CHARS or _ENDS_SENTENCE.search(text):
+        return ""
+    return text
 
 
 def _cells(line: str) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "text/plain"
@@ -59,8 +59,9 @@ def _guess(data: bytes) -> tuple[str, str]:
 
 
 def parse_text(data: bytes, name: str = "") -> ParsedFile:
-    """A .txt file as paragraphs under chapter headings; title = the file
-    name without its extension.
+    """A .txt file as paragraphs under chapter headings; title = its first
+    line when that line alone stands before the first heading
+    (``model.title_line``), else the file name without its extension.
 
     Raises:
         FileParseError: undecodable or binary.
@@ -85,4 +86,8 @@ def parse_text(data: bytes, name: str = "") -> ParsedFile:
             lines.append(line.strip())
     builder.add("\n".join(lines))
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
-    return ParsedFile(stem or builder.first_heading, builder.build(), MEDIA_TYPE, metadata={"encoding": encoding})
+    sections = builder.build()
+    typed_title = title_line(sections)
+    if typed_title:
+        sections = sections[1:]
+    return ParsedFile(typed_title or stem or builder.first_heading, sections, MEDIA_TYPE, metadata={"encoding": encoding})

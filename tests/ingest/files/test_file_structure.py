@@ -120,3 +120,47 @@ def test_boxes_joined_by_an_arrow_are_read_one_box_after_another():
 ])
 def test_tables_and_diagrams_that_are_not_boxes_side_by_side_keep_their_lines(drawing, kept):
     assert kept in parse_file("drawing.txt", "", drawing.encode()).text()
+
+
+def _chunks(name: str, content: bytes):
+    doc = document_from_file(gateway_pb2.IngestFile(name=name, content=content), "default", ChunkingConfig())
+    return doc.record.title, [(c.heading_path, c.text) for c in doc.record.chunks]
+
+
+def _unstyled_title_docx(core_title: str = "") -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = core_title
+    document.add_paragraph("员工休假管理制度")  # typed as a plain paragraph, no Title or Heading style
+    document.add_heading("一、年休假", level=1)
+    document.add_paragraph("员工累计工作已满1年不满10年的，年休假5天。")
+    document.add_heading("二、婚假", level=1)
+    document.add_paragraph("员工依法办理结婚登记的，享受婚假3天。")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_a_title_typed_as_the_first_line_is_the_title_and_no_chunk_of_its_own():
+    text = "星辰云盘常见问题解答\n\n一、账号与登录\n\n1. 忘记密码怎么办？\n点击忘记密码重置。\n\n二、存储空间\n\n免费版提供 10GB 空间。\n"
+    title, chunks = _chunks("faq.txt", text.encode())
+    assert title == "星辰云盘常见问题解答"
+    assert [path for path, _ in chunks] == [["星辰云盘常见问题解答", "一、账号与登录"], ["星辰云盘常见问题解答", "二、存储空间"]]
+    title, chunks = _chunks("leave.docx", _unstyled_title_docx())
+    assert title == "员工休假管理制度"
+    assert not any(text.strip() == "员工休假管理制度" for _, text in chunks)
+    assert [path[1] for path, _ in chunks] == ["一、年休假", "二、婚假"]
+
+
+def test_a_first_line_that_is_not_alone_or_reads_as_a_sentence_stays_text():
+    for text in ("发表于 2025 年\n第二行说明文字\n\n一、概述\n\n正文。\n\n二、细节\n\n正文。\n",  # two lines before the first heading
+                 "本办法自发布之日起施行。\n\n一、概述\n\n正文。\n\n二、细节\n\n正文。\n"):  # a sentence
+        title, chunks = _chunks("notes.txt", text.encode())
+        assert title == "notes"
+        assert chunks[0][0] == ["notes"] and text.split("\n", 1)[0] in chunks[0][1]
+    # a .docx whose own title differs keeps its first line as text
+    title, chunks = _chunks("leave.docx", _unstyled_title_docx("人事制度汇编"))
+    assert title == "人事制度汇编" and chunks[0][1] == "员工休假管理制度"

@@ -2,6 +2,9 @@
 well-kept writers (tests/file_makers.py)."""
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
 from services.ingest.chunking import ChunkingConfig, chunk_sections
@@ -54,8 +57,13 @@ def test_scanned_pdf_without_text_layer_fails():
 def test_corrupt_pdf_and_docx_fail_with_their_reason():
     with pytest.raises(FileParseError, match="not a readable PDF"):
         parse_file("坏.pdf", "", b"%PDF-1.7\n garbage that is not a PDF")
-    with pytest.raises(FileParseError, match=r"not a valid \.docx \(corrupt or not a zip archive"):
+    with pytest.raises(FileParseError, match=r"not a valid \.docx: corrupt, or not a zip archive"):
         parse_file("坏.docx", "", b"PK\x03\x04 this is no zip archive")
+    other_zip = io.BytesIO()
+    with zipfile.ZipFile(other_zip, "w") as archive:
+        archive.writestr("notes.txt", "不是 Word 文档")
+    with pytest.raises(FileParseError, match=r"a zip archive without a Word document in it"):
+        parse_file("其实是压缩包.docx", "", other_zip.getvalue())
     truncated = mk.docx_bytes()[:2000]
     with pytest.raises(FileParseError, match="docx"):
         parse_file("截断.docx", "", truncated)
