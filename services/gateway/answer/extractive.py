@@ -116,6 +116,45 @@ _ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
 _ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")
 
 
+#: Cells of a table row as the file readers write it ("经理 | 600元/晚 | 450元/晚").
+TABLE_CELL_SEPARATOR = " | "
+#: Between two table rows quoted together (a header and its row), which a space would run together.
+ROW_SEPARATOR = "；"
+
+
+def _is_table_row(line: str) -> bool:
+    return TABLE_CELL_SEPARATOR in line
+
+
+def _table_starts(lines: list[str]) -> dict[int, int]:
+    """{line index: index of the first row of its table} for the table rows
+    among ``lines`` (a table: consecutive rows; its first row is its header)."""
+    starts: dict[int, int] = {}
+    for index, line in enumerate(lines):
+        if _is_table_row(line):
+            starts[index] = starts.get(index - 1, index)
+    return starts
+
+
+def _table_run(lines: list[str], index: int, starts: dict[int, int]) -> Candidate | None:
+    """A table's header row at ``lines[index]`` with the rows after it (at
+    least two, up to LIST_MAX_ITEMS and LIST_MAX_CHARS), after the label
+    line before it if there is one, quoted whole when the question asks for
+    a list ("行动项有哪些"), or None."""
+    if starts.get(index) != index:
+        return None
+    last = index
+    while starts.get(last + 1) == index and last - index < LIST_MAX_ITEMS \
+            and len(ROW_SEPARATOR.join(lines[index:last + 2])) <= LIST_MAX_CHARS:
+        last += 1
+    if last - index < 2:
+        return None
+    rows = ROW_SEPARATOR.join(lines[index:last + 1])
+    if index and _is_label(lines[index - 1]):  # the table's label or lead-in ("行动项") comes with it
+        return Candidate(f"{lines[index - 1]} {rows}", True, index - 1, last, lines[index - 1], list_run=True)
+    return Candidate(rows, True, index, last, list_run=True)
+
+
 def _bigrams(text: str) -> set[str]:
     """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
     squeezed = _NON_WORD.sub("", text.lower())
@@ -207,6 +246,9 @@ class Candidate:
             two pieces that answer as well, the one whose label matches
             the question better is quoted ("初始检索 (混合) 生成子查询" over
             "用户查询输入 初始检索 (混合)" when asked what follows 初始混合检索).
+        header_at / header: for a row of a table below its header row,
+            the index and text of that header line (quoted with the row, so
+            that its values keep their column names); -1 and "" otherwise.
     """
 
     text: str
@@ -215,6 +257,8 @@ class Candidate:
     last: int
     label: str = ""
     list_run: bool = False
+    header_at: int = -1
+    header: str = ""
 
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""
@@ -258,9 +302,10 @@ def quotable_pieces(text: str) -> list[Candidate]:
     lines = [line for line in (_unframe(s) for s in split_sentences(text.strip()))
              if line and _NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []
+    starts = _table_starts(lines)
     for index, line in enumerate(lines):
         item = _is_item(line)
-        listed = _list_run(lines, index)
+        listed = _list_run(lines, index) or _table_run(lines, index, starts)
         if listed:
             out.append(listed)
         if _is_label(line):
@@ -284,25 +329,39 @@ def quotable_pieces(text: str) -> list[Candidate]:
             follower = lines[index + 1]
             out.append(Candidate(" ".join(lines[index:last + 1]), item, index, last,
                                  follower if _describes(line, follower) else ""))
+        header = starts[index] if starts.get(index, index) != index else -1
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
             out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
-        out.extend(Candidate(piece, item, index, index) for piece in pieces)
+        out.extend(Candidate(piece, item, index, index, header_at=header, header=lines[header] if header >= 0 else "")
+                   for piece in pieces)
     return out
 
 
 def _join(quotes: list[str]) -> str:
-    """Quoted pieces of one source in reading order, a space between two
+    """Quoted pieces of one source in reading order: ROW_SEPARATOR between
+    two rows of a table (a header and its row); else a space between two
     unless the first ends in full-width punctuation or both meet at CJK
     characters (Chinese sentences, and a word a PDF wrapped across two lines,
     are joined as written; code lines, headings and English sentences are
     not glued together)."""
-    out = ""
+    out, previous = "", ""
     for quote in quotes:
-        if out and not _ENDS_CLAUSE.search(out) and not (_CJK.match(out[-1]) and _CJK.match(quote[:1])):
+        if out and (_is_table_row(previous) or _is_table_row(quote)):
+            out += ROW_SEPARATOR  # rows of a table are not one sentence
+        elif out and not _ENDS_CLAUSE.search(out) and not (_CJK.match(out[-1]) and _CJK.match(quote[:1])):
             out += " "
         out += quote
+        previous = quote
     return out
+
+
+def _headers_of(chosen: list[Candidate]) -> list[Candidate]:
+    """The header rows of the table rows among ``chosen`` that no chosen
+    piece already covers, each once, as pieces of their own line."""
+    wanted = {c.header_at: c.header for c in chosen if c.header_at >= 0 and not c.list_run}
+    return [Candidate(text, True, at, at) for at, text in sorted(wanted.items())
+            if not any(c.first <= at <= c.last for c in chosen)]
 
 
 #: Between two quoted pieces that are not next to each other in their text.
@@ -399,7 +458,10 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
-        quote = _quote(sorted(chosen, key=lambda c: (c.first, c.last)))[:budget]
+        headers = _headers_of(chosen)
+        if headers:  # a row keeps its column names, past the budget by the header's length
+            budget = max(budget, used) + sum(len(h.text) + len(GAP) for h in headers)
+        quote = _quote(sorted([*chosen, *headers], key=lambda c: (c.first, c.last)))[:budget]
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

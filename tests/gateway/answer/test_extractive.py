@@ -168,3 +168,20 @@ def test_a_long_list_is_cut_after_the_last_item_that_fits():
     quote = answer.split("\n")[1]
     assert len(quote) <= LIST_MAX_CHARS + len(" [1]")
     assert quote.removesuffix(" [1]").endswith("一致并记录结果。")  # whole items only
+
+
+ACTION_ITEMS = ("行动项\n事项 | 负责人 | 截止日期\n修复两个严重缺陷 | 王强 | 3月19日\n"
+                "分析同步速度慢的根本原因并输出报告 | 赵敏 | 3月21日\n提交华东机房扩容采购申请 | 李娜 | 3月18日")
+
+
+def test_a_table_row_is_quoted_with_its_header_row_so_its_values_keep_their_column_names():
+    assert _quote(extractive_answer([ACTION_ITEMS], "王强负责什么，什么时候完成")) == \
+        f"事项 | 负责人 | 截止日期{generation.ROW_SEPARATOR}修复两个严重缺陷 | 王强 | 3月19日 [1]"
+    assert _quote(extractive_answer([ACTION_ITEMS], "李娜要提交什么申请？")) == \
+        f"事项 | 负责人 | 截止日期{generation.GAP}提交华东机房扩容采购申请 | 李娜 | 3月18日 [1]"
+
+
+def test_a_list_question_about_a_table_quotes_its_label_header_and_rows():
+    quote = _quote(extractive_answer([ACTION_ITEMS], "行动项有哪些"))
+    assert quote.startswith("行动项 事项 | 负责人 | 截止日期；修复两个严重缺陷 | 王强 | 3月19日；")
+    assert quote.endswith("提交华东机房扩容采购申请 | 李娜 | 3月18日 [1]")
