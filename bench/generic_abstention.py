@@ -1,0 +1,147 @@
+"""Abstention on collections without a domain pack (not a test): does an
+Answer over a user's own documents say "not in the documents" for a
+question they do not answer, and still answer those they do?
+
+Two steps. ``dump`` is a pytest module run (the quality gate's in-process
+mesh). It ingests three own-document corpora as files into collections
+without a pack: the three design documents (tests/quality/data/docs), the
+60 laws the law dev questions cite (tests/quality/law_files.py) and a small
+company's documents (tests/quality/data/company_docs). It then searches, in each
+collection, that corpus's answerable questions (79 / 224 scenario + 142
+consult / 37) and every out-of-scope question (bench/data/out_of_domain_zh.jsonl,
+209, and tests/quality/data/company_docs/out_of_scope.jsonl, 14), and writes the
+results in bench/abstention_fit.py's evidence form, with the collection, to
+bench/results/generic_abstention_evidence.jsonl:
+
+    STUDY=dump PYTHONPATH=.:gen/python python -m pytest bench/generic_abstention.py -q -s \\
+        -p tests.fixtures.pg -p tests.fixtures.neo4j -p tests.fixtures.mesh
+
+``report`` then prints, per collection, the answer rate of each answerable
+set and the abstention rate of the out-of-scope questions under a pack's
+fit (services/gateway/answer/abstention.py, default law_zh's) for the
+evidence's embedding model:
+
+    PYTHONPATH=.:gen/python python bench/generic_abstention.py report [--pack law_zh|generic]
+
+A rule for the generic pack is fitted with bench/abstention_fit.py on the
+same evidence (``fit --evidence bench/results/generic_abstention_evidence.jsonl``),
+where every out-of-scope question, whatever its collection, is the set "ood".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
+
+EVIDENCE = REPO / "bench" / "results" / "generic_abstention_evidence.jsonl"
+TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
+OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
+
+
+if os.environ.get("STUDY") == "dump":
+    import grpc
+    import pytest
+    from google.protobuf import json_format
+
+    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+    from services.cli.evaluate import load_dataset
+    from services.gateway.config import GatewaySettings
+    from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, patient_gateway
+    from tests.quality.law_files import cited_laws, law_files
+
+    pytestmark = [pytest.mark.asyncio(loop_scope="session")]
+    DOCS = REPO / "tests" / "quality" / "data"
+
+    async def _ingest(stub, collection: str, files: dict[str, bytes]) -> None:
+        upload = [gateway_pb2.IngestFile(name=f"{collection}/{name}", content=data) for name, data in files.items()]
+        reply = await stub.Ingest(gateway_pb2.IngestRequest(files=upload, collection=collection), timeout=1800)
+        assert all(f.status == gateway_pb2.FILE_STATUS_STORED for f in reply.files), reply.files
+
+    async def _search(stub, out, collection: str, name: str, rows: list[dict]) -> None:
+        limit = GatewaySettings().max_query_chars
+        for row in rows:
+            if len(row["query"]) > limit:
+                continue
+            reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10, collections=[collection]),
+                                      timeout=PATIENT_SECONDS)
+            out.write(json.dumps({"set": name, "collection": collection, "id": f"{collection}:{row['id']}",
+                                  "query": row["query"], "keywords": list(reply.query_info.keywords),
+                                  "embedding_model": reply.query_info.embedding_model,
+                                  "results": [json_format.MessageToDict(c) for c in reply.results]},
+                                 ensure_ascii=False) + "\n")
+        print(f"{collection} {name}: {len(rows)} searched", flush=True)
+
+    async def test_dump(mesh):
+        laws, law_questions = law_files(cited_laws())
+        corpora = {
+            "absdocs": ({p.name: p.read_bytes() for p in sorted((DOCS / "docs").glob("*.txt"))},
+                        {"docs": load_dataset(DOCS / "queries-docs-dev.jsonl")}),
+            "abslaws": ({n: t.encode() for n, t in laws.items()},
+                        {"lf-scenario": law_questions["scenario"], "lf-consult": law_questions["consult"]}),
+            "abstrial": ({p.name: p.read_bytes() for p in sorted(TRIAL.iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.name != "README.md"},
+                         {"trial": load_dataset(TRIAL / "queries.jsonl")}),
+        }
+        out_of_scope = [row for path in OUT_OF_SCOPE for row in load_dataset(path)]
+        EVIDENCE.parent.mkdir(parents=True, exist_ok=True)
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                with EVIDENCE.open("w", encoding="utf-8") as out:
+                    for collection, (files, answerable) in corpora.items():
+                        await _ingest(stub, collection, files)
+                        for name, rows in answerable.items():
+                            await _search(stub, out, collection, name, rows)
+                        await _search(stub, out, collection, "ood", out_of_scope)
+
+
+def report(pack_name: str, constants: str = "") -> None:
+    """Per collection: each answerable set's answer rate and the
+    out-of-scope abstention rate (the general questions and the own-document
+    ones apart) under ``pack_name``'s fit, or under ``constants``
+    ("w1,w2,w3,w4,w5;bias", bench/abstention_fit.py's folded constants)."""
+    import numpy as np
+
+    import domains
+    from graphmesh.common.v1 import types_pb2
+    from google.protobuf import json_format
+    from services.gateway.answer import abstention
+
+    fits = abstention.pack_fits([domains.PACKS[pack_name]]) if not constants else {}
+    if constants:
+        weights, bias = constants.split(";")
+        given = abstention.Fit(tuple(float(w) for w in weights.split(",")), float(bias), "")
+    rates: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    model = ""
+    for line in EVIDENCE.open(encoding="utf-8"):
+        record = json.loads(line)
+        model = record["embedding_model"] or abstention.DEFAULT_MODEL
+        fit = given if constants else fits[model]
+        results = [json_format.ParseDict(c, types_pb2.Candidate()) for c in record["results"]]
+        sig = abstention.signals(record["keywords"], results)
+        name = record["set"] + ("/own" if "trial-ood" in record["id"] else "")
+        rates[record["collection"], name].append(abstention.answerability(sig, fit.weights, fit.bias) >= abstention.THRESHOLD)
+    print(f"{constants or pack_name + chr(39) + 's fit'} for {model}: answer rate of answerable sets, "
+          "abstention rate of out-of-scope questions")
+    for (collection, name), answered in sorted(rates.items()):
+        share = float(np.mean(answered))
+        kind, value = ("abstained", 1 - share) if name.startswith("ood") else ("answered", share)
+        print(f"  {collection:9s} {name:12s} n={len(answered):3d} {kind} {value:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["report"])
+    parser.add_argument("--pack", default="law_zh")
+    parser.add_argument("--constants", default="", help='"w1,w2,w3,w4,w5;bias" instead of a pack\'s fit')
+    args = parser.parse_args()
+    report(args.pack, args.constants)
+
+
+if __name__ == "__main__":
+    main()
