@@ -183,15 +183,20 @@ class FakeRetriever(_Fake):
             deleted=types_pb2.DeletionCounts(documents=len(gone), chunks=2 * len(gone)), document_ids=gone))
 
     async def list_collections(self, request, timeout):
-        """The collections it was given (``collections``). Not logged in
-        ``calls`` (the gateway reads collections' packs beside every call it
-        makes); counted in ``listings``."""
+        """The collections it was given (``collections``), else those of
+        its ``documents``. Not logged in ``calls`` (the gateway reads
+        collections' packs beside every call it makes); counted in
+        ``listings``."""
         self.listings = getattr(self, "listings", 0) + 1
         if self.fail == "hang":
             await asyncio.Event().wait()
         if isinstance(self.fail, grpc.StatusCode):
             raise downstream_error(self.name, self.fail)
-        return retriever_pb2.ListCollectionsResponse(collections=list(getattr(self, "collections", [])))
+        given = getattr(self, "collections", None)
+        if given is None:
+            names = dict.fromkeys(d.collection for d in getattr(self, "documents", []) if d.collection)
+            given = [types_pb2.CollectionInfo(name=n) for n in names]
+        return retriever_pb2.ListCollectionsResponse(collections=list(given))
 
     async def delete_collection(self, request, timeout):
         return await self._answer("delete_collection", request, retriever_pb2.DeleteCollectionResponse(

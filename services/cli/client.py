@@ -14,6 +14,7 @@ from google.protobuf import json_format
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.common import names
 from services.common.clients import blocking_channel
 from services.common.errors import field_violations
 from services.common.settings import MeshAddresses
@@ -187,6 +188,9 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
         for t in reply.timings
     )
     print(f"stages: {timings}")
+    for t in reply.timings:  # a stage skipped for a reason the user can act on (a collection no store holds)
+        if t.stage == names.STAGE_COLLECTIONS and t.detail:
+            print(f"note: {t.detail}")
     if reply.degraded:
         print(f"degraded: {', '.join(reply.degraded)}")
 

@@ -79,6 +79,20 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
     return [(f, id_prefix + i) for f, i in found.items()], missing
 
 
+def unsupported_files(paths: list[str]) -> list[Path]:
+    """Files inside the folders ``paths`` name that ``expand_paths`` leaves
+    out because their type is not read (a .doc, a .xlsx), so that a folder
+    ingest says what it skipped; hidden files and folders (.git, .DS_Store)
+    are not listed."""
+    out: list[Path] = []
+    for arg in paths:
+        folder = Path(arg)
+        if folder.is_dir():
+            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p)
+                       and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return out
+
+
 def _supported(path: Path) -> bool:
     name = path.name.lower()
     return name.endswith(FILE_SUFFIXES) or name.endswith(JSONL_SUFFIXES)
@@ -92,6 +106,10 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     files, missing = expand_paths(args.paths, args.id_prefix or "")
     for arg in missing:
         print(f"error: no supported file at {arg}", file=sys.stderr)
+    skipped = unsupported_files(args.paths)
+    for path in skipped:
+        print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}; "
+              f"supported: {', '.join(FILE_SUFFIXES + JSONL_SUFFIXES)}", file=sys.stderr)
     if missing and not files:
         return 2
     try:
@@ -99,7 +117,7 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     except ValueError:
         print("error: --meta takes key=value", file=sys.stderr)
         return 2
-    totals = {"files": len(files), "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0}
+    totals = {"files": len(files), "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0, "skipped": len(skipped)}
     jsonl = [f for f in files if f[0].name.lower().endswith(JSONL_SUFFIXES)]
     documents = [f for f in files if f not in jsonl]
     lines: list[str] = []

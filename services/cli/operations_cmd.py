@@ -21,7 +21,7 @@ from google.rpc import code_pb2
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.client import INGEST_KINDS, _report_rpc_error, gateway_channel, open_text
-from services.cli.documents import expand_paths
+from services.cli.documents import expand_paths, unsupported_files
 
 #: Most bytes of one ImportDocuments request (the gateway's message limit).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -36,6 +36,8 @@ def import_request(args: argparse.Namespace) -> gateway_pb2.IngestRequest | str:
         files, missing = expand_paths(args.paths, args.id_prefix or "")
         if missing:
             return f"no supported file at {missing[0]}"
+        for path in unsupported_files(args.paths):
+            print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}", file=sys.stderr)
         metadata = dict(kv.split("=", 1) for kv in args.meta or [] if "=" in kv)
         request = gateway_pb2.IngestRequest(**common, files=[
             gateway_pb2.IngestFile(name=doc_id, document_id=doc_id, content=path.read_bytes(), metadata=metadata)

@@ -7,7 +7,7 @@ import pytest
 import os
 from pathlib import Path
 
-from services.cli.documents import expand_paths
+from services.cli.documents import expand_paths, unsupported_files
 from services.cli.main import build_parser
 
 pytestmark = pytest.mark.unit
@@ -30,6 +30,15 @@ def test_folders_globs_and_files_become_ids(tmp_path: Path, monkeypatch):
     assert missing == ["nowhere/*.pdf"]
     prefixed, _ = expand_paths(["其他/c.md"], id_prefix="v2/")
     assert prefixed[0][1] == "v2/其他/c.md"
+
+
+def test_a_folders_files_of_unread_types_are_named_and_hidden_ones_passed_over(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for rel in ("手册/a.pdf", "手册/旧版.doc", "手册/子目录/表.xlsx", "手册/.DS_Store", "手册/.git/config", "单独.doc"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    assert [p.as_posix() for p in unsupported_files(["手册", "单独.doc", "nowhere"])] == ["手册/子目录/表.xlsx", "手册/旧版.doc"]
 
 
 def test_parser_takes_files_collection_and_filters():

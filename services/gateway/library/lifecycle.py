@@ -18,7 +18,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.errors import DownstreamError, InvalidArgument, NotFound
-from services.common.filters import parse_filter, to_proto
+from services.common.filters import DEFAULT_COLLECTION, parse_filter, to_proto
 from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.downstream.guard import Deadline
@@ -71,8 +71,12 @@ class DocumentLifecycle:
 
         Raises:
             InvalidArgument: parent, page_size, page_token or filter.
+            NotFound: the parent names a collection no store holds (the
+                default collection, which needs no creating, lists empty).
         """
         collections = parse_parent(parent)
+        if collections:
+            await self._require(collections[0], deadline)
         if not 0 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
         size = page_size or DEFAULT_PAGE_SIZE
@@ -142,15 +146,26 @@ class DocumentLifecycle:
         """Deletes collection ``name`` from every store.
 
         Raises:
-            InvalidArgument ("name"); DownstreamError: a store failed.
+            InvalidArgument ("name"); NotFound: no store holds it;
+            DownstreamError: a store failed.
         """
         request = retriever_pb2.DeleteCollectionRequest(name=parse_collection_name(name))
+        await self._require(request.name, deadline)
         response = gateway_pb2.DeleteCollectionResponse()
         for store, reply in await self._everywhere(lambda r, t: r.delete_collection(request, t), deadline):
             response.by_store[store].CopyFrom(reply.deleted)
         if self.packs is not None:
             self.packs.forget(request.name)
         return response
+
+    async def _require(self, collection: str, deadline: Deadline) -> None:
+        """Raises NotFound when no store holds ``collection`` (AIP-132 and
+        AIP-135: a List under, or a Delete of, a missing collection); the
+        default collection and a gateway without a collection registry
+        are never refused."""
+        if self.packs is not None and collection != DEFAULT_COLLECTION and not await self.packs.exists(collection, deadline):
+            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it "
+                           "(graphmesh collections list, GET /v1/collections, names those that exist)")
 
     async def _everywhere(self, call: Callable[[Retriever, float], Awaitable], deadline: Deadline) -> list[tuple[str, object]]:
         """(retriever name, reply) of ``call`` on every retriever, in parallel;

@@ -43,11 +43,12 @@ class CollectionPacks:
         self._fetched = float("-inf")
         self._lock = asyncio.Lock()
 
-    async def _refresh(self, deadline: Deadline) -> None:
+    async def _refresh(self, deadline: Deadline, fresh: bool = False) -> None:
         """Reads every retriever's collections (one that fails is skipped:
-        its collections then get the default pack until the next refresh)."""
+        its collections then get the default pack until the next refresh),
+        at most once a ``ttl`` unless ``fresh``."""
         async with self._lock:
-            if time.monotonic() - self._fetched < self._ttl:
+            if not fresh and time.monotonic() - self._fetched < self._ttl:
                 return
             request = retriever_pb2.ListCollectionsRequest()
             seconds = deadline.left(CALL_SECONDS)
@@ -111,6 +112,14 @@ class CollectionPacks:
         if any(c not in self._known for c in wanted):
             await self._refresh(deadline)
         return [c for c in wanted if c not in self._known] if self._listed else []
+
+    async def exists(self, collection: str, deadline: Deadline) -> bool:
+        """Whether a store holds ``collection``: known, or reported by a
+        fresh read of the stores (another gateway may have just created
+        it); True when no store answers, since then nothing can be said."""
+        if collection not in self._known:
+            await self._refresh(deadline, fresh=True)
+        return collection in self._known or not self._listed
 
     def forget(self, collection: str) -> None:
         """Drops what is known of ``collection`` (after it was deleted): the

@@ -137,3 +137,21 @@ async def test_collections_merge_counts_across_stores():
     assert [(c.name, c.documents, c.chunks, c.entities) for c in listed.collections] == [("hr", 3, 9, 4), ("med", 0, 0, 7)]
     deleted = await use.lifecycle.delete_collection("collections/hr", Deadline(5))
     assert set(deleted.by_store) == {"retriever_pg", "retriever_graph"}
+
+
+async def test_a_missing_collection_is_not_found_for_list_and_delete_but_the_default_lists_empty():
+    pg, graph = FakeRetriever("retriever_pg"), FakeRetriever("retriever_graph")
+    pg.collections = [types_pb2.CollectionInfo(name="hr", documents=1)]
+    graph.collections = []
+    use = mesh(pg=pg, graph=graph)
+    for call in (lambda: use.lifecycle.list("collections/nosuch", 0, "", "", Deadline(5)),
+                 lambda: use.lifecycle.delete_collection("collections/nosuch", Deadline(5))):
+        with pytest.raises(NotFound) as err:
+            await call()
+        assert "'nosuch' does not exist" in str(err.value)
+    assert not pg.calls or all(c[0] not in ("list_documents", "delete_collection") for c in pg.calls)
+    assert not (await use.lifecycle.list("collections/default", 0, "", "", Deadline(5))).documents
+    assert not (await use.lifecycle.list("collections/hr", 0, "", "", Deadline(5))).documents  # exists, lists what it holds
+    # a collection another gateway created after this one's last read is found by a fresh read, not refused
+    pg.collections.append(types_pb2.CollectionInfo(name="new", documents=1))
+    await use.lifecycle.list("collections/new", 0, "", "", Deadline(5))

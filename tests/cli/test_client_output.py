@@ -1,0 +1,23 @@
+"""What `graphmesh search` / `answer` print (services/cli/client.py)."""
+from __future__ import annotations
+
+import pytest
+
+from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.cli.client import _print_search
+from services.common import names
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_collection_no_store_holds_is_said_in_words_not_only_as_a_skipped_stage(capsys):
+    reason = "no store holds collection 'default': nothing was ingested into it"
+    reply = gateway_pb2.SearchResponse(timings=[
+        types_pb2.StageTiming(stage=names.STAGE_COLLECTIONS, status=types_pb2.STAGE_STATUS_SKIPPED, detail=reason),
+        types_pb2.StageTiming(stage=names.STAGE_TOTAL, duration_ms=12, status=types_pb2.STAGE_STATUS_OK)])
+    _print_search(reply)
+    out = capsys.readouterr().out
+    assert "collections=0ms(skipped)" in out and f"note: {reason}" in out
+    _print_search(gateway_pb2.SearchResponse(timings=[types_pb2.StageTiming(stage=names.STAGE_TOTAL, duration_ms=3)]))
+    assert "note:" not in capsys.readouterr().out
