@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED_DATA, save, stack_dsn  # noqa: E402
-from naive_hybrid import DEPTH, RRF_K, first_gold, fold, load_chunks, query_vectors, tokens  # noqa: E402
+from naive_hybrid import DEPTH, first_gold, fold, load_chunks, query_vectors, rrf, tokens  # noqa: E402
 
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
@@ -47,15 +47,6 @@ def hub_scores(vectors: np.ndarray, k: int, block: int = 2048) -> np.ndarray:
         sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -1.0  # not its own neighbour
         out[start:start + block] = np.partition(sims, -k, axis=1)[:, -k:].mean(axis=1)
     return out
-
-
-def rrf(*orders: np.ndarray) -> list[int]:
-    """Indices fused by reciprocal rank (k = RRF_K), best first."""
-    fused: dict[int, float] = {}
-    for order in orders:
-        for rank, idx in enumerate(order, 1):
-            fused[int(idx)] = fused.get(int(idx), 0.0) + 1.0 / (RRF_K + rank)
-    return [i for i, _ in sorted(fused.items(), key=lambda kv: -kv[1])]
 
 
 def main() -> None:

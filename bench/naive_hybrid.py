@@ -82,6 +82,15 @@ def fold(order: np.ndarray, docs: list[str]) -> list[str]:
     return [docs[i] for i in order]
 
 
+def rrf(*orders: np.ndarray) -> list[int]:
+    """Indices fused by reciprocal rank (k = RRF_K), best first."""
+    fused: dict[int, float] = {}
+    for order in orders:
+        for rank, idx in enumerate(order, 1):
+            fused[int(idx)] = fused.get(int(idx), 0.0) + 1.0 / (RRF_K + rank)
+    return [i for i, _ in sorted(fused.items(), key=lambda kv: -kv[1])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="scenario,consult,facts")
@@ -116,11 +125,7 @@ def main() -> None:
             scores = retriever.get_scores(tokens(query))
             bm25_top = np.argsort(-scores)[:DEPTH]
             dense_top = np.argsort(-(vectors @ qvec))[:DEPTH]
-            fused: dict[int, float] = {}
-            for order in (bm25_top, dense_top):
-                for rank, idx in enumerate(order, 1):
-                    fused[int(idx)] = fused.get(int(idx), 0.0) + 1.0 / (RRF_K + rank)
-            hybrid = [docs[i] for i, _ in sorted(fused.items(), key=lambda kv: -kv[1])]
+            hybrid = [docs[i] for i in rrf(bm25_top, dense_top)]
             per_query_ms["naive_hybrid"].append((time.perf_counter() - t0) * 1000)
             ranks["naive_hybrid"][name][qid] = first_gold(hybrid, gold)
             ranks["bm25"][name][qid] = first_gold(fold(bm25_top, docs), gold)

@@ -34,7 +34,7 @@ from _common import SHARED_DATA, save, stack_dsn  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-from naive_hybrid import DEPTH, RRF_K, first_gold, load_chunks, query_vectors, tokens  # noqa: E402
+from naive_hybrid import DEPTH, first_gold, load_chunks, query_vectors, rrf, tokens  # noqa: E402
 
 from services.cli.evaluate import load_dataset  # noqa: E402
 from services.cli.significance import RANK_METRICS, compare_ranks, rank_metric  # noqa: E402
@@ -116,14 +116,6 @@ def bridged_query(words: list[str], near: dict[str, list[tuple[str, float]]], df
             if sim >= threshold and term not in query:
                 query[term] = max(query.get(term, 0.0), weight * sim)
     return query
-
-
-def rrf(*orders: np.ndarray) -> list[int]:
-    fused: dict[int, float] = {}
-    for order in orders:
-        for rank, idx in enumerate(order, 1):
-            fused[int(idx)] = fused.get(int(idx), 0.0) + 1.0 / (RRF_K + rank)
-    return [i for i, _ in sorted(fused.items(), key=lambda kv: -kv[1])]
 
 
 def main() -> None:

@@ -13,12 +13,16 @@ from services.cli.main import build_parser
 pytestmark = pytest.mark.unit
 
 
-def test_folders_globs_and_files_become_ids(tmp_path: Path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for rel in ("手册/a.pdf", "手册/子目录/b.docx", "手册/忽略.xlsx", "其他/c.md", "其他/d.txt", "laws.jsonl"):
-        path = tmp_path / rel
+def _touch(root: Path, *relative: str) -> None:
+    for rel in relative:
+        path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
+
+
+def test_folders_globs_and_files_become_ids(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _touch(tmp_path, "手册/a.pdf", "手册/子目录/b.docx", "手册/忽略.xlsx", "其他/c.md", "其他/d.txt", "laws.jsonl")
     found, missing = expand_paths(["手册", "其他/*.md", "其他/d.txt", "手册/a.pdf", "laws.jsonl", "nowhere/*.pdf"])
     assert [(str(p.relative_to(tmp_path)) if p.is_absolute() else str(p), i) for p, i in found] == [
         (os.path.join("手册", "a.pdf"), "手册/a.pdf"),
@@ -34,10 +38,7 @@ def test_folders_globs_and_files_become_ids(tmp_path: Path, monkeypatch):
 
 def test_a_folders_files_of_unread_types_are_named_and_hidden_ones_passed_over(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for rel in ("手册/a.pdf", "手册/旧版.doc", "手册/子目录/表.xlsx", "手册/.DS_Store", "手册/.git/config", "单独.doc"):
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"x")
+    _touch(tmp_path, "手册/a.pdf", "手册/旧版.doc", "手册/子目录/表.xlsx", "手册/.DS_Store", "手册/.git/config", "单独.doc")
     assert [p.as_posix() for p in unsupported_files(["手册", "单独.doc", "nowhere"])] == ["手册/子目录/表.xlsx", "手册/旧版.doc"]
 
 
