@@ -364,6 +364,11 @@ def _headers_of(chosen: list[Candidate]) -> list[Candidate]:
             if not any(c.first <= at <= c.last for c in chosen)]
 
 
+#: A source after the first is quoted only when its best piece scores at least this share of the
+#: first source's best: a sentence that shares one word with the question pads the answer.
+LATER_SOURCE_MIN_SHARE = 0.5
+
+
 #: Between two quoted pieces that are not next to each other in their text.
 GAP = " … "
 
@@ -430,19 +435,23 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     followed by the citation [n]; when the
     question asks for a list (``asks_list``) and a lead-in with its list
     items answers best, that list alone, up to LIST_MAX_CHARS. A source
-    none of whose sentences shares a word with the question is skipped,
-    unless it is the first. Without a question the leading sentences are
+    after the first is skipped when none of its sentences shares a word
+    with the question, or when its best covers the question less than
+    LATER_SOURCE_MIN_SHARE of the first source's best. Without a question the leading sentences are
     quoted."""
     scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]])
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [EXTRACTIVE_LABEL]
+    lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
         candidates = [t for t in scored if quotable(t[3].text)] or scored[:1]
         # best first; between equals, a lead-in with its whole list (offered only when the question asks
         # for a list), then the one whose label matches, then the one of fewer lines, then reading order
         ranked = sorted(candidates, key=lambda t: (-t[0], -t[3].list_run, -t[1], t[3].last - t[3].first, t[2]))
-        if keywords and number > 1 and (not ranked or ranked[0][0] == 0):
+        if number == 1:
+            lead = ranked[0][0] if ranked else 0.0
+        elif keywords and (not ranked or ranked[0][0] == 0 or ranked[0][0] < LATER_SOURCE_MIN_SHARE * lead):
             continue
         chosen: list[Candidate] = []
         used = 0

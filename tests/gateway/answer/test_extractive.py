@@ -185,3 +185,11 @@ def test_a_list_question_about_a_table_quotes_its_label_header_and_rows():
     quote = _quote(extractive_answer([ACTION_ITEMS], "行动项有哪些"))
     assert quote.startswith("行动项 事项 | 负责人 | 截止日期；修复两个严重缺陷 | 王强 | 3月19日；")
     assert quote.endswith("提交华东机房扩容采购申请 | 李娜 | 3月18日 [1]")
+
+
+def test_a_later_source_that_covers_the_question_far_less_than_the_first_does_not_pad_the_answer():
+    sources = ["出差期间的伙食补助按每人每天120元标准发放。", "住宿费按实际发生金额报销，需提供发票。", "员工出差应乘坐经济舱。"]
+    assert _quote(extractive_answer(sources, "出差一天的餐补是多少钱")) == "出差期间的伙食补助按每人每天120元标准发放。 [1]"
+    # a later source that answers another part of the question as well is kept
+    both = extractive_answer(["年休假5天。", "婚假3天，另加奖励婚假7天。"], "年假和婚假各几天")
+    assert both.splitlines()[1:] == ["年休假5天。 [1]", "婚假3天，另加奖励婚假7天。 [2]"]
