@@ -17,7 +17,7 @@ REV:services/gateway/answer/extractive.py``, or grounding.py before
 2026-12-03, when it held the extractive answer), paired bootstrap 95%
 interval and sign-flip p:
 
-      python bench/extractive_probe.py replay bench/results/docs_chunk_256.json [--baseline F] [--show-misses]
+      python bench/extractive_probe.py replay bench/results/docs_chunk_256.json [MORE.json ...] [--baseline F] [--show-misses]
 
 Metrics: questions with a gold passage given as text (the documents set):
 whether the answer quotes it (``services.cli.evaluate`` rules: the squeezed
@@ -93,7 +93,22 @@ def load_grounding(path: Path):
 
 
 def replay(args) -> None:
-    saved = json.loads(args.dump.read_text(encoding="utf-8"))
+    """Each dump's replay, then, for several dumps, every metric pooled over their questions."""
+    pooled: dict[str, tuple[list[float], list[float]]] = {}
+    for dump in args.dump:
+        for metric, (before, after) in replay_one(dump, args).items():
+            pooled.setdefault(metric, ([], []))[0].extend(before)
+            pooled[metric][1].extend(after)
+    if len(args.dump) > 1:
+        print(f"pooled over {len(args.dump)} dumps:")
+        for metric, (before_values, after_values) in pooled.items():
+            d = paired_delta(before_values, after_values)
+            print(f"  {metric} (n={d.n}): {d.a:.3f} -> {d.b:.3f}, delta {d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}] p {d.p_value:.3f}")
+
+
+def replay_one(dump: Path, args) -> dict[str, tuple[list[float], list[float]]]:
+    """Replays one dump and prints its figures; returns {metric: (before, after) per question}."""
+    saved = json.loads(dump.read_text(encoding="utf-8"))
     name = saved.get("set", "docs")
     answers = saved["answers"]
     baseline = load_grounding(args.baseline) if args.baseline else None
@@ -126,7 +141,7 @@ def replay(args) -> None:
             parts = [text_rules.reference_parts(a, reference) for a in (before, after)]
             for part in ("rouge_l", "numbers"):
                 add(f"{part} vs the reference answer", parts[0][part], parts[1][part])
-    print(f"{len(rows)} questions of {name} from {args.dump.name}; before = "
+    print(f"{len(rows)} questions of {name} from {dump.name}; before = "
           f"{'the extractive answer of ' + str(args.baseline) if baseline else 'the saved answer'}, after = today's")
     for label, values in ceilings.items():
         if values:
@@ -134,6 +149,7 @@ def replay(args) -> None:
     for metric, (before_values, after_values) in metrics.items():
         d = paired_delta(before_values, after_values)
         print(f"  {metric} (n={d.n}): {d.a:.3f} -> {d.b:.3f}, delta {d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}] p {d.p_value:.3f}")
+    return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--limit", type=int, default=0)
     d.add_argument("--out", type=Path)
     r = sub.add_parser("replay", help="today's extractive answer on a dump's contexts against the saved answer or --baseline")
-    r.add_argument("dump", type=Path)
+    r.add_argument("dump", type=Path, nargs="+", help="one or more dumps (several: also pooled)")
     r.add_argument("--baseline", type=Path, help="another module defining extractive_answer to compare with")
     r.add_argument("--show-misses", action="store_true", help="print the gold passages today's answer misses")
     args = parser.parse_args(argv)
