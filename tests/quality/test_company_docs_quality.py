@@ -6,7 +6,9 @@ and abstain on those they do not: the 14 workplace questions of
 out_of_scope.jsonl and every fifth general question of
 bench/data/out_of_domain_zh.jsonl. The rule is the generic pack's
 (domains/generic/recipes.json; docs/benchmarks.md "Abstention on collections
-without a pack"). Floors in tests/quality/floors.py ("company_docs")."""
+without a pack"); the extractive answers of the answerable questions must
+also quote their answering line. Floors in tests/quality/floors.py
+("company_docs")."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,20 +40,26 @@ async def company_gateway(mesh):
         yield address
 
 
-async def _abstained(address: str, mesh, rows: list[dict]) -> list[bool]:
+async def _answers(address: str, mesh, rows: list[dict]) -> list:
     answered = await run_queries(address, rows, 10, concurrency=4, timeout=PATIENT_SECONDS, answers=True,
                                  judge_address=mesh.addresses["judge"], collections=(COLLECTION,))
     assert not [r.error for r in answered if r.error]
-    return [r.answer_mode == "abstained" for r in answered]
+    return answered
+
+
+async def _abstained(address: str, mesh, rows: list[dict]) -> list[bool]:
+    return [r.answer_mode == "abstained" for r in await _answers(address, mesh, rows)]
 
 
 async def test_own_documents_answer_what_they_hold_and_abstain_on_what_they_do_not(company_gateway, mesh):
     floors = FLOORS["company_docs"]
-    answerable = await _abstained(company_gateway, mesh, load_dataset(DATA / "queries.jsonl"))
+    replies = await _answers(company_gateway, mesh, load_dataset(DATA / "queries.jsonl"))
+    answerable = [r.answer_mode == "abstained" for r in replies]
     workplace = await _abstained(company_gateway, mesh, load_dataset(DATA / "out_of_scope.jsonl"))
     general = await _abstained(company_gateway, mesh, load_dataset(REPO / "bench" / "data" / "out_of_domain_zh.jsonl")[::5])
     rates = {"answered": 1 - sum(answerable) / len(answerable), "workplace_abstained": sum(workplace) / len(workplace),
-             "general_abstained": sum(general) / len(general)}
+             "general_abstained": sum(general) / len(general),
+             "quotes_gold": sum(bool(r.answer_quotes_gold) for r in replies) / len(replies)}
     print(f"company documents: {len(answerable)} answerable, {len(workplace)} workplace and {len(general)} general "
           f"out-of-scope questions: " + ", ".join(f"{k} {v:.4f} (floor {floors[k]})" for k, v in rates.items()))
     assert all(rates[k] >= floors[k] for k in floors), (rates, floors)
