@@ -1,7 +1,9 @@
-"""The extractive answer (services/gateway/answer/extractive.py): which pieces
-of a source are quoted for a question, and how they are put together."""
+"""The extractive answer (services/gateway/answer/extractive.py and the
+pieces it may quote, services/gateway/answer/quotable.py): which pieces of a
+source are quoted for a question, and how they are put together."""
 import pytest
 from services.gateway.answer import extractive as generation
+from services.gateway.answer import quotable as pieces
 from services.gateway.answer.extractive import EXTRACTIVE_LABEL, LIST_MAX_CHARS, extractive_answer
 
 pytestmark = pytest.mark.unit
@@ -83,11 +85,11 @@ def test_pieces_lines_apart_are_separated_by_an_ellipsis_and_adjacent_ones_are_n
 
 
 def test_a_row_ending_in_its_value_and_a_diagram_piece_are_not_labels():
-    assert generation._is_label("深度 RAG 编排器")
-    assert generation._is_label("# 处理 raw 目录中的所有文件")
-    assert not generation._is_label("Top-1 Accuracy 89.58%")
-    assert not generation._is_label("▼ reasonFast回退")
-    assert not generation._is_label("return original, None")
+    assert pieces.is_label("深度 RAG 编排器")
+    assert pieces.is_label("# 处理 raw 目录中的所有文件")
+    assert not pieces.is_label("Top-1 Accuracy 89.58%")
+    assert not pieces.is_label("▼ reasonFast回退")
+    assert not pieces.is_label("return original, None")
 
 
 def test_a_command_is_quoted_with_the_sentence_that_says_what_it_does():
@@ -128,7 +130,7 @@ def test_a_lead_in_reaches_its_command_past_a_code_fence():
 
 def test_a_markdown_bullet_lead_in_is_not_code():
     assert not generation.quotable("- Configure the service:")
-    assert generation._is_label("- Configure the service:")
+    assert pieces.is_label("- Configure the service:")
 
 
 def test_a_word_wrapped_across_two_lines_is_joined_without_a_space():
