@@ -7,6 +7,8 @@ each process's entry point (``load_configured_dictionary``), never at import.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import re
 import unicodedata
 from functools import lru_cache
@@ -113,6 +115,26 @@ def split_sentences(text: str) -> list[str]:
 
 #: A citation mark "[n]" of an answer, n the 1-based number of a source in
 #: the packed context (group 1: the number).
+#: Cells of a table row as the file readers write it ("经理 | 600元/晚 | 450元/晚"), one row a line.
+TABLE_CELL_SEPARATOR = " | "
+
+
+def is_table_row(line: str) -> bool:
+    """Whether ``line`` is a table row as the file readers write it."""
+    return TABLE_CELL_SEPARATOR in line
+
+
+def table_headers(lines: Sequence[str]) -> dict[int, int]:
+    """{index: index of its table's header row} for the table rows among
+    ``lines`` (``is_table_row``): consecutive rows are one table, and its
+    first row is the header (a table's header is its own header)."""
+    headers: dict[int, int] = {}
+    for index, line in enumerate(lines):
+        if is_table_row(line):
+            headers[index] = headers.get(index - 1, index)
+    return headers
+
+
 CITATION = re.compile(r"\[(\d+)\]")
 
 

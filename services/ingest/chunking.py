@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from graphmesh.common.v1 import types_pb2
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import ChunkRecord, DocumentRecord
-from services.common.text import document_terms, user_dictionary_digest
+from services.common.text import document_terms, table_headers, user_dictionary_digest
 from services.ingest.files.model import Block, Section
 from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sentences
 
@@ -65,20 +65,6 @@ def _sentences(blocks: Sequence[Block], target: int) -> list[tuple[str, int | No
     return out
 
 
-#: Cells of a table row as the file readers write it.
-_CELL_SEPARATOR = " | "
-
-
-def _table_headers(sentences: Sequence[str]) -> dict[int, int]:
-    """{index: index of its table's header row} for the table rows among
-    ``sentences`` (consecutive rows are one table; its first row is the header)."""
-    headers: dict[int, int] = {}
-    for index, sentence in enumerate(sentences):
-        if _CELL_SEPARATOR in sentence and sentence.endswith("\n"):
-            headers[index] = headers.get(index - 1, index)
-    return headers
-
-
 def split_text(text: str, config: ChunkingConfig) -> list[str]:
     """``text`` as chunk texts of whole sentences, at most
     ``config.target_tokens`` tokens each (a longer sentence is cut at token
@@ -119,7 +105,8 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
         path = [*heading_path, *own]
         heading_line = " ".join(path)
         sentences = _sentences(section.blocks, config.target_tokens)
-        headers = _table_headers([s for s, _ in sentences])
+        # a row is a whole line: a sentence that ends one
+        headers = table_headers([s if s.endswith("\n") else "" for s, _ in sentences])
         for a, b in pack([s for s, _ in sentences], config.target_tokens, config.overlap_tokens):
             # a chunk that starts inside a table starts with the table's header row
             header = sentences[headers[a]][0] if headers.get(a, a) < a else ""

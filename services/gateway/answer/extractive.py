@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 
-from services.common.text import query_keywords
-from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item,
-                                              is_table_row, quotable, quotable_pieces)
+from services.common.text import is_table_row, query_keywords
+from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
+                                              quotable_pieces)
 
 __all__ = ["EXTRACTIVE_LABEL", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
            "asks_list", "extractive_answer", "quotable", "quotable_pieces", "sentence_score"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.common.text import split_sentences
+from services.common.text import is_table_row, split_sentences, table_headers
 
 
 #: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
@@ -103,25 +103,8 @@ LABEL_MAX_CHARS = 24
 LABEL_REACH = 8
 #: A line ending in punctuation that ends a sentence or a clause of one.
 _ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
-#: Cells of a table row as the file readers write it ("经理 | 600元/晚 | 450元/晚").
-TABLE_CELL_SEPARATOR = " | "
 #: Between two table rows quoted together (a header and its row), which a space would run together.
 ROW_SEPARATOR = "；"
-
-
-def is_table_row(line: str) -> bool:
-    """Whether ``line`` is a row of a table as the file readers write it (TABLE_CELL_SEPARATOR between cells)."""
-    return TABLE_CELL_SEPARATOR in line
-
-
-def _table_starts(lines: list[str]) -> dict[int, int]:
-    """{line index: index of the first row of its table} for the table rows
-    among ``lines`` (a table: consecutive rows; its first row is its header)."""
-    starts: dict[int, int] = {}
-    for index, line in enumerate(lines):
-        if is_table_row(line):
-            starts[index] = starts.get(index - 1, index)
-    return starts
 
 
 def _table_run(lines: list[str], index: int, starts: dict[int, int]) -> Candidate | None:
@@ -231,7 +214,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
     lines = [line for line in (_unframe(s) for s in split_sentences(text.strip()))
              if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []
-    starts = _table_starts(lines)
+    starts = table_headers(lines)
     for index, line in enumerate(lines):
         item = is_item(line)
         listed = _list_run(lines, index) or _table_run(lines, index, starts)

@@ -14,6 +14,7 @@ import io
 import re
 import zipfile
 
+from services.common.text import TABLE_CELL_SEPARATOR
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
@@ -44,7 +45,7 @@ def _table_rows(table) -> list[str]:
             seen.add(id(cell._tc))
             cells.append(" ".join(cell.text.split()))
         if any(cells):
-            rows.append(" | ".join(cells))
+            rows.append(TABLE_CELL_SEPARATOR.join(cells))
     return rows
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from services.common.text import TABLE_CELL_SEPARATOR
 from services.ingest.files.model import GUTTER_MIN_LINES, ParsedFile, SectionBuilder
 from services.ingest.files.text import decode_text
 
@@ -61,7 +62,7 @@ def _rows(table) -> list[str]:
         if len(cells) == 2 and _is_gutter(nodes[0], cells[0]):
             cells = cells[1:]
         if any(cells):
-            rows.append(" | ".join(cells))
+            rows.append(TABLE_CELL_SEPARATOR.join(cells))
     return rows
 
 

@@ -7,6 +7,7 @@ level-1 heading, else the file name.
 """
 from __future__ import annotations
 
+from services.common.text import TABLE_CELL_SEPARATOR
 from services.ingest.files.html import add_html_fragment
 from services.ingest.files.model import ParsedFile, SectionBuilder
 from services.ingest.files.text import decode_text
@@ -56,7 +57,7 @@ def parse_markdown(data: bytes, name: str = "") -> ParsedFile:
         elif tok.type == "inline":
             builder.add(_inline_text(tok))
         elif tok.type == "tr_close":
-            rows.append(" | ".join(row))
+            rows.append(TABLE_CELL_SEPARATOR.join(row))
             row = []
         elif tok.type == "table_close":
             builder.add("\n".join(rows))
