@@ -3,11 +3,12 @@ documents (tests/quality/data/docs) ingested as files with
 GatewaySettings.ingest.chunk_tokens = CHUNK (overlap an eighth), then the 79
 questions of queries-docs-dev.jsonl: how many have the answering passage
 first (Search, top 10), and how many extractive answers quote it. Saves
-per-question ranks to bench/results/docs_chunk_<CHUNK>.json, so sizes can be
+per-question ranks to bench/results/<DOCSET>_chunk_<CHUNK>.json, so sizes can be
 compared (and cross-validated) afterwards, and each Answer's packed context,
 answer and number of sources, so the extractive answer can be replayed
 offline on the same contexts (bench/extractive_probe.py). Not a test; run it as a pytest
-module so it gets the quality gate's in-process mesh:
+module so it gets the quality gate's in-process mesh. DOCSET=company_docs runs
+the company's seven documents and 37 questions instead (never tuned on):
 
     CHUNK=384 PYTHONPATH=.:gen/python python -m pytest bench/docs_chunk_sweep.py -q -s \\
         -p tests.fixtures.pg -p tests.fixtures.neo4j -p tests.fixtures.mesh
@@ -27,16 +28,22 @@ from services.cli.evaluate import _squeeze, gold_passages, load_dataset, run_que
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session")]
 REPO = Path(__file__).resolve().parents[1]
+#: DOCSET -> (its questions, its documents): the design documents (the dev set) and the company's documents
+#: (tests/quality/test_company_docs_quality.py's, never tuned on).
+DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
+                 "company_docs": (DATA / "company_docs" / "queries.jsonl", DATA / "company_docs")}
 
 
 async def test_chunk_size(mesh):
     chunk = int(os.environ.get("CHUNK", "256"))
-    rows = load_dataset(DATA / "queries-docs-dev.jsonl")
+    docset = os.environ.get("DOCSET", "docs")
+    questions, folder = DOCUMENT_SETS[docset]
+    rows = load_dataset(questions)
     ranks = {}
     answers = {}
     async with gateway(mesh, ingest={"chunk_tokens": chunk, "chunk_overlap": chunk // 8, "embed_batch": 32}) as address:
         collection = f"sweep{chunk}"
-        await ingest(address, collection)
+        await ingest(address, collection, folder)
         async with grpc.aio.insecure_channel(address, options=OPTIONS) as ch:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
             for row in rows:
@@ -55,8 +62,8 @@ async def test_chunk_size(mesh):
                                      judge_address=mesh.addresses["judge"], collections=(collection,))
     quotes = sum(bool(r.answer_quotes_gold) for r in answered)
     first = sum(r == 1 for r in ranks.values())
-    out = REPO / "bench" / "results" / f"docs_chunk_{chunk}.json"
+    out = REPO / "bench" / "results" / f"{docset}_chunk_{chunk}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers},
+    out.write_text(json.dumps({"set": docset, "chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers},
                               ensure_ascii=False, indent=1))
-    print(f"chunk {chunk}: answering passage first {first} of {len(rows)}, quoted {quotes} of {len(rows)}")
+    print(f"{docset}, chunk {chunk}: answering passage first {first} of {len(rows)}, quoted {quotes} of {len(rows)}")

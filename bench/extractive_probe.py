@@ -45,11 +45,17 @@ from services.gateway.answer import extractive, grounding  # noqa: E402
 from services.judge import text_rules  # noqa: E402
 
 DOCS = REPO / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
+COMPANY_DOCS = REPO / "tests" / "quality" / "data" / "company_docs" / "queries.jsonl"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def dataset_path(name: str) -> Path:
-    return DOCS if name == "docs" else SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
+    """The questions of a dump's set: docs, company_docs (bench/docs_chunk_sweep.py) or a law dev set."""
+    if name == "docs":
+        return DOCS
+    if name == "company_docs":
+        return COMPANY_DOCS
+    return SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
 
 
 def context_texts(context: str) -> list[str]:

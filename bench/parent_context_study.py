@@ -64,10 +64,15 @@ def gateway(mesh, **overrides):
     return patient_gateway(mesh, **overrides)
 
 
-async def ingest(address: str, collection: str) -> None:
+#: File types the own-documents sets are made of.
+DOCUMENT_SUFFIXES = (".txt", ".md", ".pdf", ".docx")
+
+
+async def ingest(address: str, collection: str, folder: Path = DATA / "docs") -> None:
+    """Ingests the documents of ``folder`` (not its README) into ``collection``."""
     # document ids are store-wide: each collection gets its own names
     files = [gateway_pb2.IngestFile(name=f"{collection}/{p.name}", content=p.read_bytes())
-             for p in sorted((DATA / "docs").glob("*.txt"))]
+             for p in sorted(folder.iterdir()) if p.suffix in DOCUMENT_SUFFIXES and p.stem != "README"]
     async with grpc.aio.insecure_channel(address, options=OPTIONS) as ch:
         reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(
             gateway_pb2.IngestRequest(files=files, collection=collection), timeout=PATIENT)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,8 +22,10 @@ from graphmesh.common.v1 import types_pb2
 from services.common.errors import InvalidArgument
 
 DEFAULT_COLLECTION = "default"
-#: A collection name: an ASCII letter or digit, then up to 62 of [A-Za-z0-9_-].
-COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+#: A collection name: a letter or digit of any script (公司文档, docs-2024), then up to 62 letters,
+#: digits, "_" or "-"; no spaces, "/", "." or punctuation, so it reads the same in a resource name
+#: (collections/{collection}/documents/...), a URL path and a metric label.
+COLLECTION_PATTERN = re.compile(r"^[^\W_][\w-]{0,62}$")
 #: A metadata key: 1 to 64 word characters of any script, "." or "-".
 KEY_PATTERN = re.compile(r"^[\w.\-]{1,64}$")
 MAX_COLLECTIONS = 20
@@ -62,16 +65,18 @@ class Condition:
 
 
 def validate_collection(name: str, field: str = "collection") -> str:
-    """``name`` stripped, "default" when empty.
+    """``name`` stripped and in Unicode NFC (one spelling for "é" typed
+    either way), "default" when empty.
 
     Raises:
         InvalidArgument: not a valid collection name (COLLECTION_PATTERN).
     """
-    name = name.strip()
+    name = unicodedata.normalize("NFC", name.strip())
     if not name:
         return DEFAULT_COLLECTION
-    if not COLLECTION_PATTERN.match(name):
-        raise InvalidArgument(field, f"{name!r} is not a collection name: an ASCII letter or digit, then up to 62 of A-Z a-z 0-9 _ -")
+    if not COLLECTION_PATTERN.fullmatch(name):
+        raise InvalidArgument(field, f"{name!r} is not a collection name: a letter or digit (any script), "
+                                     "then up to 62 letters, digits, _ or -")
     return name
 
 

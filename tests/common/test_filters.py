@@ -28,6 +28,17 @@ def test_collections_default_dedupe_and_validation():
         flt.validate_collections([f"c{i}" for i in range(21)])
 
 
+def test_collection_names_of_any_script_one_spelling():
+    assert flt.validate_collections(["公司文档", "法规库-2024", "ドキュメント_1", "Café"]) == ["公司文档", "法规库-2024", "ドキュメント_1", "Café"]
+    # "é" typed as e + combining accent is the same collection as the composed "é"
+    assert flt.validate_collection("Cafe\u0301") == "Café"
+    assert flt.validate_collection("文" * 63) == "文" * 63
+    for bad in ["公司 文档", "公司/文档", "公司.文档", "_私有", "-x", "文档。", "文\n档", "文" * 64, "x\u200bx", "🙂docs"]:
+        with pytest.raises(InvalidArgument) as err:
+            flt.validate_collection(bad, "collection")
+        assert err.value.field == "collection", bad
+
+
 def test_parse_filter_subset():
     conds = flt.parse_filter('status = "现行有效" AND law IN ("专利法", 商标法) AND year >= 2000 AND year < 2010 '
                              'AND metadata.date <= "2020-12-31"')

@@ -6,6 +6,7 @@ stores checked directly after a deletion."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import urllib.error
 import urllib.parse
@@ -218,6 +219,21 @@ async def test_delete_collection_removes_its_documents_and_entities(mesh, stub, 
     assert not reply.results
     status, listed = await http(mesh, "GET", "/v1/collections")
     assert "ops" not in {c["name"] for c in listed["collections"]}
+
+
+async def test_a_collection_named_in_chinese_over_rest(mesh):
+    text = "# 公司文档\n\n## 年假\n\n员工入职满一年后享有五天带薪年假，满十年后享有十天。\n"
+    status, body = await http(mesh, "POST", "/v1/documents:ingest", {
+        "collection": "公司文档", "files": [{"name": "制度/年假.md", "content": base64.b64encode(text.encode()).decode()}]})
+    assert status == 200 and body["files"][0]["status"] == "FILE_STATUS_STORED", body
+    status, found = await http(mesh, "POST", "/v1/query:search", {"query": "年假有几天", "topK": 3, "collections": ["公司文档"]})
+    assert status == 200 and found["results"][0]["collection"] == "公司文档"
+    status, listed = await http(mesh, "GET", "/v1/collections/公司文档/documents")
+    assert status == 200 and [d["id"] for d in listed["documents"]] == ["制度/年假.md"]
+    status, deleted = await http(mesh, "DELETE", "/v1/collections/公司文档")
+    assert status == 200 and deleted["byStore"]["retriever_pg"]["documents"] == 1
+    status, bad = await http(mesh, "POST", "/v1/query:search", {"query": "年假", "collections": ["公司 文档"]})
+    assert status == 400 and "collections[0]" in json.dumps(bad, ensure_ascii=False)
 
 
 async def test_bad_scope_is_invalid_argument(stub):

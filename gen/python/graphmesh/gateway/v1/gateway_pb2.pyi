@@ -1390,9 +1390,10 @@ class IngestRequest(_message.Message):
     kind: Global___IngestKind.ValueType
     """What the records are; documents when unset."""
     collection: _builtins.str
-    """Collection the documents, entities or triples go into ([A-Za-z0-9]
-    then up to 62 of [A-Za-z0-9_-]); "default" when empty. Created by the
-    first ingest into it.
+    """Collection the documents, entities or triples go into: a letter or
+    digit of any script, then up to 62 letters, digits, "_" or "-"
+    ("公司文档", "docs-2024"; NFC-normalised); "default" when empty.
+    Created by the first ingest into it.
     """
     domain_pack: _builtins.str
     """Domain pack of the collection (ListDomainPacks: "generic", "law_zh"):
