@@ -32,6 +32,14 @@ STOP_WORDS = frozenset(
     一个 一些 没有 不 也 都 就 还 又 而 但 但是 并 并且 如果 因为 所以 因此 等 等等 后 前 时 中 上 下
     请问 问 请 规定 法律 根据 按照 依照 依据 情况 问题 行为 有关 相关 进行
     """.split()
+) | frozenset(
+    # English function and question words (jieba passes English through as words, lower-cased here)
+    """
+    a an the is are was were be been being am do does did done has have had having of to in on at by for with from
+    as and or but so than then that this these those it its it's what which who whom whose when where why how
+    can could should would will shall may might must i me my we our us you your he him his she her they them their
+    there here about into onto any some each every please tell
+    """.split()
 )
 
 _PUNCT_OR_SPACE = re.compile(r"^[\W_]+$", re.UNICODE)

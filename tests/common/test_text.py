@@ -48,3 +48,9 @@ def test_truncate_keeps_short_text():
 def test_truncate_falls_back_to_hard_cut_without_boundary():
     cut, truncated = truncate_at_boundary("一" * 50, 20)
     assert truncated and len(cut) == 20 and cut.endswith(TRUNCATION_MARK)
+
+
+def test_english_function_words_are_not_query_keywords():
+    keywords = query_keywords("What is the maximum number of vacation days an employee can carry over?")
+    assert keywords[:1] == ["maximum"] and "vacation" in keywords and "days" in keywords
+    assert not {"what", "is", "the", "of", "an", "can"} & set(keywords)

@@ -27,8 +27,13 @@ NUMBER_BONUS = 0.15
 _AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
                 "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
+#: The same in English questions (whole words, any case).
+_ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|large|high|soon)|what (?:percentage|percent|share|"
+                             r"rate|fraction)|maximum|minimum|max|min|limit|threshold|at (?:least|most)|number of|"
+                             r"price|cost|fee|deadline|amount|quota|weight)\b", re.IGNORECASE)
 #: Question words asking for a list of things or steps.
 _LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
+_ENGLISH_LIST = re.compile(r"\b(?:what are the|which (?:ones|are)|list|steps|what steps|what kinds? of)\b", re.IGNORECASE)
 #: A quote ending in full-width punctuation, which needs no space after it.
 _ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")
 
@@ -40,13 +45,13 @@ def _bigrams(text: str) -> set[str]:
 
 
 def asks_list(question: str) -> bool:
-    """Whether ``question`` asks for a list: which things, which steps."""
-    return any(cue in question for cue in _LIST_CUES)
+    """Whether ``question`` asks for a list: which things, which steps (Chinese or English cues)."""
+    return any(cue in question for cue in _LIST_CUES) or bool(_ENGLISH_LIST.search(question))
 
 
 def asks_amount(question: str) -> bool:
-    """Whether ``question`` asks for an amount, count, period or threshold."""
-    return any(cue in question for cue in _AMOUNT_CUES)
+    """Whether ``question`` asks for an amount, count, period or threshold (Chinese or English cues)."""
+    return any(cue in question for cue in _AMOUNT_CUES) or bool(_ENGLISH_AMOUNT.search(question))
 
 
 def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,

@@ -103,6 +103,12 @@ LABEL_MAX_CHARS = 24
 LABEL_REACH = 8
 #: A line ending in punctuation that ends a sentence or a clause of one.
 _ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
+#: A possible English sentence end inside a line: ".", "!" or "?" (closing quotes or brackets
+#: after it), whitespace, then a capital, a quote or a bracket; ``english_sentences`` checks the
+#: word before it.
+_ENGLISH_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z\"'(\[])")
+#: Words after which ". " does not end a sentence (lower case, without the final dot).
+_ABBREVIATIONS = frozenset("e.g i.e etc vs approx fig no nr dr mr mrs ms prof inc ltd co jr sr st dept u.s".split())
 #: Between two table rows quoted together (a header and its row), which a space would run together.
 ROW_SEPARATOR = "；"
 
@@ -202,6 +208,26 @@ def _continues(line: str, follower: str) -> bool:
     return bool(_ARROW_END.search(line) or _ARROW_START.match(follower)) or _describes(line, follower)
 
 
+def english_sentences(line: str) -> list[str]:
+    """``line`` cut after each English sentence inside it ("Leave is 15 days.
+    Unused days expire on March 31. See the portal." -> three), not after an
+    abbreviation ("etc.", "Dr.", "e.g."), an initial ("J. Smith") or the
+    number of a list item at the line's start ("1. Download"); [line] when it
+    has none. Chinese text is cut by its own punctuation before
+    (``split_sentences``), and ". " before a Chinese character is not an end."""
+    out, start = [], 0
+    for m in _ENGLISH_END.finditer(line):
+        before = line[start:m.start()].rstrip("\"')]")
+        word = before.rsplit(None, 1)[-1].strip("\"'(`[").lower() if before.strip() else ""
+        if not word or word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()) \
+                or (word.isdigit() and before.strip() == word):
+            continue
+        out.append(line[start:m.end()].rstrip())
+        start = m.end()
+    out.append(line[start:])
+    return [piece for piece in out if piece.strip()]
+
+
 def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
@@ -211,7 +237,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
     quotable line it introduces, since the question often asks in the
     label's words for what the next line says. Every piece carries whether
     its line is a list item or table row."""
-    lines = [line for line in (_unframe(s) for s in split_sentences(text.strip()))
+    lines = [line for line in (_unframe(piece) for s in split_sentences(text.strip()) for piece in english_sentences(s))
              if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []
     starts = table_headers(lines)

@@ -35,5 +35,6 @@ def test_values_of_openais_types_are_accepted_and_null_stands_for_absent():
     ("stream_options", [], "an object"), ("modalities", "text", "a list"),
 ])
 def test_a_value_openai_would_refuse_is_named_with_the_form_it_must_have(name, value, expected):
-    param, message = ignored_param_error({**ACCEPTED, name: value})
+    param, message, code = ignored_param_error({**ACCEPTED, name: value})
     assert param == name and message.startswith("must be ") and expected in message
+    assert code in ("invalid_value", "invalid_type")

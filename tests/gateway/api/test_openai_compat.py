@@ -194,3 +194,35 @@ async def test_an_api_key_is_needed_when_auth_is_on_and_bearer_is_accepted(fake_
     reply = await client(gw, key).chat.completions.create(model="graphmesh", messages=messages)
     assert reply.choices[0].message.content
     assert [m.id for m in (await client(gw, key).models.list()).data] == ["graphmesh"]
+
+
+SURROGATE_BODIES = [
+    ('{"model": "graphmesh", "messages": [{"role": "user", "content": "\\ud800 年会"}]}', "messages[0].content"),
+    ('{"model": "graphmesh", "stream": true, "messages": [{"role": "user", "content": "\\udc00"}]}', "messages[0].content"),
+    ('{"model": "graphmesh", "messages": [{"role": "user", "content": [{"type": "text", "text": "x\\udc00"}]}]}',
+     "messages[0].content[0].text"),
+    ('{"model": "graphmesh", "messages": [{"role": "user", "content": "\\ud800"}, {"role": "user", "content": "年会"}]}',
+     "messages[0].content"),
+    ('{"model": "graphmesh", "filter": "a = \\"\\ud800\\"", "messages": [{"role": "user", "content": "年会"}]}', "filter"),
+]
+
+
+@pytest.mark.parametrize("body,param", SURROGATE_BODIES, ids=[p for _, p in SURROGATE_BODIES])
+async def test_an_unpaired_surrogate_escape_is_a_400_naming_where_it_is(fake_gateway, body, param):
+    gw = await fake_gateway()
+    status, reply = await post(gw.rest_url + "/v1/chat/completions", body.encode(), {"Content-Type": "application/json"})
+    assert status == 400 and reply["error"]["param"] == param, reply
+    assert reply["error"]["type"] == "invalid_request_error" and "surrogate" in reply["error"]["message"]
+
+
+async def test_a_sampling_value_out_of_range_is_invalid_value_and_of_the_wrong_type_invalid_type(fake_gateway):
+    gw = await fake_gateway()
+    for value, code in ((5, "invalid_value"), ("hot", "invalid_type")):
+        body = json.dumps({"model": "graphmesh", "temperature": value, "messages": [{"role": "user", "content": QUESTION}]})
+        status, reply = await post(gw.rest_url + "/v1/chat/completions", body.encode(), {"Content-Type": "application/json"})
+        assert status == 400 and reply["error"]["param"] == "temperature" and reply["error"]["code"] == code, reply
+
+
+async def test_a_model_names_its_collection_in_the_one_spelling_the_stores_use():
+    from services.gateway.api.openai_compat.requests import parse_model
+    assert parse_model("graphmesh:Cafe\u0301,公司文档").collections == ("Café", "公司文档")

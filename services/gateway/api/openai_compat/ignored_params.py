@@ -78,12 +78,16 @@ IGNORED_PARAM_RULES: dict[str, ParamRule] = {
 }
 
 
-def ignored_param_error(body: dict) -> tuple[str, str] | None:
+def ignored_param_error(body: dict) -> tuple[str, str, str] | None:
     """The first ignored parameter of ``body`` (in IGNORED_PARAM_RULES'
     order) whose value OpenAI's API would refuse, as (parameter, "must be
-    <expected form>"); None when all are acceptable or absent."""
+    <expected form>", code): code "invalid_value" for a value of the right
+    JSON type out of its range (``"temperature": 5``), else "invalid_type";
+    None when all are acceptable or absent."""
     for name, rule in IGNORED_PARAM_RULES.items():
         value = body.get(name)
         if value is not None and not rule.accepts(value):
-            return name, f"must be {rule.expected}"
+            expected_type = rule.schema.get("type")
+            in_type = (expected_type == "number" and _is_number(value)) or (expected_type == "integer" and _is_integer(value))
+            return name, f"must be {rule.expected}", "invalid_value" if in_type else "invalid_type"
     return None

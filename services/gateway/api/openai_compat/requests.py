@@ -33,6 +33,8 @@ EXTENSION_PARAMS = frozenset({"top_k", "filter"})
 KNOWN_PARAMS = frozenset({"model", "messages", "stream", "n", "logprobs", "top_logprobs", "tools", "tool_choice",
                           "functions", "function_call", "response_format"}) | IGNORED_PARAMS | EXTENSION_PARAMS
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: A surrogate code point: in a Python str parsed from JSON, only an unpaired one can occur.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MODEL = re.compile(r"^graphmesh(?::(?P<collections>[^@]*))?(?:@(?P<profile>[A-Za-z0-9_-]*))?$")
 #: Request fields of AnswerRequest -> the chat request's parameter at fault.
 PARAM_OF_FIELD = {"query": "messages", "collections": "model", "filters": "filter", "top_k": "top_k"}
@@ -97,7 +99,7 @@ def parse_model(name: Any) -> Model:
     if len(collections) > MAX_MODEL_COLLECTIONS:
         raise bad("model", f"names {len(collections)} collections; at most {MAX_MODEL_COLLECTIONS}")
     try:
-        validate_collections(collections, "model")
+        collections = tuple(validate_collections(collections, "model")) if collections else ()
     except InvalidArgument as err:
         raise bad("model", err.description) from None
     profile = match.group("profile")
@@ -173,6 +175,28 @@ class ChatRequest:
     stream: bool = False
 
 
+def unpaired_surrogate_at(value: Any, path: str = "") -> str | None:
+    """The path of the first string in ``value`` (a parsed JSON body) that
+    holds an unpaired surrogate (JSON allows the escape "\\ud800", UTF-8
+    and protobuf strings do not), as "messages[0].content"; None when none
+    does. A key holding one is reported by its parent's path."""
+    if isinstance(value, str):
+        return path if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _SURROGATE.search(key):
+                return path or "body"
+            found = unpaired_surrogate_at(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = unpaired_surrogate_at(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def chat_request(body: Any) -> ChatRequest:
     """Validates a /v1/chat/completions body into a ChatRequest.
 
@@ -189,6 +213,9 @@ def chat_request(body: Any) -> ChatRequest:
     """
     if not isinstance(body, dict):
         raise bad(None, "the request body must be a JSON object")
+    broken = unpaired_surrogate_at(body)
+    if broken is not None:
+        raise bad(broken, "must be valid Unicode text: it holds an unpaired surrogate escape such as \\ud800")
     unknown = sorted(set(body) - KNOWN_PARAMS)
     if unknown:
         raise bad(unknown[0], "unrecognized request argument", "unknown_parameter")
@@ -212,7 +239,7 @@ def chat_request(body: Any) -> ChatRequest:
         raise bad("logprobs", "log probabilities are not available", "unsupported_parameter")
     wrong = ignored_param_error(body)
     if wrong is not None:
-        raise bad(*wrong, "invalid_type")
+        raise bad(*wrong)
     top_k = body.get("top_k", 0)
     if top_k is None:
         top_k = 0
