@@ -68,7 +68,7 @@ import numpy as np
 
 from services.common.filters import Condition
 from services.common.metrics import VECTOR_SEARCH_PLANS
-from services.common.store_deadline import QueryBudget, StoreTimeout, milliseconds
+from services.common.store_deadline import QueryBudget, StoreTimeout, deadline_scope, milliseconds
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
 from services.retriever_pg import keyword_index
 from services.retriever_pg.keyword_cache import GENERATION_SEQUENCE, KeywordCache
@@ -899,13 +899,21 @@ class PgStore:
             await self._enter_bulk_locked()
             self._longest_pause = 0.0
             self._initial_load = asyncio.create_task(self._end_initial_load_when_quiet())
-        _log.info("initial load: HNSW index dropped until no ingest has come for %.0f s", self.initial_load_quiet_s)
+        _log.info("initial load: HNSW index dropped until no ingest has come for %.0f s (up to three times the longest "
+                  "pause between ingests, at most %.0f s)", self.initial_load_quiet_s,
+                  max(self.initial_load_quiet_s, _INITIAL_LOAD_QUIET_MAX_S))
 
     def _initial_load_quiet_s(self) -> float:
         return min(max(self.initial_load_quiet_s, 3 * self._longest_pause),
                    max(self.initial_load_quiet_s, _INITIAL_LOAD_QUIET_MAX_S))
 
     async def _end_initial_load_when_quiet(self) -> None:
+        # A background task: not bounded by the deadline of the ingest that opened the load (the task
+        # copied that request's context, whose deadline has often passed by the time the load ends).
+        with deadline_scope(None):
+            await self._wait_quiet_then_build_index()
+
+    async def _wait_quiet_then_build_index(self) -> None:
         try:
             while True:
                 quiet = self._initial_load_quiet_s()
@@ -918,7 +926,7 @@ class PgStore:
             raise
         try:
             await self._leave_bulk()
-        except (asyncpg.PostgresError, OSError) as exc:
+        except (asyncpg.PostgresError, OSError, StoreTimeout) as exc:
             # The next ingest, or the next migrate, builds it.
             _log.warning("initial load: building the HNSW index failed (%s)", exc)
         finally:

@@ -137,3 +137,13 @@ async def test_a_quiet_time_of_zero_keeps_the_index_row_by_row(pg_dsn):
         assert await _index_oid(s) == before
     finally:
         await s.close()
+
+
+async def test_the_index_is_built_after_the_deadline_of_the_ingest_that_opened_the_load_has_passed(store):
+    from services.common.store_deadline import deadline_scope
+    with deadline_scope(0.2):  # the RPC's remaining deadline: spent long before the load goes quiet
+        assert (await store.ingest_documents(DOCS)).stored == 3
+    assert store.initial_load_open
+    await asyncio.sleep(0.3)
+    await _wait_for_index(store)
+    assert await _nearest(store, unit(0, 0.1, 1, 0), 1) == ["第四十七条"]
