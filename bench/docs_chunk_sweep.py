@@ -29,9 +29,10 @@ from services.cli.evaluate import _squeeze, gold_passages, load_dataset, run_que
 pytestmark = [pytest.mark.asyncio(loop_scope="session")]
 REPO = Path(__file__).resolve().parents[1]
 #: DOCSET -> (its questions, its documents): the design documents (the dev set) and the company's documents
-#: (tests/quality/test_company_docs_quality.py's, never tuned on).
+#: (tests/quality/test_own_docs_quality.py's, never tuned on).
 DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
-                 "company_docs": (DATA / "company_docs" / "queries.jsonl", DATA / "company_docs")}
+                 "company_docs": (DATA / "company_docs" / "queries.jsonl", DATA / "company_docs"),
+                 "english_docs": (DATA / "english_docs" / "queries.jsonl", DATA / "english_docs")}
 
 
 async def test_chunk_size(mesh):

@@ -45,16 +45,17 @@ from services.gateway.answer import extractive, grounding  # noqa: E402
 from services.judge import text_rules  # noqa: E402
 
 DOCS = REPO / "tests" / "quality" / "data" / "queries-docs-dev.jsonl"
-COMPANY_DOCS = REPO / "tests" / "quality" / "data" / "company_docs" / "queries.jsonl"
+#: The own-documents sets made in users' trials: <name>/queries.jsonl.
+DOCUMENT_SETS = REPO / "tests" / "quality" / "data"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def dataset_path(name: str) -> Path:
-    """The questions of a dump's set: docs, company_docs (bench/docs_chunk_sweep.py) or a law dev set."""
+    """The questions of a dump's set: docs, company_docs, english_docs (bench/docs_chunk_sweep.py) or a law dev set."""
     if name == "docs":
         return DOCS
-    if name == "company_docs":
-        return COMPANY_DOCS
+    if name in ("company_docs", "english_docs"):
+        return DOCUMENT_SETS / name / "queries.jsonl"
     return SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
 
 
@@ -130,7 +131,7 @@ def replay_one(dump: Path, args) -> dict[str, tuple[list[float], list[float]]]:
     for row in rows:
         entry = answers[str(row["id"])]
         texts = context_texts(entry["context"])
-        if not texts or entry.get("mode") == "ANSWER_MODE_ABSTAINED":
+        if not texts or (entry.get("mode") == "ANSWER_MODE_ABSTAINED" and not args.include_abstained):
             continue
         after = extractive.extractive_answer(texts, row["query"])
         before = baseline.extractive_answer(texts, row["query"]) if baseline else entry["answer"]
@@ -169,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("dump", type=Path, nargs="+", help="one or more dumps (several: also pooled)")
     r.add_argument("--baseline", type=Path, help="another module defining extractive_answer to compare with")
     r.add_argument("--show-misses", action="store_true", help="print the gold passages today's answer misses")
+    r.add_argument("--include-abstained", action="store_true",
+                   help="also replay the questions the saved Answer abstained on (the extractive answer they would get)")
     args = parser.parse_args(argv)
     if args.command == "dump":
         asyncio.run(dump(args))

@@ -40,11 +40,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "gen" / "python")]
 
 EVIDENCE = REPO / "bench" / "results" / "generic_abstention_evidence.jsonl"
+#: English evidence (``STUDY=dump-english``): the fitting corpus and the held-out trial documents, apart.
+ENGLISH_FIT = REPO / "bench" / "data" / "english_fit"
+ENGLISH_TRIAL = REPO / "tests" / "quality" / "data" / "english_docs"
+ENGLISH_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_english.jsonl"
+ENGLISH_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_english_held_out.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") == "dump":
+if os.environ.get("STUDY") in ("dump", "dump-english"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -77,6 +82,25 @@ if os.environ.get("STUDY") == "dump":
                                  ensure_ascii=False) + "\n")
         print(f"{collection} {name}: {len(rows)} searched", flush=True)
 
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-english", reason="STUDY=dump-english")
+    async def test_dump_english(mesh):
+        """English own documents: the fitting corpus (three of the project's English documents, frozen in
+        bench/data/english_fit, 60 questions, 80 out-of-scope ones) to ENGLISH_EVIDENCE, and the trial's
+        documents (tests/quality/data/english_docs, never fitted on) to ENGLISH_HELD_OUT."""
+        def files(folder: Path) -> dict[str, bytes]:
+            return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+                    if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"}
+        runs = [(ENGLISH_EVIDENCE, "absen", ENGLISH_FIT, "en"), (ENGLISH_HELD_OUT, "absentrial", ENGLISH_TRIAL, "entrial")]
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                for path, collection, folder, name in runs:
+                    await _ingest(stub, collection, files(folder))
+                    with path.open("w", encoding="utf-8") as out:
+                        await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))
+                        await _search(stub, out, collection, "ood", load_dataset(folder / "out_of_scope.jsonl"))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump", reason="STUDY=dump")
     async def test_dump(mesh):
         laws, law_questions = law_files(cited_laws())
         corpora = {
@@ -100,7 +124,7 @@ if os.environ.get("STUDY") == "dump":
                         await _search(stub, out, collection, "ood", out_of_scope)
 
 
-def report(pack_name: str, constants: str = "") -> None:
+def report(pack_name: str, constants: str = "", evidence: Path = EVIDENCE) -> None:
     """Per collection: each answerable set's answer rate and the
     out-of-scope abstention rate (the general questions and the own-document
     ones apart) under ``pack_name``'s fit, or under ``constants``
@@ -118,13 +142,14 @@ def report(pack_name: str, constants: str = "") -> None:
         given = abstention.Fit(tuple(float(w) for w in weights.split(",")), float(bias), "")
     rates: dict[tuple[str, str], list[bool]] = defaultdict(list)
     model = ""
-    for line in EVIDENCE.open(encoding="utf-8"):
+    for line in evidence.open(encoding="utf-8"):
         record = json.loads(line)
         model = record["embedding_model"] or abstention.DEFAULT_MODEL
-        fit = given if constants else fits[model]
+        fit = given if constants else abstention.fit_for(model, fits, record["query"])
         results = [json_format.ParseDict(c, types_pb2.Candidate()) for c in record["results"]]
         sig = abstention.signals(record["keywords"], results)
-        name = record["set"] + ("/own" if "trial-ood" in record["id"] else "")
+        name = record["set"] + ("/own" if "trial-ood" in record["id"] else "") + \
+            ("/latin" if abstention.latin_script(record["query"]) else "")
         rates[record["collection"], name].append(abstention.answerability(sig, fit.weights, fit.bias) >= abstention.THRESHOLD)
     print(f"{constants or pack_name + chr(39) + 's fit'} for {model}: answer rate of answerable sets, "
           "abstention rate of out-of-scope questions")
@@ -139,8 +164,9 @@ def main() -> None:
     parser.add_argument("command", choices=["report"])
     parser.add_argument("--pack", default="law_zh")
     parser.add_argument("--constants", default="", help='"w1,w2,w3,w4,w5;bias" instead of a pack\'s fit')
+    parser.add_argument("--evidence", type=Path, default=EVIDENCE, help="an evidence file of ``dump`` or ``dump-english``")
     args = parser.parse_args()
-    report(args.pack, args.constants)
+    report(args.pack, args.constants, args.evidence)
 
 
 if __name__ == "__main__":

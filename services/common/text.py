@@ -107,6 +107,17 @@ def query_keywords(text: str) -> list[str]:
     return list(seen)
 
 
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def latin_script(text: str) -> bool:
+    """Whether most of ``text``'s letters are Latin (an English or French
+    question; one with a Chinese character in every other word is not)."""
+    letters = len(_LETTER.findall(text))
+    return letters > 0 and 2 * len(_LATIN_LETTER.findall(text)) > letters
+
+
 def split_sentences(text: str) -> list[str]:
     """Splits ``text`` after each sentence end (。！？!?；; or newline), keeping
     the terminator with its sentence. Concatenating the result gives ``text``."""

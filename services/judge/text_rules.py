@@ -88,7 +88,7 @@ def cited_sentences(answer: str) -> list[str]:
 
 #: The label the gateway puts before an extractive answer (a note to the
 #: reader, not a claim): left out of the sentence rules.
-EXTRACTIVE_LABEL = re.compile(r"^\s*（抽取式答案[^）]*）")
+EXTRACTIVE_LABEL = re.compile(r"^\s*(?:（抽取式答案[^）]*）|\(Extractive answer[^)]*\))")
 
 
 def _content_sentences(answer: str) -> list[str]:

@@ -2,6 +2,7 @@ import pytest
 from services.common.text import (
     TRUNCATION_MARK,
     document_terms,
+    latin_script,
     normalize,
     query_keywords,
     split_sentences,
@@ -54,3 +55,8 @@ def test_english_function_words_are_not_query_keywords():
     keywords = query_keywords("What is the maximum number of vacation days an employee can carry over?")
     assert keywords[:1] == ["maximum"] and "vacation" in keywords and "days" in keywords
     assert not {"what", "is", "the", "of", "an", "can"} & set(keywords)
+
+
+def test_latin_script_is_most_letters_latin():
+    assert latin_script("What does HMAC-SHA256 sign?") and latin_script("Où est la gare ?")
+    assert not latin_script("Lumen 代理的配置文件在哪里？") and not latin_script("2024") and not latin_script("")

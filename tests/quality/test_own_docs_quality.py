@@ -1,0 +1,73 @@
+"""Quality gate, answers over a user's own documents that nothing was fitted
+on, ingested as files into a collection without a domain pack:
+
+- company_docs: a small company's seven Chinese documents
+  (tests/quality/data/company_docs: .docx, .pdf, .md, .txt), its 37
+  questions, its 14 workplace out-of-scope questions and every fifth general
+  question of bench/data/out_of_domain_zh.jsonl;
+- english_docs: six English and mixed Chinese-English documents
+  (tests/quality/data/english_docs), its 27 questions and 8 out-of-scope
+  ones (most in English: the generic pack's Latin-script rule).
+
+Answer (extractive, no LLM) must answer the questions they answer, abstain
+on those they do not, and quote the answering line. The rules are the
+generic pack's (domains/generic/recipes.json; docs/benchmarks.md "Abstention
+on collections without a pack", "English own documents"). Floors in
+tests/quality/floors.py (the set's name)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+
+from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.cli.evaluate import load_dataset, run_queries
+from tests.quality.floors import FLOORS
+from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, patient_gateway
+
+pytestmark = [pytest.mark.quality, pytest.mark.asyncio(loop_scope="session")]
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+#: set -> (documents, {kind of out-of-scope question: its questions})
+SETS = {
+    "company_docs": (7, {"workplace_abstained": DATA / "company_docs" / "out_of_scope.jsonl",
+                         "general_abstained": REPO / "bench" / "data" / "out_of_domain_zh.jsonl"}),
+    "english_docs": (6, {"out_of_scope_abstained": DATA / "english_docs" / "out_of_scope.jsonl"}),
+}
+
+
+async def _ingest(address: str, name: str, expected: int) -> None:
+    files = [gateway_pb2.IngestFile(name=f"{name}/{p.name}", content=p.read_bytes())
+             for p in sorted((DATA / name).iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"]
+    async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(
+            gateway_pb2.IngestRequest(files=files, collection=name.replace("_", "")), timeout=PATIENT_SECONDS)
+    assert len(files) == expected and [f.status for f in reply.files] == [gateway_pb2.FILE_STATUS_STORED] * expected, reply.files
+
+
+async def _answers(address: str, mesh, name: str, rows: list[dict]) -> list:
+    answered = await run_queries(address, rows, 10, concurrency=4, timeout=PATIENT_SECONDS, answers=True,
+                                 judge_address=mesh.addresses["judge"], collections=(name.replace("_", ""),))
+    assert not [r.error for r in answered if r.error]
+    return answered
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+async def test_own_documents_answer_what_they_hold_and_abstain_on_what_they_do_not(mesh, name):
+    documents, out_of_scope = SETS[name]
+    floors = FLOORS[name]
+    async with patient_gateway(mesh) as address:
+        await _ingest(address, name, documents)
+        replies = await _answers(address, mesh, name, load_dataset(DATA / name / "queries.jsonl"))
+        rates = {"answered": sum(r.answer_mode != "abstained" for r in replies) / len(replies),
+                 "quotes_gold": sum(bool(r.answer_quotes_gold) for r in replies) / len(replies)}
+        counts = {}
+        for kind, path in out_of_scope.items():
+            rows = load_dataset(path)
+            rows = rows[::5] if path.parent.name == "data" and path.parent.parent.name == "bench" else rows
+            abstained = [r.answer_mode == "abstained" for r in await _answers(address, mesh, name, rows)]
+            rates[kind], counts[kind] = sum(abstained) / len(abstained), len(abstained)
+    print(f"{name}: {len(replies)} answerable, out-of-scope {counts}: "
+          + ", ".join(f"{k} {v:.4f} (floor {floors[k]})" for k, v in rates.items()))
+    assert set(floors) == set(rates) and all(rates[k] >= floors[k] for k in floors), (rates, floors)
