@@ -144,7 +144,7 @@ class SearchFlow:
         if embedding is not None and embedding.done():
             apply_embedding(understood, embedding.result())
             embedding = None
-        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent, top_k)
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
@@ -173,7 +173,7 @@ class SearchFlow:
         understood = await understand(self.expander, query, deadline, trace, s.deadlines.expand, packs)
         understood.info.domain_packs.extend(packs)
         _, profile = s.profile_for("", 0.0)
-        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope, self._parent_tokens())
+        request = self._retrieve_request(query, understood, profile, [], frozenset(), scope, self._parent_tokens(), top_k)
         pg = self._retriever(PG)
         lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
@@ -202,10 +202,13 @@ class SearchFlow:
 
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
                           hyde: list[float], disabled: frozenset[str], scope: Scope,
-                          parent_tokens: int = 0) -> retriever_pb2.RetrieveRequest:
+                          parent_tokens: int = 0, top_k: int = 0) -> retriever_pb2.RetrieveRequest:
+        """The RetrieveRequest of one search: each channel asked for the profile's
+        ``retrieve_top_k`` candidates, or for ``top_k`` when the caller wants more
+        results than that (so that a Search of top_k 100 can return 100)."""
         return retriever_pb2.RetrieveRequest(
             query=understood.info.normalized_query or query, keywords=understood.keywords,
-            query_embedding=understood.embedding, hyde_embedding=hyde, top_k=profile.retrieve_top_k,
+            query_embedding=understood.embedding, hyde_embedding=hyde, top_k=max(profile.retrieve_top_k, top_k),
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
             collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
             with_embeddings=profile.mmr_lambda is not None and "mmr" not in disabled,
