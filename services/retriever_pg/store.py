@@ -1577,7 +1577,6 @@ class PgStore:
                 ids,
                 _DOC_LOCK_SEED,
             )
-            await self._record_packs(conn, items)
             rows = await conn.fetch("SELECT id, content_hash, collection FROM documents WHERE id = ANY($1::text[])", ids)
             existing = {r["id"]: r["content_hash"] for r in rows}
             elsewhere = {r["id"]: r["collection"] for r in rows}
@@ -1588,6 +1587,8 @@ class PgStore:
             ]
             clash = {f.id for f in conflicts}
             items = [p for p in items if p.id not in clash]
+            if items:  # a collection is recorded by its first stored document, not by an ingest that stored none
+                await self._record_packs(conn, items)
             todo = [p for p in items if existing.get(p.id) != p.content_hash]
             replaced = [p.id for p in todo if p.id in existing]
             if replaced:

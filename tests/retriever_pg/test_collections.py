@@ -179,6 +179,10 @@ async def test_reingest_replaces_chunks_atomically_and_ids_stay_in_their_collect
     assert result.stored == 1 and [f.id for f in result.failures] == ["re"]
     assert "stored in collection 're'" in result.failures[0].reason
     assert [d.collection for d in await store.list_documents(["re"], None, [], 1)] == ["re"]
+    # an ingest that stored nothing does not create its collection
+    result = await store.ingest_documents([doc("re", "新版本内容。", collection="phantom")])
+    assert result.stored == 0 and [f.id for f in result.failures] == ["re"]
+    assert "phantom" not in await store.collection_packs()
 
 
 async def test_same_document_boost_brings_the_chunks_around_hits_of_a_long_document(store):
