@@ -32,6 +32,7 @@ Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from services.cli.client import cmd_answer_stream, cmd_deep, cmd_entities, cmd_ingest, cmd_search
@@ -142,8 +143,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status of a command whose reader went away (``graphmesh search ... | head``): 128 + SIGPIPE, as a shell gives.
+BROKEN_PIPE_STATUS = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``graphmesh`` command: parses ``argv`` and runs the command;
+    returns its exit status. Output cut short by its reader (a pipe into
+    ``head``) ends quietly with BROKEN_PIPE_STATUS, not a traceback."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_STATUS
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "config":  # the user's own environment, before the local mesh token is added
         from services.cli.config_cmd import cmd_config
 

@@ -1,0 +1,32 @@
+"""The graphmesh command's entry point (services/cli/main.py)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[2]
+# A command that prints far more than a pipe holds, run by main() as any command is.
+LONG_OUTPUT = """
+import sys
+from services.cli import main as cli
+def long_listing(args):
+    for i in range(200_000):
+        print(f"stored    docs/file-{i}.txt (3 chunks)")
+    return 0
+cli._run = long_listing
+sys.exit(cli.main(["status"]))
+"""
+
+
+def test_output_cut_short_by_its_reader_ends_quietly_with_the_shells_status():
+    proc = subprocess.Popen([sys.executable, "-c", LONG_OUTPUT], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"PYTHONPATH": f"{REPO}:{REPO / 'gen' / 'python'}", "PATH": "/usr/bin:/bin"})
+    first = proc.stdout.readline()  # like `| head -1`: read a line, then go away
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert first.startswith(b"stored") and proc.wait(timeout=60) == 141
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
