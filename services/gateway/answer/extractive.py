@@ -41,6 +41,8 @@ _ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|larg
 #: Question words asking for a list of things or steps.
 _LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
 _ENGLISH_LIST = re.compile(r"\b(?:what are the|which (?:ones|are)|list|steps|what steps|what kinds? of)\b", re.IGNORECASE)
+#: A quote ending a sentence: a table row after it needs no ROW_SEPARATOR.
+_ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")
 #: A quote ending in full-width punctuation, which needs no space after it.
 _ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")
 
@@ -106,14 +108,15 @@ def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
 
 def _join(quotes: list[str]) -> str:
     """Quoted pieces of one source in reading order: ROW_SEPARATOR between
-    two rows of a table (a header and its row); else a space between two
+    two rows of a table (a header and its row), or between a row and a
+    piece that does not end its sentence; else a space between two
     unless the first ends in full-width punctuation or both meet at CJK
     characters (Chinese sentences, and a word a PDF wrapped across two lines,
     are joined as written; code lines, headings and English sentences are
     not glued together)."""
     out, previous = "", ""
     for quote in quotes:
-        if out and (is_table_row(previous) or is_table_row(quote)):
+        if out and (is_table_row(previous) or is_table_row(quote)) and not _ENDS_SENTENCE.search(out):
             out += ROW_SEPARATOR  # rows of a table are not one sentence
         elif out and not _ENDS_CLAUSE.search(out) and not (CJK.match(out[-1]) and CJK.match(quote[:1])):
             out += " "

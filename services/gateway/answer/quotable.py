@@ -21,7 +21,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[（(][一二三四五六七八九十\d]+[）)]
 _TABLE = re.compile(r"[|\t]|\s{3,}")
 NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 #: Splits a sentence after a colon (a list lead-in and its first item).
-_COLON_SPLIT = re.compile(r"(?<=[：:])")
+_COLON_SPLIT = re.compile(r"(?<=：)|(?<=:)(?=\s|[\u3400-\u9fff])")
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 

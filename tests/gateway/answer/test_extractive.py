@@ -213,3 +213,11 @@ def test_an_english_question_gets_the_sentence_that_answers_whole_not_the_paragr
     assert answer.splitlines()[0] == generation.EXTRACTIVE_LABEL_EN  # an English question gets an English label
     assert generation.asks_amount("How many days?") and generation.asks_amount("What is the upload limit?")
     assert generation.asks_list("What are the steps to reset a password?") and not generation.asks_list("Who approves leave?")
+
+
+def test_a_sentence_and_the_table_row_after_it_are_not_joined_by_the_row_separator_and_a_url_or_time_is_not_cut():
+    assert generation._join(["The agent reloads on SIGHUP.", "Option | Default"]) == "The agent reloads on SIGHUP. Option | Default"  # noqa: SLF001
+    assert generation._join(["事项 | 负责人", "修复缺陷 | 王强"]) == "事项 | 负责人；修复缺陷 | 王强"  # noqa: SLF001
+    texts = {p.text for p in pieces.quotable_pieces("Batches go to https://ingest.lumen.example every 10:00 to 16:00.")}
+    assert not any(t.startswith("//") or t.startswith("00") for t in texts)
+    assert {"入口:", "POST /api/reason/query"} <= {p.text for p in pieces.quotable_pieces("入口: POST /api/reason/query")}
