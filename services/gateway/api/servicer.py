@@ -14,7 +14,7 @@ from google.longrunning import operations_pb2
 import domains
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.common.errors import InvalidArgument, validate_query, validate_range
+from services.common.errors import InvalidArgument, abort_with, validate_query, validate_range
 from services.common.filters import validate_collection, validate_collections
 from services.common.names import SWITCHABLE_STAGES
 from services.gateway.search import deep_rules
@@ -23,6 +23,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.search.deep_search import DeepSearcher
 from services.gateway.library.document_ingest import DocumentIngest, count_ingest, unreadable_payload
 from services.gateway.library.lifecycle import DocumentLifecycle
+from services.gateway.library.resource_names import parse_collection_name
 from services.gateway.library.entity_ingest import EntityIngest
 from services.gateway.search.entity_search import EntitySearch
 from services.gateway.library.file_ingest import FileIngest
@@ -176,6 +177,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
             for _, p in sorted(domains.PACKS.items())])
 
     async def DeleteCollection(self, request: gateway_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.DeleteCollectionResponse:
+        """Deletes a collection from every store; FAILED_PRECONDITION while an
+        import into it runs (it would store its next batches into the
+        collection again: cancel it first), NOT_FOUND when no store holds it."""
+        name = parse_collection_name(request.name)
+        running = await self._use.imports.running_into(name)
+        if running:
+            await abort_with(context, grpc.StatusCode.FAILED_PRECONDITION, "IMPORT_RUNNING",
+                             f"an import into collection {name!r} is running ({running[0]}); it would store its next "
+                             f"batches into the collection again: cancel it first (graphmesh operations cancel "
+                             f"{running[0]}, POST /v1/{running[0]}:cancel) or wait for it to end")
         return await self._use.lifecycle.delete_collection(request.name, self._deadline(context))
 
     async def GetEntity(self, request: gateway_pb2.GetEntityRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.GetEntityResponse:

@@ -90,6 +90,16 @@ class ImportRunner:
         """Names of the operations this process runs now."""
         return list(self._tasks)
 
+    async def running_into(self, collection: str) -> list[str]:
+        """Names of the unfinished operations into ``collection``, of any
+        gateway sharing the operations store; [] when the store cannot be
+        read (a deletion is then not held back by what cannot be seen)."""
+        try:
+            records = await self.store.list(False, None, 1000)
+        except OperationsUnavailable:
+            return []
+        return [r.name for r in records if r.metadata.collection == collection]
+
     async def start(self, request: gateway_pb2.IngestRequest, collection: str) -> state.OperationRecord:
         """Creates the operation of a validated ``request`` into
         ``collection`` and starts running it; returns it as created.

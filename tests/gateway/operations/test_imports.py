@@ -264,3 +264,17 @@ async def test_rest_routes_and_their_write_rules(fake_gateway):
             assert r.status == 404
         async with http.get(gw.rest_url + "/v1/operations", params={"filter": "collection = 'a'"}, headers=auth) as r:
             assert r.status == 400 and (await r.json())["error"]["details"][-1]["fieldViolations"][0]["field"] == "filter"
+
+
+async def test_a_collection_cannot_be_deleted_while_an_import_into_it_runs(fake_gateway, pg_new_database):
+    expander = GatedExpander()
+    gw = await fake_gateway(expander=expander, ingest=CHUNK_EMBEDS_ONLY, operations={"dsn": await pg_new_database(), "batch_records": 3})
+    name = (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=jsonl(6), collection="导入中"), timeout=10)).name
+    await expander.until_arrived(1)  # the first batch is being embedded
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await gw.stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name="collections/导入中"), timeout=10)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION and name in err.value.details()
+    await gw.operations.CancelOperation(operations_pb2.CancelOperationRequest(name=name), timeout=10)
+    expander.open(100)
+    assert (await until_done(gw, name)).error.code == code_pb2.CANCELLED
+    await gw.stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name="collections/导入中"), timeout=10)  # once ended

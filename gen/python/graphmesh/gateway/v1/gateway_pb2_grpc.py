@@ -293,8 +293,11 @@ class GatewayServiceServicer:
 
     def DeleteCollection(self, request, context):
         """Deletes a collection (AIP-135) from every store: its documents as
-        DeleteDocuments, and its library entities and facts. Idempotent.
-        Errors: INVALID_ARGUMENT (field "name").
+        DeleteDocuments, and its library entities and facts.
+        Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no store holds
+        it; FAILED_PRECONDITION (reason IMPORT_RUNNING) while an ImportDocuments
+        operation into it runs, which would store its next batches there again:
+        cancel it first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

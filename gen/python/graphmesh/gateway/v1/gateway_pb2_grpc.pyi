@@ -137,8 +137,11 @@ class GatewayServiceStub:
     """
     DeleteCollection: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]
     """Deletes a collection (AIP-135) from every store: its documents as
-    DeleteDocuments, and its library entities and facts. Idempotent.
-    Errors: INVALID_ARGUMENT (field "name").
+    DeleteDocuments, and its library entities and facts.
+    Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no store holds
+    it; FAILED_PRECONDITION (reason IMPORT_RUNNING) while an ImportDocuments
+    operation into it runs, which would store its next batches there again:
+    cancel it first.
     """
     GetEntity: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.GetEntityRequest, _gateway_pb2.GetEntityResponse]
     """One library entity (AIP-131) with its facts. "name" is
@@ -301,8 +304,11 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """
     DeleteCollection: _aio.UnaryUnaryMultiCallable[_gateway_pb2.DeleteCollectionRequest, _gateway_pb2.DeleteCollectionResponse]  # type: ignore[assignment]
     """Deletes a collection (AIP-135) from every store: its documents as
-    DeleteDocuments, and its library entities and facts. Idempotent.
-    Errors: INVALID_ARGUMENT (field "name").
+    DeleteDocuments, and its library entities and facts.
+    Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no store holds
+    it; FAILED_PRECONDITION (reason IMPORT_RUNNING) while an ImportDocuments
+    operation into it runs, which would store its next batches there again:
+    cancel it first.
     """
     GetEntity: _aio.UnaryUnaryMultiCallable[_gateway_pb2.GetEntityRequest, _gateway_pb2.GetEntityResponse]  # type: ignore[assignment]
     """One library entity (AIP-131) with its facts. "name" is
@@ -540,8 +546,11 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.DeleteCollectionResponse, _abc.Awaitable[_gateway_pb2.DeleteCollectionResponse]]:
         """Deletes a collection (AIP-135) from every store: its documents as
-        DeleteDocuments, and its library entities and facts. Idempotent.
-        Errors: INVALID_ARGUMENT (field "name").
+        DeleteDocuments, and its library entities and facts.
+        Errors: INVALID_ARGUMENT (field "name"); NOT_FOUND when no store holds
+        it; FAILED_PRECONDITION (reason IMPORT_RUNNING) while an ImportDocuments
+        operation into it runs, which would store its next batches there again:
+        cancel it first.
         """
 
     @_abc_1.abstractmethod
