@@ -117,6 +117,8 @@ async def test_an_abstention_is_an_ordinary_reply_that_says_so(fake_gateway):
     assert reply.choices[0].finish_reason == "stop" and "资料不足" in message.content and "[1]" not in message.content
     assert message.citations == [] and reply.graphmesh["abstained"] is True
     assert [s["document_id"] for s in reply.graphmesh["insufficient_sources"]] == ["d0", "d1", "d2"]
+    listed = [line for line in message.content.splitlines() if line.startswith("- ")]  # the sources it says follow
+    assert listed == [f"- {s['label'] or s['document_id']}" for s in reply.graphmesh["insufficient_sources"]]
 
 
 BAD_INPUTS = [

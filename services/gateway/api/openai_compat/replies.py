@@ -38,6 +38,15 @@ def graphmesh_extension(reply: gateway_pb2.AnswerResponse) -> dict:
     }
 
 
+def answer_content(reply: gateway_pb2.AnswerResponse) -> str:
+    """The message content of a reply: the answer; for an abstention, the
+    answer followed by the nearest sources it says are listed below, one
+    "- label" line each (no [n] marks: nothing is cited)."""
+    if reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED or not reply.insufficient_sources:
+        return reply.answer
+    return reply.answer + "\n" + "\n".join(f"- {c.label or c.document_id}" for c in reply.insufficient_sources)
+
+
 def completion_id() -> str:
     """A fresh ``chatcmpl-`` id."""
     return "chatcmpl-" + secrets.token_hex(12)
@@ -48,7 +57,7 @@ def completion_body(reply: gateway_pb2.AnswerResponse, model: str, cid: str, cre
     return {
         "id": cid, "object": "chat.completion", "created": created, "model": model,
         "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": reply.answer, "citations": citations_of(reply)}}],
+                     "message": {"role": "assistant", "content": answer_content(reply), "citations": citations_of(reply)}}],
         "graphmesh": graphmesh_extension(reply),
     }
 
@@ -84,9 +93,9 @@ def stream_chunks(event: gateway_pb2.AnswerStreamResponse, state: StreamState, c
         return []
     done, out = event.done, []
     if not state.streamed:
-        out.append(chunk_body(cid, created, model, {"content": done.answer}))
+        out.append(chunk_body(cid, created, model, {"content": answer_content(done)}))
     elif done.mode != gateway_pb2.ANSWER_MODE_LLM:  # the LLM failed mid-answer: the fallback answer follows
-        out.append(chunk_body(cid, created, model, {"content": "\n\n" + done.answer}))
+        out.append(chunk_body(cid, created, model, {"content": "\n\n" + answer_content(done)}))
     out.append(chunk_body(cid, created, model, {"citations": citations_of(done)}, "stop", graphmesh_extension(done)))
     return out
 
