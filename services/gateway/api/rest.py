@@ -70,6 +70,9 @@ def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
             except Exception:  # unknown detail type: report its type only
                 details.append({"@type": detail.type_url})
     message = status.message if status is not None and status.message else err.details() or ""
+    if status is None and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        # gRPC's own words ("Deadline Exceeded", "Stream removed") for a deadline the call itself ran out of
+        message = DEADLINE_MESSAGE
     reply = error_body(HTTP_STATUS.get(err.code(), 500), err.code().name, message, details)
     reply.headers.update(_returned(err.trailing_metadata()) | _returned(err.initial_metadata()))
     return reply
@@ -81,6 +84,9 @@ def _returned(metadata) -> dict[str, str]:
     return {RETURNED_METADATA[k]: str(v) for k, v in (metadata or ()) if k in RETURNED_METADATA}
 
 
+#: The message of a call that ran out of its own deadline before the gateway answered.
+DEADLINE_MESSAGE = ("the request's deadline passed before an answer was ready (X-Timeout-Seconds, or the default "
+                    "deadline); retry with a longer one")
 #: Request headers passed on to the gRPC call as metadata (API keys).
 FORWARDED_HEADERS = ("authorization", "x-api-key")
 #: gRPC response metadata passed back as HTTP headers.
