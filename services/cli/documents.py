@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
 import grpc
@@ -136,7 +137,8 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
             for outcome in reply.files:
                 status = _STATUS.get(outcome.status, "failed")
                 totals[status] += 1
-                detail = f": {outcome.reason}" if outcome.reason else (f" ({outcome.chunks} chunks)" if outcome.chunks else "")
+                detail = f": {outcome.reason}" if outcome.reason else (
+                    f" ({outcome.chunks} chunk{'' if outcome.chunks == 1 else 's'})" if outcome.chunks else "")
                 lines.append(f"{status:9s} {outcome.name}{detail}")
                 bar.write(lines[-1], file=sys.stderr)
             totals["chunks"] += reply.chunks
@@ -213,6 +215,13 @@ def _describe(doc, full: bool = False) -> str:
     return line
 
 
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns, a wide
+    (CJK) character counting two, so that columns line up under 公司文档."""
+    columns = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return text + " " * max(0, width - columns)
+
+
 def cmd_collections(args: argparse.Namespace) -> int:
     """collections list | delete NAME."""
     try:
@@ -228,7 +237,7 @@ def cmd_collections(args: argparse.Namespace) -> int:
             reply = stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60)
             for c in reply.collections:
                 print(json_format.MessageToJson(c, indent=None) if args.json else
-                      f"{c.name:24s} pack={c.domain_pack or '-'} documents={c.documents} chunks={c.chunks} entities={c.entities}")
+                      f"{pad(c.name, 24)} pack={c.domain_pack or '-'} documents={c.documents} chunks={c.chunks} entities={c.entities}")
             return 0
     except grpc.RpcError as err:
         return _error(err)

@@ -51,3 +51,9 @@ def test_parser_takes_files_collection_and_filters():
     assert (args.action, args.ids, args.collection) == ("delete", ["x", "y"], "hr")
     args = build_parser().parse_args(["eval", "--dataset", "d.jsonl", "--collection", "laws"])
     assert args.collection == ["laws"]
+
+
+def test_collection_names_are_padded_by_terminal_columns_so_wide_names_line_up():
+    from services.cli.documents import pad
+    assert pad("hr", 10) == "hr" + " " * 8 and pad("公司文档", 10) == "公司文档" + " " * 2
+    assert pad("一二三四五六", 10) == "一二三四五六"  # wider than the column: left as it is
