@@ -45,6 +45,9 @@ ENGLISH_FIT = REPO / "bench" / "data" / "english_fit"
 ENGLISH_TRIAL = REPO / "tests" / "quality" / "data" / "english_docs"
 ENGLISH_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_english.jsonl"
 ENGLISH_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_english_held_out.jsonl"
+#: The same English fitting corpus asked in Chinese (queries_zh.jsonl, out_of_scope_zh.jsonl): a cross-lingual rule's evidence.
+CROSS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_cross.jsonl"
+CROSS_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_cross_held_out.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
@@ -85,8 +88,9 @@ if os.environ.get("STUDY") in ("dump", "dump-english"):
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump-english", reason="STUDY=dump-english")
     async def test_dump_english(mesh):
         """English own documents: the fitting corpus (three of the project's English documents, frozen in
-        bench/data/english_fit, 60 questions, 80 out-of-scope ones) to ENGLISH_EVIDENCE, and the trial's
-        documents (tests/quality/data/english_docs, never fitted on) to ENGLISH_HELD_OUT."""
+        bench/data/english_fit, 60 questions, 80 out-of-scope ones) to ENGLISH_EVIDENCE, the same questions
+        asked in Chinese to CROSS_EVIDENCE, and the trial's documents (tests/quality/data/english_docs, never
+        fitted on) to ENGLISH_HELD_OUT."""
         def files(folder: Path) -> dict[str, bytes]:
             return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
                     if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"}
@@ -99,6 +103,12 @@ if os.environ.get("STUDY") in ("dump", "dump-english"):
                     with path.open("w", encoding="utf-8") as out:
                         await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))
                         await _search(stub, out, collection, "ood", load_dataset(folder / "out_of_scope.jsonl"))
+                with CROSS_EVIDENCE.open("w", encoding="utf-8") as out:
+                    await _search(stub, out, "absen", "enzh", load_dataset(ENGLISH_FIT / "queries_zh.jsonl"))
+                    await _search(stub, out, "absen", "ood", load_dataset(ENGLISH_FIT / "out_of_scope_zh.jsonl"))
+                with CROSS_HELD_OUT.open("w", encoding="utf-8") as out:  # Chinese questions no English rule saw
+                    for collection in ("absen", "absentrial"):
+                        await _search(stub, out, collection, "ood", load_dataset(OUT_OF_SCOPE[0]))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump", reason="STUDY=dump")
     async def test_dump(mesh):
@@ -145,11 +155,12 @@ def report(pack_name: str, constants: str = "", evidence: Path = EVIDENCE) -> No
     for line in evidence.open(encoding="utf-8"):
         record = json.loads(line)
         model = record["embedding_model"] or abstention.DEFAULT_MODEL
-        fit = given if constants else abstention.fit_for(model, fits, record["query"])
         results = [json_format.ParseDict(c, types_pb2.Candidate()) for c in record["results"]]
+        fit = given if constants else abstention.fit_for(model, fits, record["query"], abstention.evidence_text(results))
         sig = abstention.signals(record["keywords"], results)
         name = record["set"] + ("/own" if "trial-ood" in record["id"] else "") + \
-            ("/latin" if abstention.latin_script(record["query"]) else "")
+            ("/latin" if abstention.latin_script(record["query"]) else
+             "/cross" if abstention.without_cjk(abstention.evidence_text(results)) else "")
         rates[record["collection"], name].append(abstention.answerability(sig, fit.weights, fit.bias) >= abstention.THRESHOLD)
     print(f"{constants or pack_name + chr(39) + 's fit'} for {model}: answer rate of answerable sets, "
           "abstention rate of out-of-scope questions")

@@ -98,6 +98,7 @@ LEXICAL_CHANNELS = frozenset({names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIG
                               names.GRAPH_FULLTEXT})
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_LETTERS = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,17 +186,38 @@ def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:
 #: English question-passage pairs lower cosines than Chinese ones, so one threshold cannot serve both
 #: (docs/benchmarks.md "English own documents").
 LATIN_SUFFIX = "@latin"
+#: Suffix of a fit for a question not in Latin script whose evidence is (a Chinese question about
+#: English documents): cross-lingual cosines sit lower again.
+CROSS_SUFFIX = "@cross"
+#: Results whose text decides whether the evidence is in Latin script (``fit_for``).
+EVIDENCE_RESULTS = 3
 
 
-def fit_for(model: str, fits: Mapping[str, Fit], question: str = "") -> Fit | None:
+def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: str = "") -> Fit | None:
     """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
-    a "-tN" truncation suffix ignored) in ``fits``: its LATIN_SUFFIX fit
-    for a ``question`` in Latin script when the pack has one, else its
-    fit; None when it has none."""
+    a "-tN" truncation suffix ignored) in ``fits``: for a ``question`` in
+    Latin script its LATIN_SUFFIX fit, for another question whose
+    ``evidence`` (the text of the top results) holds next to no Chinese
+    (``without_cjk``) its CROSS_SUFFIX fit (a Chinese question over English documents), when the
+    pack has that fit; else its fit; None when it has none."""
     base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
-    if question and latin_script(question) and base + LATIN_SUFFIX in fits:
-        return fits[base + LATIN_SUFFIX]
+    if question and latin_script(question):
+        return fits.get(base + LATIN_SUFFIX) or fits.get(base)
+    if question and evidence and without_cjk(evidence):
+        return fits.get(base + CROSS_SUFFIX) or fits.get(base)
     return fits.get(base)
+
+
+def without_cjk(text: str) -> bool:
+    """Whether ``text`` has letters and fewer than one CJK character in twenty
+    of them (an English document; a Chinese design note full of code is not)."""
+    letters = len(_LETTERS.findall(text))
+    return letters > 0 and 20 * len(_CJK.findall(text)) < letters
+
+
+def evidence_text(results: Sequence[types_pb2.Candidate]) -> str:
+    """The text of the top EVIDENCE_RESULTS results, whose script ``fit_for`` reads."""
+    return " ".join(c.text for c in results[:EVIDENCE_RESULTS])
 
 
 def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
@@ -205,15 +227,16 @@ def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
 
 
 def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, model: str = DEFAULT_MODEL,
-           vector_ran: bool = False, question: str = "") -> Decision:
+           vector_ran: bool = False, question: str = "", evidence: str = "") -> Decision:
     """Answer when ``answerability(sig)`` under ``model``'s fit in ``fits``
-    (``pack_fits``; for a ``question`` in Latin script its Latin-script fit
-    when there is one: ``fit_for``) reaches ``threshold``; not judged
+    (``pack_fits``; by the script of ``question`` and of ``evidence``, the
+    text of the top results, its Latin-script or cross-lingual fit when
+    there is one: ``fit_for``) reaches ``threshold``; not judged
     (answer) without one. ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
     evidence, judged with cosines of 0), not that the signal is missing."""
-    fit = fit_for(model, fits, question)
+    fit = fit_for(model, fits, question, evidence)
     if fit is None:
         return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
     score = answerability(sig, fit.weights, fit.bias)

