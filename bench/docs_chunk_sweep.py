@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: (tests/quality/test_own_docs_quality.py's, never tuned on).
 DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
                  "company_docs": (DATA / "company_docs" / "queries.jsonl", DATA / "company_docs"),
-                 "english_docs": (DATA / "english_docs" / "queries.jsonl", DATA / "english_docs")}
+                 "english_docs": (DATA / "english_docs" / "queries.jsonl", DATA / "english_docs"),
+                 "orbit_docs": (DATA / "orbit_docs" / "queries.jsonl", DATA / "orbit_docs")}
 
 
 async def test_chunk_size(mesh):
@@ -61,8 +62,23 @@ async def test_chunk_size(mesh):
                     "quotes": any(g in _squeeze(answer.answer) for g in golds)}
         answered = await run_queries(address, rows, 10, concurrency=2, timeout=PATIENT, answers=True,
                                      judge_address=mesh.addresses["judge"], collections=(collection,))
+        out_of_scope = load_dataset(folder / "out_of_scope.jsonl") if (folder / "out_of_scope.jsonl").is_file() else []
+        refused = await run_queries(address, out_of_scope, 10, concurrency=2, timeout=PATIENT, answers=True,
+                                    judge_address=mesh.addresses["judge"], collections=(collection,))
     quotes = sum(bool(r.answer_quotes_gold) for r in answered)
     first = sum(r == 1 for r in ranks.values())
+    by_language: dict[str, list[int]] = {}  # language -> [questions, first, answered, quoted]
+    for row, reply in zip(rows, answered):
+        counts = by_language.setdefault(row.get("language", "-"), [0, 0, 0, 0])
+        counts[0] += 1
+        counts[1] += ranks[str(row.get("id"))] == 1
+        counts[2] += reply.answer_mode != "abstained"
+        counts[3] += bool(reply.answer_quotes_gold)
+    for language, (n, top, said, quoted) in sorted(by_language.items()):
+        print(f"  {language}: {n} questions, first {top}, answered {said}, quoted {quoted}")
+    if refused:
+        abstained = sum(r.answer_mode == "abstained" for r in refused)
+        print(f"  out of scope: {len(refused)} questions, abstained {abstained}")
     out = REPO / "bench" / "results" / f"{docset}_chunk_{chunk}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"set": docset, "chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers},

@@ -107,15 +107,16 @@ def query_keywords(text: str) -> list[str]:
     return list(seen)
 
 
-_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
-_LETTER = re.compile(r"[^\W\d_]")
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def latin_script(text: str) -> bool:
-    """Whether most of ``text``'s letters are Latin (an English or French
-    question; one with a Chinese character in every other word is not)."""
-    letters = len(_LETTER.findall(text))
-    return letters > 0 and 2 * len(_LATIN_LETTER.findall(text)) > letters
+    """Whether ``text`` is written in Latin script: its Latin words outnumber
+    its CJK characters ("Where is the 王府井 office?" is; "secret key 轮换之后
+    旧的 key 还能用多久？", a Chinese question naming English terms, is not)."""
+    words = len(_LATIN_WORD.findall(text))
+    return words > 0 and words > len(_CJK_CHAR.findall(text))
 
 
 def split_sentences(text: str) -> list[str]:

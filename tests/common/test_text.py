@@ -60,3 +60,4 @@ def test_english_function_words_are_not_query_keywords():
 def test_latin_script_is_most_letters_latin():
     assert latin_script("What does HMAC-SHA256 sign?") and latin_script("Où est la gare ?")
     assert not latin_script("Lumen 代理的配置文件在哪里？") and not latin_script("2024") and not latin_script("")
+    assert latin_script("Where is the 王府井 office?") and not latin_script("secret key 轮换之后旧的 key 还能用多久？")
