@@ -335,6 +335,15 @@ async def test_library_lists_collections_and_ingests_a_chinese_text_file(browser
         assert after == await collections(console)
         await shot(page, "library-picker-zh")
 
+        # Ask searches the collection the library imported into.
+        await page.click("#tab-ask")
+        assert await page.input_value("#ask-collection") == collection
+        await page.check("input[name=mode][value=search]")
+        await page.fill("#ask-query", "订立劳动合同应当遵循什么原则？")
+        await page.click("#ask-submit")
+        await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
+        assert "合同法摘录" in await page.inner_text("#ask-output .source")
+
 
 async def test_library_shows_the_servers_reason_for_a_failed_file(browser, console):
     async with open_page(browser, console) as page:

@@ -3,7 +3,7 @@
 // the sources, each source's channels, scores and evidence, the strategy
 // that answered and the services the answer was built without.
 import { post, stream } from "./api.js";
-import { append, clear, el, enumName, ms, score } from "./dom.js";
+import { append, clear, collectionName, el, enumName, ms, score } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { showError, hideError, traceLine } from "./feedback.js";
 
@@ -279,6 +279,7 @@ export function setupAsk(root) {
   const form = root.querySelector("#ask-form");
   const box = root.querySelector("#ask-query");
   const topK = root.querySelector("#ask-topk");
+  const collection = root.querySelector("#ask-collection");
   const output = root.querySelector("#ask-output");
   const errorBox = root.querySelector("#ask-error");
   const status = root.querySelector("#ask-status");
@@ -291,7 +292,7 @@ export function setupAsk(root) {
     const mode = form.querySelector("input[name=mode]:checked").value;
     const query = normalizeQuestion(box.value);
     box.value = query;
-    const body = { query, topK: Number(topK.value || 0) };
+    const body = { query, topK: Number(topK.value || 0), collections: [collectionName(collection.value)] };
     if (controller) controller.abort();
     controller = new AbortController();
     const signal = controller.signal;

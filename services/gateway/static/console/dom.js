@@ -58,3 +58,8 @@ export function percent(value) {
 export function enumName(value, prefix) {
   return String(value || "").replace(prefix, "").toLowerCase();
 }
+
+/** The collection a name field holds: trimmed, "default" when empty. */
+export function collectionName(value) {
+  return String(value || "").trim() || "default";
+}

@@ -4,7 +4,7 @@
 // category, definition, the evidence that matched, the relation that brought
 // it in and its score breakdown.
 import { post } from "./api.js";
-import { clear, el, enumName, ms, percent, score } from "./dom.js";
+import { clear, collectionName, el, enumName, ms, percent, score } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
 import { degradedServices, normalizeQuestion } from "./ask.js";
@@ -104,6 +104,7 @@ export function setupEntities(root) {
   const form = root.querySelector("#ent-form");
   const box = root.querySelector("#ent-query");
   const topK = root.querySelector("#ent-topk");
+  const collection = root.querySelector("#ent-collection");
   const output = root.querySelector("#ent-output");
   const errorBox = root.querySelector("#ent-error");
   let last = null;
@@ -115,7 +116,8 @@ export function setupEntities(root) {
     clear(output);
     output.dataset.state = "running";
     try {
-      const { data, traceId } = await post("./v1/entities:search", { query, topK: Number(topK.value || 0) });
+      const { data, traceId } = await post("./v1/entities:search",
+        { query, topK: Number(topK.value || 0), collections: [collectionName(collection.value)] });
       last = { query, data, traceId };
       render(output, query, data, traceId);
       output.dataset.state = "done";

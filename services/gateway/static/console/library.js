@@ -9,7 +9,7 @@
 // the same request goes to POST /v1/documents:import, and the imports list
 // (imports.js) shows its progress.
 import { get, post } from "./api.js";
-import { clear, el, ms } from "./dom.js";
+import { clear, collectionName, el, ms } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
 import { setupImports } from "./imports.js";
@@ -64,11 +64,6 @@ async function readFile(file) {
 /** Whether a file holds JSONL records (ingested as "jsonl") rather than a document (ingested as "files"). */
 export function isRecordsFile(name) {
   return /\.(jsonl|ndjson|json)(\.gz)?$/i.test(name) || /\.gz$/i.test(name);
-}
-
-/** The collection a name field holds: trimmed, "default" when empty. */
-export function collectionName(value) {
-  return String(value || "").trim() || "default";
 }
 
 // Counts a collection carries; "triples" only when a reply names it.
@@ -138,6 +133,10 @@ export function setupLibrary(root) {
   const picker = root.querySelector("#lib-file");
   const kindSelect = root.querySelector("#lib-kind");
   const collectionInput = root.querySelector("#lib-collection");
+  // Ask and Entities search the collection the library imports into, unless changed there since.
+  collectionInput.addEventListener("input", () => {
+    for (const field of root.querySelectorAll(".scope-collection")) field.value = collectionName(collectionInput.value);
+  });
   const results = root.querySelector("#lib-results");
   const errorBox = root.querySelector("#lib-error");
   const listErrorBox = root.querySelector("#lib-list-error");
