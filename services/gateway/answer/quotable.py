@@ -228,6 +228,21 @@ def english_sentences(line: str) -> list[str]:
     return [piece for piece in out if piece.strip()]
 
 
+def _english_clauses_joined(sentences: list[str]) -> list[str]:
+    """``sentences`` with a piece ending in an ASCII ";" joined to the next
+    when that goes on in lower case on the same line ("Keys can be rotated;
+    the old key works for 24 hours."): in English a semicolon joins two
+    clauses of one sentence, while "；" and a ";" before a capital or a
+    new line still end one."""
+    out: list[str] = []
+    for sentence in sentences:
+        if out and out[-1].endswith(";") and re.match(r"[ \t]+[a-z]", sentence):
+            out[-1] += sentence
+        else:
+            out.append(sentence)
+    return out
+
+
 def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
@@ -237,7 +252,8 @@ def quotable_pieces(text: str) -> list[Candidate]:
     quotable line it introduces, since the question often asks in the
     label's words for what the next line says. Every piece carries whether
     its line is a list item or table row."""
-    lines = [line for line in (_unframe(piece) for s in split_sentences(text.strip()) for piece in english_sentences(s))
+    lines = [line for line in (_unframe(piece) for s in _english_clauses_joined(split_sentences(text.strip()))
+                               for piece in english_sentences(s))
              if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []
     starts = table_headers(lines)

@@ -221,3 +221,10 @@ def test_a_sentence_and_the_table_row_after_it_are_not_joined_by_the_row_separat
     texts = {p.text for p in pieces.quotable_pieces("Batches go to https://ingest.lumen.example every 10:00 to 16:00.")}
     assert not any(t.startswith("//") or t.startswith("00") for t in texts)
     assert {"入口:", "POST /api/reason/query"} <= {p.text for p in pieces.quotable_pieces("入口: POST /api/reason/query")}
+
+
+def test_an_english_semicolon_joins_clauses_of_one_sentence_but_a_chinese_one_still_ends_a_piece():
+    texts = {p.text for p in pieces.quotable_pieces("Secret keys can be rotated from the dashboard; the old key keeps "
+                                                    "working for 24 hours after rotation.")}
+    assert "Secret keys can be rotated from the dashboard; the old key keeps working for 24 hours after rotation." in texts
+    assert {"第一款规定；", "第二款规定。"} <= {p.text for p in pieces.quotable_pieces("第一款规定；第二款规定。")}
