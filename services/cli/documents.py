@@ -7,7 +7,7 @@ GRAPHMESH_GATEWAY_ADDR.
       .pdf .docx go to Ingest as files (a call per 16 MiB or 64 files),
       .jsonl/.jsonl.gz as JSONL records; a progress bar; one line per file:
       stored / unchanged / failed (with the reason).
-  graphmesh documents list [--collection C] [--filter F] [--page-size N] [--all] [--json]
+  graphmesh documents list [--collection C] [--filter F] [--page-size N] [--page-token T] [--all] [--json]
   graphmesh documents get ID [--collection C] [--json]
   graphmesh documents delete [ID...] [--collection C] [--filter F]
   graphmesh collections list [--json] | delete NAME
@@ -189,8 +189,11 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 print(json_format.MessageToJson(reply, ensure_ascii=False, indent=None) if args.json else
                       f"deleted {reply.deleted_documents} documents: {', '.join(reply.document_ids) or '-'}\n" +
                       "\n".join(f"  {store}: {json_format.MessageToJson(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
+                missing = [i for i in args.ids if i not in set(reply.document_ids)]
+                if missing and not args.json:
+                    print(f"not found in {_parent(args)}: {', '.join(missing)}", file=sys.stderr)
                 return 0
-            token, shown = "", 0
+            token, shown = args.page_token or "", 0
             while True:
                 reply = stub.ListDocuments(gateway_pb2.ListDocumentsRequest(
                     parent=_parent(args), page_size=args.page_size, page_token=token, filter=args.filter or ""), timeout=60)
@@ -201,7 +204,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 if not token or not args.all:
                     break
             if token and not args.json:
-                print(f"... more: --all, or page token {token}", file=sys.stderr)
+                print(f"... more: --all, or --page-token {token}", file=sys.stderr)
             return 0
     except grpc.RpcError as err:
         return _error(err)
@@ -252,6 +255,7 @@ def add_parsers(sub) -> None:
     docs.add_argument("--filter", default="", help='metadata filter, e.g. \'status = "已废止"\'')
     docs.add_argument("--page-size", type=int, default=50)
     docs.add_argument("--all", action="store_true", help="list: every page")
+    docs.add_argument("--page-token", default="", help="list: the page after the one that printed this token")
     docs.add_argument("--json", action="store_true")
     col = sub.add_parser("collections", help="list or delete collections")
     col.add_argument("action", choices=["list", "delete"])

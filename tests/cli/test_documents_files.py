@@ -47,6 +47,8 @@ def test_parser_takes_files_collection_and_filters():
     assert (args.kind, args.paths, args.collection, args.meta) == ("files", ["a", "b"], "hr", ["dept=人事"])
     args = build_parser().parse_args(["search", "q", "--collection", "a", "--collection", "b", "--filter", 'status = "x"'])
     assert (args.collection, args.filter) == (["a", "b"], 'status = "x"')
+    args = build_parser().parse_args(["documents", "list", "--collection", "hr", "--page-token", "eyJh"])
+    assert args.page_token == "eyJh"  # the token a listing prints for its next page
     args = build_parser().parse_args(["documents", "delete", "x", "y", "--collection", "hr"])
     assert (args.action, args.ids, args.collection) == ("delete", ["x", "y"], "hr")
     args = build_parser().parse_args(["eval", "--dataset", "d.jsonl", "--collection", "laws"])

@@ -249,3 +249,21 @@ async def test_bad_scope_is_invalid_argument(stub):
                           timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
+
+
+async def test_the_cli_lists_documents_page_by_page_with_the_token_it_prints(mesh, stub, monkeypatch, capsys):
+    from services.cli.main import main as cli
+    records = [{"id": f"分页/{i}", "text": f"第{i}份说明：值班安排。"} for i in range(5)]
+    reply = await stub.Ingest(gateway_pb2.IngestRequest(jsonl="\n".join(json.dumps(r, ensure_ascii=False) for r in records).encode(),
+                                                        collection="分页"), timeout=600)
+    assert reply.stored == 5
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", mesh.gateway)
+    assert await asyncio.to_thread(cli, ["documents", "list", "--collection", "分页", "--page-size", "2"]) == 0
+    first = capsys.readouterr()
+    token = first.err.strip().rsplit("--page-token ", 1)[1]
+    assert await asyncio.to_thread(cli, ["documents", "list", "--collection", "分页", "--page-size", "2", "--page-token", token]) == 0
+    second = capsys.readouterr()
+    shown = [line for line in (first.out + second.out).splitlines() if line.strip()]
+    assert len(shown) == 4 and len({line.split()[0] for line in shown}) == 4  # two pages, no document twice
+    assert await asyncio.to_thread(cli, ["documents", "delete", "分页/9", "--collection", "分页"]) == 0
+    assert "not found in collections/分页: 分页/9" in capsys.readouterr().err
