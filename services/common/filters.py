@@ -254,6 +254,8 @@ def parse_filter(text: str, field: str = "filter") -> list[Condition]:
 
     while True:
         _, key = take(("word",), "a metadata key")
+        if key.upper() == "NOT" or key == "-":
+            raise InvalidArgument(field, "NOT is not supported: name the values a key may take (key IN (a, b)) instead")
         key = key.removeprefix("metadata.")
         _check_key(key, field)
         kind, op = take(("op", "word"), "an operator (=, <, <=, >, >=, IN)")

@@ -129,3 +129,9 @@ def test_cypher_binds_every_value_and_key():
 
 def test_meta_properties_remove_keys_that_are_gone():
     assert meta_properties({"a": "1"}, {"a": "0", "b": "2"}) == {"meta.a": "1", "meta.b": None}
+
+
+def test_not_is_refused_saying_so():
+    with pytest.raises(InvalidArgument, match="NOT is not supported") as err:
+        flt.parse_filter('NOT team = "支付"')
+    assert err.value.field == "filter"
