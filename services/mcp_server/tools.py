@@ -16,6 +16,7 @@ from grpc_status import rpc_status
 from graphmesh.common.v1 import entity_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument, field_violations
+from services.common.names import STAGE_COLLECTIONS
 from services.common.filters import parse_filter, to_proto
 
 #: Characters of each search result's text returned (the rest is cut, marked "…").
@@ -45,6 +46,7 @@ class SearchResult(TypedDict):
     results: list[SearchHit]
     question_type: str
     degraded: list[str]
+    notes: list[str]
 
 
 class Source(TypedDict):
@@ -64,6 +66,7 @@ class AnswerResult(TypedDict):
     citations: list[Source]
     insufficient_sources: list[Source]
     unsupported_sentences: list[str]
+    notes: list[str]
 
 
 class Entity(TypedDict):
@@ -225,6 +228,13 @@ def _label(cand) -> str:
     return " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title]).strip()
 
 
+def _notes(reply: gateway_pb2.SearchResponse) -> list[str]:
+    """What the search says of its scope: a named collection no store holds
+    (the SKIPPED ``collections`` stage), so that an empty result can be told
+    from a collection that does not exist."""
+    return [t.detail for t in reply.timings if t.stage == STAGE_COLLECTIONS and t.detail]
+
+
 def search_result(reply: gateway_pb2.SearchResponse) -> SearchResult:
     """A SearchResponse as the search tool's result (texts cut to MAX_RESULT_CHARS)."""
     return SearchResult(
@@ -232,7 +242,7 @@ def search_result(reply: gateway_pb2.SearchResponse) -> SearchResult:
                            score=round(c.fused_score, 6), channels=[s.channel for s in c.channel_scores],
                            metadata=dict(c.metadata))
                  for n, c in enumerate(reply.results, start=1)],
-        question_type=reply.query_info.question_type, degraded=list(reply.degraded))
+        question_type=reply.query_info.question_type, degraded=list(reply.degraded), notes=_notes(reply))
 
 
 def _sources(citations) -> list[Source]:
@@ -244,7 +254,7 @@ def answer_result(reply: gateway_pb2.AnswerResponse) -> AnswerResult:
     mode = gateway_pb2.AnswerMode.Name(reply.mode).removeprefix("ANSWER_MODE_").lower()
     return AnswerResult(answer=reply.answer, mode=mode, abstained=reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED,
                         citations=_sources(reply.citations), insufficient_sources=_sources(reply.insufficient_sources),
-                        unsupported_sentences=[u.sentence for u in reply.unsupported_sentences])
+                        unsupported_sentences=[u.sentence for u in reply.unsupported_sentences], notes=_notes(reply.search))
 
 
 def entities_result(reply: gateway_pb2.SearchEntitiesResponse) -> EntitiesResult:

@@ -152,6 +152,11 @@ def test_gateway_replies_become_tool_results():
                                channel_scores=[types_pb2.ChannelScore(channel="pg.vector")], metadata={"year": "2024"})
     hit = tools.search_result(gateway_pb2.SearchResponse(results=[cand]))["results"][0]
     assert hit["label"] == "法 第一条" and len(hit["text"]) == tools.MAX_RESULT_CHARS + 1 and hit["channels"] == ["pg.vector"]
+    skipped = types_pb2.StageTiming(stage="collections", status=types_pb2.STAGE_STATUS_SKIPPED,
+                                    detail="no store holds collection 'defualt'")
+    assert tools.search_result(gateway_pb2.SearchResponse(timings=[skipped]))["notes"] == ["no store holds collection 'defualt'"]
+    assert tools.answer_result(gateway_pb2.AnswerResponse(search=gateway_pb2.SearchResponse(timings=[skipped])))["notes"] == [
+        "no store holds collection 'defualt'"]
     reply = gateway_pb2.IngestResponse(received=1, stored=1, chunks=2)
     assert tools.ingest_result(reply, tools.ingest_request("t", "d")) == {
         "document_id": "d", "collection": "default", "stored": True, "unchanged": False, "chunks": 2, "failures": []}
