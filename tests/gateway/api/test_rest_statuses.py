@@ -111,3 +111,15 @@ def test_a_status_whose_message_differs_from_the_grpc_message_is_a_400_not_a_cra
     assert reply.status == 400 and body["status"] == "INVALID_ARGUMENT"
     assert body["message"] == "name: '×ù' is not a collection name"
     assert body["details"][0]["fieldViolations"] == [{"field": "name", "description": "bad"}]
+
+
+@pytest.mark.parametrize("details", ["Deadline Exceeded", "Stream removed"])
+def test_a_call_that_ran_out_of_its_own_deadline_is_a_504_in_our_words(details):
+    # gRPC's own words for a deadline the REST call itself ran out of (X-Timeout-Seconds: 0.001)
+    from services.gateway.api.rest import DEADLINE_MESSAGE, _rpcerror_body
+
+    err = grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(), details=details)
+    reply = _rpcerror_body(err)
+    body = json.loads(reply.text)["error"]
+    assert reply.status == 504 and body["status"] == "DEADLINE_EXCEEDED"
+    assert body["message"] == DEADLINE_MESSAGE and "X-Timeout-Seconds" in body["message"]
