@@ -27,6 +27,7 @@ from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.client import _report_rpc_error, cmd_ingest, gateway_address
+from services.common.filters import KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
 BATCH_FILES = 64
@@ -118,12 +119,18 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     except ValueError:
         print("error: --meta takes key=value", file=sys.stderr)
         return 2
+    unnamed = [k for k in metadata if not KEY_PATTERN.match(k)]
+    if unnamed:  # a filter could never name it
+        print(f"error: --meta key {unnamed[0]!r}: 1 to 64 letters, digits, _, . or - (the keys a --filter can name)",
+              file=sys.stderr)
+        return 2
     totals = {"files": len(files), "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0, "skipped": len(skipped)}
     jsonl = [f for f in files if f[0].name.lower().endswith(JSONL_SUFFIXES)]
     documents = [f for f in files if f not in jsonl]
     lines: list[str] = []
+    # disable=None: no bar when stderr is not a terminal (its carriage returns would glue into a log file)
     with _channel() as ch, tqdm(total=sum(f.stat().st_size for f, _ in documents), unit="B", unit_scale=True,
-                                desc="ingest files", file=sys.stderr) as bar:
+                                desc="ingest files", file=sys.stderr, disable=None) as bar:
         stub = _stub(ch)
         batch: list[gateway_pb2.IngestFile] = []
         size = 0

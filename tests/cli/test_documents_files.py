@@ -59,3 +59,11 @@ def test_collection_names_are_padded_by_terminal_columns_so_wide_names_line_up()
     from services.cli.documents import pad
     assert pad("hr", 10) == "hr" + " " * 8 and pad("公司文档", 10) == "公司文档" + " " * 2
     assert pad("一二三四五六", 10) == "一二三四五六"  # wider than the column: left as it is
+
+
+def test_a_meta_key_a_filter_could_not_name_is_refused_before_anything_is_sent(tmp_path: Path, monkeypatch, capsys):
+    from services.cli.main import main as cli
+    (tmp_path / "a.txt").write_text("内容。", encoding="utf-8")
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "127.0.0.1:9")  # nothing listens: the refusal comes first
+    assert cli(["ingest", "files", str(tmp_path / "a.txt"), "--meta", "bad key=1"]) == 2
+    assert "--meta key 'bad key'" in capsys.readouterr().err
