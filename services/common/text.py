@@ -109,6 +109,7 @@ def query_keywords(text: str) -> list[str]:
 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def latin_script(text: str) -> bool:
@@ -117,6 +118,13 @@ def latin_script(text: str) -> bool:
     旧的 key 还能用多久？", a Chinese question naming English terms, is not)."""
     words = len(_LATIN_WORD.findall(text))
     return words > 0 and words > len(_CJK_CHAR.findall(text))
+
+
+def without_cjk(text: str) -> bool:
+    """Whether ``text`` has letters and fewer than one CJK character in twenty
+    of them (an English document; a Chinese design note full of code is not)."""
+    letters = len(_LETTER.findall(text))
+    return letters > 0 and 20 * len(_CJK_CHAR.findall(text)) < letters
 
 
 def split_sentences(text: str) -> list[str]:

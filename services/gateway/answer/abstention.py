@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from domains.pack import DomainPack
 from graphmesh.common.v1 import types_pb2
 from services.common import names
-from services.common.text import latin_script
+from services.common.text import latin_script, without_cjk
 
 #: Signal names, in the order of Fit.weights.
 SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source")
@@ -99,9 +99,7 @@ DEFAULT_MODEL = "e5onnx"
 #: Channels that count as lexical evidence for ``agreement``.
 LEXICAL_CHANNELS = frozenset({names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.GRAPH_HEADING,
                               names.GRAPH_FULLTEXT})
-_CJK = re.compile(r"[\u3400-\u9fff]")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-_LETTERS = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,13 +209,6 @@ def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: s
     return fits.get(base)
 
 
-def without_cjk(text: str) -> bool:
-    """Whether ``text`` has letters and fewer than one CJK character in twenty
-    of them (an English document; a Chinese design note full of code is not)."""
-    letters = len(_LETTERS.findall(text))
-    return letters > 0 and 20 * len(_CJK.findall(text)) < letters
-
-
 def evidence_text(results: Sequence[types_pb2.Candidate]) -> str:
     """The text of the top EVIDENCE_RESULTS results, whose script ``fit_for`` reads."""
     return " ".join(c.text for c in results[:EVIDENCE_RESULTS])
@@ -259,7 +250,7 @@ def no_answer_message(question: str, scope_reason: str = "") -> str:
     its corpora cannot hold the answer) leads it when given."""
     if scope_reason:
         return f"{scope_reason}，无法回答这个问题。以下是最接近的资料，仅供参考，不能作为答案依据。"
-    if _CJK.search(question):
+    if not latin_script(question):
         return "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。以下是最接近的资料，仅供参考，不能作为答案依据。"
     return ("The documents retrieved do not answer this question; the knowledge base may not cover it. "
             "The nearest sources are listed below for reference only.")

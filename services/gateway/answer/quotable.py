@@ -228,6 +228,10 @@ def english_sentences(line: str) -> list[str]:
     return [piece for piece in out if piece.strip()]
 
 
+#: A piece that goes on in lower case on the same line: the second clause of an English sentence.
+_GOES_ON_IN_LOWER_CASE = re.compile(r"[ \t]+[a-z]")
+
+
 def _english_clauses_joined(sentences: list[str]) -> list[str]:
     """``sentences`` with a piece ending in an ASCII ";" joined to the next
     when that goes on in lower case on the same line ("Keys can be rotated;
@@ -236,7 +240,7 @@ def _english_clauses_joined(sentences: list[str]) -> list[str]:
     new line still end one."""
     out: list[str] = []
     for sentence in sentences:
-        if out and out[-1].endswith(";") and re.match(r"[ \t]+[a-z]", sentence):
+        if out and out[-1].endswith(";") and _GOES_ON_IN_LOWER_CASE.match(sentence):
             out[-1] += sentence
         else:
             out.append(sentence)

@@ -222,3 +222,10 @@ def test_a_chinese_question_over_english_evidence_is_judged_by_the_cross_lingual
     # a Chinese design note full of code is Chinese evidence, not English
     assert not abstention.without_cjk("配额表 QUOTA_PG = ceil(6000 × 0.25) = 1500，向量检索 pgvector chunk top 20")
     assert abstention.without_cjk("Tokens expire after 12 hours.") and not abstention.without_cjk("")
+
+
+def test_the_no_answer_message_and_the_extractive_label_read_the_question_s_script_the_same_way():
+    from services.gateway.answer.extractive import EXTRACTIVE_LABEL_EN, extractive_label
+    for question in ("Where is the 王府井 office?", "secret key 轮换之后旧的 key 还能用多久？", "How long are backups kept?"):
+        english = extractive_label(question) == EXTRACTIVE_LABEL_EN
+        assert abstention.no_answer_message(question).startswith("The documents") == english, question
