@@ -19,10 +19,15 @@ found by font size and table rows rebuilt from text positions.
 - A table of contents (numbered entries, dot leaders and page numbers,
   that come again as the sections) is left out.
 - Every block keeps its 1-based page number.
+- Control characters in the text layer are dropped: pypdf reads some
+  CJK fonts (a Type0 font whose encoding is an embedded Identity CMap, as
+  fpdf2 writes them) with a NUL before every character, and no text holds
+  one on purpose.
 """
 from __future__ import annotations
 
 import io
+import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -35,6 +40,8 @@ HEADING_RATIO = 1.2
 SUBHEADING_RATIO = 1.05
 MAX_HEADING_CHARS = 60
 GAP_EMS = 0.8
+#: C0 control characters but tab, line feed and carriage return (the text runs' whitespace).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(slots=True)
@@ -62,6 +69,7 @@ def _page_lines(page, number: int) -> list[_Line]:
     runs: list[_Run] = []
 
     def visit(text, cm, tm, font_dict, font_size) -> None:
+        text = _CONTROLS.sub("", text)
         if not text.strip() or tm is None or cm is None:
             return
         scale = abs(tm[3] * cm[3]) or 1.0
@@ -166,9 +174,9 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
             page_of = line.page
         paragraph.append(line.text)
     builder.add(_join(paragraph), page_of)
-    title = str(info.get("/Title") or "").strip()
+    title = _CONTROLS.sub("", str(info.get("/Title") or "")).strip()
     if title.lower() in ("(anonymous)", "anonymous", "untitled"):  # writer defaults, not titles
         title = ""
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
-                      metadata={k: str(info[f"/{k.title()}"]) for k in ("author",) if info.get(f"/{k.title()}")})
+                      metadata={k: _CONTROLS.sub("", str(info[f"/{k.title()}"])) for k in ("author",) if info.get(f"/{k.title()}")})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,18 @@ def test_multi_page_pdf_keeps_headings_pages_and_table_rows():
     assert pages[:2] == ["1", "1"] and pages[2] == "2-3"  # chapter 2 starts on page 2 and runs on
     assert pages[-1] == "4" and "3-4" in pages
     assert all(c.heading_path[0] == mk.TITLE for c in rec.chunks)
+
+
+#: A PDF written by fpdf2 2.8.9 with a subset of Noto Sans CJK SC embedded (a Type0 font whose
+#: encoding is an embedded Identity CMap): pypdf reads a NUL before each of its characters.
+FPDF2_CJK = Path(__file__).parent / "data" / "fpdf2_cjk.pdf"
+
+
+def test_fpdf2_cjk_pdf_reads_without_control_characters():
+    parsed = parse_file("服务台.pdf", "", FPDF2_CJK.read_bytes())
+    assert parsed.title == "服务台常见问题"
+    assert _sections(parsed) == [(["服务台常见问题", "一、账号"], "域账号密码每90天必须修改一次。连续输错6次，账号锁定30分钟。"),
+                                 (["服务台常见问题", "二、网络"], "VPN 每天凌晨2点断开一次，重新连接即可。")]
 
 
 def test_encrypted_pdf_fails_with_a_clear_reason():
