@@ -129,6 +129,20 @@ def test_a_section_that_only_repeats_the_title_is_no_chunk_of_its_own():
     assert [c.text for c in body.chunks] == ["项目周报\n正文。"]  # the title section with a body is kept whole
 
 
+def test_a_first_heading_that_extends_the_title_stands_once_in_the_heading_path():
+    # a PDF titled "IT服务台常见问题解答" whose first heading adds "（FAQ）": one of the two, the longer
+    sections = [Section(["IT 服务台常见问题解答（FAQ）"], [Block("工作时间为8:30至20:00。")]),
+                Section(["IT 服务台常见问题解答（FAQ）", "一、账号"], [Block("密码每90天修改一次。")])]
+    rec = chunk_sections("f", "IT服务台常见问题解答", ["IT服务台常见问题解答"], sections, {}, ChunkingConfig())
+    assert [c.heading_path for c in rec.chunks] == [["IT 服务台常见问题解答（FAQ）"], ["IT 服务台常见问题解答（FAQ）", "一、账号"]]
+    longer_title = chunk_sections("g", "员工手册（2025年版）", ["员工手册（2025年版）"],
+                                  [Section(["员工手册 2025", "第一章"], [Block("总则。")])], {}, ChunkingConfig())
+    assert longer_title.chunks[0].heading_path == ["员工手册（2025年版）", "第一章"]
+    # a short title and a section that starts with it are two headings
+    short = chunk_sections("h", "手册", ["手册"], [Section(["手册使用说明"], [Block("先读目录。")])], {}, ChunkingConfig())
+    assert short.chunks[0].heading_path == ["手册", "手册使用说明"]
+
+
 def test_a_table_cut_across_chunks_repeats_its_header_row_in_each_chunk():
     rows = "\n".join(f"计算器型号{i:03d} | 台 | {20 + i}元" for i in range(60))
     table = Block(f"品名 | 单位 | 协议单价\n{rows}")
