@@ -5,6 +5,8 @@ names the offending field, plus an ErrorInfo whose reason is stable.
 """
 from __future__ import annotations
 
+import re
+
 from typing import NoReturn
 
 import grpc
@@ -142,13 +144,21 @@ def field_violations(err: grpc.aio.AioRpcError) -> list[tuple[str, str]]:
     return out
 
 
+#: A letter, digit or CJK character: what a query needs to be searched for.
+_WORD_CHARACTER = re.compile(r"[^\W_]")
+
+
 def validate_query(query: str, max_chars: int, field: str = "query") -> str:
     """Returns ``query`` stripped; raises InvalidArgument when it is empty,
-    only whitespace, longer than ``max_chars`` characters, or holds a NUL
+    only whitespace, only punctuation or symbols (no letter, digit or CJK
+    character: nothing to search for, and every channel would return
+    arbitrary chunks), longer than ``max_chars`` characters, or holds a NUL
     character (no store can search for one)."""
     stripped = query.strip()
     if not stripped:
         raise InvalidArgument(field, "must not be empty or only whitespace")
+    if not _WORD_CHARACTER.search(stripped):
+        raise InvalidArgument(field, "has no letter, digit or CJK character (only punctuation or symbols)")
     if "\x00" in query:
         raise InvalidArgument(field, "must not contain NUL characters")
     if len(query) > max_chars:
