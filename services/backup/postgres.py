@@ -34,6 +34,9 @@ def find_tools(pg_bin: str | None = None) -> dict[str, Path]:
             raise BackupError(f"--pg-bin {pg_bin}: no executable {', '.join(missing)}")
         return found
     try:
+        from services.retriever_pg.embedded import import_pgserver
+
+        import_pgserver()
         from pgserver._commands import POSTGRES_BIN_PATH
 
         bundled = {t: Path(POSTGRES_BIN_PATH) / t for t in TOOLS}

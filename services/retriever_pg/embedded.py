@@ -10,9 +10,20 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
+import warnings
 from urllib.parse import quote
 
-__all__ = ["start_embedded_postgres", "stop_embedded_postgres", "embedded_dsn"]
+__all__ = ["import_pgserver", "start_embedded_postgres", "stop_embedded_postgres", "embedded_dsn"]
+
+
+def import_pgserver() -> None:
+    """Imports pgserver once, without the warning platformdirs prints when
+    XDG_RUNTIME_DIR is unset (pgserver asks for a runtime folder when it is
+    imported; platformdirs falls back to one under /tmp, which serves, and
+    the warning was printed on every ``graphmesh up`` and ``down``)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        import pgserver  # noqa: F401
 
 _PG_USER = "postgres"
 
@@ -26,6 +37,7 @@ def _system_user() -> str | None:
 
 
 def _dsn_from_pgdata(pgdata: pathlib.Path, database: str) -> str | None:
+    import_pgserver()
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
@@ -79,6 +91,7 @@ def start_embedded_postgres(data_dir: pathlib.Path) -> str:
         RuntimeError: the server did not come up or exposes no address.
         OSError: data_dir cannot be created or its permissions set.
     """
+    import_pgserver()
     import pgserver
     from pgserver.postgres_server import PostgresServer
 
@@ -112,6 +125,7 @@ def stop_embedded_postgres(data_dir: pathlib.Path, *, timeout_s: float = 60.0) -
         subprocess.CalledProcessError: pg_ctl failed.
         subprocess.TimeoutExpired: the server did not stop within timeout_s.
     """
+    import_pgserver()
     from pgserver import pg_ctl  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
 
