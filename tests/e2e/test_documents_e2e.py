@@ -236,6 +236,15 @@ async def test_a_collection_named_in_chinese_over_rest(mesh):
     assert status == 400 and "collections[0]" in json.dumps(bad, ensure_ascii=False)
 
 
+async def test_a_failure_of_the_first_file_shows_its_index_0_over_rest(mesh):
+    files = [{"name": "空.txt", "content": ""},
+             {"name": "好.md", "content": base64.b64encode("# 值班\n\n夜间值班每周轮换一次。\n".encode()).decode()}]
+    status, body = await http(mesh, "POST", "/v1/documents:ingest", {"collection": "索引零", "files": files})
+    assert status == 200 and [f["status"] for f in body["files"]] == ["FILE_STATUS_FAILED", "FILE_STATUS_STORED"], body
+    assert [(f["index"], f["id"]) for f in body["failures"]] == [(0, "空.txt")], body  # proto3 JSON left a plain 0 out
+    await http(mesh, "DELETE", "/v1/collections/索引零")
+
+
 async def test_bad_scope_is_invalid_argument(stub):
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.Search(gateway_pb2.SearchRequest(query="x", collections=["bad name"]), timeout=30)

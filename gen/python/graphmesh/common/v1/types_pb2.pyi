@@ -503,7 +503,10 @@ class IngestFailure(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     index: _builtins.int
-    """0-based line number of the record in its input."""
+    """0-based line number of the record in its input (of the file in the
+    request's `files`, for a file). Optional so that JSON shows it when it
+    is 0: proto3 JSON leaves out a plain field at its default.
+    """
     id: _builtins.str
     """Record id when it could be read."""
     reason: _builtins.str
@@ -511,15 +514,17 @@ class IngestFailure(_message.Message):
     def __init__(
         self,
         *,
-        index: _builtins.int = ...,
+        index: _builtins.int | None = ...,
         id: _builtins.str = ...,
         reason: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_index", b"_index", "index", b"index"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "index", b"index", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_index", b"_index", "id", b"id", "index", b"index", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__index: _TypeAlias = _typing.Literal["index"]  # noqa: Y015
+    _WhichOneofArgType__index: _TypeAlias = _typing.Literal["_index", b"_index"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__index) -> _WhichOneofReturnType__index | None: ...
 
 Global___IngestFailure: _TypeAlias = IngestFailure  # noqa: Y015
 
