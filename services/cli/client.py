@@ -188,8 +188,10 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
         for t in reply.timings
     )
     print(f"stages: {timings}")
-    for t in reply.timings:  # a stage skipped for a reason the user can act on (a collection no store holds)
-        if t.stage == names.STAGE_COLLECTIONS and t.detail:
+    if not reply.results and not any(t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) for t in reply.timings):
+        print("no results")
+    for t in reply.timings:  # a stage skipped for a reason the user can act on (a collection no store holds, filters)
+        if t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) and t.detail:
             print(f"note: {t.detail}")
     if reply.degraded:
         print(f"degraded: {', '.join(reply.degraded)}")

@@ -68,6 +68,7 @@ STAGE_SENTENCE_VECTORS = "sentence_vectors"  # ingest: the MaxSim sentences embe
 STAGE_RELATED = "related"        # the second, seeded graph call after a first fusion
 STAGE_PARENT_CONTEXT = "parent_context"  # top chunks packed with their parent section
 STAGE_COLLECTIONS = "collections"  # SKIPPED when a searched collection is in no store
+STAGE_FILTERS = "filters"  # SKIPPED when a search with filters found nothing: what filters test
 # SENTENCE_MAXSIM ("sentence.maxsim") is a stage of the gateway as well as a channel.
 
 

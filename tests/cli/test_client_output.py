@@ -21,3 +21,13 @@ def test_a_collection_no_store_holds_is_said_in_words_not_only_as_a_skipped_stag
     assert "collections=0ms(skipped)" in out and f"note: {reason}" in out
     _print_search(gateway_pb2.SearchResponse(timings=[types_pb2.StageTiming(stage=names.STAGE_TOTAL, duration_ms=3)]))
     assert "note:" not in capsys.readouterr().out
+
+
+def test_an_empty_filtered_search_prints_what_filters_test(capsys):
+    reason = "no document of the searched collections matches the filters on 'dept': ..."
+    _print_search(gateway_pb2.SearchResponse(timings=[
+        types_pb2.StageTiming(stage=names.STAGE_FILTERS, status=types_pb2.STAGE_STATUS_SKIPPED, detail=reason)]))
+    out = capsys.readouterr().out
+    assert f"note: {reason}" in out and "no results" not in out
+    _print_search(gateway_pb2.SearchResponse(timings=[types_pb2.StageTiming(stage=names.STAGE_TOTAL, duration_ms=3)]))
+    assert "no results" in capsys.readouterr().out  # an empty list is said in words

@@ -566,3 +566,17 @@ async def test_searching_a_collection_no_store_holds_says_so_in_its_timings():
     missing = stages((await use.search.search("工资", 5, None, Deadline(5), scope=Scope(("laws", "lwas"), ()))).response)
     assert missing["collections"].status == SKIPPED and "'lwas'" in missing["collections"].detail
     assert "'laws'" not in missing["collections"].detail
+
+
+async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():
+    from services.gateway.search.scope import scope_of
+    empty = FakeRetriever("retriever_pg", [])
+    empty.collections = [types_pb2.CollectionInfo(name="hr")]  # the collection exists; nothing in it matches
+    scope = scope_of(["hr"], [types_pb2.MetadataFilter(key="dept", equals="人事")])
+    reply = (await mesh(pg=empty, graph=FakeRetriever("retriever_graph", [])).search.search(
+        "婚假几天", 5, None, Deadline(5), scope=scope)).response
+    note = stages(reply)[names.STAGE_FILTERS]
+    assert not reply.results and note.status == SKIPPED
+    assert "'dept'" in note.detail and "document's own metadata" in note.detail and "page" in note.detail
+    found = (await mesh().search.search("工资", 5, None, Deadline(5), scope=scope)).response
+    assert found.results and names.STAGE_FILTERS not in stages(found)  # only an empty result explains itself

@@ -24,7 +24,7 @@ from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.downstream.guard import Deadline, Trace, guarded
 from services.gateway.search.related import related_lists
-from services.gateway.search.scope import DEFAULT_SCOPE, Scope
+from services.gateway.search.scope import DEFAULT_SCOPE, Scope, no_match_note
 from services.gateway.search.sentence_maxsim import maxsim_list
 from services.gateway.search.split_retrieval import keyword_part, merge_parts, vector_part
 from services.gateway.search.understanding import (Understanding, add_expansions, apply_embedding, embed_query,
@@ -118,6 +118,9 @@ class SearchFlow:
                 # whenever it comes, and never logged as lost.
                 embedding.cancel()
                 embedding.add_done_callback(_read_outcome)
+        if scope.filters and not retrieval.response.results and not missing:
+            retrieval.response.timings.add(stage=names.STAGE_FILTERS, status=types_pb2.STAGE_STATUS_SKIPPED,
+                                           detail=no_match_note(scope))
         retrieval.response.timings.append(trace.record(names.STAGE_TOTAL, started))
         return retrieval
 
