@@ -183,12 +183,17 @@ def _strategy(reply) -> str:
     return str(value)
 
 
-def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str], ranked: list[str], k: int) -> judge_pb2.JudgeRequest:
+def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str], ranked: list[str], k: int,
+                   by_chunk: bool = False) -> judge_pb2.JudgeRequest:
+    """The judge's request for one answer; ``by_chunk``: the gold ids are
+    chunk ids (gold given as text), so the packed sources and citations are
+    named by chunk too, or the context and citation metrics would compare
+    document ids with chunk ids and read 0."""
     search = reply.search
     label_to_doc: dict[str, str] = {}
     for c in search.results:
-        label_to_doc.setdefault(source_label(c), c.document_id or c.id)
-    cited = {c.number: c.document_id for c in reply.citations}
+        label_to_doc.setdefault(source_label(c), c.id if by_chunk else (c.document_id or c.id))
+    cited = {c.number: (c.candidate_id if by_chunk else c.document_id) for c in reply.citations}
     blocks = split_context(search.context, set(label_to_doc))
     ids = [cited.get(n) or label_to_doc.get(label, "") for n, (label, _) in enumerate(blocks, start=1)]
     return judge_pb2.JudgeRequest(
@@ -337,7 +342,7 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                                           reply.answer, reference_of(row), labels,
                                           domains.citation_rules(list(reply.search.query_info.domain_packs))).items()}
                 judge_started = time.perf_counter()
-                request = _judge_request(row, reply, gold, ranked, 10)
+                request = _judge_request(row, reply, gold, ranked, 10, by_chunk=bool(passages))
                 base.contexts, base.context_labels = list(request.contexts), list(request.context_labels)
                 try:
                     judged = await judge.Judge(request, timeout=timeout)

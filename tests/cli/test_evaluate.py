@@ -186,3 +186,18 @@ def test_ablation_rows_search_the_collections_and_filters_asked_for(monkeypatch,
     progress = capsys.readouterr()
     assert progress.out == "" and progress.err.count("| - pg.boost |") == 1  # progress on stderr, the table once
     assert ablation.ablation_table(results).count("| full pipeline | 0.5 |") == 1
+
+
+def test_the_judge_sees_chunk_ids_when_the_gold_is_given_as_text():
+    from graphmesh.common.v1 import types_pb2
+    from graphmesh.gateway.v1 import gateway_pb2
+    results = [types_pb2.Candidate(id="手册.docx#4", document_id="手册.docx", title="员工手册", heading_path=["员工手册", "第三章"]),
+               types_pb2.Candidate(id="手册.docx#7", document_id="手册.docx", title="员工手册", heading_path=["员工手册", "第五章"])]
+    reply = gateway_pb2.AnswerResponse(
+        answer="婚假为13天[1]。", citations=[gateway_pb2.Citation(number=1, candidate_id="手册.docx#4", document_id="手册.docx")],
+        search=gateway_pb2.SearchResponse(results=results, context="[1] 员工手册 第三章\n婚假为13天。\n\n[2] 员工手册 第五章\n病假。"))
+    row = {"query": "结婚能请几天假？"}
+    by_chunk = evaluate._judge_request(row, reply, ["手册.docx#4"], ["手册.docx#4", "手册.docx#7"], 10, by_chunk=True)
+    assert list(by_chunk.context_ids) == ["手册.docx#4", "手册.docx#7"] and list(by_chunk.gold_ids) == ["手册.docx#4"]
+    by_document = evaluate._judge_request(row, reply, ["手册.docx"], ["手册.docx"], 10)
+    assert list(by_document.context_ids) == ["手册.docx", "手册.docx"]
