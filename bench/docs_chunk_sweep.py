@@ -50,7 +50,7 @@ async def test_chunk_size(mesh):
         async with grpc.aio.insecure_channel(address, options=OPTIONS) as ch:
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
             for row in rows:
-                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10, collections=[collection]),
+                reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=int(os.environ.get("SEARCH_TOP_K", "10")), collections=[collection]),
                                           timeout=PATIENT)
                 golds = [_squeeze(g) for g in gold_passages(row)]
                 ranks[str(row.get("id"))] = next((i + 1 for i, r in enumerate(reply.results)
