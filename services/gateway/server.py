@@ -43,7 +43,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
     (real gRPC adapters in ``build``, fakes in unit tests)."""
     packs = CollectionPacks(retrievers)
     search = SearchFlow(settings, expander, retrievers, reranker, fuser, packs)
-    generator = Generator(settings, llm)
+    generator = Generator(settings, llm, expander)
     documents = DocumentIngest(settings, expander, retrievers, packs, searches_in_flight=lambda: search.in_flight)
     entity_ingest = EntityIngest(settings, expander, retrievers)
     files = FileIngest(documents, settings.ingest.max_file_bytes)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from services.common.text import is_table_row, latin_script, query_keywords
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asks_list", "extractive_answer", "extractive_label", "quotable", "quotable_pieces", "sentence_score"]
+           "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces",
+           "sentence_score"]
 
 
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
@@ -169,7 +171,8 @@ class PieceScorer:
         pieces: the pieces given, per text.
     """
 
-    def __init__(self, question: str, pieces: list[list[Candidate]]) -> None:
+    def __init__(self, question: str, pieces: list[list[Candidate]],
+                 similarity: Mapping[str, float] | None = None) -> None:
         keywords = query_keywords(question) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
         self.pieces = pieces
@@ -179,10 +182,15 @@ class PieceScorer:
             pieces = [[c for c in cs if not c.list_run] for cs in pieces]
             self.pieces = pieces
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
+        self._similarity = _rescaled(similarity, [c.text for cs in self.pieces for c in cs]) if similarity else {}
 
     def score(self, candidate: Candidate) -> float:
-        """The piece's score, in [0, ~1.15] (``sentence_score``)."""
-        return sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        """The piece's score, in [0, ~2.15]: ``sentence_score``, plus its
+        dense similarity to the question min-max scaled over the pieces
+        (``similarity``, given for a question in another script than its
+        sources, where no word is shared)."""
+        lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        return lexical + self._similarity.get(candidate.text, 0.0)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker
@@ -192,8 +200,24 @@ class PieceScorer:
         return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
 
 
+def pieces_to_embed(texts: list[str], max_sources: int = 3) -> list[str]:
+    """The distinct quotable pieces of the first ``max_sources`` texts, in
+    order: what ``extractive_answer`` scores, so what a caller embeds for its
+    ``similarity``."""
+    return list(dict.fromkeys(c.text for text in texts[:max_sources] for c in quotable_pieces(text)))
+
+
+def _rescaled(similarity: Mapping[str, float], texts: list[str]) -> dict[str, float]:
+    """``similarity`` of ``texts`` min-max scaled to [0, 1] over them (0 for a text without one)."""
+    known = [similarity[t] for t in texts if t in similarity]
+    if not known:
+        return {}
+    low, high = min(known), max(known)
+    return {t: (similarity[t] - low) / (high - low) if high > low else 1.0 for t in texts if t in similarity}
+
+
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
-                      max_sentences_per_source: int = 2) -> str:
+                      max_sentences_per_source: int = 2, similarity: Mapping[str, float] | None = None) -> str:
     """An answer quoted from the first ``max_sources`` packed texts: from
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
@@ -205,8 +229,9 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     after the first is skipped when none of its sentences shares a word
     with the question, or when its best covers the question less than
     LATER_SOURCE_MIN_SHARE of the first source's best. Without a question the leading sentences are
-    quoted."""
-    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]])
+    quoted. ``similarity`` (piece text -> dense similarity to the question, ``pieces_to_embed``)
+    adds to each piece's score (``PieceScorer.score``)."""
+    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity)
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [extractive_label(question)]
     lead = 0.0  # the best score of the first source's pieces

@@ -26,7 +26,8 @@ from services.common.text import citation_numbers
 from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
 from services.gateway.answer.citation_grammar import citation_grammar
-from services.gateway.downstream.interfaces import Llm
+from services.gateway.answer.cross_script import piece_similarity
+from services.gateway.downstream.interfaces import Expander, Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
 from services.gateway.downstream.guard import SKIPPED, Deadline, Trace
@@ -51,11 +52,22 @@ class Generator:
     Args:
         settings: LLM timeout and answer length.
         llm: the LLM client (``enabled`` False = extractive answers).
+        expander: embeds the extractive answer's pieces for a question in
+            another script than its sources (``cross_script``); None: words only.
     """
 
-    def __init__(self, settings: GatewaySettings, llm: Llm) -> None:
+    def __init__(self, settings: GatewaySettings, llm: Llm, expander: Expander | None = None) -> None:
         self.settings = settings
         self.llm = llm
+        self.expander = expander
+
+    async def _extractive(self, query: str, retrieval: Retrieval, deadline: Deadline) -> str:
+        """The extractive answer over ``retrieval``'s packed sources, with the
+        pieces' dense similarity when the question is in another script."""
+        texts = packed(retrieval)
+        similarity = await piece_similarity(self.expander, query, texts, deadline, self.settings.deadlines.expand,
+                                            self.settings.ingest.embed_batch)
+        return extractive.extractive_answer(texts, query, similarity=similarity)
 
     async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
                        max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
@@ -94,7 +106,7 @@ class Generator:
                 log.warning("LLM generation failed: %s", err)
                 trace.degrade("llm", names.STAGE_GENERATE, started, err.reason)
         if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE:
-            text = extractive.extractive_answer(packed(retrieval), query) if cited_ids else NO_EVIDENCE
+            text = await self._extractive(query, retrieval, deadline) if cited_ids else NO_EVIDENCE
             if not trace.timings:
                 detail = "no LLM configured; extractive answer" if not self.llm.enabled else "no evidence"
                 trace.record(names.STAGE_GENERATE, started, SKIPPED, detail)
@@ -110,7 +122,7 @@ class Generator:
                          len(verified.removed))
                 mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
                 label = extractive.extractive_label(query)
-                quoted = citation_check.verify(extractive.extractive_answer(packed(retrieval), query),
+                quoted = citation_check.verify(await self._extractive(query, retrieval, deadline),
                                                sources(retrieval), query, skip_prefix=label, rules=rules)
                 text, checks = quoted.text, checks + quoted.checks
                 trace.timings[-1].detail = (trace.timings[-1].detail + "; " if trace.timings[-1].detail else "") + \

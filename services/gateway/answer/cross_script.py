@@ -1,0 +1,64 @@
+"""Dense similarity for the extractive answer across scripts: an English
+question over Chinese sources, or a Chinese one over English sources,
+shares no word and no character bigram with the sentence that answers it,
+so the extractive answer's word scoring alone quotes a source's first
+sentences. For such a question each quotable piece of the first sources is
+embedded passage-side by the expander and scored by its cosine to the
+question (``extractive.extractive_answer``'s ``similarity``).
+
+Only across scripts: within one script the cosine as a tie-breaker lost
+quotes on the documents set (docs/benchmarks.md "Dense similarity in the
+extractive answer"); across scripts it gained (docs/benchmarks.md "Quotes
+across scripts"). A failing or slow expander leaves the word scoring alone.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import numpy as np
+
+from graphmesh.expander.v1 import expander_pb2
+from services.common.errors import DownstreamError
+from services.common.text import latin_script
+from services.gateway.answer import extractive
+from services.gateway.downstream.guard import Deadline
+from services.gateway.downstream.interfaces import Expander
+
+log = logging.getLogger("graphmesh.gateway.generate")
+#: Sources whose script decides: the extractive answer quotes from the first three.
+SCRIPT_SOURCES = 3
+
+
+def cross_script(question: str, texts: list[str]) -> bool:
+    """Whether ``question`` is in another script than its first
+    SCRIPT_SOURCES ``texts`` together (``latin_script`` of each)."""
+    return bool(question and texts) and latin_script(question) != latin_script(" ".join(texts[:SCRIPT_SOURCES]))
+
+
+async def piece_similarity(expander: Expander | None, question: str, texts: list[str], deadline: Deadline,
+                           seconds: float, batch: int) -> dict[str, float] | None:
+    """{piece text: cosine to ``question``} of the quotable pieces of the
+    first ``texts`` (``extractive.pieces_to_embed``) when the question is in
+    another script than them; None within one script, without an expander,
+    or when an Embed call fails or runs out of ``seconds`` (then the word
+    scoring answers alone). ``batch``: texts per Embed call."""
+    if expander is None or not cross_script(question, texts):
+        return None
+    pieces = extractive.pieces_to_embed(texts)
+    if not pieces:
+        return None
+    try:
+        asked = expander_pb2.EmbedRequest(texts=[question], kind=expander_pb2.EMBED_KIND_QUERY)
+        query = np.asarray((await expander.embed(asked, deadline.left(seconds))).vectors[0].values, dtype=np.float32)
+        vectors = []
+        for start in range(0, len(pieces), batch):
+            request = expander_pb2.EmbedRequest(texts=pieces[start:start + batch], kind=expander_pb2.EMBED_KIND_PASSAGE)
+            vectors.extend(v.values for v in (await expander.embed(request, deadline.left(seconds))).vectors)
+    except (DownstreamError, asyncio.TimeoutError, IndexError) as err:
+        log.info("cross-script quote: no piece embeddings (%s); word scoring only", err)
+        return None
+    if len(vectors) != len(pieces):
+        return None
+    sims = np.asarray(vectors, dtype=np.float32) @ query
+    return dict(zip(pieces, sims.tolist()))

@@ -1,0 +1,64 @@
+"""The extractive answer across scripts (services/gateway/answer/cross_script.py):
+an English question over Chinese sources quotes the piece closest in meaning,
+not the source's first sentence; within one script, or without the expander,
+words alone decide and nothing is embedded."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from graphmesh.expander.v1 import expander_pb2
+from services.gateway.answer import extractive
+from services.gateway.answer.cross_script import cross_script, piece_similarity
+from services.gateway.downstream.guard import Deadline
+from tests.fakes import downstream_error
+
+pytestmark = pytest.mark.unit
+
+QUESTION = "How many sick days per year are paid at full salary?"
+SOURCE = "第十二条 员工因病需要休息的，凭医院证明请病假。每年前5天病假工资全额发放。病假期间不影响年终评优。"
+
+
+class MeaningExpander:
+    """Embeds the question and the sick-pay sentence alike, everything else apart."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls: list[expander_pb2.EmbedRequest] = []
+
+    async def embed(self, request, timeout):
+        self.calls.append(request)
+        if self.fail:
+            raise downstream_error("expander", grpc.StatusCode.UNAVAILABLE)
+        close = lambda text: text == QUESTION or "全额发放" in text  # noqa: E731
+        return expander_pb2.EmbedResponse(vectors=[expander_pb2.Vector(values=[1.0, 0.0] if close(t) else [0.0, 1.0])
+                                                   for t in request.texts], dimension=2)
+
+
+def test_a_question_is_cross_script_when_its_sources_are_in_the_other_script():
+    assert cross_script(QUESTION, [SOURCE])
+    assert cross_script("令牌多久过期？", ["Tokens expire after 12 hours and must be refreshed."])
+    assert not cross_script("病假工资怎么发？", [SOURCE]) and not cross_script(QUESTION, ["Sick days are paid in full."])
+    assert not cross_script(QUESTION, [])
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_an_english_question_over_a_chinese_source_quotes_the_piece_closest_in_meaning():
+    expander = MeaningExpander()
+    similarity = await piece_similarity(expander, QUESTION, [SOURCE], Deadline(5), 1.0, batch=2)
+    assert similarity and max(similarity, key=similarity.get) == "每年前5天病假工资全额发放。"
+    assert [r.kind for r in expander.calls] == [expander_pb2.EMBED_KIND_QUERY] + [expander_pb2.EMBED_KIND_PASSAGE] * 2
+    answer = extractive.extractive_answer([SOURCE], QUESTION, max_sentences_per_source=1, similarity=similarity)
+    assert answer.splitlines()[1] == "每年前5天病假工资全额发放。 [1]"
+    words_only = extractive.extractive_answer([SOURCE], QUESTION, max_sentences_per_source=1)
+    assert "全额发放" not in words_only  # no shared word: the first sentence
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_within_one_script_or_without_a_working_expander_words_alone_decide():
+    same = MeaningExpander()
+    assert await piece_similarity(same, "病假工资怎么发？", [SOURCE], Deadline(5), 1.0, batch=8) is None
+    assert not same.calls  # nothing embedded
+    assert await piece_similarity(None, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None
+    failing = MeaningExpander(fail=True)
+    assert await piece_similarity(failing, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None and failing.calls
