@@ -47,6 +47,35 @@ def pdf_bytes(pages_of_filler: int = 1, title: str = TITLE, filler_seed: str = "
     return out.getvalue()
 
 
+#: A network table whose narrow cells wrap: (rows as written, column widths in points). The second
+#: row's 备注 is empty; the third row's 用途 wraps over three lines.
+WRAPPED_TABLE = ([["网络名称", "用途", "认证方式", "备注"],
+                  ["QL-Staff", "员工办公Wi-Fi", "802.1X（PEAP）", "仅限公司配发的电脑"],
+                  ["QL-Guest", "访客Wi-Fi", "短信验证码", ""],
+                  ["QL-IoT", "会议室投屏与打印机以及门禁", "MAC地址白名单", "由IT部统一登记"]],
+                 [70, 60, 90, 120])
+
+
+def wrapped_table_pdf_bytes() -> bytes:
+    """A PDF with one gridded table of WRAPPED_TABLE (cells as CJK-wrapping paragraphs, as
+    reportlab lays out text too long for its column)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table, TableStyle
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    body = ParagraphStyle("body", fontName="STSong-Light", fontSize=11, leading=17, wordWrap="CJK")
+    cell = ParagraphStyle("cell", fontName="STSong-Light", fontSize=9.5, leading=13, wordWrap="CJK")
+    rows, widths = WRAPPED_TABLE
+    table = Table([[Paragraph(c, cell) for c in row] for row in rows], colWidths=widths)
+    table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, "black"), ("VALIGN", (0, 0), (-1, -1), "TOP")]))
+    out = io.BytesIO()
+    SimpleDocTemplate(out, pagesize=A4, title="网络设置").build([Paragraph("以下为各网络的连接参数：", body), table])
+    return out.getvalue()
+
+
 def scanned_pdf_bytes() -> bytes:
     """A PDF page with only drawing on it (no text layer), as a scan has."""
     from reportlab.lib.pagesizes import A4

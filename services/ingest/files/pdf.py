@@ -8,6 +8,9 @@ found by font size and table rows rebuilt from text positions.
 - Lines: text runs on one baseline (within a third of the font size) make
   one line, ordered left to right; a horizontal gap wider than
   GAP_EMS x the font size between runs separates table cells (" | ").
+- A table cell too narrow for its text wraps: the line below holding only
+  its rest (in the same column, at the row's line spacing) is joined to
+  the row, so "员工办公Wi-F" and "i" are one cell again.
 - Headings: lines whose font size is at least HEADING_RATIO x the body size
   (the size most characters have) and at most MAX_HEADING_CHARS long, and
   sub-headings only a little larger (SUBHEADING_RATIO, e.g. 13 pt over a
@@ -40,6 +43,10 @@ HEADING_RATIO = 1.2
 SUBHEADING_RATIO = 1.05
 MAX_HEADING_CHARS = 60
 GAP_EMS = 0.8
+#: A table cell's wrapped line sits at most this many font sizes below the line before it.
+WRAP_LEADING = 1.6
+#: A wrapped cell's text reaches to within this many ems of the next cell's start.
+WRAP_EMS = 2.5
 #: C0 control characters but tab, line feed and carriage return (the text runs' whitespace).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -84,15 +91,60 @@ def _page_lines(page, number: int) -> list[_Line]:
                 break
         else:
             lines.append([run])
-    out = []
+    rows: list[_Cells] = []
     for line in sorted(lines, key=lambda ln: -ln[0].y):
         line.sort(key=lambda r: r.x)
-        text = line[0].text
+        cells = [[line[0].x, line[0].text, line[0].x + _width(line[0].text, line[0].size)]]
         for prev, run in zip(line, line[1:]):
-            gap = run.x - (prev.x + _width(prev.text, prev.size))
-            text += (" | " if gap > GAP_EMS * max(prev.size, run.size) else "") + run.text
-        out.append(_Line(text, max(r.size for r in line), number))
-    return out
+            if run.x - (prev.x + _width(prev.text, prev.size)) > GAP_EMS * max(prev.size, run.size):
+                cells.append([run.x, run.text, run.x + _width(run.text, run.size)])
+            else:
+                cells[-1][1] += run.text
+                cells[-1][2] = run.x + _width(run.text, run.size)
+        row = _Cells(cells, line[0].y, max(r.size for r in line))
+        if rows and _continues(rows[-1], row):
+            rows[-1].merge(row)
+        else:
+            rows.append(row)
+    return [_Line(" | ".join(c[1] for c in row.cells), row.size, number) for row in rows]
+
+
+@dataclass(slots=True)
+class _Cells:
+    """One line of a page cut into cells at wide gaps: [start x, text, estimated end x] each, its
+    baseline (of its last line once a wrapped cell's next line is merged in) and font size."""
+    cells: list[list]
+    y: float
+    size: float
+
+    def merge(self, below: "_Cells") -> None:
+        """Appends the cells of ``below``, the next line of cells that wrapped, to the cells they continue."""
+        for x, text, end in below.cells:
+            cell = min(self.cells, key=lambda c: abs(c[0] - x))
+            # Latin words wrap at a space; a capital then a lower-case letter is one word cut ("Wi-F" + "i")
+            latin = cell[1][-1:].isascii() and cell[1][-1:].isalnum() and text[:1].isascii() and text[:1].isalnum()
+            joint = " " if latin and not (cell[1][-1:].isupper() and text[:1].islower()) else ""
+            cell[1] += joint + text
+            cell[2] = end
+        self.y = below.y
+
+
+def _continues(row: _Cells, line: _Cells) -> bool:
+    """Whether ``line`` holds the wrapped rest of some cells of the table row ``row`` (a cell
+    too narrow for its text goes on below it in the same column): ``row`` has two cells or
+    more, ``line`` fewer, set no further below than WRAP_LEADING x its size, each of its cells
+    starting where one of ``row``'s does (within an em), and each cell it continues but the
+    last reaching to within WRAP_EMS ems of the next cell's start, as a wrapped cell does. A row
+    with an empty cell starts further down (the cells' padding) or under cells that end short."""
+    if len(row.cells) < 2 or not 0 < len(line.cells) < len(row.cells) or row.y - line.y > WRAP_LEADING * line.size:
+        return False
+    for x, _, _ in line.cells:
+        at = min(range(len(row.cells)), key=lambda i: abs(row.cells[i][0] - x))
+        if abs(row.cells[at][0] - x) > line.size:
+            return False
+        if at + 1 < len(row.cells) and row.cells[at][2] < row.cells[at + 1][0] - WRAP_EMS * row.size:
+            return False
+    return True
 
 
 _ENDS = "。！？!?；;：:”’」』）)】》"

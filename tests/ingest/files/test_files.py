@@ -57,6 +57,14 @@ def test_fpdf2_cjk_pdf_reads_without_control_characters():
                                  (["服务台常见问题", "二、网络"], "VPN 每天凌晨2点断开一次，重新连接即可。")]
 
 
+def test_a_pdf_table_cell_that_wraps_is_one_cell_again():
+    parsed = parse_file("网络.pdf", "", mk.wrapped_table_pdf_bytes())
+    rows, _ = mk.WRAPPED_TABLE
+    lines = _sections(parsed)[0][1].splitlines()
+    assert lines[0] == "以下为各网络的连接参数："
+    assert lines[1:] == [" | ".join(c for c in row if c) for row in rows]  # the empty 备注 cell has no text to show
+
+
 def test_encrypted_pdf_fails_with_a_clear_reason():
     with pytest.raises(FileParseError, match="encrypted PDF: needs a password"):
         parse_file("秘密.pdf", "application/pdf", mk.encrypted_pdf_bytes())
