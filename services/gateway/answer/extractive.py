@@ -16,7 +16,7 @@ from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW
                                               quotable_pieces)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces",
+           "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces",
            "sentence_score"]
 
 
@@ -40,6 +40,34 @@ _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?
 _ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|large|high|soon)|what (?:percentage|percent|share|"
                              r"rate|fraction)|maximum|minimum|max|min|limit|threshold|at (?:least|most)|number of|"
                              r"price|cost|fee|deadline|amount|quota|weight)\b", re.IGNORECASE)
+#: What a question asks a number of, by its words, and the numbers that answer it: a duration or
+#: a time (多久, 几天, how long) is answered by a number with a unit of time, a sum of money (多少钱,
+#: 费用, how much ... cost) by one with a currency. A number of another kind ("3.2.0", a clause
+#: number) does not answer such a question, so only these get NUMBER_BONUS then.
+_NUM = r"(?:\d+(?:[.,]\d+)*|[零一二两三四五六七八九十百千万半]+)"
+_UNIT_KINDS = (
+    (re.compile(r"多久|多长时间|多长时候|几天|几个?月|几年|几个?小时|几分钟|几周|几点|几号|哪天|什么时候|何时|时长|有效期|"
+                r"\bhow (?:long|soon)\b|\bwhen\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b", re.IGNORECASE),
+     re.compile(_NUM + r"\s*(?:秒|分钟|小时|个?钟头|天|日|号|周|星期|个?月|年|点|时)|\d{1,2}:\d{2}|"
+                + _NUM + r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b", re.IGNORECASE)),
+    (re.compile(r"多少钱|几块钱|多少元|金额|费用|价格|价钱|收费|补贴|补助|工资|奖金|奖励|报销|预算|罚款|"
+                r"\bhow much\b.*\b(?:cost|costs|spend|spent|pay|paid|charge)\b|\b(?:price|fee|fees|budget|cost)\b", re.IGNORECASE),
+     re.compile(_NUM + r"\s*(?:元|块|万元|万|亿元|美元|英镑|欧元|角|分钱)|[¥￥$€£]\s*\d|"
+                + _NUM + r"\s*(?:dollars?|pounds?|euros?|cents?|yuan|RMB|USD|CNY|EUR|GBP)\b", re.IGNORECASE)),
+)
+
+
+def asked_number(question: str) -> re.Pattern | bool:
+    """What counts as a number that answers ``question``: the pattern of a
+    number with a unit of the kinds it asks (``_UNIT_KINDS``: time, money),
+    True for any number when it asks an amount of another kind
+    (``asks_amount``), False when it asks none."""
+    kinds = [unit.pattern for cue, unit in _UNIT_KINDS if cue.search(question)]
+    if kinds:
+        return re.compile("|".join(f"(?:{k})" for k in kinds), re.IGNORECASE)
+    return asks_amount(question)
+
+
 #: Question words asking for a list of things or steps.
 _LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
 _ENGLISH_LIST = re.compile(r"\b(?:what are the|which (?:ones|are)|list|steps|what steps|what kinds? of)\b", re.IGNORECASE)
@@ -66,14 +94,15 @@ def asks_amount(question: str) -> bool:
 
 
 def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
-                   wants_number: bool = False, idf: dict[str, float] | None = None, item: bool | None = None) -> float:
+                   wants_number: bool | re.Pattern = False, idf: dict[str, float] | None = None, item: bool | None = None) -> float:
     """How well ``sentence`` answers, in [0, ~1.15]: the share of the
     question's content keywords it holds (weighted by length in characters
     times ``idf``; half the score when ``question_bigrams`` are given), the
     idf-weighted share of the question's character bigrams it holds (the
     other half: catches words the tokenizer splits differently), plus
     NUMBER_BONUS when the question asks an amount and the sentence states a
-    number; list items and table rows count ITEM_PENALTY of that (``item``
+    number (``wants_number``: True for any number, or the pattern of the
+    numbers that answer, ``asked_number``); list items and table rows count ITEM_PENALTY of that (``item``
     says whether the sentence's line is one; None: judged from the sentence
     itself). ``idf``
     (term -> weight, 1 when absent) lets words found in every candidate,
@@ -90,7 +119,8 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
         score = 0.5 * coverage + 0.5 * overlap
     else:
         score = coverage
-    if score and wants_number and _HAS_NUMBER.search(sentence):
+    if score and wants_number and (wants_number.search(sentence) if isinstance(wants_number, re.Pattern)
+                                   else _HAS_NUMBER.search(sentence)):
         score += NUMBER_BONUS
     if item is None:
         item = is_item(sentence)
@@ -177,7 +207,7 @@ class PieceScorer:
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
-        self._wants_number = asks_amount(question)
+        self._wants_number = asked_number(question)
         if not asks_list(question):  # a list is quoted whole only when asked for
             pieces = [[c for c in cs if not c.list_run] for cs in pieces]
             self.pieces = pieces

@@ -228,3 +228,17 @@ def test_an_english_semicolon_joins_clauses_of_one_sentence_but_a_chinese_one_st
                                                     "working for 24 hours after rotation.")}
     assert "Secret keys can be rotated from the dashboard; the old key keeps working for 24 hours after rotation." in texts
     assert {"第一款规定；", "第二款规定。"} <= {p.text for p in pieces.quotable_pieces("第一款规定；第二款规定。")}
+
+
+def test_a_question_asking_how_long_prefers_a_number_with_a_unit_of_time_to_a_version_number():
+    question = "升级到3.2.0大概要停机多长时间？"
+    wanted = generation.asked_number(question)
+    assert wanted.search("预计需要20到40分钟") and not wanted.search("升级到 3.2.0 版本")
+    source = "升级到 3.2.0 后，仪表盘上限提高到60个。升级过程需要停机20到40分钟。"
+    answer = generation.extractive_answer([source], question, max_sentences_per_source=1)
+    assert answer.splitlines()[1] == "升级过程需要停机20到40分钟。 [1]"  # any number counted alike: the first
+    money = generation.asked_number("出差一晚住宿能报多少钱？")
+    assert money.search("每晚550元") and money.search("¥ 300") and not money.search("第26条")
+    assert generation.asked_number("有几个步骤？") is True  # a count of no unit kind: any number
+    assert generation.asked_number("谁负责审批？") is False
+    assert generation.asked_number("How long are backups kept?").search("kept for 35 days")
