@@ -247,6 +247,20 @@ def _english_clauses_joined(sentences: list[str]) -> list[str]:
     return out
 
 
+def _commented_block(lines: list[str], comment: int, first: int) -> int | None:
+    """The index of the last line of the code that the comment at ``comment`` labels, from its
+    first line ``first`` up to the next comment, fence or line without a letter, within
+    CONTINUATION_MAX_CHARS with the comment; None unless that is two lines or more."""
+    if first >= len(lines) or not _LETTER.search(lines[first]) or _COMMENT.match(lines[first]):
+        return None
+    last, size = first, len(lines[comment]) + 1 + len(lines[first])
+    while last + 1 < len(lines) and _LETTER.search(lines[last + 1]) and not _COMMENT.match(lines[last + 1]) \
+            and not _FENCE_LINE.match(lines[last + 1]) and size + 1 + len(lines[last + 1]) <= CONTINUATION_MAX_CHARS:
+        last += 1
+        size += 1 + len(lines[last])
+    return last if last > first else None
+
+
 def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
@@ -272,10 +286,17 @@ def quotable_pieces(text: str) -> list[Candidate]:
                        if _LETTER.search(lines[j]) and not _FENCE_LINE.match(lines[j])), None)
             follower = lines[at] if at is not None else ""
             # a heading introduces a longer body; a label and its line quoted together must fit a quote
-            if follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
+            # a lead-in over a commented block of code introduces the comment and its commands
+            end = _commented_block(lines, at, at + 1) if follower and _COMMENT.match(follower) and at + 1 < len(lines) else None
+            if end is not None and len(" ".join(lines[index:end + 1])) <= CONTINUATION_MAX_CHARS:
+                out.append(Candidate(" ".join(lines[index:end + 1]), False, index, end, line))
+            elif follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate(f"{line} {follower}", is_item(follower),
                                      index, at, line))
+            block = _commented_block(lines, index, at) if follower and _COMMENT.match(line) else None
+            if block is not None:  # a comment over several commands labels all of them ("# 停止服务并备份" + stop + backup)
+                out.append(Candidate(" ".join(lines[index:block + 1]), False, index, block, line))
         elif index + 1 < len(lines) and _continues(line, lines[index + 1]) \
                 and len(line) + 1 + len(lines[index + 1]) <= CONTINUATION_MAX_CHARS:
             # "→ 超限自动截断 →" / "→ 最接近换行或句号处切断"; a command and the sentence saying what it does:

@@ -242,3 +242,16 @@ def test_a_question_asking_how_long_prefers_a_number_with_a_unit_of_time_to_a_ve
     assert generation.asked_number("有几个步骤？") is True  # a count of no unit kind: any number
     assert generation.asked_number("谁负责审批？") is False
     assert generation.asked_number("How long are backups kept?").search("kept for 35 days")
+
+
+def test_a_comment_over_several_commands_is_quoted_with_all_of_them():
+    source = ("升级前请先备份元数据库。私有化部署的客户需要执行以下升级命令：\n# 停止旧版本服务并备份元数据\nqlbi-ctl stop\n"
+              "qlbi-ctl backup --target /data/backup/qlbi.tar.gz\n# 执行升级\nqlbi-ctl upgrade --version 3.2.0\n")
+    texts = [p.text for p in pieces.quotable_pieces(source)]
+    assert "# 停止旧版本服务并备份元数据 qlbi-ctl stop qlbi-ctl backup --target /data/backup/qlbi.tar.gz" in texts
+    # the lead-in introduces the comment and its commands, not the comment alone
+    assert "私有化部署的客户需要执行以下升级命令： # 停止旧版本服务并备份元数据 qlbi-ctl stop qlbi-ctl backup --target " \
+           "/data/backup/qlbi.tar.gz" in texts
+    assert "私有化部署的客户需要执行以下升级命令： # 停止旧版本服务并备份元数据" not in texts
+    answer = generation.extractive_answer([source], "升级前备份元数据的命令怎么写？")
+    assert "qlbi-ctl backup --target /data/backup/qlbi.tar.gz" in answer and "upgrade" not in answer
