@@ -8,12 +8,16 @@ grpc_service, grpc_method (and grpc_code on handled).
 """
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import grpc
 from prometheus_client import Counter, Gauge, Histogram
+
+from services.common.stream_handlers import wrap_stream
 
 _LABELS = ("grpc_type", "grpc_service", "grpc_method")
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -64,8 +68,8 @@ class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
                 code = grpc.StatusCode.OK
                 try:
                     return await inner(request, context)
-                except BaseException:
-                    code = context.code() or grpc.StatusCode.UNKNOWN
+                except BaseException as err:
+                    code = failure_code(err, context)
                     raise
                 finally:
                     if code is grpc.StatusCode.OK and context.code() not in (None, grpc.StatusCode.OK):
@@ -79,29 +83,43 @@ class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
             labels = ("server_stream", service, method)
 
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            @asynccontextmanager
+            async def measured(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
                 SERVER_STARTED.labels(*labels).inc()
                 started = time.perf_counter()
                 code = grpc.StatusCode.OK
                 try:
-                    async for item in inner_stream(request, context):
-                        yield item
-                except BaseException:
-                    code = context.code() or grpc.StatusCode.UNKNOWN
+                    yield
+                except BaseException as err:
+                    code = failure_code(err, context)
                     raise
                 finally:
                     SERVER_HANDLED.labels(*labels, _code_name(code)).inc()
                     SERVER_SECONDS.labels(*labels).observe(time.perf_counter() - started)
 
             return grpc.unary_stream_rpc_method_handler(
-                stream,
+                wrap_stream(handler.unary_stream, measured),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         return handler
+
+
+def failure_code(err: BaseException, context: grpc.aio.ServicerContext) -> grpc.StatusCode:
+    """The status an RPC that raised ``err`` ends with: the one it aborted
+    with; for a cancelled call (the client went away, or its deadline
+    passed: grpc cancels the handler either way) CANCELLED or
+    DEADLINE_EXCEEDED, by the time left; else UNKNOWN. Counted as UNKNOWN,
+    every closed browser tab counted as a server error."""
+    code = context.code()
+    if code not in (None, grpc.StatusCode.OK):
+        return code
+    if isinstance(err, asyncio.CancelledError):
+        left = context.time_remaining()
+        return grpc.StatusCode.DEADLINE_EXCEEDED if left is not None and left <= 0 else grpc.StatusCode.CANCELLED
+    return grpc.StatusCode.UNKNOWN
 
 
 def _code_name(code: Any) -> str:

@@ -22,7 +22,8 @@ import math
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -39,6 +40,7 @@ from services.common.redaction import KeyRedactingFilter
 from services.common.clients import server_credentials
 from services.common.settings import ServiceSettings, TlsSettings, TracingSettings, WarmUpSettings
 from services.common.store_deadline import StoreTimeout, deadline_scope, rpc_budget
+from services.common.stream_handlers import wrap_stream
 from services.common.text import load_configured_dictionary
 from services.common.tracing import TraceIdLogFilter, setup_tracing, shutdown_tracing
 
@@ -113,18 +115,19 @@ class ErrorTranslationInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=_safe(handler.request_deserializer), response_serializer=handler.response_serializer)
         if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
+            unavailable = self._unavailable
 
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            @asynccontextmanager
+            async def translated(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
                 try:
                     _check_decoded(request)
-                    async for item in inner_stream(request, context):
-                        yield item
+                    yield
                 except Exception as err:  # noqa: BLE001 - translated below
-                    await _abort_for(err, context, method, self._unavailable)
+                    await _abort_for(err, context, method, unavailable)
 
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=_safe(handler.request_deserializer), response_serializer=handler.response_serializer)
+                wrap_stream(handler.unary_stream, translated),
+                request_deserializer=_safe(handler.request_deserializer), response_serializer=handler.response_serializer)
         return handler
 
 
@@ -219,12 +222,13 @@ class StoreDeadlineInterceptor(grpc.aio.ServerInterceptor):
                     return await inner(request, context)
             return call
 
+        @asynccontextmanager
+        async def scoped(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+            with deadline_scope(rpc_budget(context.time_remaining(), margin)):
+                yield
+
         def stream(inner: Callable) -> Callable:
-            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                with deadline_scope(rpc_budget(context.time_remaining(), margin)):
-                    async for item in inner(request, context):
-                        yield item
-            return call
+            return wrap_stream(inner, scoped)
 
         return _wrap_handler(handler, unary, stream)
 
@@ -257,13 +261,14 @@ class ReadinessGate(grpc.aio.ServerInterceptor):
                 return await inner(request, context)
             return call
 
+        @asynccontextmanager
+        async def gated(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+            if not gate.ready:
+                await abort_with(context, grpc.StatusCode.UNAVAILABLE, "WARMING_UP", gate.message)
+            yield
+
         def stream(inner: Callable) -> Callable:
-            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                if not gate.ready:
-                    await abort_with(context, grpc.StatusCode.UNAVAILABLE, "WARMING_UP", gate.message)
-                async for item in inner(request, context):
-                    yield item
-            return call
+            return wrap_stream(inner, gated)
 
         return _wrap_handler(handler, unary, stream)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 
 import grpc
@@ -22,6 +23,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from services.common.stream_handlers import wrap_stream
 
 #: A request's trace id when no span is active (tracing not set up, e.g. a
 #: service built in-process by tests): set by the gateway per request.
@@ -106,13 +109,12 @@ class TraceIdInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
         if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def stream(request, context):
+            @asynccontextmanager
+            async def traced(request, context):
                 await context.send_initial_metadata((("x-trace-id", start_request_trace()),))
-                async for item in inner_stream(request, context):
-                    yield item
+                yield
 
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+                wrap_stream(handler.unary_stream, traced), request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
         return handler
