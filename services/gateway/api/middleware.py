@@ -18,8 +18,9 @@ from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, me
 
 log = logging.getLogger("graphmesh.gateway.rest")
 
-#: Methods and request headers a browser may use across origins.
-CORS_METHODS = "GET, POST, OPTIONS"
+#: Methods and request headers a browser may use across origins: every method a route answers
+#: (DELETE a collection or an operation, PATCH an entity), not only reads and POSTs.
+CORS_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
 CORS_HEADERS = "Authorization, X-API-Key, Content-Type, Accept, X-Timeout-Seconds"
 
 
@@ -77,27 +78,46 @@ def route_errors(max_request_bytes: int) -> Callable:
     return middleware
 
 
+def _origin_allowed(origin: str | None, allowed: set[str]) -> bool:
+    return origin is not None and ("*" in allowed or origin in allowed)
+
+
 def cors(origins: Sequence[str]) -> Callable:
-    """A middleware answering preflight requests and adding the
-    Access-Control-Allow-* headers for the allowed ``origins`` ("*" = any);
-    requests from other origins get no CORS headers (the browser blocks
-    them), and nothing changes for callers that send no Origin."""
+    """A middleware answering preflight requests from the allowed
+    ``origins`` ("*" = any) with the methods and headers they may use;
+    other origins get 403 and no CORS headers (the browser blocks them).
+    The headers of every other response are ``cors_headers``'."""
     allowed = set(origins)
 
     @web.middleware
     async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
         origin = request.headers.get("Origin")
-        ok = origin is not None and ("*" in allowed or origin in allowed)
         if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-            if not ok:
+            if not _origin_allowed(origin, allowed):
                 return error_body(403, "PERMISSION_DENIED", f"origin {origin!r} is not allowed")
             return web.Response(status=204, headers=_cors_headers(origin, preflight=True))
-        response = await handler(request)
-        if ok:
-            response.headers.update(_cors_headers(origin, preflight=False))
-        return response
+        return await handler(request)
 
     return middleware
+
+
+def cors_headers(options: RestOptions) -> Callable:
+    """An ``on_response_prepare`` handler adding the Access-Control-*
+    headers to every response of a request from an allowed origin, to a
+    served Host, as the response's headers are sent: the edge's 403 and 415
+    too, and a streamed answer (server-sent events, JSON lines, a streamed
+    chat completion), which sends its headers before its handler returns,
+    so a middleware adding them afterwards left every stream unreadable to
+    an allowed page. Callers that send no Origin see no change."""
+    allowed = set(options.cors_origins)
+
+    async def add(request: web.Request, response: web.StreamResponse) -> None:
+        origin = request.headers.get("Origin")
+        if _origin_allowed(origin, allowed) and host_allowed(request.headers.get("Host"), options.allowed_hosts) \
+                and "Access-Control-Allow-Origin" not in response.headers:
+            response.headers.update(_cors_headers(origin, preflight=False))
+
+    return add
 
 
 def _cors_headers(origin: str, preflight: bool) -> dict[str, str]:

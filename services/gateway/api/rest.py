@@ -32,7 +32,8 @@ from services.common.clients import channel
 from services.gateway.api.console import add_console_routes
 from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat import add_openai_routes, openai_errors
-from services.gateway.api.middleware import RestOptions, close_slow_connections, cors, edge_guard, error_body, route_errors
+from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
+                                             route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
 
@@ -105,6 +106,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
     app = web.Application(client_max_size=options.max_request_bytes,
                           middlewares=[openai_errors, route_errors(options.max_request_bytes), edge_guard(options),
                                        cors(options.cors_origins)])
+    app.on_response_prepare.append(cors_headers(options))
     state: dict[str, Any] = {}
 
     async def on_startup(_: web.Application) -> None:

@@ -126,6 +126,26 @@ async def test_cors_allow_list(fake_gateway):
             assert "Access-Control-Allow-Origin" not in reply.headers
 
 
+async def test_an_allowed_page_can_read_streams_and_edge_refusals_and_use_every_method(fake_gateway):
+    page = "https://console.example"
+    gw = await fake_gateway(rest={"cors_origins": [page]})
+    async with ClientSession() as session:
+        stream = {"Origin": page, "Accept": "text/event-stream"}
+        async with session.post(gw.rest_url + "/v1/query:answerStream", json={"query": "测试"}, headers=stream) as reply:
+            assert reply.status == 200 and reply.headers["Access-Control-Allow-Origin"] == page  # headers sent before the body
+            assert "\"done\"" in await reply.text()
+        async with session.post(gw.rest_url + "/v1/query:search", data="query=测试",
+                                headers={"Origin": page, "Content-Type": "text/plain"}) as reply:
+            assert reply.status == 415 and reply.headers["Access-Control-Allow-Origin"] == page
+        async with session.post(gw.rest_url + "/v1/query:search", json={"query": "测试"},
+                                headers={"Origin": page, "Host": "rebound.example"}) as reply:
+            assert reply.status == 403 and "Access-Control-Allow-Origin" not in reply.headers  # DNS rebinding
+        preflight = {"Origin": page, "Access-Control-Request-Method": "DELETE"}
+        async with session.options(gw.rest_url + "/v1/collections/hr", headers=preflight) as reply:
+            methods = {m.strip() for m in reply.headers["Access-Control-Allow-Methods"].split(",")}
+            assert reply.status == 204 and {"DELETE", "PATCH", "POST", "GET"} <= methods
+
+
 async def test_request_size_limits_over_rest_and_grpc(fake_gateway):
     gw = await fake_gateway(max_request_bytes=4096)
     status, _, body = await rest(gw.rest_url, "/v1/documents:ingest", {"jsonl": "A" * 8192})
