@@ -39,11 +39,13 @@ MAX_SEEDS = 50
 #: Largest parent-context budget a Retrieve call may ask for (tokens).
 MAX_PARENT_CONTEXT_TOKENS = 4096
 MAX_LIST_IDS = 1_000
-MAX_PAGE_SIZE = 1_000
+#: The gateway's largest page (1,000 documents, 10,000 entities) and one row more: it asks for one
+#: row past its page to tell whether another page follows.
+MAX_PAGE_SIZE = 1_001
 DEFAULT_PAGE_SIZE = 100
 MAX_DELETE_IDS = 10_000
 MAX_EDIT_NAMES = 1_000
-MAX_EXPORT_PAGE = 10_000
+MAX_EXPORT_PAGE = 10_001
 DEFAULT_EXPORT_PAGE = 1_000
 MAX_DELETE_TRIPLES = 10_000
 

@@ -133,6 +133,10 @@ async def test_documents_listed_and_fetched_over_rest(mesh, ingested):
     status, rest = await http(mesh, "GET", f"/v1/collections/hr/documents?pageSize=10&pageToken={first['nextPageToken']}")
     ids = [d["id"] for d in first["documents"] + rest["documents"]]
     assert ids == sorted(n for n in FILES if n != "手册/加密.pdf") and "nextPageToken" not in rest
+    status, largest = await http(mesh, "GET", "/v1/collections/hr/documents?pageSize=1000")  # the documented maximum
+    assert status == 200 and [d["id"] for d in largest["documents"]] == ids, largest
+    status, export = await http(mesh, "GET", "/v1/collections/hr/entities:export?pageSize=10000")
+    assert status == 200, export
     status, laws = await http(mesh, "GET", "/v1/collections/-/documents?pageSize=100&filter=" +
                               urllib.parse.quote('status = "已废止"'))
     assert status == 200 and sorted(d["id"] for d in laws["documents"]) == sorted(f"old-{i}" for i in range(12))
