@@ -7,7 +7,10 @@ A sentence is *supported* by a source when
   1. every number it states (Arabic or Chinese numerals, compared as
      values: 二十 = 20) occurs in the source's label or text, numbers the
      question itself states excepted (restating the question is not a claim),
-     and
+     and one stated with a unit of measure (13天, 六个月, 二十万元:
+     ``numbers.quantities``) occurs there with that unit or bare (a table
+     cell), not only as another quantity or a time of day ("13:30" does not
+     support "婚假为13天"), and
   2. at least SUPPORT_THRESHOLD of its claim words occur in the source's
      text (its first line, the label with law, chapter and article, does
      not count here: a chapter title such as 专利权的期限、终止和无效 says
@@ -60,7 +63,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from services.common.numbers import number_values
+from services.common.numbers import number_values, quantities
 from domains.pack import CitationRules
 from services.common.text import CITATION, normalize, query_keywords, split_sentences
 
@@ -184,6 +187,12 @@ def support(sentence: str, source: str, question: str = "", rules: CitationRules
         if value not in asked and value not in source_numbers:
             shown = int(value) if value == int(value) else value
             return Support(0.0, False, f"number {shown} not in the source")
+    source_quantities = quantities(source)
+    for value, unit in quantities(body):
+        if unit not in ("", "clock") and value not in asked and not any(
+                v == value and u in (unit, "") for v, u in source_quantities):
+            shown = int(value) if value == int(value) else value
+            return Support(0.0, False, f"{shown}{unit} not in the source (only as another quantity)")
     words = claim_words(_without_label_segments(body, label if text else ""), question, rules)
     total = sum(len(_clean(w)) for w in words)
     if total < MIN_CLAIM_CHARS:

@@ -41,13 +41,44 @@ def chinese_to_int(text: str) -> int | None:
 
 def number_values(text: str) -> list[float]:
     """Values of the numbers in ``text`` (NFKC-normalised first), in order:
-    Arabic and Chinese numerals alike; "1,000" is 1000."""
-    out: list[float] = []
-    for token in NUMBER.findall(unicodedata.normalize("NFKC", text)):
-        if token[0].isdigit():
-            out.append(float(token.replace(",", "")))
-        else:
-            value = chinese_to_int(token)
-            if value is not None:
-                out.append(float(value))
+    Arabic and Chinese numerals alike; "1,000" is 1000, and "20万" is
+    200000 as "二十万" is (``quantities``' values)."""
+    return [value for value, _ in quantities(text)]
+
+
+#: Units of measure a number may carry, as written -> as compared (天 and 日, 月 and 个月 alike).
+_MEASURE = {"个小时": "小时", "小时": "小时", "分钟": "分钟", "个月": "月", "月": "月", "天": "天", "日": "天",
+            "周": "周", "星期": "周", "个星期": "周", "周岁": "岁", "年": "年", "秒": "秒", "元": "元", "块": "元", "岁": "岁", "倍": "倍",
+            "%": "%", "个百分点": "%"}
+_MEASURE_AFTER = re.compile(r"\s*(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")")
+_SCALE_AFTER = re.compile(r"\s*([万亿])")
+
+
+def quantities(text: str) -> list[tuple[float, str]]:
+    """Each number of ``text`` (as ``number_values`` reads it) with what it
+    measures: the unit right after it (``_MEASURE``, compared alike: 13天
+    and 十三日 are (13.0, "天"); 20万元 is (200000.0, "元")), "clock" for a
+    part of a time of day or a ratio written with a colon (13:30), "" for a
+    bare number."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[tuple[float, str]] = []
+    consumed = 0
+    for match in NUMBER.finditer(text):
+        if match.start() < consumed:  # the 万 of "20万" read with the number before it
+            continue
+        token = match.group()
+        value = float(token.replace(",", "")) if token[0].isdigit() else chinese_to_int(token)
+        if value is None:
+            continue
+        end = match.end()
+        if token[0].isdigit() and (scale := _SCALE_AFTER.match(text, end)):
+            value *= _BIG[scale.group(1)]
+            end = scale.end()
+        consumed = end
+        if text[end:end + 1] == ":" and text[end + 1:end + 2].isdigit() or \
+                match.start() > 0 and text[match.start() - 1] == ":" and text[match.start() - 2:match.start() - 1].isdigit():
+            out.append((float(value), "clock"))
+            continue
+        unit = _MEASURE_AFTER.match(text, end)
+        out.append((float(value), _MEASURE[unit.group(1)] if unit else ""))
     return out

@@ -4,7 +4,7 @@ source is re-attributed, a number absent from the cited source is flagged."""
 import pytest
 
 from services.common.citation_check import REATTRIBUTED, SUPPORTED, UNSUPPORTED, support, unheld_references, verify
-from services.common.numbers import chinese_to_int, number_values
+from services.common.numbers import chinese_to_int, number_values, quantities
 
 pytestmark = pytest.mark.unit
 
@@ -19,6 +19,24 @@ def test_chinese_numerals_read_as_values():
     assert [chinese_to_int(t) for t in ("二十", "一百零四", "两千", "十五万", "二〇二三", "十")] == [20, 104, 2000, 150000, 2023, 10]
     assert chinese_to_int("专利") is None
     assert number_values("期限为二十年，罚款1,000元，第四十二条，一般") == [20.0, 1000.0, 42.0]
+
+
+def test_quantities_carry_their_unit_of_measure_and_times_of_day_are_not_quantities():
+    assert quantities("婚假为13天，十五日内，6个月，年满十八周岁") == [(13.0, "天"), (15.0, "天"), (6.0, "月"), (18.0, "岁")]
+    assert quantities("罚款20万元或二十万元") == [(200000.0, "元"), (200000.0, "元")]
+    assert quantities("12:00至13:30") == [(12.0, "clock"), (0.0, "clock"), (13.0, "clock"), (30.0, "clock")]
+    assert quantities("第三条，共3项") == [(3.0, ""), (3.0, "")]
+
+
+def test_a_number_of_days_is_not_supported_by_the_same_number_on_a_clock():
+    hours = "员工手册 第三章 工作时间\n第八条 中午12:00至13:30为午休时间。"
+    leave = "员工手册 第四章 假期\n第十五条 婚假为13天，须在一年内休完。"
+    result = verify("婚假为13天[1]。", [hours, leave], "婚假几天？")
+    [check] = result.checks
+    assert (check.cited, check.final, check.outcome) == (1, 2, REATTRIBUTED) and result.text == "婚假为13天[2]。"
+    assert "13天 not in the source" in support("婚假为13天", hours, "婚假几天？").reason
+    assert support("婚假为13天", "员工手册 假期\n婚假 | 13天 | 一次休完", "婚假几天？").supported
+    assert number_values("处20万元罚款") == number_values("处二十万元罚款") == [200000.0]  # were 20 and 0 against 200000
 
 
 def test_sentence_citing_the_wrong_source_is_reattributed_to_the_one_that_says_it():
