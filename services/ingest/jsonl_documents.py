@@ -2,7 +2,9 @@
 
 A record is {"id", "text"} plus optional "title", "heading_path" (list), the
 law-corpus fields "law", "chapter", "section", "article", "status", and
-"metadata" (object of strings). Without "heading_path" the headings are
+"metadata" (an object; a value that is not a string is stored as its JSON
+text: true -> "true", 2025 -> "2025", {"a": 1} -> '{"a":1}', and a null
+leaves its key out). Without "heading_path" the headings are
 [law or title, chapter, section, article] with empty parts dropped. The
 fields "status", "law" and "source" are also kept as metadata, so searches
 can filter on them (status = "现行有效", law = "中华人民共和国专利法").
@@ -119,6 +121,14 @@ def parse_jsonl(payload: bytes) -> tuple[list[ParsedDocument], list[ParseFailure
     return docs, failures
 
 
+def metadata_text(value: object) -> str:
+    """A metadata value as stored and filtered on: a string as it is, any
+    other JSON value as its JSON text ("true", "2025", '{"a":1}'), never
+    Python's spelling of it ("True", "{'a': 1}"), so ``flag = "true"``
+    finds what ``{"flag": true}`` stored."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     """Validates one decoded record."""
     if not isinstance(record, dict):
@@ -146,7 +156,7 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     metadata_raw = record.get("metadata") or {}
     if not isinstance(metadata_raw, dict):
         return ParseFailure(index, doc_id, "metadata", "must be an object")
-    metadata = {str(k): str(v) for k, v in metadata_raw.items()}
+    metadata = {str(k): metadata_text(v) for k, v in metadata_raw.items() if v is not None}
     for key in _METADATA_FIELDS:
         if record.get(key):
             metadata.setdefault(key, str(record[key]))

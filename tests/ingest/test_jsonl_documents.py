@@ -32,3 +32,11 @@ def test_unstorable_text_is_a_failure_of_its_record_only():
     docs, failures = parse_jsonl(b'{"id": "1", "text": "a\\ud800"}\n{"id": "2", "text": "ok", "metadata": {"k": "\\u0000"}}\n{"id": "3", "text": "fine"}\n')
     assert [d.id for d in docs] == ["3"]
     assert [(f.index, f.field) for f in failures] == [(0, "text"), (1, "metadata")]
+
+
+def test_metadata_values_that_are_not_strings_are_stored_as_json_text():
+    from services.ingest.jsonl_documents import parse_record
+    parsed = parse_record(0, {"id": "d", "text": "正文。", "metadata": {
+        "flag": True, "year": 2025, "ratio": 0.5, "nested": {"a": 1, "名": "值"}, "tags": ["甲", "乙"], "gone": None, "dept": "人事"}})
+    assert parsed.metadata == {"flag": "true", "year": "2025", "ratio": "0.5", "nested": '{"a":1,"名":"值"}',
+                               "tags": '["甲","乙"]', "dept": "人事"}
