@@ -59,6 +59,7 @@ CLEANUP = Metric("graphmesh_answer_cleanup_total", "counter", ("kind",))
 ABSTAINED = Metric("graphmesh_answer_abstained_total", "counter", ("reason",))
 CITATION_CHECKS = Metric("graphmesh_answer_citation_checks_total", "counter", ("outcome",))
 LLM_CALLS = Metric("graphmesh_llm_calls_total", "counter", ("purpose", "outcome"))
+LLM_FIRST_TOKEN = Metric("graphmesh_llm_first_token_seconds", "histogram", ("purpose",))
 INGEST = Metric("graphmesh_ingest_records_total", "counter", ("kind", "outcome"))
 RR_QUEUE = Metric("graphmesh_reranker_queue_seconds", "histogram")
 RR_BATCH = Metric("graphmesh_reranker_batch_size", "histogram")
@@ -166,6 +167,8 @@ def pipeline_dashboard(q: Q) -> dict:
             panel("No-answers (abstained) by reason", [(q.rate(ABSTAINED, ("reason",)), "{{reason}}")], "ops", stack=True),
             panel("Citation checks by outcome", [(q.rate(CITATION_CHECKS, ("outcome",)), "{{outcome}}")], "ops", stack=True),
             panel("LLM calls by purpose and outcome", [(q.rate(LLM_CALLS, ("purpose", "outcome")), "{{purpose}} {{outcome}}")], "ops"),
+            panel("LLM first token p50 / p95 (streamed answers)", [(q.quantile(0.5, LLM_FIRST_TOKEN, ("purpose",)), "p50 {{purpose}}"),
+                                                                   (q.quantile(0.95, LLM_FIRST_TOKEN, ("purpose",)), "p95 {{purpose}}")], "s"),
         ]),
         ("Ingestion", [
             panel("Records ingested (stored, unchanged)", [(q.rate(INGEST, ("kind", "outcome"), outcome="stored|unchanged"), "{{kind}} {{outcome}}")], "ops", stack=True),

@@ -24,8 +24,12 @@ log = logging.getLogger("graphmesh.llm")
 LLM_CALLS = Counter("graphmesh_llm_calls_total", "LLM calls by purpose and outcome.", ("purpose", "outcome"))
 LLM_RETRIES = Counter("graphmesh_llm_retries_total", "LLM attempts retried after 429/5xx/connection errors.", ("purpose",))
 LLM_SECONDS = Histogram(
-    "graphmesh_llm_seconds", "Wall time of LLM calls (seconds).", ("purpose",),
+    "graphmesh_llm_seconds", "Wall time of LLM calls (seconds): a streamed call's until its last token.", ("purpose",),
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
+)
+LLM_FIRST_TOKEN_SECONDS = Histogram(
+    "graphmesh_llm_first_token_seconds", "Seconds from a streamed LLM call's start to its first token.", ("purpose",),
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60),
 )
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 #: First tokens read as a yes / a no in a yes-or-no judgement (compared
@@ -119,7 +123,10 @@ class LlmClient:
         body.update({k: v for k, v in (extra or {}).items() if k not in body})
         return body
 
-    async def _with_retries(self, purpose: str, timeout: float, attempt_fn):
+    async def _with_retries(self, purpose: str, timeout: float, attempt_fn, record: bool = True):
+        """``attempt_fn(seconds left)`` retried on 429, 5xx and connection
+        errors within ``timeout``; counted "ok" with its seconds unless
+        ``record`` is False (a stream counts itself once it ends)."""
         if not self.enabled:
             raise LlmError("disabled", "no LLM endpoint configured")
         end = time.monotonic() + timeout
@@ -133,8 +140,9 @@ class LlmClient:
                 raise LlmError("timeout", f"no answer within {timeout:.1f}s")
             try:
                 result = await asyncio.wait_for(attempt_fn(left), timeout=left)
-                LLM_CALLS.labels(purpose, "ok").inc()
-                LLM_SECONDS.labels(purpose).observe(time.perf_counter() - started)
+                if record:
+                    LLM_CALLS.labels(purpose, "ok").inc()
+                    LLM_SECONDS.labels(purpose).observe(time.perf_counter() - started)
                 return result
             except asyncio.TimeoutError:
                 LLM_CALLS.labels(purpose, "timeout").inc()
@@ -230,6 +238,8 @@ class LlmClient:
 
         total = timeout or self.config.timeout
         end = time.monotonic() + total
+        started = time.perf_counter()
+        first = True
 
         async def open_stream(left: float):
             request = self._client().build_request(
@@ -242,7 +252,7 @@ class LlmClient:
                 response.raise_for_status()
             return response
 
-        response = await self._with_retries(purpose, total, open_stream)
+        response = await self._with_retries(purpose, total, open_stream, record=False)
         finished = False
         try:
             lines = response.aiter_lines()
@@ -271,13 +281,20 @@ class LlmClient:
                     continue
                 piece = (choices[0].get("delta") or {}).get("content") if choices else None
                 if piece:
+                    if first:
+                        LLM_FIRST_TOKEN_SECONDS.labels(purpose).observe(time.perf_counter() - started)
+                        first = False
                     yield piece
         except (asyncio.CancelledError, GeneratorExit):
             LLM_CALLS.labels(purpose, "cancelled").inc()
+            raise
+        except LlmError as err:
+            LLM_CALLS.labels(purpose, err.reason).inc()
             raise
         finally:
             # Closing the response mid-stream drops the connection, which
             # makes llama.cpp (and OpenAI-compatible servers) stop generating.
             await response.aclose()
             if finished:
-                LLM_CALLS.labels(purpose, "stream_done").inc()
+                LLM_CALLS.labels(purpose, "ok").inc()
+                LLM_SECONDS.labels(purpose).observe(time.perf_counter() - started)

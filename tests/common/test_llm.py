@@ -134,3 +134,34 @@ async def test_a_malformed_answer_is_an_llm_error_not_a_crash(body):
         await runner.cleanup()
     assert err.value.reason == "malformed"
 
+
+
+async def test_a_stream_counts_once_with_its_whole_time_and_its_first_token():
+    from services.common.llm import LLM_CALLS, LLM_FIRST_TOKEN_SECONDS, LLM_SECONDS
+
+    async def handler(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await asyncio.sleep(0.2)  # the model reads the prompt
+        for piece in ("婚假", "为13天。"):
+            await response.write(f'data: {{"choices": [{{"delta": {{"content": "{piece}"}}}}]}}\n\n'.encode())
+            await asyncio.sleep(0.1)
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    def sample(metric, name, **labels):
+        return next(s.value for m in metric.collect() for s in m.samples if s.name == name and s.labels == labels)
+
+    purpose = "stream-test"
+    runner, url = await serve(handler)
+    client = LlmClient(LlmConfig(base_url=url, timeout=10))
+    try:
+        assert "".join([p async for p in client.stream(MESSAGES, 8, purpose=purpose)]) == "婚假为13天。"
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert sample(LLM_CALLS, "graphmesh_llm_calls_total", purpose=purpose, outcome="ok") == 1
+    assert not any(s.labels.get("outcome") == "stream_done" for m in LLM_CALLS.collect() for s in m.samples)
+    first = sample(LLM_FIRST_TOKEN_SECONDS, "graphmesh_llm_first_token_seconds_sum", purpose=purpose)
+    whole = sample(LLM_SECONDS, "graphmesh_llm_seconds_sum", purpose=purpose)
+    assert 0.2 <= first < whole and whole >= 0.3  # the first token after the prompt; the call until its last token

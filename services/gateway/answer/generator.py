@@ -89,8 +89,11 @@ class Generator:
                 shown_context = grounding.first_sources(retrieval.response.context, shown, packed_labels(retrieval))
                 messages = grounding.build_messages(query, shown_context, prompt, worked_example=s.llm.worked_example)
                 extra = {"grammar": citation_grammar(shown)} if s.llm.citation_grammar else None
+                first_token = None
                 async for piece in self.llm.stream(messages, max_tokens or s.llm.max_tokens, deadline.left(s.llm.timeout),
                                                    purpose="answer", extra=extra):
+                    if first_token is None:
+                        first_token = time.perf_counter()
                     pieces.append(piece)
                     yield gateway_pb2.AnswerStreamResponse(token=piece)
                 cleaned = grounding.clean_answer("".join(pieces), shown)
@@ -99,7 +102,8 @@ class Generator:
                 ANSWER_CLEANUP.labels("fence").inc(fences)
                 if text:
                     mode = gateway_pb2.ANSWER_MODE_LLM
-                    trace.record(names.STAGE_GENERATE, started)
+                    trace.record(names.STAGE_GENERATE, started,
+                                 detail=f"first token after {(first_token - started) * 1000:.0f} ms" if first_token else "")
                 else:
                     trace.degrade("llm", names.STAGE_GENERATE, started, "empty LLM answer")
             except LlmError as err:
