@@ -123,3 +123,23 @@ async def test_mtls_service_answers_only_certified_tls_clients(pki):
                 assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         await server.stop(0)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")  # the module's asyncio mark; this one is sync
+def test_the_detach_error_of_a_cancelled_call_is_dropped_and_others_kept():
+    import logging
+    import sys
+
+    from services.common.tracing import CancelledDetachFilter
+
+    def record(error: Exception) -> logging.LogRecord:
+        try:
+            raise error
+        except type(error):
+            info = sys.exc_info()
+        return logging.LogRecord("opentelemetry.context", logging.ERROR, __file__, 1, "Failed to detach context", (), info)
+
+    keep = CancelledDetachFilter().filter
+    assert not keep(record(ValueError("<Token var=<ContextVar name='current_context'>> was created in a different Context")))
+    assert keep(record(RuntimeError("something else")))
+    assert keep(record(ValueError("another value error")))
