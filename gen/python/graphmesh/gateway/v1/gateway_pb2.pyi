@@ -1816,7 +1816,9 @@ class DeleteDocumentsRequest(_message.Message):
     parent: _builtins.str
     """"collections/{collection}", or "collections/-" for every collection."""
     filter: _builtins.str
-    """Or: delete the parent's documents matching this filter (as ListDocuments.filter)."""
+    """Or: delete the parent's documents matching this filter (as ListDocuments.filter).
+    With names as well, only the named documents that also match it.
+    """
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Documents to delete: "collections/{collection}/documents/{id}" (at most 10,000)."""
