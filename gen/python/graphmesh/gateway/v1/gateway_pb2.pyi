@@ -1406,7 +1406,8 @@ class IngestRequest(_message.Message):
     @_builtins.property
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestFile]:
         """Files to ingest as documents, one document each (instead of jsonl; at
-        most 64 MiB in all per call).
+        most 64 MiB in all per call over gRPC; over REST the JSON body is capped
+        at 64 MiB, and base64 makes that about 48 MiB of files).
         """
 
     def __init__(
