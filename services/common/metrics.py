@@ -110,13 +110,14 @@ class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
 def failure_code(err: BaseException, context: grpc.aio.ServicerContext) -> grpc.StatusCode:
     """The status an RPC that raised ``err`` ends with: the one it aborted
     with; for a cancelled call (the client went away, or its deadline
-    passed: grpc cancels the handler either way) CANCELLED or
+    passed: grpc cancels the handler, or closes a streaming one) CANCELLED or
     DEADLINE_EXCEEDED, by the time left; else UNKNOWN. Counted as UNKNOWN,
     every closed browser tab counted as a server error."""
     code = context.code()
     if code not in (None, grpc.StatusCode.OK):
         return code
-    if isinstance(err, asyncio.CancelledError):
+    # a streaming handler the client cancelled between two messages is closed (GeneratorExit), not cancelled
+    if isinstance(err, (asyncio.CancelledError, GeneratorExit)):
         left = context.time_remaining()
         return grpc.StatusCode.DEADLINE_EXCEEDED if left is not None and left <= 0 else grpc.StatusCode.CANCELLED
     return grpc.StatusCode.UNKNOWN

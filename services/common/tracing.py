@@ -43,7 +43,7 @@ def setup_tracing(service: str, otlp_endpoint: str = "") -> TracerProvider:
     global _provider
     if _provider is not None:
         return _provider
-    from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorClient, GrpcAioInstrumentorServer
+    from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorClient
 
     provider = TracerProvider(resource=Resource.create({"service.name": f"graphmesh-{service}"}))
     if otlp_endpoint:
@@ -52,10 +52,22 @@ def setup_tracing(service: str, otlp_endpoint: str = "") -> TracerProvider:
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint, insecure=otlp_endpoint.startswith("http://"))))
     trace.set_tracer_provider(provider)
     logging.getLogger("opentelemetry.context").addFilter(CancelledDetachFilter())
-    GrpcAioInstrumentorServer().instrument(tracer_provider=provider)
+    server_instrumentor().instrument(tracer_provider=provider)
     GrpcAioInstrumentorClient().instrument(tracer_provider=provider)
     _provider = provider
     return provider
+
+
+def server_instrumentor():
+    """OpenTelemetry's grpc.aio server instrumentation, health checks left
+    out: its interceptor iterates every server-streaming handler with
+    ``async for``, and grpcio's health Watch is a coroutine that writes
+    (INTERNAL on every service's Watch), and a probe every few seconds is
+    no trace anyone reads."""
+    from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorServer
+    from opentelemetry.instrumentation.grpc.filters import health_check, negate
+
+    return GrpcAioInstrumentorServer(filter_=negate(health_check()))
 
 
 class CancelledDetachFilter(logging.Filter):

@@ -53,6 +53,7 @@ def test_a_cancelled_call_is_counted_cancelled_or_deadline_exceeded_not_unknown(
     assert failure_code(cancelled, _Context(left=12.0)) == grpc.StatusCode.CANCELLED  # the client went away
     assert failure_code(cancelled, _Context(left=None)) == grpc.StatusCode.CANCELLED
     assert failure_code(cancelled, _Context(left=-0.002)) == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert failure_code(GeneratorExit(), _Context(left=5.0)) == grpc.StatusCode.CANCELLED  # closed between two messages
     assert failure_code(RuntimeError("bug"), _Context()) == grpc.StatusCode.UNKNOWN
     assert failure_code(RuntimeError("x"), _Context(code=grpc.StatusCode.INVALID_ARGUMENT)) == grpc.StatusCode.INVALID_ARGUMENT
 
@@ -83,5 +84,25 @@ async def test_a_stream_the_client_cancels_is_counted_cancelled():
             await asyncio.sleep(0.02)
         assert SERVER_HANDLED.labels(*labels, "CANCELLED")._value.get() == before["CANCELLED"] + 1
         assert SERVER_HANDLED.labels(*labels, "UNKNOWN")._value.get() == before["UNKNOWN"]
+    finally:
+        await server.stop(0)
+
+
+async def test_health_watch_works_under_the_tracing_instrumentation_too():
+    from services.common.tracing import server_instrumentor
+    instrumentor = server_instrumentor()
+    instrumentor.instrument()  # as setup_tracing does in every service process
+    try:
+        service = Service(name="reranker", full_names=["graphmesh.reranker.v1.RerankerService"],
+                          register=lambda s: reranker_pb2_grpc.add_RerankerServiceServicer_to_server(
+                              reranker_pb2_grpc.RerankerServiceServicer(), s), max_message_bytes=1 << 20)
+        server, port, _ = await create_server(service)
+    finally:
+        instrumentor.uninstrument()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=""), timeout=10)
+            assert (await asyncio.wait_for(call.read(), 5)).status == health_pb2.HealthCheckResponse.SERVING
+            call.cancel()
     finally:
         await server.stop(0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,8 @@ from services.gateway.api.middleware import (RestOptions, close_slow_connections
                                              route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
+
+log = logging.getLogger("graphmesh.gateway.rest")
 
 # gRPC code -> HTTP status (google.rpc.Code mapping, AIP-193).
 HTTP_STATUS = {
@@ -202,14 +205,24 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
             return _rpcerror_body(err)
         error = {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": err.details() or ""}}
         line = json.dumps(error, ensure_ascii=False)
-        await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
-    except (asyncio.CancelledError, ConnectionResetError):
+        try:
+            await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
+        except ConnectionResetError:  # the client left while the call ended: nobody to tell
+            return response
+    except asyncio.CancelledError:
         call.cancel()
         raise
+    except ConnectionResetError:  # the client closed the connection: stop the call (and the LLM), quietly
+        call.cancel()
+        log.info("REST stream %s: the client went away", request.path)
+        return response
     if response is None:  # a stream with no events
         response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse]})
         await response.prepare(request)
-    await response.write_eof()
+    try:
+        await response.write_eof()
+    except ConnectionResetError:
+        pass
     return response
 
 
