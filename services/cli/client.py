@@ -17,6 +17,7 @@ from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common import names
 from services.common.clients import blocking_channel
 from services.common.errors import field_violations
+from services.common.packed_context import source_label
 from services.common.settings import MeshAddresses
 
 
@@ -178,7 +179,7 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
 def _print_search(reply: gateway_pb2.SearchResponse) -> None:
     for rank, cand in enumerate(reply.results, start=1):
         channels = ", ".join(f"{s.channel}#{s.rank}" for s in cand.channel_scores)
-        label = " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title])
+        label = source_label(cand)
         shown = "  ".join(f"{k}={cand.metadata[k]}" for k in ("status", "page") if k in cand.metadata)
         print(f"{rank:2d}. [{cand.document_id}] {label}  fused={cand.fused_score:.4f}  ({channels})" + (f"  {shown}" if shown else ""))
         print(f"    {cand.text[:120].replace(chr(10), ' ')}")

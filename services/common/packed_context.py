@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from services.common.text import same_title, title_words
+
 #: A block's header line; ASCII digits only, so another script's digit in a
 #: document's text ("[٢] ...") never reads as a number.
 HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
@@ -14,9 +16,14 @@ HEADER = re.compile(r"^\[([0-9]+)\] (.*)$")
 
 def source_label(candidate) -> str:
     """A candidate's header label: its title and the headings below it
-    (empty ones and a repeat of the title left out). ``candidate``: anything
-    with ``title`` and ``heading_path`` (a Candidate message, a fuser Item)."""
-    return " ".join([candidate.title] + [h for h in candidate.heading_path if h and h != candidate.title])
+    (empty ones and a repeat of the title left out; a heading that words the
+    title longer, "手册" and "手册（2025年版）", stands for it once, in the
+    longer wording: ``text.same_title``). ``candidate``: anything with
+    ``title`` and ``heading_path`` (a Candidate message, a fuser Item)."""
+    title, headings = candidate.title, [h for h in candidate.heading_path if h]
+    if headings and same_title(headings[0], title) and title_words(headings[0]) > title_words(title):
+        title = headings[0]
+    return " ".join([title] + [h for h in headings if h != title and not same_title(h, title)])
 
 
 def split_blocks(context: str, is_label: Callable[[int, str], bool] | None = None) -> list[tuple[str, list[str]]]:

@@ -112,6 +112,30 @@ _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
 _LETTER = re.compile(r"[^\W\d_]")
 
 
+#: What two wordings of a title may differ in besides words: spaces, punctuation, brackets.
+_TITLE_NOISE = re.compile(r"[\W_]+")
+#: Characters a title needs before a heading that extends it counts as the same title.
+MIN_TITLE_PREFIX = 4
+
+
+def title_words(text: str) -> int:
+    """Characters of ``text`` that are letters or digits (what ``same_title`` compares)."""
+    return len(_TITLE_NOISE.sub("", text))
+
+
+def same_title(heading: str, title: str) -> bool:
+    """Whether ``heading`` and ``title`` name the same document: equal, or
+    one the other with words added at its end (a PDF's title "服务台常见问题"
+    and its first heading "服务台常见问题（FAQ）"), spaces and punctuation
+    aside. A shorter one of under MIN_TITLE_PREFIX characters must be equal:
+    a title "手册" and a section "手册使用说明" are two headings."""
+    a, b = _TITLE_NOISE.sub("", heading.lower()), _TITLE_NOISE.sub("", title.lower())
+    if a == b:
+        return bool(a)
+    shorter, longer = sorted((a, b), key=len)
+    return len(shorter) >= MIN_TITLE_PREFIX and longer.startswith(shorter)
+
+
 def latin_script(text: str) -> bool:
     """Whether ``text`` is written in Latin script: its Latin words outnumber
     its CJK characters ("Where is the 王府井 office?" is; "secret key 轮换之后

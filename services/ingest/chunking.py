@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphmesh.common.v1 import types_pb2
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import ChunkRecord, DocumentRecord
-from services.common.text import document_terms, table_headers, user_dictionary_digest
+from services.common.text import document_terms, same_title, table_headers, title_words, user_dictionary_digest
 from services.ingest.files.model import Block, Section
 from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sentences
 
@@ -101,9 +100,9 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
     chunks: list[ChunkRecord] = []
     for section in [s for s in sections if not _title_only(s, heading_path)] or sections:
         own, path = section.heading_path, list(heading_path)
-        if own and path and _same_title(own[0], path[-1]):  # the file's title is its first heading too
+        if own and path and same_title(own[0], path[-1]):  # the file's title is its first heading too
             # keep the longer wording once ("手册" and "手册（2025 版）")
-            own, path = (own[1:], path) if len(_WORDS.sub("", own[0])) <= len(_WORDS.sub("", path[-1])) else (own, path[:-1])
+            own, path = (own[1:], path) if title_words(own[0]) <= title_words(path[-1]) else (own, path[:-1])
         path = [*path, *own]
         heading_line = " ".join(path)
         sentences = _sentences(section.blocks, config.target_tokens)
@@ -127,25 +126,6 @@ def chunk_sections(doc_id: str, title: str, heading_path: list[str], sections: S
         content_hash=content_hash(title, heading_path, hash_text, metadata, collection, source),
         chunks=chunks, collection=collection, source=source,
     )
-
-
-#: What two wordings of a title may differ in besides words: spaces, punctuation, brackets.
-_WORDS = re.compile(r"[\W_]+")
-#: Characters a title needs before a heading that extends it counts as the same title.
-MIN_TITLE_PREFIX = 4
-
-
-def _same_title(heading: str, title: str) -> bool:
-    """Whether ``heading`` and ``title`` name the same document: equal, or
-    one the other with words added at its end (a PDF's title "服务台常见问题"
-    and its first heading "服务台常见问题（FAQ）"), spaces and punctuation
-    aside. A shorter one of under MIN_TITLE_PREFIX characters must be equal:
-    a title "手册" and a section "手册使用说明" are two headings."""
-    a, b = _WORDS.sub("", heading.lower()), _WORDS.sub("", title.lower())
-    if a == b:
-        return bool(a)
-    shorter, longer = sorted((a, b), key=len)
-    return len(shorter) >= MIN_TITLE_PREFIX and longer.startswith(shorter)
 
 
 def _title_only(section: Section, heading_path: list[str]) -> bool:

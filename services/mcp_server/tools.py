@@ -17,6 +17,7 @@ from graphmesh.common.v1 import entity_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument, field_violations
 from services.common.names import STAGE_COLLECTIONS
+from services.common.packed_context import source_label
 from services.common.filters import parse_filter, to_proto
 
 #: Characters of each search result's text returned (the rest is cut, marked "…").
@@ -225,7 +226,7 @@ def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 def _label(cand) -> str:
-    return " ".join([cand.title] + [h for h in cand.heading_path if h != cand.title]).strip()
+    return source_label(cand).strip()
 
 
 def _notes(reply: gateway_pb2.SearchResponse) -> list[str]:

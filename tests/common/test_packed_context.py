@@ -27,3 +27,15 @@ def test_a_label_check_keeps_a_header_like_line_in_its_block():
     assert [label for label, _ in split_blocks(context)] == ["Paper", "Smith, 2020"]
     assert split_blocks(context, lambda n, label: label in {"Paper", "Notes"}) == [
         ("Paper", ["[2] Smith, 2020"]), ("Notes", ["正文"])]
+
+
+def test_a_label_names_a_title_once_in_its_longer_wording():
+    from types import SimpleNamespace
+
+    from services.common.packed_context import source_label
+    pdf = SimpleNamespace(title="青岚数据 IT服务台常见问题解答", heading_path=["青岚数据 IT服务台常见问题解答（FAQ）", "二、VPN与无线网络"])
+    assert source_label(pdf) == "青岚数据 IT服务台常见问题解答（FAQ） 二、VPN与无线网络"
+    law = SimpleNamespace(title="中华人民共和国刑法", heading_path=["中华人民共和国刑法", "第五章 侵犯财产罪", "", "第二百六十四条"])
+    assert source_label(law) == "中华人民共和国刑法 第五章 侵犯财产罪 第二百六十四条"
+    short = SimpleNamespace(title="手册", heading_path=["手册使用说明"])
+    assert source_label(short) == "手册 手册使用说明"
