@@ -182,16 +182,14 @@ def support(sentence: str, source: str, question: str = "", rules: CitationRules
     haystack = _clean(text if text else label)
     grams = _bigrams(haystack)
     asked = set(number_values(question))
-    source_numbers = set(number_values(source))
-    for value in number_values(body):
-        if value not in asked and value not in source_numbers:
-            shown = int(value) if value == int(value) else value
-            return Support(0.0, False, f"number {shown} not in the source")
-    source_quantities = quantities(source)
+    held = quantities(source)
     for value, unit in quantities(body):
-        if unit not in ("", "clock") and value not in asked and not any(
-                v == value and u in (unit, "") for v, u in source_quantities):
-            shown = int(value) if value == int(value) else value
+        if value in asked:
+            continue
+        shown = int(value) if value == int(value) else value
+        if not any(v == value for v, _ in held):
+            return Support(0.0, False, f"number {shown} not in the source")
+        if unit not in ("", "clock") and not any(v == value and u in (unit, "") for v, u in held):
             return Support(0.0, False, f"{shown}{unit} not in the source (only as another quantity)")
     words = claim_words(_without_label_segments(body, label if text else ""), question, rules)
     total = sum(len(_clean(w)) for w in words)

@@ -21,9 +21,10 @@ def source_label(candidate) -> str:
     longer wording: ``text.same_title``). ``candidate``: anything with
     ``title`` and ``heading_path`` (a Candidate message, a fuser Item)."""
     title, headings = candidate.title, [h for h in candidate.heading_path if h]
-    if headings and same_title(headings[0], title) and title_words(headings[0]) > title_words(title):
-        title = headings[0]
-    return " ".join([title] + [h for h in headings if h != title and not same_title(h, title)])
+    if headings and same_title(headings[0], title):  # only the first heading can be the title again
+        title = max(title, headings[0], key=title_words)
+        headings = headings[1:]
+    return " ".join([title] + [h for h in headings if h != title])
 
 
 def split_blocks(context: str, is_label: Callable[[int, str], bool] | None = None) -> list[tuple[str, list[str]]]:
