@@ -1,6 +1,8 @@
 """The shape of services/ as a rule: no service package imports another
-service's package, services/common imports no service, and no module
-imports itself back through others (no import cycle). The CLI may import
+service's package, services/common imports no service, no module
+imports itself back through others (no import cycle), and no gateway
+module grows to GATEWAY_MODULE_MAX_LINES (the gateway-shape issue's bound:
+a module that long does more than one job). The CLI may import
 what it launches."""
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 pytestmark = pytest.mark.unit
 
 SERVICES_DIR = Path(__file__).resolve().parents[1] / "services"
+GATEWAY_MODULE_MAX_LINES = 300
 SERVICES = {"gateway", "expander", "retriever_pg", "retriever_graph", "fuser", "reranker", "judge"}
 
 
@@ -74,3 +77,9 @@ def test_no_import_cycle():
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+def test_every_gateway_module_is_shorter_than_the_bound():
+    lengths = {name: len(path.read_text(encoding="utf-8").splitlines())
+               for name, path in _modules().items() if _package(name) == "gateway"}
+    assert lengths and {name: n for name, n in lengths.items() if n >= GATEWAY_MODULE_MAX_LINES} == {}

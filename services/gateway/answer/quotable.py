@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from services.common.text import is_table_row, split_sentences, table_headers
+from services.gateway.answer.english_sentences import english_clauses_joined, english_sentences
 
 
 #: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
@@ -103,12 +104,6 @@ LABEL_MAX_CHARS = 24
 LABEL_REACH = 8
 #: A line ending in punctuation that ends a sentence or a clause of one.
 _ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
-#: A possible English sentence end inside a line: ".", "!" or "?" (closing quotes or brackets
-#: after it), whitespace, then a capital, a quote or a bracket; ``english_sentences`` checks the
-#: word before it.
-_ENGLISH_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z\"'(\[])")
-#: Words after which ". " does not end a sentence (lower case, without the final dot).
-_ABBREVIATIONS = frozenset("e.g i.e etc vs approx fig no nr dr mr mrs ms prof inc ltd co jr sr st dept u.s".split())
 #: Between two table rows quoted together (a header and its row), which a space would run together.
 ROW_SEPARATOR = "；"
 
@@ -208,45 +203,6 @@ def _continues(line: str, follower: str) -> bool:
     return bool(_ARROW_END.search(line) or _ARROW_START.match(follower)) or _describes(line, follower)
 
 
-def english_sentences(line: str) -> list[str]:
-    """``line`` cut after each English sentence inside it ("Leave is 15 days.
-    Unused days expire on March 31. See the portal." -> three), not after an
-    abbreviation ("etc.", "Dr.", "e.g."), an initial ("J. Smith") or the
-    number of a list item at the line's start ("1. Download"); [line] when it
-    has none. Chinese text is cut by its own punctuation before
-    (``split_sentences``), and ". " before a Chinese character is not an end."""
-    out, start = [], 0
-    for m in _ENGLISH_END.finditer(line):
-        before = line[start:m.start()].rstrip("\"')]")
-        word = before.rsplit(None, 1)[-1].strip("\"'(`[").lower() if before.strip() else ""
-        if not word or word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()) \
-                or (word.isdigit() and before.strip() == word):
-            continue
-        out.append(line[start:m.end()].rstrip())
-        start = m.end()
-    out.append(line[start:])
-    return [piece for piece in out if piece.strip()]
-
-
-#: A piece that goes on in lower case on the same line: the second clause of an English sentence.
-_GOES_ON_IN_LOWER_CASE = re.compile(r"[ \t]+[a-z]")
-
-
-def _english_clauses_joined(sentences: list[str]) -> list[str]:
-    """``sentences`` with a piece ending in an ASCII ";" joined to the next
-    when that goes on in lower case on the same line ("Keys can be rotated;
-    the old key works for 24 hours."): in English a semicolon joins two
-    clauses of one sentence, while "；" and a ";" before a capital or a
-    new line still end one."""
-    out: list[str] = []
-    for sentence in sentences:
-        if out and out[-1].endswith(";") and _GOES_ON_IN_LOWER_CASE.match(sentence):
-            out[-1] += sentence
-        else:
-            out.append(sentence)
-    return out
-
-
 def _commented_block(lines: list[str], comment: int, first: int) -> int | None:
     """The index of the last line of the code that the comment at ``comment`` labels, from its
     first line ``first`` up to the next comment, fence or line without a letter, within
@@ -270,7 +226,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
     quotable line it introduces, since the question often asks in the
     label's words for what the next line says. Every piece carries whether
     its line is a list item or table row."""
-    lines = [line for line in (_unframe(piece) for s in _english_clauses_joined(split_sentences(text.strip()))
+    lines = [line for line in (_unframe(piece) for s in english_clauses_joined(split_sentences(text.strip()))
                                for piece in english_sentences(s))
              if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
     out: list[Candidate] = []

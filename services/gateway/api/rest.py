@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 import grpc
 from aiohttp import web
 from google.protobuf import json_format
-from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
@@ -36,6 +34,7 @@ from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
                                              route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
+from services.gateway.api.rest_parse_errors import field_of, parse_description
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
 
 log = logging.getLogger("graphmesh.gateway.rest")
@@ -144,7 +143,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
-                return _bad_request(_field_of(str(err), request_cls.DESCRIPTOR), _parse_description(str(err)))
+                return _bad_request(field_of(str(err), request_cls.DESCRIPTOR), parse_description(str(err)))
             except RecursionError:
                 return _bad_request("body", "JSON nested too deeply")
             timeout, refusal = request_timeout(request.headers)
@@ -237,63 +236,6 @@ def _bad_request(field: str, description: str) -> web.Response:
         "fieldViolations": [{"field": field, "description": description}],
     }
     return error_body(400, "INVALID_ARGUMENT", f"{field}: {description}", [violation])
-
-
-_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
-
-
-def _field_of(parse_error: str, descriptor: Descriptor) -> str:
-    """The request field a json_format parse error is about, by its proto
-    names (``top_k`` whether the body said ``topK`` or ``top_k``; a nested
-    one as a dotted path, ``files.content``, ``filters[0]``), as the
-    servicers name fields in their own errors (google.rpc.BadRequest: a
-    field path of proto field names); "body" when none is named."""
-    at = _AT_PATH.search(parse_error)
-    path = ".".join(_proto_name(part.split("[", 1)[0], descriptor) + ("[" + part.split("[", 1)[1] if "[" in part else "")
-                    for part in at.group(1).split(".")) if at else ""
-    marker = 'has no field named "'
-    if marker in parse_error:  # an unknown field, under the path where it was found
-        unknown = parse_error.split(marker, 1)[1].split('"', 1)[0]
-        return f"{path}.{unknown}" if path else unknown
-    if path:
-        return path
-    failed = [name for name in _FAILED_FIELD.findall(parse_error) if not name.isdigit()]
-    if failed:
-        return ".".join(_proto_name(name, descriptor) for name in failed)
-    if 'for field "' in parse_error.lower():
-        return _proto_name(parse_error.lower().split('for field "', 1)[1].split('"', 1)[0], descriptor)
-    return "body"
-
-
-def _parse_description(parse_error: str) -> str:
-    """json_format's message without Python's own words for a wrong JSON
-    type ("object of type 'int' has no len()")."""
-    text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", parse_error)
-    return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
-
-
-#: json_format's "... at SearchRequest.rerank" / "at \"SearchRequest.filters[0]\"": the field path after the message name.
-_AT_PATH = re.compile(r' at "?[A-Za-z0-9_]+\.([A-Za-z0-9_\[\]]+(?:\.[A-Za-z0-9_\[\]]+)*)')
-_PYTHON_TYPE_ERROR = re.compile(r"object of type '\w+' has no len\(\)")
-_PYTHON_INT_ERROR = re.compile(r"invalid literal for int\(\) with base 10: ('.*?')")
-
-
-def _proto_name(name: str, descriptor: Descriptor) -> str:
-    """``name``'s proto field name in ``descriptor`` or a message under it
-    (its JSON name matched, first found breadth-first); ``name`` unchanged
-    when no field has it."""
-    queue, seen = [descriptor], set()
-    while queue:
-        message = queue.pop(0)
-        if message.full_name in seen:
-            continue
-        seen.add(message.full_name)
-        for field in message.fields:
-            if name in (field.name, field.json_name):
-                return field.name
-            if field.message_type is not None:
-                queue.append(field.message_type)
-    return name
 
 
 def _overloaded(busy: Overloaded) -> web.Response:

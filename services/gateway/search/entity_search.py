@@ -28,7 +28,7 @@ from services.common import names
 from services.gateway.downstream.interfaces import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline, Trace, guarded
-from services.gateway.search.pipeline import rerank_detail
+from services.gateway.search.rerank_stage import rerank_detail
 
 ROUTE_NAMES = {
     expander_pb2.ENTITY_ROUTE_LOCAL: "local",

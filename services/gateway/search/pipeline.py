@@ -14,7 +14,6 @@ import grpc
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
-from graphmesh.reranker.v1 import reranker_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.errors import DownstreamError
@@ -24,6 +23,7 @@ from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.downstream.guard import Deadline, Trace, guarded
 from services.gateway.search.related import related_lists
+from services.gateway.search.rerank_stage import rerank_scores
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope, no_match_note
 from services.gateway.search.sentence_maxsim import maxsim_list
 from services.gateway.search.split_retrieval import keyword_part, merge_parts, vector_part
@@ -158,8 +158,9 @@ class SearchFlow:
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
                                    disabled, deadline, trace)
         use_rerank = s.rerank.enabled if rerank is None else rerank
-        scores = await self._rerank(query, lists, profile, use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
-                                    list(understood.keywords))
+        scores = await rerank_scores(s, self.fuser, self.reranker, query, lists, profile,
+                                     use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
+                                     list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
         return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
 
@@ -276,43 +277,6 @@ class SearchFlow:
             first_of_each = {f.service: f for f in reversed(failures)}
             raise _none_answered(list(reversed(first_of_each.values())))
         return lists
-
-    async def _rerank(self, query: str, lists: list[fuser_pb2.CandidateList], profile: RetrievalProfile, enabled: bool,
-                      deadline: Deadline, trace: Trace, keywords: list[str] | None = None) -> dict[str, float]:
-        """Reranker scores of the fused top ``rerank.max_passages`` (heading
-        path + text, and the candidates themselves with their channel scores
-        and the query's ``keywords``, which the list-wise "ltr" scorer
-        reads): a first fusion without rerank scores picks them (the best
-        candidates, not the first to arrive). {} when off or when the
-        reranker fails (stage DEGRADED); the stage detail names the scorer
-        and how many passages it cut."""
-        if not enabled:
-            trace.skip(names.STAGE_RERANK, "rerank off")
-            return {}
-        n = self.settings.rerank.max_passages
-        request = fuse_request(query, lists, profile, n, self.settings.budget_chars)
-        first = await guarded(trace, names.STAGE_RERANK_CANDIDATES, "fuser", lambda t: self.fuser.fuse(request, t),
-                              arrival_order(lists, n), deadline, self.settings.deadlines.fuse)
-        passages = [reranker_pb2.Passage(id=c.id, text=f"{' '.join(c.heading_path)}\n{c.text}") for c in first.candidates[:n]]
-        if not passages:
-            trace.skip(names.STAGE_RERANK, "no candidates")
-            return {}
-        candidates = list(first.candidates[:n])
-        for c in candidates:
-            c.ClearField("embedding")
-        rerank = reranker_pb2.RerankRequest(query=query, passages=passages, keywords=keywords or [], candidates=candidates)
-        started = time.perf_counter()
-        reply = await guarded(trace, names.STAGE_RERANK, "reranker", lambda t: self.reranker.rerank(rerank, t), None,
-                              deadline, self.settings.deadlines.rerank, record_ok=False)
-        if reply is None:
-            return {}
-        trace.record(names.STAGE_RERANK, started, detail=rerank_detail(reply))
-        return {p.id: p.score for p in reply.scores}
-
-
-def rerank_detail(reply: reranker_pb2.RerankResponse) -> str:
-    """What the reranker did, for the stage detail: "<scorer>: N scored, M cut"."""
-    return f"{reply.scorer or 'reranker'}: {len(reply.scores)} scored, {reply.truncated_passages} cut"
 
 
 def _none_answered(failures: list[DownstreamError]) -> DownstreamError:

@@ -1,13 +1,13 @@
 """A REST body json_format cannot read: the field named by its proto path,
 in the servicers' own terms, and no Python wording in the description
-(services/gateway/api/rest.py)."""
+(services/gateway/api/rest_parse_errors.py)."""
 from __future__ import annotations
 
 import pytest
 from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.api.rest import _field_of, _parse_description
+from services.gateway.api.rest_parse_errors import field_of, parse_description
 
 pytestmark = pytest.mark.unit
 
@@ -25,6 +25,6 @@ CASES = [
 def test_a_body_json_format_refuses_names_the_field_by_its_proto_path(body, request_class, field, said):
     with pytest.raises(json_format.ParseError) as err:
         json_format.Parse(body, request_class())
-    assert _field_of(str(err.value), request_class.DESCRIPTOR) == field
-    description = _parse_description(str(err.value))
+    assert field_of(str(err.value), request_class.DESCRIPTOR) == field
+    description = parse_description(str(err.value))
     assert said in description and "has no len()" not in description and "int()" not in description

@@ -1,0 +1,65 @@
+"""The field a REST body's JSON parse error is about, and its description
+without Python's own words: json_format names the JSON field and a Python
+type error where the servicers name proto field paths
+(google.rpc.BadRequest field violations). Pure; used by rest.py."""
+from __future__ import annotations
+
+import re
+
+from google.protobuf.descriptor import Descriptor
+
+_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
+
+
+def field_of(parse_error: str, descriptor: Descriptor) -> str:
+    """The request field a json_format parse error is about, by its proto
+    names (``top_k`` whether the body said ``topK`` or ``top_k``; a nested
+    one as a dotted path, ``files.content``, ``filters[0]``), as the
+    servicers name fields in their own errors (google.rpc.BadRequest: a
+    field path of proto field names); "body" when none is named."""
+    at = _AT_PATH.search(parse_error)
+    path = ".".join(proto_field_name(part.split("[", 1)[0], descriptor) + ("[" + part.split("[", 1)[1] if "[" in part else "")
+                    for part in at.group(1).split(".")) if at else ""
+    marker = 'has no field named "'
+    if marker in parse_error:  # an unknown field, under the path where it was found
+        unknown = parse_error.split(marker, 1)[1].split('"', 1)[0]
+        return f"{path}.{unknown}" if path else unknown
+    if path:
+        return path
+    failed = [name for name in _FAILED_FIELD.findall(parse_error) if not name.isdigit()]
+    if failed:
+        return ".".join(proto_field_name(name, descriptor) for name in failed)
+    if 'for field "' in parse_error.lower():
+        return proto_field_name(parse_error.lower().split('for field "', 1)[1].split('"', 1)[0], descriptor)
+    return "body"
+
+
+def parse_description(parse_error: str) -> str:
+    """json_format's message without Python's own words for a wrong JSON
+    type ("object of type 'int' has no len()")."""
+    text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", parse_error)
+    return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
+
+
+#: json_format's "... at SearchRequest.rerank" / "at \"SearchRequest.filters[0]\"": the field path after the message name.
+_AT_PATH = re.compile(r' at "?[A-Za-z0-9_]+\.([A-Za-z0-9_\[\]]+(?:\.[A-Za-z0-9_\[\]]+)*)')
+_PYTHON_TYPE_ERROR = re.compile(r"object of type '\w+' has no len\(\)")
+_PYTHON_INT_ERROR = re.compile(r"invalid literal for int\(\) with base 10: ('.*?')")
+
+
+def proto_field_name(name: str, descriptor: Descriptor) -> str:
+    """``name``'s proto field name in ``descriptor`` or a message under it
+    (its JSON name matched, first found breadth-first); ``name`` unchanged
+    when no field has it."""
+    queue, seen = [descriptor], set()
+    while queue:
+        message = queue.pop(0)
+        if message.full_name in seen:
+            continue
+        seen.add(message.full_name)
+        for field in message.fields:
+            if name in (field.name, field.json_name):
+                return field.name
+            if field.message_type is not None:
+                queue.append(field.message_type)
+    return name
