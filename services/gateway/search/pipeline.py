@@ -10,14 +10,12 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-import grpc
-
 from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
-from services.common.errors import DownstreamError
 from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.search.fan_out import PG, retrieve_all
 from services.gateway.downstream.interfaces import Expander, Fuser, Reranker, Retriever
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_request, to_retrieval
@@ -26,11 +24,10 @@ from services.gateway.search.related import related_lists
 from services.gateway.search.rerank_stage import rerank_scores
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope, no_match_note
 from services.gateway.search.sentence_maxsim import maxsim_list
-from services.gateway.search.split_retrieval import keyword_part, merge_parts, vector_part
+from services.gateway.search.sentence_vectors import SentenceVectorCache
 from services.gateway.search.understanding import (Understanding, add_expansions, apply_embedding, embed_query,
                                                    hyde_embedding, understand)
 
-PG = "retriever_pg"
 GRAPH = "retriever_graph"
 
 
@@ -54,6 +51,7 @@ class SearchFlow:
         self.reranker = reranker
         self.fuser = fuser
         self.packs = packs or CollectionPacks(self.retrievers)
+        self.sentence_vectors = SentenceVectorCache(settings.sentence_cache_mb * 1024 * 1024)
         self._in_flight = 0  # searches running in this gateway (SearchFlow.search)
 
     @property
@@ -152,11 +150,12 @@ class SearchFlow:
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
-        lists = await self._retrieve_all(retrievers, request, deadline, trace, embedding=embedding, understood=understood)
+        lists = await retrieve_all(retrievers, request, deadline, trace, s.deadlines.retrieve, embedding=embedding,
+                                   understood=understood)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
-                                   disabled, deadline, trace)
+                                   disabled, deadline, trace, self.sentence_vectors, understood.info.embedding_model)
         use_rerank = s.rerank.enabled if rerank is None else rerank
         scores = await rerank_scores(s, self.fuser, self.reranker, query, lists, profile,
                                      use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
@@ -179,7 +178,7 @@ class SearchFlow:
         _, profile = s.profile_for("", 0.0)
         request = self._retrieve_request(query, understood, profile, [], frozenset(), scope, self._parent_tokens(), top_k)
         pg = self._retriever(PG)
-        lists = await self._retrieve_all([pg] if pg else [], request, deadline, trace, required=True)
+        lists = await retrieve_all([pg] if pg else [], request, deadline, trace, s.deadlines.retrieve, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
         trace.skip(names.STAGE_RERANK, "fast path")
         return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile)
@@ -217,77 +216,6 @@ class SearchFlow:
             collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
             with_embeddings=profile.mmr_lambda is not None and "mmr" not in disabled,
         )
-
-    async def _retrieve_all(self, retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest,
-                            deadline: Deadline, trace: Trace, required: bool = False,
-                            embedding: asyncio.Task | None = None,
-                            understood: Understanding | None = None) -> list[fuser_pb2.CandidateList]:
-        """Each retriever's candidates, asked in parallel; a failed one is
-        left out (degraded).
-
-        With ``embedding`` (an ``embed_query`` task still on its way, its
-        result copied into ``understood``), every retriever gets
-        ``request``'s keyword part now, and retriever_pg its vector part
-        (stage "retrieve.pg.vector") when the embedding is in; its two
-        replies are merged into the list one combined request gives
-        (split_retrieval). No vector part is sent without a vector whose
-        channel is on (the expander failed, or pg.vector and pg.hyde are
-        switched off).
-
-        Raises:
-            DownstreamError: none answered (any failure when ``required``),
-                one error per retriever however many parts it was asked;
-                or the caller's own error (INVALID_ARGUMENT) from a
-                retriever or the embedding.
-        """
-        failures: list[DownstreamError] = []
-        pg = next((r for r in retrievers if r.name == PG), None)
-
-        async def one(retriever: Retriever, part: retriever_pb2.RetrieveRequest, stage: str):
-            reply = await guarded(trace, stage, retriever.name, lambda t: retriever.retrieve(part, t), None, deadline,
-                                  self.settings.deadlines.retrieve, failures=failures)
-            if reply is None:
-                return None
-            # A channel the retriever could not run (an index still being
-            # built) is shown to the caller under the retriever's own stage name.
-            trace.timings.extend(t for t in reply.timings if t.status == types_pb2.STAGE_STATUS_DEGRADED)
-            return list(reply.candidates)
-
-        async def vector_candidates():
-            if embedding is None:
-                return None
-            apply_embedding(understood, await embedding)
-            off = set(request.disabled_channels)
-            wanted = ((understood.embedding and names.PG_VECTOR not in off)
-                      or (request.hyde_embedding and names.PG_HYDE not in off))
-            if pg is None or not wanted:
-                return None
-            return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))
-
-        first = request if embedding is None else keyword_part(request)
-        *parts, vectors = await asyncio.gather(
-            *(one(r, first, names.retrieve_stage(r.name)) for r in retrievers), vector_candidates())
-        lists = []
-        for retriever, candidates in zip(retrievers, parts):
-            if retriever is pg and vectors is not None:
-                candidates = merge_parts(vectors, candidates or [])
-            if candidates is not None:
-                lists.append(fuser_pb2.CandidateList(producer=retriever.name, candidates=candidates))
-        if failures and (required or not lists):
-            first_of_each = {f.service: f for f in reversed(failures)}
-            raise _none_answered(list(reversed(first_of_each.values())))
-        return lists
-
-
-def _none_answered(failures: list[DownstreamError]) -> DownstreamError:
-    """The error of a search no retriever answered: DEADLINE_EXCEEDED when
-    every failure was a timeout, else UNAVAILABLE (or the first failure's
-    own code for a single failed retriever)."""
-    if len(failures) == 1:
-        return failures[0]
-    timed_out = all(f.code == grpc.StatusCode.DEADLINE_EXCEEDED for f in failures)
-    code = grpc.StatusCode.DEADLINE_EXCEEDED if timed_out else grpc.StatusCode.UNAVAILABLE
-    return DownstreamError("retrievers", code, "no retriever answered: " + "; ".join(str(f) for f in failures))
 
 
 def _read_outcome(task: asyncio.Task) -> None:

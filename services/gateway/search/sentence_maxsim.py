@@ -37,6 +37,7 @@ from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.downstream.guard import Deadline, Trace, guarded
 from services.gateway.downstream.interfaces import Expander, Fuser
 from services.gateway.search.fuse_request import fuse_request
+from services.gateway.search.sentence_vectors import SentenceVectorCache
 
 #: Characters (stripped) a piece needs to count as a sentence; shorter ones
 #: (a list number, a lone heading word) are skipped.
@@ -94,13 +95,16 @@ def maxsim_scores(query_vector: Sequence[float], owners: Sequence[str],
 async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expander, query: str,
                       query_vector: Sequence[float], profile: RetrievalProfile,
                       lists: list[fuser_pb2.CandidateList], off: frozenset[str], deadline: Deadline,
-                      trace: Trace) -> list[fuser_pb2.CandidateList]:
+                      trace: Trace, cache: SentenceVectorCache | None = None,
+                      model: str = "") -> list[fuser_pb2.CandidateList]:
     """The ``sentence.maxsim`` candidate list of ``lists``' best chunks:
     [one list whose candidates carry their MaxSim as the channel score], or
     [] when the channel is off (``off``, the profile's ``channels_off``
     applied), the profile scores no candidate, there is no query vector
     (expander down: stage SKIPPED) or no candidate, or the fuser or the
-    expander fails (stage DEGRADED)."""
+    expander fails (stage DEGRADED). Sentences whose vectors ``cache``
+    holds for the query vector's ``model`` are not sent to the expander;
+    those it sends back are kept there."""
     stage = names.SENTENCE_MAXSIM
     if stage in off or profile.maxsim_candidates <= 0:
         return []
@@ -124,16 +128,23 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         for sentence in sentence_units(cand.text):
             owners.append(cand.id)
             texts.append(sentence)
-    vectors: list[Sequence[float]] = []
+    held = cache.get_many(texts, model) if cache is not None else {}
+    missing = [i for i in range(len(texts)) if i not in held]
+    vectors: list[Sequence[float] | None] = [held.get(i) for i in range(len(texts))]
     cache_hits = 0
     batch = settings.ingest.embed_batch  # 20 long chunks hold more sentences than one Embed call may carry
-    for start in range(0, len(texts), batch):
-        embed = expander_pb2.EmbedRequest(texts=texts[start:start + batch], kind=expander_pb2.EMBED_KIND_PASSAGE)
+    for start in range(0, len(missing), batch):
+        positions = missing[start:start + batch]
+        embed = expander_pb2.EmbedRequest(texts=[texts[i] for i in positions], kind=expander_pb2.EMBED_KIND_PASSAGE)
         reply = await guarded(trace, stage, "expander", lambda t, embed=embed: expander.embed(embed, t), None, deadline,
                               settings.deadlines.expand, record_ok=False, raise_codes=())
         if reply is None or len(reply.vectors) != len(embed.texts):
             return []
-        vectors.extend(v.values for v in reply.vectors)
+        fresh = np.asarray([v.values for v in reply.vectors], dtype=np.float32)
+        for i, vector in zip(positions, fresh):
+            vectors[i] = vector
+        if cache is not None:
+            cache.put_many(list(embed.texts), fresh, reply.model)
         cache_hits += reply.cache_hits
     scores = maxsim_scores(query_vector, owners, vectors)
     scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
@@ -152,5 +163,6 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         copy.ClearField("embedding")
         copy.channel_scores.add(channel=stage, score=scores.get(cand.id, 0.0), rank=rank)
         out.append(copy)
-    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks, {cache_hits} cached")
+    trace.record(stage, started, detail=f"{len(texts)} sentences of {len(candidates)} chunks, "
+                 f"{len(held) + cache_hits} cached ({len(held)} in the gateway's memory)")
     return [fuser_pb2.CandidateList(producer="gateway", candidates=out)]

@@ -176,3 +176,30 @@ async def test_an_expander_refusing_the_stages_own_request_degrades_it_instead_o
                         ingest={"embed_batch": 512}).search.search("增长率多少时停止？", 5, None, Deadline(5))).response
     assert reply.results
     assert stages(reply)[names.SENTENCE_MAXSIM].status == DEGRADED and "expander" in reply.degraded
+
+
+def _maxsim_scores_sent(fuser: FakeFuser) -> dict[str, float]:
+    [maxsim] = _maxsim_list(fuser)
+    return {c.id: c.channel_scores[0].score for c in maxsim.candidates}
+
+
+@ON_LOOP
+async def test_a_second_search_over_the_same_chunks_takes_their_sentence_vectors_from_the_gateways_memory():
+    expander, fuser = SentenceExpander("增长率"), FakeFuser()
+    flow = mesh(expander=expander, pg=FakeRetriever("retriever_pg", _chunks()), fuser=fuser).search
+    await flow.search("增长率多少时停止？", 5, None, Deadline(5))
+    first = _maxsim_scores_sent(fuser)
+    embedded = len([r for rpc, r in expander.calls if rpc == "embed"])
+    reply = (await flow.search("增长率到多少时停止？", 5, None, Deadline(5))).response
+    assert len([r for rpc, r in expander.calls if rpc == "embed"]) == embedded == 1
+    assert _maxsim_scores_sent(fuser) == first and first["2#0"] == pytest.approx(1.0)
+    assert stages(reply)[names.SENTENCE_MAXSIM].detail.endswith("5 sentences of 3 chunks, 5 cached (5 in the gateway's memory)")
+
+
+@ON_LOOP
+async def test_with_no_memory_for_sentence_vectors_every_search_asks_the_expander():
+    expander = SentenceExpander("增长率")
+    flow = mesh(expander=expander, pg=FakeRetriever("retriever_pg", _chunks()), sentence_cache_mb=0).search
+    for _ in range(2):
+        await flow.search("增长率多少时停止？", 5, None, Deadline(5))
+    assert len([r for rpc, r in expander.calls if rpc == "embed"]) == 2
