@@ -1,7 +1,7 @@
 """Rules the REST edge applies before transcoding, as pure functions (no
 aiohttp): the Host allow-list against DNS rebinding, the cross-site write
-rules against CSRF, the media type of unsafe requests, and the deadline
-headers.
+rules against CSRF, the media type of unsafe requests, the deadline
+headers, and the headers those rules read sent only once.
 
 They follow what local servers adopted after their own reports: Ollama and
 Jupyter refuse a Host that is not the machine's own (a rebinding page
@@ -101,6 +101,25 @@ def host_allowed(host_header: str | None, allowed: Iterable[str]) -> bool:
 def _origin_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+
+
+#: Headers the edge's rules read that a request may carry only once: a second
+#: Origin after an allowed one must not pass unseen (RFC 6454 section 7: one
+#: Origin; Fetch sends one Sec-Fetch-Site), nor two deadlines or media types.
+SINGLE_HEADERS = ("Origin", "Sec-Fetch-Site", "Content-Type", "X-Timeout-Seconds", "grpc-timeout")
+
+
+def repeated_header_refusal(headers: Mapping[str, str]) -> Refusal | None:
+    """400 INVALID_ARGUMENT naming the first of SINGLE_HEADERS that
+    ``headers`` (a multidict with ``getall``, as aiohttp's request headers)
+    carries more than once, or None."""
+    getall = getattr(headers, "getall", None)
+    if getall is None:
+        return None
+    for name in SINGLE_HEADERS:
+        if len(getall(name, [])) > 1:
+            return Refusal(400, "INVALID_ARGUMENT", f"{name} is sent more than once; send it once", field=name)
+    return None
 
 
 def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: Iterable[str]) -> Refusal | None:

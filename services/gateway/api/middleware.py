@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal
+from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal, repeated_header_refusal
 
 log = logging.getLogger("graphmesh.gateway.rest")
 
@@ -132,7 +132,8 @@ def _cors_headers(origin: str, preflight: bool) -> dict[str, str]:
 def edge_guard(options: RestOptions) -> Callable:
     """A middleware applying the edge's security rules before any route:
     a Host outside the allow-list is 403 (DNS rebinding), an unsafe request
-    from another site is 403 (CSRF), and an unsafe request that is not
+    from another site is 403 (CSRF), a header those rules read sent twice
+    (two Origins) is 400, and an unsafe request that is not
     ``application/json`` is 415. Each in the API's JSON error shape."""
 
     @web.middleware
@@ -141,16 +142,17 @@ def edge_guard(options: RestOptions) -> Callable:
             return error_body(403, "PERMISSION_DENIED",
                               f"host {request.headers.get('Host', '')[:100]!r} is not served here; add it to "
                               "GRAPHMESH_GATEWAY_REST__ALLOWED_HOSTS to allow it")
-        if request.method != "OPTIONS":
+        refusal = repeated_header_refusal(request.headers)
+        if refusal is None and request.method != "OPTIONS":
             refusal = cross_site_refusal(request.method, request.headers, options.cors_origins)
             if refusal is None and (request.body_exists or request.method != "DELETE"):
                 refusal = media_type_refusal(request.method, request.headers.get("Content-Type"))
-            if refusal is not None:
-                details = []
-                if refusal.field:
-                    details = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
-                                "fieldViolations": [{"field": refusal.field, "description": refusal.message}]}]
-                return error_body(refusal.status, refusal.code, refusal.message, details)
+        if refusal is not None:
+            details = []
+            if refusal.field:
+                details = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                            "fieldViolations": [{"field": refusal.field, "description": refusal.message}]}]
+            return error_body(refusal.status, refusal.code, refusal.message, details)
         return await handler(request)
 
     return middleware

@@ -36,13 +36,21 @@ def field_of(parse_error: str, descriptor: Descriptor) -> str:
 
 def parse_description(parse_error: str) -> str:
     """json_format's message without Python's own words for a wrong JSON
-    type ("object of type 'int' has no len()")."""
+    type ("object of type 'int' has no len()"); an unknown field is said as
+    the query-parameter routes say it, "is not a field of this request",
+    with the fields that message has (protobuf's "Message type ... has no
+    field named ... Available Fields(except extensions)" otherwise)."""
+    unknown = _UNKNOWN_FIELD.search(parse_error)
+    if unknown:
+        fields = ", ".join(re.findall(r"'([A-Za-z0-9_]+)'", unknown.group(1)))
+        return f"is not a field of this request; its fields: {fields}" if fields else "is not a field of this request"
     text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", parse_error)
     return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
 
 
 #: json_format's "... at SearchRequest.rerank" / "at \"SearchRequest.filters[0]\"": the field path after the message name.
 _AT_PATH = re.compile(r' at "?[A-Za-z0-9_]+\.([A-Za-z0-9_\[\]]+(?:\.[A-Za-z0-9_\[\]]+)*)')
+_UNKNOWN_FIELD = re.compile(r'has no field named "[^"]*".*?Available Fields\(except extensions\): "\[(.*?)\]"', re.S)
 _PYTHON_TYPE_ERROR = re.compile(r"object of type '\w+' has no len\(\)")
 _PYTHON_INT_ERROR = re.compile(r"invalid literal for int\(\) with base 10: ('.*?')")
 

@@ -130,4 +130,4 @@ class FileIngest:
     @staticmethod
     def _fail(response: gateway_pb2.IngestResponse, outcome: gateway_pb2.FileOutcome, index: int, reason: str) -> None:
         outcome.status, outcome.reason = gateway_pb2.FILE_STATUS_FAILED, reason
-        response.failures.append(types_pb2.IngestFailure(index=index, id=outcome.document_id, reason=f"{outcome.name}: {reason}"))
+        response.failures.append(types_pb2.IngestFailure(index=index, id=outcome.document_id, reason=f"{outcome.name or f'files[{index}] (no name)'}: {reason}"))

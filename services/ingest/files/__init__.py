@@ -45,8 +45,16 @@ def media_type_of(name: str, media_type: str = "") -> str:
         base = media_type.split(";", 1)[0].strip().lower()
         base = _ALIASES.get(base, base)
         return base if base in PARSERS else ""
-    dot = name.rfind(".")
-    return EXTENSIONS.get(name[dot:].lower(), "") if dot >= 0 else ""
+    return EXTENSIONS.get(extension_of(name), "")
+
+
+def extension_of(name: str) -> str:
+    """The extension of ``name``'s last path part, lower case with its dot
+    (".md" for "notes/a.MD"); "" when it has none: a dot in a folder's name
+    ("release.v2/README") or a leading dot (".env") is not one."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    return base[dot:].lower() if dot > 0 else ""
 
 
 def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
@@ -59,7 +67,7 @@ def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
     """
     kind = media_type_of(name, media_type)
     if not kind:
-        shown = media_type or (name[name.rfind("."):] if "." in name else "no extension")
+        shown = media_type or extension_of(name) or "no extension"
         raise FileParseError(f"unsupported file type {shown!r}; supported: {', '.join(sorted(EXTENSIONS))}")
     if not data:
         raise FileParseError("empty file")

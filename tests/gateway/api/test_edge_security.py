@@ -70,6 +70,20 @@ async def test_a_cross_site_write_is_403_even_as_json(fake_gateway, counting, he
     assert writes(counting) == []
 
 
+async def test_a_second_origin_after_an_allowed_one_is_400_and_reaches_no_store(fake_gateway, counting):
+    from multidict import CIMultiDict
+
+    gw = await fake_gateway(pg=counting)
+    body = json.dumps({"names": ["collections/default/documents/1"]}).encode()
+    for first, second in ((gw.rest_url, "https://evil.example"), ("https://evil.example", gw.rest_url)):
+        headers = CIMultiDict([("Content-Type", "application/json"), ("Origin", first), ("Origin", second)])
+        status, _, text = await send(gw.rest_url, "POST", BATCH_DELETE, body, headers)
+        assert status == 400, text
+        assert json.loads(text)["error"]["details"][0]["fieldViolations"][0]["field"] == "Origin"
+    status, _, _ = await send(gw.rest_url, "POST", BATCH_DELETE, body, {**JSON, "Origin": gw.rest_url})
+    assert status == 200 and writes(counting) == ["delete_documents"]
+
+
 async def test_same_origin_allowed_origins_and_non_browser_clients_may_write(fake_gateway, counting):
     gw = await fake_gateway(pg=counting, rest={"cors_origins": ["https://console.example"]})
     body = json.dumps({"names": ["collections/default/documents/1"]}).encode()

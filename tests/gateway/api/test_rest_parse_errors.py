@@ -15,8 +15,8 @@ CASES = [
     ('{"query": "x", "topK": "ten"}', gateway_pb2.SearchRequest, "top_k", "not an integer: 'ten'"),
     ('{"query": "x", "top_k": "ten"}', gateway_pb2.SearchRequest, "top_k", "not an integer"),
     ('{"query": "x", "rerank": "yes"}', gateway_pb2.SearchRequest, "rerank", "true or false"),
-    ('{"query": "x", "bogus": 1}', gateway_pb2.SearchRequest, "bogus", "no field named"),
-    ('{"query": "x", "filters": [{"field": "a"}]}', gateway_pb2.SearchRequest, "filters[0].field", "no field named"),
+    ('{"query": "x", "bogus": 1}', gateway_pb2.SearchRequest, "bogus", "is not a field of this request; its fields: query, topK"),
+    ('{"query": "x", "filters": [{"field": "a"}]}', gateway_pb2.SearchRequest, "filters[0].field", "its fields: key, equals, anyOf, range"),
     ('{"files": [{"name": "a.txt", "content": 5}]}', gateway_pb2.IngestRequest, "files.content", "wrong JSON type"),
 ]
 

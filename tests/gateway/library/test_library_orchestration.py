@@ -54,6 +54,16 @@ async def test_files_are_stored_and_bad_ones_fail_alone():
     assert outcome.pages == 3 and outcome.chunks == len(pdf.chunks)
 
 
+async def test_a_file_without_a_name_fails_alone_and_its_reason_says_which_file():
+    pg = FakeRetriever("retriever_pg")
+    reply = await mesh(pg=pg).files.ingest([gateway_pb2.IngestFile(name="", content=b"text"),
+                                            gateway_pb2.IngestFile(name="a.txt", content="第一条 内容。".encode())],
+                                           Deadline(30), collection="hr")
+    [failure] = reply.failures
+    assert failure.index == 0 and failure.reason.startswith("files[0] (no name): document id must be")
+    assert pg.stored == ["a.txt"]
+
+
 async def test_a_retriever_refusing_one_file_fails_only_that_file():
     class Refusing(FakeRetriever):
         async def ingest_documents(self, request, timeout):

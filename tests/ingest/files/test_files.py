@@ -146,6 +146,11 @@ def test_media_types_and_unsupported_files():
     assert media_type_of("x.xlsx") == ""
     with pytest.raises(FileParseError, match="unsupported file type '.xlsx'"):
         parse_file("表.xlsx", "", b"data")
+    # the type is the last path part's: a dot in a folder's name or a leading dot is not an extension
+    assert media_type_of("release.v2/README") == "" and media_type_of("notes.d\\a.Md") == "text/markdown"
+    for name in ("release.v2/README", "../../etc/passwd", ".env"):
+        with pytest.raises(FileParseError, match="unsupported file type 'no extension'"):
+            parse_file(name, "", b"data")
     with pytest.raises(FileParseError, match="empty file"):
         parse_file("空.txt", "", b"")
     with pytest.raises(FileParseError, match="no text"):
