@@ -84,10 +84,51 @@ def user_dictionary_digest() -> str:
     return _user_digest
 
 
+#: Folded into the content hash of a document with number terms (ingest.chunking.content_hash).
+NUMBER_TERMS_VERSION = "number-terms-1"
+#: An Arabic number followed by one CJK character, its classifier or unit: 3号, 5排, 60元, 30天.
+_NUMBER_WITH_CLASSIFIER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?([\u3400-\u9fff])")
+
+
+def number_terms(text: str) -> list[str]:
+    """Each Arabic number of ``text`` joined to the CJK character after it
+    ("3号仓库第5排" -> ["3号", "5排"]; "60 元" -> ["60元"]), in order,
+    duplicates kept. jieba cuts them apart, and a lone "3" or "5" matches
+    every section number and amount: as one term, 3号仓库 is found by the
+    keyword channels where 5号仓库 is not. Added to a chunk's terms
+    (``document_terms``) and to the keyword channels' query terms
+    (``keyword_terms``), not to ``query_keywords``, whose words other rules
+    look up in text."""
+    return [number + char for number, char in _NUMBER_WITH_CLASSIFIER.findall(normalize(text))]
+
+
+#: A number that names rather than measures: 第5排, 第12条, 3号 (an ordinal or a numbered name).
+_NUMBERED_NAME = re.compile(r"(?<![\d.])(?:第\s?(\d+)\s?([\u3400-\u9fff])|(\d+)\s?(号))")
+
+
+def numbered_names(text: str) -> list[str]:
+    """The ``number_terms`` of ``text`` that name an item ("第5排" -> "5排",
+    "3号仓库" -> "3号"), not a quantity ("满12年", "5天" are not): two texts
+    giving different numbers under one such classifier are about different
+    items, while different quantities may still answer (a range, a
+    threshold)."""
+    return [(a or c) + (b or d) for a, b, c, d in _NUMBERED_NAME.findall(normalize(text))]
+
+
+def keyword_terms(query: str, keywords: Sequence[str]) -> list[str]:
+    """The terms the keyword channels rank ``query`` by: its ``keywords``
+    (``query_keywords``, expansions included) and then its ``number_terms``
+    that are not among them."""
+    out = list(keywords)
+    out.extend(t for t in dict.fromkeys(number_terms(query)) if t not in out)
+    return out
+
+
 def document_terms(text: str) -> list[str]:
     """Keyword terms of a stored text: jieba search-mode tokens, lower-cased,
-    punctuation and whitespace dropped, duplicates kept (term frequency)."""
-    return list(_cut(text))
+    punctuation and whitespace dropped, duplicates kept (term frequency),
+    then its ``number_terms``."""
+    return list(_cut(text)) + number_terms(text)
 
 
 def query_keywords(text: str) -> list[str]:

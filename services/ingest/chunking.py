@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from graphmesh.common.v1 import types_pb2
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import ChunkRecord, DocumentRecord
-from services.common.text import document_terms, same_title, table_headers, title_words, user_dictionary_digest
+from services.common.text import (NUMBER_TERMS_VERSION, document_terms, number_terms, same_title, table_headers, title_words,
+                                  user_dictionary_digest)
 from services.ingest.files.model import Block, Section
 from services.ingest.sentences import count_tokens, cut_tokens, pack, split_sentences
 
@@ -42,12 +43,16 @@ class ChunkingConfig:
 def content_hash(title: str, heading_path: list[str], text: str, metadata: dict[str, str],
                  collection: str = DEFAULT_COLLECTION, source: str = "") -> str:
     """SHA-256 hex of everything stored for a document, and of the user
-    dictionary its terms were cut with; equal hashes mean the document is
+    dictionary its terms were cut with (and of the number terms' version,
+    for a document that has number terms: text.number_terms); equal hashes mean the document is
     unchanged and ingestion can skip it. The collection and source count
     only when set, so documents stored before collections keep their hash."""
     fields: list = [title, heading_path, text, sorted(metadata.items())]
     if user_dictionary_digest():  # a new dictionary re-tokenises the document
         fields.append(user_dictionary_digest())
+    if number_terms(" ".join([title, *heading_path, text])):
+        # stored before number terms existed, such a document is re-tokenised once; one without keeps its hash
+        fields.append(NUMBER_TERMS_VERSION)
     if collection != DEFAULT_COLLECTION or source:
         fields.append([collection, source])
     payload = json.dumps(fields, ensure_ascii=False)

@@ -44,6 +44,7 @@ from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
+from services.common.text import keyword_terms
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg import entity_edit
@@ -150,7 +151,8 @@ class PgBackend(StoreLifecycle):
         bm25 = bool(request.keywords) and request.enabled(names.PG_KEYWORD)
         fulltext = bool(request.keywords) and cfg.fulltext and request.enabled(names.PG_FULLTEXT)
         if bm25 or fulltext:
-            jobs.append(self._keyword_channels(request.keywords, k, scope, vectors, bm25, fulltext))
+            terms = keyword_terms(request.query, request.keywords)
+            jobs.append(self._keyword_channels(terms, k, scope, vectors, bm25, fulltext))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
             jobs.append(self._timed(names.PG_TRIGRAM, lambda: self.store.trigram_search(

@@ -61,3 +61,20 @@ def test_latin_script_is_most_letters_latin():
     assert latin_script("What does HMAC-SHA256 sign?") and latin_script("Où est la gare ?")
     assert not latin_script("Lumen 代理的配置文件在哪里？") and not latin_script("2024") and not latin_script("")
     assert latin_script("Where is the 王府井 office?") and not latin_script("secret key 轮换之后旧的 key 还能用多久？")
+
+
+def test_number_terms_join_an_arabic_number_to_the_character_after_it():
+    from services.common.text import document_terms, keyword_terms, number_terms
+
+    assert number_terms("3号仓库第5排货架") == ["3号", "5排"]
+    assert number_terms("报销 60 元，共30天，1.5倍") == ["60元", "30天", "1.5倍"]
+    assert number_terms("第五十条 v2.3版 abc 12") == ["2.3版"]  # Chinese numerals and a number at the end give none
+    assert keyword_terms("3号仓库的3号门", ["3", "号", "仓库"]) == ["3", "号", "仓库", "3号"]
+    assert document_terms("3号仓库")[-1] == "3号" and "3" in document_terms("3号仓库")
+
+
+def test_numbered_names_are_ordinals_and_numbered_items_not_quantities():
+    from services.common.text import numbered_names
+
+    assert numbered_names("3号仓库第5排货架") == ["3号", "5排"]
+    assert numbered_names("工作满12年，请假5天，见第 3 条，地铁12号线") == ["3条", "12号"]

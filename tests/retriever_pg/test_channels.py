@@ -73,3 +73,15 @@ async def test_user_dictionary_term_does_not_match_its_parts_in_keyword_search(s
     finally:
         jieba.del_word("三级医院")
         text.use_user_dictionary([])
+
+
+async def test_a_numbered_name_is_found_by_its_number_not_by_every_chunk_repeating_the_digit(store):  # noqa: F811
+    rows = {3: "3号仓库第{r}排货架的最大承重为{w}千克，叉车限速每小时{n}公里，仓库管理员每天巡检并记录货架状况。",
+            5: "第5部分 区域5管理 5号仓库第{r}排货架的最大承重为{w}千克。"}
+    await store.ingest_documents([
+        make_doc(f"w{n}", ["".join(row.format(r=r, w=100 + 10 * r + n, n=n) for r in range(1, 8))]) for n, row in rows.items()])
+    backend = PgBackend(store, PgChannelConfig())
+    query = "3号仓库第5排货架最大承重是多少？"
+    hits, _ = await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5))
+    bm25 = [h.document_id for h in hits if h.channel == "pg.keyword"]
+    assert bm25[0] == "w3", bm25  # "3号" is one term; the lone digits of the 第5部分 chunk outnumber it otherwise

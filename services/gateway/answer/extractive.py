@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Mapping
 
-from services.common.text import is_table_row, latin_script, query_keywords
+from services.common.text import is_table_row, keyword_terms, latin_script, numbered_names, query_keywords
+from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
 
@@ -32,45 +33,7 @@ def extractive_label(question: str) -> str:
 ITEM_PENALTY = 0.85
 #: Bonus of a sentence holding a number when the question asks an amount.
 NUMBER_BONUS = 0.15
-#: Question words asking for an amount, a count or a threshold.
-_AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
-                "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
-#: The same in English questions (whole words, any case).
-_ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|large|high|soon)|what (?:percentage|percent|share|"
-                             r"rate|fraction)|maximum|minimum|max|min|limit|threshold|at (?:least|most)|number of|"
-                             r"price|cost|fee|deadline|amount|quota|weight)\b", re.IGNORECASE)
-#: What a question asks a number of, by its words, and the numbers that answer it: a duration or
-#: a time (多久, 几天, how long) is answered by a number with a unit of time, a sum of money (多少钱,
-#: 费用, how much ... cost) by one with a currency. A number of another kind ("3.2.0", a clause
-#: number) does not answer such a question, so only these get NUMBER_BONUS then.
-_NUM = r"(?:\d+(?:[.,]\d+)*|[零一二两三四五六七八九十百千万半]+)"
-_UNIT_KINDS = (
-    (re.compile(r"多久|多长时间|多长时候|几天|几个?月|几年|几个?小时|几分钟|几周|几点|几号|哪天|什么时候|何时|时长|有效期|"
-                r"\bhow (?:long|soon)\b|\bwhen\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b", re.IGNORECASE),
-     re.compile(_NUM + r"\s*(?:秒|分钟|小时|个?钟头|天|日|号|周|星期|个?月|年|点|时)|\d{1,2}:\d{2}|"
-                + _NUM + r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b", re.IGNORECASE)),
-    (re.compile(r"多少钱|几块钱|多少元|金额|费用|价格|价钱|收费|补贴|补助|工资|奖金|奖励|报销|预算|罚款|"
-                r"\bhow much\b.*\b(?:cost|costs|spend|spent|pay|paid|charge)\b|\b(?:price|fee|fees|budget|cost)\b", re.IGNORECASE),
-     re.compile(_NUM + r"\s*(?:元|块|万元|万|亿元|美元|英镑|欧元|角|分钱)|[¥￥$€£]\s*\d|"
-                + _NUM + r"\s*(?:dollars?|pounds?|euros?|cents?|yuan|RMB|USD|CNY|EUR|GBP)\b", re.IGNORECASE)),
-)
-
-
-def asked_number(question: str) -> re.Pattern | bool:
-    """What counts as a number that answers ``question``: the pattern of a
-    number with a unit of the kinds it asks (``_UNIT_KINDS``: time, money),
-    True for any number when it asks an amount of another kind
-    (``asks_amount``), False when it asks none."""
-    kinds = [unit.pattern for cue, unit in _UNIT_KINDS if cue.search(question)]
-    if kinds:
-        return re.compile("|".join(f"(?:{k})" for k in kinds), re.IGNORECASE)
-    return asks_amount(question)
-
-
-#: Question words asking for a list of things or steps.
-_LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
-_ENGLISH_LIST = re.compile(r"\b(?:what are the|which (?:ones|are)|list|steps|what steps|what kinds? of)\b", re.IGNORECASE)
 #: A quote ending a sentence: a table row after it needs no ROW_SEPARATOR.
 _ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")
 #: A quote ending in full-width punctuation, which needs no space after it.
@@ -81,16 +44,6 @@ def _bigrams(text: str) -> set[str]:
     """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
     squeezed = NON_WORD.sub("", text.lower())
     return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
-
-
-def asks_list(question: str) -> bool:
-    """Whether ``question`` asks for a list: which things, which steps (Chinese or English cues)."""
-    return any(cue in question for cue in _LIST_CUES) or bool(_ENGLISH_LIST.search(question))
-
-
-def asks_amount(question: str) -> bool:
-    """Whether ``question`` asks for an amount, count, period or threshold (Chinese or English cues)."""
-    return any(cue in question for cue in _AMOUNT_CUES) or bool(_ENGLISH_AMOUNT.search(question))
 
 
 def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
@@ -203,11 +156,13 @@ class PieceScorer:
 
     def __init__(self, question: str, pieces: list[list[Candidate]],
                  similarity: Mapping[str, float] | None = None) -> None:
-        keywords = query_keywords(question) if question else []
+        # a number with its classifier (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
+        keywords = keyword_terms(question, query_keywords(question)) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
         self._wants_number = asked_number(question)
+        self._numbered = numbered_names(question) if question else []
         if not asks_list(question):  # a list is quoted whole only when asked for
             pieces = [[c for c in cs if not c.list_run] for cs in pieces]
             self.pieces = pieces
@@ -221,6 +176,14 @@ class PieceScorer:
         sources, where no word is shared)."""
         lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
         return lexical + self._similarity.get(candidate.text, 0.0)
+
+    def names_another_number(self, candidate: Candidate) -> bool:
+        """Whether the piece names another item than the question under the
+        same classifier ("第1排" where it asks "第5排", "5号仓库" where it asks
+        "3号仓库", by ``numbered_names``; quantities such as "5天" never
+        conflict, a range may answer them)."""
+        found = numbered_names(candidate.text)
+        return any(term not in found and any(f[-1] == term[-1] for f in found) for term in self._numbered)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker
@@ -273,7 +236,8 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         ranked = sorted(candidates, key=lambda t: (-t[0], -t[3].list_run, -t[1], t[3].last - t[3].first, t[2]))
         if number == 1:
             lead = ranked[0][0] if ranked else 0.0
-        elif keywords and (not ranked or ranked[0][0] == 0 or ranked[0][0] < LATER_SOURCE_MIN_SHARE * lead):
+        elif keywords and (not ranked or ranked[0][0] == 0 or ranked[0][0] < LATER_SOURCE_MIN_SHARE * lead
+                           or scorer.names_another_number(ranked[0][3])):
             continue
         chosen: list[Candidate] = []
         used = 0
@@ -283,7 +247,8 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             if len(chosen) >= max_sentences_per_source or (chosen and chosen[0].list_run):
                 break
             if chosen and (used + len(GAP) + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
-                           or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)):
+                           or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)
+                           or scorer.names_another_number(candidate)):
                 continue
             chosen.append(candidate)
             used += len(sentence) + (len(GAP) if used else 0)

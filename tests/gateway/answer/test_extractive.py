@@ -248,3 +248,13 @@ def test_a_comment_over_several_commands_is_quoted_with_all_of_them():
     assert "私有化部署的客户需要执行以下升级命令： # 停止旧版本服务并备份元数据" not in texts
     answer = generation.extractive_answer([source], "升级前备份元数据的命令怎么写？")
     assert "qlbi-ctl backup --target /data/backup/qlbi.tar.gz" in answer and "upgrade" not in answer
+
+
+def test_a_numbered_name_in_the_question_quotes_its_own_line_not_the_line_of_another_number():
+    rows = lambda n: "\n".join(f"{n}号仓库第{r}排货架的最大承重为 {100 * n + r} 千克。" for r in range(1, 8))
+    answer = extractive_answer([rows(3), rows(5)], "3号仓库第5排货架最大承重是多少？")
+    assert answer.splitlines()[1] == "3号仓库第5排货架的最大承重为 305 千克。 [1]"
+    assert "505" not in answer  # 5号仓库's line answers nothing asked
+    # quantities are not names: a threshold of other days still answers "请假5天"
+    leave = extractive_answer(["请假3天以内由部门经理审批；3天以上由分管副总审批。"], "请假5天谁来批")
+    assert "3天以上由分管副总审批" in leave

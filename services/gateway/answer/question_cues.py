@@ -1,0 +1,55 @@
+"""What a question asks for, by its words (Chinese and English cues): an
+amount, and of which kind (a time, a sum of money), or a list. Pure; used
+by the extractive answer to choose what to quote (extractive.py)."""
+from __future__ import annotations
+
+import re
+
+#: Question words asking for an amount, a count or a threshold.
+_AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
+                "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
+#: The same in English questions (whole words, any case).
+_ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|large|high|soon)|what (?:percentage|percent|share|"
+                             r"rate|fraction)|maximum|minimum|max|min|limit|threshold|at (?:least|most)|number of|"
+                             r"price|cost|fee|deadline|amount|quota|weight)\b", re.IGNORECASE)
+#: What a question asks a number of, by its words, and the numbers that answer it: a duration or
+#: a time (多久, 几天, how long) is answered by a number with a unit of time, a sum of money (多少钱,
+#: 费用, how much ... cost) by one with a currency. A number of another kind ("3.2.0", a clause
+#: number) does not answer such a question, so only these get NUMBER_BONUS then.
+_NUM = r"(?:\d+(?:[.,]\d+)*|[零一二两三四五六七八九十百千万半]+)"
+_UNIT_KINDS = (
+    (re.compile(r"多久|多长时间|多长时候|几天|几个?月|几年|几个?小时|几分钟|几周|几点|几号|哪天|什么时候|何时|时长|有效期|"
+                r"\bhow (?:long|soon)\b|\bwhen\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b", re.IGNORECASE),
+     re.compile(_NUM + r"\s*(?:秒|分钟|小时|个?钟头|天|日|号|周|星期|个?月|年|点|时)|\d{1,2}:\d{2}|"
+                + _NUM + r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b", re.IGNORECASE)),
+    (re.compile(r"多少钱|几块钱|多少元|金额|费用|价格|价钱|收费|补贴|补助|工资|奖金|奖励|报销|预算|罚款|"
+                r"\bhow much\b.*\b(?:cost|costs|spend|spent|pay|paid|charge)\b|\b(?:price|fee|fees|budget|cost)\b", re.IGNORECASE),
+     re.compile(_NUM + r"\s*(?:元|块|万元|万|亿元|美元|英镑|欧元|角|分钱)|[¥￥$€£]\s*\d|"
+                + _NUM + r"\s*(?:dollars?|pounds?|euros?|cents?|yuan|RMB|USD|CNY|EUR|GBP)\b", re.IGNORECASE)),
+)
+
+
+def asked_number(question: str) -> re.Pattern | bool:
+    """What counts as a number that answers ``question``: the pattern of a
+    number with a unit of the kinds it asks (``_UNIT_KINDS``: time, money),
+    True for any number when it asks an amount of another kind
+    (``asks_amount``), False when it asks none."""
+    kinds = [unit.pattern for cue, unit in _UNIT_KINDS if cue.search(question)]
+    if kinds:
+        return re.compile("|".join(f"(?:{k})" for k in kinds), re.IGNORECASE)
+    return asks_amount(question)
+
+
+#: Question words asking for a list of things or steps.
+_LIST_CUES = ("哪些", "哪几", "步骤", "流程", "包括什么", "有什么", "几步", "依次")
+_ENGLISH_LIST = re.compile(r"\b(?:what are the|which (?:ones|are)|list|steps|what steps|what kinds? of)\b", re.IGNORECASE)
+
+
+def asks_list(question: str) -> bool:
+    """Whether ``question`` asks for a list: which things, which steps (Chinese or English cues)."""
+    return any(cue in question for cue in _LIST_CUES) or bool(_ENGLISH_LIST.search(question))
+
+
+def asks_amount(question: str) -> bool:
+    """Whether ``question`` asks for an amount, count, period or threshold (Chinese or English cues)."""
+    return any(cue in question for cue in _AMOUNT_CUES) or bool(_ENGLISH_AMOUNT.search(question))
