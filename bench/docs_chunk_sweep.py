@@ -34,7 +34,8 @@ DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
                  "company_docs": (DATA / "company_docs" / "queries.jsonl", DATA / "company_docs"),
                  "english_docs": (DATA / "english_docs" / "queries.jsonl", DATA / "english_docs"),
                  "orbit_docs": (DATA / "orbit_docs" / "queries.jsonl", DATA / "orbit_docs"),
-                 "handbook_docs": (DATA / "handbook_docs" / "queries.jsonl", DATA / "handbook_docs")}
+                 "handbook_docs": (DATA / "handbook_docs" / "queries.jsonl", DATA / "handbook_docs"),
+                 "office_docs": (DATA / "office_docs" / "queries.jsonl", DATA / "office_docs")}
 
 
 async def test_chunk_size(mesh):
