@@ -7,7 +7,11 @@ on, ingested as files into a collection without a domain pack:
   question of bench/data/out_of_domain_zh.jsonl;
 - english_docs: six English and mixed Chinese-English documents
   (tests/quality/data/english_docs), its 27 questions and 8 out-of-scope
-  ones (most in English: the generic pack's Latin-script rule).
+  ones (most in English: the generic pack's Latin-script rule);
+- office_docs: seven office, plant and appliance documents of a trial
+  (tests/quality/data/office_docs: .md with a table, .docx, .pdf, .txt, two
+  English files), its 19 questions (6 across scripts) and 6 out-of-scope
+  ones.
 
 Answer (extractive, no LLM) must answer the questions they answer, abstain
 on those they do not, and quote the answering line. The rules are the
@@ -34,6 +38,7 @@ SETS = {
     "company_docs": (7, {"workplace_abstained": DATA / "company_docs" / "out_of_scope.jsonl",
                          "general_abstained": REPO / "bench" / "data" / "out_of_domain_zh.jsonl"}),
     "english_docs": (6, {"out_of_scope_abstained": DATA / "english_docs" / "out_of_scope.jsonl"}),
+    "office_docs": (7, {"out_of_scope_abstained": DATA / "office_docs" / "out_of_scope.jsonl"}),
 }
 
 
