@@ -55,11 +55,18 @@ CROSS_EN_FIT = REPO / "bench" / "data" / "cross_fit"
 HANDBOOK = REPO / "tests" / "quality" / "data" / "handbook_docs"
 CROSS_EN_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_cross_en.jsonl"
 CROSS_EN_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_cross_en_held_out.jsonl"
+#: Near-domain evidence (``STUDY=dump-near``): documents written for fitting whose out-of-scope questions ask about
+#: the same topics (bench/data/near_fit), and held out, the handbook and office sets' Chinese questions over Chinese
+#: documents with their own out-of-scope questions (bench/abstention_coverage_study.py reads both).
+NEAR_FIT = REPO / "bench" / "data" / "near_fit"
+NEAR_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_near.jsonl"
+NEAR_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_near_held_out.jsonl"
+OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en"):
+if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -138,6 +145,33 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en"):
                     await _search(stub, out, "abshandbook", "handbook-en", handbook_en)
                     await _search(stub, out, "abshandbook", "ood", load_dataset(ENGLISH_FIT / "out_of_scope.jsonl"))
                     await _search(stub, out, "abscrossen", "ood", load_dataset(ENGLISH_FIT / "out_of_scope.jsonl"))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-near", reason="STUDY=dump-near")
+    async def test_dump_near(mesh):
+        """Near-domain out-of-scope questions: bench/data/near_fit (written for fitting) to NEAR_EVIDENCE; the
+        handbook and office sets (never fitted on), their Chinese questions over their documents and their
+        out-of-scope questions, to NEAR_HELD_OUT."""
+        def files(folder: Path) -> dict[str, bytes]:
+            return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+                    if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"}
+
+        def chinese(rows: list[dict]) -> list[dict]:
+            from services.common.text import latin_script
+
+            return [r for r in rows if not latin_script(r["query"])]
+
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                await _ingest(stub, "absnear", files(NEAR_FIT))
+                with NEAR_EVIDENCE.open("w", encoding="utf-8") as out:
+                    await _search(stub, out, "absnear", "near", load_dataset(NEAR_FIT / "queries.jsonl"))
+                    await _search(stub, out, "absnear", "ood", load_dataset(NEAR_FIT / "out_of_scope.jsonl"))
+                with NEAR_HELD_OUT.open("w", encoding="utf-8") as out:
+                    for collection, folder in (("abshandbook", HANDBOOK), ("absoffice", OFFICE)):
+                        await _ingest(stub, collection, files(folder))
+                        await _search(stub, out, collection, collection[3:], chinese(load_dataset(folder / "queries.jsonl")))
+                        await _search(stub, out, collection, "ood", chinese(load_dataset(folder / "out_of_scope.jsonl")))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump", reason="STUDY=dump")
     async def test_dump(mesh):

@@ -22,6 +22,13 @@ with the question as asked:
   same_source   1 when the best pg.vector result and the best pg.keyword
                 result come from the same document title (the same law),
                 else 0: the channels agree on where the answer is;
+  coverage      share of the question's content words (two characters or
+                more, a word inside a longer one dropped) found in the top
+                COVERAGE_RESULTS results' title, headings and text: a
+                near-domain question (员工生日有什么福利？ over an office's
+                rules) has passages as close by cosine as the right ones, but
+                not its words (docs/benchmarks.md, "A lexical coverage
+                signal for the generic rule");
   rerank_max    best cross-encoder score, when the reranker ran (reported,
                 not used: the reranker is off by default and was not fitted).
 
@@ -73,7 +80,9 @@ from services.common import names
 from services.common.text import latin_script, without_cjk
 
 #: Signal names, in the order of Fit.weights.
-SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source")
+SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source", "coverage")
+#: Results whose words ``coverage`` looks in.
+COVERAGE_RESULTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +122,7 @@ class Signals:
     same_source: float = 0.0
     rerank_max: float | None = None
     has_dense: bool = True
+    coverage: float = 0.0
 
     def vector(self) -> tuple[float, ...]:
         """The signals in SIGNALS order."""
@@ -151,8 +161,10 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> 
     rerank = [s.score for c in results for s in c.channel_scores if s.channel == names.RERANK]
     by_vector, by_keyword = _best(results, names.PG_VECTOR), _best(results, names.PG_KEYWORD)
     same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
+    near = " ".join(_text(c) for c in results[:COVERAGE_RESULTS])
+    coverage = sum(w in near for w in words) / len(words) if words else 0.0
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
-                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0)
+                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage)
 
 
 def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:

@@ -67,6 +67,20 @@ def test_the_question_word_found_in_the_evidence_raises_answerability():
     assert abstention.answerability(found, E5.weights, E5.bias) > abstention.answerability(missing, E5.weights, E5.bias)
 
 
+def test_coverage_is_the_share_of_question_words_in_the_top_three_and_raises_the_generic_answerability():
+    generic = abstention.pack_fits([domains.GENERIC])["e5onnx"]
+    hotel = [candidate("1", "一类城市 经理 住宿 每晚850元", "pg.keyword", 5.0, vector_score=0.867),
+             candidate("2", "员工出差住宿标准", "pg.keyword", 4.0, vector_score=0.865)]
+    near = abstention.signals(["员工", "生日", "福利"], hotel)  # the question's words, 员工 alone found
+    held = abstention.signals(["员工", "住宿", "标准"], hotel)
+    assert near.coverage == pytest.approx(1 / 3) and held.coverage == 1.0
+    assert abstention.signals(["员工", "福利"], [*results(0.9, 0.9, 0.9), *hotel]).coverage == 0.0  # beyond the top three
+    assert abstention.answerability(near, generic.weights, generic.bias) < abstention.THRESHOLD \
+        <= abstention.answerability(held, generic.weights, generic.bias)
+    # the law pack's fits give coverage no weight: its decisions are those fitted before it
+    assert all(f.weights[abstention.SIGNALS.index("coverage")] == 0.0 for f in LAW.values())
+
+
 def test_no_answer_message_follows_the_question_language():
     assert "资料不足" in abstention.no_answer_message("红烧肉怎么做？")
     assert abstention.no_answer_message("How do I cook rice?").startswith("The documents retrieved do not answer")
