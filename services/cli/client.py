@@ -239,11 +239,14 @@ def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
     the citation check found unsupported."""
     for c in reply.citations:
         print(f"  [{c.number}] {c.label} (document {c.document_id})")
-    if reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED:
+    if reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and reply.insufficient_sources:
         print(f"nearest sources (not sufficient to answer; answerability {reply.answerability:.3f} < "
               f"{reply.answerability_threshold:.3f}):")
         for c in reply.insufficient_sources:
             print(f"  {c.number}. {c.label} (document {c.document_id})")
+    for t in reply.search.timings:  # why nothing was found: a collection no store holds, filters
+        if t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) and t.detail:
+            print(f"note: {t.detail}")
     for u in reply.unsupported_sentences:
         print(f"  unsupported: {u.sentence} ({u.reason})")
 

@@ -5,7 +5,7 @@ import pytest
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
-from services.cli.client import _print_search
+from services.cli.client import _print_answer_notes, _print_search
 from services.common import names
 
 pytestmark = pytest.mark.unit
@@ -31,3 +31,11 @@ def test_an_empty_filtered_search_prints_what_filters_test(capsys):
     assert f"note: {reason}" in out and "no results" not in out
     _print_search(gateway_pb2.SearchResponse(timings=[types_pb2.StageTiming(stage=names.STAGE_TOTAL, duration_ms=3)]))
     assert "no results" in capsys.readouterr().out  # an empty list is said in words
+
+
+def test_an_answer_with_nothing_found_prints_why_and_no_empty_list_of_sources(capsys):
+    reason = "no store holds collection 'nope': nothing was ingested into it"
+    _print_answer_notes(gateway_pb2.AnswerResponse(mode=gateway_pb2.ANSWER_MODE_ABSTAINED, search=gateway_pb2.SearchResponse(
+        timings=[types_pb2.StageTiming(stage=names.STAGE_COLLECTIONS, status=types_pb2.STAGE_STATUS_SKIPPED, detail=reason)])))
+    out = capsys.readouterr().out
+    assert f"note: {reason}" in out and "nearest sources" not in out

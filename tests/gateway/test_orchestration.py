@@ -568,6 +568,19 @@ async def test_searching_a_collection_no_store_holds_says_so_in_its_timings():
     assert "'laws'" not in missing["collections"].detail
 
 
+async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_no_sources():
+    from services.gateway.search.scope import Scope
+
+    pg, graph = FakeRetriever("retriever_pg", []), FakeRetriever("retriever_graph", [])
+    pg.collections = [types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh")]
+    reply = await mesh(pg=pg, graph=graph).answerer.answer("年假几天", 5, None, Deadline(10), scope=Scope(("nope",), ()))
+    assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and not reply.insufficient_sources
+    note = stages(reply.search)["collections"]
+    assert note.status == SKIPPED and "'nope'" in note.detail
+    assert "以下是最接近的资料" not in reply.answer  # no nearest sources to point to
+    assert "no store holds collection 'nope'" in stages(reply.search)["generate"].detail
+
+
 async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():
     from services.gateway.search.scope import scope_of
     empty = FakeRetriever("retriever_pg", [])

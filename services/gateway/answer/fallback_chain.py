@@ -76,6 +76,10 @@ class Chosen:
         return self.decision is not None and not self.decision.answerable
 
 
+#: Stages whose SKIPPED detail tells why a search found nothing (pipeline: a collection no store holds, filters).
+SCOPE_NOTE_STAGES = (names.STAGE_COLLECTIONS, names.STAGE_FILTERS)
+
+
 def stage_event(stage: str, duration_ms: float = 0.0, status: int = OK, detail: str = "") -> gateway_pb2.AnswerStreamResponse:
     """An AnswerStream event saying ``stage`` finished."""
     return gateway_pb2.AnswerStreamResponse(
@@ -109,6 +113,7 @@ class FallbackChain:
         retrieved = False
         names_seen: list[str] = []
         best: tuple[float, Retrieval, str] | None = None
+        first: Retrieval | None = None  # the first retrieval made, kept for its notes when none finds anything
         skip_full = ""
         for strategy in [x for x in fallback_rules.ORDER if x in s.fallback_strategies]:
             started = time.perf_counter()
@@ -137,6 +142,7 @@ class FallbackChain:
             attempt.duration_ms = (time.perf_counter() - started) * 1000
             if retrieval is not None:
                 retrieved = True
+                first = first or retrieval
                 for timing in retrieval.response.timings:
                     yield gateway_pb2.AnswerStreamResponse(stage=timing)
                 results = retrieval.response.results
@@ -181,7 +187,12 @@ class FallbackChain:
         elif not retrieved and down is not None:
             raise down
         elif self.settings.abstention.enabled:
-            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold, "no evidence retrieved")
+            # a searched collection no store holds, or filters nothing matches, is why nothing came back: say so
+            notes = [t.detail for t in (first.response.timings if first else ())
+                     if t.stage in SCOPE_NOTE_STAGES and t.status == SKIPPED and t.detail]
+            chosen.retrieval = first
+            chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold,
+                                                  "; ".join(["no evidence retrieved", *notes]))
 
     def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
         """Takes the abstention decision on ``retrieval`` when it is the
