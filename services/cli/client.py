@@ -189,11 +189,11 @@ def _print_search(reply: gateway_pb2.SearchResponse) -> None:
         for t in reply.timings
     )
     print(f"stages: {timings}")
-    if not reply.results and not any(t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) for t in reply.timings):
+    notes = _scope_notes(reply.timings)
+    if not reply.results and not notes:
         print("no results")
-    for t in reply.timings:  # a stage skipped for a reason the user can act on (a collection no store holds, filters)
-        if t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) and t.detail:
-            print(f"note: {t.detail}")
+    for note in notes:
+        print(f"note: {note}")
     if reply.degraded:
         print(f"degraded: {', '.join(reply.degraded)}")
 
@@ -234,6 +234,12 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     return 0
 
 
+def _scope_notes(timings) -> list[str]:
+    """The details of stages skipped for a reason the user can act on (a
+    collection no store holds, filters nothing matches)."""
+    return [t.detail for t in timings if t.stage in names.SCOPE_NOTE_STAGES and t.detail]
+
+
 def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
     """Citations, or the nearest sources of a no-answer, and the sentences
     the citation check found unsupported."""
@@ -244,9 +250,8 @@ def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
               f"{reply.answerability_threshold:.3f}):")
         for c in reply.insufficient_sources:
             print(f"  {c.number}. {c.label} (document {c.document_id})")
-    for t in reply.search.timings:  # why nothing was found: a collection no store holds, filters
-        if t.stage in (names.STAGE_COLLECTIONS, names.STAGE_FILTERS) and t.detail:
-            print(f"note: {t.detail}")
+    for note in _scope_notes(reply.search.timings):
+        print(f"note: {note}")
     for u in reply.unsupported_sentences:
         print(f"  unsupported: {u.sentence} ({u.reason})")
 

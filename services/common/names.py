@@ -69,6 +69,8 @@ STAGE_RELATED = "related"        # the second, seeded graph call after a first f
 STAGE_PARENT_CONTEXT = "parent_context"  # top chunks packed with their parent section
 STAGE_COLLECTIONS = "collections"  # SKIPPED when a searched collection is in no store
 STAGE_FILTERS = "filters"  # SKIPPED when a search with filters found nothing: what filters test
+#: Stages whose SKIPPED detail says why a search found nothing, for the user to act on.
+SCOPE_NOTE_STAGES = (STAGE_COLLECTIONS, STAGE_FILTERS)
 # SENTENCE_MAXSIM ("sentence.maxsim") is a stage of the gateway as well as a channel.
 
 

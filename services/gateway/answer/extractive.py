@@ -182,6 +182,8 @@ class PieceScorer:
         same classifier ("第1排" where it asks "第5排", "5号仓库" where it asks
         "3号仓库", by ``numbered_names``; quantities such as "5天" never
         conflict, a range may answer them)."""
+        if not self._numbered:
+            return False
         found = numbered_names(candidate.text)
         return any(term not in found and any(f[-1] == term[-1] for f in found) for term in self._numbered)
 

@@ -76,10 +76,6 @@ class Chosen:
         return self.decision is not None and not self.decision.answerable
 
 
-#: Stages whose SKIPPED detail tells why a search found nothing (pipeline: a collection no store holds, filters).
-SCOPE_NOTE_STAGES = (names.STAGE_COLLECTIONS, names.STAGE_FILTERS)
-
-
 def stage_event(stage: str, duration_ms: float = 0.0, status: int = OK, detail: str = "") -> gateway_pb2.AnswerStreamResponse:
     """An AnswerStream event saying ``stage`` finished."""
     return gateway_pb2.AnswerStreamResponse(
@@ -189,7 +185,7 @@ class FallbackChain:
         elif self.settings.abstention.enabled:
             # a searched collection no store holds, or filters nothing matches, is why nothing came back: say so
             notes = [t.detail for t in (first.response.timings if first else ())
-                     if t.stage in SCOPE_NOTE_STAGES and t.status == SKIPPED and t.detail]
+                     if t.stage in names.SCOPE_NOTE_STAGES and t.status == SKIPPED and t.detail]
             chosen.retrieval = first
             chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold,
                                                   "; ".join(["no evidence retrieved", *notes]))
