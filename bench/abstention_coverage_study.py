@@ -25,10 +25,18 @@ with ``--held-out``, the handbook and office sets. Printed: each set's
 answer or abstention rate, and the paired difference in the mean per-set
 correct-decision rate with a bootstrap 95% interval.
 
+``--fit`` studies another of the generic pack's fits the same way, on the
+questions that fit judges (``abstention.fit_for``): ``e5onnx@latin`` (English
+questions over English evidence) with ``--evidence
+bench/results/generic_abstention_english.jsonl`` (bench/data/english_fit,
+STUDY=dump-english) and, never fitted, ``--held-out
+bench/results/generic_abstention_trials.jsonl`` (every trial set, STUDY=dump-trials);
+"previous" is then the fit shipped.
+
     STUDY=dump-near ... pytest bench/generic_abstention.py   (bench/generic_abstention.py's docstring)
     python bench/abstention_coverage_study.py [--evidence FILE] \
         [--near bench/results/generic_abstention_near.jsonl] \
-        [--held-out bench/results/generic_abstention_near_held_out.jsonl]
+        [--held-out bench/results/generic_abstention_near_held_out.jsonl] [--fit e5onnx@latin]
 """
 from __future__ import annotations
 
@@ -46,6 +54,7 @@ from abstention_fit import fit_logistic, split  # noqa: E402
 
 from google.protobuf import json_format  # noqa: E402
 
+import domains  # noqa: E402
 from graphmesh.common.v1 import types_pb2  # noqa: E402
 from services.gateway.answer import abstention  # noqa: E402
 
@@ -56,21 +65,29 @@ HELD_OUT_COLLECTION = "abstrial"
 PREVIOUS_FIT = (np.array([92.719, 85.148, 1.003, 0.0, 0.442, 0.0]), -154.434)
 
 
-def load(path: Path, held_out: set[str] = frozenset({HELD_OUT_COLLECTION}), prefix: str = "") -> dict[str, list[tuple[str, np.ndarray]]]:
-    """{set: [(id, signals + coverage)]} of the questions the generic Chinese fit judges (not those
-    ``fit_for`` gives a script's fit); out-of-scope sets are "ood" (fitting collections) and, in the
-    ``held_out`` collections, "held:<collection>:ood-workplace" / "ood-general" (the company's
-    workplace questions apart) beside "held:<collection>:<set>". ``prefix`` names a fitting file's sets."""
+def generic_fits() -> dict[str, abstention.Fit]:
+    """The generic domain pack's abstention fits, by name ("e5onnx", "e5onnx@latin", ...)."""
+    return abstention.pack_fits([domains.get_pack("generic")])
+
+
+def load(path: Path, held_out: set[str] = frozenset({HELD_OUT_COLLECTION}), prefix: str = "",
+         fit_name: str = abstention.DEFAULT_MODEL) -> dict[str, list[tuple[str, np.ndarray]]]:
+    """{set: [(id, signals + coverage)]} of the questions the generic pack's fit ``fit_name`` judges
+    (``abstention.fit_for`` by the question's script and its evidence's); out-of-scope sets are "ood"
+    (fitting collections) and, in the ``held_out`` collections, "held:<collection>:ood-workplace" /
+    "ood-general" (the company's workplace questions apart) beside "held:<collection>:<set>". ``prefix``
+    names a fitting file's sets."""
     workplace = {json.loads(line)["query"] for line in WORKPLACE.open(encoding="utf-8")}
     base = abstention.DEFAULT_MODEL
+    fits = generic_fits()
     out: dict[str, list[tuple[str, np.ndarray]]] = {}
     for line in path.open(encoding="utf-8"):
         record = json.loads(line)
         if "error" in record:
             continue
         results = [json_format.ParseDict(c, types_pb2.Candidate(), ignore_unknown_fields=True) for c in record["results"]]
-        if abstention.latin_script(record["query"]) or abstention.without_cjk(abstention.evidence_text(results)):
-            continue  # judged by a script's own fit (@latin, @cross, @cross_latin)
+        if abstention.fit_for(base, fits, record["query"], abstention.evidence_text(results)) is not fits[fit_name]:
+            continue  # judged by another fit
         assert (record["embedding_model"] or base) == base, record["embedding_model"]
         row = np.array(abstention.signals(record["keywords"], results).vector(), dtype=float)
         name = record["set"]
@@ -131,14 +148,19 @@ def main() -> None:
     parser.add_argument("--near", type=Path, help="more fitting evidence (bench/generic_abstention.py dump-near's "
                                                   "generic_abstention_near.jsonl): its halves join the fit and the held-out half")
     parser.add_argument("--held-out", type=Path, nargs="*", default=[],
-                        help="more evidence never fitted (generic_abstention_near_held_out.jsonl), scored whole")
+                        help="more evidence never fitted (generic_abstention_near_held_out.jsonl, "
+                             "generic_abstention_trials.jsonl), scored whole")
+    parser.add_argument("--fit", default=abstention.DEFAULT_MODEL, choices=sorted(generic_fits()),
+                        help="the generic pack's fit to study: only the questions it judges are read (default the "
+                             "Chinese e5onnx fit; e5onnx@latin with --evidence bench/results/generic_abstention_english.jsonl)")
     args = parser.parse_args()
-    by_set = load(args.evidence)
+    by_set = load(args.evidence, fit_name=args.fit)
     if args.near:
-        for name, items in load(args.near, held_out=set(), prefix="near:").items():
+        for name, items in load(args.near, held_out=set(), prefix="near:", fit_name=args.fit).items():
             by_set.setdefault("near:ood" if name == "ood" else name, []).extend(items)
     for path in args.held_out:
-        for name, items in load(path, held_out={json.loads(line)["collection"] for line in path.open(encoding="utf-8")}).items():
+        collections = {json.loads(line)["collection"] for line in path.open(encoding="utf-8")}
+        for name, items in load(path, held_out=collections, fit_name=args.fit).items():
             by_set.setdefault(name, []).extend(items)
     fitting, held = {}, {}
     for name, items in by_set.items():
@@ -149,7 +171,10 @@ def main() -> None:
         fitting[name], held[f"half:{name}"] = first, second
     with_coverage = list(range(len(abstention.SIGNALS)))
     base_cols = [k for k in with_coverage if abstention.SIGNALS[k] != "coverage"]
-    arms = {"previous": PREVIOUS_FIT, "signals": fit(fitting, base_cols), "signals + coverage": fit(fitting, with_coverage)}
+    shipped = generic_fits()[args.fit]
+    # "previous": the Chinese fit before coverage existed; for a script's fit, the one shipped now
+    previous = PREVIOUS_FIT if args.fit == abstention.DEFAULT_MODEL else (np.array(shipped.weights), shipped.bias)
+    arms = {"previous": previous, "signals": fit(fitting, base_cols), "signals + coverage": fit(fitting, with_coverage)}
     columns = list(abstention.SIGNALS)
     for arm, (weights, bias) in arms.items():
         print(f"{arm}: weights {dict(zip(columns, np.round(weights, 3)))}, bias {bias:.3f}")

@@ -62,11 +62,16 @@ NEAR_FIT = REPO / "bench" / "data" / "near_fit"
 NEAR_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_near.jsonl"
 NEAR_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_near_held_out.jsonl"
 OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
+#: Every own-document set written in a fresh user's trial (``STUDY=dump-trials``), none fitted on: each set's
+#: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
+#: fit (bench/abstention_coverage_study.py --fit) can keep the records that fit judges.
+TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs")
+TRIALS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_trials.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near"):
+if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near", "dump-trials"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -172,6 +177,21 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
                         await _ingest(stub, collection, files(folder))
                         await _search(stub, out, collection, collection[3:], chinese(load_dataset(folder / "queries.jsonl")))
                         await _search(stub, out, collection, "ood", chinese(load_dataset(folder / "out_of_scope.jsonl")))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-trials", reason="STUDY=dump-trials")
+    async def test_dump_trials(mesh):
+        """Every trial's documents (TRIAL_SETS, never fitted on), each in its own collection "trial_<set>", searched
+        with its questions (set: its name) and its out-of-scope questions (set "ood"), to TRIALS_EVIDENCE."""
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                with TRIALS_EVIDENCE.open("w", encoding="utf-8") as out:
+                    for name in TRIAL_SETS:
+                        folder, collection = DOCS / name, f"trial_{name.removesuffix('_docs')}"
+                        await _ingest(stub, collection, {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+                                                         if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"})
+                        await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))
+                        await _search(stub, out, collection, "ood", load_dataset(folder / "out_of_scope.jsonl"))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump", reason="STUDY=dump")
     async def test_dump(mesh):
