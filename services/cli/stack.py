@@ -205,9 +205,15 @@ def start_services(env: dict[str, str], pids: dict[str, int], timeout: float = 1
     service that exits or does not become healthy."""
     logs = state_dir() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    for name in SERVICES:
-        if pids.get(name) and _alive(pids[name]):
-            continue
+    starting = [name for name in SERVICES if not (pids.get(name) and _alive(pids[name]))]
+    taken = taken_ports(env, starting)
+    if taken:
+        # another stack's service on our port would answer our health check: refuse before starting any
+        raise RuntimeError(
+            f"port{'s' if len(taken) > 1 else ''} already in use: {', '.join(taken)}. Another GraphMesh stack "
+            "(`graphmesh down` with its GRAPHMESH_HOME) or another server holds them; set these variables to free "
+            "ports (docs/usage.md, \"Several stacks on one machine\")")
+    for name in starting:
         log = open(logs / f"{name}.log", "ab")
         proc = subprocess.Popen(
             [sys.executable, "-m", f"services.{name}"], cwd=REPO_ROOT, env=env,
@@ -232,6 +238,21 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
         return "(no log)"
+
+
+def taken_ports(env: dict[str, str], names: list[str]) -> list[str]:
+    """"SETTING=port" for each port the services ``names`` would listen on
+    (their gRPC and metrics ports, and the gateway's REST port, as ``env``
+    sets them; 0 = none) that something already listens on."""
+    taken = []
+    for name in names:
+        prefix = f"GRAPHMESH_{name.upper()}"
+        settings = [f"{prefix}_PORT", f"{prefix}_METRICS_PORT", *(["GRAPHMESH_GATEWAY_REST__PORT"] if name == "gateway" else [])]
+        for setting in settings:
+            port = int(env.get(setting) or 0)
+            if port and port_in_use(port):
+                taken.append(f"{setting}={port}")
+    return taken
 
 
 def check_health(address: str, timeout: float = 2.0) -> bool:

@@ -123,3 +123,23 @@ def test_stores_already_running_or_external_are_reused_not_started(tmp_path, mon
             live.wait()
     monkeypatch.setenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", "bolt://db.example:7687")
     assert stack.start_stores(stack.StackConfig(), {})[1] == "bolt://db.example:7687"
+
+
+def test_a_taken_service_port_is_refused_before_any_service_starts(tmp_path, monkeypatch):
+    """Another stack's service on a port up would give one of its own would
+    answer up's health check as if it were ours: up names the taken port's
+    setting and starts nothing."""
+    started = []
+    monkeypatch.setattr(stack.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {f"GRAPHMESH_{n.upper()}_PORT": "0" for n in stack.SERVICES}
+        env |= {"GRAPHMESH_FUSER_PORT": str(port), "GRAPHMESH_GATEWAY_REST__PORT": "0"}
+        assert stack.taken_ports(env, list(stack.SERVICES)) == [f"GRAPHMESH_FUSER_PORT={port}"]
+        assert stack.taken_ports(env, ["gateway"]) == []  # a service already running is not checked
+        with pytest.raises(RuntimeError, match=f"GRAPHMESH_FUSER_PORT={port}.*Several stacks on one machine"):
+            stack.start_services(env, {})
+    assert started == []
