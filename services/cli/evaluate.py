@@ -204,6 +204,22 @@ def _judge_request(row: dict, reply: gateway_pb2.AnswerResponse, gold: list[str]
     )
 
 
+#: Gold id given to the judge for a question whose gold passage (given as text) no result holds: an id
+#: no result has, so hit@10, recall@10, MRR and context recall read 0 for it instead of not computed.
+UNRETRIEVED_GOLD = "gold-not-retrieved:"
+
+
+def judged_gold(row: dict, gold: list[str], given_as_text: bool) -> list[str]:
+    """The gold ids the judge is given for ``row``: ``gold`` (the ids of the
+    results holding a gold passage, when the gold is ``given_as_text``); when
+    a gold passage was given as text and no result holds it, one
+    UNRETRIEVED_GOLD id, so the question counts 0 in the judge's rank
+    metrics rather than being left out of their means (which read 1.0 over
+    only the questions retrieved)."""
+    if gold or not given_as_text:
+        return list(gold)
+    return [f"{UNRETRIEVED_GOLD}{row.get('id', row.get('query', ''))}"]
+
 #: A sentence counts as supported by a source, for the independent check of
 #: citation precision, when this share of its character bigrams occurs there
 #: (the judge's faithfulness rule, text_rules.SUPPORT_THRESHOLD).
@@ -342,7 +358,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                                           reply.answer, reference_of(row), labels,
                                           domains.citation_rules(list(reply.search.query_info.domain_packs))).items()}
                 judge_started = time.perf_counter()
-                request = _judge_request(row, reply, gold, ranked, 10, by_chunk=bool(passages))
+                request = _judge_request(row, reply, judged_gold(row, gold, bool(passages)), ranked, 10,
+                                         by_chunk=bool(passages))
                 base.contexts, base.context_labels = list(request.contexts), list(request.context_labels)
                 try:
                     judged = await judge.Judge(request, timeout=timeout)

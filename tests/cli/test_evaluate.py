@@ -201,3 +201,16 @@ def test_the_judge_sees_chunk_ids_when_the_gold_is_given_as_text():
     assert list(by_chunk.context_ids) == ["手册.docx#4", "手册.docx#7"] and list(by_chunk.gold_ids) == ["手册.docx#4"]
     by_document = evaluate._judge_request(row, reply, ["手册.docx"], ["手册.docx"], 10)
     assert list(by_document.context_ids) == ["手册.docx", "手册.docx"]
+
+
+def test_a_gold_passage_no_result_holds_counts_zero_in_the_judges_rank_metrics():
+    from services.judge import core
+
+    row = {"id": "k07", "query": "When are quiet hours?", "gold_text": "Quiet hours are from 22:00 to 07:00."}
+    unretrieved = evaluate.judged_gold(row, [], given_as_text=True)
+    assert unretrieved == [f"{evaluate.UNRETRIEVED_GOLD}k07"]
+    ranked = ["housing.docx#1", "housing.docx#2"]
+    assert core.hit_at(ranked, set(unretrieved), 10) == 0.0 and core.recall_at(ranked, set(unretrieved), 10) == 0.0
+    assert core.mrr_at(ranked, set(unretrieved)) == 0.0
+    assert evaluate.judged_gold(row, ["housing.docx#3"], given_as_text=True) == ["housing.docx#3"]
+    assert evaluate.judged_gold({"query": "q"}, [], given_as_text=False) == []  # no gold at all: not computed
