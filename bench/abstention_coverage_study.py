@@ -86,7 +86,8 @@ def load(path: Path, held_out: set[str] = frozenset({HELD_OUT_COLLECTION}), pref
         if "error" in record:
             continue
         results = [json_format.ParseDict(c, types_pb2.Candidate(), ignore_unknown_fields=True) for c in record["results"]]
-        if abstention.fit_for(base, fits, record["query"], abstention.evidence_text(results)) is not fits[fit_name]:
+        if abstention.fit_for(base, fits, record["query"], abstention.evidence_text(results),
+                                                                   abstention.first_text(results)) is not fits[fit_name]:
             continue  # judged by another fit
         assert (record["embedding_model"] or base) == base, record["embedding_model"]
         row = np.array(abstention.signals(record["keywords"], results).vector(), dtype=float)

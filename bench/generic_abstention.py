@@ -65,7 +65,7 @@ OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
 #: Every own-document set written in a fresh user's trial (``STUDY=dump-trials``), none fitted on: each set's
 #: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
 #: fit (bench/abstention_coverage_study.py --fit) can keep the records that fit judges.
-TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs")
+TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs")
 TRIALS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_trials.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
@@ -239,7 +239,8 @@ def report(pack_name: str, constants: str = "", evidence: Path = EVIDENCE) -> No
         record = json.loads(line)
         model = record["embedding_model"] or abstention.DEFAULT_MODEL
         results = [json_format.ParseDict(c, types_pb2.Candidate()) for c in record["results"]]
-        fit = given if constants else abstention.fit_for(model, fits, record["query"], abstention.evidence_text(results))
+        fit = given if constants else abstention.fit_for(model, fits, record["query"], abstention.evidence_text(results),
+                                                                   abstention.first_text(results))
         sig = abstention.signals(record["keywords"], results)
         name = record["set"] + ("/own" if "trial-ood" in record["id"] else "") + \
             ("/latin" if abstention.latin_script(record["query"]) else

@@ -11,7 +11,11 @@ on, ingested as files into a collection without a domain pack:
 - office_docs: seven office, plant and appliance documents of a trial
   (tests/quality/data/office_docs: .md with a table, .docx, .pdf, .txt, two
   English files), its 19 questions (6 across scripts) and 6 out-of-scope
-  ones.
+  ones;
+- kestrel_docs: a marine field station's five English documents and one
+  Chinese (tests/quality/data/kestrel_docs: .md with a table, .docx, .pdf,
+  .txt), its 28 questions (8 Chinese about English text, 2 English about
+  Chinese) and 10 out-of-scope ones, half near the documents' topics.
 
 Answer (extractive, no LLM) must answer the questions they answer, abstain
 on those they do not, and quote the answering line. The rules are the
@@ -39,6 +43,7 @@ SETS = {
                          "general_abstained": REPO / "bench" / "data" / "out_of_domain_zh.jsonl"}),
     "english_docs": (6, {"out_of_scope_abstained": DATA / "english_docs" / "out_of_scope.jsonl"}),
     "office_docs": (7, {"out_of_scope_abstained": DATA / "office_docs" / "out_of_scope.jsonl"}),
+    "kestrel_docs": (6, {"out_of_scope_abstained": DATA / "kestrel_docs" / "out_of_scope.jsonl"}),
 }
 
 

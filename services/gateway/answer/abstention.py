@@ -210,21 +210,28 @@ CROSS_LATIN_SUFFIX = "@cross_latin"
 EVIDENCE_RESULTS = 3
 
 
-def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: str = "") -> Fit | None:
+def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: str = "", first: str = "") -> Fit | None:
     """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
     a "-tN" truncation suffix ignored) in ``fits``: for a ``question`` in
     Latin script its LATIN_SUFFIX fit, or its CROSS_LATIN_SUFFIX fit when
-    the ``evidence`` (the text of the top results) is not in Latin script
-    (an English question over Chinese documents); for another question
-    whose evidence holds next to no Chinese (``without_cjk``) its
-    CROSS_SUFFIX fit (a Chinese question over English documents), when the
-    pack has that fit; else its fit; None when it has none."""
+    the ``evidence`` (the text of the top results, ``evidence_text``) or the
+    ``first`` result's text (``first_text``) is not in Latin script (an
+    English question over Chinese documents); for another question whose
+    evidence, or whose first result, holds next to no Chinese
+    (``without_cjk``) its CROSS_SUFFIX fit (a Chinese question about English
+    documents), when the pack has that fit; else its fit; None when it has
+    none. The first result alone can decide because in a collection that
+    mixes Chinese and English documents, a Chinese passage among the top
+    three made a Chinese question about an English passage read as
+    same-script (docs/benchmarks.md, "The rule's script from the first
+    result")."""
     base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
     if question and latin_script(question):
-        if evidence and not latin_script(evidence) and base + CROSS_LATIN_SUFFIX in fits:
+        crossed = any(text and not latin_script(text) for text in (evidence, first))
+        if crossed and base + CROSS_LATIN_SUFFIX in fits:
             return fits[base + CROSS_LATIN_SUFFIX]
         return fits.get(base + LATIN_SUFFIX) or fits.get(base)
-    if question and evidence and without_cjk(evidence):
+    if question and any(text and without_cjk(text) for text in (evidence, first)):
         return fits.get(base + CROSS_SUFFIX) or fits.get(base)
     return fits.get(base)
 
@@ -234,6 +241,11 @@ def evidence_text(results: Sequence[types_pb2.Candidate]) -> str:
     return " ".join(c.text for c in results[:EVIDENCE_RESULTS])
 
 
+def first_text(results: Sequence[types_pb2.Candidate]) -> str:
+    """The first result's text ("" without results), whose script ``fit_for`` also reads."""
+    return results[0].text if results else ""
+
+
 def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
     """sigmoid(weights . signals + bias), in [0, 1]."""
     z = bias + sum(w * x for w, x in zip(weights, sig.vector()))
@@ -241,16 +253,17 @@ def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
 
 
 def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, model: str = DEFAULT_MODEL,
-           vector_ran: bool = False, question: str = "", evidence: str = "") -> Decision:
+           vector_ran: bool = False, question: str = "", evidence: str = "", first: str = "") -> Decision:
     """Answer when ``answerability(sig)`` under ``model``'s fit in ``fits``
     (``pack_fits``; by the script of ``question`` and of ``evidence``, the
-    text of the top results, its Latin-script or cross-lingual fit when
-    there is one: ``fit_for``) reaches ``threshold``; not judged
+    text of the top results, and ``first``, the first result's, its
+    Latin-script or cross-lingual fit when there is one: ``fit_for``)
+    reaches ``threshold``; not judged
     (answer) without one. ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
     evidence, judged with cosines of 0), not that the signal is missing."""
-    fit = fit_for(model, fits, question, evidence)
+    fit = fit_for(model, fits, question, evidence, first)
     if fit is None:
         return Decision(True, 0.0, threshold, f"not judged: no abstention fit for embedding model {model!r}")
     score = answerability(sig, fit.weights, fit.bias)

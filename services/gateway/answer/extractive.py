@@ -123,6 +123,27 @@ def _headers_of(chosen: list[Candidate]) -> list[Candidate]:
 LATER_SOURCE_MIN_SHARE = 0.5
 #: Between two quoted pieces that are not next to each other in their text.
 GAP = " … "
+#: The best piece of a source is quoted whole up to this many characters, past the source's budget: a
+#: sentence cut at the budget loses what it says last (a rate table's "…, fuel included" read "fuel inc").
+WHOLE_PIECE_MAX_CHARS = 320
+#: Ends a quote cut short (``cut_quote``); counts in the budget.
+ELLIPSIS = "…"
+#: Where a quote longer than its budget may be cut: after a clause or sentence mark, or at a space.
+_CUT_AFTER = re.compile(r"[，,；;：:、。！？.!?）)」”]|\s")
+
+
+def cut_quote(quote: str, budget: int) -> str:
+    """``quote`` when it fits in ``budget`` characters; else cut after the
+    last clause mark or space inside the budget (in its second half; mid-word
+    only when there is none, as in a long run of Chinese without
+    punctuation) and ended with ELLIPSIS, within the budget."""
+    if len(quote) <= budget:
+        return quote
+    head = quote[: max(0, budget - len(ELLIPSIS))]
+    cuts = [m.end() for m in _CUT_AFTER.finditer(head) if m.end() >= len(head) // 2]
+    if cuts:
+        head = head[: cuts[-1]]
+    return head.rstrip(" ，,；;：:、") + ELLIPSIS
 
 
 def _quote(pieces: list[Candidate]) -> str:
@@ -217,7 +238,8 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
     at most ``max_sentences_per_source`` and ``max_chars_per_source``
-    characters, in reading order (pieces lines apart separated by GAP),
+    characters (the best one whole up to WHOLE_PIECE_MAX_CHARS; a quote
+    over its budget is cut at a clause mark or space, ``cut_quote``), in reading order (pieces lines apart separated by GAP),
     followed by the citation [n]; when the
     question asks for a list (``asks_list``) and a lead-in with its list
     items answers best, that list alone, up to LIST_MAX_CHARS. A source
@@ -256,10 +278,12 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
+        if chosen:  # the best piece whole, up to WHOLE_PIECE_MAX_CHARS
+            budget = max(budget, min(len(chosen[0].text), WHOLE_PIECE_MAX_CHARS))
         headers = _headers_of(chosen)
         if headers:  # a row keeps its column names, past the budget by the header's length
             budget = max(budget, used) + sum(len(h.text) + len(GAP) for h in headers)
-        quote = _quote(sorted([*chosen, *headers], key=lambda c: (c.first, c.last)))[:budget]
+        quote = cut_quote(_quote(sorted([*chosen, *headers], key=lambda c: (c.first, c.last))), budget)
         if quote:
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

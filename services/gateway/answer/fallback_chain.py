@@ -214,7 +214,8 @@ class FallbackChain:
         sig = abstention.signals(retrieval.response.query_info.keywords, results)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
         chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran,
-                                            info.normalized_query, abstention.evidence_text(results))
+                                            info.normalized_query, abstention.evidence_text(results),
+                                            abstention.first_text(results))
         chosen.evidence = retrieval
         return chosen.decision.answerable
 

@@ -252,6 +252,26 @@ def test_an_english_question_over_chinese_evidence_is_judged_by_the_cross_latin_
     assert not abstention.decide(sig, without, question=question, evidence=abstention.evidence_text(chinese)).answerable
 
 
+def test_in_a_collection_mixing_scripts_the_first_result_alone_can_make_the_question_cross_script():
+    # a fresh user's station documents: English rules and one Chinese vehicle rule; for "nitrox 氧气比例最高可以用到多少？"
+    # the English answering passage came first and the Chinese file second and third, so the three read as Chinese
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0), -87.0, ""),           # answers from cosine 0.87
+            "e5onnx@cross": abstention.Fit((100.0, 0, 0, 0, 0), -85.0, "")}    # answers from cosine 0.85
+    mixed = [*results(0.86, text="Nitrox mixes up to 36% oxygen may be used by certified divers."),
+             *results(0.85, 0.84, text="车辆每公里收费1.2元，沙地胎压不低于1.2巴，还车须加满油并登记里程。")]
+    sig = abstention.signals(["nitrox", "氧气", "比例"], mixed)
+    question = "nitrox 氧气比例最高可以用到多少？"
+    evidence, first = abstention.evidence_text(mixed), abstention.first_text(mixed)
+    assert not abstention.without_cjk(evidence) and abstention.without_cjk(first)
+    assert abstention.decide(sig, fits, question=question, evidence=evidence, first=first).answerable
+    assert not abstention.decide(sig, fits, question=question, evidence=evidence).answerable  # the three alone: Chinese
+    # a Chinese first result keeps a Chinese question on the Chinese rule
+    chinese_first = list(reversed(mixed))
+    assert not abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(chinese_first),
+                                 first=abstention.first_text(chinese_first)).answerable
+    assert abstention.first_text([]) == ""
+
+
 def test_the_no_answer_message_and_the_extractive_label_read_the_question_s_script_the_same_way():
     from services.gateway.answer.extractive import EXTRACTIVE_LABEL_EN, extractive_label
     for question in ("Where is the 王府井 office?", "secret key 轮换之后旧的 key 还能用多久？", "How long are backups kept?"):

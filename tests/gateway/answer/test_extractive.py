@@ -258,3 +258,29 @@ def test_a_numbered_name_in_the_question_quotes_its_own_line_not_the_line_of_ano
     # quantities are not names: a threshold of other days still answers "请假5天"
     leave = extractive_answer(["请假3天以内由部门经理审批；3天以上由分管副总审批。"], "请假5天谁来批")
     assert "3天以上由分管副总审批" in leave
+
+
+def test_a_sentence_past_the_budget_is_quoted_whole_not_cut_mid_word():
+    # a fresh user's rate line of 166 characters read "..., fuel inc [1]" when cut at the 160-character budget
+    rates = ("Boats are booked in the FleetDesk system at least 48 hours before departure.\n"
+             "Boat time is charged to the project grant at 85 dollars per hour for RV Tern, 55 dollars per hour "
+             "for RV Petrel and 240 dollars per hour for RV Osprey, fuel included.")
+    answer = extractive_answer([rates], "How much does an hour on RV Tern cost my grant?")
+    assert answer.splitlines()[1].endswith("RV Osprey, fuel included. [1]")
+
+
+def test_a_quote_past_the_whole_piece_cap_is_cut_at_a_word_boundary_with_an_ellipsis():
+    words = " ".join(f"word{i}" for i in range(120))  # one unpunctuated sentence of about 800 characters
+    quote = extractive_answer([words], "word7")[len(generation.EXTRACTIVE_LABEL_EN) + 1:].removesuffix(" [1]")
+    assert quote.endswith("…") and len(quote) <= generation.WHOLE_PIECE_MAX_CHARS
+    assert quote[:-1].split(" ")[-1] in words.split(" ")  # the last word whole
+
+
+@pytest.mark.parametrize(("quote", "budget", "expected"), [
+    ("短句。", 10, "短句。"),
+    ("甲乙丙丁戊己，庚辛壬癸子丑寅卯辰巳午未", 16, "甲乙丙丁戊己…"),
+    ("alpha beta gamma delta", 14, "alpha beta…"),
+    ("abcdefghij", 6, "abcde…"),  # no boundary at all: cut mid-word
+])
+def test_cut_quote_falls_after_a_clause_mark_or_space(quote, budget, expected):
+    assert generation.cut_quote(quote, budget) == expected
