@@ -22,7 +22,7 @@ def hits_to_candidates(hits: list[Hit], source_by_channel: dict[str, int],
             cand = types_pb2.Candidate(
                 id=hit.chunk_id, document_id=hit.document_id, title=hit.title,
                 heading_path=hit.heading_path, text=hit.text, ordinal=hit.ordinal,
-                collection=hit.collection, metadata=hit.metadata, context_text=hit.context_text,
+                collection=hit.collection, metadata=hit.metadata, context_text=hit.context_text, script=hit.script,
             )
             by_id[hit.chunk_id] = cand
             order.append(hit.chunk_id)

@@ -90,6 +90,8 @@ class Hit:
         metadata: document metadata with the chunk's own (e.g. "page") over it, when the store returns it.
         context_text: the chunk's parent context (its section around it,
             Candidate.context_text) when asked for; "" otherwise.
+        script: writing system of the chunk's document (Candidate.script:
+            "latin", "cjk", or "" when not known).
     """
 
     chunk_id: str
@@ -105,6 +107,7 @@ class Hit:
     collection: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     context_text: str = ""
+    script: str = ""
 
 
 @dataclass(slots=True)

@@ -192,6 +192,20 @@ def without_cjk(text: str) -> bool:
     return letters > 0 and 20 * len(_CJK_CHAR.findall(text)) < letters
 
 
+#: Writing systems of a document (Candidate.script): next to no CJK characters, or some.
+LATIN_SCRIPT, CJK_SCRIPT = "latin", "cjk"
+
+
+def writing_system(text: str) -> str:
+    """LATIN_SCRIPT when ``text`` holds next to no CJK characters
+    (``without_cjk``: an English document, even with a few Chinese words),
+    CJK_SCRIPT when it has letters and more CJK than that (a Chinese
+    document, even one full of code), "" when it has no letters at all."""
+    if without_cjk(text):
+        return LATIN_SCRIPT
+    return CJK_SCRIPT if _LETTER.search(text) else ""
+
+
 def split_sentences(text: str) -> list[str]:
     """Splits ``text`` after each sentence end (。！？!?；; or newline), keeping
     the terminator with its sentence. Concatenating the result gives ``text``."""

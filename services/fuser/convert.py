@@ -11,7 +11,7 @@ def candidate_to_item(c: types_pb2.Candidate) -> Item:
         id=c.id, document_id=c.document_id, title=c.title, heading_path=list(c.heading_path), text=c.text,
         source=int(c.source) or types_pb2.SOURCE_DOCUMENT_CHUNK, ordinal=c.ordinal,
         scores=[Scored(s.channel, s.score, s.rank, s.evidence) for s in c.channel_scores],
-        embedding=list(c.embedding), fused=c.fused_score, context_text=c.context_text,
+        embedding=list(c.embedding), fused=c.fused_score, context_text=c.context_text, script=c.script,
     )
 
 
@@ -21,5 +21,5 @@ def item_to_candidate(it: Item, with_embedding: bool = False) -> types_pb2.Candi
         id=it.id, document_id=it.document_id, title=it.title, heading_path=it.heading_path, text=it.text,
         source=it.source, ordinal=it.ordinal, fused_score=it.fused,
         channel_scores=[types_pb2.ChannelScore(channel=s.channel, score=s.score, rank=s.rank, evidence=s.evidence) for s in it.scores],
-        embedding=it.embedding if with_embedding else [], context_text=it.context_text,
+        embedding=it.embedding if with_embedding else [], context_text=it.context_text, script=it.script,
     )

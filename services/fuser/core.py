@@ -3,7 +3,8 @@
 - ``merge``: union of candidate lists by id, keeping every channel's score.
 - ``rrf_scores`` / ``weighted_scores``: one score per candidate from its
   channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
-  DocumentJoiner; weighted = sum of weight x min-max normalised score).
+  DocumentJoiner; weighted = sum of weight x min-max normalised score, dense
+  cosines centred per writing system when documents of two are mixed).
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
   fuseResults V42, the MarxSphere design (docs/references.md) section 4);
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from services.common import names
 from services.common.packed_context import source_label
 from services.common.text import TRUNCATION_MARK, truncate_at_boundary
 
@@ -68,6 +70,7 @@ class Item:
     embedding: list[float] = field(default_factory=list)
     fused: float = 0.0
     context_text: str = ""
+    script: str = ""
 
     @property
     def packed_text(self) -> str:
@@ -79,8 +82,8 @@ class Item:
 def merge(lists: list[list[Item]]) -> list[Item]:
     """Union of ``lists`` by id, in first-seen order. A candidate seen in
     several lists keeps all their channel scores (a channel reported twice
-    keeps its best score); the first non-empty embedding and parent context
-    are kept, and the source of the list that ranked it best wins."""
+    keeps its best score); the first non-empty embedding, parent context and
+    writing system are kept, and the source of the list that ranked it best wins."""
     merged: dict[str, Item] = {}
     for items in lists:
         for item in items:
@@ -89,9 +92,10 @@ def merge(lists: list[list[Item]]) -> list[Item]:
                 merged[item.id] = Item(
                     item.id, item.document_id, item.title, list(item.heading_path), item.text,
                     item.source, item.ordinal, list(item.scores), list(item.embedding),
-                    context_text=item.context_text,
+                    context_text=item.context_text, script=item.script,
                 )
                 continue
+            known.script = known.script or item.script
             by_channel = {s.channel: s for s in known.scores}
             for s in item.scores:
                 if s.channel not in by_channel or s.score > by_channel[s.channel].score:
@@ -118,20 +122,56 @@ def rrf_scores(items: list[Item], weights: dict[str, float], k: int = RRF_K) -> 
     }
 
 
+#: Channels whose scores are a bi-encoder's cosines to the question. A bi-encoder (e5-small) scores
+#: any passage in the question's language above a relevant one in another (a Chinese question about
+#: a station's English rules: 0.83-0.87 to every chunk of its one Chinese file), so where a fusion
+#: mixes documents of two writing systems (Item.script) these are centred per system first
+#: (``script_centred``; docs/benchmarks.md, "Dense similarity within each writing system").
+DENSE_CHANNELS = frozenset({names.PG_VECTOR, names.PG_HYDE, names.SENTENCE_MAXSIM})
+#: A writing system's offset is the mean of its this many best scores in the channel (GraphMesh's
+#: constant, the one of the first dense-only trial, not tuned on the fused ranking).
+SCRIPT_CENTRE_TOP = 5
+
+
+def script_centred(items: list[Item], channel: str) -> dict[str, float]:
+    """{item id: score} of ``channel`` with each writing system's scores
+    shifted so that the means of every system's SCRIPT_CENTRE_TOP best
+    scores meet (the lower systems raised to the highest); unchanged when
+    the channel's items are of one system. Items of no known system
+    (script "") keep their score."""
+    raw = {it.id: (it.script, s.score) for it in items for s in it.scores if s.channel == channel}
+    by_script: dict[str, list[float]] = defaultdict(list)
+    for script, score in raw.values():
+        if script:
+            by_script[script].append(score)
+    if len(by_script) < 2:
+        return {i: score for i, (_, score) in raw.items()}
+    offset = {script: float(np.mean(sorted(v, reverse=True)[:SCRIPT_CENTRE_TOP])) for script, v in by_script.items()}
+    top = max(offset.values())
+    return {i: score + (top - offset[script] if script else 0.0) for i, (script, score) in raw.items()}
+
+
 def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, float]:
     """Sum over channels of weight x the score min-max normalised within the
-    channel (a channel whose scores are all equal contributes 1.0 each)."""
+    channel (a channel whose scores are all equal contributes 1.0 each);
+    the scores of DENSE_CHANNELS centred per writing system first
+    (``script_centred``) when the items mix two."""
+    centred = {c: script_centred(items, c) for c in DENSE_CHANNELS}
+
+    def score(it: Item, s: Scored) -> float:
+        return centred[s.channel].get(it.id, s.score) if s.channel in centred else s.score
+
     by_channel: dict[str, list[float]] = defaultdict(list)
     for it in items:
         for s in it.scores:
-            by_channel[s.channel].append(s.score)
+            by_channel[s.channel].append(score(it, s))
     bounds = {c: (min(v), max(v)) for c, v in by_channel.items()}
     fused = {}
     for it in items:
         total = 0.0
         for s in it.scores:
             low, high = bounds[s.channel]
-            norm = 1.0 if math.isclose(high, low) else (s.score - low) / (high - low)
+            norm = 1.0 if math.isclose(high, low) else (score(it, s) - low) / (high - low)
             total += weights.get(s.channel, 1.0) * norm
         fused[it.id] = total
     return fused

@@ -6,7 +6,7 @@ Pure asyncio (asyncpg); no gRPC. Takes and returns the plain records of
 
 Schema (migration 1):
 
-- ``documents(id, title, heading_path, metadata, content_hash, ingested_at)``
+- ``documents(id, title, heading_path, metadata, content_hash, ingested_at[, collection, source, script])``
 - ``chunks(id, document_id → documents, ordinal, heading_path, text,
   parent_context, embedding vector(D), term_count)``, HNSW index
   (``vector_cosine_ops``) on ``embedding``.
@@ -20,7 +20,10 @@ cards of ``entity_store``; migration 4 collections and metadata filters:
 collections keeps working as the "default" collection) and
 ``documents.source``, an index on (collection, id), a GIN index on
 ``documents.metadata``, ``chunks.metadata`` (page numbers), and the
-collection column of the entity cards (their keys become (collection, name)).
+collection column of the entity cards (their keys become (collection, name));
+migration 5 each collection's domain pack, 6 the postings generation, 7
+``documents.script``, each document's writing system (Candidate.script),
+backfilled from the chunks of documents stored before it.
 
 Every search channel takes a scope (collections and metadata conditions,
 ``filter_sql``) and applies it inside its query before its LIMIT, so a
@@ -69,6 +72,7 @@ import numpy as np
 from services.common.filters import Condition
 from services.common.metrics import VECTOR_SEARCH_PLANS
 from services.common.store_deadline import QueryBudget, StoreTimeout, deadline_scope, milliseconds
+from services.common.text import writing_system
 from services.retriever_pg.entity_store import entity_collection_migration, entity_migration
 from services.retriever_pg import keyword_index
 from services.retriever_pg.keyword_cache import GENERATION_SEQUENCE, KeywordCache
@@ -151,12 +155,20 @@ _CONNECTION_ERRORS = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, C
 
 _WRITE_ERRORS = (asyncpg.PostgresError, ValueError, TypeError, OverflowError, struct.error)
 
-_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash", "collection", "source"]
+_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash", "collection", "source", "script"]
 _CHUNK_COLUMNS = [
     "id", "document_id", "ordinal", "heading_path", "text",
     "parent_context", "embedding", "term_count", "metadata",
 ]
 _TERM_COLUMNS = ["term", "chunk_id", "tf", "doc_len", "collection"]
+
+
+#: PostgreSQL regex classes of what is not a CJK character, and not a letter (Latin letters and CJK
+#: characters: the letters that decide a writing system), for migration 7's backfill; the ranges are
+#: those of services.common.text's CJK characters.
+_CJK_RANGES = r"\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_NOT_CJK_CLASS = f"[^{_CJK_RANGES}]"
+_NOT_LETTER_CLASS = f"[^A-Za-z\\u00c0-\\u024f{_CJK_RANGES}]"
 
 
 def _migrations(dim: int) -> list[tuple[int, list[str]]]:
@@ -255,6 +267,22 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 "DROP TRIGGER IF EXISTS chunk_terms_changed ON chunk_terms",
                 "CREATE TRIGGER chunk_terms_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON chunk_terms"
                 " FOR EACH STATEMENT EXECUTE FUNCTION chunk_terms_changed()",
+            ],
+        ),
+        (
+            # Each document's writing system (Candidate.script), for the fuser's per-script
+            # normalisation of dense similarity; documents stored before it are read once here,
+            # with the rule of services.common.text.writing_system (letters counted as Latin
+            # letters and CJK characters).
+            7,
+            [
+                "ALTER TABLE documents ADD COLUMN IF NOT EXISTS script text NOT NULL DEFAULT ''",
+                "UPDATE documents d SET script = CASE WHEN s.letters = 0 THEN '' "
+                "WHEN 20 * s.cjk < s.letters THEN 'latin' ELSE 'cjk' END "
+                "FROM (SELECT document_id,"
+                f" sum(length(regexp_replace(text, '{_NOT_CJK_CLASS}', '', 'g'))) AS cjk,"
+                f" sum(length(regexp_replace(text, '{_NOT_LETTER_CLASS}', '', 'g'))) AS letters"
+                " FROM chunks GROUP BY document_id) s WHERE s.document_id = d.id",
             ],
         ),
     ]
@@ -391,7 +419,8 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
     collection = getattr(doc, "collection", "") or "default"
     _check_str(collection, "collection")
     _check_str(getattr(doc, "source", ""), "source")
-    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash, collection, doc.source)
+    script = writing_system(" ".join(chunk.text for chunk in doc.chunks if isinstance(chunk.text, str)))
+    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash, collection, doc.source, script)
 
     chunk_rows: list[tuple] = []
     term_rows: list[tuple] = []
@@ -456,6 +485,7 @@ def _hit(row: asyncpg.Record, channel: str, score: float, evidence: str = "") ->
         embedding=list(row["embedding"]) if row["embedding"] is not None else [],
         collection=row["collection"],
         metadata=dict(row["chunk_metadata"] or {}),
+        script=row["script"],
     )
 
 
@@ -467,7 +497,7 @@ def _hit_columns(with_embeddings: bool) -> str:
     embedding is empty. A constant: no caller text goes into it."""
     embedding = "c.embedding" if with_embeddings else "NULL::vector AS embedding"
     return (f"c.id, c.document_id, d.title, c.heading_path, c.text, c.ordinal, {embedding}, d.collection,"
-            " d.metadata || c.metadata AS chunk_metadata")
+            " d.metadata || c.metadata AS chunk_metadata, d.script")
 
 
 # ----------------------------------------------------------------- store

@@ -22,3 +22,13 @@ def test_candidates_group_hits_and_carry_embeddings_only_when_asked():
     assert all(not c.embedding for c in plain)
     full = hits_to_candidates(hits, {"pg.vector": 1, "pg.keyword": 1})
     assert list(full[0].embedding) == pytest.approx([0.1, 0.2]) and list(full[1].embedding) == pytest.approx([0.3, 0.4])
+
+
+def test_candidates_carry_their_document_s_writing_system_through_the_fuser():
+    from services.fuser.convert import candidate_to_item, item_to_candidate
+
+    english = hit("rules#0", "pg.vector", 0.8)
+    english.script = "latin"
+    [candidate] = hits_to_candidates([english], {"pg.vector": 1})
+    assert candidate.script == "latin"
+    assert item_to_candidate(candidate_to_item(candidate)).script == "latin"

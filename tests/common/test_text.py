@@ -78,3 +78,12 @@ def test_numbered_names_are_ordinals_and_numbered_items_not_quantities():
 
     assert numbered_names("3号仓库第5排货架") == ["3号", "5排"]
     assert numbered_names("工作满12年，请假5天，见第 3 条，地铁12号线") == ["3条", "12号"]
+
+
+def test_a_document_s_writing_system_is_latin_only_with_next_to_no_cjk_characters():
+    from services.common.text import CJK_SCRIPT, LATIN_SCRIPT, writing_system
+
+    assert writing_system("Quiet hours are from 22:00 to 07:00 in the Boathouse; the word 安静 means quiet.") == LATIN_SCRIPT
+    assert writing_system("配额表 QUOTA_PG = ceil(6000 × 0.25) = 1500，向量检索 pgvector chunk top 20") == CJK_SCRIPT
+    assert writing_system("车辆使用费按每公里 0.6 美元计入项目经费。") == CJK_SCRIPT
+    assert writing_system("12 | 34 | 56") == "" and writing_system("") == ""

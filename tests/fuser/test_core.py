@@ -41,6 +41,41 @@ def test_weighted_fusion_min_max_normalises_per_channel():
     assert math.isclose(scores["c"], 0.0)
 
 
+def scripted(id_, script, *scores):
+    it = item(id_, scores[0][0], 1, scores[0][1])
+    it.scores = [Scored(channel, score, 1) for channel, score in scores]
+    it.script = script
+    return it
+
+
+def test_dense_cosines_are_centred_per_writing_system_when_a_fusion_mixes_two():
+    """A Chinese question over a station's English rules and its one Chinese file: e5 gives every
+    Chinese chunk 0.85-0.87 and the English answer 0.82. Centred on each system's top-5 mean, the
+    English answer, also found by the keyword channel, comes first."""
+    chinese = [scripted(f"zh{i}", "cjk", ("pg.vector", 0.87 - 0.005 * i)) for i in range(5)]
+    english = [scripted("answer", "latin", ("pg.vector", 0.82), ("pg.keyword", 4.0)),
+               *[scripted(f"en{i}", "latin", ("pg.vector", 0.80 - 0.01 * i)) for i in range(4)]]
+    items = core.merge([chinese + english])
+    weights = {"pg.vector": 1.0, "pg.keyword": 0.5}
+    centred = core.script_centred(items, "pg.vector")
+    english_top5 = (0.82 + 0.80 + 0.79 + 0.78 + 0.77) / 5
+    chinese_top5 = sum(0.87 - 0.005 * i for i in range(5)) / 5
+    assert math.isclose(centred["answer"], 0.82 + chinese_top5 - english_top5) and centred["zh0"] == 0.87
+    ranked = core.rank(items, core.weighted_scores(items, weights), top_k=3)
+    assert ranked[0].id == "answer"
+    # one writing system (or an unknown one): the scores as they were
+    one = core.merge([[scripted("a", "cjk", ("pg.vector", 0.9)), scripted("b", "", ("pg.vector", 0.5))]])
+    assert core.script_centred(one, "pg.vector") == {"a": 0.9, "b": 0.5}
+    # unknown systems keep their score when two known ones are centred; lexical channels are never centred
+    mixed = core.merge([[scripted("z", "cjk", ("pg.vector", 0.9)), scripted("e", "latin", ("pg.vector", 0.7)),
+                         scripted("u", "", ("pg.vector", 0.6))]])
+    assert core.script_centred(mixed, "pg.vector") == pytest.approx({"z": 0.9, "e": 0.9, "u": 0.6})
+    assert core.script_centred(items, "pg.keyword") == {"answer": 4.0}
+    # merge keeps the first known writing system of a candidate seen in two lists
+    twice = core.merge([[scripted("x", "", ("sentence.maxsim", 0.8))], [scripted("x", "latin", ("pg.vector", 0.8))]])
+    assert twice[0].script == "latin"
+
+
 def test_one_per_document_keeps_best_chunk():
     items = [item("d1#0", "X", 1, doc="d1"), item("d1#1", "X", 2, doc="d1"), item("d2#0", "X", 3, doc="d2")]
     ranked = core.rank(items, core.rrf_scores(items, {}), top_k=10, one_per_document=True)

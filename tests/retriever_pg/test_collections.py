@@ -248,14 +248,22 @@ async def test_migration_4_upgrades_a_store_ingested_before_collections(pg_new_d
                            "VALUES ('7', '专利法', '{专利法}', '{\"status\": \"现行有效\"}', 'h')")
         await conn.execute("INSERT INTO chunks (id, document_id, ordinal, heading_path, text, term_count) "
                            "VALUES ('7#0', '7', 0, '{专利法}', '对发明人的专利申请，任何单位不得压制。', 2)")
+        await conn.execute("INSERT INTO documents (id, title, heading_path, metadata, content_hash) "
+                           "VALUES ('en', 'Dive safety', '{}', '{}', 'h2')")
+        await conn.execute("INSERT INTO chunks (id, document_id, ordinal, heading_path, text, term_count) "
+                           "VALUES ('en#0', 'en', 0, '{}', 'Cylinders are filled only in the station compressor room (压缩机房) by the dive officer on duty, between eight and ten in the morning.', 1)")
         await conn.executemany("INSERT INTO chunk_terms (term, chunk_id, tf, doc_len) VALUES ($1, '7#0', 1, 2)", [("专利",), ("申请",)])
         await conn.execute("INSERT INTO entity_cards (name, card, gram_count, content_hash) VALUES ('专利', '专利', 3, 'x')")
-    assert await old.migrate() == [4, 5, 6]  # 5: each collection's domain pack; 6: the postings generation
+    # 5: each collection's domain pack; 6: the postings generation; 7: each document's writing system
+    assert await old.migrate() == [4, 5, 6, 7]
     assert await old.migrate() == []
     assert await old.collection_packs() == {"default": "law_zh"}  # stored before packs: read as statutes
     listed = await old.list_documents([], ["default"], parse_filter('status = "现行有效"'), 10)
     assert [(d.id, d.collection, d.source) for d in listed] == [("7", "default", "")]
     hits = await old.keyword_search(["专利"], 5, ["default"])
     assert [(h.document_id, h.collection, h.metadata) for h in hits] == [("7", "default", {"status": "现行有效"})]
+    assert [h.script for h in hits] == ["cjk"]  # backfilled from its chunks by migration 7
+    async with old.connection() as conn:
+        assert await conn.fetchval("SELECT script FROM documents WHERE id = 'en'") == "latin"
     assert await EntityCardStore(old.connection, DIM).collection_counts() == {"default": 1}
     await old.close()

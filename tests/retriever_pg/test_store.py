@@ -257,6 +257,21 @@ async def test_vector_search_returns_nearest_first(store):
         await store.vector_search([1.0, 0.0], 3)
 
 
+async def test_each_document_s_writing_system_is_stored_and_every_hit_carries_it(store):
+    docs = [make_doc("rules", ["Quiet hours are from 22:00 to 07:00 in every room of the station.", "The word 车辆 means vehicle in these rules."], embeddings=[unit(1, 0, 0, 0)] * 2,
+                     title="Housing guide"),
+            make_doc("车辆", ["车辆使用费按每公里 0.6 美元计入项目经费。", "config: max_retries = 3"],
+                     embeddings=[unit(0, 1, 0, 0)] * 2),
+            make_doc("数字表", ["12 | 34 | 56"], embeddings=[unit(0, 0, 1, 0)])]
+    assert (await store.ingest_documents(docs)).stored == 3
+    hits = await store.vector_search(unit(1, 1, 1, 0), 10)
+    # the code line of the Chinese document is of its document's script, not its own
+    assert {h.chunk_id: h.script for h in hits} == {"rules#0": "latin", "rules#1": "latin", "车辆#0": "cjk",
+                                                   "车辆#1": "cjk", "数字表#0": ""}
+    keyword = await store.keyword_search(["quiet", "车辆"], 10)
+    assert keyword and all(h.script == {"rules": "latin", "车辆": "cjk"}[h.document_id] for h in keyword)
+
+
 def bm25_reference(corpus: dict[str, list[str]], query: list[str], k1=1.2, b=0.75) -> dict[str, float]:
     n = len(corpus)
     avgdl = sum(len(t) for t in corpus.values()) / n

@@ -192,6 +192,7 @@ class Candidate(_message.Message):
     COLLECTION_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
     CONTEXT_TEXT_FIELD_NUMBER: _builtins.int
+    SCRIPT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Stable id of the chunk or entity, unique across the whole store."""
     document_id: _builtins.str
@@ -218,6 +219,15 @@ class Candidate(_message.Message):
     for, not among the retriever's top hits, or when the chunk is alone in
     its section (a law article). When set, the fuser packs it instead of
     "text" (same quotas and truncation); ranking and gold matching use "text".
+    """
+    script: _builtins.str
+    """Writing system of the chunk's document, decided at ingestion from its
+    whole text: "latin" (next to no CJK characters: fewer than one in twenty
+    letters), "cjk", or "" (not known: stored before 2026-12-06 and not yet
+    backfilled, or from a retriever that does not say). The fuser
+    normalises dense similarity within each writing system when a list
+    mixes two, since a bi-encoder scores any passage in the question's
+    language above a relevant one in another.
     """
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -253,10 +263,11 @@ class Candidate(_message.Message):
         collection: _builtins.str = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         context_text: _builtins.str = ...,
+        script: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "collection", b"collection", "context_text", b"context_text", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channel_scores", b"channel_scores", "collection", b"collection", "context_text", b"context_text", "document_id", b"document_id", "embedding", b"embedding", "fused_score", b"fused_score", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "script", b"script", "source", b"source", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
