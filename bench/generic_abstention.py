@@ -61,6 +61,10 @@ CROSS_EN_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_cross_en_he
 NEAR_FIT = REPO / "bench" / "data" / "near_fit"
 NEAR_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_near.jsonl"
 NEAR_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_near_held_out.jsonl"
+#: The same for English (``STUDY=dump-near-en``): bench/data/near_fit_en, four English documents written for fitting,
+#: 60 questions and 60 out-of-scope questions on their topics (held out: STUDY=dump-trials).
+NEAR_EN_FIT = REPO / "bench" / "data" / "near_fit_en"
+NEAR_EN_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_near_en.jsonl"
 OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
 #: Every own-document set written in a fresh user's trial (``STUDY=dump-trials``), none fitted on: each set's
 #: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
@@ -71,7 +75,7 @@ TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near", "dump-trials"):
+if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near", "dump-near-en", "dump-trials"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -177,6 +181,18 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
                         await _ingest(stub, collection, files(folder))
                         await _search(stub, out, collection, collection[3:], chinese(load_dataset(folder / "queries.jsonl")))
                         await _search(stub, out, collection, "ood", chinese(load_dataset(folder / "out_of_scope.jsonl")))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-near-en", reason="STUDY=dump-near-en")
+    async def test_dump_near_english(mesh):
+        """English near-domain out-of-scope questions: bench/data/near_fit_en (written for fitting) to NEAR_EN_EVIDENCE."""
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                await _ingest(stub, "absnearen", {p.name: p.read_bytes() for p in sorted(NEAR_EN_FIT.iterdir())
+                                                  if p.suffix in (".txt", ".md") and p.stem != "README"})
+                with NEAR_EN_EVIDENCE.open("w", encoding="utf-8") as out:
+                    await _search(stub, out, "absnearen", "nearen", load_dataset(NEAR_EN_FIT / "queries.jsonl"))
+                    await _search(stub, out, "absnearen", "ood", load_dataset(NEAR_EN_FIT / "out_of_scope.jsonl"))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump-trials", reason="STUDY=dump-trials")
     async def test_dump_trials(mesh):
