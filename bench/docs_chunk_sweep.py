@@ -36,7 +36,8 @@ DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
                  "orbit_docs": (DATA / "orbit_docs" / "queries.jsonl", DATA / "orbit_docs"),
                  "handbook_docs": (DATA / "handbook_docs" / "queries.jsonl", DATA / "handbook_docs"),
                  "office_docs": (DATA / "office_docs" / "queries.jsonl", DATA / "office_docs"),
-                 "kestrel_docs": (DATA / "kestrel_docs" / "queries.jsonl", DATA / "kestrel_docs")}
+                 "kestrel_docs": (DATA / "kestrel_docs" / "queries.jsonl", DATA / "kestrel_docs"),
+                 "starbridge_docs": (DATA / "starbridge_docs" / "queries.jsonl", DATA / "starbridge_docs")}
 
 
 async def test_chunk_size(mesh):

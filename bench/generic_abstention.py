@@ -69,7 +69,8 @@ OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
 #: Every own-document set written in a fresh user's trial (``STUDY=dump-trials``), none fitted on: each set's
 #: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
 #: fit (bench/abstention_coverage_study.py --fit) can keep the records that fit judges.
-TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs")
+TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
+              "starbridge_docs")
 TRIALS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_trials.jsonl"
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
@@ -205,7 +206,7 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
                     for name in TRIAL_SETS:
                         folder, collection = DOCS / name, f"trial_{name.removesuffix('_docs')}"
                         await _ingest(stub, collection, {p.name: p.read_bytes() for p in sorted(folder.iterdir())
-                                                         if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"})
+                                                         if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"})
                         await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))
                         await _search(stub, out, collection, "ood", load_dataset(folder / "out_of_scope.jsonl"))
 

@@ -2,7 +2,7 @@
 "never below a naive hybrid", issue 24's own documents; not a test).
 
 Each own-document set under tests/quality/data (the documents dev set and
-the six trial sets, never tuned on) is ingested as files into a collection
+the seven trial sets, never tuned on) is ingested as files into a collection
 without a domain pack, with the generic pack's defaults, in the quality
 gate's in-process mesh. Then, for each answerable question:
 
@@ -49,7 +49,8 @@ DATA = REPO / "tests" / "quality" / "data"
 #: set name -> (its questions, its documents); "docs" is the documents dev set (tuned on), the rest are trial sets.
 SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
         **{name: (DATA / name / "queries.jsonl", DATA / name)
-           for name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs")}}
+           for name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
+                        "starbridge_docs")}}
 DEV_SETS = ("docs",)
 RRF_K = 60
 DEPTH = 100
@@ -102,7 +103,7 @@ async def test_own_docs_beside_naive(mesh):
             for name, (questions, folder) in SETS.items():
                 collection = f"naive_{name.removesuffix('_docs')}"
                 files = [gateway_pb2.IngestFile(name=f"{collection}/{p.name}", content=p.read_bytes())
-                         for p in sorted(folder.iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"]
+                         for p in sorted(folder.iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"]
                 reply = await stub.Ingest(gateway_pb2.IngestRequest(files=files, collection=collection), timeout=1800)
                 assert all(f.status == gateway_pb2.FILE_STATUS_STORED for f in reply.files), reply.files
                 chunk_texts, vectors, bm25_texts = await _chunks(mesh.pg_dsn, collection)

@@ -8,7 +8,9 @@ GRAPHMESH_GATEWAY_ADDR.
       .jsonl/.jsonl.gz as JSONL records; a progress bar; one line per file:
       stored / unchanged / failed (with the reason).
   graphmesh documents list [--collection C] [--filter F] [--page-size N] [--page-token T] [--all] [--json]
-  graphmesh documents get ID [--collection C] [--json]
+  graphmesh documents get ID [--collection C] [--chunks] [--json]
+      --chunks: its chunks too, in reading order (what was parsed from the
+      file and how it was cut: GetDocument view DOCUMENT_VIEW_FULL).
   graphmesh documents delete [ID...] [--collection C] [--filter F]
   graphmesh collections list [--json] | delete NAME
 """
@@ -182,8 +184,9 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 if len(args.ids) != 1:
                     print("error: documents get takes one ID", file=sys.stderr)
                     return 2
-                doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}"),
-                                       timeout=60).document
+                view = gateway_pb2.DOCUMENT_VIEW_FULL if args.chunks else gateway_pb2.DOCUMENT_VIEW_BASIC
+                doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}",
+                                                                      view=view), timeout=60).document
                 print(json_format.MessageToJson(doc, ensure_ascii=False) if args.json else _describe(doc, full=True))
                 return 0
             if args.action == "delete":
@@ -222,6 +225,10 @@ def _describe(doc, full: bool = False) -> str:
     line = f"{doc.name}  {doc.title}  chunks={doc.chunk_count}" + (f"  [{meta}]" if meta else "")
     if full:
         line += f"\n  source: {doc.source or '-'}\n  headings: {' / '.join(doc.heading_path)}\n  content hash: {doc.content_hash}"
+    for chunk in doc.chunks:
+        meta = ", ".join(f"{k}={v}" for k, v in sorted(chunk.metadata.items()))
+        line += (f"\n\n--- chunk {chunk.ordinal}  {chunk.id}" + (f"  [{meta}]" if meta else "")
+                 + (f"\n  headings: {' / '.join(chunk.heading_path)}" if chunk.heading_path else "") + f"\n{chunk.text}")
     return line
 
 
@@ -263,6 +270,7 @@ def add_parsers(sub) -> None:
     docs.add_argument("--page-size", type=int, default=50)
     docs.add_argument("--all", action="store_true", help="list: every page")
     docs.add_argument("--page-token", default="", help="list: the page after the one that printed this token")
+    docs.add_argument("--chunks", action="store_true", help="get: the document's chunks too, in reading order")
     docs.add_argument("--json", action="store_true")
     col = sub.add_parser("collections", help="list or delete collections")
     col.add_argument("action", choices=["list", "delete"])

@@ -112,6 +112,12 @@ def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
     return rows
 
 
+def unlabelled(rows: list[dict]) -> int:
+    """How many of ``rows`` have no gold: neither "gold" ids nor "gold_text"
+    (an out-of-scope set; their recall and MRR count 0)."""
+    return sum(1 for row in rows if not row.get("gold") and not gold_passages(row))
+
+
 def reference_of(row: dict) -> str:
     """The row's reference answer, "" when none."""
     for key in ("reference", "reference_answer", "answer"):

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set, or compare two runs",
                         usage="graphmesh eval --dataset FILE [options] | graphmesh eval compare RUN_A RUN_B")
     ev.add_argument("compare", nargs="*", help="compare RUN_A RUN_B: deltas between two saved runs")
-    ev.add_argument("--dataset", help="JSONL: query, gold, optional id, reference, category")
+    ev.add_argument("--dataset", help="JSONL: query, gold (document ids) or gold_text (the answering line), "
+                                      "optional id, reference, category")
     ev.add_argument("--answers", action="store_true", help="call Answer and score each answer with the judge service")
     ev.add_argument("--out", help="directory or .json file for the run artifact (default bench/results/runs/)")
     ev.add_argument("--show", type=int, default=15, help="compare: queries listed per direction")

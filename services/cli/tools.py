@@ -49,6 +49,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    missing = evaluate.unlabelled(dataset)
+    if missing:
+        print(f"note: {missing} of {len(dataset)} questions in {dataset_path} have no gold (\"gold\": document ids, or "
+              "\"gold_text\": the answering line); they count 0 in recall, MRR and nDCG"
+              + ("; with --answers, the answers' abstain_rate tells how many were refused" if missing == len(dataset) else ""),
+              file=sys.stderr)
     collections = tuple(getattr(args, "collection", None) or ())
     filter_text = getattr(args, "filter", None) or ""
     try:

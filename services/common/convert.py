@@ -70,6 +70,8 @@ def stored_document_to_proto(info: StoredDocumentInfo) -> types_pb2.StoredDocume
         id=info.id, collection=info.collection, title=info.title, source=info.source, heading_path=info.heading_path,
         metadata=info.metadata, content_hash=info.content_hash, chunk_count=info.chunk_count,
         update_time_ms=info.update_time_ms,
+        chunks=[types_pb2.StoredChunk(id=c.id, ordinal=c.ordinal, heading_path=c.heading_path, text=c.text,
+                                      metadata=c.metadata) for c in info.chunks],
     )
 
 

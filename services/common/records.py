@@ -118,6 +118,8 @@ class StoredDocumentInfo:
         id, collection, title, source, heading_path, metadata, content_hash: as stored.
         chunk_count: chunks stored for it.
         update_time_ms: when it was last written (ms since the Unix epoch), 0 when unknown.
+        chunks: its chunks in reading order (id, ordinal, heading_path,
+            text, metadata), only when listed ``with_chunks``.
     """
 
     id: str
@@ -129,6 +131,7 @@ class StoredDocumentInfo:
     content_hash: str
     chunk_count: int
     update_time_ms: int = 0
+    chunks: list[ChunkRecord] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -43,6 +43,8 @@ MAX_LIST_IDS = 1_000
 #: row past its page to tell whether another page follows.
 MAX_PAGE_SIZE = 1_001
 DEFAULT_PAGE_SIZE = 100
+#: Most documents a ListDocuments page holds when their chunks come with them (with_chunks).
+MAX_CHUNKED_DOCUMENTS = 10
 MAX_DELETE_IDS = 10_000
 MAX_EDIT_NAMES = 1_000
 MAX_EXPORT_PAGE = 10_001
@@ -182,10 +184,11 @@ class RetrievalBackend(Protocol):
         ...
 
     async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition],
-                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+                             page_size: int, after_id: str, with_chunks: bool = False) -> list[StoredDocumentInfo]:
         """Stored documents ordered by id, at most ``page_size``, ids after
         ``after_id``: those of ``ids`` when given, else those of
-        ``collections`` (None = all) meeting ``filters``."""
+        ``collections`` (None = all) meeting ``filters``; ``with_chunks``:
+        each with its chunks in reading order, when the store keeps them."""
         ...
 
     async def delete_documents(self, ids: list[str], collections: list[str] | None,
@@ -217,8 +220,8 @@ class StoreLifecycle:
     store: Any
 
     async def list_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition],
-                             page_size: int, after_id: str) -> list[StoredDocumentInfo]:
-        return await self.store.list_documents(ids, collections, filters, page_size, after_id)
+                             page_size: int, after_id: str, with_chunks: bool = False) -> list[StoredDocumentInfo]:
+        return await self.store.list_documents(ids, collections, filters, page_size, after_id, with_chunks)
 
     async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition]) -> Deletion:
         return await self.store.delete_documents(ids, collections, filters)
@@ -440,10 +443,11 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def ListDocuments(self, request: retriever_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.ListDocumentsResponse:
         if len(request.ids) > MAX_LIST_IDS:
             raise InvalidArgument("ids", f"at most {MAX_LIST_IDS} ids per call")
-        page_size = validate_range(request.page_size or DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE, "page_size")
+        most = MAX_CHUNKED_DOCUMENTS if request.with_chunks else MAX_PAGE_SIZE
+        page_size = validate_range(request.page_size or min(DEFAULT_PAGE_SIZE, most), 1, most, "page_size")
         collections = flt.validate_collections(request.collections) if request.collections else None
         found = await self._backend.list_documents(list(request.ids), collections, flt.from_proto(request.filters),
-                                                   page_size, request.after_id)
+                                                   page_size, request.after_id, request.with_chunks)
         return retriever_pb2.ListDocumentsResponse(documents=[stored_document_to_proto(d) for d in found])
 
     async def DeleteDocuments(self, request: retriever_pb2.DeleteDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.DeleteDocumentsResponse:

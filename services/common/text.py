@@ -104,15 +104,26 @@ def number_terms(text: str) -> list[str]:
 
 #: A number that names rather than measures: 第5排, 第12条, 3号 (an ordinal or a numbered name).
 _NUMBERED_NAME = re.compile(r"(?<![\d.])(?:第\s?(\d+)\s?([\u3400-\u9fff])|(\d+)\s?(号))")
+#: A level or grade named by a capital letter and a number: P1, L3, S2 (not inside a word or a version).
+_LETTER_GRADE = re.compile(r"(?<![A-Za-z0-9._-])([A-Z])(\d{1,2})(?![\w.])")
 
 
 def numbered_names(text: str) -> list[str]:
     """The ``number_terms`` of ``text`` that name an item ("第5排" -> "5排",
-    "3号仓库" -> "3号"), not a quantity ("满12年", "5天" are not): two texts
-    giving different numbers under one such classifier are about different
-    items, while different quantities may still answer (a range, a
-    threshold)."""
-    return [(a or c) + (b or d) for a, b, c, d in _NUMBERED_NAME.findall(normalize(text))]
+    "3号仓库" -> "3号"), and its grades named by a capital letter and a
+    number ("P1 故障" -> "P1"), not a quantity ("满12年", "5天" are not): two
+    texts giving different numbers under one such classifier (the
+    character after the number, or the letter before it:
+    ``numbered_classifier``) are about different items, while different
+    quantities may still answer (a range, a threshold)."""
+    plain = normalize(text)
+    return ([(a or c) + (b or d) for a, b, c, d in _NUMBERED_NAME.findall(plain)]
+            + [letter + number for letter, number in _LETTER_GRADE.findall(plain)])
+
+
+def numbered_classifier(name: str) -> str:
+    """What a ``numbered_names`` name counts: its non-digit part ("5排" -> "排", "P1" -> "P")."""
+    return "".join(ch for ch in name if not ch.isdigit())
 
 
 def keyword_terms(query: str, keywords: Sequence[str]) -> list[str]:

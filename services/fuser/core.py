@@ -4,7 +4,7 @@
 - ``rrf_scores`` / ``weighted_scores``: one score per candidate from its
   channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
   DocumentJoiner; weighted = sum of weight x min-max normalised score, dense
-  cosines centred per writing system when documents of two are mixed).
+  cosines shifted per writing system when documents of two are mixed).
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
   fuseResults V42, the MarxSphere design (docs/references.md) section 4);
@@ -125,20 +125,24 @@ def rrf_scores(items: list[Item], weights: dict[str, float], k: int = RRF_K) -> 
 #: Channels whose scores are a bi-encoder's cosines to the question. A bi-encoder (e5-small) scores
 #: any passage in the question's language above a relevant one in another (a Chinese question about
 #: a station's English rules: 0.83-0.87 to every chunk of its one Chinese file), so where a fusion
-#: mixes documents of two writing systems (Item.script) these are centred per system first
+#: mixes documents of two writing systems (Item.script) these are shifted per system first
 #: (``script_centred``; docs/benchmarks.md, "Dense similarity within each writing system").
 DENSE_CHANNELS = frozenset({names.PG_VECTOR, names.PG_HYDE, names.SENTENCE_MAXSIM})
-#: A writing system's offset is the mean of its this many best scores in the channel (GraphMesh's
-#: constant, the one of the first dense-only trial, not tuned on the fused ranking).
-SCRIPT_CENTRE_TOP = 5
+#: Share of the gap between two writing systems' median scores that the lower system is raised by.
+#: The whole gap (or the gap between their five best) put first the English passage that answers a
+#: Chinese question, but also brought 1.1 (2.6) chunks of the other language into the top five of
+#: questions answered in their own; half the median gap keeps most of the gain and next to none of
+#: those (bench/script_centring_study.py: four variants compared on the mixed trial sets, this one
+#: chosen among them; GraphMesh's constant).
+SCRIPT_SHIFT_SHARE = 0.5
 
 
 def script_centred(items: list[Item], channel: str) -> dict[str, float]:
     """{item id: score} of ``channel`` with each writing system's scores
-    shifted so that the means of every system's SCRIPT_CENTRE_TOP best
-    scores meet (the lower systems raised to the highest); unchanged when
-    the channel's items are of one system. Items of no known system
-    (script "") keep their score."""
+    raised by SCRIPT_SHIFT_SHARE of the gap between the highest system's
+    median score among ``items`` and its own (the question's background
+    similarity to each language); unchanged when the channel's items are of
+    one system. Items of no known system (script "") keep their score."""
     raw = {it.id: (it.script, s.score) for it in items for s in it.scores if s.channel == channel}
     by_script: dict[str, list[float]] = defaultdict(list)
     for script, score in raw.values():
@@ -146,15 +150,15 @@ def script_centred(items: list[Item], channel: str) -> dict[str, float]:
             by_script[script].append(score)
     if len(by_script) < 2:
         return {i: score for i, (_, score) in raw.items()}
-    offset = {script: float(np.mean(sorted(v, reverse=True)[:SCRIPT_CENTRE_TOP])) for script, v in by_script.items()}
-    top = max(offset.values())
-    return {i: score + (top - offset[script] if script else 0.0) for i, (script, score) in raw.items()}
+    centre = {script: float(np.median(v)) for script, v in by_script.items()}
+    top = max(centre.values())
+    return {i: score + (SCRIPT_SHIFT_SHARE * (top - centre[script]) if script else 0.0) for i, (script, score) in raw.items()}
 
 
 def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, float]:
     """Sum over channels of weight x the score min-max normalised within the
     channel (a channel whose scores are all equal contributes 1.0 each);
-    the scores of DENSE_CHANNELS centred per writing system first
+    the scores of DENSE_CHANNELS shifted per writing system first
     (``script_centred``) when the items mix two."""
     centred = {c: script_centred(items, c) for c in DENSE_CHANNELS}
 

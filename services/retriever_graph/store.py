@@ -847,8 +847,10 @@ class GraphStore:
         return await self._read_work(doc_graph.dangling_references)
 
     async def list_documents(self, ids: list[str], collections: list[str] | None, conditions: list[Condition],
-                             page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
-        """Stored documents ordered by id (``lifecycle.list_documents``)."""
+                             page_size: int, after_id: str = "", with_chunks: bool = False) -> list[StoredDocumentInfo]:
+        """Stored documents ordered by id (``lifecycle.list_documents``);
+        without their chunks even ``with_chunks``: retriever_pg, the store
+        of record, returns those."""
         return await list_documents(self, ids, collections, conditions, page_size, after_id)
 
     async def delete_documents(self, ids: list[str], collections: list[str] | None,

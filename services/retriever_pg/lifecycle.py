@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import asyncpg
 
 from services.common.filters import Condition
-from services.common.records import Deletion, StoredDocumentInfo
+from services.common.records import ChunkRecord, Deletion, StoredDocumentInfo
 from services.retriever_pg.filter_sql import Params, scope_sql
 
 #: Seed of the per-document advisory locks (the one ingestion uses).
@@ -31,10 +31,12 @@ def _where(ids: Sequence[str], collections: Sequence[str] | None, conditions: Se
 
 
 async def list_documents(conn: asyncpg.Connection, ids: Sequence[str], collections: Sequence[str] | None,
-                         conditions: Sequence[Condition], page_size: int, after_id: str) -> list[StoredDocumentInfo]:
+                         conditions: Sequence[Condition], page_size: int, after_id: str,
+                         with_chunks: bool = False) -> list[StoredDocumentInfo]:
     """Stored documents ordered by id: those of ``ids`` when given, else
     those of ``collections`` (None = all) meeting ``conditions``; only ids
-    after ``after_id``; at most ``page_size``.
+    after ``after_id``; at most ``page_size``; ``with_chunks``: each with
+    its chunks in reading order.
 
     Raises:
         asyncpg.PostgresError: the query failed.
@@ -49,7 +51,7 @@ async def list_documents(conn: asyncpg.Connection, ids: Sequence[str], collectio
         f" ORDER BY d.id LIMIT {params.add(page_size)}::int",
         *params.values,
     )
-    return [
+    listed = [
         StoredDocumentInfo(
             id=r["id"], collection=r["collection"], title=r["title"], source=r["source"],
             heading_path=list(r["heading_path"] or []), metadata=dict(r["metadata"] or {}),
@@ -57,6 +59,14 @@ async def list_documents(conn: asyncpg.Connection, ids: Sequence[str], collectio
         )
         for r in rows
     ]
+    if with_chunks and listed:
+        by_id = {d.id: d for d in listed}
+        for r in await conn.fetch("SELECT id, document_id, ordinal, heading_path, text, metadata FROM chunks"
+                                  " WHERE document_id = ANY($1::text[]) ORDER BY document_id, ordinal", list(by_id)):
+            by_id[r["document_id"]].chunks.append(ChunkRecord(
+                id=r["id"], document_id=r["document_id"], ordinal=r["ordinal"], heading_path=list(r["heading_path"] or []),
+                text=r["text"], metadata={k: str(v) for k, v in (r["metadata"] or {}).items()}))
+    return listed
 
 
 def _count(status: str) -> int:

@@ -1029,15 +1029,17 @@ class PgStore:
         return {r["id"]: r["content_hash"] for r in rows}
 
     async def list_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
-                             conditions: Sequence[Condition], page_size: int, after_id: str = "") -> list[StoredDocumentInfo]:
-        """Stored documents ordered by id (``lifecycle.list_documents``).
+                             conditions: Sequence[Condition], page_size: int, after_id: str = "",
+                             with_chunks: bool = False) -> list[StoredDocumentInfo]:
+        """Stored documents ordered by id, with their chunks when asked
+        (``lifecycle.list_documents``).
 
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
         async with self._conn() as conn:
             return await lifecycle.list_documents(conn, [i for i in ids if storable_text(i)], collections, conditions,
-                                                  page_size, after_id if storable_text(after_id) else "")
+                                                  page_size, after_id if storable_text(after_id) else "", with_chunks)
 
     async def delete_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
                                conditions: Sequence[Condition]) -> Deletion:

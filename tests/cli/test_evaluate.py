@@ -214,3 +214,8 @@ def test_a_gold_passage_no_result_holds_counts_zero_in_the_judges_rank_metrics()
     assert core.mrr_at(ranked, set(unretrieved)) == 0.0
     assert evaluate.judged_gold(row, ["housing.docx#3"], given_as_text=True) == ["housing.docx#3"]
     assert evaluate.judged_gold({"query": "q"}, [], given_as_text=False) == []  # no gold at all: not computed
+
+
+def test_questions_without_gold_are_counted_so_eval_can_say_so():
+    rows = [{"query": "a", "gold": ["1"]}, {"query": "b", "gold_text": "答案"}, {"query": "c"}, {"query": "d", "gold": []}]
+    assert evaluate.unlabelled(rows) == 2

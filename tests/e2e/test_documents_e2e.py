@@ -173,6 +173,26 @@ async def _stores(mesh, doc_id: str) -> dict[str, int]:
     return {**pg, **graph}
 
 
+async def test_a_document_s_chunks_are_shown_in_reading_order_when_asked(mesh, ingested, monkeypatch, capsys):
+    """What a file was parsed into and how it was cut: GetDocument's full view over REST, and
+    `graphmesh documents get --chunks`; the basic view (the default) carries no text."""
+    status, basic = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}")
+    assert status == 200 and "chunks" not in basic["document"]
+    status, full = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}?view=DOCUMENT_VIEW_FULL")
+    chunks = full["document"]["chunks"]
+    assert status == 200 and len(chunks) == full["document"]["chunkCount"] >= 3
+    assert [c.get("ordinal", 0) for c in chunks] == list(range(len(chunks))) and all(c["text"] for c in chunks)
+    assert all(c["metadata"]["page"] for c in chunks)  # a PDF's chunks keep their page
+    status, bad = await http(mesh, "GET", f"/v1/collections/hr/documents/{PDF}?view=EVERYTHING")
+    assert status == 400 and bad["error"]["details"][-1]["fieldViolations"][0]["field"] == "view"
+    from services.cli.main import main as cli
+
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", mesh.gateway)
+    assert await asyncio.to_thread(cli, ["documents", "get", PDF, "--collection", "hr", "--chunks"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("--- chunk ") == len(chunks) and chunks[-1]["text"].splitlines()[0] in printed
+
+
 async def test_a_deleted_document_cannot_be_found_and_nothing_it_alone_supported_remains(mesh, stub, ingested):
     # Its title heading is shared with the .docx, .md and .html of the same
     # title; deleted together, nothing is left under it.

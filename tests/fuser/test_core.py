@@ -48,28 +48,33 @@ def scripted(id_, script, *scores):
     return it
 
 
-def test_dense_cosines_are_centred_per_writing_system_when_a_fusion_mixes_two():
+def test_dense_cosines_are_shifted_per_writing_system_when_a_fusion_mixes_two():
     """A Chinese question over a station's English rules and its one Chinese file: e5 gives every
-    Chinese chunk 0.85-0.87 and the English answer 0.82. Centred on each system's top-5 mean, the
-    English answer, also found by the keyword channel, comes first."""
-    chinese = [scripted(f"zh{i}", "cjk", ("pg.vector", 0.87 - 0.005 * i)) for i in range(5)]
-    english = [scripted("answer", "latin", ("pg.vector", 0.82), ("pg.keyword", 4.0)),
-               *[scripted(f"en{i}", "latin", ("pg.vector", 0.80 - 0.01 * i)) for i in range(4)]]
-    items = core.merge([chinese + english])
+    Chinese chunk 0.85-0.87 and the English answer 0.80. Raised by half the gap between the two
+    systems' medians, the English answer, also found by the keyword channel, comes first; the other
+    English chunks stay below the Chinese ones."""
+    def chunks(script_of):
+        return core.merge([[scripted(f"zh{i}", script_of("cjk"), ("pg.vector", 0.87 - 0.005 * i)) for i in range(5)]
+                           + [scripted("answer", script_of("latin"), ("pg.vector", 0.80), ("pg.keyword", 4.0))]
+                           + [scripted(f"en{i}", script_of("latin"), ("pg.vector", 0.78 - 0.01 * i)) for i in range(4)]])
+
     weights = {"pg.vector": 1.0, "pg.keyword": 0.5}
+    unknown = chunks(lambda script: "")  # no writing system known: the fusion as before
+    before = [it.id for it in core.rank(unknown, core.weighted_scores(unknown, weights), top_k=10)]
+    assert before[:2] == ["zh0", "zh1"] and before.index("answer") >= 2
+    items = chunks(lambda script: script)
     centred = core.script_centred(items, "pg.vector")
-    english_top5 = (0.82 + 0.80 + 0.79 + 0.78 + 0.77) / 5
-    chinese_top5 = sum(0.87 - 0.005 * i for i in range(5)) / 5
-    assert math.isclose(centred["answer"], 0.82 + chinese_top5 - english_top5) and centred["zh0"] == 0.87
-    ranked = core.rank(items, core.weighted_scores(items, weights), top_k=3)
-    assert ranked[0].id == "answer"
+    gap = 0.86 - 0.77  # the medians: zh2 and en1
+    assert math.isclose(centred["answer"], 0.80 + core.SCRIPT_SHIFT_SHARE * gap) and centred["zh0"] == 0.87
+    ranked = [it.id for it in core.rank(items, core.weighted_scores(items, weights), top_k=10)]
+    assert ranked == ["answer", "zh0", "zh1", "zh2", "zh3", "zh4", "en0", "en1", "en2", "en3"]
     # one writing system (or an unknown one): the scores as they were
     one = core.merge([[scripted("a", "cjk", ("pg.vector", 0.9)), scripted("b", "", ("pg.vector", 0.5))]])
     assert core.script_centred(one, "pg.vector") == {"a": 0.9, "b": 0.5}
-    # unknown systems keep their score when two known ones are centred; lexical channels are never centred
+    # unknown systems keep their score when two known ones are shifted; lexical channels are never shifted
     mixed = core.merge([[scripted("z", "cjk", ("pg.vector", 0.9)), scripted("e", "latin", ("pg.vector", 0.7)),
                          scripted("u", "", ("pg.vector", 0.6))]])
-    assert core.script_centred(mixed, "pg.vector") == pytest.approx({"z": 0.9, "e": 0.9, "u": 0.6})
+    assert core.script_centred(mixed, "pg.vector") == pytest.approx({"z": 0.9, "e": 0.8, "u": 0.6})
     assert core.script_centred(items, "pg.keyword") == {"answer": 4.0}
     # merge keeps the first known writing system of a candidate seen in two lists
     twice = core.merge([[scripted("x", "", ("sentence.maxsim", 0.8))], [scripted("x", "latin", ("pg.vector", 0.8))]])

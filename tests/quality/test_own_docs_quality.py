@@ -15,7 +15,10 @@ on, ingested as files into a collection without a domain pack:
 - kestrel_docs: a marine field station's five English documents and one
   Chinese (tests/quality/data/kestrel_docs: .md with a table, .docx, .pdf,
   .txt), its 28 questions (8 Chinese about English text, 2 English about
-  Chinese) and 10 out-of-scope ones, half near the documents' topics.
+  Chinese) and 10 out-of-scope ones, half near the documents' topics;
+- starbridge_docs: a software company's bilingual knowledge base (three
+  Chinese and three English documents: .md with a table, .txt, .html,
+  .docx), its 24 questions (10 across languages) and 8 out-of-scope ones.
 
 Answer (extractive, no LLM) must answer the questions they answer, abstain
 on those they do not, and quote the answering line. The rules are the
@@ -44,12 +47,13 @@ SETS = {
     "english_docs": (6, {"out_of_scope_abstained": DATA / "english_docs" / "out_of_scope.jsonl"}),
     "office_docs": (7, {"out_of_scope_abstained": DATA / "office_docs" / "out_of_scope.jsonl"}),
     "kestrel_docs": (6, {"out_of_scope_abstained": DATA / "kestrel_docs" / "out_of_scope.jsonl"}),
+    "starbridge_docs": (6, {"out_of_scope_abstained": DATA / "starbridge_docs" / "out_of_scope.jsonl"}),
 }
 
 
 async def _ingest(address: str, name: str, expected: int) -> None:
     files = [gateway_pb2.IngestFile(name=f"{name}/{p.name}", content=p.read_bytes())
-             for p in sorted((DATA / name).iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"]
+             for p in sorted((DATA / name).iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"]
     async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
         reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(
             gateway_pb2.IngestRequest(files=files, collection=name.replace("_", "")), timeout=PATIENT_SECONDS)

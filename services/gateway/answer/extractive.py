@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Mapping
 
-from services.common.text import is_table_row, keyword_terms, latin_script, numbered_names, query_keywords
+from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
+                                  query_keywords)
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
@@ -201,12 +202,13 @@ class PieceScorer:
     def names_another_number(self, candidate: Candidate) -> bool:
         """Whether the piece names another item than the question under the
         same classifier ("第1排" where it asks "第5排", "5号仓库" where it asks
-        "3号仓库", by ``numbered_names``; quantities such as "5天" never
-        conflict, a range may answer them)."""
+        "3号仓库", the P3 row where it asks about P1, by ``numbered_names``;
+        quantities such as "5天" never conflict, a range may answer them)."""
         if not self._numbered:
             return False
         found = numbered_names(candidate.text)
-        return any(term not in found and any(f[-1] == term[-1] for f in found) for term in self._numbered)
+        return any(term not in found and any(numbered_classifier(f) == numbered_classifier(term) for f in found)
+                   for term in self._numbered)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker

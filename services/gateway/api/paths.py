@@ -51,8 +51,10 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
     Returns:
         None, or (field, reason) of the first value that does not fit:
         an unknown parameter (named as given), a repeated or message
-        field, a non-integer (named by its proto name: ``page_size`` for
-        ``pageSize``, as the servicers name fields).
+        field, a non-integer, an enum value that is none of its names or
+        numbers (named by its proto name: ``page_size`` for ``pageSize``,
+        as the servicers name fields). Enums are given by value name
+        (``view=DOCUMENT_VIEW_FULL``) or number.
     """
     fields = {f.name: f for f in message.DESCRIPTOR.fields} | {f.json_name: f for f in message.DESCRIPTOR.fields}
     for source in (path, query):
@@ -71,6 +73,13 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
                 setattr(message, field.name, value.lower() in ("1", "true", "yes"))
             elif field.type == FieldDescriptor.TYPE_STRING:
                 setattr(message, field.name, value)
+            elif field.type == FieldDescriptor.TYPE_ENUM:
+                names = field.enum_type.values_by_name
+                numbers = field.enum_type.values_by_number
+                number = names[value].number if value in names else int(value) if value.isdigit() else None
+                if number not in numbers:
+                    return field.name, f"must be one of {', '.join(names)}, got {value!r}"
+                setattr(message, field.name, number)
             else:
                 return field.name, "cannot be given as a URL parameter"
     return None

@@ -158,7 +158,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServiceServicer):
         return await self._use.entities.search(query, top_k, self._deadline(context), collections)
 
     async def GetDocument(self, request: gateway_pb2.GetDocumentRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.GetDocumentResponse:
-        return await self._use.lifecycle.get(request.name, self._deadline(context))
+        return await self._use.lifecycle.get(request.name, self._deadline(context), request.view)
 
     async def ListDocuments(self, request: gateway_pb2.ListDocumentsRequest, context: grpc.aio.ServicerContext) -> gateway_pb2.ListDocumentsResponse:
         return await self._use.lifecycle.list(request.parent, request.page_size, request.page_token, request.filter,

@@ -51,15 +51,20 @@ class DocumentLifecycle:
             raise DownstreamError("retrievers", grpc.StatusCode.UNAVAILABLE, "no retriever configured")
         return next((r for r in self.retrievers if r.name == PRIMARY), self.retrievers[0])
 
-    async def get(self, name: str, deadline: Deadline) -> gateway_pb2.GetDocumentResponse:
-        """The stored document of ``name``.
+    async def get(self, name: str, deadline: Deadline,
+                  view: int = gateway_pb2.DOCUMENT_VIEW_BASIC) -> gateway_pb2.GetDocumentResponse:
+        """The stored document of ``name``; with ``view`` DOCUMENT_VIEW_FULL,
+        its chunks in reading order too.
 
         Raises:
-            InvalidArgument ("name"); NotFound: not stored (in that collection).
+            InvalidArgument ("name", "view"); NotFound: not stored (in that collection).
         """
         collection, doc_id = parse_document_name(name)
+        if view not in gateway_pb2.DocumentView.values():
+            raise InvalidArgument("view", f"unknown view {view}; use DOCUMENT_VIEW_BASIC or DOCUMENT_VIEW_FULL")
         request = retriever_pb2.ListDocumentsRequest(ids=[doc_id], page_size=1,
-                                                     collections=[collection] if collection else [])
+                                                     collections=[collection] if collection else [],
+                                                     with_chunks=view == gateway_pb2.DOCUMENT_VIEW_FULL)
         reply = await self._primary().list_documents(request, deadline.left(CALL_SECONDS))
         if not reply.documents:
             raise NotFound(f"document {name!r} is not stored")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from services.ingest.sentences import count_tokens
+
 #: Shortest run of bare line numbers (1, 2, ...) read as a code listing's gutter.
 GUTTER_MIN_LINES = 2
 #: Vertical strokes of box-drawing diagrams, which split a line into cells.
@@ -19,8 +21,11 @@ _BOX_FRAME = frozenset("─━═┌┐└┘├┤┬┴┼╭╮╯╰╔╗�
 _SEPARATE_EDGES = re.compile(r"[┐╮╗] +[┌╭╔]|[┘╯╝] +[└╰╚]")
 
 
-#: Longest first line (characters) read as a title typed as a plain paragraph.
-TITLE_LINE_MAX_CHARS = 40
+#: Longest first line read as a title typed as a plain paragraph, in tokens as the chunker counts
+#: them (a CJK character, a Latin word or a mark each one: 40 Chinese characters, or an English
+#: title such as "STARBRIDGE INFORMATION SECURITY AND ACCESS POLICY"), and in characters.
+TITLE_LINE_MAX_TOKENS = 40
+TITLE_LINE_MAX_CHARS = 120
 _ENDS_SENTENCE = re.compile(r"[。！？；.!?;:：，,]$")
 
 
@@ -127,15 +132,17 @@ class SectionBuilder:
 
 def title_line(sections: list[Section]) -> str:
     """A title typed as a plain first paragraph: when the text before the
-    first heading is one short line (at most TITLE_LINE_MAX_CHARS, not
-    ending like a sentence or a lead-in) and headed sections follow it,
+    first heading is one short line (at most TITLE_LINE_MAX_TOKENS and
+    TITLE_LINE_MAX_CHARS, not ending like a sentence or a lead-in) and
+    headed sections follow it,
     that line; else "". The reader then takes it as the document's title
     and leaves its section out (the title heads every chunk; a chunk of the
     title alone would be quoted as an answer)."""
     if len(sections) < 2 or sections[0].heading_path or len(sections[0].blocks) != 1:
         return ""
     text = sections[0].blocks[0].text.strip()
-    if "\n" in text or not text or len(text) > TITLE_LINE_MAX_CHARS or _ENDS_SENTENCE.search(text):
+    if ("\n" in text or not text or len(text) > TITLE_LINE_MAX_CHARS or count_tokens(text) > TITLE_LINE_MAX_TOKENS
+            or _ENDS_SENTENCE.search(text)):
         return ""
     return text
 

@@ -284,3 +284,21 @@ def test_a_quote_past_the_whole_piece_cap_is_cut_at_a_word_boundary_with_an_elli
 ])
 def test_cut_quote_falls_after_a_clause_mark_or_space(quote, budget, expected):
     assert generation.cut_quote(quote, budget) == expected
+
+
+def test_a_question_about_one_grade_quotes_that_grade_s_row_not_another_s():
+    # a fresh user's incident table: "P1 ...?" was answered with the P3 row, which shares 故障 and 通报 with it
+    table = ("等级 | 定义 | 确认时限 | 首次通报时限 | 通报对象\n"
+             "P0 | 核心支付或登录全面不可用 | 5 分钟 | 15 分钟 | CTO、客服负责人\n"
+             "P1 | 单一核心功能不可用或错误率超过 5% | 15 分钟 | 30 分钟 | 研发总监\n"
+             "P3 | 轻微问题或内部工具故障 | 下一个工作日 | 无需通报 | 无")
+    quote = extractive_answer([table], "P1 故障的首次通报时限是多少？").splitlines()[1]
+    assert "P1 | 单一核心功能不可用或错误率超过 5% | 15 分钟 | 30 分钟 | 研发总监" in quote and "P3" not in quote
+    assert quote.startswith("等级 | 定义")  # with its column names
+
+
+def test_grades_named_by_a_letter_and_a_number_are_numbered_names():
+    from services.common.text import numbered_classifier, numbered_names
+
+    assert numbered_names("P1 故障升级到 L3 值班；MP3、v1.2 和 A4纸 不是") == ["P1", "L3"]
+    assert numbered_classifier("P1") == "P" and numbered_classifier("5排") == "排"

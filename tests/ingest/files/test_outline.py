@@ -210,3 +210,15 @@ def test_numbered_lines_that_come_again_as_content_are_not_a_table_of_contents()
     survey = "调查问卷\n问题1：你满意吗？\n1. 是\n2. 否\n问题2：你会推荐吗？\n1. 是\n2. 否\n"
     text = parse_file("survey.txt", "", survey.encode()).text()
     assert text.count("1. 是") == 2 and text.count("2. 否") == 2
+
+
+def test_an_english_title_line_counts_its_words_not_its_letters():
+    # a fresh user's security policy: its 49-character first line became a chunk of its own, the file name the title
+    text = ("STARBRIDGE INFORMATION SECURITY AND ACCESS POLICY\n\n1. Accounts and passwords\n"
+            "Passwords for company accounts must be at least 14 characters long.\n\n2. Laptops\n"
+            "Company laptops must use full-disk encryption.\n")
+    doc = document_from_file(gateway_pb2.IngestFile(name="security-policy.txt", content=text.encode()), "default",
+                             ChunkingConfig())
+    assert doc.record.title == "STARBRIDGE INFORMATION SECURITY AND ACCESS POLICY"
+    assert not any(c.text.strip() == doc.record.title for c in doc.record.chunks)
+    assert [c.heading_path[-1] for c in doc.record.chunks] == ["1. Accounts and passwords", "2. Laptops"]

@@ -732,8 +732,72 @@ class MetadataRange(_message.Message):
 Global___MetadataRange: _TypeAlias = MetadataRange  # noqa: Y015
 
 @_typing.final
+class StoredChunk(_message.Message):
+    """One stored chunk of a document, as the chunker cut it (StoredDocument.chunks)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ID_FIELD_NUMBER: _builtins.int
+    ORDINAL_FIELD_NUMBER: _builtins.int
+    HEADING_PATH_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Chunk id ("{document id}#{ordinal}" for ingested files)."""
+    ordinal: _builtins.int
+    """Position in its document (0-based)."""
+    text: _builtins.str
+    """Its text, as stored and searched (characters, UTF-8)."""
+    @_builtins.property
+    def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Headings above it, outermost first."""
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Its own metadata (e.g. "page" of a PDF)."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        ordinal: _builtins.int = ...,
+        heading_path: _abc.Iterable[_builtins.str] | None = ...,
+        text: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "ordinal", b"ordinal", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredChunk: _TypeAlias = StoredChunk  # noqa: Y015
+
+@_typing.final
 class StoredDocument(_message.Message):
-    """A stored document as listed and fetched (AIP-131/132), without its text."""
+    """A stored document as listed and fetched (AIP-131/132), without its text
+    unless its chunks are asked for.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -767,6 +831,7 @@ class StoredDocument(_message.Message):
     CHUNK_COUNT_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_MS_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Document id (unique across collections)."""
     collection: _builtins.str
@@ -791,6 +856,13 @@ class StoredDocument(_message.Message):
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Document metadata."""
 
+    @_builtins.property
+    def chunks(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredChunk]:
+        """Its chunks in reading order, only when asked for
+        (GetDocumentRequest.view DOCUMENT_VIEW_FULL): what was parsed from the
+        file and how it was cut.
+        """
+
     def __init__(
         self,
         *,
@@ -804,10 +876,11 @@ class StoredDocument(_message.Message):
         chunk_count: _builtins.int = ...,
         update_time_ms: _builtins.int = ...,
         name: _builtins.str = ...,
+        chunks: _abc.Iterable[Global___StoredChunk] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_count", b"chunk_count", "collection", b"collection", "content_hash", b"content_hash", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "name", b"name", "source", b"source", "title", b"title", "update_time_ms", b"update_time_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_count", b"chunk_count", "chunks", b"chunks", "collection", b"collection", "content_hash", b"content_hash", "heading_path", b"heading_path", "id", b"id", "metadata", b"metadata", "name", b"name", "source", b"source", "title", b"title", "update_time_ms", b"update_time_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -185,6 +185,36 @@ INGEST_KIND_TRIPLES: IngestKind.ValueType  # 3
 """Knowledge-graph triples: {"subject", "predicate", "object"}."""
 Global___IngestKind: _TypeAlias = IngestKind  # noqa: Y015
 
+class _DocumentView:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DocumentViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DocumentView.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DOCUMENT_VIEW_UNSPECIFIED: _DocumentView.ValueType  # 0
+    """The default: DOCUMENT_VIEW_BASIC."""
+    DOCUMENT_VIEW_BASIC: _DocumentView.ValueType  # 1
+    """The record: title, headings, metadata, source, hash, chunk count."""
+    DOCUMENT_VIEW_FULL: _DocumentView.ValueType  # 2
+    """The record and its chunks in reading order (StoredDocument.chunks):
+    what was parsed from the file and how it was cut. REST:
+    ?view=DOCUMENT_VIEW_FULL.
+    """
+
+class DocumentView(_DocumentView, metaclass=_DocumentViewEnumTypeWrapper):
+    """How much of a document GetDocument returns (AIP-157)."""
+
+DOCUMENT_VIEW_UNSPECIFIED: DocumentView.ValueType  # 0
+"""The default: DOCUMENT_VIEW_BASIC."""
+DOCUMENT_VIEW_BASIC: DocumentView.ValueType  # 1
+"""The record: title, headings, metadata, source, hash, chunk count."""
+DOCUMENT_VIEW_FULL: DocumentView.ValueType  # 2
+"""The record and its chunks in reading order (StoredDocument.chunks):
+what was parsed from the file and how it was cut. REST:
+?view=DOCUMENT_VIEW_FULL.
+"""
+Global___DocumentView: _TypeAlias = DocumentView  # noqa: Y015
+
 @_typing.final
 class LibraryEntity(_message.Message):
     """A library entity as a resource (GetEntity, UpdateEntity, MergeEntities)."""
@@ -1702,16 +1732,20 @@ class GetDocumentRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """"collections/{collection}/documents/{id}"; collection "-" = any."""
+    view: Global___DocumentView.ValueType
+    """How much to return (DOCUMENT_VIEW_BASIC when unspecified)."""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        view: Global___DocumentView.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1048,10 +1048,16 @@ class ListDocumentsRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     AFTER_ID_FIELD_NUMBER: _builtins.int
+    WITH_CHUNKS_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most documents returned (1 to 1,000; 100 when 0)."""
     after_id: _builtins.str
     """Only documents whose id sorts after this one (the last id of the previous page)."""
+    with_chunks: _builtins.bool
+    """Each document's chunks in reading order (StoredDocument.chunks); then
+    at most 10 documents a page (INVALID_ARGUMENT, field "page_size",
+    otherwise). A store that keeps no chunk text returns none.
+    """
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Documents by id (at most 1,000); with collections or filters, only
@@ -1074,10 +1080,11 @@ class ListDocumentsRequest(_message.Message):
         filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
         page_size: _builtins.int = ...,
         after_id: _builtins.str = ...,
+        with_chunks: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_id", b"after_id", "collections", b"collections", "filters", b"filters", "ids", b"ids", "page_size", b"page_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_id", b"after_id", "collections", b"collections", "filters", b"filters", "ids", b"ids", "page_size", b"page_size", "with_chunks", b"with_chunks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
