@@ -39,6 +39,7 @@ import grpc
 import numpy as np
 import pytest
 
+import bench.own_docs_naive as own_docs_naive
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.evaluate import _squeeze, gold_passages, load_dataset
 from services.cli.significance import paired_delta
@@ -48,11 +49,8 @@ from tests.quality.gate import CHANNEL_OPTIONS, PATIENT_SECONDS, patient_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session")]
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO / "tests" / "quality" / "data"
-SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
-        **{name: (DATA / name / "queries.jsonl", DATA / name)
-           for name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
-                        "starbridge_docs")}}
+#: The own-document sets of bench/own_docs_naive.py (the module, not its names: pytest would collect its test here).
+SETS = own_docs_naive.SETS
 DENSE = ("pg.vector", "sentence.maxsim")
 VARIANTS = ("plain", "top5", "median", "top5-half", "median-half")
 OUT = REPO / "bench" / "results" / "script_centring_study.json"
