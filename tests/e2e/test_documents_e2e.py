@@ -258,6 +258,10 @@ async def test_a_collection_named_in_chinese_over_rest(mesh):
     assert status == 200 and deleted["byStore"]["retriever_pg"]["documents"] == 1
     status, bad = await http(mesh, "POST", "/v1/query:search", {"query": "年假", "collections": ["公司 文档"]})
     assert status == 400 and "collections[0]" in json.dumps(bad, ensure_ascii=False)
+    status, bad = await http(mesh, "POST", "/v1/query:search",
+                             {"query": "年假", "filters": [{"key": "encoding", "anyOf": "utf-8"}]})
+    violation = bad["error"]["details"][-1]["fieldViolations"][0]
+    assert status == 400 and violation["field"] == "filters[0].any_of" and "JSON object" in violation["description"]
 
 
 async def test_a_failure_of_the_first_file_shows_its_index_0_over_rest(mesh):

@@ -34,7 +34,7 @@ from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
                                              route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
-from services.gateway.api.rest_parse_errors import field_of, parse_description
+from services.gateway.api.rest_parse_errors import field_of, parse_description, shape_error
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
 
 log = logging.getLogger("graphmesh.gateway.rest")
@@ -143,6 +143,9 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
             except UnicodeDecodeError:
                 return _bad_request("body", "must be UTF-8 JSON")
             except json_format.ParseError as err:
+                shape = shape_error(_json_or_none(text), request_cls.DESCRIPTOR)
+                if shape:
+                    return _bad_request(*shape)
                 return _bad_request(field_of(str(err), request_cls.DESCRIPTOR), parse_description(str(err)))
             except RecursionError:
                 return _bad_request("body", "JSON nested too deeply")
@@ -228,6 +231,14 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
 #: Media types of a relayed stream (by whether the client asked for SSE);
 #: the charset named so that every client decodes the Chinese text as UTF-8.
 _STREAM_TYPES = {True: "text/event-stream; charset=utf-8", False: "application/x-ndjson; charset=utf-8"}
+
+
+def _json_or_none(text: str) -> object:
+    """``text`` parsed as JSON, None when it is not JSON (json_format said why)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _bad_request(field: str, description: str) -> web.Response:

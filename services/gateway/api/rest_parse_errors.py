@@ -5,6 +5,7 @@ type error where the servicers name proto field paths
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor
 
@@ -71,3 +72,51 @@ def proto_field_name(name: str, descriptor: Descriptor) -> str:
             if field.message_type is not None:
                 queue.append(field.message_type)
     return name
+
+
+def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str, str] | None:
+    """(field path, description) of the first value of ``body`` (a parsed
+    JSON object for a ``descriptor`` message) that should be a JSON object
+    and is not, or that should be an array and is not: json_format reads a
+    string given for a message field character by character and names the
+    first character as an unknown field ("filters[0].any_of.u"); None when
+    every message field holds an object. Paths use proto field names, with
+    [i] for a repeated field's elements. Fields of google.protobuf types
+    (which take other JSON values) and unknown keys are left to json_format."""
+    if not isinstance(body, dict):
+        return None
+    fields = {f.name: f for f in descriptor.fields} | {f.json_name: f for f in descriptor.fields}
+    for key, value in body.items():
+        field = fields.get(key)
+        if field is None or field.message_type is None or value is None \
+                or field.message_type.full_name.startswith("google.protobuf."):
+            continue
+        name = f"{path}.{field.name}" if path else field.name
+        if field.message_type.GetOptions().map_entry:
+            if not isinstance(value, dict):
+                return name, f"must be a JSON object of keys and values, got {_kind(value)}"
+            continue
+        elements = [(name, value)]
+        if field.is_repeated:
+            if not isinstance(value, list):
+                return name, f"must be a JSON array of objects, got {_kind(value)}"
+            elements = [(f"{name}[{i}]", element) for i, element in enumerate(value)]
+        for where, element in elements:
+            if not isinstance(element, dict):
+                names = ", ".join(f.json_name for f in field.message_type.fields)
+                return where, f"must be a JSON object with the fields {names}, got {_kind(element)}"
+            found = shape_error(element, field.message_type, where)
+            if found:
+                return found
+    return None
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is called in an error: "a string", "a number", ..."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"

@@ -7,7 +7,7 @@ import pytest
 from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.api.rest_parse_errors import field_of, parse_description
+from services.gateway.api.rest_parse_errors import field_of, parse_description, shape_error
 
 pytestmark = pytest.mark.unit
 
@@ -28,3 +28,32 @@ def test_a_body_json_format_refuses_names_the_field_by_its_proto_path(body, requ
     assert field_of(str(err.value), request_class.DESCRIPTOR) == field
     description = parse_description(str(err.value))
     assert said in description and "has no len()" not in description and "int()" not in description
+
+
+SHAPES = [
+    # a fresh user's filter: anyOf given the value itself was reported as "filters[0].any_of.u: is not a field"
+    ('{"query": "x", "filters": [{"key": "encoding", "anyOf": "utf-8"}]}', gateway_pb2.SearchRequest,
+     "filters[0].any_of", "must be a JSON object with the fields values, got a string"),
+    ('{"query": "x", "filters": {"key": "a"}}', gateway_pb2.SearchRequest, "filters", "must be a JSON array of objects, got an object"),
+    ('{"query": "x", "filters": ["status"]}', gateway_pb2.SearchRequest, "filters[0]", "got a string"),
+    ('{"files": [{"name": "a.txt", "metadata": "x"}]}', gateway_pb2.IngestRequest, "files[0].metadata", "keys and values"),
+]
+
+
+@pytest.mark.parametrize("body,request_class,field,said", SHAPES, ids=[c[2] for c in SHAPES])
+def test_a_value_that_should_be_an_object_is_named_with_what_it_should_be(body, request_class, field, said):
+    import json
+
+    with pytest.raises(json_format.ParseError):
+        json_format.Parse(body, request_class())
+    named, description = shape_error(json.loads(body), request_class.DESCRIPTOR)
+    assert named == field and said in description
+
+
+def test_bodies_of_the_right_shape_have_no_shape_error():
+    import json
+
+    good = {"query": "x", "filters": [{"key": "status", "anyOf": {"values": ["a"]}}, {"key": "y", "range": {"gte": "1"}}]}
+    assert shape_error(good, gateway_pb2.SearchRequest.DESCRIPTOR) is None
+    assert shape_error({"query": "x", "filters": None}, gateway_pb2.SearchRequest.DESCRIPTOR) is None
+    json_format.Parse(json.dumps(good), gateway_pb2.SearchRequest())  # json_format agrees
