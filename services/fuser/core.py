@@ -160,7 +160,8 @@ def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, f
     channel (a channel whose scores are all equal contributes 1.0 each);
     the scores of DENSE_CHANNELS shifted per writing system first
     (``script_centred``) when the items mix two."""
-    centred = {c: script_centred(items, c) for c in DENSE_CHANNELS}
+    mixed = len({it.script for it in items if it.script}) > 1
+    centred = {c: script_centred(items, c) for c in DENSE_CHANNELS} if mixed else {}
 
     def score(it: Item, s: Scored) -> float:
         return centred[s.channel].get(it.id, s.score) if s.channel in centred else s.score
