@@ -37,7 +37,9 @@ DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
                  "handbook_docs": (DATA / "handbook_docs" / "queries.jsonl", DATA / "handbook_docs"),
                  "office_docs": (DATA / "office_docs" / "queries.jsonl", DATA / "office_docs"),
                  "kestrel_docs": (DATA / "kestrel_docs" / "queries.jsonl", DATA / "kestrel_docs"),
-                 "starbridge_docs": (DATA / "starbridge_docs" / "queries.jsonl", DATA / "starbridge_docs")}
+                 "starbridge_docs": (DATA / "starbridge_docs" / "queries.jsonl", DATA / "starbridge_docs"),
+                 "helan_docs": (DATA / "helan_docs" / "queries.jsonl", DATA / "helan_docs"),
+                 "lanfeng_docs": (DATA / "lanfeng_docs" / "queries.jsonl", DATA / "lanfeng_docs")}
 
 
 async def test_chunk_size(mesh):

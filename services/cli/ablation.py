@@ -21,7 +21,7 @@ _LABELS = {
     names.PG_FULLTEXT: "hit count, then length", names.PG_TRIGRAM: "short queries", names.PG_BOOST: "same document",
     names.GRAPH_HEADING: "heading lookup", names.GRAPH_FULLTEXT: "Neo4j full text",
     names.GRAPH_NEIGHBOUR: "reading-order neighbours", names.GRAPH_ARTICLE: "exact article lookup",
-    names.GRAPH_TERM: "defined terms", names.GRAPH_OFFENCE: "offences of a case", names.GRAPH_CITES: "citations",
+    names.PG_TRANSLATED: "keywords across writing systems", names.GRAPH_TERM: "defined terms", names.GRAPH_OFFENCE: "offences of a case", names.GRAPH_CITES: "citations",
     names.GRAPH_VERSION: "versions", names.GRAPH_PPR: "personalised PageRank",
 }
 #: Channels that need something the default stack lacks (an LLM) or weigh 0.
@@ -41,6 +41,8 @@ def ablations() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     rows += [(f"- {c} ({_LABELS.get(c, c)})", (c,), ()) for c in default_on()]
     rows += [(f"+ {c} ({_LABELS.get(c, c)})", (), (c,)) for c in DEFAULT_OFF if c in names.DOCUMENT_CHANNELS]
     rows += [
+        # weighs 0 in the fusion but acts after it (the fuser's cross-script check)
+        (f"- {names.PG_TRANSLATED} ({_LABELS[names.PG_TRANSLATED]})", (names.PG_TRANSLATED,), ()),
         (f"- {names.SENTENCE_MAXSIM} (best sentence's similarity)", (names.SENTENCE_MAXSIM,), ()),
         ("- graph (whole retriever)", ("graph",), ()),
         ("only pg.keyword (BM25)",

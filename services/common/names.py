@@ -14,6 +14,7 @@ from __future__ import annotations
 PG_VECTOR = "pg.vector"          # HNSW cosine to the query embedding
 PG_HYDE = "pg.hyde"              # HNSW cosine to a HyDE passage embedding
 PG_KEYWORD = "pg.keyword"        # Okapi BM25 over jieba terms
+PG_TRANSLATED = "pg.translated"  # BM25 over the query's dictionary translations, other-script documents only
 PG_FULLTEXT = "pg.fulltext"      # keyword hit count, then chunk length
 PG_TRIGRAM = "pg.trigram"        # pg_trgm similarity, short queries only
 PG_BOOST = "pg.boost"            # same-document neighbours of keyword hits
@@ -29,7 +30,7 @@ GRAPH_PPR = "graph.ppr"          # personalised PageRank over passages, terms an
 RERANK = "rerank"                # cross-encoder score (added by the fuser)
 SENTENCE_MAXSIM = "sentence.maxsim"  # best sentence's cosine to the query (gateway; also its stage)
 
-PG_CHANNELS = (PG_VECTOR, PG_HYDE, PG_KEYWORD, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
+PG_CHANNELS = (PG_VECTOR, PG_HYDE, PG_KEYWORD, PG_TRANSLATED, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
 #: Graph channels of the first stage (Retrieve): query text only.
 GRAPH_FIRST_STAGE = (GRAPH_HEADING, GRAPH_FULLTEXT, GRAPH_NEIGHBOUR, GRAPH_ARTICLE, GRAPH_TERM, GRAPH_OFFENCE)
 #: Graph channels of the second stage (Related): seeded by fused first-stage hits.

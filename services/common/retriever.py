@@ -22,6 +22,7 @@ from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common import filters as flt
 from services.common.convert import (chunked_document_to_record, deletion_to_proto, failures_to_proto, hits_to_candidates,
                                      stored_document_to_proto)
+from services.common.cross_lingual import translation_from_message
 from services.common.entity_convert import hits_to_candidates as entity_hits_to_candidates
 from services.common.errors import InvalidArgument, validate_query, validate_range
 from services.common.records import (Deletion, DocumentRecord, EntityExport, EntityHit, EntityRecord, ExpansionTerm, Hit, IngestResult,
@@ -71,6 +72,9 @@ class RetrievalQuery:
         with_embeddings: whether hits carry their stored chunk embedding
             (Hit.embedding, embedding_dim floats; only the fuser's MMR reads
             it); False: a backend may leave it empty and skip reading it.
+        translated_script / translated_words: the query's words in the
+            other writing system (RetrieveRequest.translation: "latin" or
+            "cjk", and (word, its terms, its synonyms)); "" and [] when none.
     """
 
     query: str
@@ -83,6 +87,8 @@ class RetrievalQuery:
     filters: list[flt.Condition] = field(default_factory=list)
     parent_context_tokens: int = 0
     with_embeddings: bool = False
+    translated_script: str = ""
+    translated_words: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
 
     def enabled(self, channel: str) -> bool:
         """Whether ``channel`` may run for this request."""
@@ -312,13 +318,15 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def Retrieve(self, request: retriever_pb2.RetrieveRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.RetrieveResponse:
         query = validate_query(request.query, self._max_query_chars)
         top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
+        translated_script, translated_words = translation_from_message(request.translation)
         hits, timings = await self._backend.retrieve(RetrievalQuery(
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
             hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
             collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
             parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
                                                  "parent_context_tokens"),
-            with_embeddings=request.with_embeddings,
+            with_embeddings=request.with_embeddings, translated_script=translated_script,
+            translated_words=translated_words,
         ))
         candidates = hits_to_candidates(hits, self._backend.source_by_channel, with_embeddings=request.with_embeddings)
         return retriever_pb2.RetrieveResponse(candidates=candidates, timings=timings)

@@ -1,4 +1,5 @@
-"""Query understanding without gRPC: normalisation, keywords, question type.
+"""Query understanding without gRPC: normalisation, keywords, question type,
+and the query's words in the other writing system (services.common.cross_lingual).
 
 The question-type rules follow MarxSphere detectQuestionType() (four types,
 the MarxSphere design (docs/references.md) section 1): cue phrases pick a type, and a weak or conflicting
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 import domains
 
+from services.common.cross_lingual import MAX_TRANSLATED_WORDS, Lexicon, other_script
 from services.common.text import normalize
 from services.expander.query_cut import weighted_keywords
 
@@ -39,6 +41,8 @@ class QueryAnalysis:
     confidence: float
     expansions: list[tuple[str, str]] = field(default_factory=list)
     keywords_found: int = 0
+    translated_script: str = ""
+    translated_words: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
 
 
 def detect_question_type(query: str, domain_packs: Sequence[str] = ()) -> tuple[str, float]:
@@ -62,13 +66,18 @@ def detect_question_type(query: str, domain_packs: Sequence[str] = ()) -> tuple[
     return best, 0.85 if len(matched) == 1 else 0.6
 
 
-def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: Sequence[str] = ()) -> QueryAnalysis:
+def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: Sequence[str] = (),
+            translate: bool = True) -> QueryAnalysis:
     """Normalises ``query`` and extracts its keywords (at most
-    ``max_keywords``, from the whole text: ``query_cut.weighted_keywords``)
-    and question type (``detect_question_type`` with ``domain_packs``)."""
+    ``max_keywords``, from the whole text: ``query_cut.weighted_keywords``),
+    question type (``detect_question_type`` with ``domain_packs``) and,
+    when ``translate``, its words in the other writing system
+    (``cross_lingual.Lexicon.concepts``, at most MAX_TRANSLATED_WORDS)."""
     normalized = normalize(query)
     keywords, found = weighted_keywords(normalized, max_keywords)
     kind, confidence = detect_question_type(normalized, domain_packs)
+    script = other_script(normalized) if translate else ""
+    words = Lexicon.load().concepts(normalized, script)[:MAX_TRANSLATED_WORDS] if script else []
     return QueryAnalysis(
         normalized_query=normalized,
         keywords=keywords,
@@ -76,4 +85,6 @@ def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: 
         confidence=confidence,
         expansions=[(k, "keyword") for k in keywords],
         keywords_found=found,
+        translated_script=script if words else "",
+        translated_words=words,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 
 from graphmesh.expander.v1 import expander_pb2, expander_pb2_grpc
+from services.common.cross_lingual import Lexicon
 from services.common.server import Service
 from services.common.settings import MeshAddresses
 from services.expander.config import ExpanderSettings
@@ -34,6 +35,8 @@ async def build(settings: ExpanderSettings | None = None, addresses: MeshAddress
         await servicer.embedder()
         # jieba's dictionary and IDF table, read on first use (about 1 s)
         await asyncio.to_thread(term_weights, "预热")
+        # the bilingual dictionary every Expand translates with (about 2 s)
+        await asyncio.to_thread(Lexicon.load)
 
     async def warm_up() -> None:
         # One real embedding through the model itself (not the cache), after

@@ -64,6 +64,10 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
             question_type_name=analysis.question_type,
             question_type_confidence=analysis.confidence,
             expansions=[expander_pb2.Expansion(text=t, origin=o) for t, o in analysis.expansions],
+            translation=types_pb2.QueryTranslation(
+                script=analysis.translated_script,
+                words=[types_pb2.TranslatedWord(word=w, terms=terms, synonyms=synonyms)
+                       for w, terms, synonyms in analysis.translated_words]),
         )
         chars = len(analysis.normalized_query)
         cut = QueryCut("", chars, 0, METHOD_WHOLE, [])

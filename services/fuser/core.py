@@ -5,6 +5,8 @@
   channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
   DocumentJoiner; weighted = sum of weight x min-max normalised score, dense
   cosines shifted per writing system when documents of two are mixed).
+- ``cross_script_first``: the candidate of the other writing system that
+  covers more of the query's words than the fused first goes first.
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
   fuseResults V42, the MarxSphere design (docs/references.md) section 4);
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from services.common import names
+from services.common.cross_lingual import Translated, word_coverage
 from services.common.packed_context import source_label
 from services.common.text import TRUNCATION_MARK, truncate_at_boundary
 
@@ -180,6 +183,51 @@ def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, f
             total += weights.get(s.channel, 1.0) * norm
         fused[it.id] = total
     return fused
+
+
+#: pg.translated candidates (by the channel's own rank) that may go first.
+CROSS_SCRIPT_CANDIDATES = 3
+#: How much more of the query's words (``word_coverage``) such a candidate must hold than the fused first.
+CROSS_SCRIPT_MARGIN = 0.05
+#: Fused candidates the words' inverse frequencies are counted over, besides the pg.translated ones.
+CROSS_SCRIPT_POOL = 40
+
+
+def cross_script_first(items: list[Item], fused: dict[str, float], words: list[Translated]) -> dict[str, float]:
+    """``fused`` with one candidate of channel pg.translated (among its first
+    CROSS_SCRIPT_CANDIDATES) raised above every other, when it holds more of
+    the query's ``words`` than the fused first candidate by more than
+    CROSS_SCRIPT_MARGIN (``word_coverage`` over the fused first
+    CROSS_SCRIPT_POOL and those candidates; of two that cover as much, the
+    channel's better rank); else, or when the fused first is itself in the
+    other writing system (an English question over Chinese documents only:
+    the translations would rerank passages the fusion has already read),
+    ``fused`` unchanged.
+
+    Why: the channel is not fused (weight 0): the other language's chunks it
+    finds, fused by rank at any weight from 0.25, came first for half the
+    questions answered in their own. Compared word by word through the
+    dictionary, an English passage that holds what a Chinese question asks
+    (密码 -> password, 账号 -> account) goes first only when it holds more
+    of it than the first passage in the question's language (measured on
+    the mixed trial sets, bench/cross_lingual_probe.py; docs/benchmarks.md
+    "Keywords across writing systems")."""
+    ranks = {it.id: s.rank for it in items for s in it.scores if s.channel == names.PG_TRANSLATED and s.rank > 0}
+    translated = sorted((it for it in items if 0 < ranks.get(it.id, 0) <= CROSS_SCRIPT_CANDIDATES), key=lambda it: ranks[it.id])
+    if not words or not translated or not fused:
+        return fused
+    ordered = sorted(items, key=lambda it: (-fused.get(it.id, 0.0), _best_rank(it), it.id))
+    first = ordered[0]
+    if first.id in ranks or first.script == translated[0].script:  # already a passage in the other language
+        return fused
+    pool = list({it.id: it for it in [*ordered[:CROSS_SCRIPT_POOL], *translated]}.values())
+    coverage = dict(zip((it.id for it in pool), word_coverage([it.text for it in pool], words)))
+    best = max(translated, key=lambda it: (coverage[it.id], -ranks[it.id]))
+    if coverage[best.id] <= coverage[first.id] + CROSS_SCRIPT_MARGIN:
+        return fused
+    raised = dict(fused)
+    raised[best.id] = max(fused.values()) + 1.0
+    return raised
 
 
 def rank(items: list[Item], fused: dict[str, float], top_k: int, one_per_document: bool = False) -> list[Item]:

@@ -5,6 +5,7 @@ import grpc
 
 from graphmesh.fuser.v1 import fuser_pb2, fuser_pb2_grpc
 from services.fuser.convert import candidate_to_item, item_to_candidate
+from services.common.cross_lingual import translation_from_message
 from services.common.errors import InvalidArgument, validate_range
 from services.fuser import core
 from services.fuser.config import FuserSettings
@@ -34,6 +35,8 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
             fused = core.weighted_scores(items, weights)
         else:
             fused = core.rrf_scores(items, weights, s.rrf_k)
+        _, words = translation_from_message(request.translation)
+        fused = core.cross_script_first(items, fused, words)
         if request.HasField("mmr_lambda"):
             if not 0.0 <= request.mmr_lambda <= 1.0:
                 raise InvalidArgument("mmr_lambda", "must be in [0, 1]")

@@ -22,7 +22,11 @@ from services.common import names
 # (domains/<pack>/recipes.json), with the figures that fitted them.
 DEFAULT_WEIGHTS = {
     names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
-    names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
+    names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25,
+    # Not fused: its candidates are offered to the fuser's cross-script check (FuseRequest.translation) alone.
+    # Fused by RRF at any weight from 0.25 up, it put the other language's chunks first for half the questions
+    # answered in their own (bench/cross_lingual_probe.py, docs/benchmarks.md "Keywords across writing systems").
+    names.PG_TRANSLATED: 0.0, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
     names.GRAPH_TERM: 0.25, names.GRAPH_PPR: 0.25,
     **{channel: weight for pack in domains.PACKS.values() for channel, weight in pack.channel_weights.items()},
     names.RERANK: 1.0,

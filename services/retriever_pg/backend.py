@@ -6,6 +6,10 @@ Document channels (``PgBackend``), run concurrently:
 - ``pg.vector``: HNSW cosine search with the query embedding, and with the
   HyDE passage embedding when one is given (MarxSphere V63 dual vector);
 - ``pg.keyword``: Okapi BM25 over jieba terms;
+- ``pg.translated``: the same BM25 over the query's words translated into
+  the other writing system (``RetrievalQuery.translated_words``, from the
+  expander's dictionary), kept to the documents written in it; not fused,
+  offered to the fuser's cross-script check;
 - ``pg.fulltext``: tsvector/GIN match ordered by hit count then length;
 - ``pg.trigram``: pg_trgm substring / word similarity, only for short
   queries (at most ``short_query_chars``) or queries without keywords;
@@ -101,6 +105,7 @@ class PgBackend(StoreLifecycle):
         names.PG_VECTOR: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_HYDE: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_KEYWORD: types_pb2.SOURCE_FULLTEXT,
+        names.PG_TRANSLATED: types_pb2.SOURCE_FULLTEXT,
         names.PG_FULLTEXT: types_pb2.SOURCE_FULLTEXT,
         names.PG_TRIGRAM: types_pb2.SOURCE_FULLTEXT,
         names.PG_BOOST: types_pb2.SOURCE_DOCUMENT_CHUNK,
@@ -125,6 +130,22 @@ class PgBackend(StoreLifecycle):
         found = await self.store.keyword_channels(keywords, top_k, *scope, bm25=bm25, fulltext=fulltext,
                                                   with_embeddings=vectors)
         return [(channel, hits, timing(channel, started)) for channel, hits in found.items()]
+
+    async def _translated(self, request: RetrievalQuery, scope: tuple) -> list[Hit]:
+        """pg.translated: BM25 over the query's translated terms, kept to the
+        chunks of documents written in ``request.translated_script`` (not run
+        when the collections searched hold none, ``collection_scripts``); asked
+        for twice top_k, since a product name a Chinese question keeps in
+        English also matches Chinese chunks, which are left out."""
+        if request.translated_script not in await self.store.collection_scripts(request.collections):
+            return []  # no document of the collections is written in it (every law collection for a Chinese question)
+        terms = [t for _, found, _ in request.translated_words for t in found]
+        found = await self.store.keyword_channels(terms, 2 * request.top_k, *scope, bm25=True, fulltext=False,
+                                                  with_embeddings=request.with_embeddings)
+        hits = [h for h in found[names.PG_KEYWORD] if h.script == request.translated_script][: request.top_k]
+        for h in hits:
+            h.channel = names.PG_TRANSLATED
+        return hits
 
     async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:
         hits = await self.store.vector_search(embedding, top_k, *scope, with_embeddings=with_embeddings)
@@ -153,6 +174,8 @@ class PgBackend(StoreLifecycle):
         if bm25 or fulltext:
             terms = keyword_terms(request.query, request.keywords)
             jobs.append(self._keyword_channels(terms, k, scope, vectors, bm25, fulltext))
+        if request.translated_words and request.enabled(names.PG_TRANSLATED):
+            jobs.append(self._timed(names.PG_TRANSLATED, lambda: self._translated(request, scope)))
         short = len(request.query) <= cfg.short_query_chars or not request.keywords
         if short and cfg.trigram and request.enabled(names.PG_TRIGRAM):
             jobs.append(self._timed(names.PG_TRIGRAM, lambda: self.store.trigram_search(

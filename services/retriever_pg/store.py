@@ -636,6 +636,8 @@ class PgStore:
         self._pool: asyncpg.Pool | None = None
         self._stats: tuple[int, float] | None = None  # (N chunks, average doc_len)
         self._stats_at = 0.0
+        self._scripts: dict[str, set[str]] | None = None  # collection -> writing systems of its documents
+        self._scripts_at = 0.0
         if initial_load_quiet_s < 0:
             raise ValueError(f"initial_load_quiet_s must be >= 0, got {initial_load_quiet_s}")
         self.initial_load_quiet_s = float(initial_load_quiet_s)
@@ -980,7 +982,28 @@ class PgStore:
             )
         self._stats = (int(row["n"]), float(row["avgdl"]))
         self._stats_at = time.monotonic()
+        self._scripts = None  # the documents changed, or a minute passed: read again when next asked
         return self._stats
+
+    async def collection_scripts(self, collections: Sequence[str] | None = None) -> set[str]:
+        """The writing systems ("latin", "cjk"; "" for a document without
+        letters) of the documents in ``collections`` (every collection when
+        None), read once and then kept until this store writes or deletes
+        documents, or for _STATS_TTL_S seconds (another replica's writes):
+        what channel pg.translated asks before it runs.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        if self._scripts is None or time.monotonic() - self._scripts_at > _STATS_TTL_S:
+            async with self._conn() as conn:
+                rows = await conn.fetch("SELECT DISTINCT collection, script FROM documents")
+            scripts: dict[str, set[str]] = {}
+            for r in rows:
+                scripts.setdefault(r["collection"], set()).add(r["script"])
+            self._scripts, self._scripts_at = scripts, time.monotonic()
+        wanted = self._scripts.keys() if collections is None else collections
+        return {script for c in wanted for script in self._scripts.get(c, ())}
 
     async def _postings_changed(self) -> None:
         """After a write to chunk_terms committed: advances the postings

@@ -18,3 +18,14 @@ def test_analyse_normalises_and_extracts_keywords():
     assert result.normalized_query == "什么是 实用新型?"
     assert "实用" in result.keywords or "实用新型" in result.keywords
     assert all(origin == "keyword" for _, origin in result.expansions)
+
+
+def test_analyse_translates_the_query_words_into_the_other_writing_system():
+    chinese = analyse("公司账号的密码最短要多少位？")
+    assert chinese.translated_script == "latin"
+    assert ("password" in dict((w, t) for w, t, _ in chinese.translated_words)["密码"])
+    english = analyse("How long is a Bearer token valid?")
+    assert english.translated_script == "cjk" and english.translated_words
+    # switched off, or nothing to translate (no letters): no translation
+    assert analyse("公司账号的密码", translate=False).translated_words == []
+    assert analyse("12345").translated_script == "" and analyse("12345").translated_words == []

@@ -228,3 +228,37 @@ def test_quotas_over_the_budget_drop_whole_blocks_never_half_of_one():
     assert len(packed.text) <= 100
     by_source = {s.source: s for s in packed.sections}
     assert by_source[core.SOURCE_PG_ENTITY].candidate_ids == [] and by_source[core.SOURCE_PG_ENTITY].truncated
+
+
+def test_cross_script_first_puts_first_the_other_language_passage_that_holds_more_of_the_question():
+    # 公司账号的密码最短要多少位？ over a Chinese travel rule and an English security policy
+    words = [("公司", ["company", "companies"], []), ("账号", ["account", "accounts"], ["帐号"]),
+             ("密码", ["password", "passwords"], ["口令"])]
+    items = core.merge([
+        [Item("zh", "zh", "t", [], "公司差旅标准：出差一天补助120元。", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.vector", 0.87, 1)], script="cjk"),
+         Item("en", "en", "t", [], "Passwords for company accounts must be at least 14 characters long.",
+              core.SOURCE_DOCUMENT_CHUNK, scores=[Scored("pg.vector", 0.80, 2)], script="latin")],
+        [Item("en", "en", "t", [], "Passwords for company accounts must be at least 14 characters long.",
+              core.SOURCE_DOCUMENT_CHUNK, scores=[Scored("pg.translated", 7.5, 1)], script="latin")],
+    ])
+    fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(items, fused, 2)] == ["zh", "en"]
+    raised = core.cross_script_first(items, fused, words)
+    assert [it.id for it in core.rank(items, raised, 2)] == ["en", "zh"]
+    assert fused["en"] < fused["zh"]  # the fused scores given are not changed
+    # without the question's words, or when the first passage holds as much, the fused order stands
+    assert core.cross_script_first(items, fused, []) == fused
+    items[0].text = "公司账号的密码至少 12 位。"
+    assert core.cross_script_first(items, fused, words) == fused
+
+
+def test_cross_script_first_leaves_a_first_passage_already_in_the_other_language():
+    # an English question over Chinese documents only: every candidate is Chinese, the fusion's order stands
+    words = [("travel", ["差旅", "旅行"], ["trip"]), ("spend", ["花费", "费用"], [])]
+    items = core.merge([[Item("a", "a", "t", [], "第一季度差旅费用为286万元。", core.SOURCE_DOCUMENT_CHUNK,
+                               scores=[Scored("pg.vector", 0.8, 1)], script="cjk"),
+                          Item("b", "b", "t", [], "差旅费用花费旅行费用。", core.SOURCE_DOCUMENT_CHUNK,
+                               scores=[Scored("pg.vector", 0.7, 2), Scored("pg.translated", 9.0, 1)], script="cjk")]])
+    fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert core.cross_script_first(items, fused, words) == fused

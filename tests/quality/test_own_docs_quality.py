@@ -18,10 +18,16 @@ on, ingested as files into a collection without a domain pack:
   Chinese) and 10 out-of-scope ones, half near the documents' topics;
 - starbridge_docs: a software company's bilingual knowledge base (three
   Chinese and three English documents: .md with a table, .txt, .html,
-  .docx), its 24 questions (10 across languages) and 8 out-of-scope ones.
+  .docx), its 24 questions (10 across languages) and 8 out-of-scope ones;
+- helan_docs and lanfeng_docs: a winery's and a regional airline's
+  bilingual documents, written for held-out tests of the cross-script
+  keyword channel (2026-12-06; three Chinese and three English files each:
+  .md with tables, .txt, .html), 30 and 32 questions (14 and 16 across
+  languages) and 8 out-of-scope ones each.
 
-Answer (extractive, no LLM) must answer the questions they answer, abstain
-on those they do not, and quote the answering line. The rules are the
+Answer (extractive, no LLM) must put the answering passage first, answer
+the questions they answer, abstain on those they do not, and quote the
+answering line. The rules are the
 generic pack's (domains/generic/recipes.json; docs/benchmarks.md "Abstention
 on collections without a pack", "English own documents"). Floors in
 tests/quality/floors.py (the set's name)."""
@@ -48,6 +54,8 @@ SETS = {
     "office_docs": (7, {"out_of_scope_abstained": DATA / "office_docs" / "out_of_scope.jsonl"}),
     "kestrel_docs": (6, {"out_of_scope_abstained": DATA / "kestrel_docs" / "out_of_scope.jsonl"}),
     "starbridge_docs": (6, {"out_of_scope_abstained": DATA / "starbridge_docs" / "out_of_scope.jsonl"}),
+    "helan_docs": (6, {"out_of_scope_abstained": DATA / "helan_docs" / "out_of_scope.jsonl"}),
+    "lanfeng_docs": (6, {"out_of_scope_abstained": DATA / "lanfeng_docs" / "out_of_scope.jsonl"}),
 }
 
 
@@ -74,7 +82,8 @@ async def test_own_documents_answer_what_they_hold_and_abstain_on_what_they_do_n
     async with patient_gateway(mesh) as address:
         await _ingest(address, name, documents)
         replies = await _answers(address, mesh, name, load_dataset(DATA / name / "queries.jsonl"))
-        rates = {"answered": sum(r.answer_mode != "abstained" for r in replies) / len(replies),
+        rates = {"first": sum(r.first_gold_rank == 1 for r in replies) / len(replies),
+                 "answered": sum(r.answer_mode != "abstained" for r in replies) / len(replies),
                  "quotes_gold": sum(bool(r.answer_quotes_gold) for r in replies) / len(replies)}
         counts = {}
         for kind, path in out_of_scope.items():

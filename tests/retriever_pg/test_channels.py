@@ -85,3 +85,49 @@ async def test_a_numbered_name_is_found_by_its_number_not_by_every_chunk_repeati
     hits, _ = await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5))
     bm25 = [h.document_id for h in hits if h.channel == "pg.keyword"]
     assert bm25[0] == "w3", bm25  # "3号" is one term; the lone digits of the 第5部分 chunk outnumber it otherwise
+
+
+async def test_translated_channel_finds_the_other_language_documents_by_the_query_words_translated(store):  # noqa: F811
+    """pg.translated: BM25 over the translations the expander sends, kept to the documents written in their
+    writing system; an English product name that also appears in Chinese text does not bring that text in."""
+    await store.ingest_documents([
+        make_doc("security", ["Passwords for company accounts must be at least 14 characters long.",
+                              "Secrets are stored in Vault and rotated every 90 days."]),
+        make_doc("travel", ["公司差旅住宿标准为每晚 500 元，Vault 账号由行政统一开通。"]),
+    ])
+    backend = PgBackend(store)
+    words = [("公司", ["company", "companies"], []), ("账号", ["account", "accounts"], []),
+             ("密码", ["password", "passwords"], []), ("vault", ["vault"], [])]
+    query = "公司账号的密码最短要多少位？"
+    hits, timings = await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[],
+                                                          top_k=5, translated_script="latin", translated_words=words))
+    translated = [h for h in hits if h.channel == "pg.translated"]
+    assert [h.chunk_id for h in translated][:1] == ["security#0"] and {h.script for h in translated} == {"latin"}
+    assert "travel#0" not in {h.chunk_id for h in translated}  # Chinese text, though it names Vault
+    assert "pg.translated" in {t.stage for t in timings}
+    # a collection without documents of the target writing system: the channel does not search
+    assert await store.collection_scripts(["default"]) == {"latin", "cjk"} and await store.collection_scripts(["nope"]) == set()
+    searched = []
+    keyword_channels = store.keyword_channels
+
+    async def spy(*args, **kwargs):
+        searched.append(args)
+        return await keyword_channels(*args, **kwargs)
+
+    store.keyword_channels = spy
+    try:
+        only_translated = frozenset({"pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost"})
+        for collections, runs in ((["nope"], 0), (["default"], 1)):
+            await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5,
+                                                  collections=collections, translated_script="latin",
+                                                  translated_words=words, disabled=only_translated))
+            assert len(searched) == runs, collections
+    finally:
+        del store.keyword_channels
+    # no translation, or the channel switched off: not run
+    for request in (RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5),
+                    RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5,
+                                   translated_script="latin", translated_words=words,
+                                   disabled=frozenset({"pg.translated"}))):
+        hits, timings = await backend.retrieve(request)
+        assert not [h for h in hits if h.channel == "pg.translated"] and "pg.translated" not in {t.stage for t in timings}

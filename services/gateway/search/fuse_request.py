@@ -36,14 +36,16 @@ class Retrieval:
 
 def fuse_request(query: str, lists: Sequence[fuser_pb2.CandidateList], profile: RetrievalProfile, top_k: int,
                  budget_chars: int, rerank_scores: dict[str, float] | None = None,
-                 mmr_lambda: float | None = None) -> fuser_pb2.FuseRequest:
+                 mmr_lambda: float | None = None,
+                 translation: types_pb2.QueryTranslation | None = None) -> fuser_pb2.FuseRequest:
     """The FuseRequest for ``lists`` under ``profile`` (fusion method and
     channel weights), ``top_k`` results and a context of ``budget_chars``
-    characters; MMR over the fused list when ``mmr_lambda`` is set."""
+    characters; MMR over the fused list when ``mmr_lambda`` is set; the
+    query's ``translation`` for the fuser's cross-script check."""
     request = fuser_pb2.FuseRequest(
         query=query, lists=lists, rerank_scores=rerank_scores or {},
         method=fuser_pb2.FUSION_METHOD_WEIGHTED if profile.fusion_method == "weighted" else fuser_pb2.FUSION_METHOD_RRF,
-        channel_weights=profile.channel_weights, top_k=top_k, budget_chars=budget_chars,
+        channel_weights=profile.channel_weights, top_k=top_k, budget_chars=budget_chars, translation=translation,
     )
     if mmr_lambda is not None:
         request.mmr_lambda = mmr_lambda

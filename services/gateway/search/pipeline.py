@@ -161,7 +161,8 @@ class SearchFlow:
                                      use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,
                                      list(understood.keywords))
         mmr_lambda = profile.mmr_lambda if "mmr" not in disabled else None
-        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda)
+        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile, scores, mmr_lambda,
+                               understood.translation)
 
     async def fast_search(self, query: str, top_k: int, deadline: Deadline, scope: Scope = DEFAULT_SCOPE) -> Retrieval:
         """The fast path: PostgreSQL channels only, no graph, no rerank, the
@@ -181,16 +182,19 @@ class SearchFlow:
         lists = await retrieve_all([pg] if pg else [], request, deadline, trace, s.deadlines.retrieve, required=True)
         trace.skip(names.retrieve_stage(GRAPH), "fast path")
         trace.skip(names.STAGE_RERANK, "fast path")
-        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile)
+        return await self.fuse(query, lists, top_k, deadline, trace, understood.info, profile,
+                               translation=understood.translation)
 
     async def fuse(self, query: str, lists: list[fuser_pb2.CandidateList], top_k: int, deadline: Deadline, trace: Trace,
                    info, profile: RetrievalProfile | None = None, rerank_scores: dict[str, float] | None = None,
-                   mmr_lambda: float | None = None) -> Retrieval:
+                   mmr_lambda: float | None = None, translation: types_pb2.QueryTranslation | None = None) -> Retrieval:
         """Merges, fuses (``profile``, default: the default profile) and packs
-        ``lists`` through the fuser; without the fuser, candidates in
-        arrival order and no packed context (stage "fuse" DEGRADED)."""
+        ``lists`` through the fuser, with the query's ``translation`` for its
+        cross-script check; without the fuser, candidates in arrival order
+        and no packed context (stage "fuse" DEGRADED)."""
         profile = profile or self.settings.profile_for("", 0.0)[1]
-        request = fuse_request(query, lists, profile, top_k, self.settings.budget_chars, rerank_scores, mmr_lambda)
+        request = fuse_request(query, lists, profile, top_k, self.settings.budget_chars, rerank_scores, mmr_lambda,
+                               translation)
         fused = await guarded(trace, names.STAGE_FUSE, "fuser", lambda t: self.fuser.fuse(request, t),
                               arrival_order(lists, top_k), deadline, self.settings.deadlines.fuse)
         return to_retrieval(fused, lists, trace, info)
@@ -215,6 +219,7 @@ class SearchFlow:
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
             collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
             with_embeddings=profile.mmr_lambda is not None and "mmr" not in disabled,
+            translation=understood.translation,
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
@@ -28,6 +29,8 @@ class Understanding:
         embedding: query embedding; empty without the expander.
         question_type: QuestionType enum name.
         confidence: confidence of the question type in [0, 1].
+        translation: the query's words in the other writing system
+            (ExpandResponse.translation); empty without the expander.
     """
 
     info: gateway_pb2.QueryInfo
@@ -35,6 +38,7 @@ class Understanding:
     embedding: list[float] = field(default_factory=list)
     question_type: str = UNSPECIFIED_TYPE
     confidence: float = 0.0
+    translation: types_pb2.QueryTranslation = field(default_factory=types_pb2.QueryTranslation)
 
 
 async def understand(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,
@@ -59,7 +63,7 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
         normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type,
         query_cut=expanded.query_cut, embedding_model=expanded.embedding_model)
     return Understanding(info, list(expanded.keywords), list(expanded.embedding), question_type,
-                         expanded.question_type_confidence)
+                         expanded.question_type_confidence, expanded.translation)
 
 
 async def embed_query(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,

@@ -129,7 +129,7 @@ class ChannelScore(_message.Message):
     EVIDENCE_FIELD_NUMBER: _builtins.int
     channel: _builtins.str
     """Channel name, "<service>.<method>", e.g. "pg.vector", "pg.keyword",
-    "pg.boost", "graph.heading", "graph.neighbour", "rerank".
+    "pg.translated", "pg.boost", "graph.heading", "graph.neighbour", "rerank".
     """
     score: _builtins.float
     """The channel's raw score (cosine similarity, BM25, match count, ...)."""
@@ -564,6 +564,82 @@ class TextSpan(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TextSpan: _TypeAlias = TextSpan  # noqa: Y015
+
+@_typing.final
+class TranslatedWord(_message.Message):
+    """One content word of a query (or a phrase the dictionary glosses whole)
+    with its terms in another writing system.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORD_FIELD_NUMBER: _builtins.int
+    TERMS_FIELD_NUMBER: _builtins.int
+    SYNONYMS_FIELD_NUMBER: _builtins.int
+    word: _builtins.str
+    """The word as the query writes it ("密码", "annual leave")."""
+    @_builtins.property
+    def terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its dictionary translations, written in QueryTranslation.script
+        ("password", "passwords"; "年假"), or the word itself when it is written
+        in that system already or is a number; empty when the dictionary lacks it.
+        """
+
+    @_builtins.property
+    def synonyms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Words of the query's own writing system that the dictionary translates
+        the same ("周一" for "礼拜一", both "Monday"): the fuser's cross-script
+        check counts them as the word in a passage of the query's language.
+        """
+
+    def __init__(
+        self,
+        *,
+        word: _builtins.str = ...,
+        terms: _abc.Iterable[_builtins.str] | None = ...,
+        synonyms: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["synonyms", b"synonyms", "terms", b"terms", "word", b"word"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TranslatedWord: _TypeAlias = TranslatedWord  # noqa: Y015
+
+@_typing.final
+class QueryTranslation(_message.Message):
+    """A query's content words in the other writing system: how a keyword
+    channel finds a passage in English for a Chinese question (and the
+    reverse), where the two share no word. Made by the expander from a
+    bilingual dictionary (CC-CEDICT); empty when the query has no letters.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCRIPT_FIELD_NUMBER: _builtins.int
+    WORDS_FIELD_NUMBER: _builtins.int
+    script: _builtins.str
+    """The writing system the terms are in: "latin" or "cjk" (the other one
+    than the query's).
+    """
+    @_builtins.property
+    def words(self) -> _containers.RepeatedCompositeFieldContainer[Global___TranslatedWord]:
+        """The query's content words in query order, at most 32."""
+
+    def __init__(
+        self,
+        *,
+        script: _builtins.str = ...,
+        words: _abc.Iterable[Global___TranslatedWord] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["script", b"script", "words", b"words"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryTranslation: _TypeAlias = QueryTranslation  # noqa: Y015
 
 @_typing.final
 class QueryCut(_message.Message):

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/expander/v1/expander.proto\x12\x15graphmesh.expander.v1\x1a\x1fgraphmesh/common/v1/types.proto\"C\n\rExpandRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x65mbed\x18\x02 \x01(\x08\x12\x14\n\x0c\x64omain_packs\x18\x03 \x03(\t\")\n\tExpansion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\"\xca\x02\n\x0e\x45xpandResponse\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12:\n\rquestion_type\x18\x03 \x01(\x0e\x32#.graphmesh.expander.v1.QuestionType\x12 \n\x18question_type_confidence\x18\x04 \x01(\x01\x12\x11\n\tembedding\x18\x05 \x03(\x02\x12\x34\n\nexpansions\x18\x06 \x03(\x0b\x32 .graphmesh.expander.v1.Expansion\x12\x17\n\x0f\x65mbedding_model\x18\x07 \x01(\t\x12\x30\n\tquery_cut\x18\x08 \x01(\x0b\x32\x1d.graphmesh.common.v1.QueryCut\x12\x1a\n\x12question_type_name\x18\t \x01(\t\"M\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.expander.v1.EmbedKind\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"u\n\rEmbedResponse\x12.\n\x07vectors\x18\x01 \x03(\x0b\x32\x1d.graphmesh.expander.v1.Vector\x12\r\n\x05model\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x12\n\ncache_hits\x18\x04 \x01(\x05\"\xa6\x01\n\x0eRewriteRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x04kind\x18\x02 \x01(\x0e\x32\".graphmesh.expander.v1.RewriteKind\x12\x0f\n\x07\x63ontext\x18\x03 \x01(\t\x12\x13\n\x0bmax_results\x18\x04 \x01(\x05\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\x12\x14\n\x0c\x64omain_packs\x18\x06 \x03(\t\"6\n\x07Rewrite\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0e\n\x06origin\x18\x03 \x01(\t\"n\n\x0fRewriteResponse\x12\x30\n\x08rewrites\x18\x01 \x03(\x0b\x32\x1e.graphmesh.expander.v1.Rewrite\x12\x10\n\x08llm_used\x18\x02 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x03 \x01(\t\"\'\n\x16NormalizeEntityRequest\x12\r\n\x05query\x18\x01 \x01(\t\"I\n\tNameMatch\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07matched\x18\x02 \x01(\t\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\"\xca\x02\n\x17NormalizeEntityResponse\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x11\n\trewritten\x18\x02 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x03 \x01(\t\x12\x31\n\x07matches\x18\x04 \x03(\x0b\x32 .graphmesh.expander.v1.NameMatch\x12\x31\n\x05route\x18\x05 \x01(\x0e\x32\".graphmesh.expander.v1.EntityRoute\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x12\n\ncategories\x18\x07 \x03(\t\x12\x18\n\x10\x61ttribute_values\x18\x08 \x03(\t\x12\x17\n\x0f\x61ttribute_label\x18\t \x01(\t\x12\x10\n\x08keywords\x18\n \x03(\t\x12\x14\n\x0clibrary_size\x18\x0b \x01(\x05*\xa5\x02\n\x0cQuestionType\x12\x1d\n\x19QUESTION_TYPE_UNSPECIFIED\x10\x00\x12$\n QUESTION_TYPE_CONCEPT_DEFINITION\x10\x01\x12 \n\x1cQUESTION_TYPE_FACTUAL_LOOKUP\x10\x02\x12%\n!QUESTION_TYPE_MULTI_HOP_REASONING\x10\x03\x12#\n\x1fQUESTION_TYPE_POLICY_EVALUATION\x10\x04\x12\x1c\n\x18QUESTION_TYPE_CASE_FACTS\x10\x05\x12\"\n\x1eQUESTION_TYPE_LAY_CONSULTATION\x10\x06\x12 \n\x1cQUESTION_TYPE_ARTICLE_LOOKUP\x10\x07*U\n\tEmbedKind\x12\x1a\n\x16\x45MBED_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45MBED_KIND_QUERY\x10\x01\x12\x16\n\x12\x45MBED_KIND_PASSAGE\x10\x02*\x81\x01\n\x0bRewriteKind\x12\x1c\n\x18REWRITE_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1bREWRITE_KIND_EXPANDED_QUERY\x10\x01\x12\x15\n\x11REWRITE_KIND_HYDE\x10\x02\x12\x1c\n\x18REWRITE_KIND_SUB_QUERIES\x10\x03*\x99\x01\n\x0b\x45ntityRoute\x12\x1c\n\x18\x45NTITY_ROUTE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NTITY_ROUTE_LOCAL\x10\x01\x12\x17\n\x13\x45NTITY_ROUTE_GLOBAL\x10\x02\x12\x1f\n\x1b\x45NTITY_ROUTE_CROSS_CATEGORY\x10\x03\x12\x1a\n\x16\x45NTITY_ROUTE_ATTRIBUTE\x10\x04\x32\x88\x03\n\x0f\x45xpanderService\x12U\n\x06\x45xpand\x12$.graphmesh.expander.v1.ExpandRequest\x1a%.graphmesh.expander.v1.ExpandResponse\x12R\n\x05\x45mbed\x12#.graphmesh.expander.v1.EmbedRequest\x1a$.graphmesh.expander.v1.EmbedResponse\x12X\n\x07Rewrite\x12%.graphmesh.expander.v1.RewriteRequest\x1a&.graphmesh.expander.v1.RewriteResponse\x12p\n\x0fNormalizeEntity\x12-.graphmesh.expander.v1.NormalizeEntityRequest\x1a..graphmesh.expander.v1.NormalizeEntityResponseB\x1c\n\x18io.graphmesh.expander.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$graphmesh/expander/v1/expander.proto\x12\x15graphmesh.expander.v1\x1a\x1fgraphmesh/common/v1/types.proto\"C\n\rExpandRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05\x65mbed\x18\x02 \x01(\x08\x12\x14\n\x0c\x64omain_packs\x18\x03 \x03(\t\")\n\tExpansion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\"\x86\x03\n\x0e\x45xpandResponse\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x10\n\x08keywords\x18\x02 \x03(\t\x12:\n\rquestion_type\x18\x03 \x01(\x0e\x32#.graphmesh.expander.v1.QuestionType\x12 \n\x18question_type_confidence\x18\x04 \x01(\x01\x12\x11\n\tembedding\x18\x05 \x03(\x02\x12\x34\n\nexpansions\x18\x06 \x03(\x0b\x32 .graphmesh.expander.v1.Expansion\x12\x17\n\x0f\x65mbedding_model\x18\x07 \x01(\t\x12\x30\n\tquery_cut\x18\x08 \x01(\x0b\x32\x1d.graphmesh.common.v1.QueryCut\x12\x1a\n\x12question_type_name\x18\t \x01(\t\x12:\n\x0btranslation\x18\n \x01(\x0b\x32%.graphmesh.common.v1.QueryTranslation\"M\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12.\n\x04kind\x18\x02 \x01(\x0e\x32 .graphmesh.expander.v1.EmbedKind\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"u\n\rEmbedResponse\x12.\n\x07vectors\x18\x01 \x03(\x0b\x32\x1d.graphmesh.expander.v1.Vector\x12\r\n\x05model\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x12\n\ncache_hits\x18\x04 \x01(\x05\"\xa6\x01\n\x0eRewriteRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x04kind\x18\x02 \x01(\x0e\x32\".graphmesh.expander.v1.RewriteKind\x12\x0f\n\x07\x63ontext\x18\x03 \x01(\t\x12\x13\n\x0bmax_results\x18\x04 \x01(\x05\x12\x17\n\x0ftimeout_seconds\x18\x05 \x01(\x01\x12\x14\n\x0c\x64omain_packs\x18\x06 \x03(\t\"6\n\x07Rewrite\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x0e\n\x06origin\x18\x03 \x01(\t\"n\n\x0fRewriteResponse\x12\x30\n\x08rewrites\x18\x01 \x03(\x0b\x32\x1e.graphmesh.expander.v1.Rewrite\x12\x10\n\x08llm_used\x18\x02 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x03 \x01(\t\"\'\n\x16NormalizeEntityRequest\x12\r\n\x05query\x18\x01 \x01(\t\"I\n\tNameMatch\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07matched\x18\x02 \x01(\t\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\"\xca\x02\n\x17NormalizeEntityResponse\x12\x18\n\x10normalized_query\x18\x01 \x01(\t\x12\x11\n\trewritten\x18\x02 \x01(\x08\x12\x13\n\x0bgate_reason\x18\x03 \x01(\t\x12\x31\n\x07matches\x18\x04 \x03(\x0b\x32 .graphmesh.expander.v1.NameMatch\x12\x31\n\x05route\x18\x05 \x01(\x0e\x32\".graphmesh.expander.v1.EntityRoute\x12\x18\n\x10route_confidence\x18\x06 \x01(\x01\x12\x12\n\ncategories\x18\x07 \x03(\t\x12\x18\n\x10\x61ttribute_values\x18\x08 \x03(\t\x12\x17\n\x0f\x61ttribute_label\x18\t \x01(\t\x12\x10\n\x08keywords\x18\n \x03(\t\x12\x14\n\x0clibrary_size\x18\x0b \x01(\x05*\xa5\x02\n\x0cQuestionType\x12\x1d\n\x19QUESTION_TYPE_UNSPECIFIED\x10\x00\x12$\n QUESTION_TYPE_CONCEPT_DEFINITION\x10\x01\x12 \n\x1cQUESTION_TYPE_FACTUAL_LOOKUP\x10\x02\x12%\n!QUESTION_TYPE_MULTI_HOP_REASONING\x10\x03\x12#\n\x1fQUESTION_TYPE_POLICY_EVALUATION\x10\x04\x12\x1c\n\x18QUESTION_TYPE_CASE_FACTS\x10\x05\x12\"\n\x1eQUESTION_TYPE_LAY_CONSULTATION\x10\x06\x12 \n\x1cQUESTION_TYPE_ARTICLE_LOOKUP\x10\x07*U\n\tEmbedKind\x12\x1a\n\x16\x45MBED_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45MBED_KIND_QUERY\x10\x01\x12\x16\n\x12\x45MBED_KIND_PASSAGE\x10\x02*\x81\x01\n\x0bRewriteKind\x12\x1c\n\x18REWRITE_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1bREWRITE_KIND_EXPANDED_QUERY\x10\x01\x12\x15\n\x11REWRITE_KIND_HYDE\x10\x02\x12\x1c\n\x18REWRITE_KIND_SUB_QUERIES\x10\x03*\x99\x01\n\x0b\x45ntityRoute\x12\x1c\n\x18\x45NTITY_ROUTE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NTITY_ROUTE_LOCAL\x10\x01\x12\x17\n\x13\x45NTITY_ROUTE_GLOBAL\x10\x02\x12\x1f\n\x1b\x45NTITY_ROUTE_CROSS_CATEGORY\x10\x03\x12\x1a\n\x16\x45NTITY_ROUTE_ATTRIBUTE\x10\x04\x32\x88\x03\n\x0f\x45xpanderService\x12U\n\x06\x45xpand\x12$.graphmesh.expander.v1.ExpandRequest\x1a%.graphmesh.expander.v1.ExpandResponse\x12R\n\x05\x45mbed\x12#.graphmesh.expander.v1.EmbedRequest\x1a$.graphmesh.expander.v1.EmbedResponse\x12X\n\x07Rewrite\x12%.graphmesh.expander.v1.RewriteRequest\x1a&.graphmesh.expander.v1.RewriteResponse\x12p\n\x0fNormalizeEntity\x12-.graphmesh.expander.v1.NormalizeEntityRequest\x1a..graphmesh.expander.v1.NormalizeEntityResponseB\x1c\n\x18io.graphmesh.expander.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,38 +33,38 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'graphmesh.expander.v1.expan
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\030io.graphmesh.expander.v1P\001'
-  _globals['_QUESTIONTYPE']._serialized_start=1552
-  _globals['_QUESTIONTYPE']._serialized_end=1845
-  _globals['_EMBEDKIND']._serialized_start=1847
-  _globals['_EMBEDKIND']._serialized_end=1932
-  _globals['_REWRITEKIND']._serialized_start=1935
-  _globals['_REWRITEKIND']._serialized_end=2064
-  _globals['_ENTITYROUTE']._serialized_start=2067
-  _globals['_ENTITYROUTE']._serialized_end=2220
+  _globals['_QUESTIONTYPE']._serialized_start=1612
+  _globals['_QUESTIONTYPE']._serialized_end=1905
+  _globals['_EMBEDKIND']._serialized_start=1907
+  _globals['_EMBEDKIND']._serialized_end=1992
+  _globals['_REWRITEKIND']._serialized_start=1995
+  _globals['_REWRITEKIND']._serialized_end=2124
+  _globals['_ENTITYROUTE']._serialized_start=2127
+  _globals['_ENTITYROUTE']._serialized_end=2280
   _globals['_EXPANDREQUEST']._serialized_start=96
   _globals['_EXPANDREQUEST']._serialized_end=163
   _globals['_EXPANSION']._serialized_start=165
   _globals['_EXPANSION']._serialized_end=206
   _globals['_EXPANDRESPONSE']._serialized_start=209
-  _globals['_EXPANDRESPONSE']._serialized_end=539
-  _globals['_EMBEDREQUEST']._serialized_start=541
-  _globals['_EMBEDREQUEST']._serialized_end=618
-  _globals['_VECTOR']._serialized_start=620
-  _globals['_VECTOR']._serialized_end=644
-  _globals['_EMBEDRESPONSE']._serialized_start=646
-  _globals['_EMBEDRESPONSE']._serialized_end=763
-  _globals['_REWRITEREQUEST']._serialized_start=766
-  _globals['_REWRITEREQUEST']._serialized_end=932
-  _globals['_REWRITE']._serialized_start=934
-  _globals['_REWRITE']._serialized_end=988
-  _globals['_REWRITERESPONSE']._serialized_start=990
-  _globals['_REWRITERESPONSE']._serialized_end=1100
-  _globals['_NORMALIZEENTITYREQUEST']._serialized_start=1102
-  _globals['_NORMALIZEENTITYREQUEST']._serialized_end=1141
-  _globals['_NAMEMATCH']._serialized_start=1143
-  _globals['_NAMEMATCH']._serialized_end=1216
-  _globals['_NORMALIZEENTITYRESPONSE']._serialized_start=1219
-  _globals['_NORMALIZEENTITYRESPONSE']._serialized_end=1549
-  _globals['_EXPANDERSERVICE']._serialized_start=2223
-  _globals['_EXPANDERSERVICE']._serialized_end=2615
+  _globals['_EXPANDRESPONSE']._serialized_end=599
+  _globals['_EMBEDREQUEST']._serialized_start=601
+  _globals['_EMBEDREQUEST']._serialized_end=678
+  _globals['_VECTOR']._serialized_start=680
+  _globals['_VECTOR']._serialized_end=704
+  _globals['_EMBEDRESPONSE']._serialized_start=706
+  _globals['_EMBEDRESPONSE']._serialized_end=823
+  _globals['_REWRITEREQUEST']._serialized_start=826
+  _globals['_REWRITEREQUEST']._serialized_end=992
+  _globals['_REWRITE']._serialized_start=994
+  _globals['_REWRITE']._serialized_end=1048
+  _globals['_REWRITERESPONSE']._serialized_start=1050
+  _globals['_REWRITERESPONSE']._serialized_end=1160
+  _globals['_NORMALIZEENTITYREQUEST']._serialized_start=1162
+  _globals['_NORMALIZEENTITYREQUEST']._serialized_end=1201
+  _globals['_NAMEMATCH']._serialized_start=1203
+  _globals['_NAMEMATCH']._serialized_end=1276
+  _globals['_NORMALIZEENTITYRESPONSE']._serialized_start=1279
+  _globals['_NORMALIZEENTITYRESPONSE']._serialized_end=1609
+  _globals['_EXPANDERSERVICE']._serialized_start=2283
+  _globals['_EXPANDERSERVICE']._serialized_end=2675
 # @@protoc_insertion_point(module_scope)

@@ -235,6 +235,7 @@ class ExpandResponse(_message.Message):
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     QUERY_CUT_FIELD_NUMBER: _builtins.int
     QUESTION_TYPE_NAME_FIELD_NUMBER: _builtins.int
+    TRANSLATION_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Query after whitespace and full-width normalisation."""
     question_type: Global___QuestionType.ValueType
@@ -271,6 +272,13 @@ class ExpandResponse(_message.Message):
         were kept. Always set.
         """
 
+    @_builtins.property
+    def translation(self) -> _types_pb2.QueryTranslation:
+        """The query's content words translated into the other writing system
+        (CC-CEDICT), for the retriever's "pg.translated" channel and the
+        fuser's cross-script check; script empty when the query has no letters.
+        """
+
     def __init__(
         self,
         *,
@@ -283,10 +291,11 @@ class ExpandResponse(_message.Message):
         embedding_model: _builtins.str = ...,
         query_cut: _types_pb2.QueryCut | None = ...,
         question_type_name: _builtins.str = ...,
+        translation: _types_pb2.QueryTranslation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut", "translation", b"translation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence", "question_type_name", b"question_type_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embedding", b"embedding", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "query_cut", b"query_cut", "question_type", b"question_type", "question_type_confidence", b"question_type_confidence", "question_type_name", b"question_type_name", "translation", b"translation"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

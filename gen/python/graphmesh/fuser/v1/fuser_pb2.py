@@ -26,7 +26,7 @@ from graphmesh.common.v1 import entity_pb2 as graphmesh_dot_common_dot_v1_dot_en
 from graphmesh.common.v1 import types_pb2 as graphmesh_dot_common_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egraphmesh/fuser/v1/fuser.proto\x12\x12graphmesh.fuser.v1\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"U\n\rCandidateList\x12\x10\n\x08producer\x18\x01 \x01(\t\x12\x32\n\ncandidates\x18\x02 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\"\xd7\x04\n\x0b\x46useRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x05lists\x18\x02 \x03(\x0b\x32!.graphmesh.fuser.v1.CandidateList\x12H\n\rrerank_scores\x18\x03 \x03(\x0b\x32\x31.graphmesh.fuser.v1.FuseRequest.RerankScoresEntry\x12\x30\n\x06method\x18\x04 \x01(\x0e\x32 .graphmesh.fuser.v1.FusionMethod\x12L\n\x0f\x63hannel_weights\x18\x05 \x03(\x0b\x32\x33.graphmesh.fuser.v1.FuseRequest.ChannelWeightsEntry\x12\r\n\x05top_k\x18\x06 \x01(\x05\x12\x14\n\x0c\x62udget_chars\x18\x07 \x01(\x05\x12;\n\x06quotas\x18\x08 \x03(\x0b\x32+.graphmesh.fuser.v1.FuseRequest.QuotasEntry\x12\x18\n\x10one_per_document\x18\t \x01(\x08\x12\x17\n\nmmr_lambda\x18\n \x01(\x01H\x00\x88\x01\x01\x1a\x33\n\x11RerankScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x35\n\x13\x43hannelWeightsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a-\n\x0bQuotasEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\r\n\x0b_mmr_lambda\"\x90\x01\n\x0e\x43ontextSection\x12+\n\x06source\x18\x01 \x01(\x0e\x32\x1b.graphmesh.common.v1.Source\x12\x13\n\x0bquota_chars\x18\x02 \x01(\x05\x12\x12\n\nused_chars\x18\x03 \x01(\x05\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12\x15\n\rcandidate_ids\x18\x05 \x03(\t\"f\n\rPackedContext\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x34\n\x08sections\x18\x02 \x03(\x0b\x32\".graphmesh.fuser.v1.ContextSection\x12\x11\n\tcited_ids\x18\x03 \x03(\t\"v\n\x0c\x46useResponse\x12\x32\n\ncandidates\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x32\n\x07\x63ontext\x18\x02 \x01(\x0b\x32!.graphmesh.fuser.v1.PackedContext\"\xea\x02\n\x13RankEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x38\n\ncandidates\x18\x03 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12P\n\rrerank_scores\x18\x04 \x03(\x0b\x32\x39.graphmesh.fuser.v1.RankEntitiesRequest.RerankScoresEntry\x12\r\n\x05top_k\x18\x05 \x01(\x05\x12\x17\n\x0fwith_embeddings\x18\x06 \x01(\x08\x12\x18\n\x10route_categories\x18\x07 \x03(\t\x12\r\n\x05route\x18\x08 \x01(\t\x12\x18\n\x10\x61ttribute_values\x18\t \x03(\t\x1a\x33\n\x11RerankScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"a\n\x14RankEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x11\n\tgated_out\x18\x02 \x01(\x05*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x02\x32\xbc\x01\n\x0c\x46userService\x12I\n\x04\x46use\x12\x1f.graphmesh.fuser.v1.FuseRequest\x1a .graphmesh.fuser.v1.FuseResponse\x12\x61\n\x0cRankEntities\x12\'.graphmesh.fuser.v1.RankEntitiesRequest\x1a(.graphmesh.fuser.v1.RankEntitiesResponseB\x19\n\x15io.graphmesh.fuser.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1egraphmesh/fuser/v1/fuser.proto\x12\x12graphmesh.fuser.v1\x1a graphmesh/common/v1/entity.proto\x1a\x1fgraphmesh/common/v1/types.proto\"U\n\rCandidateList\x12\x10\n\x08producer\x18\x01 \x01(\t\x12\x32\n\ncandidates\x18\x02 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\"\x93\x05\n\x0b\x46useRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x30\n\x05lists\x18\x02 \x03(\x0b\x32!.graphmesh.fuser.v1.CandidateList\x12H\n\rrerank_scores\x18\x03 \x03(\x0b\x32\x31.graphmesh.fuser.v1.FuseRequest.RerankScoresEntry\x12\x30\n\x06method\x18\x04 \x01(\x0e\x32 .graphmesh.fuser.v1.FusionMethod\x12L\n\x0f\x63hannel_weights\x18\x05 \x03(\x0b\x32\x33.graphmesh.fuser.v1.FuseRequest.ChannelWeightsEntry\x12\r\n\x05top_k\x18\x06 \x01(\x05\x12\x14\n\x0c\x62udget_chars\x18\x07 \x01(\x05\x12;\n\x06quotas\x18\x08 \x03(\x0b\x32+.graphmesh.fuser.v1.FuseRequest.QuotasEntry\x12\x18\n\x10one_per_document\x18\t \x01(\x08\x12\x17\n\nmmr_lambda\x18\n \x01(\x01H\x00\x88\x01\x01\x12:\n\x0btranslation\x18\x0b \x01(\x0b\x32%.graphmesh.common.v1.QueryTranslation\x1a\x33\n\x11RerankScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a\x35\n\x13\x43hannelWeightsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a-\n\x0bQuotasEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\r\n\x0b_mmr_lambda\"\x90\x01\n\x0e\x43ontextSection\x12+\n\x06source\x18\x01 \x01(\x0e\x32\x1b.graphmesh.common.v1.Source\x12\x13\n\x0bquota_chars\x18\x02 \x01(\x05\x12\x12\n\nused_chars\x18\x03 \x01(\x05\x12\x11\n\ttruncated\x18\x04 \x01(\x08\x12\x15\n\rcandidate_ids\x18\x05 \x03(\t\"f\n\rPackedContext\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x34\n\x08sections\x18\x02 \x03(\x0b\x32\".graphmesh.fuser.v1.ContextSection\x12\x11\n\tcited_ids\x18\x03 \x03(\t\"v\n\x0c\x46useResponse\x12\x32\n\ncandidates\x18\x01 \x03(\x0b\x32\x1e.graphmesh.common.v1.Candidate\x12\x32\n\x07\x63ontext\x18\x02 \x01(\x0b\x32!.graphmesh.fuser.v1.PackedContext\"\xea\x02\n\x13RankEntitiesRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x18\n\x10normalized_query\x18\x02 \x01(\t\x12\x38\n\ncandidates\x18\x03 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12P\n\rrerank_scores\x18\x04 \x03(\x0b\x32\x39.graphmesh.fuser.v1.RankEntitiesRequest.RerankScoresEntry\x12\r\n\x05top_k\x18\x05 \x01(\x05\x12\x17\n\x0fwith_embeddings\x18\x06 \x01(\x08\x12\x18\n\x10route_categories\x18\x07 \x03(\t\x12\r\n\x05route\x18\x08 \x01(\t\x12\x18\n\x10\x61ttribute_values\x18\t \x03(\t\x1a\x33\n\x11RerankScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"a\n\x14RankEntitiesResponse\x12\x36\n\x08\x65ntities\x18\x01 \x03(\x0b\x32$.graphmesh.common.v1.EntityCandidate\x12\x11\n\tgated_out\x18\x02 \x01(\x05*`\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x1a\n\x16\x46USION_METHOD_WEIGHTED\x10\x02\x32\xbc\x01\n\x0c\x46userService\x12I\n\x04\x46use\x12\x1f.graphmesh.fuser.v1.FuseRequest\x1a .graphmesh.fuser.v1.FuseResponse\x12\x61\n\x0cRankEntities\x12\'.graphmesh.fuser.v1.RankEntitiesRequest\x1a(.graphmesh.fuser.v1.RankEntitiesResponseB\x19\n\x15io.graphmesh.fuser.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,30 +42,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FUSEREQUEST_QUOTASENTRY']._serialized_options = b'8\001'
   _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._loaded_options = None
   _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._serialized_options = b'8\001'
-  _globals['_FUSIONMETHOD']._serialized_start=1645
-  _globals['_FUSIONMETHOD']._serialized_end=1741
+  _globals['_FUSIONMETHOD']._serialized_start=1705
+  _globals['_FUSIONMETHOD']._serialized_end=1801
   _globals['_CANDIDATELIST']._serialized_start=121
   _globals['_CANDIDATELIST']._serialized_end=206
   _globals['_FUSEREQUEST']._serialized_start=209
-  _globals['_FUSEREQUEST']._serialized_end=808
-  _globals['_FUSEREQUEST_RERANKSCORESENTRY']._serialized_start=640
-  _globals['_FUSEREQUEST_RERANKSCORESENTRY']._serialized_end=691
-  _globals['_FUSEREQUEST_CHANNELWEIGHTSENTRY']._serialized_start=693
-  _globals['_FUSEREQUEST_CHANNELWEIGHTSENTRY']._serialized_end=746
-  _globals['_FUSEREQUEST_QUOTASENTRY']._serialized_start=748
-  _globals['_FUSEREQUEST_QUOTASENTRY']._serialized_end=793
-  _globals['_CONTEXTSECTION']._serialized_start=811
-  _globals['_CONTEXTSECTION']._serialized_end=955
-  _globals['_PACKEDCONTEXT']._serialized_start=957
-  _globals['_PACKEDCONTEXT']._serialized_end=1059
-  _globals['_FUSERESPONSE']._serialized_start=1061
-  _globals['_FUSERESPONSE']._serialized_end=1179
-  _globals['_RANKENTITIESREQUEST']._serialized_start=1182
-  _globals['_RANKENTITIESREQUEST']._serialized_end=1544
-  _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._serialized_start=640
-  _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._serialized_end=691
-  _globals['_RANKENTITIESRESPONSE']._serialized_start=1546
-  _globals['_RANKENTITIESRESPONSE']._serialized_end=1643
-  _globals['_FUSERSERVICE']._serialized_start=1744
-  _globals['_FUSERSERVICE']._serialized_end=1932
+  _globals['_FUSEREQUEST']._serialized_end=868
+  _globals['_FUSEREQUEST_RERANKSCORESENTRY']._serialized_start=700
+  _globals['_FUSEREQUEST_RERANKSCORESENTRY']._serialized_end=751
+  _globals['_FUSEREQUEST_CHANNELWEIGHTSENTRY']._serialized_start=753
+  _globals['_FUSEREQUEST_CHANNELWEIGHTSENTRY']._serialized_end=806
+  _globals['_FUSEREQUEST_QUOTASENTRY']._serialized_start=808
+  _globals['_FUSEREQUEST_QUOTASENTRY']._serialized_end=853
+  _globals['_CONTEXTSECTION']._serialized_start=871
+  _globals['_CONTEXTSECTION']._serialized_end=1015
+  _globals['_PACKEDCONTEXT']._serialized_start=1017
+  _globals['_PACKEDCONTEXT']._serialized_end=1119
+  _globals['_FUSERESPONSE']._serialized_start=1121
+  _globals['_FUSERESPONSE']._serialized_end=1239
+  _globals['_RANKENTITIESREQUEST']._serialized_start=1242
+  _globals['_RANKENTITIESREQUEST']._serialized_end=1604
+  _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._serialized_start=700
+  _globals['_RANKENTITIESREQUEST_RERANKSCORESENTRY']._serialized_end=751
+  _globals['_RANKENTITIESRESPONSE']._serialized_start=1606
+  _globals['_RANKENTITIESRESPONSE']._serialized_end=1703
+  _globals['_FUSERSERVICE']._serialized_start=1804
+  _globals['_FUSERSERVICE']._serialized_end=1992
 # @@protoc_insertion_point(module_scope)

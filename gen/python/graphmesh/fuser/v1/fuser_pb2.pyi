@@ -149,6 +149,7 @@ class FuseRequest(_message.Message):
     QUOTAS_FIELD_NUMBER: _builtins.int
     ONE_PER_DOCUMENT_FIELD_NUMBER: _builtins.int
     MMR_LAMBDA_FIELD_NUMBER: _builtins.int
+    TRANSLATION_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The query (used for exact-hit protection)."""
     method: Global___FusionMethod.ValueType
@@ -183,6 +184,16 @@ class FuseRequest(_message.Message):
         fraction); the MarxSphere defaults when empty.
         """
 
+    @_builtins.property
+    def translation(self) -> _types_pb2.QueryTranslation:
+        """The query's words in the other writing system (ExpandResponse.translation).
+        When set, one of channel "pg.translated"'s first three candidates goes
+        first if it covers more of the query's words (through their
+        translations, inverse-frequency weighted over the candidates) than the
+        fused first candidate does, by more than 0.05 (docs/retrieval.md
+        "Keywords across writing systems").
+        """
+
     def __init__(
         self,
         *,
@@ -196,10 +207,11 @@ class FuseRequest(_message.Message):
         quotas: _abc.Mapping[_builtins.int, _builtins.float] | None = ...,
         one_per_document: _builtins.bool = ...,
         mmr_lambda: _builtins.float | None = ...,
+        translation: _types_pb2.QueryTranslation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "mmr_lambda", b"mmr_lambda"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "mmr_lambda", b"mmr_lambda", "translation", b"translation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "budget_chars", b"budget_chars", "channel_weights", b"channel_weights", "lists", b"lists", "method", b"method", "mmr_lambda", b"mmr_lambda", "one_per_document", b"one_per_document", "query", b"query", "quotas", b"quotas", "rerank_scores", b"rerank_scores", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda", "budget_chars", b"budget_chars", "channel_weights", b"channel_weights", "lists", b"lists", "method", b"method", "mmr_lambda", b"mmr_lambda", "one_per_document", b"one_per_document", "query", b"query", "quotas", b"quotas", "rerank_scores", b"rerank_scores", "top_k", b"top_k", "translation", b"translation"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__mmr_lambda: _TypeAlias = _typing.Literal["mmr_lambda"]  # noqa: Y015
     _WhichOneofArgType__mmr_lambda: _TypeAlias = _typing.Literal["_mmr_lambda", b"_mmr_lambda"]  # noqa: Y015

@@ -310,6 +310,7 @@ class RetrieveRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _builtins.int
     PARENT_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
     WITH_EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    TRANSLATION_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -357,6 +358,13 @@ class RetrieveRequest(_message.Message):
         each channel's query, before its top_k.
         """
 
+    @_builtins.property
+    def translation(self) -> _types_pb2.QueryTranslation:
+        """The query's words in the other writing system (ExpandResponse.translation):
+        channel "pg.translated" ranks the chunks of documents written in
+        translation.script by BM25 over these terms. Not run when empty.
+        """
+
     def __init__(
         self,
         *,
@@ -370,10 +378,11 @@ class RetrieveRequest(_message.Message):
         filters: _abc.Iterable[_types_pb2.MetadataFilter] | None = ...,
         parent_context_tokens: _builtins.int = ...,
         with_embeddings: _builtins.bool = ...,
+        translation: _types_pb2.QueryTranslation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["translation", b"translation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k", "with_embeddings", b"with_embeddings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k", "translation", b"translation", "with_embeddings", b"with_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
