@@ -39,7 +39,8 @@ DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
                  "kestrel_docs": (DATA / "kestrel_docs" / "queries.jsonl", DATA / "kestrel_docs"),
                  "starbridge_docs": (DATA / "starbridge_docs" / "queries.jsonl", DATA / "starbridge_docs"),
                  "helan_docs": (DATA / "helan_docs" / "queries.jsonl", DATA / "helan_docs"),
-                 "lanfeng_docs": (DATA / "lanfeng_docs" / "queries.jsonl", DATA / "lanfeng_docs")}
+                 "lanfeng_docs": (DATA / "lanfeng_docs" / "queries.jsonl", DATA / "lanfeng_docs"),
+                 "qinghe_docs": (DATA / "qinghe_docs" / "queries.jsonl", DATA / "qinghe_docs")}
 
 
 async def test_chunk_size(mesh):

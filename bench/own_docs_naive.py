@@ -50,7 +50,7 @@ DATA = REPO / "tests" / "quality" / "data"
 SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
         **{name: (DATA / name / "queries.jsonl", DATA / name)
            for name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
-                        "starbridge_docs", "helan_docs", "lanfeng_docs")}}
+                        "starbridge_docs", "helan_docs", "lanfeng_docs", "qinghe_docs")}}
 DEV_SETS = ("docs",)
 RRF_K = 60
 DEPTH = 100

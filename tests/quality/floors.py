@@ -76,6 +76,9 @@ FLOORS: dict[str, dict[str, float]] = {
     # 4 of 8 abstained (bench/docs_chunk_sweep.py); floors two questions under (one out-of-scope question).
     "helan_docs": {"first": 0.5, "answered": 0.79, "out_of_scope_abstained": 0.24, "quotes_gold": 0.36},
     "lanfeng_docs": {"first": 0.5, "answered": 0.71, "out_of_scope_abstained": 0.37, "quotes_gold": 0.31},
+    # A fresh user's trial of the channel (tests/quality/data/qinghe_docs, 2026-12-06, after it shipped): 30 of 34
+    # first (24 before it), 22 answered, 16 quoting, 2 of 4 out of scope abstained; floors two questions under.
+    "qinghe_docs": {"first": 0.82, "answered": 0.58, "out_of_scope_abstained": 0.25, "quotes_gold": 0.41},
     # The generic path on documents nothing was fitted on: 15 laws as plain-text files, the scenario
     # and consult dev questions citing them (tests/quality/law_files.py); ranks count chunks.
     # (set 2026-12-05, about five questions under the first run's figures)

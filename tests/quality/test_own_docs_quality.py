@@ -23,7 +23,10 @@ on, ingested as files into a collection without a domain pack:
   bilingual documents, written for held-out tests of the cross-script
   keyword channel (2026-12-06; three Chinese and three English files each:
   .md with tables, .txt, .html), 30 and 32 questions (14 and 16 across
-  languages) and 8 out-of-scope ones each.
+  languages) and 8 out-of-scope ones each;
+- qinghe_docs: a cold-chain warehouse's bilingual documents from a fresh
+  user's trial of that channel (.md with tables, .txt, .docx, .html), its
+  34 questions (12 across languages, 9 awkward inputs) and 4 out-of-scope ones.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -56,6 +59,7 @@ SETS = {
     "starbridge_docs": (6, {"out_of_scope_abstained": DATA / "starbridge_docs" / "out_of_scope.jsonl"}),
     "helan_docs": (6, {"out_of_scope_abstained": DATA / "helan_docs" / "out_of_scope.jsonl"}),
     "lanfeng_docs": (6, {"out_of_scope_abstained": DATA / "lanfeng_docs" / "out_of_scope.jsonl"}),
+    "qinghe_docs": (6, {"out_of_scope_abstained": DATA / "qinghe_docs" / "out_of_scope.jsonl"}),
 }
 
 
