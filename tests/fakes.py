@@ -59,16 +59,17 @@ def candidate(doc_id: str, text: str, channel: str, score: float, vector_score: 
 
 
 class FakeExpander(_Fake):
-    def __init__(self, fail=None, keywords=("工资",), embedding=(0.1, 0.2), embedding_model="") -> None:
+    def __init__(self, fail=None, keywords=("工资",), embedding=(0.1, 0.2), embedding_model="", translation=None) -> None:
         super().__init__("expander", fail)
         self.keywords = list(keywords)
         self.embedding = list(embedding)
         self.embedding_model = embedding_model
+        self.translation = translation
 
     async def expand(self, request, timeout):
         return await self._answer("expand", request, expander_pb2.ExpandResponse(
             normalized_query=request.query, keywords=self.keywords, embedding=self.embedding if request.embed else [],
-            embedding_model=self.embedding_model))
+            embedding_model=self.embedding_model, translation=self.translation))
 
     async def embed(self, request, timeout):
         return await self._answer("embed", request, expander_pb2.EmbedResponse(

@@ -593,3 +593,14 @@ async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():
     assert "'dept'" in note.detail and "document's own metadata" in note.detail and "page" in note.detail
     found = (await mesh().search.search("工资", 5, None, Deadline(5), scope=scope)).response
     assert found.results and names.STAGE_FILTERS not in stages(found)  # only an empty result explains itself
+
+
+async def test_the_question_translation_reaches_the_retriever_the_fuser_and_the_caller():
+    translation = types_pb2.QueryTranslation(script="latin", words=[
+        types_pb2.TranslatedWord(word="工资", terms=["wage", "wages", "salary"], synonyms=["薪水"])])
+    pg, fuser = FakeRetriever("retriever_pg"), FakeFuser()
+    reply = (await mesh(expander=FakeExpander(translation=translation), pg=pg, fuser=fuser).search.search(
+        "工资", 5, None, Deadline(5))).response
+    assert pg.calls and all(request.translation == translation for _, request in pg.calls)
+    assert fuser.calls[-1][1].translation == translation
+    assert reply.query_info.translation == translation  # the caller sees what pg.translated searched

@@ -61,7 +61,7 @@ async def understand(expander: Expander, query: str, deadline: Deadline, trace: 
     question_type = expanded.question_type_name or expander_pb2.QuestionType.Name(expanded.question_type)
     info = gateway_pb2.QueryInfo(
         normalized_query=expanded.normalized_query, keywords=expanded.keywords, question_type=question_type,
-        query_cut=expanded.query_cut, embedding_model=expanded.embedding_model)
+        query_cut=expanded.query_cut, embedding_model=expanded.embedding_model, translation=expanded.translation)
     return Understanding(info, list(expanded.keywords), list(expanded.embedding), question_type,
                          expanded.question_type_confidence, expanded.translation)
 

@@ -739,6 +739,7 @@ class QueryInfo(_message.Message):
     QUERY_CUT_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     DOMAIN_PACKS_FIELD_NUMBER: _builtins.int
+    TRANSLATION_FIELD_NUMBER: _builtins.int
     normalized_query: _builtins.str
     """Normalised query."""
     question_type: _builtins.str
@@ -770,6 +771,14 @@ class QueryInfo(_message.Message):
         it (law_zh).
         """
 
+    @_builtins.property
+    def translation(self) -> _types_pb2.QueryTranslation:
+        """The query's words in the other writing system, as channel
+        "pg.translated" searched them (the expander's CC-CEDICT translation);
+        shows why a question in one language found, or missed, a passage in
+        the other. Script empty when the query has no letters.
+        """
+
     def __init__(
         self,
         *,
@@ -781,10 +790,11 @@ class QueryInfo(_message.Message):
         query_cut: _types_pb2.QueryCut | None = ...,
         embedding_model: _builtins.str = ...,
         domain_packs: _abc.Iterable[_builtins.str] | None = ...,
+        translation: _types_pb2.QueryTranslation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["query_cut", b"query_cut", "translation", b"translation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain_packs", b"domain_packs", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["domain_packs", b"domain_packs", "embedding_model", b"embedding_model", "expansions", b"expansions", "keywords", b"keywords", "normalized_query", b"normalized_query", "profile", b"profile", "query_cut", b"query_cut", "question_type", b"question_type", "translation", b"translation"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
