@@ -256,9 +256,11 @@ def test_cross_script_first_puts_first_the_other_language_passage_that_holds_mor
 def test_cross_script_first_leaves_a_first_passage_already_in_the_other_language():
     # an English question over Chinese documents only: every candidate is Chinese, the fusion's order stands
     words = [("travel", ["差旅", "旅行"], ["trip"]), ("spend", ["花费", "费用"], [])]
-    items = core.merge([[Item("a", "a", "t", [], "第一季度差旅费用为286万元。", core.SOURCE_DOCUMENT_CHUNK,
+    items = core.merge([[Item("a", "a", "t", [], "第一季度差旅支出为286万元。", core.SOURCE_DOCUMENT_CHUNK,
                                scores=[Scored("pg.vector", 0.8, 1)], script="cjk"),
                           Item("b", "b", "t", [], "差旅费用花费旅行费用。", core.SOURCE_DOCUMENT_CHUNK,
                                scores=[Scored("pg.vector", 0.7, 2), Scored("pg.translated", 9.0, 1)], script="cjk")]])
     fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
-    assert core.cross_script_first(items, fused, words) == fused
+    assert core.cross_script_first(items, fused, words) == fused  # though b holds both words and a one
+    items[0].script = "latin"  # a first passage in the question's own language: b, holding more, goes first
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["b", "a"]
