@@ -54,7 +54,7 @@ def dataset_path(name: str) -> Path:
     """The questions of a dump's set: docs, company_docs, english_docs (bench/docs_chunk_sweep.py) or a law dev set."""
     if name == "docs":
         return DOCS
-    if name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs"):
+    if (DOCUMENT_SETS / name / "queries.jsonl").is_file():
         return DOCUMENT_SETS / name / "queries.jsonl"
     return SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
 

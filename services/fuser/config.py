@@ -20,6 +20,11 @@ class FuserSettings(ServiceSettings):
     entity_rank: overrides of services.fuser.entity_rank.RankConfig fields
         (weights w_embed / w_plain, bonuses, gate thresholds; JSON in the
         environment); the Guizhou indicator GraphRAG design (docs/references.md) values when empty.
+    cross_script_cosine_gap: how far (cosine) the other writing system's best
+        passage may be below the best in the question's own for it to go first
+        (core.cross_script_first); negative (the default): never by cosine,
+        its gain not told from noise. core.CROSS_SCRIPT_COSINE_GAP is
+        e5-small's value; another embedder has its own gap between languages.
     """
 
     model_config = SettingsConfigDict(env_prefix="GRAPHMESH_FUSER_")
@@ -31,3 +36,4 @@ class FuserSettings(ServiceSettings):
     mmr_pool_factor: int = 3
     pack_order: Literal["rank", "source"] = "rank"
     entity_rank: dict[str, Any] = {}
+    cross_script_cosine_gap: float = -1.0

@@ -5,8 +5,9 @@
   channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
   DocumentJoiner; weighted = sum of weight x min-max normalised score, dense
   cosines shifted per writing system when documents of two are mixed).
-- ``cross_script_first``: the candidate of the other writing system that
-  covers more of the query's words than the fused first goes first.
+- ``cross_script_first``: the other writing system's best candidate goes
+  first when it holds up against the question's own language, else into the
+  first three.
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
   fuseResults V42, the MarxSphere design (docs/references.md) section 4);
@@ -191,43 +192,96 @@ CROSS_SCRIPT_CANDIDATES = 3
 CROSS_SCRIPT_MARGIN = 0.05
 #: Fused candidates the words' inverse frequencies are counted over, besides the pg.translated ones.
 CROSS_SCRIPT_POOL = 40
+#: With the rule on (``FuserSettings.cross_script_cosine_gap``; off by default), the other language's best
+#: passage goes first when its cosine to the query is at most this much below the best passage's in the
+#: question's own language: e5-small scores a passage in the question's language higher whatever it says
+#: (median gap between the two bests on the eight mixed trial sets: -0.097 for questions answered in their
+#: own language, -0.034 for those answered in the other). 0.045 put 9 more of 84 such questions' answers
+#: first and 4 fewer of 146 answered in their own; a gap chosen leaving one set out gained 3 of 230, and
+#: 0.045 gained 2 of 64 on two sets written afterwards: not told from noise, so it stays off
+#: (docs/benchmarks.md "The other language's best passage"; GraphMesh's constant).
+CROSS_SCRIPT_COSINE_GAP = 0.045
+#: Where the other language's best passage is placed at worst when the candidates mix two writing
+#: systems: in the first three, the sources an extractive answer quotes (a Chinese question about a
+#: fact stated only in an English file had that file's passage in the top ten for 69 of 84 questions,
+#: 79 of 84 in the first three with it; no question answered in its own language lost its first
+#: passage or its top ten).
+CROSS_SCRIPT_POSITION = 3
 
 
-def cross_script_first(items: list[Item], fused: dict[str, float], words: list[Translated]) -> dict[str, float]:
-    """``fused`` with one candidate of channel pg.translated (among its first
-    CROSS_SCRIPT_CANDIDATES) raised above every other, when it holds more of
-    the query's ``words`` than the fused first candidate by more than
-    CROSS_SCRIPT_MARGIN (``word_coverage`` over the fused first
-    CROSS_SCRIPT_POOL and those candidates; of two that cover as much, the
-    channel's better rank); else, or when the fused first is itself in the
-    other writing system (an English question over Chinese documents only:
-    the translations would rerank passages the fusion has already read),
-    ``fused`` unchanged.
+def cross_script_first(items: list[Item], fused: dict[str, float], words: list[Translated],
+                       cosine_gap: float = -1.0) -> dict[str, float]:
+    """``fused`` with the best candidate of channel pg.translated (the other
+    writing system's chunks, ranked by translated words and cosine) moved up,
+    when the candidates mix the question's writing system and the other:
 
-    Why: the channel is not fused (weight 0): the other language's chunks it
-    finds, fused by rank at any weight from 0.25, came first for half the
-    questions answered in their own. Compared word by word through the
-    dictionary, an English passage that holds what a Chinese question asks
-    (密码 -> password, 账号 -> account) goes first only when it holds more
-    of it than the first passage in the question's language (measured on
-    the mixed trial sets, bench/cross_lingual_probe.py; docs/benchmarks.md
-    "Keywords across writing systems")."""
+    - first, when the fused first is in the question's own system and either
+      the channel's best cosine to the query is within ``cosine_gap``
+      (negative, the default: never; CROSS_SCRIPT_COSINE_GAP is e5-small's)
+      of the best pg.vector cosine in the question's system, or one of the
+      channel's first CROSS_SCRIPT_CANDIDATES holds more of the query's
+      ``words`` than the fused first by more than CROSS_SCRIPT_MARGIN
+      (``word_coverage`` over the fused first CROSS_SCRIPT_POOL and those
+      candidates; that one goes first);
+    - else no lower than CROSS_SCRIPT_POSITION.
+
+    ``fused`` unchanged when the channel found nothing, or every candidate is
+    in the other system (an English question over Chinese documents only: the
+    fusion has already read those passages as well as the channel can).
+
+    Why: the channel is not fused (weight 0): fused by rank at any weight
+    from 0.25, its chunks came first for half the questions answered in their
+    own language; compared by cosine within each language, and word by word
+    through the dictionary (密码 -> password), the other language's passage
+    goes first only where it holds up against the question's own
+    (docs/benchmarks.md "Keywords across writing systems", "The other
+    language's best passage")."""
     ranks = {it.id: s.rank for it in items for s in it.scores if s.channel == names.PG_TRANSLATED and s.rank > 0}
-    translated = sorted((it for it in items if 0 < ranks.get(it.id, 0) <= CROSS_SCRIPT_CANDIDATES), key=lambda it: ranks[it.id])
-    if not words or not translated or not fused:
+    translated = sorted((it for it in items if it.id in ranks), key=lambda it: ranks[it.id])
+    if not translated or not fused:
+        return fused
+    other = translated[0].script
+    own = [it for it in items if it.script and it.script != other]
+    if not own:
         return fused
     ordered = sorted(items, key=lambda it: (-fused.get(it.id, 0.0), _best_rank(it), it.id))
     first = ordered[0]
-    if first.id in ranks or first.script == translated[0].script:  # already a passage in the other language
-        return fused
+    if first.script != other:
+        best = _other_language_first(ordered, translated[:CROSS_SCRIPT_CANDIDATES], own, ranks, words, cosine_gap)
+        if best is not None:
+            raised = dict(fused)
+            raised[best.id] = max(fused.values()) + 1.0
+            return raised
+    return _placed_within(fused, ordered, translated[0], CROSS_SCRIPT_POSITION)
+
+
+def _other_language_first(ordered: list[Item], translated: list[Item], own: list[Item], ranks: dict[str, int],
+                          words: list[Translated], cosine_gap: float) -> Item | None:
+    """The pg.translated candidate that goes first (``cross_script_first``), or None."""
+    own_best = max((s.score for it in own for s in it.scores if s.channel == names.PG_VECTOR), default=None)
+    other_best = max((s.score for it in translated for s in it.scores if s.channel == names.PG_TRANSLATED), default=None)
+    if cosine_gap >= 0 and own_best is not None and other_best is not None and other_best > own_best - cosine_gap:
+        return translated[0]
+    if not words:
+        return None
     pool = list({it.id: it for it in [*ordered[:CROSS_SCRIPT_POOL], *translated]}.values())
     coverage = dict(zip((it.id for it in pool), word_coverage([it.text for it in pool], words)))
     best = max(translated, key=lambda it: (coverage[it.id], -ranks[it.id]))
-    if coverage[best.id] <= coverage[first.id] + CROSS_SCRIPT_MARGIN:
+    return best if coverage[best.id] > coverage[ordered[0].id] + CROSS_SCRIPT_MARGIN else None
+
+
+def _placed_within(fused: dict[str, float], ordered: list[Item], item: Item, position: int) -> dict[str, float]:
+    """``fused`` with ``item`` given the score of the ``position``-th of
+    ``ordered`` (1-based; halfway to the one above it when they differ), when
+    it is ranked below that; ``fused`` unchanged otherwise."""
+    ids = [it.id for it in ordered]
+    if len(ids) <= position or item.id in ids[:position]:
         return fused
-    raised = dict(fused)
-    raised[best.id] = max(fused.values()) + 1.0
-    return raised
+    at = fused.get(ids[position - 1], 0.0)
+    above = fused.get(ids[position - 2], at) if position >= 2 else at
+    placed = dict(fused)
+    placed[item.id] = (at + above) / 2 if above > at else at
+    return placed
 
 
 def rank(items: list[Item], fused: dict[str, float], top_k: int, one_per_document: bool = False) -> list[Item]:

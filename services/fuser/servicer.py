@@ -36,7 +36,7 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
         else:
             fused = core.rrf_scores(items, weights, s.rrf_k)
         _, words = translation_from_message(request.translation)
-        fused = core.cross_script_first(items, fused, words)
+        fused = core.cross_script_first(items, fused, words, s.cross_script_cosine_gap)
         if request.HasField("mmr_lambda"):
             if not 0.0 <= request.mmr_lambda <= 1.0:
                 raise InvalidArgument("mmr_lambda", "must be in [0, 1]")

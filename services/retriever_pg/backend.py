@@ -6,10 +6,11 @@ Document channels (``PgBackend``), run concurrently:
 - ``pg.vector``: HNSW cosine search with the query embedding, and with the
   HyDE passage embedding when one is given (MarxSphere V63 dual vector);
 - ``pg.keyword``: Okapi BM25 over jieba terms;
-- ``pg.translated``: the same BM25 over the query's words translated into
-  the other writing system (``RetrievalQuery.translated_words``, from the
-  expander's dictionary), kept to the documents written in it; not fused,
-  offered to the fuser's cross-script check;
+- ``pg.translated``: the chunks of the documents written in the other
+  writing system, by the same BM25 over the query's words translated into it
+  (``RetrievalQuery.translated_words``, from the expander's dictionary) and by
+  cosine among those chunks alone, fused by RRF; not fused with the other
+  channels, offered to the fuser's cross-script step;
 - ``pg.fulltext``: tsvector/GIN match ordered by hit count then length;
 - ``pg.trigram``: pg_trgm substring / word similarity, only for short
   queries (at most ``short_query_chars``) or queries without keywords;
@@ -48,7 +49,7 @@ from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
-from services.common.text import keyword_terms
+from services.common.text import CJK_SCRIPT, LATIN_SCRIPT, keyword_terms
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg import entity_edit
@@ -98,6 +99,12 @@ class PgChannelConfig:
     parent_window: int = 3
 
 
+#: RRF constant of pg.translated's two lists (the usual 60, Cormack et al. 2009).
+TRANSLATED_RRF_K = 60
+#: The writing system a translation into one of them comes from.
+_OTHER_SCRIPT = {LATIN_SCRIPT: CJK_SCRIPT, CJK_SCRIPT: LATIN_SCRIPT}
+
+
 class PgBackend(StoreLifecycle):
     """RetrievalBackend over a PgStore."""
 
@@ -132,19 +139,57 @@ class PgBackend(StoreLifecycle):
         return [(channel, hits, timing(channel, started)) for channel, hits in found.items()]
 
     async def _translated(self, request: RetrievalQuery, scope: tuple) -> list[Hit]:
-        """pg.translated: BM25 over the query's translated terms, kept to the
-        chunks of documents written in ``request.translated_script`` (not run
-        when the collections searched hold none, ``collection_scripts``); asked
+        """pg.translated: the chunks of documents written in
+        ``request.translated_script`` (not run unless the collections searched
+        hold documents of both writing systems, ``collection_scripts``), found two ways and fused by RRF
+        (k = TRANSLATED_RRF_K): BM25 over the query's translated terms (asked
         for twice top_k, since a product name a Chinese question keeps in
-        English also matches Chinese chunks, which are left out."""
-        if request.translated_script not in await self.store.collection_scripts(request.collections):
-            return []  # no document of the collections is written in it (every law collection for a Chinese question)
+        English also matches Chinese chunks, which are left out), and cosine
+        to the query embedding among those documents' chunks alone (a
+        bi-encoder ranks every passage in the question's language above the
+        other language's, so the other's best must be looked for there).
+        Each hit's score is its cosine to the query (read for the chunks only
+        BM25 found), its rank the fused order: the fuser compares that
+        cosine with the best in the question's own language
+        (``services.fuser.core.cross_script_first``)."""
+        script = request.translated_script
+        held = await self.store.collection_scripts(request.collections)
+        if script not in held or _OTHER_SCRIPT.get(script) not in held:
+            # the collections are written in one system (every law collection): the fuser reads the channel only
+            # where candidates of both meet
+            return []
         terms = [t for _, found, _ in request.translated_words for t in found]
-        found = await self.store.keyword_channels(terms, 2 * request.top_k, *scope, bm25=True, fulltext=False,
-                                                  with_embeddings=request.with_embeddings)
-        hits = [h for h in found[names.PG_KEYWORD] if h.script == request.translated_script][: request.top_k]
-        for h in hits:
-            h.channel = names.PG_TRANSLATED
+
+        async def by_words() -> list[Hit]:
+            if not terms:
+                return []
+            found = await self.store.keyword_channels(terms, 2 * request.top_k, *scope, bm25=True, fulltext=False,
+                                                      with_embeddings=request.with_embeddings)
+            return [h for h in found[names.PG_KEYWORD] if h.script == script][: request.top_k]
+
+        async def by_cosine() -> list[Hit]:
+            if not request.embedding:
+                return []
+            return await self.store.vector_search(request.embedding, request.top_k, *scope,
+                                                  with_embeddings=request.with_embeddings, script=script)
+
+        worded, dense = await asyncio.gather(by_words(), by_cosine())
+        fused: dict[str, float] = {}
+        for ranked in (worded, dense):
+            for position, h in enumerate(ranked, start=1):
+                fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (TRANSLATED_RRF_K + position)
+        cosine = {h.chunk_id: h.score for h in dense}
+        missing = [h.chunk_id for h in worded if h.chunk_id not in cosine]
+        if missing and request.embedding:
+            cosine.update(await self.store.cosines(request.embedding, missing))
+        by_id = {h.chunk_id: h for h in [*dense, *worded]}
+        found_by = (("translated words", {h.chunk_id for h in worded}), ("cosine", {h.chunk_id for h in dense}))
+        hits = []
+        for cid in sorted(fused, key=lambda c: (-fused[c], c))[: request.top_k]:
+            h = by_id[cid]
+            h.channel, h.score = names.PG_TRANSLATED, cosine.get(cid, 0.0)
+            h.evidence = " and ".join(label for label, ids in found_by if cid in ids)
+            hits.append(h)
         return hits
 
     async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:

@@ -1136,10 +1136,29 @@ class PgStore:
             )
         return [_hit(r, "pg.lookup", 0.0) for r in rows]
 
+    async def cosines(self, embedding: list[float], chunk_ids: Sequence[str]) -> dict[str, float]:
+        """{chunk id: cosine similarity of its embedding to ``embedding``, in
+        [-1, 1]} for the ``chunk_ids`` that exist and have an embedding.
+
+        Raises:
+            ValueError: wrong dimension, NaN/inf, or zero vector.
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [i for i in dict.fromkeys(chunk_ids) if storable_text(i)]
+        if not wanted:
+            return {}
+        query = _vector_bytes(embedding, self.embedding_dim, "query embedding")
+        async with self._conn() as conn:
+            rows = await conn.fetch("SELECT c.id, 1 - (c.embedding <=> $1::vector) AS score FROM chunks c "
+                                    "WHERE c.id = ANY($2::text[]) AND c.embedding IS NOT NULL", query, wanted)
+        return {r["id"]: float(r["score"]) for r in rows}
+
     async def vector_search(self, embedding: list[float], top_k: int, collections: Sequence[str] | None = None,
-                            conditions: Sequence[Condition] = (), *, with_embeddings: bool = True) -> list[Hit]:
+                            conditions: Sequence[Condition] = (), *, with_embeddings: bool = True,
+                            script: str | None = None) -> list[Hit]:
         """Nearest chunks by cosine similarity among the chunks of
-        ``collections`` (None = all) whose document meets ``conditions``.
+        ``collections`` (None = all) whose document meets ``conditions`` (and
+        is written in ``script``, "latin" or "cjk", when given).
         A scope the planner estimates small (at most _EXACT_SCOPE_MAX_CHUNKS
         chunks and _EXACT_SCOPE_MAX_SHARE of the store) is scanned exactly.
         Otherwise the HNSW index answers (approximate), the scope applied
@@ -1157,6 +1176,7 @@ class PgStore:
             collections / conditions: the scope (``filter_sql.scope_sql``).
             with_embeddings: whether hits carry their stored embedding
                 (False: empty, not read from the row).
+            script: only chunks of documents written in this system.
 
         Returns:
             Up to top_k hits, most similar first; channel "pg.vector",
@@ -1173,6 +1193,8 @@ class PgStore:
         query = _vector_bytes(embedding, self.embedding_dim, "query embedding")
         params = Params(query, top_k)
         scope = scope_sql(collections, conditions, params)
+        if script is not None:
+            scope = f"{scope} AND d.script = {params.add(script)}::text"
 
         def nearest(order: str) -> str:
             return (

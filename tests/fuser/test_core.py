@@ -240,7 +240,7 @@ def test_cross_script_first_puts_first_the_other_language_passage_that_holds_mor
          Item("en", "en", "t", [], "Passwords for company accounts must be at least 14 characters long.",
               core.SOURCE_DOCUMENT_CHUNK, scores=[Scored("pg.vector", 0.80, 2)], script="latin")],
         [Item("en", "en", "t", [], "Passwords for company accounts must be at least 14 characters long.",
-              core.SOURCE_DOCUMENT_CHUNK, scores=[Scored("pg.translated", 7.5, 1)], script="latin")],
+              core.SOURCE_DOCUMENT_CHUNK, scores=[Scored("pg.translated", 0.80, 1)], script="latin")],
     ])
     fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
     assert [it.id for it in core.rank(items, fused, 2)] == ["zh", "en"]
@@ -259,8 +259,43 @@ def test_cross_script_first_leaves_a_first_passage_already_in_the_other_language
     items = core.merge([[Item("a", "a", "t", [], "第一季度差旅支出为286万元。", core.SOURCE_DOCUMENT_CHUNK,
                                scores=[Scored("pg.vector", 0.8, 1)], script="cjk"),
                           Item("b", "b", "t", [], "差旅费用花费旅行费用。", core.SOURCE_DOCUMENT_CHUNK,
-                               scores=[Scored("pg.vector", 0.7, 2), Scored("pg.translated", 9.0, 1)], script="cjk")]])
+                               scores=[Scored("pg.vector", 0.7, 2), Scored("pg.translated", 0.7, 1)], script="cjk")]])
     fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
     assert core.cross_script_first(items, fused, words) == fused  # though b holds both words and a one
     items[0].script = "latin"  # a first passage in the question's own language: b, holding more, goes first
     assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["b", "a"]
+
+
+def _mixed(other_cosine: float) -> list[Item]:
+    """Four Chinese chunks and one English one found by pg.translated with ``other_cosine``."""
+    zh = [Item(f"zh{i}", f"zh{i}", "t", [], f"第{i}条：其他规定。", core.SOURCE_DOCUMENT_CHUNK,
+               scores=[Scored("pg.vector", 0.88 - 0.01 * i, i + 1)], script="cjk") for i in range(4)]
+    en = Item("en", "en", "t", [], "The late fee is 20 yuan a day.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.translated", other_cosine, 1)], script="latin")
+    return core.merge([zh, [en]])
+
+
+def test_cross_script_first_turned_on_puts_first_the_other_language_passage_whose_cosine_is_close_to_the_best_in_the_question_language():
+    # no word in common (the dictionary's translations are not in the English text): the cosines decide
+    words = [("逾期", ["overdue"], [])]
+    gap = core.CROSS_SCRIPT_COSINE_GAP
+    close = _mixed(0.88 - gap + 0.01)
+    fused = core.rrf_scores(close, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(close, core.cross_script_first(close, fused, words, gap), 5)][0] == "en"
+    assert [it.id for it in core.rank(close, core.cross_script_first(close, fused, words), 5)][0] == "zh0"  # off by default
+    far = _mixed(0.88 - gap - 0.01)
+    fused = core.rrf_scores(far, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(far, core.cross_script_first(far, fused, words, gap), 5)][0] == "zh0"
+
+
+def test_cross_script_first_places_the_other_language_best_passage_in_the_first_three_when_it_does_not_go_first():
+    items = _mixed(0.70)
+    fused = core.rrf_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(items, fused, 5)][-1] == "en"  # unfused: last
+    placed = core.cross_script_first(items, fused, [])
+    assert [it.id for it in core.rank(items, placed, 5)] == ["zh0", "zh1", "en", "zh2", "zh3"]
+    assert core.CROSS_SCRIPT_POSITION == 3
+    # in a collection of the other writing system alone nothing moves
+    for it in items:
+        it.script = "latin"
+    assert core.cross_script_first(items, fused, []) == fused

@@ -7,7 +7,7 @@ import pytest
 from services.common.retriever import RetrievalQuery
 from services.common.text import query_keywords
 from services.retriever_pg.backend import PgBackend, PgChannelConfig
-from tests.retriever_pg.test_store import make_doc, store  # noqa: F401  (fixture)
+from tests.retriever_pg.test_store import make_doc, store, unit  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
 
@@ -87,6 +87,39 @@ async def test_a_numbered_name_is_found_by_its_number_not_by_every_chunk_repeati
     assert bm25[0] == "w3", bm25  # "3号" is one term; the lone digits of the 第5部分 chunk outnumber it otherwise
 
 
+async def test_translated_channel_also_ranks_the_other_language_chunks_by_cosine_among_themselves(store):  # noqa: F811
+    """pg.translated's second list: cosine among the other writing system's chunks alone, fused with the
+    translated words by RRF; every hit's score is its cosine to the query, also for a chunk only the words
+    found. A Chinese chunk closer to the query than any English one is not in the channel."""
+    await store.ingest_documents([
+        make_doc("zh", ["公司差旅住宿标准为每晚 500 元。"], embeddings=[unit(1, 0, 0, 0)]),
+        make_doc("fee", ["The late fee is 20 yuan a day."], embeddings=[unit(0.6, 0.8, 0, 0)]),
+        make_doc("pwd", ["Passwords must be at least 14 characters long."], embeddings=[unit(0.2, 0, 1, 0)]),
+    ])
+    backend = PgBackend(store)
+    query = "逾期一天罚多少钱？"
+    words = [("逾期", ["overdue"], []), ("罚", ["penalty"], [])]  # no word the English text holds
+    hits, _ = await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=unit(1, 0.1, 0, 0),
+                                                    top_k=5, translated_script="latin", translated_words=words))
+    translated = [h for h in hits if h.channel == "pg.translated"]
+    assert [h.chunk_id for h in translated] == ["fee#0", "pwd#0"]  # by cosine: words found nothing
+    assert translated[0].score == pytest.approx(sum(a * b for a, b in zip(unit(1, 0.1, 0, 0), unit(0.6, 0.8, 0, 0))), abs=1e-4)
+    assert translated[0].evidence == "cosine"
+    words = [("密码", ["password", "passwords"], [])]
+    hits, _ = await backend.retrieve(RetrievalQuery(query="密码", keywords=["密码"], embedding=unit(1, 0.1, 0, 0), top_k=5,
+                                                    translated_script="latin", translated_words=words))
+    pwd = next(h for h in hits if h.channel == "pg.translated" and h.chunk_id == "pwd#0")
+    assert pwd.evidence == "translated words and cosine"
+    assert pwd.score == pytest.approx(sum(a * b for a, b in zip(unit(1, 0.1, 0, 0), unit(0.2, 0, 1, 0))), abs=1e-4)
+    # a chunk only the words find (below the cosine list's top_k) is scored by its cosine read for it
+    await store.ingest_documents([make_doc("hours", ["The desk opens at 9 am."], embeddings=[unit(0.5, 0.5, 0, 0)])])
+    hits, _ = await backend.retrieve(RetrievalQuery(query="密码", keywords=["密码"], embedding=unit(1, 0.1, 0, 0), top_k=2,
+                                                    translated_script="latin", translated_words=words))
+    by_words = next(h for h in hits if h.channel == "pg.translated" and h.chunk_id == "pwd#0")
+    assert by_words.evidence == "translated words" and by_words.score == pytest.approx(pwd.score, abs=1e-4)
+    assert set(await store.cosines(unit(1, 0.1, 0, 0), ["fee#0", "pwd#0", "nope#0"])) == {"fee#0", "pwd#0"}
+
+
 async def test_translated_channel_finds_the_other_language_documents_by_the_query_words_translated(store):  # noqa: F811
     """pg.translated: BM25 over the translations the expander sends, kept to the documents written in their
     writing system; an English product name that also appears in Chinese text does not bring that text in."""
@@ -105,7 +138,6 @@ async def test_translated_channel_finds_the_other_language_documents_by_the_quer
     assert [h.chunk_id for h in translated][:1] == ["security#0"] and {h.script for h in translated} == {"latin"}
     assert "travel#0" not in {h.chunk_id for h in translated}  # Chinese text, though it names Vault
     assert "pg.translated" in {t.stage for t in timings}
-    # a collection without documents of the target writing system: the channel does not search
     assert await store.collection_scripts(["default"]) == {"latin", "cjk"} and await store.collection_scripts(["nope"]) == set()
     searched = []
     keyword_channels = store.keyword_channels
@@ -117,7 +149,11 @@ async def test_translated_channel_finds_the_other_language_documents_by_the_quer
     store.keyword_channels = spy
     try:
         only_translated = frozenset({"pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost"})
-        for collections, runs in ((["nope"], 0), (["default"], 1)):
+        english_only = make_doc("handbook", ["Annual leave is 15 days."])
+        english_only.collection = "english"
+        await store.ingest_documents([english_only])
+        # no document of the target system, or none of the question's own (the fuser would not read it): not run
+        for collections, runs in ((["nope"], 0), (["english"], 0), (["default"], 1)):
             await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5,
                                                   collections=collections, translated_script="latin",
                                                   translated_words=words, disabled=only_translated))

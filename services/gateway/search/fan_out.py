@@ -34,9 +34,9 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
     ``request``'s keyword part now, and retriever_pg its vector part
     (stage "retrieve.pg.vector") when the embedding is in; its two
     replies are merged into the list one combined request gives
-    (split_retrieval). No vector part is sent without a vector whose
-    channel is on (the expander failed, or pg.vector and pg.hyde are
-    switched off).
+    (split_retrieval). No vector part is sent without a channel of it to
+    run: a vector for pg.vector or pg.hyde (the expander failed, or both are
+    switched off) or a translation for pg.translated.
 
     Raises:
         DownstreamError: none answered (any failure when ``required``),
@@ -63,7 +63,8 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
         apply_embedding(understood, await embedding)
         off = set(request.disabled_channels)
         wanted = ((understood.embedding and names.PG_VECTOR not in off)
-                  or (request.hyde_embedding and names.PG_HYDE not in off))
+                  or (request.hyde_embedding and names.PG_HYDE not in off)
+                  or (request.translation.words and names.PG_TRANSLATED not in off))
         if pg is None or not wanted:
             return None
         return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))

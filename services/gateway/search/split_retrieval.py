@@ -18,17 +18,22 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 
-#: The channels that read the request's query or HyDE embedding.
-VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_HYDE)
+#: The channels that read the request's query or HyDE embedding (pg.translated also ranks the other
+#: writing system's chunks by cosine).
+VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_HYDE, names.PG_TRANSLATED)
+#: Vector channels that still run without an embedding (on their other list), so the keyword part switches them off.
+_RUN_WITHOUT_EMBEDDING = (names.PG_TRANSLATED,)
 
 
 def keyword_part(request: retriever_pb2.RetrieveRequest) -> retriever_pb2.RetrieveRequest:
-    """``request`` without its query and HyDE embeddings: the vector
-    channels skip themselves, every other channel runs as asked."""
+    """``request`` without its query and HyDE embeddings and with
+    pg.translated switched off: the vector channels do not run in it, every
+    other channel runs as asked."""
     part = retriever_pb2.RetrieveRequest()
     part.CopyFrom(request)
     part.ClearField("query_embedding")
     part.ClearField("hyde_embedding")
+    part.disabled_channels[:] = sorted(set(request.disabled_channels) | set(_RUN_WITHOUT_EMBEDDING))
     return part
 
 

@@ -28,18 +28,19 @@ def hit(chunk: str, channel: str, score: float, context: str = "", embedding=())
                embedding=list(embedding))
 
 
-def test_keyword_part_drops_both_vectors_and_keeps_everything_else():
+def test_keyword_part_drops_both_vectors_and_pg_translated_and_keeps_everything_else():
     part = keyword_part(request())
     assert not part.query_embedding and not part.hyde_embedding
     assert list(part.keywords) == ["加班费"] and part.top_k == 20 and list(part.collections) == ["default"]
-    assert list(part.disabled_channels) == [names.PG_TRIGRAM]
+    # pg.translated would run on its translated words alone without the vector: it runs in the vector part
+    assert list(part.disabled_channels) == sorted([names.PG_TRIGRAM, names.PG_TRANSLATED])
 
 
 def test_vector_part_asks_only_the_vector_channels_and_keeps_those_switched_off():
     part = vector_part(request(disabled_channels=[names.PG_HYDE]), [0.1, 0.2])
     assert list(part.query_embedding) == pytest.approx([0.1, 0.2])
     on = [c for c in names.PG_CHANNELS if c not in part.disabled_channels]
-    assert on == [names.PG_VECTOR]
+    assert on == [names.PG_VECTOR, names.PG_TRANSLATED]
     assert list(part.keywords) == ["加班费"]  # the keyword channels are off by name, not by missing keywords
 
 

@@ -187,11 +187,12 @@ class FuseRequest(_message.Message):
     @_builtins.property
     def translation(self) -> _types_pb2.QueryTranslation:
         """The query's words in the other writing system (ExpandResponse.translation).
-        When set, one of channel "pg.translated"'s first three candidates goes
-        first if it covers more of the query's words (through their
-        translations, inverse-frequency weighted over the candidates) than the
-        fused first candidate does, by more than 0.05 (docs/retrieval.md
-        "Keywords across writing systems").
+        Where the candidates mix two writing systems, one of channel
+        "pg.translated"'s first three candidates goes first if it covers more of
+        the query's words (through their translations, inverse-frequency
+        weighted over the candidates) than the fused first candidate does, by
+        more than 0.05; else the channel's best candidate is placed no lower
+        than third (docs/retrieval.md "Keywords across writing systems").
         """
 
     def __init__(

@@ -362,7 +362,10 @@ class RetrieveRequest(_message.Message):
     def translation(self) -> _types_pb2.QueryTranslation:
         """The query's words in the other writing system (ExpandResponse.translation):
         channel "pg.translated" ranks the chunks of documents written in
-        translation.script by BM25 over these terms. Not run when empty.
+        translation.script by BM25 over these terms and by cosine to
+        query_embedding among those chunks, fused by RRF (k = 60); each hit's
+        score is its cosine. Not run when empty, nor when no document of the
+        collections is written in translation.script.
         """
 
     def __init__(
