@@ -70,8 +70,10 @@ OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
 #: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
 #: fit (bench/abstention_coverage_study.py --fit) can keep the records that fit judges.
 TRIAL_SETS = ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
-              "starbridge_docs")
-TRIALS_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_trials.jsonl"
+              "starbridge_docs", "helan_docs", "lanfeng_docs", "qinghe_docs")
+#: Where STUDY=dump-trials writes (OUT overrides it); TRIALS (comma-separated names of TRIAL_SETS) and
+#: EXTRA (folders laid out like them, outside the repository: questions kept back) choose the sets.
+TRIALS_EVIDENCE = Path(os.environ.get("OUT", REPO / "bench" / "results" / "generic_abstention_trials.jsonl"))
 TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
@@ -202,9 +204,11 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
         async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
             async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
                 stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                wanted = [(name, DOCS / name) for name in os.environ.get("TRIALS", ",".join(TRIAL_SETS)).split(",") if name]
+                wanted += [(Path(f).name, Path(f)) for f in os.environ.get("EXTRA", "").split(",") if f]
                 with TRIALS_EVIDENCE.open("w", encoding="utf-8") as out:
-                    for name in TRIAL_SETS:
-                        folder, collection = DOCS / name, f"trial_{name.removesuffix('_docs')}"
+                    for name, folder in wanted:
+                        collection = f"trial_{name.removesuffix('_docs')}"
                         await _ingest(stub, collection, {p.name: p.read_bytes() for p in sorted(folder.iterdir())
                                                          if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"})
                         await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from graphmesh.common.v1 import types_pb2
+from services.common.convert import hits_to_candidates
 from services.common.retriever import RetrievalQuery
 from services.common.text import query_keywords
 from services.retriever_pg.backend import PgBackend, PgChannelConfig
@@ -105,6 +107,9 @@ async def test_translated_channel_also_ranks_the_other_language_chunks_by_cosine
     assert [h.chunk_id for h in translated] == ["fee#0", "pwd#0"]  # by cosine: words found nothing
     assert translated[0].score == pytest.approx(sum(a * b for a, b in zip(unit(1, 0.1, 0, 0), unit(0.6, 0.8, 0, 0))), abs=1e-4)
     assert translated[0].evidence == "cosine"
+    # a document chunk: packed under that source's quota (35% of the context), not full text's 10%
+    [candidate] = hits_to_candidates(translated[:1], PgBackend.source_by_channel)
+    assert candidate.source == types_pb2.SOURCE_DOCUMENT_CHUNK
     words = [("密码", ["password", "passwords"], [])]
     hits, _ = await backend.retrieve(RetrievalQuery(query="密码", keywords=["密码"], embedding=unit(1, 0.1, 0, 0), top_k=5,
                                                     translated_script="latin", translated_words=words))
