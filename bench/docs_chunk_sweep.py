@@ -8,7 +8,8 @@ compared (and cross-validated) afterwards, and each Answer's packed context,
 answer and number of sources, so the extractive answer can be replayed
 offline on the same contexts (bench/extractive_probe.py). Not a test; run it as a pytest
 module so it gets the quality gate's in-process mesh. DOCSET=company_docs runs
-the company's seven documents and 37 questions instead (never tuned on):
+the company's seven documents and 37 questions instead (never tuned on); DOCSET may also be a folder
+laid out the same way (queries.jsonl, out_of_scope.jsonl beside the documents):
 
     CHUNK=384 PYTHONPATH=.:gen/python python -m pytest bench/docs_chunk_sweep.py -q -s \\
         -p tests.fixtures.pg -p tests.fixtures.neo4j -p tests.fixtures.mesh
@@ -46,6 +47,8 @@ DOCUMENT_SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
 async def test_chunk_size(mesh):
     chunk = int(os.environ.get("CHUNK", "256"))
     docset = os.environ.get("DOCSET", "docs")
+    if docset not in DOCUMENT_SETS and Path(docset).is_dir():  # a folder laid out like them (questions kept back)
+        docset, DOCUMENT_SETS[Path(docset).name] = Path(docset).name, (Path(docset) / "queries.jsonl", Path(docset))
     questions, folder = DOCUMENT_SETS[docset]
     rows = load_dataset(questions)
     ranks = {}

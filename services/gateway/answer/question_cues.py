@@ -20,8 +20,10 @@ _NUM = r"(?:\d+(?:[.,]\d+)*|[零一二两三四五六七八九十百千万半]+)
 _UNIT_KINDS = (
     (re.compile(r"多久|多长时间|多长时候|几天|几个?月|几年|几个?小时|几分钟|几周|几点|几号|哪天|什么时候|何时|时长|有效期|"
                 r"\bhow (?:long|soon)\b|\bwhen\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b", re.IGNORECASE),
-     re.compile(_NUM + r"\s*(?:秒|分钟|小时|个?钟头|天|日|号|周|星期|个?月|年|点|时)|\d{1,2}:\d{2}|"
-                + _NUM + r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b", re.IGNORECASE)),
+     # "15 个工作日", "10 business days": a count of days may name which days
+     re.compile(_NUM + r"\s*(?:秒|分钟|小时|个?钟头|个?(?:工作|自然)?[天日]|号|周|星期|个?月|年|点|时)|\d{1,2}:\d{2}|"
+                + _NUM + r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|(?:business |working |calendar )?days?|weeks?|months?|years?)\b",
+                re.IGNORECASE)),
     (re.compile(r"多少钱|几块钱|多少元|金额|费用|价格|价钱|收费|补贴|补助|工资|奖金|奖励|报销|预算|罚款|"
                 r"\bhow much\b.*\b(?:cost|costs|spend|spent|pay|paid|charge)\b|\b(?:price|fee|fees|budget|cost)\b", re.IGNORECASE),
      re.compile(_NUM + r"\s*(?:元|块|万元|万|亿元|美元|英镑|欧元|角|分钱)|[¥￥$€£]\s*\d|"

@@ -62,3 +62,32 @@ async def test_within_one_script_or_without_a_working_expander_words_alone_decid
     assert await piece_similarity(None, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None
     failing = MeaningExpander(fail=True)
     assert await piece_similarity(failing, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None and failing.calls
+
+
+ENGLISH_SOURCE = "Sick leave must be reported before 9 am. The first five sick days each year are paid at full salary."
+CHINESE_SOURCE = "第二十条 年假每年10天，须提前一周在人事系统中提交申请，由部门经理审批；未休完的年假不折算工资，也不结转到下一年度。"
+
+
+class SickPayExpander(MeaningExpander):
+    """Embeds a Chinese question about sick pay and the English full-salary sentence alike."""
+
+    async def embed(self, request, timeout):
+        self.calls.append(request)
+        close = lambda text: text == "病假工资怎么发？" or "full salary" in text  # noqa: E731
+        return expander_pb2.EmbedResponse(vectors=[expander_pb2.Vector(values=[1.0, 0.0] if close(t) else [0.0, 1.0])
+                                                   for t in request.texts], dimension=2)
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_in_sources_of_both_scripts_every_piece_is_read_by_similarity_too():
+    # a Chinese question whose first source is an English file, the next a Chinese one: the three together do not
+    # read as English, yet the English source shares no word with the question
+    question, texts = "病假工资怎么发？", [ENGLISH_SOURCE, CHINESE_SOURCE]
+    assert not cross_script(question, texts) and extractive.other_script_sources(question, texts) == [0]
+    expander = SickPayExpander()
+    similarity = await piece_similarity(expander, question, texts, Deadline(5), 1.0, batch=8)
+    assert set(similarity) == set(extractive.pieces_to_embed(texts))  # the Chinese source's pieces too
+    assert {"Sick leave must be reported before 9 am.", "The first five sick days each year are paid at full salary."} <= set(similarity)
+    answer = extractive.extractive_answer(texts, question, max_sentences_per_source=1, similarity=similarity)
+    assert answer.splitlines()[1] == "The first five sick days each year are paid at full salary. [1]"
+    assert "Sick leave must be reported" in extractive.extractive_answer(texts, question, max_sentences_per_source=1)

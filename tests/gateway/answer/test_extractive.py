@@ -237,6 +237,15 @@ def test_a_question_asking_how_long_prefers_a_number_with_a_unit_of_time_to_a_ve
     assert generation.asked_number("How long are backups kept?").search("kept for 35 days")
 
 
+def test_a_count_of_working_days_answers_how_long():
+    # a fresh user's trial: "办理周期约为 15 个工作日" was left out of the answer to 签证办下来要多久？
+    wanted = generation.asked_number("签证办下来要多久？")
+    assert wanted.search("约为 15 个工作日") and wanted.search("3个自然日") and wanted.search("5 工作日")
+    assert generation.asked_number("How long does a refund take?").search("within 10 business days")
+    source = "报名强化班的学员可以申请 X2 学习签证。学校提供录取通知书和 JW202 表，办理周期约为 15 个工作日。签证材料请通过邮件发送给国际部。"
+    assert "办理周期约为 15 个工作日" in generation.extractive_answer([source], "签证办下来要多久？")
+
+
 def test_a_comment_over_several_commands_is_quoted_with_all_of_them():
     source = ("升级前请先备份元数据库。私有化部署的客户需要执行以下升级命令：\n# 停止旧版本服务并备份元数据\nqlbi-ctl stop\n"
               "qlbi-ctl backup --target /data/backup/qlbi.tar.gz\n# 执行升级\nqlbi-ctl upgrade --version 3.2.0\n")
