@@ -1,7 +1,8 @@
 """HTTP concerns of the REST transcoder that are not transcoding: errors of
 routing and size in the API's JSON error shape, the edge's security rules
 (Host allow-list, cross-site writes, media type; services.gateway.api.edge_rules),
-the CORS allow-list, and closing connections that are slow to send a request."""
+the CORS allow-list, closing connections that are slow to send a request, and
+one log line (not a traceback) for a request aiohttp cannot parse."""
 from __future__ import annotations
 
 import asyncio
@@ -13,10 +14,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal, repeated_header_refusal
 
 log = logging.getLogger("graphmesh.gateway.rest")
+
+
+class MalformedRequestLog(logging.Filter):
+    """aiohttp's server logs a request it cannot parse (no Host header, a
+    bad request line) at ERROR with a traceback, after answering it 400:
+    the client's fault, and a hostile client could fill the log with them.
+    Such a record becomes one WARNING line naming what was wrong; every
+    other record passes unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            said = " ".join(str(error.message).split()) or type(error).__name__
+            record.msg, record.args = "%s: %s", (record.getMessage(), said)
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_malformed_requests(logger: logging.Logger | None = None) -> None:
+    """Adds MalformedRequestLog to aiohttp's server logger (``logger``), once."""
+    logger = logger or logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, MalformedRequestLog) for f in logger.filters):
+        logger.addFilter(MalformedRequestLog())
 
 #: Methods and request headers a browser may use across origins: every method a route answers
 #: (DELETE a collection or an operation, PATCH an entity), not only reads and POSTs.

@@ -32,7 +32,7 @@ from services.gateway.api.console import add_console_routes
 from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
-                                             route_errors)
+                                             quiet_malformed_requests, route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
 from services.gateway.api.rest_parse_errors import field_of, parse_description, shape_error
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
@@ -267,6 +267,7 @@ async def run_rest(grpc_port: int, host: str, port: int, bound: asyncio.Future |
     # handler_cancellation: a client that disconnects cancels its handler,
     # and so the gRPC call and the LLM request behind it.
     options = options or RestOptions()
+    quiet_malformed_requests()
     runner = web.AppRunner(build_app(f"127.0.0.1:{grpc_port}", options), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
 
@@ -52,7 +52,7 @@ def parse_description(parse_error: str) -> str:
 #: json_format's "... at SearchRequest.rerank" / "at \"SearchRequest.filters[0]\"": the field path after the message name.
 _AT_PATH = re.compile(r' at "?[A-Za-z0-9_]+\.([A-Za-z0-9_\[\]]+(?:\.[A-Za-z0-9_\[\]]+)*)')
 _UNKNOWN_FIELD = re.compile(r'has no field named "[^"]*".*?Available Fields\(except extensions\): "\[(.*?)\]"', re.S)
-_PYTHON_TYPE_ERROR = re.compile(r"object of type '\w+' has no len\(\)")
+_PYTHON_TYPE_ERROR = re.compile(r"object of type '\w+' has no len\(\)|expected string or bytes-like object(?:, got '\w+')?\.*")
 _PYTHON_INT_ERROR = re.compile(r"invalid literal for int\(\) with base 10: ('.*?')")
 
 
@@ -76,8 +76,8 @@ def proto_field_name(name: str, descriptor: Descriptor) -> str:
 
 def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str, str] | None:
     """(field path, description) of the first value of ``body`` (a parsed
-    JSON object for a ``descriptor`` message) that should be a JSON object
-    and is not, or that should be an array and is not: json_format reads a
+    JSON object for a ``descriptor`` message) that should be a JSON object,
+    an array or a string and is not: json_format reads a
     string given for a message field character by character and names the
     first character as an unknown field ("filters[0].any_of.u"); None when
     every message field holds an object. Paths use proto field names, with
@@ -88,6 +88,16 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
     fields = {f.name: f for f in descriptor.fields} | {f.json_name: f for f in descriptor.fields}
     for key, value in body.items():
         field = fields.get(key)
+        if field is not None and field.type == FieldDescriptor.TYPE_STRING and value is not None:
+            # json_format names the string field a number was given for without its path
+            # ("filters.gte: ... expected string or bytes-like object, got 'int'")
+            name = f"{path}.{field.name}" if path else field.name
+            if field.is_repeated and not isinstance(value, list):
+                return name, f"must be a JSON array of strings, got {_kind(value)}"
+            for where, element in ([(f"{name}[{i}]", v) for i, v in enumerate(value)] if field.is_repeated else [(name, value)]):
+                if not isinstance(element, str):
+                    return where, f"must be a JSON string, got {_kind(element)}"
+            continue
         if field is None or field.message_type is None or value is None \
                 or field.message_type.full_name.startswith("google.protobuf."):
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 
 import pytest
@@ -282,3 +283,20 @@ async def test_a_body_that_never_arrives_is_408_not_held_open(fake_gateway):
     head = await asyncio.wait_for(reader.readline(), 10)
     writer.close()
     assert b" 408 " in head
+
+
+async def test_a_request_without_a_host_header_is_400_and_one_log_line_not_a_traceback(fake_gateway, caplog):
+    # a fresh user's trial: aiohttp answered 400 and logged the parse error with its traceback at ERROR
+    gw = await fake_gateway()
+    host, port = gw.rest_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    with caplog.at_level(logging.INFO, logger="aiohttp.server"):
+        writer.write(b"GET /v1/collections HTTP/1.1\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readline(), 10)
+        writer.close()
+        await asyncio.sleep(0.1)
+    assert b" 400 " in head
+    records = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert records and all(r.levelno == logging.WARNING and not r.exc_info for r in records)
+    assert "Host" in records[0].getMessage()

@@ -37,11 +37,16 @@ SHAPES = [
     ('{"query": "x", "filters": {"key": "a"}}', gateway_pb2.SearchRequest, "filters", "must be a JSON array of objects, got an object"),
     ('{"query": "x", "filters": ["status"]}', gateway_pb2.SearchRequest, "filters[0]", "got a string"),
     ('{"files": [{"name": "a.txt", "metadata": "x"}]}', gateway_pb2.IngestRequest, "files[0].metadata", "keys and values"),
+    # a fresh user's range bound given as a number was reported as "filters.gte: ... expected string or bytes-like object"
+    ('{"query": "x", "filters": [{"key": "a", "range": {"gte": "1"}}, {"key": "b", "range": {"lte": 5}}]}',
+     gateway_pb2.SearchRequest, "filters[1].range.lte", "must be a JSON string, got a number"),
+    ('{"query": 5}', gateway_pb2.SearchRequest, "query", "must be a JSON string, got a number"),
+    ('{"query": "x", "collections": ["a", true]}', gateway_pb2.SearchRequest, "collections[1]", "must be a JSON string, got true or false"),
 ]
 
 
 @pytest.mark.parametrize("body,request_class,field,said", SHAPES, ids=[c[2] for c in SHAPES])
-def test_a_value_that_should_be_an_object_is_named_with_what_it_should_be(body, request_class, field, said):
+def test_a_value_of_the_wrong_json_kind_is_named_with_what_it_should_be(body, request_class, field, said):
     import json
 
     with pytest.raises(json_format.ParseError):
