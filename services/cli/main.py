@@ -175,6 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         return stack.up(args.detach, llm=args.llm)
     if args.command == "down":
         return stack.down()
+    stack.use_stack_addresses()  # every other command talks to the stack started under GRAPHMESH_HOME
     if args.command == "status":
         return stack.status()
     if args.command == "entities":

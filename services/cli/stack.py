@@ -69,6 +69,35 @@ def _pids_file() -> Path:
     return state_dir() / "pids.json"
 
 
+def _addresses_file() -> Path:
+    """Where ``up`` records the services' addresses (GRAPHMESH_<SERVICE>_ADDR) for later commands."""
+    return state_dir() / "addresses.json"
+
+
+def _write_addresses(env: dict[str, str]) -> None:
+    _addresses_file().parent.mkdir(parents=True, exist_ok=True)
+    _addresses_file().write_text(json.dumps({k: v for k, v in sorted(env.items())
+                                             if k.startswith("GRAPHMESH_") and k.endswith("_ADDR")}, indent=1))
+
+
+def use_stack_addresses() -> None:
+    """Points this CLI process at the stack ``graphmesh up`` started under
+    GRAPHMESH_HOME: each service address it recorded is set in the
+    environment unless the environment sets it already. A stack beside
+    another one answers on its own ports; without this, a command that
+    exported only GRAPHMESH_HOME reached the default ports, the other
+    stack's gateway. Nothing is set when no stack was started there."""
+    try:
+        recorded = json.loads(_addresses_file().read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    if not isinstance(recorded, dict):
+        return
+    for key, value in recorded.items():
+        if isinstance(key, str) and key.startswith("GRAPHMESH_") and key.endswith("_ADDR") and isinstance(value, str):
+            os.environ.setdefault(key, value)
+
+
 def _read_pids() -> dict[str, int]:
     try:
         return json.loads(_pids_file().read_text())
@@ -341,6 +370,7 @@ def up(detach: bool, llm: str | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         down()
         return 1
+    _write_addresses(env)
     print(f"GraphMesh is up: gRPC {env['GRAPHMESH_GATEWAY_ADDR']}, REST http://127.0.0.1:{cfg.rest_port}", flush=True)
     if detach:
         return 0
@@ -386,6 +416,7 @@ def down() -> int:
     try:
         return _stop_all()
     finally:
+        _addresses_file().unlink(missing_ok=True)
         marker.unlink(missing_ok=True)
 
 

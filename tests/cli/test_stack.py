@@ -143,3 +143,27 @@ def test_a_taken_service_port_is_refused_before_any_service_starts(tmp_path, mon
         with pytest.raises(RuntimeError, match=f"GRAPHMESH_FUSER_PORT={port}.*Several stacks on one machine"):
             stack.start_services(env, {})
     assert started == []
+
+
+def test_commands_reach_the_stack_started_under_their_graphmesh_home(tmp_path, monkeypatch):
+    """A fresh user's trial: a second stack on moved ports, and a command that exported only GRAPHMESH_HOME
+    reached the default port, another stack's gateway. ``up`` records the addresses; later commands read them,
+    an address the environment sets wins, and ``down`` forgets them."""
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    for key in ("GRAPHMESH_GATEWAY_ADDR", "GRAPHMESH_JUDGE_ADDR"):
+        monkeypatch.setenv(key, "unset")  # restored as it was after the test, whatever this one sets
+        monkeypatch.delenv(key)
+    stack.use_stack_addresses()  # nothing started here: nothing set
+    assert "GRAPHMESH_GATEWAY_ADDR" not in stack.os.environ
+    stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:53051", "GRAPHMESH_JUDGE_ADDR": "127.0.0.1:53057",
+                            "GRAPHMESH_GATEWAY_PORT": "53051", "PATH": "/bin"})
+    assert json.loads((tmp_path / "addresses.json").read_text()) == {
+        "GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:53051", "GRAPHMESH_JUDGE_ADDR": "127.0.0.1:53057"}
+    monkeypatch.setenv("GRAPHMESH_JUDGE_ADDR", "10.0.0.5:50057")
+    stack.use_stack_addresses()
+    from services.cli.client import gateway_address
+
+    assert gateway_address() == "127.0.0.1:53051"
+    assert stack.os.environ["GRAPHMESH_JUDGE_ADDR"] == "10.0.0.5:50057"  # the environment's own wins
+    monkeypatch.setattr(stack, "_stop_all", lambda: 0)
+    assert stack.down() == 0 and not (tmp_path / "addresses.json").exists()
