@@ -38,12 +38,22 @@ def cross_script(question: str, texts: list[str]) -> bool:
     return bool(question and texts) and latin_script(question) != latin_script(" ".join(texts[:SCRIPT_SOURCES]))
 
 
+def other_script_sources(question: str, texts: list[str], max_sources: int = SCRIPT_SOURCES) -> list[int]:
+    """Indexes of the first ``max_sources`` texts written in another script
+    than ``question`` (``latin_script`` of each): sources that share no word
+    with it. [] without a question."""
+    if not question:
+        return []
+    script = latin_script(question)
+    return [i for i, text in enumerate(texts[:max_sources]) if latin_script(text) != script]
+
+
 async def piece_similarity(expander: Expander | None, question: str, texts: list[str], deadline: Deadline,
                            seconds: float, batch: int) -> dict[str, float] | None:
     """{piece text: cosine to ``question``} of the quotable pieces of the
     first SCRIPT_SOURCES ``texts`` (``extractive.pieces_to_embed``) when any
     of them is written in another script than the question
-    (``extractive.other_script_sources``: every source of an English
+    (``other_script_sources``: every source of an English
     question over Chinese documents, or the English first source of a
     Chinese question among Chinese ones); None within one script, without
     an expander, or when an Embed call fails or runs out of ``seconds``
@@ -55,7 +65,7 @@ async def piece_similarity(expander: Expander | None, question: str, texts: list
     and two sets written later, 185 quotes of the answering passage against
     179 with the other script's pieces alone and 172 with the three sources'
     script read together; docs/benchmarks.md "Quotes across scripts")."""
-    if expander is None or not extractive.other_script_sources(question, texts, SCRIPT_SOURCES):
+    if expander is None or not other_script_sources(question, texts):
         return None
     pieces = extractive.pieces_to_embed(texts, SCRIPT_SOURCES)
     if not pieces:

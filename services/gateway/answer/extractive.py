@@ -18,8 +18,7 @@ from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW
                                               quotable_pieces)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asked_number", "asks_list", "extractive_answer", "extractive_label", "other_script_sources", "pieces_to_embed", "quotable",
-           "quotable_pieces",
+           "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces",
            "sentence_score"]
 
 
@@ -217,16 +216,6 @@ class PieceScorer:
         if not candidate.label:
             return 0.0
         return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
-
-
-def other_script_sources(question: str, texts: list[str], max_sources: int = 3) -> list[int]:
-    """Indexes of the first ``max_sources`` texts written in another script
-    than ``question`` (``latin_script`` of each): sources that share no word
-    with it. [] without a question."""
-    if not question:
-        return []
-    script = latin_script(question)
-    return [i for i, text in enumerate(texts[:max_sources]) if latin_script(text) != script]
 
 
 def pieces_to_embed(texts: list[str], max_sources: int = 3) -> list[str]:

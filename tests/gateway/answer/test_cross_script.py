@@ -9,7 +9,7 @@ import pytest
 
 from graphmesh.expander.v1 import expander_pb2
 from services.gateway.answer import extractive
-from services.gateway.answer.cross_script import cross_script, piece_similarity
+from services.gateway.answer.cross_script import cross_script, other_script_sources, piece_similarity
 from services.gateway.downstream.guard import Deadline
 from tests.fakes import downstream_error
 
@@ -83,7 +83,7 @@ async def test_in_sources_of_both_scripts_every_piece_is_read_by_similarity_too(
     # a Chinese question whose first source is an English file, the next a Chinese one: the three together do not
     # read as English, yet the English source shares no word with the question
     question, texts = "病假工资怎么发？", [ENGLISH_SOURCE, CHINESE_SOURCE]
-    assert not cross_script(question, texts) and extractive.other_script_sources(question, texts) == [0]
+    assert not cross_script(question, texts) and other_script_sources(question, texts) == [0]
     expander = SickPayExpander()
     similarity = await piece_similarity(expander, question, texts, Deadline(5), 1.0, batch=8)
     assert set(similarity) == set(extractive.pieces_to_embed(texts))  # the Chinese source's pieces too
