@@ -225,11 +225,14 @@ class Lexicon:
         return [t for t in dict.fromkeys(terms) if t not in STOP_WORDS]
 
 
+#: Each writing system's other: what a question in one is translated into.
+OTHER_SYSTEM = {LATIN_SCRIPT: CJK_SCRIPT, CJK_SCRIPT: LATIN_SCRIPT}
+
+
 def other_script(query: str) -> str:
     """The writing system a query's words are translated into: CJK_SCRIPT for
     a query in Latin script, LATIN_SCRIPT for one in CJK; "" without letters."""
-    script = writing_system(query)
-    return {LATIN_SCRIPT: CJK_SCRIPT, CJK_SCRIPT: LATIN_SCRIPT}.get(script, "")
+    return OTHER_SYSTEM.get(writing_system(query), "")
 
 
 def translation_from_message(message: Any, field: str = "translation") -> tuple[str, list[Translated]]:

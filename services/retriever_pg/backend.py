@@ -49,7 +49,8 @@ from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
-from services.common.text import CJK_SCRIPT, LATIN_SCRIPT, keyword_terms
+from services.common.cross_lingual import OTHER_SYSTEM
+from services.common.text import keyword_terms
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
 from services.retriever_pg import entity_edit
@@ -101,8 +102,6 @@ class PgChannelConfig:
 
 #: RRF constant of pg.translated's two lists (the usual 60, Cormack et al. 2009).
 TRANSLATED_RRF_K = 60
-#: The writing system a translation into one of them comes from.
-_OTHER_SCRIPT = {LATIN_SCRIPT: CJK_SCRIPT, CJK_SCRIPT: LATIN_SCRIPT}
 
 
 class PgBackend(StoreLifecycle):
@@ -156,7 +155,7 @@ class PgBackend(StoreLifecycle):
         (``services.fuser.core.cross_script_first``)."""
         script = request.translated_script
         held = await self.store.collection_scripts(request.collections)
-        if script not in held or _OTHER_SCRIPT.get(script) not in held:
+        if script not in held or OTHER_SYSTEM.get(script) not in held:
             # the collections are written in one system (every law collection): the fuser reads the channel only
             # where candidates of both meet
             return []
@@ -180,14 +179,15 @@ class PgBackend(StoreLifecycle):
         for ranked in (worded, dense):
             for position, h in enumerate(ranked, start=1):
                 fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (TRANSLATED_RRF_K + position)
+        kept = sorted(fused, key=lambda c: (-fused[c], c))[: request.top_k]
         cosine = {h.chunk_id: h.score for h in dense}
-        missing = [h.chunk_id for h in worded if h.chunk_id not in cosine]
+        missing = [cid for cid in kept if cid not in cosine]
         if missing and request.embedding:
             cosine.update(await self.store.cosines(request.embedding, missing))
         by_id = {h.chunk_id: h for h in [*dense, *worded]}
         found_by = (("translated words", {h.chunk_id for h in worded}), ("cosine", {h.chunk_id for h in dense}))
         hits = []
-        for cid in sorted(fused, key=lambda c: (-fused[c], c))[: request.top_k]:
+        for cid in kept:
             h = by_id[cid]
             h.channel, h.score = names.PG_TRANSLATED, cosine.get(cid, 0.0)
             h.evidence = " and ".join(label for label, ids in found_by if cid in ids)
