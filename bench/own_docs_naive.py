@@ -19,7 +19,8 @@ a result is gold when its text holds it (whitespace squeezed). Printed per
 set and pooled over the trial sets (never tuned on) and over all: R@1 / R@10 /
 MRR@10 of each, and GraphMesh minus each with a 95% paired bootstrap interval
 and a permutation p-value (services/cli/significance.py). Saves the ranks to
-bench/results/own_docs_naive.json.
+bench/results/own_docs_naive.json (OUT overrides it). EXTRA adds folders laid out the same way (questions kept
+back outside the repository), pooled apart as well.
 
     PYTHONPATH=.:gen/python python -m pytest bench/own_docs_naive.py -q -s \\
         -p tests.fixtures.pg -p tests.fixtures.neo4j -p tests.fixtures.mesh
@@ -29,6 +30,7 @@ Needs the `bench` extra (bm25s).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import bm25s
@@ -52,10 +54,14 @@ SETS = {"docs": (DATA / "queries-docs-dev.jsonl", DATA / "docs"),
            for name in ("company_docs", "english_docs", "orbit_docs", "handbook_docs", "office_docs", "kestrel_docs",
                         "starbridge_docs", "helan_docs", "lanfeng_docs", "qinghe_docs")}}
 DEV_SETS = ("docs",)
+#: EXTRA: comma-separated folders laid out like the trial sets (queries.jsonl beside the documents), e.g. sets kept
+#: back outside the repository; reported apart ("kept back pooled") as well as in "all pooled".
+KEPT_BACK = tuple(Path(f).name for f in os.environ.get("EXTRA", "").split(",") if f)
+SETS.update({Path(f).name: (Path(f) / "queries.jsonl", Path(f)) for f in os.environ.get("EXTRA", "").split(",") if f})
 RRF_K = 60
 DEPTH = 100
 TOP_K = 10
-OUT = REPO / "bench" / "results" / "own_docs_naive.json"
+OUT = Path(os.environ.get("OUT", REPO / "bench" / "results" / "own_docs_naive.json"))
 ARMS = ("graphmesh", "naive", "bm25", "dense")
 
 
@@ -141,7 +147,9 @@ def _means(r: dict[str, int | None]) -> str:
 def report(ranks: dict[str, dict[str, dict[str, int | None]]]) -> None:
     """Per set, the trial sets pooled and all pooled: each arm's R@1 / R@10 / MRR@10 and GraphMesh minus the others."""
     groups = {name: [name] for name in SETS}
-    groups["trial sets pooled"] = [n for n in SETS if n not in DEV_SETS]
+    groups["trial sets pooled"] = [n for n in SETS if n not in DEV_SETS and n not in KEPT_BACK]
+    if KEPT_BACK:
+        groups["kept back pooled"] = list(KEPT_BACK)
     groups["all pooled"] = list(SETS)
     print("\nR@1 / R@10 / MRR@10; GraphMesh minus each arm, 95% paired bootstrap interval, permutation p")
     for group, names in groups.items():

@@ -7,7 +7,8 @@
   cosines shifted per writing system when documents of two are mixed).
 - ``cross_script_first``: the other writing system's best candidate goes
   first when it holds up against the question's own language, else into the
-  first three.
+  first three; ``other_script_weights``: where every candidate is in the
+  other system, pg.translated is fused as the keyword channel.
 - ``pack_context``: per-source quotas of a character budget, each text cut at
   the nearest newline or sentence end and marked [TRUNCATED] (MarxSphere
   fuseResults V42, the MarxSphere design (docs/references.md) section 4);
@@ -168,6 +169,8 @@ def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, f
     centred = {c: script_centred(items, c) for c in DENSE_CHANNELS} if mixed else {}
 
     def score(it: Item, s: Scored) -> float:
+        if s.channel == names.PG_TRANSLATED:  # its score is a cosine kept for cross_script_first; its order is its own
+            return 1.0 / s.rank if s.rank > 0 else 0.0
         return centred[s.channel].get(it.id, s.score) if s.channel in centred else s.score
 
     by_channel: dict[str, list[float]] = defaultdict(list)
@@ -207,6 +210,31 @@ CROSS_SCRIPT_COSINE_GAP = 0.045
 #: 79 of 84 in the first three with it; no question answered in its own language lost its first
 #: passage or its top ten).
 CROSS_SCRIPT_POSITION = 3
+
+
+def other_script_weights(items: list[Item], weights: dict[str, float], translated_script: str) -> dict[str, float]:
+    """``weights`` with pg.translated weighing as much as pg.keyword (0.5 by
+    default) when every candidate with a known writing system is in
+    ``translated_script``, the other system than the question's (a Chinese
+    question over English documents only), and the request gave the channel
+    no weight of its own; ``weights`` unchanged otherwise.
+
+    Why: there the keyword channel finds no word of the question in any
+    passage, and pg.translated, the same BM25 over the question's words
+    through the dictionary, is the lexical evidence it stands in for; no
+    passage in the question's own language is there for it to push down
+    (the reason it weighs 0 where two systems mix: ``cross_script_first``).
+    On a marina's English documents written as held-out questions, the
+    answer to 4 of 8 Chinese questions came first with it, 2 without, and no
+    other question of 534 moved (docs/benchmarks.md, "Keywords for a
+    question over documents in the other language only")."""
+    if not translated_script or weights.get(names.PG_TRANSLATED, 0.0) > 0.0:
+        return weights
+    scripts = {it.script for it in items if it.script}
+    found = any(s.channel == names.PG_TRANSLATED for it in items for s in it.scores)
+    if not found or scripts != {translated_script}:
+        return weights
+    return {**weights, names.PG_TRANSLATED: weights.get(names.PG_KEYWORD, 1.0)}
 
 
 def cross_script_first(items: list[Item], fused: dict[str, float], words: list[Translated],

@@ -30,12 +30,12 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
             for it in items:
                 if it.id in request.rerank_scores:
                     it.scores.append(core.Scored("rerank", request.rerank_scores[it.id], rerank_rank[it.id], "cross-encoder"))
-        weights = dict(request.channel_weights)
+        script, words = translation_from_message(request.translation)
+        weights = core.other_script_weights(items, dict(request.channel_weights), script)
         if request.method == fuser_pb2.FUSION_METHOD_WEIGHTED:
             fused = core.weighted_scores(items, weights)
         else:
             fused = core.rrf_scores(items, weights, s.rrf_k)
-        _, words = translation_from_message(request.translation)
         fused = core.cross_script_first(items, fused, words, s.cross_script_cosine_gap)
         if request.HasField("mmr_lambda"):
             if not 0.0 <= request.mmr_lambda <= 1.0:

@@ -9,8 +9,9 @@ Document channels (``PgBackend``), run concurrently:
 - ``pg.translated``: the chunks of the documents written in the other
   writing system, by the same BM25 over the query's words translated into it
   (``RetrievalQuery.translated_words``, from the expander's dictionary) and by
-  cosine among those chunks alone, fused by RRF; not fused with the other
-  channels, offered to the fuser's cross-script step;
+  cosine among those chunks alone, fused by RRF; offered to the fuser's
+  cross-script step where the collections mix both systems, fused as the
+  keyword channel's stand-in where they hold the other system only;
 - ``pg.fulltext``: tsvector/GIN match ordered by hit count then length;
 - ``pg.trigram``: pg_trgm substring / word similarity, only for short
   queries (at most ``short_query_chars``) or queries without keywords;
@@ -49,7 +50,6 @@ from services.common import names
 from services.common.errors import InvalidArgument
 from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
-from services.common.cross_lingual import OTHER_SYSTEM
 from services.common.text import keyword_terms
 from services.common.retriever import EntityQuery, EntityRetrieval, LibrarySnapshot, RelatedQuery, RetrievalQuery, StoreLifecycle, timing
 from services.retriever_pg.config import RetrieverPgSettings
@@ -142,7 +142,7 @@ class PgBackend(StoreLifecycle):
     async def _translated(self, request: RetrievalQuery, scope: tuple) -> list[Hit]:
         """pg.translated: the chunks of documents written in
         ``request.translated_script`` (not run unless the collections searched
-        hold documents of both writing systems, ``collection_scripts``), found two ways and fused by RRF
+        hold documents in that system, ``collection_scripts``), found two ways and fused by RRF
         (k = TRANSLATED_RRF_K): BM25 over the query's translated terms (asked
         for twice top_k, since a product name a Chinese question keeps in
         English also matches Chinese chunks, which are left out), and cosine
@@ -155,9 +155,10 @@ class PgBackend(StoreLifecycle):
         (``services.fuser.core.cross_script_first``)."""
         script = request.translated_script
         held = await self.store.collection_scripts(request.collections)
-        if script not in held or OTHER_SYSTEM.get(script) not in held:
-            # the collections are written in one system (every law collection): the fuser reads the channel only
-            # where candidates of both meet
+        if script not in held:
+            # the collections are written in the question's own system only (every law collection asked in
+            # Chinese): no chunk to translate into. Where they hold the other system only (a Chinese question
+            # over English documents), this is the one channel whose words can meet the passages.
             return []
         terms = [t for _, found, _ in request.translated_words for t in found]
 

@@ -299,3 +299,34 @@ def test_cross_script_first_places_the_other_language_best_passage_in_the_first_
     for it in items:
         it.script = "latin"
     assert core.cross_script_first(items, fused, []) == fused
+
+
+def test_over_documents_of_the_other_language_only_pg_translated_weighs_as_the_keyword_channel():
+    # 冬天室内暖库每英尺多少钱？ over an English marina's documents: no Chinese passage, no keyword hit; the
+    # translated words find the rate card, the cosines rank the storage rules first
+    items = core.merge([
+        [Item("rules", "rules", "t", [], "Boats in winter storage must be shrink-wrapped.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.vector", 0.84, 1)], script="latin"),
+         Item("rates", "rates", "t", [], "Indoor heated storage: $9.50 per foot.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.vector", 0.835, 2)], script="latin"),
+         Item("fuel", "fuel", "t", [], "The fuel dock opens at 7 am.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.vector", 0.80, 3)], script="latin")],
+        [Item("rates", "rates", "t", [], "Indoor heated storage: $9.50 per foot.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.translated", 0.835, 1)], script="latin"),
+         Item("rules", "rules", "t", [], "Boats in winter storage must be shrink-wrapped.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.translated", 0.84, 2)], script="latin"),
+         Item("fuel", "fuel", "t", [], "The fuel dock opens at 7 am.", core.SOURCE_DOCUMENT_CHUNK,
+              scores=[Scored("pg.translated", 0.80, 3)], script="latin")],
+    ])
+    defaults = {"pg.vector": 1.0, "pg.keyword": 0.5, "pg.translated": 0.0}
+    weights = core.other_script_weights(items, defaults, "latin")
+    assert weights["pg.translated"] == 0.5 and defaults["pg.translated"] == 0.0
+    # its contribution follows its own rank (its score is a cosine, kept for the cross-script step)
+    assert [it.id for it in core.rank(items, core.weighted_scores(items, weights), 3)] == ["rates", "rules", "fuel"]
+    assert [it.id for it in core.rank(items, core.weighted_scores(items, defaults), 3)] == ["rules", "rates", "fuel"]
+    # a passage in the question's own language among them, no translation, or a weight the request set: unchanged
+    mixed = [*items, Item("zh", "zh", "t", [], "冬季存放规定。", core.SOURCE_DOCUMENT_CHUNK,
+                          scores=[Scored("pg.vector", 0.80, 3)], script="cjk")]
+    assert core.other_script_weights(mixed, defaults, "latin") == defaults
+    assert core.other_script_weights(items, defaults, "") == defaults
+    assert core.other_script_weights(items, {**defaults, "pg.translated": 0.2}, "latin")["pg.translated"] == 0.2

@@ -156,9 +156,12 @@ async def test_translated_channel_finds_the_other_language_documents_by_the_quer
         only_translated = frozenset({"pg.keyword", "pg.fulltext", "pg.trigram", "pg.boost"})
         english_only = make_doc("handbook", ["Annual leave is 15 days."])
         english_only.collection = "english"
-        await store.ingest_documents([english_only])
-        # no document of the target system, or none of the question's own (the fuser would not read it): not run
-        for collections, runs in ((["nope"], 0), (["english"], 0), (["default"], 1)):
+        chinese_only = make_doc("规定", ["年假为十五天。"])
+        chinese_only.collection = "chinese"
+        await store.ingest_documents([english_only, chinese_only])
+        # no document of the target system: not run; documents of the target system only (a Chinese question
+        # over English documents), or of both: run
+        for collections, runs in ((["nope"], 0), (["chinese"], 0), (["english"], 1), (["default"], 2)):
             await backend.retrieve(RetrievalQuery(query=query, keywords=query_keywords(query), embedding=[], top_k=5,
                                                   collections=collections, translated_script="latin",
                                                   translated_words=words, disabled=only_translated))
