@@ -28,7 +28,7 @@ import grpc
 from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.cli.client import _report_rpc_error, cmd_ingest, gateway_address
+from services.cli.client import _report_rpc_error, gateway_address, ingest_file
 from services.common.filters import KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
@@ -69,8 +69,9 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
     for arg in paths:
         path = Path(arg)
         if path.is_dir():
+            outside = set(links_outside([arg]))
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if _supported(file):
+                if _supported(file) and file not in outside:
                     found.setdefault(file, (Path(path.resolve().name) / file.relative_to(path)).as_posix())
         elif path.is_file():
             found.setdefault(path, own_id(path))
@@ -83,6 +84,32 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
     return [(f, id_prefix + i) for f, i in found.items()], missing
 
 
+def links_outside(paths: list[str]) -> list[Path]:
+    """Files inside the folders ``paths`` name that are links (or lie under
+    linked folders) resolving outside that folder: ``expand_paths`` leaves
+    them out, so that ingesting a folder never reads a file elsewhere on the
+    machine (a link to /etc/passwd dropped into a shared folder)."""
+    out: list[Path] = []
+    for arg in paths:
+        folder = Path(arg)
+        if folder.is_dir():
+            root = folder.resolve()
+            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not p.resolve().is_relative_to(root))
+    return out
+
+
+def missing_message(arg: str) -> str:
+    """Why ``arg`` (an argument ``expand_paths`` found nothing at) names no file."""
+    path = Path(arg)
+    if path.is_symlink() and not path.exists():
+        return f"{arg} is a broken link"
+    if path.exists():
+        return f"no supported file at {arg}: supported types are {', '.join(FILE_SUFFIXES + JSONL_SUFFIXES)}"
+    if any(c in arg for c in "*?["):
+        return f"no supported file matches {arg}"
+    return f"no such file or folder: {arg}"
+
+
 def unsupported_files(paths: list[str]) -> list[Path]:
     """Files inside the folders ``paths`` name that ``expand_paths`` leaves
     out because their type is not read (a .doc, a .xlsx), so that a folder
@@ -92,7 +119,8 @@ def unsupported_files(paths: list[str]) -> list[Path]:
     for arg in paths:
         folder = Path(arg)
         if folder.is_dir():
-            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p)
+            outside = set(links_outside([arg]))
+            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p) and p not in outside
                        and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     return out
 
@@ -109,7 +137,9 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
 
     files, missing = expand_paths(args.paths, args.id_prefix or "")
     for arg in missing:
-        print(f"error: no supported file at {arg}", file=sys.stderr)
+        print(f"error: {missing_message(arg)}", file=sys.stderr)
+    for path in links_outside(args.paths):
+        print(f"skipped   {path.as_posix()}: a link to {path.resolve()}, outside the folder", file=sys.stderr)
     skipped = unsupported_files(args.paths)
     for path in skipped:
         print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}; "
@@ -164,9 +194,16 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
             flush()
         except grpc.RpcError as err:
             return _error(err)
-    for path, _ in jsonl:
-        code = cmd_ingest(argparse.Namespace(kind="documents", file=str(path), batch=0, collection=args.collection))
-        totals["failed" if code else "stored"] += 1
+    for path, _ in jsonl:  # a JSONL file of documents: its documents count in the totals, as a file's do
+        try:
+            inner, failures = ingest_file(path, "documents", 0, args.collection or "", getattr(args, "pack", "") or "")
+        except grpc.RpcError as err:
+            return _error(err)
+        for index, doc_id, reason in failures[:20]:
+            print(f"failed    {path.as_posix()} line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
+        print(f"{'jsonl':9s} {path.as_posix()}: {json.dumps(inner, ensure_ascii=False)}", file=sys.stderr)
+        for key in ("stored", "unchanged", "failed", "chunks"):
+            totals[key] += int(inner.get(key, 0))
     print(json.dumps(totals, ensure_ascii=False))
     return 1 if totals["failed"] else 0
 

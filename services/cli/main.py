@@ -32,6 +32,7 @@ Every client command talks to the gateway at GRAPHMESH_GATEWAY_ADDR
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -42,6 +43,23 @@ from services.cli.documents import cmd_collections, cmd_documents, cmd_ingest_fi
 from services.cli.operations_cmd import add_parser as add_operations_parser, cmd_ingest_async, cmd_operations
 from services.cli.scope_args import add_scope_arguments
 from services.cli.tools import cmd_datasets, cmd_eval, cmd_lexicon, cmd_models
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (a deadline of 0,
+    a negative one or inf/nan would reach the server as an immediate or
+    endless deadline).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("search", "answer"):
         p = sub.add_parser(name, help=f"{name} one question")
         p.add_argument("query")
-        p.add_argument("--top-k", type=int, default=10)
+        p.add_argument("--top-k", type=int, default=10, help="results, 1 to 100 (default 10)")
         p.add_argument("--json", action="store_true")
-        p.add_argument("--timeout", type=float, default=120.0, help="seconds")
+        p.add_argument("--timeout", type=seconds, default=120.0, help="seconds (default 120)")
         if name == "answer":
             p.add_argument("--stream", action="store_true", help="stream stage events and answer tokens")
         add_scope_arguments(p)
@@ -84,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     deep.add_argument("query")
     deep.add_argument("--top-k", type=int, default=10)
     deep.add_argument("--json", action="store_true")
-    deep.add_argument("--timeout", type=float, default=300.0, help="seconds")
+    deep.add_argument("--timeout", type=seconds, default=300.0, help="seconds (default 300)")
     add_scope_arguments(deep)
     ev = sub.add_parser("eval", help="evaluate on a labelled JSONL query set, or compare two runs",
                         usage="graphmesh eval --dataset FILE [options] | graphmesh eval compare RUN_A RUN_B")
@@ -98,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=int)
     ev.add_argument("--top-k", type=int, default=30, help="results asked per query (ranks count distinct ids)")
     ev.add_argument("--concurrency", type=int, default=4)
-    ev.add_argument("--timeout", type=float, default=60.0, help="seconds per query")
+    ev.add_argument("--timeout", type=seconds, default=60.0, help="seconds (default 60) per query")
     ev.add_argument("--ablate", action="store_true", help="switch stages off one at a time; print a table")
     ev.add_argument("--ablate-rows", default="", help="with --ablate: only rows whose label contains one of these "
                     "comma-separated strings (the full pipeline row always runs)")
@@ -108,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     ent.add_argument("query")
     ent.add_argument("--top-k", type=int, default=10)
     ent.add_argument("--json", action="store_true")
-    ent.add_argument("--timeout", type=float, default=60.0, help="seconds")
+    ent.add_argument("--timeout", type=seconds, default=60.0, help="seconds (default 60)")
     add_scope_arguments(ent, filters=False)
     add_document_parsers(sub)
     add_graph_edit_parsers(sub)

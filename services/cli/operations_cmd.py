@@ -21,7 +21,7 @@ from google.rpc import code_pb2
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.client import INGEST_KINDS, _report_rpc_error, gateway_channel, open_text
-from services.cli.documents import expand_paths, unsupported_files
+from services.cli.documents import expand_paths, links_outside, missing_message, unsupported_files
 
 #: Most bytes of one ImportDocuments request (the gateway's message limit).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -35,7 +35,9 @@ def import_request(args: argparse.Namespace) -> gateway_pb2.IngestRequest | str:
     if args.kind == "files":
         files, missing = expand_paths(args.paths, args.id_prefix or "")
         if missing:
-            return f"no supported file at {missing[0]}"
+            return missing_message(missing[0])
+        for path in links_outside(args.paths):
+            print(f"skipped   {path.as_posix()}: a link to {path.resolve()}, outside the folder", file=sys.stderr)
         for path in unsupported_files(args.paths):
             print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}", file=sys.stderr)
         metadata = dict(kv.split("=", 1) for kv in args.meta or [] if "=" in kv)

@@ -7,7 +7,7 @@ import pytest
 import os
 from pathlib import Path
 
-from services.cli.documents import expand_paths, unsupported_files
+from services.cli.documents import expand_paths, links_outside, missing_message, unsupported_files
 from services.cli.main import build_parser
 
 pytestmark = pytest.mark.unit
@@ -42,6 +42,29 @@ def test_a_folders_files_of_unread_types_are_named_and_hidden_ones_passed_over(t
     assert [p.as_posix() for p in unsupported_files(["手册", "单独.doc", "nowhere"])] == ["手册/子目录/表.xlsx", "手册/旧版.doc"]
 
 
+def test_a_folders_links_to_files_outside_it_are_left_out_and_named(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _touch(tmp_path, "手册/a.md", "secret/passwd", "secret/keys.txt")
+    (tmp_path / "手册" / "link.txt").symlink_to(tmp_path / "secret" / "passwd")
+    (tmp_path / "手册" / "linked").symlink_to(tmp_path / "secret", target_is_directory=True)
+    (tmp_path / "手册" / "same.md").symlink_to(tmp_path / "手册" / "a.md")  # inside the folder: read
+    found, _ = expand_paths(["手册"])
+    assert sorted(i for _, i in found) == ["手册/a.md", "手册/same.md"]  # a linked folder is not walked either
+    assert [p.as_posix() for p in links_outside(["手册"])] == ["手册/link.txt"]
+    assert unsupported_files(["手册"]) == []  # named once, as a link, not again as a file type
+
+
+def test_an_argument_naming_nothing_says_why(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _touch(tmp_path, "表.xlsx")
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "gone.txt")
+    assert missing_message("nosuch.txt") == "no such file or folder: nosuch.txt"
+    assert missing_message("*.pdf") == "no supported file matches *.pdf"
+    assert missing_message("dangling.txt") == "dangling.txt is a broken link"
+    assert missing_message("表.xlsx").startswith("no supported file at 表.xlsx: supported types are")
+    assert expand_paths(["nosuch.txt", "dangling.txt"])[1] == ["nosuch.txt", "dangling.txt"]
+
+
 def test_parser_takes_files_collection_and_filters():
     args = build_parser().parse_args(["ingest", "files", "a", "b", "--collection", "hr", "--meta", "dept=人事"])
     assert (args.kind, args.paths, args.collection, args.meta) == ("files", ["a", "b"], "hr", ["dept=人事"])
@@ -67,3 +90,11 @@ def test_a_meta_key_a_filter_could_not_name_is_refused_before_anything_is_sent(t
     monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "127.0.0.1:9")  # nothing listens: the refusal comes first
     assert cli(["ingest", "files", str(tmp_path / "a.txt"), "--meta", "bad key=1"]) == 2
     assert "--meta key 'bad key'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "soon"])
+def test_a_timeout_must_be_a_finite_number_of_seconds_above_zero(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["search", "年假", "--timeout", value])
+    assert exit_info.value.code == 2 and "--timeout" in capsys.readouterr().err
+    assert build_parser().parse_args(["search", "年假", "--timeout", "2.5"]).timeout == 2.5

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,21 @@ class ParsedDocument:
     media_type: str
 
 
+def path_id_problem(doc_id: str) -> str:
+    """Why ``doc_id``, a file's document id (its name or relative path), is
+    refused, or "": a "." or ".." segment or an empty one (a leading "/",
+    "//"), which an HTTP client folds away before the request leaves it, so
+    the document's REST name (collections/{c}/documents/{id}) would reach
+    another resource or none; a control or invisible formatting character
+    (a right-to-left override shows "\u202egnp.txt" as "txt.png" in a
+    listing)."""
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in doc_id):
+        return "holds a control or invisible formatting character"
+    if any(segment in ("", ".", "..") for segment in doc_id.split("/")):
+        return 'has an empty, "." or ".." path segment'
+    return ""
+
+
 def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig) -> ParsedDocument:
     """Parses and chunks one file into its document (id = ``document_id``
     or the file name; title from the file; heading path [title];
@@ -46,6 +62,9 @@ def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: Ch
     doc_id = (file.document_id or file.name).strip()
     if not doc_id or not storable_text(doc_id) or len(doc_id) > MAX_ID_CHARS:
         raise FileParseError(f"document id must be 1 to {MAX_ID_CHARS} characters without NUL (give name or document_id)")
+    problem = path_id_problem(doc_id)
+    if problem:
+        raise FileParseError(f"document id {doc_id!r} {problem} (give another name or a document_id)")
     if any(not storable_text(k) or not storable_text(v) for k, v in file.metadata.items()):
         raise FileParseError("metadata must not contain NUL characters")
     parsed = parse_file(file.name, file.media_type, file.content)

@@ -1,0 +1,31 @@
+"""``graphmesh ingest files`` against the real gateway (fake downstream
+services): a JSONL file among the files counts its documents in the totals,
+as a document file counts its own."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from services.cli.main import main
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
+
+
+async def test_a_jsonl_files_documents_count_in_the_totals(fake_gateway, monkeypatch, capsys, tmp_path):
+    gw = await fake_gateway(ingest={"sentence_vectors": False})
+    capsys.readouterr()  # the gateway's READY line
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    (tmp_path / "laws.jsonl").write_text("\n".join(json.dumps({"id": f"d{i}", "text": f"第{i}条 内容。"}, ensure_ascii=False)
+                                                   for i in range(3)), "utf-8")
+    (tmp_path / "手册.md").write_text("# 手册\n\n年假为十五天。\n", "utf-8")
+    code = await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "laws.jsonl"), str(tmp_path / "手册.md"),
+                                          "--collection", "hr"])
+    out, err = capsys.readouterr()
+    totals = json.loads(out.strip().splitlines()[-1])
+    inner = json.loads(next(line for line in err.splitlines() if line.startswith("jsonl")).split(": ", 1)[1])
+    assert code == 0 and inner["stored"] == 3
+    assert (totals["files"], totals["stored"], totals["failed"]) == (2, 4, 0)
+    assert totals["chunks"] >= inner["chunks"] + 1
