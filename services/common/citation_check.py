@@ -63,6 +63,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from services.common.cross_lingual import Translated, share_held
 from services.common.numbers import number_values, quantities
 from domains.pack import CitationRules
 from services.common.text import CITATION, normalize, query_keywords, split_sentences
@@ -241,7 +242,7 @@ def marked_sentences(answer: str) -> list[tuple[str, list[int]]]:
 
 
 def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix: str = "",
-           rules: CitationRules | None = None) -> Verification:
+           rules: CitationRules | None = None, translation: Sequence[Translated] = ()) -> Verification:
     """Checks every citation of ``answer`` against ``sources`` ([n] is
     ``sources[n-1]``, label and text) and rewrites the marks.
 
@@ -249,6 +250,8 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
         skip_prefix: a leading line left unchecked (the extractive label).
         rules: the citation rules of the searched collections' domain pack
             (domains.citation_rules); None = the general rule.
+        translation: the question's words in the other writing system
+            (QueryInfo.translation's), read by ``relevance``.
     Returns:
         The Verification: rewritten text and one Check per mark (and per
         unmarked unsupported sentence). Marks outside 1..len(sources) are
@@ -279,7 +282,7 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
                 if names_source and best[0].supported:
                     # a rule stated without a mark gets the source that supports it
                     checks.append(Check(plain, 0, best[1], REATTRIBUTED, best[0].score, "no citation",
-                                        relevance(plain, sources[best[1] - 1], question)))
+                                        relevance(plain, sources[best[1] - 1], question, translation)))
                     pieces.append(_add_mark(sentence, best[1]))
                     continue
                 if not best[0].supported:
@@ -296,14 +299,15 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
             own = support(plain, sources[n - 1], question, rules)
             if own.supported:
                 mapping[n] = n
-                checks.append(Check(plain, n, n, SUPPORTED, own.score, relevance=relevance(plain, sources[n - 1], question)))
+                checks.append(Check(plain, n, n, SUPPORTED, own.score,
+                                    relevance=relevance(plain, sources[n - 1], question, translation)))
                 continue
             others = [(support(plain, s, question, rules), m) for m, s in enumerate(sources, start=1) if m != n]
             best = max(others, key=lambda x: x[0].score, default=None)
             if best is not None and best[0].supported:
                 mapping[n] = best[1]
                 checks.append(Check(plain, n, best[1], REATTRIBUTED, own.score, own.reason,
-                                    relevance(plain, sources[best[1] - 1], question)))
+                                    relevance(plain, sources[best[1] - 1], question, translation)))
             else:
                 mapping[n] = 0
                 checks.append(Check(plain, n, 0, UNSUPPORTED, own.score, f"source {n}: {own.reason}"))
@@ -317,21 +321,26 @@ def verify(answer: str, sources: Sequence[str], question: str = "", skip_prefix:
     return Verification(head + "".join(pieces), checks, removed)
 
 
-def relevance(sentence: str, source: str, question: str) -> float:
+def relevance(sentence: str, source: str, question: str, translation: Sequence[Translated] = ()) -> float:
     """Share in [0, 1] of ``question``'s content words (jieba, of two
     characters or more, sub-words of longer ones dropped, weighted by length
     in characters) found in
     ``sentence`` or ``source``, verbatim or by at least WORD_BIGRAM_SHARE of
-    their character bigrams; 1.0 when the question has none."""
+    their character bigrams; 1.0 when the question has none. With the
+    question's ``translation`` (its words in the other writing system,
+    QueryInfo.translation) the share its words hold through their
+    translations counts too, the larger of the two: an English question
+    answered by a Chinese sentence shares no word with it verbatim."""
     words = [_clean(w) for w in query_keywords(question)]
     words = [w for w in dict.fromkeys(words) if len(w) >= 2 and not any(w != o and w in o for o in words)]
     if not words:
         return 1.0
+    across = share_held(sentence + " " + source, translation)
     haystack = _clean(sentence + source)
     grams = _bigrams(haystack)
     found = sum(len(w) for w in words
                 if w in haystack or (len(w) > 2 and len(_bigrams(w) & grams) >= WORD_BIGRAM_SHARE * len(_bigrams(w))))
-    return found / sum(len(w) for w in words)
+    return max(found / sum(len(w) for w in words), across)
 
 
 def unheld_references(answer: str, sources: Sequence[str], rules: CitationRules) -> list[str]:

@@ -301,3 +301,17 @@ def word_coverage(texts: Sequence[str], words: Sequence[Translated]) -> list[flo
     idf = [max(0.1, math.log((n + 1) / (sum(row[j] for row in held) + 0.5))) for j in range(len(forms))]
     total = math.fsum(idf)
     return [math.fsum(w for w, h in zip(idf, row) if h) / total for row in held]
+
+
+def share_held(text: str, words: Sequence[Translated]) -> float:
+    """The share of the query's ``words`` that ``text`` holds, in [0, 1]: a
+    word counts when the text holds one of its ``_forms`` (the word, its
+    synonyms or its translations; ``_holds``), every word weighing the same;
+    0.0 without words. Unlike ``word_coverage`` it reads one text alone: how
+    much of the question a passage speaks to, in either writing system."""
+    if not words:
+        return 0.0
+    lowered = text.lower()
+    tokens = set(_LATIN_TOKEN.findall(lowered))
+    held = [any(_holds(lowered, tokens, f) for f in _forms(w, terms, synonyms)) for w, terms, synonyms in words]
+    return sum(held) / len(held)

@@ -166,6 +166,22 @@ def test_a_supported_sentence_that_does_not_speak_to_the_question_is_flagged_off
     assert relevance("任何句子", "任何来源", "") == 1.0  # a question without content words
 
 
+def test_a_sentence_in_the_other_language_speaks_to_the_question_through_its_translation():
+    """An English question answered from a Chinese report: no word is shared verbatim, so without the
+    question's translation the right sentence read as off-topic; with it, it does not, and a sentence
+    on something else still does."""
+    from services.common.cross_lingual import Lexicon, other_script
+
+    question = "How many refrigerated trucks does the company own?"
+    translation = Lexicon.load().concepts(question, other_script(question))
+    source = "2025年度经营报告\n公司自有冷藏车 1,260 辆，全年运输里程 3,800 万公里。"
+    right = "公司自有冷藏车 1,260 辆[1]。"
+    assert verify(right, [source], question).checks[0].off_topic  # as it read before
+    assert not verify(right, [source], question, translation=translation).checks[0].off_topic
+    other = "会议室须提前一天预约[1]。"
+    assert verify(other, ["行政规定\n会议室须提前一天预约。"], question, translation=translation).checks[0].off_topic
+
+
 def test_a_heading_the_sentence_repeats_names_the_source_and_is_not_a_claim():
     """The model copies the section title into its sentence; those words are
     in the label only, and they no longer outweigh the claim its text states."""

@@ -21,6 +21,7 @@ from services.common import names
 from services.common.llm import LlmError
 import domains
 from services.common import citation_check
+from services.common.cross_lingual import translation_from_message
 from services.common.packed_context import source_label
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
@@ -118,7 +119,9 @@ class Generator:
         if cited_ids:
             label = extractive.extractive_label(query) if mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE else ""
             rules = domains.citation_rules(list(retrieval.response.query_info.domain_packs))
-            verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules)
+            translation = translation_from_message(retrieval.response.query_info.translation)[1]
+            verified = citation_check.verify(text, sources(retrieval), query, skip_prefix=label, rules=rules,
+                                             translation=translation)
             text, checks = verified.text, verified.checks
             if mode == gateway_pb2.ANSWER_MODE_LLM and verified.removed and not citation_numbers(text):
                 # nothing the sources support is left of the LLM's answer: quote them instead
@@ -127,7 +130,8 @@ class Generator:
                 mode = gateway_pb2.ANSWER_MODE_EXTRACTIVE
                 label = extractive.extractive_label(query)
                 quoted = citation_check.verify(await self._extractive(query, retrieval, deadline),
-                                               sources(retrieval), query, skip_prefix=label, rules=rules)
+                                               sources(retrieval), query, skip_prefix=label, rules=rules,
+                                               translation=translation)
                 text, checks = quoted.text, checks + quoted.checks
                 trace.timings[-1].detail = (trace.timings[-1].detail + "; " if trace.timings[-1].detail else "") + \
                     "LLM answer unsupported by the sources: extractive answer"
