@@ -50,12 +50,18 @@ DOCUMENT_SETS = REPO / "tests" / "quality" / "data"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+#: More folders holding own-document sets laid out the same way (``replay --set-folders``: sets kept back).
+SET_FOLDERS: list[Path] = []
+
+
 def dataset_path(name: str) -> Path:
-    """The questions of a dump's set: docs, company_docs, english_docs (bench/docs_chunk_sweep.py) or a law dev set."""
+    """The questions of a dump's set: docs, company_docs, english_docs (bench/docs_chunk_sweep.py), a set in one
+    of SET_FOLDERS, or a law dev set."""
     if name == "docs":
         return DOCS
-    if (DOCUMENT_SETS / name / "queries.jsonl").is_file():
-        return DOCUMENT_SETS / name / "queries.jsonl"
+    for folder in (DOCUMENT_SETS, *SET_FOLDERS):
+        if (folder / name / "queries.jsonl").is_file():
+            return folder / name / "queries.jsonl"
     return SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl"
 
 
@@ -101,6 +107,7 @@ def load_grounding(path: Path):
 
 def replay(args) -> None:
     """Each dump's replay, then, for several dumps, every metric pooled over their questions."""
+    SET_FOLDERS[:] = getattr(args, "set_folders", []) or []
     pooled: dict[str, tuple[list[float], list[float]]] = {}
     for dump in args.dump:
         for metric, (before, after) in replay_one(dump, args).items():
@@ -170,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("dump", type=Path, nargs="+", help="one or more dumps (several: also pooled)")
     r.add_argument("--baseline", type=Path, help="another module defining extractive_answer to compare with")
     r.add_argument("--show-misses", action="store_true", help="print the gold passages today's answer misses")
+    r.add_argument("--set-folders", type=Path, nargs="*", default=[],
+                   help="folders holding own-document sets kept outside the repository (<folder>/<set>/queries.jsonl)")
     r.add_argument("--include-abstained", action="store_true",
                    help="also replay the questions the saved Answer abstained on (the extractive answer they would get)")
     args = parser.parse_args(argv)

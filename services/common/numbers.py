@@ -82,3 +82,73 @@ def quantities(text: str) -> list[tuple[float, str]]:
         unit = _MEASURE_AFTER.match(text, end)
         out.append((float(value), _MEASURE[unit.group(1)] if unit else ""))
     return out
+
+
+#: English units of time a range may be written in, as ``quantities`` compares them.
+_ENGLISH_UNIT = {"year": "年", "years": "年", "month": "月", "months": "月", "week": "周", "weeks": "周",
+                 "day": "天", "days": "天", "hour": "小时", "hours": "小时"}
+_RANGE_NUM = rf"(\d+(?:\.\d+)?|[{_CN}]+)"
+_RANGE_UNIT = "(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")"
+_EN_UNIT = r"(years?|months?|weeks?|days?|hours?)"
+_DASH = r"(?:至|到|-|~|–|—|－|～)"
+#: (pattern, kind): "between" reads (low, its unit or None, high, unit); "from" (low, unit) an open
+#: upper end; "upto" (high, unit) an open lower end.
+_RANGES = (
+    (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|以上)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:以下|以内)"), "between"),
+    (re.compile(rf"满\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*[但且而]?\s*(?:不满|不足|未满|不到)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
+    (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}?\s*{_DASH}\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
+    (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|或以上|以上|以后|之后|起)"), "from"),
+    (re.compile(rf"(?:已满|满|超过|大于|高于)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "from"),
+    (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:以下|以内|之内|内)"), "upto"),
+    (re.compile(rf"(?:不满|不足|未满|不到|少于|低于|小于)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "upto"),
+    (re.compile(rf"\b(\d+(?:\.\d+)?)\s*{_EN_UNIT}?\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "between"),
+    (re.compile(rf"\b(\d+(?:\.\d+)?)\+?\s*{_EN_UNIT}\s*(?:or more|and (?:above|over|up)|or longer)\b", re.IGNORECASE), "from"),
+    (re.compile(rf"\b(?:under|less than|fewer than|up to|within)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "upto"),
+    (re.compile(rf"\b(?:over|more than|at least)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "from"),
+)
+
+
+def _value(token: str) -> float | None:
+    if token[0].isdigit():
+        return float(token)
+    value = chinese_to_int(token)
+    return None if value is None else float(value)
+
+
+def _unit(token: str | None) -> str:
+    if not token:
+        return ""
+    return _MEASURE.get(token) or _ENGLISH_UNIT.get(token.lower(), "")
+
+
+def ranges(text: str) -> list[tuple[float, float, str]]:
+    """The ranges of a quantity ``text`` states, as (low, high, unit) with
+    the unit compared as ``quantities`` compares it (天 and 日 alike; English
+    years, months, weeks, days and hours as 年, 月, 周, 天, 小时): "1年至5年"
+    and "1-5 years" are (1, 5, "年"), "满5年不满10年" (5, 10, "年"),
+    "10年及以上" (10, inf, "年"), "14岁以下" and "under 14 years" (-inf, 14,
+    ...), "三年以上十年以下" (3, 10, "年"). A range read whole is not read
+    again in its parts; one written with two different units is left out;
+    boundaries count as inside (a rule's "满…不满…" edges are not told
+    apart)."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[tuple[float, float, str]] = []
+    taken: list[tuple[int, int]] = []  # a range read whole is not read again in parts ("满5年不满10年": not "满10年")
+    for pattern, kind in _RANGES:
+        for match in pattern.finditer(text):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            taken.append(match.span())
+            groups = match.groups()
+            if kind == "between":
+                low, low_unit, high, unit = (groups[0], groups[1], groups[2], groups[3])
+                low_value, high_value, unit = _value(low), _value(high), _unit(unit)
+                if low_value is None or high_value is None or not unit or (low_unit and _unit(low_unit) != unit):
+                    continue
+                out.append((min(low_value, high_value), max(low_value, high_value), unit))
+                continue
+            value, unit = _value(groups[0]), _unit(groups[1])
+            if value is None or not unit:
+                continue
+            out.append((value, float("inf"), unit) if kind == "from" else (float("-inf"), value, unit))
+    return out

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
                                   query_keywords)
-from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list
+from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
 
@@ -34,6 +34,8 @@ def extractive_label(question: str) -> str:
 ITEM_PENALTY = 0.85
 #: Bonus of a sentence holding a number when the question asks an amount.
 NUMBER_BONUS = 0.15
+#: Bonus of a piece whose range holds a quantity the question gives ("满5年不满10年 | 12天" for 干了6年): as NUMBER_BONUS.
+RANGE_BONUS = 0.15
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
 #: A quote ending a sentence: a table row after it needs no ROW_SEPARATOR.
 _ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")
@@ -184,6 +186,7 @@ class PieceScorer:
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
         self._wants_number = asked_number(question)
+        self._conditions = condition_quantities(question) if question else []
         self._numbered = numbered_names(question) if question else []
         if not asks_list(question):  # a list is quoted whole only when asked for
             pieces = [[c for c in cs if not c.list_run] for cs in pieces]
@@ -192,11 +195,15 @@ class PieceScorer:
         self._similarity = _rescaled(similarity, [c.text for cs in self.pieces for c in cs]) if similarity else {}
 
     def score(self, candidate: Candidate) -> float:
-        """The piece's score, in [0, ~2.15]: ``sentence_score``, plus its
-        dense similarity to the question min-max scaled over the pieces
-        (``similarity``, given for a question in another script than its
-        sources, where no word is shared)."""
+        """The piece's score, in [0, ~2.3]: ``sentence_score`` (with its header row and RANGE_BONUS when its
+        range holds a quantity the question gives, ``question_cues.holds_condition``), plus its dense similarity
+        to the question min-max scaled over the pieces (``similarity``, given for a question in another script
+        than its sources, where no word is shared)."""
         lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        if self._conditions and holds_condition(candidate.text, self._conditions):  # a row's subject is in its header
+            lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,
+                                     self._idf, candidate.item)
+            lexical += RANGE_BONUS if lexical else 0.0
         return lexical + self._similarity.get(candidate.text, 0.0)
 
     def names_another_number(self, candidate: Candidate) -> bool:

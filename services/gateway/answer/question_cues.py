@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from services.common.numbers import quantities, ranges
+
 #: Question words asking for an amount, a count or a threshold.
 _AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
                 "上限", "下限", "得分", "分数", "准确率", "百分之", "期限")
@@ -55,3 +57,22 @@ def asks_list(question: str) -> bool:
 def asks_amount(question: str) -> bool:
     """Whether ``question`` asks for an amount, count, period or threshold (Chinese or English cues)."""
     return any(cue in question for cue in _AMOUNT_CUES) or bool(_ENGLISH_AMOUNT.search(question))
+
+
+#: A condition's quantity in a question ("工作满三年", "孩子8岁", "请假5天"): a unit follows the number. One of a
+#: unit ("一天的饭补", "一个月多少钱") is a rate, not a condition, unless 满 comes before it ("满一年").
+_ONE_AS_CONDITION = re.compile(r"满\s*(?:1|一)\s*(?:个)?(?:年|月|周|天|日)")
+
+
+def condition_quantities(question: str) -> list[tuple[float, str]]:
+    """The quantities with a unit ``question`` states as a condition (``numbers.quantities``: value, unit
+    compared as there), those of one unit left out unless 满 precedes them (a rate: 一天的饭补). A table row
+    or rule whose range holds one answers for it (``numbers.ranges``: 满5年不满10年 for 工作了6年)."""
+    found = [(value, unit) for value, unit in quantities(question) if unit and unit != "clock"]
+    return [(value, unit) for value, unit in found if value != 1 or _ONE_AS_CONDITION.search(question)]
+
+
+def holds_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
+    """Whether ``text`` states a range (``numbers.ranges``) holding one of the ``conditions``
+    (``condition_quantities``), in the same unit."""
+    return any(unit == asked and low <= value <= high for low, high, unit in ranges(text) for value, asked in conditions)

@@ -311,3 +311,28 @@ def test_grades_named_by_a_letter_and_a_number_are_numbered_names():
 
     assert numbered_names("P1 故障升级到 L3 值班；MP3、v1.2 和 A4纸 不是") == ["P1", "L3"]
     assert numbered_classifier("P1") == "P" and numbered_classifier("5排") == "排"
+
+
+def test_a_question_giving_a_quantity_quotes_the_row_whose_range_holds_it():
+    # a fresh user's leave table: "工作满三年" was answered with the table's header and the sick-leave rule
+    text = ("第十二条 员工享受带薪年休假，年假天数按在本公司连续工作的年限确定，具体如下表：\n"
+            "在本公司工作年限 | 带薪年假天数 | 说明\n"
+            "满1年不满3年 | 5天 | 入职满12个月后开始享受\n"
+            "满3年不满5年 | 8天 | 含法定年假5天\n"
+            "满5年不满10年 | 12天 | 可跨年度顺延一次\n"
+            "满10年及以上 | 15天 | 另加2天“长期服务假”\n"
+            "第十三条 当年未休完的年假可以顺延至次年3月31日前使用。\n"
+            "第十五条 婚假为13天（含法定婚假3天及公司额外给予的10天），须在领取结婚证后一年内一次性休完。")
+    quote = extractive_answer([text], "我在公司干了6年了，一年能休几天年假？").splitlines()[1]
+    assert "满5年不满10年 | 12天" in quote and "满3年不满5年" not in quote and "满10年及以上" not in quote
+    assert "满10年及以上 | 15天" in extractive_answer([text], "工龄12年的员工年假几天？")
+
+
+def test_conditions_are_quantities_with_a_unit_and_a_rate_of_one_unit_is_not_one():
+    from services.gateway.answer.question_cues import condition_quantities, holds_condition
+
+    assert condition_quantities("我在公司干了6年了，一年能休几天年假？") == [(6.0, "年")]
+    assert condition_quantities("员工一天的饭补有多少？") == []  # 一天: a rate
+    assert condition_quantities("工作满一年有几天年假？") == [(1.0, "年")]
+    assert holds_condition("满5年不满10年 | 12天", [(6.0, "年")]) and not holds_condition("满5年不满10年", [(6.0, "天")])
+    assert not holds_condition("满1年不满3年 | 5天", [(6.0, "年")])

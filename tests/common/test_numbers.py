@@ -1,0 +1,30 @@
+"""Numbers in text (services.common.numbers): ranges of a quantity."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from services.common.numbers import ranges
+
+pytestmark = pytest.mark.unit
+INF = math.inf
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1年至5年 | 10天", [(1, 5, "年")]),
+    ("满5年不满10年 | 12天 | 可跨年度顺延一次", [(5, 10, "年")]),  # read whole, not again as 满10年 or 不满10年
+    ("怀孕满32周但不足36周的旅客", [(32, 36, "周")]),
+    ("处三年以上十年以下有期徒刑", [(3, 10, "年")]),
+    ("年休假（工龄满10年及以上） | 10天", [(10, INF, "年")]),
+    ("3天以上由分管副总审批", [(3, INF, "天")]),
+    ("14岁以下儿童不得参加", [(-INF, 14, "岁")]),
+    ("购买后 14 日内可退换", [(-INF, 14, "天")]),  # 日 and 天 alike
+    ("Staff with 1-5 years of service", [(1, 5, "年")]),
+    ("5 days or more", [(5, INF, "天")]),
+    ("under 3 years", [(-INF, 3, "年")]),
+    ("3年至5个月", []),  # two units: not one range
+    ("第十条 2025年度", []),
+])
+def test_ranges_of_a_quantity(text, expected):
+    assert ranges(text) == [(float(low), float(high), unit) for low, high, unit in expected]
