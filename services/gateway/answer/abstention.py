@@ -30,7 +30,10 @@ with the question as asked:
                 not its words (docs/benchmarks.md, "A lexical coverage
                 signal for the generic rule");
   rerank_max    best cross-encoder score, when the reranker ran (reported,
-                not used: the reranker is off by default and was not fitted).
+                not used: the reranker is off by default and was not fitted);
+  first_holds_all  the first result holds the question's content words (two or more) and is first in
+                pg.vector and pg.keyword: answered whatever the fit says (docs/benchmarks.md, "Every
+                word of the question in the channels' common first").
 
 Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
 the query's embedding model among the fits of the searched collections'
@@ -123,6 +126,7 @@ class Signals:
     rerank_max: float | None = None
     has_dense: bool = True
     coverage: float = 0.0
+    first_holds_all: bool = False
 
     def vector(self) -> tuple[float, ...]:
         """The signals in SIGNALS order."""
@@ -163,8 +167,11 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> 
     same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
     near = " ".join(_text(c) for c in results[:COVERAGE_RESULTS])
     coverage = sum(w in near for w in words) / len(words) if words else 0.0
+    lead = {s.channel: s.rank for s in results[0].channel_scores} if results else {}
+    holds_all = len(words) >= 2 and all(w in _text(results[0]) for w in words) and \
+        lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
-                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage)
+                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage, first_holds_all=holds_all)
 
 
 def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:
@@ -258,7 +265,7 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
     (``pack_fits``; by the script of ``question`` and of ``evidence``, the
     text of the top results, and ``first``, the first result's, its
     Latin-script or cross-lingual fit when there is one: ``fit_for``)
-    reaches ``threshold``; not judged
+    reaches ``threshold``, or when ``sig.first_holds_all``; not judged
     (answer) without one. ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
@@ -271,6 +278,8 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
         return Decision(True, score, threshold, "not judged: no vector scores in the results")
     if score >= threshold:
         return Decision(True, score, threshold, "")
+    if sig.first_holds_all:
+        return Decision(True, score, threshold, "below the threshold, but the first result holds every word asked")
     return Decision(False, score, threshold,
                     f"evidence does not answer the question: answerability {score:.3f} < {threshold:.3f} "
                     f"(vector cosine best {sig.dense_max:.3f}, second {sig.dense_second:.3f}"

