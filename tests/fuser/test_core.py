@@ -304,20 +304,15 @@ def test_cross_script_first_places_the_other_language_best_passage_in_the_first_
 def test_over_documents_of_the_other_language_only_pg_translated_weighs_as_the_keyword_channel():
     # 冬天室内暖库每英尺多少钱？ over an English marina's documents: no Chinese passage, no keyword hit; the
     # translated words find the rate card, the cosines rank the storage rules first
-    items = core.merge([
-        [Item("rules", "rules", "t", [], "Boats in winter storage must be shrink-wrapped.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.vector", 0.84, 1)], script="latin"),
-         Item("rates", "rates", "t", [], "Indoor heated storage: $9.50 per foot.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.vector", 0.835, 2)], script="latin"),
-         Item("fuel", "fuel", "t", [], "The fuel dock opens at 7 am.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.vector", 0.80, 3)], script="latin")],
-        [Item("rates", "rates", "t", [], "Indoor heated storage: $9.50 per foot.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.translated", 0.835, 1)], script="latin"),
-         Item("rules", "rules", "t", [], "Boats in winter storage must be shrink-wrapped.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.translated", 0.84, 2)], script="latin"),
-         Item("fuel", "fuel", "t", [], "The fuel dock opens at 7 am.", core.SOURCE_DOCUMENT_CHUNK,
-              scores=[Scored("pg.translated", 0.80, 3)], script="latin")],
-    ])
+    texts = {"rules": "Boats in winter storage must be shrink-wrapped.", "rates": "Indoor heated storage: $9.50 per foot.",
+             "fuel": "The fuel dock opens at 7 am."}
+    cosines = {"rules": 0.84, "rates": 0.835, "fuel": 0.80}
+
+    def found_by(channel: str, order: list[str]) -> list[Item]:
+        return [Item(i, i, "t", [], texts[i], core.SOURCE_DOCUMENT_CHUNK, scores=[Scored(channel, cosines[i], rank)],
+                     script="latin") for rank, i in enumerate(order, start=1)]
+
+    items = core.merge([found_by("pg.vector", ["rules", "rates", "fuel"]), found_by("pg.translated", ["rates", "rules", "fuel"])])
     defaults = {"pg.vector": 1.0, "pg.keyword": 0.5, "pg.translated": 0.0}
     weights = core.other_script_weights(items, defaults, "latin")
     assert weights["pg.translated"] == 0.5 and defaults["pg.translated"] == 0.0
