@@ -83,11 +83,15 @@ def inflections(word: str, verb: bool = False) -> list[str]:
 
 
 def lemmas(word: str) -> list[str]:
-    """Base forms ``word`` may be a regular inflection or British spelling of
-    (rates -> rate, policies -> policy, filled -> fill, kilometres ->
-    kilometer), itself first."""
+    """Base forms ``word`` may be a regular inflection, possessive or British
+    spelling of (rates -> rate, policies -> policy, filled -> fill, carried
+    -> carry, doctor's -> doctor, kilometres -> kilometer), itself first."""
     out = [word]
+    if len(word) > 3 and word.endswith(("'s", "s'")):
+        return list(dict.fromkeys([word, *lemmas(word[:-2] if word.endswith("'s") else word[:-1])]))
     if len(word) > 4 and word.endswith("ies"):
+        out.append(word[:-3] + "y")
+    if len(word) > 4 and word.endswith("ied"):
         out.append(word[:-3] + "y")
     if len(word) > 3 and word.endswith("es"):
         out.append(word[:-2])

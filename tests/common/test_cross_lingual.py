@@ -46,6 +46,9 @@ def test_inflections_and_lemmas_of_regular_english_words():
     assert inflections("limit", verb=True) == ["limit", "limits", "limited", "limiting"]
     assert "policy" in lemmas("policies") and "fill" in lemmas("filled") and "stop" in lemmas("stopped")
     assert "kilometer" in lemmas("kilometres") and "tire" in lemmas("tyre") and "color" in lemmas("colour")
+    # a fresh trial's questions: "carried", "notified" and "the doctor's note" had no translation
+    assert "carry" in lemmas("carried") and "notify" in lemmas("notified")
+    assert lemmas("doctor's")[:2] == ["doctor's", "doctor"] and "station" in lemmas("stations'")
 
 
 def test_a_chinese_question_gets_english_terms_and_an_english_one_chinese(small):
