@@ -69,9 +69,9 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
     for arg in paths:
         path = Path(arg)
         if path.is_dir():
-            outside = set(links_outside([arg]))
+            root = path.resolve()
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if _supported(file) and file not in outside:
+                if _supported(file) and _within(file, root):
                     found.setdefault(file, (Path(path.resolve().name) / file.relative_to(path)).as_posix())
         elif path.is_file():
             found.setdefault(path, own_id(path))
@@ -94,8 +94,13 @@ def links_outside(paths: list[str]) -> list[Path]:
         folder = Path(arg)
         if folder.is_dir():
             root = folder.resolve()
-            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not p.resolve().is_relative_to(root))
+            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _within(p, root))
     return out
+
+
+def _within(file: Path, root: Path) -> bool:
+    """Whether ``file`` resolves inside ``root`` (a resolved folder): not a link leading out of it."""
+    return file.resolve().is_relative_to(root)
 
 
 def missing_message(arg: str) -> str:
@@ -119,8 +124,8 @@ def unsupported_files(paths: list[str]) -> list[Path]:
     for arg in paths:
         folder = Path(arg)
         if folder.is_dir():
-            outside = set(links_outside([arg]))
-            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p) and p not in outside
+            root = folder.resolve()
+            out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p) and _within(p, root)
                        and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     return out
 

@@ -167,9 +167,9 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> 
     same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
     near = " ".join(_text(c) for c in results[:COVERAGE_RESULTS])
     coverage = sum(w in near for w in words) / len(words) if words else 0.0
-    lead = {s.channel: s.rank for s in results[0].channel_scores} if results else {}
-    holds_all = len(words) >= 2 and all(w in _text(results[0]) for w in words) and \
-        lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1
+    lead, first = ({s.channel: s.rank for s in results[0].channel_scores}, _text(results[0])) if results else ({}, "")
+    holds_all = len(words) >= 2 and lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1 and \
+        all(w in first for w in words)
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
                    max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage, first_holds_all=holds_all)
 
