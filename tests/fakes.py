@@ -114,15 +114,18 @@ class FakeRetriever(_Fake):
     """A retriever answering every Retrieve with ``candidates`` and every
     Related with ``related`` (UNIMPLEMENTED-like failure when None)."""
 
-    def __init__(self, name: str, candidates=(), fail=None, entities=(), related=None) -> None:
+    def __init__(self, name: str, candidates=(), fail=None, entities=(), related=None, centroids=None) -> None:
         super().__init__(name, fail)
         self.candidates = list(candidates)
+        self.centroids = dict(centroids or {})  # sent as RetrieveResponse.script_centroids
         self.entities = list(entities)
         self.related_candidates = None if related is None else list(related)
         self.stored: list = []
 
     async def retrieve(self, request, timeout):
-        return await self._answer("retrieve", request, retriever_pb2.RetrieveResponse(candidates=self._asked(request)))
+        centroids = [retriever_pb2.ScriptCentroid(script=k, values=v) for k, v in self.centroids.items()]
+        return await self._answer("retrieve", request, retriever_pb2.RetrieveResponse(candidates=self._asked(request),
+                                                                                    script_centroids=centroids))
 
     def _asked(self, request) -> list[types_pb2.Candidate]:
         """``candidates`` with the scores of the channels the request runs,

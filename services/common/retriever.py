@@ -20,6 +20,7 @@ import grpc
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from graphmesh.retriever.v1 import retriever_pb2, retriever_pb2_grpc
 from services.common import filters as flt
+from services.common import names
 from services.common.convert import (chunked_document_to_record, deletion_to_proto, failures_to_proto, hits_to_candidates,
                                      stored_document_to_proto)
 from services.common.cross_lingual import translation_from_message
@@ -177,6 +178,12 @@ class RetrievalBackend(Protocol):
         disabled channel is not run."""
         ...
 
+    async def script_centroids(self, collections: list[str]) -> dict[str, Any]:
+        """{writing system: mean chunk embedding} of ``collections``, which
+        channel pg.centred was scored with; asked only of a backend that
+        returned pg.centred hits (retriever_pg)."""
+        ...
+
     async def ingest_documents(self, docs: list[DocumentRecord]) -> IngestResult:
         """Stores ``docs`` (idempotent by content hash)."""
         ...
@@ -319,17 +326,24 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         query = validate_query(request.query, self._max_query_chars)
         top_k = validate_range(request.top_k or 20, 1, MAX_TOP_K, "top_k")
         translated_script, translated_words = translation_from_message(request.translation)
+        collections = flt.validate_collections(request.collections)
         hits, timings = await self._backend.retrieve(RetrievalQuery(
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
             hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
-            collections=flt.validate_collections(request.collections), filters=flt.from_proto(request.filters),
+            collections=collections, filters=flt.from_proto(request.filters),
             parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
                                                  "parent_context_tokens"),
             with_embeddings=request.with_embeddings, translated_script=translated_script,
             translated_words=translated_words,
         ))
         candidates = hits_to_candidates(hits, self._backend.source_by_channel, with_embeddings=request.with_embeddings)
-        return retriever_pb2.RetrieveResponse(candidates=candidates, timings=timings)
+        reply = retriever_pb2.RetrieveResponse(candidates=candidates, timings=timings)
+        if any(h.channel == names.PG_CENTRED for h in hits):
+            # only retriever_pg emits the channel, and it has the centroids the channel was scored with
+            centroids = await self._backend.script_centroids(collections)
+            reply.script_centroids.extend(retriever_pb2.ScriptCentroid(script=script, values=vector.tolist())
+                                          for script, vector in sorted(centroids.items()))
+        return reply
 
     async def IngestDocuments(self, request: retriever_pb2.IngestDocumentsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.IngestDocumentsResponse:
         if not request.documents:

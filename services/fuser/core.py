@@ -5,6 +5,8 @@
   channel scores (RRF after Cormack et al. 2009, k=60 as in Haystack's
   DocumentJoiner; weighted = sum of weight x min-max normalised score, dense
   cosines shifted per writing system when documents of two are mixed).
+- ``centred_weights``: where the retriever sent pg.centred (dense scores
+  centred by writing system), pg.vector's raw cosines are not fused.
 - ``cross_script_first``: the other writing system's best candidate goes
   first when it holds up against the question's own language, else into the
   first three; ``other_script_weights``: where every candidate is in the
@@ -164,8 +166,10 @@ def weighted_scores(items: list[Item], weights: dict[str, float]) -> dict[str, f
     """Sum over channels of weight x the score min-max normalised within the
     channel (a channel whose scores are all equal contributes 1.0 each);
     the scores of DENSE_CHANNELS shifted per writing system first
-    (``script_centred``) when the items mix two."""
-    mixed = len({it.script for it in items if it.script}) > 1
+    (``script_centred``) when the items mix two and none carries a
+    pg.centred score (then the retriever and the gateway have centred the
+    dense scores by the systems' centroids already: ``centred_weights``)."""
+    mixed = len({it.script for it in items if it.script}) > 1 and not _carries(items, names.PG_CENTRED)
     centred = {c: script_centred(items, c) for c in DENSE_CHANNELS} if mixed else {}
 
     def score(it: Item, s: Scored) -> float:
@@ -210,6 +214,28 @@ CROSS_SCRIPT_COSINE_GAP = 0.045
 #: 79 of 84 in the first three with it; no question answered in its own language lost its first
 #: passage or its top ten).
 CROSS_SCRIPT_POSITION = 3
+
+
+def _carries(items: list[Item], channel: str) -> bool:
+    return any(s.channel == channel for it in items for s in it.scores)
+
+
+def centred_weights(items: list[Item], weights: dict[str, float]) -> dict[str, float]:
+    """``weights`` with pg.vector weighing 0 when any item carries a
+    pg.centred score (the collections searched mix two writing systems);
+    ``weights`` unchanged otherwise.
+
+    Why: the two channels read the same cosines, pg.centred with each
+    system's centroid removed from the chunk vectors, which lets a passage
+    in the other language than the question's compete with those in its own
+    (``services.common.script_centring``). Fused beside it, pg.vector's raw
+    cosines would bring the bias back. pg.vector's list still comes along:
+    its candidates are fused by their other channels, and abstention reads
+    its raw cosines (docs/benchmarks.md, "Dense scores centred by writing
+    system")."""
+    if not _carries(items, names.PG_CENTRED):
+        return weights
+    return {**weights, names.PG_VECTOR: 0.0}
 
 
 def other_script_weights(items: list[Item], weights: dict[str, float], translated_script: str) -> dict[str, float]:

@@ -31,7 +31,7 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
                 if it.id in request.rerank_scores:
                     it.scores.append(core.Scored("rerank", request.rerank_scores[it.id], rerank_rank[it.id], "cross-encoder"))
         script, words = translation_from_message(request.translation)
-        weights = core.other_script_weights(items, dict(request.channel_weights), script)
+        weights = core.centred_weights(items, core.other_script_weights(items, dict(request.channel_weights), script))
         if request.method == fuser_pb2.FUSION_METHOD_WEIGHTED:
             fused = core.weighted_scores(items, weights)
         else:

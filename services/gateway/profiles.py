@@ -21,7 +21,9 @@ from services.common import names
 # The weights of channels a domain pack feeds come from its recipe
 # (domains/<pack>/recipes.json), with the figures that fitted them.
 DEFAULT_WEIGHTS = {
-    names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
+    # pg.centred runs where the collections mix writing systems only, and there pg.vector weighs 0 (the fuser's
+    # centred_weights): it takes pg.vector's place at the same weight.
+    names.PG_KEYWORD: 0.5, names.PG_VECTOR: 1.0, names.PG_CENTRED: 1.0, names.PG_HYDE: 0.5, names.PG_FULLTEXT: 0.25, names.PG_TRIGRAM: 0.5,
     names.PG_BOOST: 0.25, names.GRAPH_HEADING: 0.25,
     # Not fused: its candidates are offered to the fuser's cross-script check (FuseRequest.translation) alone.
     # Fused by RRF at any weight from 0.25 up, it put the other language's chunks first for half the questions

@@ -41,13 +41,16 @@ import asyncio
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from graphmesh.common.v1 import types_pb2
 
 from services.common import names
 from services.common.errors import InvalidArgument
+from services.common.script_centring import centred_cosines
 from services.common.records import Deletion, DocumentRecord, EntityExport, EntityRecord, ExpansionTerm, Hit, IngestResult
 from services.common.store_deadline import QueryBudget
 from services.common.text import keyword_terms
@@ -111,6 +114,7 @@ class PgBackend(StoreLifecycle):
     # quota (35% of the budget), not full text's 10%, which cut a 384-word English chunk off before its answer
     source_by_channel = {
         names.PG_VECTOR: types_pb2.SOURCE_DOCUMENT_CHUNK,
+        names.PG_CENTRED: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_HYDE: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_TRANSLATED: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_KEYWORD: types_pb2.SOURCE_FULLTEXT,
@@ -138,6 +142,43 @@ class PgBackend(StoreLifecycle):
         found = await self.store.keyword_channels(keywords, top_k, *scope, bm25=bm25, fulltext=fulltext,
                                                   with_embeddings=vectors)
         return [(channel, hits, timing(channel, started)) for channel, hits in found.items()]
+
+    async def script_centroids(self, collections: list[str]) -> dict[str, np.ndarray]:
+        """The store's ``script_centroids`` of ``collections`` (kept by the store)."""
+        return await self.store.script_centroids(collections)
+
+    async def _dense(self, request: RetrievalQuery, scope: tuple) -> list[tuple[str, list[Hit], types_pb2.StageTiming]]:
+        """pg.vector (the nearest chunks by cosine) and, where the
+        collections searched hold documents of two or more writing systems,
+        pg.centred: each system's nearest chunks re-scored by cosine with
+        their system's centroid removed (``script_centring``), the best top_k
+        of them. One nearest-chunks search per system serves both lists
+        there (the overall top_k by cosine is the best top_k of the
+        systems' own). Either list is left out when its channel is off."""
+        started = time.perf_counter()
+        k, vectors = request.top_k, request.with_embeddings
+        held = sorted(s for s in await self.store.collection_scripts(request.collections) if s)
+        if len(held) < 2 or not request.enabled(names.PG_CENTRED):
+            if not request.enabled(names.PG_VECTOR):
+                return []
+            hits = await self.store.vector_search(request.embedding, k, *scope, with_embeddings=vectors)
+            return [(names.PG_VECTOR, hits, timing(names.PG_VECTOR, started))]
+        per_script, centroids = await asyncio.gather(
+            asyncio.gather(*(self.store.vector_search(request.embedding, k, *scope, with_embeddings=True, script=s)
+                             for s in held)),
+            self.store.script_centroids(request.collections))
+        found = [h for part in per_script for h in part]
+        out = []
+        if request.enabled(names.PG_VECTOR):
+            nearest = sorted(found, key=lambda h: (-h.score, h.chunk_id))[:k]
+            out.append((names.PG_VECTOR, [replace(h, embedding=h.embedding if vectors else []) for h in nearest],
+                        timing(names.PG_VECTOR, started)))
+        scores = centred_cosines(request.embedding, [h.embedding for h in found], [h.script for h in found], centroids)
+        ranked = sorted(zip(scores, found), key=lambda sh: (-sh[0], sh[1].chunk_id))[:k]
+        centred = [replace(h, channel=names.PG_CENTRED, score=score, evidence="cosine, writing systems centred",
+                           embedding=h.embedding if vectors else []) for score, h in ranked]
+        out.append((names.PG_CENTRED, centred, timing(names.PG_CENTRED, started)))
+        return out
 
     async def _translated(self, request: RetrievalQuery, scope: tuple) -> list[Hit]:
         """pg.translated: the chunks of documents written in
@@ -212,9 +253,8 @@ class PgBackend(StoreLifecycle):
         scope = (request.collections, request.filters)
         vectors = request.with_embeddings
         jobs = []
-        if request.embedding and request.enabled(names.PG_VECTOR):
-            jobs.append(self._timed(names.PG_VECTOR, lambda: self.store.vector_search(
-                request.embedding, k, *scope, with_embeddings=vectors)))
+        if request.embedding and (request.enabled(names.PG_VECTOR) or request.enabled(names.PG_CENTRED)):
+            jobs.append(self._dense(request, scope))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
             jobs.append(self._timed(names.PG_HYDE, lambda: self._hyde(request.hyde_embedding, k, scope, vectors)))
         bm25 = bool(request.keywords) and request.enabled(names.PG_KEYWORD)

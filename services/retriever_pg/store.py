@@ -638,6 +638,8 @@ class PgStore:
         self._stats_at = 0.0
         self._scripts: dict[str, set[str]] | None = None  # collection -> writing systems of its documents
         self._scripts_at = 0.0
+        # collections searched -> (when read, {writing system: mean chunk embedding})
+        self._centroids: dict[tuple[str, ...] | None, tuple[float, dict[str, np.ndarray]]] = {}
         if initial_load_quiet_s < 0:
             raise ValueError(f"initial_load_quiet_s must be >= 0, got {initial_load_quiet_s}")
         self.initial_load_quiet_s = float(initial_load_quiet_s)
@@ -1004,6 +1006,34 @@ class PgStore:
             self._scripts, self._scripts_at = scripts, time.monotonic()
         wanted = self._scripts.keys() if collections is None else collections
         return {script for c in wanted for script in self._scripts.get(c, ())}
+
+    async def script_centroids(self, collections: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """{writing system ("cjk", "latin"): the mean of the stored chunk
+        embeddings of documents in that system} over ``collections`` (every
+        collection when None); documents of no known system ("") are left
+        out. One aggregate over the scope's chunks, kept for _STATS_TTL_S
+        seconds, and read again at once when the scope holds a writing
+        system the kept centroids lack (``collection_scripts``: the first
+        English files ingested beside Chinese ones). A mean moves little as
+        documents are added, so other writes do not re-read it: over a large
+        scope that read is a scan of every chunk vector.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        held = {s for s in await self.collection_scripts(collections) if s}
+        key = tuple(sorted(set(collections))) if collections is not None else None
+        read_at, centroids = self._centroids.get(key, (0.0, {}))
+        if time.monotonic() - read_at > _STATS_TTL_S or not held <= centroids.keys():
+            async with self._conn() as conn:
+                rows = await conn.fetch(
+                    "SELECT d.script, avg(c.embedding) AS mean FROM chunks c JOIN documents d ON d.id = c.document_id"
+                    " WHERE c.embedding IS NOT NULL AND d.script <> ''"
+                    " AND ($1::text[] IS NULL OR d.collection = ANY($1::text[])) GROUP BY d.script",
+                    list(key) if key is not None else None)
+            centroids = {r["script"]: np.asarray(r["mean"], dtype=np.float32) for r in rows}
+            self._centroids[key] = (time.monotonic(), centroids)
+        return centroids
 
     async def _postings_changed(self) -> None:
         """After a write to chunk_terms committed: advances the postings

@@ -81,6 +81,26 @@ def test_dense_cosines_are_shifted_per_writing_system_when_a_fusion_mixes_two():
     assert twice[0].script == "latin"
 
 
+def test_centred_dense_scores_replace_the_raw_cosines_and_the_shift_when_pg_centred_came():
+    """Where the retriever sent pg.centred (the collections mix two writing systems), pg.vector weighs 0
+    and no dense channel is shifted again: the centred scores decide. Without it, the weights and the
+    shift are as before."""
+    weights = {"pg.vector": 1.0, "pg.centred": 1.0, "pg.keyword": 0.5, "sentence.maxsim": 2.0}
+    items = core.merge([[scripted("zh", "cjk", ("pg.vector", 0.90), ("pg.centred", 0.10), ("sentence.maxsim", 0.88)),
+                         scripted("en", "latin", ("pg.vector", 0.80), ("pg.centred", 0.30), ("sentence.maxsim", 0.85)),
+                         scripted("zh2", "cjk", ("pg.vector", 0.85), ("pg.centred", 0.05), ("sentence.maxsim", 0.80))]])
+    assert core.centred_weights(items, weights) == {**weights, "pg.vector": 0.0}
+    fused = core.weighted_scores(items, core.centred_weights(items, weights))
+    # pg.centred min-max (en 1, zh 0.2, zh2 0) + 2 x maxsim min-max unshifted (zh 1, en 0.625, zh2 0)
+    assert fused == pytest.approx({"zh": 0.2 + 2.0, "en": 1.0 + 2 * 0.625, "zh2": 0.0})
+    assert [it.id for it in core.rank(items, fused, top_k=3)] == ["en", "zh", "zh2"]
+    plain = core.merge([[scripted("zh", "cjk", ("pg.vector", 0.90)), scripted("zh2", "cjk", ("pg.vector", 0.86)),
+                         scripted("en", "latin", ("pg.vector", 0.80)), scripted("en2", "latin", ("pg.vector", 0.70))]])
+    assert core.centred_weights(plain, weights) == weights
+    # still shifted per writing system: en raised by half the medians' gap (0.88 - 0.75), above zh2
+    assert [it.id for it in core.rank(plain, core.weighted_scores(plain, weights), top_k=4)] == ["zh", "en", "zh2", "en2"]
+
+
 def test_one_per_document_keeps_best_chunk():
     items = [item("d1#0", "X", 1, doc="d1"), item("d1#1", "X", 2, doc="d1"), item("d2#0", "X", 3, doc="d2")]
     ranked = core.rank(items, core.rrf_scores(items, {}), top_k=10, one_per_document=True)

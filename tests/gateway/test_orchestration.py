@@ -388,7 +388,7 @@ async def test_keyword_channels_are_asked_before_the_query_embedding_is_in():
     (_, first), (_, second) = pg.calls
     assert not first.query_embedding and list(first.keywords) == ["工资"]
     assert list(second.query_embedding) == pytest.approx([0.1, 0.2])
-    assert [c for c in names.PG_CHANNELS if c not in second.disabled_channels] == ["pg.vector", "pg.hyde", "pg.translated"]
+    assert [c for c in names.PG_CHANNELS if c not in second.disabled_channels] == ["pg.vector", "pg.centred", "pg.hyde", "pg.translated"]
     assert "pg.translated" in first.disabled_channels  # it reads the vector too: asked once, in the vector part
     [pg_list] = [lst for lst in fuser.calls[-1][1].lists if lst.producer == "retriever_pg"]
     assert [(c.id, [s.channel for s in c.channel_scores]) for c in pg_list.candidates] == [
@@ -516,11 +516,11 @@ async def test_an_invalid_query_does_not_count_the_expander_as_degraded():
     assert DEGRADED_TOTAL.labels("expander")._value.get() == before
 
 
-async def test_no_vector_part_is_sent_with_both_vector_channels_switched_off():
+async def test_no_vector_part_is_sent_with_every_vector_channel_switched_off():
     expander = SlowEmbeddingExpander()
     pg = ChannelRetriever(expander)
     reply = (await mesh(expander=expander, pg=pg).search.search(
-        "工资", 5, None, Deadline(5), disabled=frozenset({"pg.vector", "pg.hyde"}))).response
+        "工资", 5, None, Deadline(5), disabled=frozenset({"pg.vector", "pg.centred", "pg.hyde"}))).response
     assert len(pg.calls) == 1 and "retrieve.pg.vector" not in stages(reply)
 
 

@@ -91,3 +91,25 @@ async def test_a_retrieve_cancelled_at_once_leaves_no_search_unawaited(store):  
         await asyncio.sleep(0.05)  # the cancelled channel tasks finish
         gc.collect()
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+async def test_a_retrieve_over_two_writing_systems_sends_their_centroids_with_pg_centred(store):  # noqa: F811
+    """Where the collection mixes Chinese and English documents, the reply carries pg.centred scores, the
+    centroids they were scored with, and (asked for) each hit's stored embedding; over one system, neither."""
+    stored = await _ingest(store)
+    english = unit(0, 1, 1, 0)
+    await store.ingest_documents([make_doc("en", ["Wages are paid monthly."], embeddings=[english])])
+    servicer = RetrieverServicer(_backend(store), None, 1000)
+    request = retriever_pb2.RetrieveRequest(query=QUERY, keywords=[QUERY], query_embedding=unit(1, 1, 0, 0.2),
+                                            top_k=10, with_embeddings=True)
+    reply = await servicer.Retrieve(request, None)
+    centred = {c.id: c for c in reply.candidates if any(s.channel == names.PG_CENTRED for s in c.channel_scores)}
+    assert set(centred) == {*stored, "en#0"}
+    assert list(centred["en#0"].embedding) == pytest.approx(english, abs=1e-6)
+    centroids = {c.script: list(c.values) for c in reply.script_centroids}
+    assert set(centroids) == {"cjk", "latin"} and centroids["latin"] == pytest.approx(english, abs=1e-6)
+    chinese = await store.script_centroids(["default"])
+    assert centroids["cjk"] == pytest.approx(chinese["cjk"].tolist(), abs=1e-6)
+    request.collections[:] = ["nope"]  # no document there: nothing mixes
+    reply = await servicer.Retrieve(request, None)
+    assert not reply.script_centroids and not reply.candidates

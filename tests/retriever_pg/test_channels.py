@@ -2,6 +2,7 @@
 trigram matching for short queries, and the same-document boost."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from graphmesh.common.v1 import types_pb2
@@ -175,3 +176,70 @@ async def test_translated_channel_finds_the_other_language_documents_by_the_quer
                                    disabled=frozenset({"pg.translated"}))):
         hits, timings = await backend.retrieve(request)
         assert not [h for h in hits if h.channel == "pg.translated"] and "pg.translated" not in {t.stage for t in timings}
+
+
+async def test_centred_channel_compares_chunks_of_two_writing_systems_with_each_systems_centroid_removed(store):  # noqa: F811
+    """Where the collections hold Chinese and English documents, pg.vector keeps its plain cosines and
+    pg.centred scores each system's nearest chunks by cosine with that system's mean chunk vector removed:
+    the English chunk a Chinese-leaning query vector is nearest to, among the English ones, comes first."""
+    zh = [unit(1, 0, 0.2, 0), unit(0.9, 0.1, 0, 0.3)]
+    en = [unit(0, 1, 0.3, 0), unit(0.2, 0.9, 0, 0.2)]
+    await store.ingest_documents([
+        make_doc("zh0", ["年假为十五天。"], embeddings=[zh[0]]),
+        make_doc("zh1", ["病假须提交医院证明。"], embeddings=[zh[1]]),
+        make_doc("en0", ["The gym opens at 7 am."], embeddings=[en[0]]),
+        make_doc("en1", ["Parking costs 100 yuan a month."], embeddings=[en[1]]),
+    ])
+    centroids = await store.script_centroids(["default"])
+    assert set(centroids) == {"cjk", "latin"}
+    assert centroids["cjk"] == pytest.approx((np.asarray(zh[0]) + zh[1]) / 2, abs=1e-5)
+    assert centroids["latin"] == pytest.approx((np.asarray(en[0]) + en[1]) / 2, abs=1e-5)
+    backend = PgBackend(store)
+    query = unit(0.9, 0.3, 0.2, 0)
+    hits, timings = await backend.retrieve(RetrievalQuery(query="停车多少钱", keywords=[], embedding=query, top_k=4))
+    plain = [h.chunk_id for h in hits if h.channel == "pg.vector"]
+    centred = [h for h in hits if h.channel == "pg.centred"]
+    assert plain == ["zh0#0", "zh1#0", "en1#0", "en0#0"]
+    assert [h.chunk_id for h in centred] == ["en1#0", "zh0#0", "zh1#0", "en0#0"]
+    expected = np.asarray(en[1]) - centroids["latin"]
+    assert centred[0].score == pytest.approx(float(np.dot(query, expected) / np.linalg.norm(expected)), abs=1e-4)
+    assert [h.embedding for h in centred] == [[]] * 4  # asked without embeddings: none sent on
+    assert {"pg.vector", "pg.centred"} <= {t.stage for t in timings}
+    [candidate] = hits_to_candidates(centred[:1], PgBackend.source_by_channel)
+    assert candidate.source == types_pb2.SOURCE_DOCUMENT_CHUNK
+    def dense(found):
+        return {h.channel for h in found} & {"pg.vector", "pg.centred"}
+
+    # either channel switched off runs alone
+    hits, _ = await backend.retrieve(RetrievalQuery(query="停车", keywords=[], embedding=query, top_k=4,
+                                                    disabled=frozenset({"pg.centred"})))
+    assert dense(hits) == {"pg.vector"}
+    hits, _ = await backend.retrieve(RetrievalQuery(query="停车", keywords=[], embedding=query, top_k=4,
+                                                    disabled=frozenset({"pg.vector"})))
+    assert dense(hits) == {"pg.centred"}
+    # a collection of one writing system: pg.vector only, as before
+    english_only = make_doc("handbook", ["Annual leave is 15 days."], embeddings=[en[0]])
+    english_only.collection = "english"
+    await store.ingest_documents([english_only])
+    hits, _ = await backend.retrieve(RetrievalQuery(query="leave", keywords=[], embedding=query, top_k=4,
+                                                    collections=["english"]))
+    assert dense(hits) == {"pg.vector"}
+    # kept a while: a new Chinese chunk moves the Chinese centroid once they are read again
+    await store.ingest_documents([make_doc("zh2", ["食堂早餐七点开始。"], embeddings=[unit(0, 0, 1, 0)])])
+    assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(centroids["cjk"])
+    read_at, kept = store._centroids[("default",)]
+    store._centroids[("default",)] = (read_at - 3600, kept)  # an hour later
+    moved = await store.script_centroids(["default"])
+    assert moved["cjk"] == pytest.approx((np.asarray(zh[0]) + zh[1] + unit(0, 0, 1, 0)) / 3, abs=1e-5)
+
+
+async def test_the_centroids_are_read_again_when_a_new_writing_system_arrives(store):  # noqa: F811
+    """The first English file beside Chinese ones: the kept centroids lack its system, so they are read
+    again at once and pg.centred runs on the next question."""
+    await store.ingest_documents([make_doc("zh", ["年假为十五天。"], embeddings=[unit(1, 0, 0, 0)])])
+    assert set(await store.script_centroids(["default"])) == {"cjk"}
+    await store.ingest_documents([make_doc("en", ["Parking costs 100 yuan a month."], embeddings=[unit(0, 1, 0, 0)])])
+    assert set(await store.script_centroids(["default"])) == {"cjk", "latin"}
+    hits, _ = await PgBackend(store).retrieve(RetrievalQuery(query="parking", keywords=[], embedding=unit(1, 1, 0, 0),
+                                                             top_k=2))
+    assert "pg.centred" in {h.channel for h in hits}

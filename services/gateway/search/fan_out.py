@@ -35,8 +35,10 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
     (stage "retrieve.pg.vector") when the embedding is in; its two
     replies are merged into the list one combined request gives
     (split_retrieval). No vector part is sent without a channel of it to
-    run: a vector for pg.vector or pg.hyde (the expander failed, or both are
-    switched off) or a translation for pg.translated.
+    run: a vector for pg.vector, pg.centred or pg.hyde (the expander failed,
+    or all are switched off) or a translation for pg.translated. The writing systems'
+    centroids a reply carries are kept in ``understood``
+    (``Understanding.script_centroids``).
 
     Raises:
         DownstreamError: none answered (any failure when ``required``),
@@ -55,6 +57,8 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
         # A channel the retriever could not run (an index still being
         # built) is shown to the caller under the retriever's own stage name.
         trace.timings.extend(t for t in reply.timings if t.status == types_pb2.STAGE_STATUS_DEGRADED)
+        if understood is not None and reply.script_centroids:
+            understood.script_centroids = {c.script: list(c.values) for c in reply.script_centroids}
         return list(reply.candidates)
 
     async def vector_candidates():
@@ -62,7 +66,7 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
             return None
         apply_embedding(understood, await embedding)
         off = set(request.disabled_channels)
-        wanted = ((understood.embedding and names.PG_VECTOR not in off)
+        wanted = ((understood.embedding and not {names.PG_VECTOR, names.PG_CENTRED} <= off)
                   or (request.hyde_embedding and names.PG_HYDE not in off)
                   or (request.translation.words and names.PG_TRANSLATED not in off))
         if pg is None or not wanted:

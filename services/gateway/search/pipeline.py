@@ -155,7 +155,8 @@ class SearchFlow:
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
-                                   disabled, deadline, trace, self.sentence_vectors, understood.info.embedding_model)
+                                   disabled, deadline, trace, self.sentence_vectors, understood.info.embedding_model,
+                                   understood.script_centroids)
         use_rerank = s.rerank.enabled if rerank is None else rerank
         scores = await rerank_scores(s, self.fuser, self.reranker, query, lists, profile,
                                      use_rerank and names.STAGE_RERANK not in disabled, deadline, trace,

@@ -24,7 +24,7 @@ never the caller's error), and is SKIPPED without a query embedding.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.fuser.v1 import fuser_pb2
 from services.common import names
+from services.common.script_centring import centred_cosines, spans_scripts
 from services.common.text import split_sentences
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.downstream.guard import Deadline, Trace, guarded
@@ -59,15 +60,24 @@ def sentence_units(text: str, limit: int = MAX_SENTENCES_PER_CHUNK) -> list[str]
 
 
 def maxsim_scores(query_vector: Sequence[float], owners: Sequence[str],
-                  sentence_vectors: Sequence[Sequence[float]]) -> dict[str, float]:
+                  sentence_vectors: Sequence[Sequence[float]], scripts: Sequence[str] = (),
+                  centroids: Mapping[str, Sequence[float]] | None = None) -> dict[str, float]:
     """Per chunk id, the largest dot product between ``query_vector`` and
-    the vectors of its sentences (cosine for unit vectors, in [-1, 1]).
+    the vectors of its sentences (cosine for unit vectors, in [-1, 1]);
+    when the sentences' writing systems (``scripts``, one per sentence)
+    span two with a centroid in ``centroids``, each sentence's cosine with
+    its system's centroid removed instead (``script_centring``, as channel
+    pg.centred scores the chunks: the same centroids, those of the
+    collections' chunks).
 
     Args:
         query_vector: the question's query-side embedding, shape (d,).
         owners: the chunk id of each sentence, in the order of
             ``sentence_vectors``.
         sentence_vectors: one passage-side embedding per sentence, (n, d).
+        scripts: the writing system of each sentence's chunk, or () when
+            not known (no centring).
+        centroids: {writing system: mean chunk embedding}, or None.
 
     Returns:
         {chunk id: MaxSim}; {} when there are no sentences.
@@ -84,7 +94,10 @@ def maxsim_scores(query_vector: Sequence[float], owners: Sequence[str],
     matrix = np.asarray(sentence_vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[1] != q.shape[0]:
         raise ValueError(f"sentence vectors of shape {matrix.shape} for a query vector of dimension {q.shape[0]}")
-    sims = matrix @ q
+    if centroids and len(scripts) == len(owners) and spans_scripts(scripts, centroids):
+        sims = np.asarray(centred_cosines(q, matrix, scripts, centroids))
+    else:
+        sims = matrix @ q
     best: dict[str, float] = {}
     for owner, sim in zip(owners, sims.tolist()):
         if owner not in best or sim > best[owner]:
@@ -96,7 +109,8 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
                       query_vector: Sequence[float], profile: RetrievalProfile,
                       lists: list[fuser_pb2.CandidateList], off: frozenset[str], deadline: Deadline,
                       trace: Trace, cache: SentenceVectorCache | None = None,
-                      model: str = "") -> list[fuser_pb2.CandidateList]:
+                      model: str = "", centroids: Mapping[str, Sequence[float]] | None = None,
+                      ) -> list[fuser_pb2.CandidateList]:
     """The ``sentence.maxsim`` candidate list of ``lists``' best chunks:
     [one list whose candidates carry their MaxSim as the channel score], or
     [] when the channel is off (``off``, the profile's ``channels_off``
@@ -104,7 +118,8 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
     (expander down: stage SKIPPED) or no candidate, or the fuser or the
     expander fails (stage DEGRADED). Sentences whose vectors ``cache``
     holds for the query vector's ``model`` are not sent to the expander;
-    those it sends back are kept there."""
+    those it sends back are kept there. ``centroids``: the writing systems'
+    centroids of the collections searched (``maxsim_scores``)."""
     stage = names.SENTENCE_MAXSIM
     if stage in off or profile.maxsim_candidates <= 0:
         return []
@@ -146,7 +161,8 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
         if cache is not None:
             cache.put_many(list(embed.texts), fresh, reply.model)
         cache_hits += reply.cache_hits
-    scores = maxsim_scores(query_vector, owners, vectors)
+    script_of = {cand.id: cand.script for lst in lists for cand in lst.candidates}
+    scores = maxsim_scores(query_vector, owners, vectors, [script_of.get(o, "") for o in owners], centroids)
     scored = sorted(candidates, key=lambda c: -scores.get(c.id, -1.0))
     # Copies of the retrievers' own candidates: the fused ones lack the
     # collection and metadata (the fuser does not carry them), and the

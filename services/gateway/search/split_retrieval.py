@@ -20,7 +20,7 @@ from services.common import names
 
 #: The channels that read the request's query or HyDE embedding (pg.translated also ranks the other
 #: writing system's chunks by cosine).
-VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_HYDE, names.PG_TRANSLATED)
+VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_CENTRED, names.PG_HYDE, names.PG_TRANSLATED)
 #: Vector channels that still run without an embedding (on their other list), so the keyword part switches them off.
 _RUN_WITHOUT_EMBEDDING = (names.PG_TRANSLATED,)
 

@@ -31,6 +31,9 @@ class Understanding:
         confidence: confidence of the question type in [0, 1].
         translation: the query's words in the other writing system
             (ExpandResponse.translation); empty without the expander.
+        script_centroids: {writing system: mean chunk embedding} of the
+            collections searched, from retriever_pg's reply when they mix
+            two systems (RetrieveResponse.script_centroids); {} otherwise.
     """
 
     info: gateway_pb2.QueryInfo
@@ -39,6 +42,7 @@ class Understanding:
     question_type: str = UNSPECIFIED_TYPE
     confidence: float = 0.0
     translation: types_pb2.QueryTranslation = field(default_factory=types_pb2.QueryTranslation)
+    script_centroids: dict[str, list[float]] = field(default_factory=dict)
 
 
 async def understand(expander: Expander, query: str, deadline: Deadline, trace: Trace, cap: float,

@@ -36,6 +36,17 @@ def test_maxsim_is_the_best_sentence_of_each_chunk():
         maxsim_scores([1.0, 0.0], ["a"], [[1.0, 0.0, 0.0]])
 
 
+def test_maxsim_over_two_writing_systems_centres_each_sentence_by_its_systems_centroid():
+    owners, vectors = ["zh", "en"], [[0.95, 0.31], [0.3, 0.95]]
+    centroids = {"cjk": [0.99, 0.1], "latin": [0.1, 0.99]}
+    plain = maxsim_scores([0.9, 0.3], owners, vectors)
+    centred = maxsim_scores([0.9, 0.3], owners, vectors, ["cjk", "latin"], centroids)
+    assert plain["zh"] > plain["en"] and centred["en"] > centred["zh"]
+    # one writing system, or no centroids: plain cosines
+    assert maxsim_scores([0.9, 0.3], owners, vectors, ["cjk", "cjk"], centroids) == plain
+    assert maxsim_scores([0.9, 0.3], owners, vectors, ["cjk", "latin"], None) == plain
+
+
 class SentenceExpander(FakeExpander):
     """Embeds the query as (1, 0) and a passage as (1, 0) when it holds
     ``answer``, else (0, 1)."""
@@ -203,3 +214,17 @@ async def test_with_no_memory_for_sentence_vectors_every_search_asks_the_expande
     for _ in range(2):
         await flow.search("增长率多少时停止？", 5, None, Deadline(5))
     assert len([r for rpc, r in expander.calls if rpc == "embed"]) == 2
+
+
+@ON_LOOP
+async def test_the_writing_systems_centroids_retriever_pg_sends_centre_the_sentence_scores():
+    """Chunks of two writing systems and the centroids retriever_pg sent with them: the English chunk's
+    sentence (1, 0) scores its cosine to the query (1, 0) with the English centroid (0.5, 0.5) removed."""
+    chunks = _chunks()
+    chunks[0].script, chunks[1].script = "cjk", "latin"
+    expander, fuser = SentenceExpander("增长率"), StrippingFuser()
+    pg = FakeRetriever("retriever_pg", chunks, centroids={"cjk": [0.0, 1.0], "latin": [0.5, 0.5]})
+    await mesh(expander=expander, pg=pg, fuser=fuser).search.search("增长率多少时停止？", 5, None, Deadline(5))
+    [maxsim] = _maxsim_list(fuser)
+    by_id = {c.id: c.channel_scores[0].score for c in maxsim.candidates}
+    assert by_id["2#0"] == pytest.approx(0.5 ** 0.5, abs=1e-5) and by_id["1#0"] == pytest.approx(0.0)

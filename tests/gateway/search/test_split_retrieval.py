@@ -40,7 +40,7 @@ def test_vector_part_asks_only_the_vector_channels_and_keeps_those_switched_off(
     part = vector_part(request(disabled_channels=[names.PG_HYDE]), [0.1, 0.2])
     assert list(part.query_embedding) == pytest.approx([0.1, 0.2])
     on = [c for c in names.PG_CHANNELS if c not in part.disabled_channels]
-    assert on == [names.PG_VECTOR, names.PG_TRANSLATED]
+    assert on == [names.PG_VECTOR, names.PG_CENTRED, names.PG_TRANSLATED]
     assert list(part.keywords) == ["加班费"]  # the keyword channels are off by name, not by missing keywords
 
 

@@ -128,8 +128,9 @@ class ChannelScore(_message.Message):
     RANK_FIELD_NUMBER: _builtins.int
     EVIDENCE_FIELD_NUMBER: _builtins.int
     channel: _builtins.str
-    """Channel name, "<service>.<method>", e.g. "pg.vector", "pg.keyword",
-    "pg.translated", "pg.boost", "graph.heading", "graph.neighbour", "rerank".
+    """Channel name, "<service>.<method>", e.g. "pg.vector", "pg.centred",
+    "pg.keyword", "pg.translated", "pg.boost", "graph.heading",
+    "graph.neighbour", "rerank".
     """
     score: _builtins.float
     """The channel's raw score (cosine similarity, BM25, match count, ...)."""

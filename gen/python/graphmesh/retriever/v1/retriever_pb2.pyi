@@ -399,6 +399,7 @@ class RetrieveResponse(_message.Message):
 
     CANDIDATES_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
+    SCRIPT_CENTROIDS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Candidate]:
         """Candidates of all channels, deduplicated by id, each with its channel scores."""
@@ -407,19 +408,58 @@ class RetrieveResponse(_message.Message):
     def timings(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.StageTiming]:
         """Time per channel inside the retriever."""
 
+    @_builtins.property
+    def script_centroids(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScriptCentroid]:
+        """The mean chunk embedding of each writing system in the collections
+        searched, when they hold two or more and channel "pg.centred" ran;
+        empty otherwise. The gateway centres sentence MaxSim's vectors by them
+        as pg.centred centres the chunks' (services/common/script_centring.py).
+        """
+
     def __init__(
         self,
         *,
         candidates: _abc.Iterable[_types_pb2.Candidate] | None = ...,
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
+        script_centroids: _abc.Iterable[Global___ScriptCentroid] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "script_centroids", b"script_centroids", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RetrieveResponse: _TypeAlias = RetrieveResponse  # noqa: Y015
+
+@_typing.final
+class ScriptCentroid(_message.Message):
+    """The mean chunk embedding of one writing system's documents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCRIPT_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    script: _builtins.str
+    """"cjk" or "latin" (Candidate.script)."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """The mean of the stored chunk embeddings (not unit norm), length the
+        store's embedding dimension.
+        """
+
+    def __init__(
+        self,
+        *,
+        script: _builtins.str = ...,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["script", b"script", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScriptCentroid: _TypeAlias = ScriptCentroid  # noqa: Y015
 
 @_typing.final
 class RelatedResponse(_message.Message):
