@@ -42,10 +42,11 @@ IN_FORCE = "现行有效"
 
 #: Channels a default FeatureSpec covers: the document channels the shipped
 #: model (models/ltr/law_zh.txt) was trained with and the cross-encoder's
-#: "rerank". pg.translated, added later, is left out: it finds nothing in a
-#: law collection (one writing system) and a new feature column would not
-#: match the model file.
-DEFAULT_CHANNELS: tuple[str, ...] = (*(c for c in names.DOCUMENT_CHANNELS if c != names.PG_TRANSLATED), names.RERANK)
+#: "rerank". pg.translated and pg.centred, added later, are left out: neither
+#: runs in a law collection (one writing system), and a new feature column
+#: would not match the model file.
+DEFAULT_CHANNELS: tuple[str, ...] = (*(c for c in names.DOCUMENT_CHANNELS if c not in (names.PG_TRANSLATED, names.PG_CENTRED)),
+                                     names.RERANK)
 
 #: Features that do not depend on a channel, in matrix order.
 BASE_FEATURES: tuple[str, ...] = (
