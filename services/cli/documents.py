@@ -57,8 +57,9 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
     order, each once, and the arguments that name nothing. A folder is read
     recursively (its files' ids are "<folder name>/<relative path>"); a glob
     is expanded (** recursive); a file's id is its path relative to the
-    current directory (its name when outside it). ``id_prefix`` is put
-    before every id."""
+    current directory (its name when outside it). Hidden files and folders
+    inside a folder (.git, a .env.md) are passed over; a hidden file named
+    on its own is read. ``id_prefix`` is put before every id."""
     found: dict[Path, str] = {}
     missing = []
 
@@ -71,7 +72,7 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
         if path.is_dir():
             root = path.resolve()
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if _supported(file) and _within(file, root):
+                if _supported(file) and _within(file, root) and not _hidden(file, path):
                     found.setdefault(file, (Path(path.resolve().name) / file.relative_to(path)).as_posix())
         elif path.is_file():
             found.setdefault(path, own_id(path))
@@ -126,8 +127,25 @@ def unsupported_files(paths: list[str]) -> list[Path]:
         if folder.is_dir():
             root = folder.resolve()
             out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _supported(p) and _within(p, root)
-                       and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+                       and not _hidden(p, folder))
     return out
+
+
+def _hidden(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (inside ``folder``) is a hidden file or lies in a hidden folder below ``folder``."""
+    return any(part.startswith(".") for part in path.relative_to(folder).parts)
+
+
+def skipped_files(paths: list[str]) -> list[tuple[Path, str]]:
+    """(file, why) of every file inside the folders ``paths`` name that a
+    folder ingest does not read: links leading out of the folder
+    (``links_outside``), then files of a type no parser reads
+    (``unsupported_files``); the ingest prints each and counts them all in
+    its "skipped" total."""
+    supported = ", ".join(FILE_SUFFIXES + JSONL_SUFFIXES)
+    return ([(p, f"a link to {p.resolve()}, outside the folder") for p in links_outside(paths)]
+            + [(p, f"unsupported file type {p.suffix.lower() or '(none)'!r}; supported: {supported}")
+               for p in unsupported_files(paths)])
 
 
 def _supported(path: Path) -> bool:
@@ -143,12 +161,9 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     files, missing = expand_paths(args.paths, args.id_prefix or "")
     for arg in missing:
         print(f"error: {missing_message(arg)}", file=sys.stderr)
-    for path in links_outside(args.paths):
-        print(f"skipped   {path.as_posix()}: a link to {path.resolve()}, outside the folder", file=sys.stderr)
-    skipped = unsupported_files(args.paths)
-    for path in skipped:
-        print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}; "
-              f"supported: {', '.join(FILE_SUFFIXES + JSONL_SUFFIXES)}", file=sys.stderr)
+    skipped = skipped_files(args.paths)
+    for path, reason in skipped:
+        print(f"skipped   {path.as_posix()}: {reason}", file=sys.stderr)
     if missing and not files:
         return 2
     try:

@@ -247,8 +247,8 @@ def parse_filter(text: str, field: str = "filter") -> list[Condition]:
     def take(kinds: tuple[str, ...], what: str) -> tuple[str, str]:
         nonlocal i
         if i >= len(toks) or toks[i][0] not in kinds:
-            got = toks[i][1] if i < len(toks) else "the end"
-            raise InvalidArgument(field, f"expected {what}, got {got!r}")
+            got = f"got {toks[i][1]!r}" if i < len(toks) else "but the filter ends there"
+            raise InvalidArgument(field, f"expected {what}, {got}")
         i += 1
         return toks[i - 1]
 

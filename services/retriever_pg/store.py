@@ -108,6 +108,9 @@ _MAX_EF_SEARCH = 1000
 #: Cached corpus stats are reloaded after this many seconds (other replicas
 #: may have ingested meanwhile).
 _STATS_TTL_S = 60.0
+#: A scope whose writing-system centroids took this long to read keeps them for _STATS_TTL_S after writes
+#: (``PgStore.script_centroids``); quicker ones are read again after every write.
+_SLOW_CENTROIDS_S = 0.05
 #: Ingestion writes documents in one transaction per batch of this many
 #: documents (or chunks), falling back to one transaction per document when
 #: a batch fails.
@@ -638,8 +641,8 @@ class PgStore:
         self._stats_at = 0.0
         self._scripts: dict[str, set[str]] | None = None  # collection -> writing systems of its documents
         self._scripts_at = 0.0
-        # collections searched -> (when read, {writing system: mean chunk embedding})
-        self._centroids: dict[tuple[str, ...] | None, tuple[float, dict[str, np.ndarray]]] = {}
+        # collections searched -> (when read, seconds the read took, {writing system: mean chunk embedding})
+        self._centroids: dict[tuple[str, ...] | None, tuple[float, float, dict[str, np.ndarray]]] = {}
         if initial_load_quiet_s < 0:
             raise ValueError(f"initial_load_quiet_s must be >= 0, got {initial_load_quiet_s}")
         self.initial_load_quiet_s = float(initial_load_quiet_s)
@@ -1004,6 +1007,8 @@ class PgStore:
             for r in rows:
                 scripts.setdefault(r["collection"], set()).add(r["script"])
             self._scripts, self._scripts_at = scripts, time.monotonic()
+            # the documents changed (or a minute passed): centroids that were quick to read are read again
+            self._centroids = {k: v for k, v in self._centroids.items() if v[1] >= _SLOW_CENTROIDS_S}
         wanted = self._scripts.keys() if collections is None else collections
         return {script for c in wanted for script in self._scripts.get(c, ())}
 
@@ -1011,20 +1016,23 @@ class PgStore:
         """{writing system ("cjk", "latin"): the mean of the stored chunk
         embeddings of documents in that system} over ``collections`` (every
         collection when None); documents of no known system ("") are left
-        out. One aggregate over the scope's chunks, kept for _STATS_TTL_S
-        seconds, and read again at once when the scope holds a writing
-        system the kept centroids lack (``collection_scripts``: the first
-        English files ingested beside Chinese ones). A mean moves little as
-        documents are added, so other writes do not re-read it: over a large
-        scope that read is a scan of every chunk vector.
+        out. One aggregate over the scope's chunks, read again when this
+        store's documents change (as ``collection_scripts``), so that the
+        same documents always rank the same; a scope whose aggregate took
+        _SLOW_CENTROIDS_S or more (a scan of many chunk vectors) keeps its
+        centroids for _STATS_TTL_S seconds instead, since a mean over many
+        chunks moves little as a few are written, unless the scope now holds
+        a writing system they lack (the first English files beside Chinese
+        ones), when they are read again at once.
 
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
         held = {s for s in await self.collection_scripts(collections) if s}
         key = tuple(sorted(set(collections))) if collections is not None else None
-        read_at, centroids = self._centroids.get(key, (0.0, {}))
+        read_at, _, centroids = self._centroids.get(key, (0.0, 0.0, {}))
         if time.monotonic() - read_at > _STATS_TTL_S or not held <= centroids.keys():
+            started = time.monotonic()
             async with self._conn() as conn:
                 rows = await conn.fetch(
                     "SELECT d.script, avg(c.embedding) AS mean FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -1032,7 +1040,7 @@ class PgStore:
                     " AND ($1::text[] IS NULL OR d.collection = ANY($1::text[])) GROUP BY d.script",
                     list(key) if key is not None else None)
             centroids = {r["script"]: np.asarray(r["mean"], dtype=np.float32) for r in rows}
-            self._centroids[key] = (time.monotonic(), centroids)
+            self._centroids[key] = (time.monotonic(), time.monotonic() - started, centroids)
         return centroids
 
     async def _postings_changed(self) -> None:

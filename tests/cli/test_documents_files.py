@@ -7,7 +7,7 @@ import pytest
 import os
 from pathlib import Path
 
-from services.cli.documents import expand_paths, links_outside, missing_message, unsupported_files
+from services.cli.documents import expand_paths, links_outside, missing_message, skipped_files, unsupported_files
 from services.cli.main import build_parser
 
 pytestmark = pytest.mark.unit
@@ -42,6 +42,16 @@ def test_a_folders_files_of_unread_types_are_named_and_hidden_ones_passed_over(t
     assert [p.as_posix() for p in unsupported_files(["手册", "单独.doc", "nowhere"])] == ["手册/子目录/表.xlsx", "手册/旧版.doc"]
 
 
+def test_a_folders_hidden_files_and_folders_are_not_ingested_but_one_named_on_its_own_is(tmp_path: Path, monkeypatch):
+    """A .env.md or a .secret.txt dropped into a shared folder is not indexed with it."""
+    monkeypatch.chdir(tmp_path)
+    _touch(tmp_path, "手册/a.md", "手册/.env.md", "手册/.git/notes.txt", "手册/子目录/.secret.txt", "手册/子目录/b.txt")
+    found, _ = expand_paths(["手册"])
+    assert sorted(i for _, i in found) == ["手册/a.md", "手册/子目录/b.txt"]
+    named, _ = expand_paths(["手册/.env.md"])
+    assert [i for _, i in named] == ["手册/.env.md"]
+
+
 def test_a_folders_links_to_files_outside_it_are_left_out_and_named(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _touch(tmp_path, "手册/a.md", "secret/passwd", "secret/keys.txt")
@@ -52,6 +62,11 @@ def test_a_folders_links_to_files_outside_it_are_left_out_and_named(tmp_path: Pa
     assert sorted(i for _, i in found) == ["手册/a.md", "手册/same.md"]  # a linked folder is not walked either
     assert [p.as_posix() for p in links_outside(["手册"])] == ["手册/link.txt"]
     assert unsupported_files(["手册"]) == []  # named once, as a link, not again as a file type
+    _touch(tmp_path, "手册/表.xlsx")
+    skipped = [(p.as_posix(), why.split(",")[0].split(";")[0]) for p, why in skipped_files(["手册"])]
+    # every file left out counts in the ingest's "skipped" total, the link as well as the unread type
+    assert skipped == [("手册/link.txt", f"a link to {tmp_path / 'secret' / 'passwd'}"),
+                       ("手册/表.xlsx", "unsupported file type '.xlsx'")]
 
 
 def test_an_argument_naming_nothing_says_why(tmp_path: Path, monkeypatch):

@@ -56,7 +56,7 @@ def test_parse_filter_subset():
 @pytest.mark.parametrize("text, message", [
     ('status != "x"', "unsupported operator"),
     ('a = "x" OR b = "y"', "only AND"),
-    ('a = ', "expected a value"),
+    ('a = ', "expected a value, but the filter ends there"),
     ('a IN "x"', r"expected \( after IN"),
     ('a IN ("x"', r"expected \) closing IN"),
     ("bad key! = 1", "cannot read|expected an operator"),

@@ -76,7 +76,9 @@ async def test_collections_no_store_holds_are_named_and_nothing_is_said_without_
     packs = CollectionPacks([pg], ttl=0.0)
     deadline = Deadline(5)
     assert await packs.not_stored(["laws", "old", "lwas", "lwas"], deadline) == ["lwas"]
-    await packs.for_ingest("lwas", "", deadline)  # an ingest creates it
+    await packs.for_ingest("lwas", "", deadline)  # an ingest that stores nothing creates nothing
+    assert await packs.not_stored(["lwas"], deadline) == ["lwas"]
+    packs.stored("lwas")  # one that stores a document does, before the stores are read again
     assert await packs.not_stored(["lwas"], deadline) == []
     down = CollectionPacks([FakeRetriever("retriever_pg", fail="hang")])
     assert await down.not_stored(["anything"], Deadline(3)) == []

@@ -224,20 +224,27 @@ async def test_centred_channel_compares_chunks_of_two_writing_systems_with_each_
     hits, _ = await backend.retrieve(RetrievalQuery(query="leave", keywords=[], embedding=query, top_k=4,
                                                     collections=["english"]))
     assert dense(hits) == {"pg.vector"}
-    # kept a while: a new Chinese chunk moves the Chinese centroid once they are read again
+    # a new Chinese chunk moves the Chinese centroid at once (a quick read: the same documents rank the same)
     await store.ingest_documents([make_doc("zh2", ["食堂早餐七点开始。"], embeddings=[unit(0, 0, 1, 0)])])
-    assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(centroids["cjk"])
-    read_at, kept = store._centroids[("default",)]
-    store._centroids[("default",)] = (read_at - 3600, kept)  # an hour later
     moved = await store.script_centroids(["default"])
     assert moved["cjk"] == pytest.approx((np.asarray(zh[0]) + zh[1] + unit(0, 0, 1, 0)) / 3, abs=1e-5)
+    # a scope whose read was slow keeps its centroids after a write, until a minute has passed
+    read_at, _, kept = store._centroids[("default",)]
+    store._centroids[("default",)] = (read_at, 5.0, kept)
+    await store.ingest_documents([make_doc("zh3", ["图书馆晚上十点关门。"], embeddings=[unit(0, 0, 0, 1)])])
+    assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(moved["cjk"])
+    store._centroids[("default",)] = (read_at - 3600, 5.0, kept)  # an hour later
+    assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(
+        (np.asarray(zh[0]) + zh[1] + unit(0, 0, 1, 0) + unit(0, 0, 0, 1)) / 4, abs=1e-5)
 
 
 async def test_the_centroids_are_read_again_when_a_new_writing_system_arrives(store):  # noqa: F811
-    """The first English file beside Chinese ones: the kept centroids lack its system, so they are read
-    again at once and pg.centred runs on the next question."""
+    """The first English file beside Chinese ones: even centroids kept after writes (a large scope's) lack
+    its system, so they are read again at once and pg.centred runs on the next question."""
     await store.ingest_documents([make_doc("zh", ["年假为十五天。"], embeddings=[unit(1, 0, 0, 0)])])
     assert set(await store.script_centroids(["default"])) == {"cjk"}
+    read_at, _, kept = store._centroids[("default",)]
+    store._centroids[("default",)] = (read_at, 5.0, kept)  # as if slow to read: kept after writes, but not this one
     await store.ingest_documents([make_doc("en", ["Parking costs 100 yuan a month."], embeddings=[unit(0, 1, 0, 0)])])
     assert set(await store.script_centroids(["default"])) == {"cjk", "latin"}
     hits, _ = await PgBackend(store).retrieve(RetrievalQuery(query="parking", keywords=[], embedding=unit(1, 1, 0, 0),

@@ -9,6 +9,8 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from graphmesh.common.v1 import types_pb2
+
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field")
 
 
@@ -41,6 +43,10 @@ def parse_description(parse_error: str) -> str:
     the query-parameter routes say it, "is not a field of this request",
     with the fields that message has (protobuf's "Message type ... has no
     field named ... Available Fields(except extensions)" otherwise)."""
+    oneof = _ONEOF_TWICE.search(parse_error)
+    if oneof:
+        names = [f.json_name for f in _ONEOF_FIELDS.get(oneof.group(1), ())]
+        return f"sets more than one of {', '.join(names) or oneof.group(1)}: give exactly one"
     unknown = _UNKNOWN_FIELD.search(parse_error)
     if unknown:
         fields = ", ".join(re.findall(r"'([A-Za-z0-9_]+)'", unknown.group(1)))
@@ -49,6 +55,11 @@ def parse_description(parse_error: str) -> str:
     return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
 
 
+#: protobuf's 'Message type "...MetadataFilter" should not have multiple "condition" oneof fields'.
+_ONEOF_TWICE = re.compile(r'should not have multiple "(\w+)" oneof fields')
+#: The fields of each oneof of the request messages a REST body may hold, by oneof name (only
+#: MetadataFilter.condition today), for the message that names them.
+_ONEOF_FIELDS = {o.name: o.fields for o in types_pb2.MetadataFilter.DESCRIPTOR.oneofs}
 #: json_format's "... at SearchRequest.rerank" / "at \"SearchRequest.filters[0]\"": the field path after the message name.
 _AT_PATH = re.compile(r' at "?[A-Za-z0-9_]+\.([A-Za-z0-9_\[\]]+(?:\.[A-Za-z0-9_\[\]]+)*)')
 _UNKNOWN_FIELD = re.compile(r'has no field named "[^"]*".*?Available Fields\(except extensions\): "\[(.*?)\]"', re.S)

@@ -186,7 +186,10 @@ class DocumentIngest:
             DownstreamError: hashes could not be read or the expander failed.
         """
         with self.backfill.busy():
-            return await self._store_records(records, text_of, deadline, trace)
+            outcome = await self._store_records(records, text_of, deadline, trace)
+        for collection in {records[i].collection for i in [*outcome.stored, *outcome.unchanged]}:
+            self.packs.stored(collection)
+        return outcome
 
     async def _store_records(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
                              trace: Trace) -> Stored:

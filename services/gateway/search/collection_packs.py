@@ -90,8 +90,14 @@ class CollectionPacks:
             raise InvalidArgument("domain_pack", f"collection {collection!r} uses the {existing!r} pack, not {requested!r}")
         pack = requested or existing or domains.DEFAULT_PACK
         self._packs[collection] = pack
-        self._known.add(collection)
         return pack
+
+    def stored(self, collection: str) -> None:
+        """Records that a store now holds documents of ``collection`` (an
+        ingest stored or found one there), so that a search right after
+        does not call it missing. Not done by ``for_ingest``: an ingest that
+        stores nothing (every file failed) creates no collection."""
+        self._known.add(collection)
 
     async def for_search(self, collections: Iterable[str], deadline: Deadline) -> list[str]:
         """The distinct packs of ``collections``, in order; a collection

@@ -18,6 +18,8 @@ CASES = [
     ('{"query": "x", "bogus": 1}', gateway_pb2.SearchRequest, "bogus", "is not a field of this request; its fields: query, topK"),
     ('{"query": "x", "filters": [{"field": "a"}]}', gateway_pb2.SearchRequest, "filters[0].field", "its fields: key, equals, anyOf, range"),
     ('{"files": [{"name": "a.txt", "content": 5}]}', gateway_pb2.IngestRequest, "files.content", "wrong JSON type"),
+    ('{"query": "x", "filters": [{"key": "a", "equals": "b", "range": {"gt": "1"}}]}', gateway_pb2.SearchRequest,
+     "filters[0]", "sets more than one of equals, anyOf, range: give exactly one"),
 ]
 
 

@@ -126,3 +126,14 @@ async def test_in_the_background_unchanged_documents_queue_their_sentences_again
         assert first == second and len(first) == 3
     finally:
         await use.documents.shut_down()
+
+
+async def test_an_ingest_that_stores_nothing_creates_no_collection_and_one_that_stores_does():
+    """A fresh user's failed ingest (an empty file) left a collection that List and Search took for real."""
+    m = mesh(pg=FakeRetriever("retriever_pg"), ingest=INLINE)
+    reply, failures = await m.documents.ingest(b"not json\n", Deadline(10), collection="ghost")
+    assert reply.stored == 0 and failures
+    assert await m.documents.packs.not_stored(["ghost"], Deadline(5)) == ["ghost"]
+    reply, _ = await m.documents.ingest(payload(), Deadline(10), collection="made")
+    assert reply.stored == 2
+    assert await m.documents.packs.not_stored(["made"], Deadline(5)) == []  # known before the stores list it
