@@ -154,11 +154,13 @@ class PgBackend(StoreLifecycle):
         their system's centroid removed (``script_centring``), the best top_k
         of them. One nearest-chunks search per system serves both lists
         there (the overall top_k by cosine is the best top_k of the
-        systems' own). Either list is left out when its channel is off."""
+        systems' own; documents of no writing system, "", are searched as
+        one more and keep their plain cosine in pg.centred). Either list is
+        left out when its channel is off."""
         started = time.perf_counter()
         k, vectors = request.top_k, request.with_embeddings
-        held = sorted(s for s in await self.store.collection_scripts(request.collections) if s)
-        if len(held) < 2 or not request.enabled(names.PG_CENTRED):
+        held = sorted(await self.store.collection_scripts(request.collections))  # "" too: documents without letters
+        if len([s for s in held if s]) < 2 or not request.enabled(names.PG_CENTRED):
             if not request.enabled(names.PG_VECTOR):
                 return []
             hits = await self.store.vector_search(request.embedding, k, *scope, with_embeddings=vectors)

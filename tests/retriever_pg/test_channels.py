@@ -217,6 +217,12 @@ async def test_centred_channel_compares_chunks_of_two_writing_systems_with_each_
     hits, _ = await backend.retrieve(RetrievalQuery(query="停车", keywords=[], embedding=query, top_k=4,
                                                     disabled=frozenset({"pg.vector"})))
     assert dense(hits) == {"pg.centred"}
+    # a document without letters (no writing system) is still searched, and keeps its plain cosine
+    await store.ingest_documents([make_doc("digits", ["2024 - 2025"], embeddings=[unit(0.9, 0.3, 0.2, 0)])])
+    hits, _ = await backend.retrieve(RetrievalQuery(query="停车", keywords=[], embedding=query, top_k=5))
+    by_channel = {(h.channel, h.chunk_id): h.score for h in hits}
+    assert ("pg.vector", "digits#0") in by_channel
+    assert by_channel[("pg.centred", "digits#0")] == pytest.approx(1.0, abs=1e-4)  # the query's own vector
     # a collection of one writing system: pg.vector only, as before
     english_only = make_doc("handbook", ["Annual leave is 15 days."], embeddings=[en[0]])
     english_only.collection = "english"
