@@ -85,6 +85,10 @@ def proto_field_name(name: str, descriptor: Descriptor) -> str:
     return name
 
 
+#: Field types a JSON string carries (bytes as base64).
+_STRING_TYPES = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES)
+
+
 def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str, str] | None:
     """(field path, description) of the first value of ``body`` (a parsed
     JSON object for a ``descriptor`` message) that should be a JSON object,
@@ -99,15 +103,16 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
     fields = {f.name: f for f in descriptor.fields} | {f.json_name: f for f in descriptor.fields}
     for key, value in body.items():
         field = fields.get(key)
-        if field is not None and field.type == FieldDescriptor.TYPE_STRING and value is not None:
+        if field is not None and field.type in _STRING_TYPES and value is not None:
             # json_format names the string field a number was given for without its path
-            # ("filters.gte: ... expected string or bytes-like object, got 'int'")
+            # ("filters.gte: ... expected string or bytes-like object, got 'int'"; "files.content")
             name = f"{path}.{field.name}" if path else field.name
+            what = "a JSON string" + (" (base64)" if field.type == FieldDescriptor.TYPE_BYTES else "")
             if field.is_repeated and not isinstance(value, list):
                 return name, f"must be a JSON array of strings, got {_kind(value)}"
             for where, element in ([(f"{name}[{i}]", v) for i, v in enumerate(value)] if field.is_repeated else [(name, value)]):
                 if not isinstance(element, str):
-                    return where, f"must be a JSON string, got {_kind(element)}"
+                    return where, f"must be {what}, got {_kind(element)}"
             continue
         if field is None or field.message_type is None or value is None \
                 or field.message_type.full_name.startswith("google.protobuf."):

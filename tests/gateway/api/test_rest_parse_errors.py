@@ -39,6 +39,9 @@ SHAPES = [
     ('{"query": "x", "filters": {"key": "a"}}', gateway_pb2.SearchRequest, "filters", "must be a JSON array of objects, got an object"),
     ('{"query": "x", "filters": ["status"]}', gateway_pb2.SearchRequest, "filters[0]", "got a string"),
     ('{"files": [{"name": "a.txt", "metadata": "x"}]}', gateway_pb2.IngestRequest, "files[0].metadata", "keys and values"),
+    # a fresh user's file content given as a number was reported as "files.content", with no index
+    ('{"files": [{"name": "a.txt", "content": "eA=="}, {"name": "b.txt", "content": 5}]}', gateway_pb2.IngestRequest,
+     "files[1].content", "must be a JSON string (base64), got a number"),
     # a fresh user's range bound given as a number was reported as "filters.gte: ... expected string or bytes-like object"
     ('{"query": "x", "filters": [{"key": "a", "range": {"gte": "1"}}, {"key": "b", "range": {"lte": 5}}]}',
      gateway_pb2.SearchRequest, "filters[1].range.lte", "must be a JSON string, got a number"),
