@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from graphmesh.common.v1 import entity_pb2, types_pb2
 from services.common import names
@@ -88,6 +89,10 @@ class GraphBackend(StoreLifecycle):
 
     async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         raise NotImplementedError("expansion terms come from retriever_pg")
+
+    async def script_centroids(self, collections: list[str]) -> dict[str, Any]:
+        """{}: the graph emits no pg.centred hits, so it has no centroids to send."""
+        return {}
 
 
 class GraphEntityBackend:

@@ -131,3 +131,9 @@ async def test_warm_up_runs_the_full_text_channels_only_over_an_index_already_bu
     # during the first corpus load and kept up to date through it).
     assert store.calls == ([[names.GRAPH_HEADING, names.GRAPH_FULLTEXT, names.GRAPH_NEIGHBOUR]] if online else [])
     assert docs.retrieve_calls and entities.calls == 1
+
+
+async def test_the_graph_backend_has_no_writing_system_centroids():
+    """RetrieverServicer may ask any document backend for centroids (RetrievalBackend.script_centroids); the
+    graph emits no pg.centred hits and answers none."""
+    assert await GraphBackend(RecordingStore(), RecordingDocs()).script_centroids(["default"]) == {}
