@@ -264,6 +264,9 @@ def translation_from_message(message: Any, field: str = "translation") -> tuple[
 
 
 _LATIN_TOKEN = re.compile(r"[a-z0-9]+")
+#: A question word asking a count (几天, 几个, 几点): its answer says a number in its place (五天, 3 个, 14:30).
+_ASKED_COUNT = re.compile(r"几([\u3400-\u9fff]+)")
+_NUMERAL = r"(?:[0-9０-９]+(?:[.:：][0-9]+)?|[一二两三四五六七八九十百千半]+)\s*"
 
 
 def _holds(text: str, tokens: set[str], term: str) -> bool:
@@ -287,6 +290,14 @@ def _forms(word: str, terms: list[str], synonyms: list[str]) -> list[str]:
     return [f for f in dict.fromkeys(forms) if not (len(f) == 1 and _CJK.match(f))]
 
 
+def _count_answer(word: str) -> re.Pattern[str] | None:
+    """For a Chinese word asking a count (几天), what a Chinese passage answering it holds in its place
+    (a number, then 天: 五天, 14 天), so that it counts there as its translation ("days") counts in an
+    English passage; None for any other word."""
+    asked = _ASKED_COUNT.fullmatch(word)
+    return re.compile(_NUMERAL + re.escape(asked.group(1))) if asked else None
+
+
 def word_coverage(texts: Sequence[str], words: Sequence[Translated]) -> list[float]:
     """For each of ``texts``, the share of the query's ``words`` it holds, in
     [0, 1]: a word counts when the text holds one of its ``_forms`` (the word,
@@ -294,13 +305,23 @@ def word_coverage(texts: Sequence[str], words: Sequence[Translated]) -> list[flo
     frequency over ``texts`` (log((n + 1) / (df + 0.5)), at least 0.1), so
     that a word every candidate holds tells them apart less. The same
     measure for a passage in the query's language and one in the other:
-    both are read through the words of the query. All 0 without words."""
+    both are read through the words of the query. A word of one CJK
+    character (jieba's 年 and 假 of 年假) counts through its synonyms alone
+    (假 -> 假期): its own form is no evidence (``_forms``), so its
+    translations alone would credit the other language's passages only
+    ("year" in an English remote-work note outranking the Chinese passage
+    that says 年休假). A word asking a count (几天) is held by a number in
+    its place (五天, 14 天), as "days" holds it in English. All 0 without
+    words."""
+    words = [(w, [] if len(w) == 1 and _CJK.match(w) else terms, synonyms) for w, terms, synonyms in words]
     if not words or not texts:
         return [0.0] * len(texts)
     lowered = [t.lower() for t in texts]
     tokens = [set(_LATIN_TOKEN.findall(t)) for t in lowered]
     forms = [_forms(w, terms, synonyms) for w, terms, synonyms in words]
-    held = [[any(_holds(text, toks, f) for f in fs) for fs in forms] for text, toks in zip(lowered, tokens)]
+    counts = [_count_answer(w) for w, _, _ in words]
+    held = [[any(_holds(text, toks, f) for f in fs) or bool(c and c.search(text)) for fs, c in zip(forms, counts)]
+            for text, toks in zip(lowered, tokens)]
     n = len(texts)
     idf = [max(0.1, math.log((n + 1) / (sum(row[j] for row in held) + 0.5))) for j in range(len(forms))]
     total = math.fsum(idf)

@@ -86,6 +86,18 @@ def test_word_coverage_reads_passages_of_both_languages_through_the_question_wor
     assert other == 0.0  # "pin" and "boat" are not found inside "shipping" or "pins"
     # a one-character Chinese form holds nothing: 船 is inside 船只 and 渡船 and every word with it
     assert word_coverage(["渡船停运。"], [("船", ["boat"], [])]) == [0.0]
+    # ...so its translations credit no passage either (年假 cut as 年 / 假 must not favour "year" over 年休假);
+    # its synonyms of two characters or more still count
+    split = [("年", ["year"], []), ("假", ["vacation"], ["假期"])]
+    english, chinese = word_coverage(["Home office equipment is reimbursed once per year, not vacation.", "年休假五天。"], split)
+    assert english == chinese == 0.0
+    english, chinese = word_coverage(["Vacation days: 5 per year.", "假期五天。"], split)
+    assert english == 0.0 < chinese
+    # a word asking a count is held where a number stands in its place, as its translation is in English
+    english, chinese, other = word_coverage(["Two days per week.", "年休假五天。", "提前三个工作日申请。"],
+                                            [("几天", ["days"], [])])
+    assert english == chinese > other == 0.0
+    assert word_coverage(["休 14 天"], [("几天", ["days"], [])]) == word_coverage(["days"], [("几天", ["days"], [])])
     assert word_coverage(["any"], []) == [0.0]
 
 

@@ -273,6 +273,23 @@ def test_cross_script_first_puts_first_the_other_language_passage_that_holds_mor
     assert core.cross_script_first(items, fused, words) == fused
 
 
+def test_cross_script_first_does_not_raise_a_passage_that_holds_only_a_one_character_words_translation():
+    # 年假 over a leave policy and an English remote-work note (a fresh user's trial): jieba cuts the question
+    # into 年 / 假, whose own forms hold nothing; "year" alone must not put the remote-work note first
+    # (and 年假有几天？: 几天 is held by 五天 as by "days")
+    words = [("年", ["year", "years"], ["年度"]), ("假", ["vacation", "vacations"], ["假期"])]
+    leave = "员工工作满一年不满十年的，年休假五天；满十年不满二十年的，年休假十天。"
+    remote = "Employees may work remotely up to two days per week. Equipment up to 300 USD per year is reimbursed."
+    items = core.merge([[Item("zh", "zh", "年假制度", ["年假制度", "年假天数"], leave, core.SOURCE_DOCUMENT_CHUNK,
+                              scores=[Scored("pg.vector", 0.86, 1), Scored("pg.keyword", 3.1, 1)], script="cjk"),
+                         Item("en", "en", "Remote", [], remote, core.SOURCE_DOCUMENT_CHUNK,
+                              scores=[Scored("pg.vector", 0.79, 2), Scored("pg.translated", 0.79, 1)], script="latin")]])
+    fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.keyword": 0.5, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["zh", "en"]
+    asked = [*words, ("几天", ["several", "days"], ["几个"])]
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, asked), 2)] == ["zh", "en"]
+
+
 def test_cross_script_first_leaves_a_first_passage_already_in_the_other_language():
     # an English question over Chinese documents only: every candidate is Chinese, the fusion's order stands
     words = [("travel", ["差旅", "旅行"], ["trip"]), ("spend", ["花费", "费用"], [])]
