@@ -270,6 +270,17 @@ async def test_a_failure_of_the_first_file_shows_its_index_0_over_rest(mesh):
     status, body = await http(mesh, "POST", "/v1/documents:ingest", {"collection": "索引零", "files": files})
     assert status == 200 and [f["status"] for f in body["files"]] == ["FILE_STATUS_FAILED", "FILE_STATUS_STORED"], body
     assert [(f["index"], f["id"]) for f in body["failures"]] == [(0, "空.txt")], body  # proto3 JSON left a plain 0 out
+    # content that is not base64 (json_format would skip the odd characters and store "hello world") is a 400
+    # naming the file, and the document stored before is untouched
+    files = [{"name": "好.md", "content": base64.b64encode("# 值班\n\n夜间值班每两周轮换。\n".encode()).decode()},
+             {"name": "坏.txt", "content": "aGVsbG8g*d29y!bGQ="}]
+    status, bad = await http(mesh, "POST", "/v1/documents:ingest", {"collection": "索引零", "files": files})
+    violation = bad["error"]["details"][-1]["fieldViolations"][0]
+    assert status == 400 and violation["field"] == "files[1].content" and "'*'" in violation["description"], bad
+    status, listed = await http(mesh, "GET", "/v1/collections/索引零/documents")
+    assert [d["id"] for d in listed["documents"]] == ["好.md"]
+    status, found = await http(mesh, "POST", "/v1/query:search", {"query": "值班轮换", "topK": 1, "collections": ["索引零"]})
+    assert "每周轮换" in found["results"][0]["text"]
     await http(mesh, "DELETE", "/v1/collections/索引零")
 
 

@@ -34,7 +34,7 @@ from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
                                              quiet_malformed_requests, route_errors)
 from services.gateway.api.paths import aiohttp_path, fill_message
-from services.gateway.api.rest_parse_errors import field_of, parse_description, shape_error
+from services.gateway.api.rest_parse_errors import carries_bytes, field_of, parse_description, shape_error
 from services.gateway.api.rest_routes import SERVICES, Route, request_class, routes, stubs
 
 log = logging.getLogger("graphmesh.gateway.rest")
@@ -137,6 +137,8 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                 if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
                     return _bad_request("body", "must be a JSON object")
                 message: Message = json_format.Parse(text, request_cls())
+                if carries_bytes(request_cls.DESCRIPTOR) and (shape := shape_error(json.loads(text), request_cls.DESCRIPTOR)):
+                    return _bad_request(*shape)  # base64 that json_format read by skipping characters
                 bad = fill_message(message, dict(request.match_info), request.query if not has_body else {})
                 if bad:
                     return _bad_request(*bad)

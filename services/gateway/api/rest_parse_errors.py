@@ -5,6 +5,7 @@ type error where the servicers name proto field paths
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -87,6 +88,44 @@ def proto_field_name(name: str, descriptor: Descriptor) -> str:
 
 #: Field types a JSON string carries (bytes as base64).
 _STRING_TYPES = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES)
+#: What proto3's JSON mapping accepts for bytes: standard or URL-safe base64, padding optional; json_format
+#: itself skips any other character ("aGVsbG8g*d29y!bGQ=" read as "hello world"), so a body is checked first.
+_BASE64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def base64_error(value: str) -> str | None:
+    """Why ``value`` is not base64 as proto3's JSON mapping reads bytes
+    (standard or URL-safe alphabet, at most two "=" of padding, line breaks
+    allowed: ``base64`` wraps its output), or None when it is."""
+    squeezed = _WHITESPACE.sub("", value)
+    body = squeezed.rstrip("=")
+    if len(squeezed) - len(body) > 2:
+        return "must be base64: more than two '=' of padding at its end"
+    bad = next(((i, c) for i, c in enumerate(body) if c not in _BASE64_ALPHABET), None)
+    if bad is not None:
+        return f"must be base64 (standard or URL-safe alphabet): {bad[1]!r} at character {bad[0]} is not"
+    if len(body) % 4 == 1:
+        return f"must be base64: {len(body)} characters leave one over (a character missing or extra)"
+    return None
+
+
+@cache
+def carries_bytes(descriptor: Descriptor) -> bool:
+    """Whether a ``descriptor`` message or any message under it has a bytes field (whose base64 a body
+    parse must check with ``shape_error``)."""
+    queue, seen = [descriptor], set()
+    while queue:
+        message = queue.pop()
+        if message.full_name in seen:
+            continue
+        seen.add(message.full_name)
+        for field in message.fields:
+            if field.type == FieldDescriptor.TYPE_BYTES:
+                return True
+            if field.message_type is not None:
+                queue.append(field.message_type)
+    return False
 
 
 def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str, str] | None:
@@ -95,7 +134,8 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
     an array or a string and is not: json_format reads a
     string given for a message field character by character and names the
     first character as an unknown field ("filters[0].any_of.u"); None when
-    every message field holds an object. Paths use proto field names, with
+    every message field holds an object, and a bytes field holds base64
+    (``base64_error``). Paths use proto field names, with
     [i] for a repeated field's elements. Fields of google.protobuf types
     (which take other JSON values) and unknown keys are left to json_format."""
     if not isinstance(body, dict):
@@ -113,6 +153,8 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
             for where, element in ([(f"{name}[{i}]", v) for i, v in enumerate(value)] if field.is_repeated else [(name, value)]):
                 if not isinstance(element, str):
                     return where, f"must be {what}, got {_kind(element)}"
+                if field.type == FieldDescriptor.TYPE_BYTES and (bad := base64_error(element)):
+                    return where, bad
             continue
         if field is None or field.message_type is None or value is None \
                 or field.message_type.full_name.startswith("google.protobuf."):

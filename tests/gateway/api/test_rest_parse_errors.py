@@ -7,7 +7,7 @@ import pytest
 from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2
-from services.gateway.api.rest_parse_errors import field_of, parse_description, shape_error
+from services.gateway.api.rest_parse_errors import base64_error, carries_bytes, field_of, parse_description, shape_error
 
 pytestmark = pytest.mark.unit
 
@@ -67,3 +67,27 @@ def test_bodies_of_the_right_shape_have_no_shape_error():
     assert shape_error(good, gateway_pb2.SearchRequest.DESCRIPTOR) is None
     assert shape_error({"query": "x", "filters": None}, gateway_pb2.SearchRequest.DESCRIPTOR) is None
     json_format.Parse(json.dumps(good), gateway_pb2.SearchRequest())  # json_format agrees
+
+
+@pytest.mark.parametrize("content,said", [
+    ("aGVsbG8g*d29y!bGQ=", "'*' at character 8"),  # json_format skips the two characters: "hello world"
+    ("@@@", "'@' at character 0"),  # json_format reads it as an empty file
+    ("aGVsbG8=====", "more than two '='"),
+])
+def test_file_content_that_is_not_base64_is_named_though_json_format_reads_it(content, said):
+    body = {"files": [{"name": "a.txt", "content": "eA=="}, {"name": "b.txt", "content": content}]}
+    json_format.ParseDict(body, gateway_pb2.IngestRequest())  # accepted, characters skipped
+    named, description = shape_error(body, gateway_pb2.IngestRequest.DESCRIPTOR)
+    assert named == "files[1].content" and said in description
+    # one character over is json_format's own error; named the same way
+    with pytest.raises(json_format.ParseError):
+        json_format.ParseDict({"files": [{"name": "a.txt", "content": "aGVsbG8gd29ybGQab"}]}, gateway_pb2.IngestRequest())
+    assert shape_error({"files": [{"name": "a.txt", "content": "aGVsbG8gd29ybGQab"}]}, gateway_pb2.IngestRequest.DESCRIPTOR) \
+        == ("files[0].content", "must be base64: 17 characters leave one over (a character missing or extra)")
+
+
+def test_base64_of_either_alphabet_wrapped_or_unpadded_is_content():
+    for content in ("aGVsbG8gd29ybGQ=", "aGVsbG8gd29ybGQ", "aGVsbG8g\nd29ybGQ=", "-_8=", "+/8=", ""):
+        assert base64_error(content) is None, content
+        assert shape_error({"files": [{"name": "a.txt", "content": content}]}, gateway_pb2.IngestRequest.DESCRIPTOR) is None
+    assert carries_bytes(gateway_pb2.IngestRequest.DESCRIPTOR) and not carries_bytes(gateway_pb2.SearchRequest.DESCRIPTOR)
