@@ -4,7 +4,8 @@ A record is {"id", "text"} plus optional "title", "heading_path" (list), the
 law-corpus fields "law", "chapter", "section", "article", "status", and
 "metadata" (an object; a value that is not a string is stored as its JSON
 text: true -> "true", 2025 -> "2025", {"a": 1} -> '{"a":1}', and a null
-leaves its key out). Without "heading_path" the headings are
+leaves its key out). Any other field fails the record, named (a field of
+the user's own goes under "metadata"). Without "heading_path" the headings are
 [law or title, chapter, section, article] with empty parts dropped. The
 fields "status", "law" and "source" are also kept as metadata, so searches
 can filter on them (status = "现行有效", law = "中华人民共和国专利法").
@@ -23,6 +24,9 @@ MAX_JSON_DEPTH = 32
 
 _LAW_FIELDS = ("chapter", "section", "article")
 _METADATA_FIELDS = ("status", "law", "source")
+#: Every field a record may have; any other is a failure naming it (a misspelt "metdata" would otherwise
+#: drop the record's metadata without a word, and filters would miss the document).
+RECORD_FIELDS = ("id", "text", "title", "heading_path", "metadata", *_LAW_FIELDS, *_METADATA_FIELDS)
 
 
 @dataclass(slots=True)
@@ -129,6 +133,19 @@ def metadata_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def unknown_field_reason(name: str) -> str:
+    """Why a record field ``name`` that is not one of RECORD_FIELDS fails: the
+    known field it is closest to when it looks like a misspelling of one,
+    and where a field of the user's own belongs (under "metadata")."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import Levenshtein
+
+    close = process.extractOne(name.lower(), RECORD_FIELDS, scorer=Levenshtein.distance, score_cutoff=2)
+    hint = f'; did you mean "{close[0]}"?' if close else "."
+    return (f'is not a field of a record{hint} A field of your own goes under "metadata" '
+            f"(a record's fields: {', '.join(RECORD_FIELDS)})")
+
+
 def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     """Validates one decoded record."""
     if not isinstance(record, dict):
@@ -137,6 +154,9 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
         return ParseFailure(index, "", "id", "must be a non-empty string or integer")
     doc_id = str(raw_id).strip()
+    unknown = next((str(k) for k in record if k not in RECORD_FIELDS), None)
+    if unknown is not None:
+        return ParseFailure(index, doc_id, unknown, unknown_field_reason(unknown))
     bad_field = unstorable_field(record)
     if bad_field:
         return ParseFailure(index, doc_id if bad_field != "id" else "", bad_field, "must not contain NUL characters or lone surrogates")

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from services.ingest.jsonl_documents import parse_jsonl
 
@@ -40,3 +42,16 @@ def test_metadata_values_that_are_not_strings_are_stored_as_json_text():
         "flag": True, "year": 2025, "ratio": 0.5, "nested": {"a": 1, "名": "值"}, "tags": ["甲", "乙"], "gone": None, "dept": "人事"}})
     assert parsed.metadata == {"flag": "true", "year": "2025", "ratio": "0.5", "nested": '{"a":1,"名":"值"}',
                                "tags": '["甲","乙"]', "dept": "人事"}
+
+
+def test_a_record_with_a_field_it_does_not_have_fails_naming_it_and_the_others_are_read():
+    # a fresh user's misspelt "metdata" and "titel" were dropped without a word: no metadata, title = id
+    lines = [{"id": "typo1", "text": "晚餐补贴", "metdata": {"dept": "行政"}},
+             {"id": "typo2", "text": "晚餐补贴", "titel": "Dinner"},
+             {"id": "own", "text": "x", "url": "https://example.com/a"},
+             {"id": "good", "text": "晚餐补贴", "title": "Dinner", "metadata": {"dept": "行政", "url": "https://example.com/a"}}]
+    docs, failures = parse_jsonl("\n".join(json.dumps(r, ensure_ascii=False) for r in lines).encode())
+    assert [(f.index, f.id, f.field) for f in failures] == [(0, "typo1", "metdata"), (1, "typo2", "titel"), (2, "own", "url")]
+    assert 'did you mean "metadata"?' in failures[0].reason and 'did you mean "title"?' in failures[1].reason
+    assert "did you mean" not in failures[2].reason and 'goes under "metadata"' in failures[2].reason
+    assert [(d.id, d.title, d.metadata) for d in docs] == [("good", "Dinner", {"dept": "行政", "url": "https://example.com/a"})]
