@@ -2,8 +2,9 @@
 
 Encoding: a BOM decides (UTF-8, UTF-16); otherwise strict UTF-8; otherwise
 charset-normalizer's best guess, where any guess of the GB family (GB2312,
-GBK, HZ) decodes as GB18030, their superset; a file nothing decodes is a
-failure. Paragraphs are separated by blank lines; a line such as
+GBK, HZ) decodes as GB18030, their superset, and a guess of another
+single-byte Latin code page gives way to Windows-1252 when that reads as
+cleanly; a file nothing decodes is a failure. Paragraphs are separated by blank lines; a line such as
 "第一章 总则" (第…编 / 章 / 节) opens a heading (编 outermost), and so do
 numbered section lines ("一、总体要求", "4. 配额引擎", "13.2 可选服务与自动降级")
 when their numbers run as a document's outline does (``outline.numbered_headings``);
@@ -19,6 +20,8 @@ from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings
 
 MEDIA_TYPE = "text/plain"
 _GB_FAMILY = ("gb2312", "gbk", "gb18030", "hz")
+#: charset-normalizer's names of single-byte code pages for Latin letters (cp1250, iso8859_2, mac_roman, latin_1...).
+_SINGLE_BYTE_LATIN = ("cp125", "cp8", "iso8859", "mac", "latin")
 _CHAPTER = re.compile(r"^\s*第[一二三四五六七八九十百千零〇两0-9]+([编章节])(?:\s+\S.{0,40})?\s*$")
 _LEVEL = {"编": 1, "章": 2, "节": 3}
 
@@ -55,7 +58,28 @@ def _guess(data: bytes) -> tuple[str, str]:
         except UnicodeDecodeError:
             if best is None:
                 raise FileParseError("cannot detect the text encoding (not UTF-8, UTF-16 or GB18030)") from None
+    if name.startswith(_SINGLE_BYTE_LATIN) and name != "cp1252":
+        western = _as_cp1252(data, str(best))
+        if western is not None:
+            return western, "cp1252"
     return str(best), best.encoding
+
+
+def _as_cp1252(data: bytes, guessed: str) -> str | None:
+    """``data`` decoded as Windows-1252 when that reads at least as cleanly as
+    the ``guessed`` decoding of another single-byte code page
+    (charset-normalizer's mess ratio), else None. Short Western text fits
+    several code pages equally ("crème" is "crčme" in cp1250, both letters),
+    and charset-normalizer then picks any; Windows-1252 is the one such a
+    file is nearly always in (the WHATWG Encoding Standard reads latin-1
+    labels as windows-1252)."""
+    from charset_normalizer.md import mess_ratio
+
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    return text if mess_ratio(text) <= mess_ratio(guessed) else None
 
 
 def parse_text(data: bytes, name: str = "") -> ParsedFile:

@@ -119,6 +119,16 @@ def test_utf8_with_and_without_bom_and_utf16():
         parse_file("x.txt", "", b"\x00\x01\x02\x00binary")
 
 
+def test_western_single_byte_text_reads_as_windows_1252_and_central_european_as_cp1250():
+    # a fresh user's Latin-1 file was stored as "Café crčme brűlée" (charset-normalizer's cp1250, a tie)
+    menu = "Café crème brûlée is on the menu every Friday.\nThe kitchen closes at 22:00."
+    assert decode_text(menu.encode("latin-1")) == (menu, "cp1252")
+    polish = "Zażółć gęślą jaźń. Pracownicy mają prawo do urlopu w wymiarze 20 dni."
+    assert decode_text(polish.encode("cp1250")) == (polish, "cp1250")  # Windows-1252 reads it as Za¿ó³æ: kept
+    czech = "Příliš žluťoučký kůň úpěl ďábelské ódy."
+    assert decode_text(czech.encode("cp1250"))[0] == czech  # bytes Windows-1252 has no character for
+
+
 def test_markdown_headings_and_table():
     parsed = parse_file("办法.md", "", mk.markdown_text().encode())
     assert parsed.title == mk.TITLE
