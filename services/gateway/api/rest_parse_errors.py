@@ -21,6 +21,9 @@ def field_of(parse_error: str, descriptor: Descriptor) -> str:
     one as a dotted path, ``files.content``, ``filters[0]``), as the
     servicers name fields in their own errors (google.rpc.BadRequest: a
     field path of proto field names); "body" when none is named."""
+    duplicate = _DUPLICATE_KEY.search(parse_error)
+    if duplicate:
+        return proto_field_name(duplicate.group(1), descriptor)
     at = _AT_PATH.search(parse_error)
     path = ".".join(proto_field_name(part.split("[", 1)[0], descriptor) + ("[" + part.split("[", 1)[1] if "[" in part else "")
                     for part in at.group(1).split(".")) if at else ""
@@ -43,7 +46,11 @@ def parse_description(parse_error: str) -> str:
     type ("object of type 'int' has no len()"); an unknown field is said as
     the query-parameter routes say it, "is not a field of this request",
     with the fields that message has (protobuf's "Message type ... has no
-    field named ... Available Fields(except extensions)" otherwise)."""
+    field named ... Available Fields(except extensions)" otherwise); a key
+    given twice is said so (json_format: "Failed to load JSON: Failed to
+    load JSON: duplicate key query..")."""
+    if _DUPLICATE_KEY.search(parse_error):
+        return "is given more than once in the JSON object: give it once"
     oneof = _ONEOF_TWICE.search(parse_error)
     if oneof:
         names = [f.json_name for f in _ONEOF_FIELDS.get(oneof.group(1), ())]
@@ -52,10 +59,13 @@ def parse_description(parse_error: str) -> str:
     if unknown:
         fields = ", ".join(re.findall(r"'([A-Za-z0-9_]+)'", unknown.group(1)))
         return f"is not a field of this request; its fields: {fields}" if fields else "is not a field of this request"
-    text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", parse_error)
+    text = re.sub(r"(Failed to load JSON: )+", "Failed to load JSON: ", parse_error)
+    text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", text)
     return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
 
 
+#: json_format's "Failed to load JSON: Failed to load JSON: duplicate key query.." (its message, wrapped twice).
+_DUPLICATE_KEY = re.compile(r"duplicate key (\S+?)\.*$")
 #: protobuf's 'Message type "...MetadataFilter" should not have multiple "condition" oneof fields'.
 _ONEOF_TWICE = re.compile(r'should not have multiple "(\w+)" oneof fields')
 #: The fields of each oneof of the request messages a REST body may hold, by oneof name (only

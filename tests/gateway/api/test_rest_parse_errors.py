@@ -20,6 +20,9 @@ CASES = [
     ('{"files": [{"name": "a.txt", "content": 5}]}', gateway_pb2.IngestRequest, "files.content", "wrong JSON type"),
     ('{"query": "x", "filters": [{"key": "a", "equals": "b", "range": {"gt": "1"}}]}', gateway_pb2.SearchRequest,
      "filters[0]", "sets more than one of equals, anyOf, range: give exactly one"),
+    # a fresh user's repeated key read "body: Failed to load JSON: Failed to load JSON: duplicate key query.."
+    ('{"query": "a", "query": "年假"}', gateway_pb2.SearchRequest, "query", "is given more than once in the JSON object"),
+    ('{"query": "a", "topK": 1, "topK": 2}', gateway_pb2.SearchRequest, "top_k", "is given more than once"),
 ]
 
 
@@ -30,6 +33,7 @@ def test_a_body_json_format_refuses_names_the_field_by_its_proto_path(body, requ
     assert field_of(str(err.value), request_class.DESCRIPTOR) == field
     description = parse_description(str(err.value))
     assert said in description and "has no len()" not in description and "int()" not in description
+    assert "Failed to load JSON: Failed" not in description and ".." not in description
 
 
 SHAPES = [
