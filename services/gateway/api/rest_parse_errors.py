@@ -61,7 +61,7 @@ def parse_description(parse_error: str) -> str:
         return f"is not a field of this request; its fields: {fields}" if fields else "is not a field of this request"
     text = re.sub(r"(Failed to load JSON: )+", "Failed to load JSON: ", parse_error)
     text = _PYTHON_TYPE_ERROR.sub("the value has the wrong JSON type (a string is expected)", text)
-    return _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip()
+    return re.sub(r"\.{2,}$", ".", _PYTHON_INT_ERROR.sub(r"not an integer: \1", text).strip())
 
 
 #: json_format's "Failed to load JSON: Failed to load JSON: duplicate key query.." (its message, wrapped twice).
