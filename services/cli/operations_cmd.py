@@ -103,8 +103,12 @@ def cmd_operations(args: argparse.Namespace) -> int:
                 operation = stub.GetOperation(operations_pb2.GetOperationRequest(name=args.name), timeout=30)
                 print(json_format.MessageToJson(operation, ensure_ascii=False))
             else:
-                stub.CancelOperation(operations_pb2.CancelOperationRequest(name=args.name), timeout=30)
-                print(f"cancel requested: {args.name}")
+                before = stub.GetOperation(operations_pb2.GetOperationRequest(name=args.name), timeout=30)
+                if before.done:  # google.longrunning: cancelling a finished operation does nothing
+                    print(f"{args.name} had already finished: nothing to cancel")
+                else:
+                    stub.CancelOperation(operations_pb2.CancelOperationRequest(name=args.name), timeout=30)
+                    print(f"cancel requested: {args.name}")
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     return 0

@@ -36,7 +36,7 @@ async def test_async_ingest_then_list_get_and_cancel(fake_gateway, monkeypatch, 
     listed = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [(o["name"], o["state"], o["collection"], o["total"]) for o in listed] == [(name, "RUNNING", "hr", 3)]
     code, out, _ = await run(capsys, "operations", "cancel", name)
-    assert code == 0 and name in out
+    assert code == 0 and out.strip() == f"cancel requested: {name}"
     expander.open(10)
     for _ in range(500):
         code, out, _ = await run(capsys, "operations", "get", name)
@@ -44,6 +44,8 @@ async def test_async_ingest_then_list_get_and_cancel(fake_gateway, monkeypatch, 
         if operation.get("done"):
             break
     assert operation["done"] and operation["metadata"]["stored"] == 1 and operation["error"]["code"] == 1  # CANCELLED
+    code, out, _ = await run(capsys, "operations", "cancel", name)  # a fresh user read "cancel requested" here
+    assert code == 0 and out.strip() == f"{name} had already finished: nothing to cancel"
     code, _, err = await run(capsys, "operations", "get", "operations/nope")
     assert code == 2 and "NOT_FOUND" in err
     code, _, err = await run(capsys, "operations", "get")

@@ -156,12 +156,18 @@ def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: It
 
 def media_type_refusal(method: str, content_type: str | None) -> Refusal | None:
     """415 for an unsafe request whose Content-Type is not
-    ``application/json`` (parameters such as charset allowed): text/plain
+    ``application/json`` (parameters allowed; a charset only when it is
+    UTF-8, the one JSON is written in, RFC 8259 section 8.1): text/plain
     and the form encodings are what a cross-site page can send without a
     preflight. DELETE without a body (no Content-Type) is allowed."""
     if method.upper() not in UNSAFE_METHODS:
         return None
-    media = (content_type or "").split(";", 1)[0].strip().lower()
+    media, _, parameters = (content_type or "").partition(";")
+    media = media.strip().lower()
+    charset = next((value.strip().strip('"').lower() for name, _, value in (p.partition("=") for p in parameters.split(";"))
+                    if name.strip().lower() == "charset"), "utf-8")
+    if media == "application/json" and charset not in ("utf-8", "utf8"):  # RFC 8259: JSON is UTF-8; read as such it would garble
+        return Refusal(415, "INVALID_ARGUMENT", f"a JSON body must be UTF-8 (got charset={charset[:40]})", "Content-Type")
     if media == "application/json" or (method.upper() == "DELETE" and not media):
         return None
     shown = media or "none"

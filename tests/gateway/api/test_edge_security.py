@@ -44,7 +44,9 @@ def counting():
 # 1. Cross-site request forgery -------------------------------------------
 
 @pytest.mark.parametrize("content_type", ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
-                                          "multipart/form-data; boundary=x", None])
+                                          "multipart/form-data; boundary=x", None,
+                                          # JSON in another charset would be read as UTF-8 and garbled (a fresh user's trial)
+                                          "application/json; charset=latin1", 'application/json;charset="ISO-8859-1"'])
 async def test_a_write_that_is_not_json_is_415_and_reaches_no_store(fake_gateway, counting, content_type):
     gw = await fake_gateway(pg=counting)
     body = json.dumps({"names": ["collections/default/documents/1"]})
@@ -55,6 +57,15 @@ async def test_a_write_that_is_not_json_is_415_and_reaches_no_store(fake_gateway
     assert error["details"][0]["fieldViolations"][0]["field"] == "Content-Type"
     status, _, _ = await send(gw.rest_url, "POST", INGEST, json.dumps({"jsonl": ""}).encode(), headers)
     assert status == 415 and writes(counting) == []
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "application/json;charset=UTF8",
+                                          'Application/JSON; charset="utf-8"', "application/json; foo=bar"])
+async def test_json_in_utf8_with_any_spelling_of_its_parameters_is_read(fake_gateway, counting, content_type):
+    gw = await fake_gateway(pg=counting)
+    status, _, text = await send(gw.rest_url, "POST", "/v1/query:search", json.dumps({"query": "年假"}).encode(),
+                                 {"Content-Type": content_type})
+    assert status == 200, text
 
 
 @pytest.mark.parametrize("headers", [
