@@ -126,6 +126,16 @@ def numbered_classifier(name: str) -> str:
     return "".join(ch for ch in name if not ch.isdigit())
 
 
+_WEEKDAY = re.compile(r"(?:星期|礼拜)([一二三四五六日天])|周天")
+
+
+def weekdays_alike(text: str) -> str:
+    """``text`` with each weekday written one way, 周一 ... 周日: 星期一, 礼拜一
+    and 周一 name the same day (星期天, 礼拜天, 周天: 周日), so a question
+    saying 星期一 matches a rule saying 周一 word for word."""
+    return _WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) in (None, "天") else m.group(1)), text)
+
+
 def keyword_terms(query: str, keywords: Sequence[str]) -> list[str]:
     """The terms the keyword channels rank ``query`` by: its ``keywords``
     (``query_keywords``, expansions included) and then its ``number_terms``

@@ -7,6 +7,7 @@ from services.common.text import (
     query_keywords,
     split_sentences,
     truncate_at_boundary,
+    weekdays_alike,
 )
 
 pytestmark = pytest.mark.unit
@@ -87,3 +88,8 @@ def test_a_document_s_writing_system_is_latin_only_with_next_to_no_cjk_character
     assert writing_system("配额表 QUOTA_PG = ceil(6000 × 0.25) = 1500，向量检索 pgvector chunk top 20") == CJK_SCRIPT
     assert writing_system("车辆使用费按每公里 0.6 美元计入项目经费。") == CJK_SCRIPT
     assert writing_system("12 | 34 | 56") == "" and writing_system("") == ""
+
+
+def test_weekdays_are_written_one_way():
+    assert weekdays_alike("星期一开门吗？礼拜三呢？星期天、礼拜天、周天和周日") == "周一开门吗？周三呢？周日、周日、周日和周日"
+    assert weekdays_alike("一星期两次，每周三次") == "一星期两次，每周三次"  # a week, not a day of it

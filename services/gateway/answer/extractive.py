@@ -12,14 +12,14 @@ import re
 from collections.abc import Mapping
 
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
-                                  query_keywords)
+                                  query_keywords, weekdays_alike)
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
                                               quotable_pieces)
 
-__all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces",
-           "sentence_score"]
+__all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer",
+           "asks_amount", "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable",
+           "quotable_pieces", "sentence_score"]
 
 
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
@@ -62,16 +62,17 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     says whether the sentence's line is one; None: judged from the sentence
     itself). ``idf``
     (term -> weight, 1 when absent) lets words found in every candidate,
-    such as the document's title, count less. 0 without keywords or bigrams."""
+    such as the document's title, count less. Weekdays are read alike
+    (``weekdays_alike``). 0 without keywords or bigrams."""
     idf = idf or {}
     total = sum(len(k) * idf.get(k, 1.0) for k in keywords)
-    text = sentence.lower()
+    text = weekdays_alike(sentence.lower())
     coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
     if question_bigrams:
         # fsum: exact whatever order the sets iterate in (it follows the hash
         # seed), so equal scores tie the same way in every process
         weight = math.fsum(idf.get(b, 1.0) for b in question_bigrams)
-        overlap = math.fsum(idf.get(b, 1.0) for b in _bigrams(sentence) & question_bigrams) / weight if weight else 0.0
+        overlap = math.fsum(idf.get(b, 1.0) for b in _bigrams(weekdays_alike(sentence)) & question_bigrams) / weight if weight else 0.0
         score = 0.5 * coverage + 0.5 * overlap
     else:
         score = coverage
@@ -89,7 +90,7 @@ def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
     """Inverse frequency of each of ``terms`` over the candidate ``lines``
     (log((n + 1) / (df + 0.5)), at least 0.1), so that a word every line
     shares (a title, a heading) tells the lines apart less than a rare one."""
-    lowered = [line.lower() for line in lines]
+    lowered = [weekdays_alike(line.lower()) for line in lines]
     n = len(lowered)
     return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
 
@@ -178,9 +179,9 @@ class PieceScorer:
         pieces: the pieces given, per text.
     """
 
-    def __init__(self, question: str, pieces: list[list[Candidate]],
-                 similarity: Mapping[str, float] | None = None) -> None:
-        # a number with its classifier (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
+    def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None) -> None:
+        question = weekdays_alike(question)  # 星期一 and 礼拜一 as rules write them (周一); a number with its classifier
+        # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
         keywords = keyword_terms(question, query_keywords(question)) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
         self.pieces = pieces

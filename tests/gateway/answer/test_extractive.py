@@ -336,3 +336,11 @@ def test_conditions_are_quantities_with_a_unit_and_a_rate_of_one_unit_is_not_one
     assert condition_quantities("工作满一年有几天年假？") == [(1.0, "年")]
     assert holds_condition("满5年不满10年 | 12天", [(6.0, "年")]) and not holds_condition("满5年不满10年", [(6.0, "天")])
     assert not holds_condition("满1年不满3年 | 5天", [(6.0, "年")])
+
+
+def test_a_question_naming_a_weekday_one_way_quotes_the_rule_that_names_it_another():
+    # 星期一 asked, 周一 written (a tea garden's opening rules, a blind set): the Tuesday-to-Sunday line alone was quoted
+    source = "茶园每年3月15日至11月15日对外开放，开放时间为周二至周日8:30至17:00。\n每周一闭园维护，遇法定节假日照常开放。\n入园须购票。"
+    answer = extractive_answer([source], "星期一茶园开门吗？")
+    assert "每周一闭园维护" in answer
+    assert "每周一闭园维护" in extractive_answer([source], "礼拜一茶园开门吗？")
