@@ -264,10 +264,10 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
-        candidates = [t for t in scored if quotable(t[3].text)] or scored[:1]
-        # best first; between equals, a lead-in with its whole list (offered only when the question asks
-        # for a list), then the one whose label matches, then the one of fewer lines, then reading order
-        ranked = sorted(candidates, key=lambda t: (-t[0], -t[3].list_run, -t[1], t[3].last - t[3].first, t[2]))
+        candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row] or scored[:1]
+        # another item's piece (P3's row, asked P1) last; best first; ties: a lead-in with its list, label, fewer lines, order
+        ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]), -t[0], -t[3].list_run, -t[1],
+                                                   t[3].last - t[3].first, t[2]))
         if number == 1:
             lead = ranked[0][0] if ranked else 0.0
         elif keywords and (not ranked or ranked[0][0] == 0 or ranked[0][0] < LATER_SOURCE_MIN_SHARE * lead
@@ -294,6 +294,6 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         if headers:  # a row keeps its column names, past the budget by the header's length
             budget = max(budget, used) + sum(len(h.text) + len(GAP) for h in headers)
         quote = cut_quote(_quote(sorted([*chosen, *headers], key=lambda c: (c.first, c.last))), budget)
-        if quote:
+        if quote and not any(line.rsplit(" [", 1)[0] == quote for line in lines[1:]):  # a copy's quote adds nothing
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)

@@ -162,6 +162,10 @@ class Candidate:
         header_at / header: for a row of a table below its header row,
             the index and text of that header line (quoted with the row, so
             that its values keep their column names); -1 and "" otherwise.
+        header_row: the piece is a table's header row without a number: it
+            names columns and answers nothing alone, so it is quoted only
+            with a row of its table (a number in it may make it a first
+            data row: 婚假 | 十三天).
     """
 
     text: str
@@ -172,10 +176,15 @@ class Candidate:
     list_run: bool = False
     header_at: int = -1
     header: str = ""
+    header_row: bool = False
 
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""
         return self.first <= other.last and other.first <= self.last
+
+
+#: A header row holding a number (2023 | 2024, 婚假 | 十三天) may be a table's first data row, and stays quotable.
+_DIGIT = re.compile(r"\d|[零一二两三四五六七八九十百千万]")
 
 
 def _unframe(line: str) -> str:
@@ -248,8 +257,8 @@ def quotable_pieces(text: str) -> list[Candidate]:
                 out.append(Candidate(" ".join(lines[index:end + 1]), False, index, end, line))
             elif follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
-                out.append(Candidate(f"{line} {follower}", is_item(follower),
-                                     index, at, line))
+                out.append(Candidate(f"{line} {follower}", is_item(follower), index, at, line,
+                                     header_row=starts.get(at) == at and not _DIGIT.search(follower)))
             block = _commented_block(lines, index, at) if follower and _COMMENT.match(line) else None
             if block is not None:  # a comment over several commands labels all of them ("# 停止服务并备份" + stop + backup)
                 out.append(Candidate(" ".join(lines[index:block + 1]), False, index, block, line))
@@ -268,6 +277,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
             out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
-        out.extend(Candidate(piece, item, index, index, header_at=header, header=lines[header] if header >= 0 else "")
-                   for piece in pieces)
+        names_columns = starts.get(index) == index and not _DIGIT.search(line)
+        out.extend(Candidate(piece, item, index, index, header_at=header, header=lines[header] if header >= 0 else "",
+                             header_row=names_columns) for piece in pieces)
     return out

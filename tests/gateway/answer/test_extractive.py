@@ -344,3 +344,20 @@ def test_a_question_naming_a_weekday_one_way_quotes_the_rule_that_names_it_anoth
     answer = extractive_answer([source], "星期一茶园开门吗？")
     assert "每周一闭园维护" in answer
     assert "每周一闭园维护" in extractive_answer([source], "礼拜一茶园开门吗？")
+
+
+def test_a_table_header_row_is_never_quoted_alone():
+    # a fresh user's canteen question was answered with the column names "餐次 | 供应时间 | 价格（元）"
+    source = ("员工餐厅位于星河大厦2楼，工作日供应三餐。\n餐次 | 供应时间 | 价格（元）\n早餐 | 7:30-9:30 | 8\n"
+              "午餐 | 11:30-13:30 | 22\n晚餐 | 17:30-19:30 | 18")
+    assert "餐次 | 供应时间" not in extractive_answer([source], "食堂几点供应，价格多少？")
+    assert "午餐 | 11:30-13:30 | 22" in extractive_answer([source], "午餐几点供应？")  # a row keeps its header
+    # a first row with a number may be data (a table without a header row): it stays quotable
+    assert "婚假 | 十三天" in extractive_answer(["婚假 | 十三天\n丧假 | 三天"], "婚假几天？")
+
+
+def test_a_source_that_copies_a_quoted_one_is_not_quoted_again():
+    # a fresh user stored the meeting minutes twice (a copy under another name): the answer said the same line as [1] and [2]
+    minutes = "第三季度公司营业收入为1.28亿元，同比增长17%。\n第四季度计划招聘40人。"
+    answer = extractive_answer([minutes, minutes, "第三季度新签客户63家。"], "第三季度营收是多少？")
+    assert answer.count("1.28亿元") == 1 and "[2]" not in answer
