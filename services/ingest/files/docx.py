@@ -5,7 +5,8 @@ numbered paragraphs that run as an outline do ("一、总体要求" typed in bod
 style, as Chinese official documents often are; ``outline.numbered_headings``);
 a table of contents typed as numbered paragraphs is left out.
 "Title" gives the title; a table becomes one block of rows ("cell | cell",
-merged cells once). A file that is not a .docx package (corrupt or not a zip
+merged cells once); a paragraph of a numbered or bulleted list starts with
+the number Word shows for it ("1.", "（二）", "第3条"; ``docx_numbering``). A file that is not a .docx package (corrupt or not a zip
 archive) fails with that reason.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import zipfile
 
 from services.common.text import TABLE_CELL_SEPARATOR
+from services.ingest.files.docx_numbering import list_numbers
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
@@ -71,6 +73,8 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
     # Style names by id, read once (python-docx's Paragraph.style searches the styles part every time).
     style_names = {s.style_id: s.name or "" for s in document.styles if s.style_id}
     blocks: list[tuple[int, str]] = []  # (styled heading level or 0, text), tables as one block of rows
+    labels: list[str] = []  # each block's automatic list number ("1.", "（二）"), put before its text at the end
+    numbers = list_numbers(document)
     for element in document.element.body.iterchildren():
         if element.tag == f"{_W}p":
             paragraph = Paragraph(element, document)
@@ -78,8 +82,10 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
             if style.lower() == "title":
                 title = title or paragraph.text.strip()
                 continue
+            labels.append(numbers.label(element, element.style or "") if paragraph.text.strip() else "")
             blocks.append((_heading_level(paragraph, style), paragraph.text))
         elif element.tag == f"{_W}tbl":
+            labels.append("")
             blocks.append((0, "\n".join(_table_rows(Table(element, document)))))
     lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
     styled = {i for i, (level, _) in enumerate(blocks) if level}
@@ -90,6 +96,8 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
         numbered = numbered_headings(lines)
         blocks = [(READER_LEVEL_OFFSET + numbered[i] if i in numbered else 0, text)
                   for i, (_, text) in enumerate(blocks)]
+    # the outline above is read from the typed text alone: a numbered list is not a document's outline
+    blocks = [(level, f"{label} {text.strip()}" if label and text.strip() else text) for label, (level, text) in zip(labels, blocks)]
     builder = SectionBuilder()
     for level, text in blocks:
         if level:
