@@ -447,10 +447,12 @@ def _stop_all() -> int:
 
 
 def status() -> int:
-    """``graphmesh status``: each service's address and health. Exit 1 when
-    any is not SERVING."""
+    """``graphmesh status``: each service's address and health, then the
+    gateway's REST address (the console and the JSON API) and whether it
+    listens. Exit 1 when any is not SERVING."""
     try:
-        env = service_env(StackConfig(), "", "")
+        cfg = StackConfig()
+        env = service_env(cfg, "", "")
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -460,4 +462,7 @@ def status() -> int:
         ok = check_health(address)
         healthy &= ok
         print(f"{name:16s} {address:22s} {'SERVING' if ok else 'DOWN'}")
+    listening = port_in_use(cfg.rest_port)
+    healthy &= listening
+    print(f"{'gateway REST':16s} {f'http://127.0.0.1:{cfg.rest_port}':22s} {'SERVING' if listening else 'DOWN'}")
     return 0 if healthy else 1

@@ -167,3 +167,16 @@ def test_commands_reach_the_stack_started_under_their_graphmesh_home(tmp_path, m
     assert stack.os.environ["GRAPHMESH_JUDGE_ADDR"] == "10.0.0.5:50057"  # the environment's own wins
     monkeypatch.setattr(stack, "_stop_all", lambda: 0)
     assert stack.down() == 0 and not (tmp_path / "addresses.json").exists()
+
+
+def test_status_lists_the_rest_address_and_whether_it_listens(tmp_path, monkeypatch, capsys):
+    # a fresh user found the REST address (the console's) in no command's output but `up`'s
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_REST__PORT", "13080")
+    monkeypatch.setattr(stack, "check_health", lambda address: True)
+    monkeypatch.setattr(stack, "port_in_use", lambda port, host="127.0.0.1": port == 13080)
+    assert stack.status() == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].split() == ["gateway", "REST", "http://127.0.0.1:13080", "SERVING"]
+    monkeypatch.setattr(stack, "port_in_use", lambda port, host="127.0.0.1": False)
+    assert stack.status() == 1 and capsys.readouterr().out.splitlines()[-1].endswith("DOWN")
