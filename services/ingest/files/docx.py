@@ -6,8 +6,9 @@ style, as Chinese official documents often are; ``outline.numbered_headings``);
 a table of contents typed as numbered paragraphs is left out.
 "Title" gives the title; a table becomes one block of rows ("cell | cell",
 merged cells once); a paragraph of a numbered or bulleted list starts with
-the number Word shows for it ("1.", "（二）", "第3条"; ``docx_numbering``). A file that is not a .docx package (corrupt or not a zip
-archive) fails with that reason.
+the number Word shows for it ("1.", "（二）", "第3条"; ``docx_numbering``).
+A file that is not a .docx package (corrupt or not a zip archive) fails
+with that reason.
 """
 from __future__ import annotations
 
