@@ -4,9 +4,9 @@ Encoding: a BOM decides (UTF-8, UTF-16); otherwise strict UTF-8; otherwise
 charset-normalizer's best guess, where any guess of the GB family (GB2312,
 GBK, HZ) decodes as GB18030, their superset, and a guess of another
 single-byte Latin code page gives way to Windows-1252 when that reads as
-cleanly; a file nothing decodes is a failure. Paragraphs are separated by blank lines; a line such as
-"第一章 总则" (第…编 / 章 / 节) opens a heading (编 outermost), and so do
-numbered section lines ("一、总体要求", "4. 配额引擎", "13.2 可选服务与自动降级")
+cleanly; a file nothing decodes is a failure. Paragraphs are separated by
+blank lines; a line such as "第一章 总则" (第…编 / 章 / 节) opens a heading
+(编 outermost), and so do numbered section lines ("一、总体要求", "4. 配额引擎", "13.2 可选服务与自动降级")
 when their numbers run as a document's outline does (``outline.numbered_headings``);
 a table of contents typed into the text is left out (``outline.table_of_contents``).
 """
