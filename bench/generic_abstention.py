@@ -66,6 +66,11 @@ NEAR_HELD_OUT = REPO / "bench" / "results" / "generic_abstention_near_held_out.j
 NEAR_EN_FIT = REPO / "bench" / "data" / "near_fit_en"
 NEAR_EN_EVIDENCE = REPO / "bench" / "results" / "generic_abstention_near_en.jsonl"
 OFFICE = REPO / "tests" / "quality" / "data" / "office_docs"
+#: Mixed collections built from the fitting corpora only (``STUDY=dump-mixed``): english_fit with cross_fit, and
+#: near_fit with near_fit_en, each pair one collection holding English and Chinese documents, asked every question
+#: and out-of-scope question written for either half, to MIXED_EVIDENCE. A rule for collections of two writing
+#: systems is fitted on it; the trial sets with documents of both scripts (STUDY=dump-trials) are held out.
+MIXED_EVIDENCE = Path(os.environ.get("OUT", REPO / "bench" / "results" / "generic_abstention_mixed.jsonl"))
 #: Every own-document set written in a fresh user's trial (``STUDY=dump-trials``), none fitted on: each set's
 #: questions and out-of-scope questions over its own documents, whatever their script, so that a study of any
 #: fit (bench/abstention_coverage_study.py --fit) can keep the records that fit judges.
@@ -78,7 +83,8 @@ TRIAL = REPO / "tests" / "quality" / "data" / "company_docs"
 OUT_OF_SCOPE = (REPO / "bench" / "data" / "out_of_domain_zh.jsonl", TRIAL / "out_of_scope.jsonl")
 
 
-if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near", "dump-near-en", "dump-trials"):
+if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-near", "dump-near-en", "dump-trials",
+                                  "dump-mixed"):
     import grpc
     import pytest
     from google.protobuf import json_format
@@ -107,6 +113,7 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
             out.write(json.dumps({"set": name, "collection": collection, "id": f"{collection}:{row['id']}",
                                   "query": row["query"], "keywords": list(reply.query_info.keywords),
                                   "embedding_model": reply.query_info.embedding_model,
+                                  "translation": json_format.MessageToDict(reply.query_info.translation),
                                   "results": [json_format.MessageToDict(c) for c in reply.results]},
                                  ensure_ascii=False) + "\n")
         print(f"{collection} {name}: {len(rows)} searched", flush=True)
@@ -196,6 +203,31 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
                 with NEAR_EN_EVIDENCE.open("w", encoding="utf-8") as out:
                     await _search(stub, out, "absnearen", "nearen", load_dataset(NEAR_EN_FIT / "queries.jsonl"))
                     await _search(stub, out, "absnearen", "ood", load_dataset(NEAR_EN_FIT / "out_of_scope.jsonl"))
+
+    @pytest.mark.skipif(os.environ.get("STUDY") != "dump-mixed", reason="STUDY=dump-mixed")
+    async def test_dump_mixed(mesh):
+        """Two mixed collections made of fitting corpora (MIXED_EVIDENCE); sets are named by the question's
+        language and the answering document's ("en-en", "zh-en", "en-zh", "zh-zh"), out of scope "ood"."""
+        def files(*folders: Path) -> dict[str, bytes]:
+            return {p.name: p.read_bytes() for folder in folders for p in sorted(folder.iterdir())
+                    if p.suffix in (".txt", ".md", ".pdf", ".docx") and p.stem != "README"}
+        collections = {
+            "absmixed1": ((ENGLISH_FIT, CROSS_EN_FIT),
+                          [("en-en", ENGLISH_FIT / "queries.jsonl"), ("zh-en", ENGLISH_FIT / "queries_zh.jsonl"),
+                           ("en-zh", CROSS_EN_FIT / "queries_en.jsonl"), ("ood", ENGLISH_FIT / "out_of_scope.jsonl"),
+                           ("ood", ENGLISH_FIT / "out_of_scope_zh.jsonl"), ("ood", CROSS_EN_FIT / "out_of_scope_en.jsonl")]),
+            "absmixed2": ((NEAR_FIT, NEAR_EN_FIT),
+                          [("zh-zh", NEAR_FIT / "queries.jsonl"), ("en-en", NEAR_EN_FIT / "queries.jsonl"),
+                           ("ood", NEAR_FIT / "out_of_scope.jsonl"), ("ood", NEAR_EN_FIT / "out_of_scope.jsonl")]),
+        }
+        async with patient_gateway(mesh, ingest={"embed_batch": 32}) as address:
+            async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
+                stub = gateway_pb2_grpc.GatewayServiceStub(ch)
+                with MIXED_EVIDENCE.open("w", encoding="utf-8") as out:
+                    for collection, (folders, asked) in collections.items():
+                        await _ingest(stub, collection, files(*folders))
+                        for name, path in asked:
+                            await _search(stub, out, collection, name, load_dataset(path))
 
     @pytest.mark.skipif(os.environ.get("STUDY") != "dump-trials", reason="STUDY=dump-trials")
     async def test_dump_trials(mesh):
