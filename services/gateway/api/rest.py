@@ -56,6 +56,16 @@ def http_routes() -> list[tuple[str, str, str]]:
     return [(r.verb, r.path, r.rpc) for r in routes()]
 
 
+def reply_json(message: Message, indent: int | None = 2) -> str:
+    """A reply as proto3 JSON (camelCase names) with every field printed,
+    zeros and empty lists included: a fused score of 0.0 reads "fusedScore": 0
+    rather than a missing key, so clients see the same shape on every reply.
+    Fields with presence (``optional``, oneof members, messages) still appear
+    only when set."""
+    return json_format.MessageToJson(message, ensure_ascii=False, indent=indent,
+                                     always_print_fields_with_no_presence=True)
+
+
 def _rpcerror_body(err: grpc.aio.AioRpcError) -> web.Response:
     """The JSON error of a failed call; its google.rpc.Status details when
     the trailer carries them (their message is the server's own: grpc's
@@ -168,7 +178,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                         return _rpcerror_body(err)
             except Overloaded as busy:
                 return _overloaded(busy)
-            body = json_format.MessageToJson(reply, ensure_ascii=False, preserving_proto_field_name=False)
+            body = reply_json(reply)
             return web.Response(text=body, content_type="application/json", headers=_returned(await call.initial_metadata()))
 
         return handle
@@ -202,7 +212,7 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
                 response = web.StreamResponse(headers={"Content-Type": _STREAM_TYPES[sse],
                                                        "Cache-Control": "no-cache", **_returned(await call.initial_metadata())})
                 await response.prepare(request)
-            body = json_format.MessageToJson(event, ensure_ascii=False, indent=None)
+            body = reply_json(event, indent=None)
             await response.write((f"data: {body}\n\n" if sse else f"{body}\n").encode())
     except grpc.aio.AioRpcError as err:
         if response is None:

@@ -56,7 +56,8 @@ export function percent(value) {
 
 /** Lower-case short name of a proto enum value: ("STAGE_STATUS_OK", "STAGE_STATUS_") -> "ok". */
 export function enumName(value, prefix) {
-  return String(value || "").replace(prefix, "").toLowerCase();
+  const name = String(value || "").replace(prefix, "").toLowerCase();
+  return name === "unspecified" ? "" : name;
 }
 
 /** The collection a name field holds: trimmed, "default" when empty. */
