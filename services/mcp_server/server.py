@@ -30,8 +30,9 @@ from typing import Annotated
 import grpc
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
@@ -96,9 +97,36 @@ def _invalid(err: InvalidArgument) -> ToolError:
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
+def strict(tool: Tool) -> Tool:
+    """``tool`` refusing arguments it does not take: a misspelt ``topk``
+    fails the call naming it ("Extra inputs are not permitted") instead of
+    being dropped while ``top_k`` keeps its default; its input schema says
+    ``additionalProperties: false``."""
+    loose = tool.fn_metadata.arg_model
+    model = type(loose.__name__, (loose,), {"model_config": ConfigDict(**loose.model_config, extra="forbid"),
+                                             "__module__": loose.__module__})
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
+
+
+class _StrictTools:
+    """Collects the tool functions ``build_server`` defines, as strict Tools."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def tool(self, description: str, annotations: ToolAnnotations):
+        def register(fn):
+            self.tools.append(strict(Tool.from_function(fn, description=description, annotations=annotations)))
+            return fn
+        return register
+
+
 def build_server(gateway: GatewayClient, name: str = "graphmesh") -> MCPServer:
-    """The MCP server with the six tools, each calling ``gateway``."""
-    mcp = MCPServer(name, title="GraphMesh", instructions=INSTRUCTIONS, version=_version())
+    """The MCP server with the six tools, each calling ``gateway``; a call
+    with an argument a tool does not take fails naming it (``strict``)."""
+    mcp = _StrictTools()
 
     @mcp.tool(description=tools.DESCRIPTIONS["search"], annotations=READ)
     async def search(query: Query,
@@ -163,7 +191,7 @@ def build_server(gateway: GatewayClient, name: str = "graphmesh") -> MCPServer:
             raise _invalid(err) from None
         return tools.ingest_result(await gateway.call("Ingest", request), request)
 
-    return mcp
+    return MCPServer(name, title="GraphMesh", instructions=INSTRUCTIONS, version=_version(), tools=mcp.tools)
 
 
 def _version() -> str:
