@@ -198,6 +198,8 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 totals[status] += 1
                 detail = f": {outcome.reason}" if outcome.reason else (
                     f" ({outcome.chunks} chunk{'' if outcome.chunks == 1 else 's'})" if outcome.chunks else "")
+                if outcome.duplicate_of:
+                    detail += f"; same text as {outcome.duplicate_of!r}, stored twice (delete one to keep one copy)"
                 lines.append(f"{status:9s} {outcome.name}{detail}")
                 bar.write(lines[-1], file=sys.stderr)
             totals["chunks"] += reply.chunks

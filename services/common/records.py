@@ -5,8 +5,14 @@ protobuf messages, so they can be tested without gRPC.
 """
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+#: What joins a document's chunk texts before ``text_digest`` hashes them (ASCII record separator, which
+#: chunk text does not hold). retriever_pg's schema migration 8 computes the same digest in SQL.
+DIGEST_SEPARATOR = "\x1e"
 
 
 def storable_text(value: Any) -> bool:
@@ -19,6 +25,16 @@ def storable_text(value: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def text_digest(chunk_texts: Sequence[str]) -> str:
+    """SHA-256 hex of a document's chunk texts in reading order, joined by
+    DIGEST_SEPARATOR: equal for two files whose text was cut the same way,
+    whatever their names, titles or metadata (a file stored twice under two
+    names); "" for a document without chunks."""
+    if not chunk_texts:
+        return ""
+    return hashlib.sha256(DIGEST_SEPARATOR.join(chunk_texts).encode("utf-8")).hexdigest()
 
 
 @dataclass(slots=True)

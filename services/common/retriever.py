@@ -192,6 +192,11 @@ class RetrievalBackend(Protocol):
         """Stored content hash of each known id."""
         ...
 
+    async def documents_by_text_digest(self, collection: str, digests: list[str]) -> dict[str, str]:
+        """{digest: id of a stored document of ``collection`` with that text
+        digest} for the ``digests`` found ({} from a store that keeps none)."""
+        ...
+
     async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         """Expansion terms for ``keywords`` from ``collections``; NotImplementedError if not offered."""
         ...
@@ -245,6 +250,10 @@ class StoreLifecycle:
     async def collection_packs(self) -> dict[str, str]:
         packs = getattr(self.store, "collection_packs", None)
         return await packs() if packs is not None else {}
+
+    async def documents_by_text_digest(self, collection: str, digests: list[str]) -> dict[str, str]:
+        lookup = getattr(self.store, "documents_by_text_digest", None)
+        return await lookup(collection, digests) if lookup is not None else {}
 
 
 class EntityBackend(Protocol):
@@ -354,7 +363,14 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def GetDocumentHashes(self, request: retriever_pb2.GetDocumentHashesRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.GetDocumentHashesResponse:
         if len(request.document_ids) > MAX_HASH_IDS:
             raise InvalidArgument("document_ids", f"at most {MAX_HASH_IDS} ids per call")
-        return retriever_pb2.GetDocumentHashesResponse(content_hashes=await self._backend.document_hashes(list(request.document_ids)))
+        if len(request.text_digests) > MAX_HASH_IDS:
+            raise InvalidArgument("text_digests", f"at most {MAX_HASH_IDS} digests per call")
+        reply = retriever_pb2.GetDocumentHashesResponse(content_hashes=await self._backend.document_hashes(list(request.document_ids)))
+        if request.text_digests:
+            collection = flt.validate_collection(request.collection)
+            reply.documents_by_text_digest.update(
+                await self._backend.documents_by_text_digest(collection, list(request.text_digests)))
+        return reply
 
     async def SuggestExpansions(self, request: retriever_pb2.SuggestExpansionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.SuggestExpansionsResponse:
         if not request.keywords:

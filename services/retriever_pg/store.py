@@ -80,6 +80,7 @@ from services.retriever_pg.filter_sql import Params, scope_sql
 from services.retriever_pg import lifecycle
 from services.retriever_pg.parent_context import SectionChunk
 from services.common.records import (
+    text_digest,
     Deletion,
     StoredDocumentInfo,
     DocumentRecord,
@@ -158,7 +159,7 @@ _CONNECTION_ERRORS = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, C
 
 _WRITE_ERRORS = (asyncpg.PostgresError, ValueError, TypeError, OverflowError, struct.error)
 
-_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash", "collection", "source", "script"]
+_DOC_COLUMNS = ["id", "title", "heading_path", "metadata", "content_hash", "collection", "source", "script", "text_digest"]
 _CHUNK_COLUMNS = [
     "id", "document_id", "ordinal", "heading_path", "text",
     "parent_context", "embedding", "term_count", "metadata",
@@ -286,6 +287,19 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 f" sum(length(regexp_replace(text, '{_NOT_CJK_CLASS}', '', 'g'))) AS cjk,"
                 f" sum(length(regexp_replace(text, '{_NOT_LETTER_CLASS}', '', 'g'))) AS letters"
                 " FROM chunks GROUP BY document_id) s WHERE s.document_id = d.id",
+            ],
+        ),
+        (
+            # Each document's text digest (services.common.records.text_digest), so that a file whose
+            # text is already stored under another name is reported (FileOutcome.duplicate_of);
+            # documents stored before it are digested here from their chunks, as the code does.
+            8,
+            [
+                "ALTER TABLE documents ADD COLUMN IF NOT EXISTS text_digest text NOT NULL DEFAULT ''",
+                "UPDATE documents d SET text_digest = s.digest FROM (SELECT document_id,"
+                " encode(sha256(convert_to(string_agg(text, E'\\x1e' ORDER BY ordinal), 'UTF8')), 'hex') AS digest"
+                " FROM chunks GROUP BY document_id) s WHERE s.document_id = d.id",
+                "CREATE INDEX IF NOT EXISTS documents_text_digest_idx ON documents (collection, text_digest)",
             ],
         ),
     ]
@@ -423,7 +437,9 @@ def _prepare(index: int, doc: DocumentRecord, dim: int) -> _Prepared:
     _check_str(collection, "collection")
     _check_str(getattr(doc, "source", ""), "source")
     script = writing_system(" ".join(chunk.text for chunk in doc.chunks if isinstance(chunk.text, str)))
-    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash, collection, doc.source, script)
+    digest = text_digest([c.text for c in sorted(doc.chunks, key=lambda c: c.ordinal)])
+    doc_row = (doc.id, doc.title, list(doc.heading_path), doc.metadata, doc.content_hash, collection, doc.source, script,
+               digest)
 
     chunk_rows: list[tuple] = []
     term_rows: list[tuple] = []
@@ -1088,6 +1104,22 @@ class PgStore:
                 "SELECT id, content_hash FROM documents WHERE id = ANY($1::text[])", wanted
             )
         return {r["id"]: r["content_hash"] for r in rows}
+
+    async def documents_by_text_digest(self, collection: str, digests: list[str]) -> dict[str, str]:
+        """{digest: id of a stored document of ``collection`` with that text
+        digest (the smallest id when several)} for the ``digests`` found.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [d for d in dict.fromkeys(digests) if d and storable_text(d)]
+        if not wanted:
+            return {}
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT text_digest, min(id) AS id FROM documents WHERE collection = $1"
+                " AND text_digest = ANY($2::text[]) GROUP BY text_digest", collection, wanted)
+        return {r["text_digest"]: r["id"] for r in rows}
 
     async def list_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
                              conditions: Sequence[Condition], page_size: int, after_id: str = "",

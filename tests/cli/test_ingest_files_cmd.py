@@ -29,3 +29,17 @@ async def test_a_jsonl_files_documents_count_in_the_totals(fake_gateway, monkeyp
     assert code == 0 and inner["stored"] == 3
     assert (totals["files"], totals["stored"], totals["failed"]) == (2, 4, 0)
     assert totals["chunks"] >= inner["chunks"] + 1
+
+
+async def test_a_file_with_the_same_text_as_another_says_so(fake_gateway, monkeypatch, capsys, tmp_path):
+    gw = await fake_gateway(ingest={"sentence_vectors": False})
+    capsys.readouterr()
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    for name in ("报销.md", "报销-副本.md"):
+        (tmp_path / name).write_text("# 报销\n\n差旅费须在出差结束后三十天内报销。\n", "utf-8")
+    code = await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "报销.md"), str(tmp_path / "报销-副本.md"),
+                                          "--collection", "hr"])
+    err = capsys.readouterr().err
+    copy = next(line for line in err.splitlines() if "报销-副本.md" in line)
+    assert code == 0 and copy.startswith("stored") and "same text as" in copy and "报销.md'" in copy

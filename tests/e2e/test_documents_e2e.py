@@ -315,3 +315,24 @@ async def test_the_cli_lists_documents_page_by_page_with_the_token_it_prints(mes
     assert len(shown) == 4 and len({line.split()[0] for line in shown}) == 4  # two pages, no document twice
     assert await asyncio.to_thread(cli, ["documents", "delete", "分页/9", "--collection", "分页"]) == 0
     assert "not found in collections/分页: 分页/9" in capsys.readouterr().err
+
+
+async def test_a_file_whose_text_is_already_stored_is_stored_with_a_notice(stub):
+    """The same text under another name (a copy, a download twice) is stored under its own id and
+    says which document holds it already: stored before, or an earlier file of the same call."""
+    def md(name: str, body: str) -> gateway_pb2.IngestFile:
+        return gateway_pb2.IngestFile(name=name, content=f"# 门禁卡办理\n\n{body}\n".encode())
+
+    card = "新员工入职当天到行政前台领取门禁卡，遗失补办收费二十元。"
+    first = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("门禁.md", card)], collection="dups"), timeout=600)
+    assert first.files[0].status == gateway_pb2.FILE_STATUS_STORED and first.files[0].duplicate_of == ""
+    parking = "访客车辆在地下二层停放，前两小时免费。"
+    again = await stub.Ingest(gateway_pb2.IngestRequest(files=[
+        md("门禁(1).md", card), md("门禁.md", card), md("停车.md", parking), md("停车-副本.md", parking),
+        md("其他.md", "会议室须提前一天预订。")], collection="dups"), timeout=600)
+    outcome = {f.name: (gateway_pb2.FileStatus.Name(f.status), f.duplicate_of) for f in again.files}
+    assert outcome == {"门禁(1).md": ("FILE_STATUS_STORED", "门禁.md"), "门禁.md": ("FILE_STATUS_UNCHANGED", ""),
+                       "停车.md": ("FILE_STATUS_STORED", ""), "停车-副本.md": ("FILE_STATUS_STORED", "停车.md"),
+                       "其他.md": ("FILE_STATUS_STORED", "")}
+    elsewhere = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("门禁-分部.md", card)], collection="dups2"), timeout=600)
+    assert (elsewhere.files[0].status, elsewhere.files[0].duplicate_of) == (gateway_pb2.FILE_STATUS_STORED, "")  # another collection

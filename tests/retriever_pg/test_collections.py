@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from services.common import names
 from services.common.filters import parse_filter
-from services.common.records import ChunkRecord, DocumentRecord
+from services.common.records import ChunkRecord, DocumentRecord, text_digest
 from services.common.retriever import RetrievalQuery
 from services.common.text import document_terms, query_keywords
 from services.ingest.chunking import ChunkingConfig, chunk_sections
@@ -254,8 +254,9 @@ async def test_migration_4_upgrades_a_store_ingested_before_collections(pg_new_d
                            "VALUES ('en#0', 'en', 0, '{}', 'Cylinders are filled only in the station compressor room (压缩机房) by the dive officer on duty, between eight and ten in the morning.', 1)")
         await conn.executemany("INSERT INTO chunk_terms (term, chunk_id, tf, doc_len) VALUES ($1, '7#0', 1, 2)", [("专利",), ("申请",)])
         await conn.execute("INSERT INTO entity_cards (name, card, gram_count, content_hash) VALUES ('专利', '专利', 3, 'x')")
-    # 5: each collection's domain pack; 6: the postings generation; 7: each document's writing system
-    assert await old.migrate() == [4, 5, 6, 7]
+    # 5: each collection's domain pack; 6: the postings generation; 7: each document's writing system;
+    # 8: each document's text digest
+    assert await old.migrate() == [4, 5, 6, 7, 8]
     assert await old.migrate() == []
     assert await old.collection_packs() == {"default": "law_zh"}  # stored before packs: read as statutes
     listed = await old.list_documents([], ["default"], parse_filter('status = "现行有效"'), 10)
@@ -265,5 +266,7 @@ async def test_migration_4_upgrades_a_store_ingested_before_collections(pg_new_d
     assert [h.script for h in hits] == ["cjk"]  # backfilled from its chunks by migration 7
     async with old.connection() as conn:
         assert await conn.fetchval("SELECT script FROM documents WHERE id = 'en'") == "latin"
+        assert await conn.fetchval("SELECT text_digest FROM documents WHERE id = '7'") == \
+            text_digest(["对发明人的专利申请，任何单位不得压制。"])  # migration 8, as the code digests it
     assert await EntityCardStore(old.connection, DIM).collection_counts() == {"default": 1}
     await old.close()

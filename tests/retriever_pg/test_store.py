@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import pytest_asyncio
 
-from services.common.records import ChunkRecord, DocumentRecord
+from services.common.records import ChunkRecord, DocumentRecord, text_digest
 from services.common.text import document_terms, query_keywords
-from services.retriever_pg.store import LATEST_SCHEMA_VERSION, PgStore
+from services.retriever_pg.store import LATEST_SCHEMA_VERSION, PgStore, _migrations
 
 pytestmark = pytest.mark.integration
 
@@ -270,6 +270,21 @@ async def test_each_document_s_writing_system_is_stored_and_every_hit_carries_it
                                                    "车辆#1": "cjk", "数字表#0": ""}
     keyword = await store.keyword_search(["quiet", "车辆"], 10)
     assert keyword and all(h.script == {"rules": "latin", "车辆": "cjk"}[h.document_id] for h in keyword)
+
+
+async def test_a_document_with_the_same_text_under_another_id_is_found_by_its_text_digest(store):
+    body = ["第一条 员工每年享有带薪年休假。", "第二条 年休假不得折算为现金。"]
+    docs = [make_doc("手册.txt", body, title="员工手册"), make_doc("手册副本.txt", body, title="手册副本"),
+            make_doc("其他.txt", ["第一条 另一份文件。"])]
+    assert (await store.ingest_documents(docs)).stored == 3
+    same, other = text_digest(body), text_digest(["第一条 另一份文件。"])
+    assert await store.documents_by_text_digest("default", [same, other, "0" * 64]) == {same: "手册.txt", other: "其他.txt"}
+    assert await store.documents_by_text_digest("elsewhere", [same]) == {}
+    # documents stored before the column get the same digest from migration 8's SQL as from the code
+    async with store._conn() as conn:  # noqa: SLF001
+        await conn.execute("UPDATE documents SET text_digest = ''")
+        await conn.execute(dict(_migrations(DIM))[8][1])
+    assert await fetchval(store, "SELECT text_digest FROM documents WHERE id = '手册副本.txt'") == same
 
 
 def bm25_reference(corpus: dict[str, list[str]], query: list[str], k1=1.2, b=0.75) -> dict[str, float]:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
+from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
+from services.common.errors import DownstreamError
 from services.common.filters import DEFAULT_COLLECTION
-from services.common.records import DocumentRecord, storable_text
+from services.common.records import DocumentRecord, storable_text, text_digest
 from services.ingest.chunking import ChunkingConfig, chunk_sections
 from services.gateway.library.document_ingest import DocumentIngest
 from services.ingest.files import FileParseError, media_type_of, parse_file
@@ -129,6 +131,7 @@ class FileIngest:
             parsed[doc.record.id], index_of[doc.record.id] = doc, i
             outcomes[i].pages, outcomes[i].media_type = doc.pages, doc.media_type
         trace.record(names.STAGE_PARSE, started)
+        duplicates = await self._duplicates(parsed, index_of, collection, deadline) if parsed else {}
         if parsed:
             result = await self.documents.store({k: d.record for k, d in parsed.items()}, {k: d.text for k, d in parsed.items()},
                                                 deadline, trace)
@@ -141,10 +144,44 @@ class FileIngest:
                 else:
                     outcomes[i].status = gateway_pb2.FILE_STATUS_STORED
                     outcomes[i].chunks = len(parsed[doc_id].record.chunks)
+                    outcomes[i].duplicate_of = duplicates.get(doc_id, "")
             response.stored, response.unchanged, response.chunks = len(result.stored), len(result.unchanged), result.chunks
         response.files.extend(outcomes)
         response.timings.extend(trace.timings)
         return response
+
+    async def _duplicates(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
+                          deadline: Deadline) -> dict[str, str]:
+        """{document id: id of another document of ``collection`` with the same
+        text (``text_digest``)}: one stored before (asked of the retrievers),
+        else an earlier file of this call. Best effort: a retriever that
+        cannot be asked gives no notice rather than failing the ingest."""
+        digests = {doc_id: text_digest([c.text for c in sorted(doc.record.chunks, key=lambda c: c.ordinal)])
+                   for doc_id, doc in parsed.items()}
+        request = retriever_pb2.GetDocumentHashesRequest(text_digests=sorted(set(digests.values()) - {""}),
+                                                         collection=collection)
+        replies = await asyncio.gather(*(r.get_document_hashes(request, deadline.left(30)) for r in self.documents.retrievers),
+                                       return_exceptions=True)
+        stored: dict[str, str] = {}
+        for reply in replies:
+            if isinstance(reply, DownstreamError):
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            stored.update(reply.documents_by_text_digest)
+        first_of: dict[str, str] = {}
+        duplicates: dict[str, str] = {}
+        for doc_id in sorted(index_of, key=index_of.get):
+            digest = digests[doc_id]
+            if not digest:
+                continue
+            other = stored.get(digest)
+            if other is None or other == doc_id:
+                other = first_of.get(digest)
+            first_of.setdefault(digest, doc_id)
+            if other and other != doc_id:
+                duplicates[doc_id] = other
+        return duplicates
 
     @staticmethod
     def _fail(response: gateway_pb2.IngestResponse, outcome: gateway_pb2.FileOutcome, index: int, reason: str) -> None:

@@ -1551,6 +1551,7 @@ class FileOutcome(_message.Message):
     CHUNKS_FIELD_NUMBER: _builtins.int
     PAGES_FIELD_NUMBER: _builtins.int
     MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    DUPLICATE_OF_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The file's name, as given."""
     document_id: _builtins.str
@@ -1565,6 +1566,12 @@ class FileOutcome(_message.Message):
     """Pages of a PDF (0 for other formats)."""
     media_type: _builtins.str
     """Media type it was parsed as."""
+    duplicate_of: _builtins.str
+    """Another document of the collection with the same text (stored before,
+    or an earlier file of this call), when there is one: the file was
+    stored all the same, under its own id, and both will be found; delete
+    one (DeleteDocuments) to keep a single copy. "" when none.
+    """
     def __init__(
         self,
         *,
@@ -1575,10 +1582,11 @@ class FileOutcome(_message.Message):
         chunks: _builtins.int = ...,
         pages: _builtins.int = ...,
         media_type: _builtins.str = ...,
+        duplicate_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "document_id", b"document_id", "media_type", b"media_type", "name", b"name", "pages", b"pages", "reason", b"reason", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "document_id", b"document_id", "duplicate_of", b"duplicate_of", "media_type", b"media_type", "name", b"name", "pages", b"pages", "reason", b"reason", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -556,18 +556,31 @@ class GetDocumentHashesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     DOCUMENT_IDS_FIELD_NUMBER: _builtins.int
+    TEXT_DIGESTS_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    """The collection "text_digests" are looked up in ("default" when empty)."""
     @_builtins.property
     def document_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Document ids to look up (at most 10,000)."""
+
+    @_builtins.property
+    def text_digests(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Text digests (services.common.records.text_digest: SHA-256 hex of a
+        document's chunk texts) to look up among the documents of "collection"
+        (at most 10,000): a file whose text is already stored under another id.
+        """
 
     def __init__(
         self,
         *,
         document_ids: _abc.Iterable[_builtins.str] | None = ...,
+        text_digests: _abc.Iterable[_builtins.str] | None = ...,
+        collection: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["document_ids", b"document_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "document_ids", b"document_ids", "text_digests", b"text_digests"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -599,19 +612,48 @@ class GetDocumentHashesResponse(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class DocumentsByTextDigestEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     CONTENT_HASHES_FIELD_NUMBER: _builtins.int
+    DOCUMENTS_BY_TEXT_DIGEST_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def content_hashes(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Content hash per stored document id; unknown ids are absent."""
+
+    @_builtins.property
+    def documents_by_text_digest(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """For each asked text digest that a stored document of the collection
+        has, that document's id (the smallest id when several); a retriever
+        that keeps no digests (retriever_graph) leaves it empty.
+        """
 
     def __init__(
         self,
         *,
         content_hashes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        documents_by_text_digest: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hashes", b"content_hashes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hashes", b"content_hashes", "documents_by_text_digest", b"documents_by_text_digest"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
