@@ -233,6 +233,33 @@ async def test_llm_max_sources_shows_the_llm_only_the_first_sources():
     assert answer.answer == "应当支付[1]，另见。" and answer.invalid_citations_removed == 1
 
 
+class RecordingFuser(FakeFuser):
+    """Keeps every FuseRequest's top_k."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.top_ks: list[int] = []
+
+    async def fuse(self, request, timeout):
+        self.top_ks.append(request.top_k)
+        return await super().fuse(request, timeout)
+
+
+async def test_an_answer_judges_ten_results_and_answers_from_the_top_k_asked():
+    """top_k below JUDGED_RESULTS: the search still fuses ten results for the no-answer rule, and the
+    answer, its sources and its search are cut to the top_k asked."""
+    hits = [candidate(f"d{i}", f"第{i}条 {ARTICLE}", "pg.keyword", 9.0 - i, vector_score=0.93 - i / 100) for i in range(8)]
+    fuser = RecordingFuser()
+    llm = FakeLlm(enabled=True, answer="应当支付二倍的工资[1]，另见[3]。")
+    answer = await mesh(pg=FakeRetriever("retriever_pg", hits), fuser=fuser, llm=llm).answerer.answer("工资", 2, None, Deadline(10))
+    assert fuser.top_ks[-1] == 10  # the final fusion (before it, sentence MaxSim fuses its own candidates)
+    assert [c.document_id for c in answer.search.results] == ["d0", "d1"]
+    assert len(re.findall(r"^\[\d+\] ", answer.search.context, re.M)) == 2
+    (messages, _), = llm.requests
+    assert "[2] " in messages[-1]["content"] and "[3] " not in messages[-1]["content"]
+    assert answer.answer == "应当支付二倍的工资[1]，另见。" and [c.number for c in answer.citations] == [1]
+
+
 async def test_entity_search_without_expander_searches_the_raw_query():
     graph = FakeRetriever("retriever_graph", entities=[entity("马铃薯")])
     use = mesh(expander=FakeExpander(fail=grpc.StatusCode.UNAVAILABLE), graph=graph)

@@ -52,6 +52,12 @@ STRATEGY_ENUM = {
 #: Codes of a failed full-pipeline strategy that skip the later ones: the
 #: retrievers are down, so only the fast path can still answer.
 _RETRIEVERS_DOWN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+#: Results every strategy searches for, whatever the request's top_k below it: the no-answer
+#: rule reads the first ten results (its fits were made on searches of top_k 10:
+#: bench/abstention_fit.py), so asking for five must not change whether a question is answered
+#: (a fresh user's 试用期多长？ was refused at top_k 5, answered at 10). The answer is then built
+#: from the first top_k of them (``handlers.first_results``).
+JUDGED_RESULTS = 10
 
 
 class _Skip(Exception):
@@ -122,7 +128,8 @@ class FallbackChain:
                 continue
             retrieval = None
             try:
-                retrieval = await self._attempt(strategy, query, names_seen, top_k, rerank, deadline, attempt, scope)
+                retrieval = await self._attempt(strategy, query, names_seen, max(top_k, JUDGED_RESULTS), rerank, deadline,
+                                                attempt, scope)
             except _Skip as skip:
                 attempt.reason = f"skipped: {skip}"
             except asyncio.TimeoutError:

@@ -12,8 +12,10 @@ from prometheus_client import Counter
 
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common import names
+from services.gateway.answer import grounding
 from services.gateway.answer.fallback_chain import STRATEGY_ENUM, Chosen, FallbackChain
-from services.gateway.answer.generator import Generator, abstained_response
+from services.gateway.answer.generator import Generator, abstained_response, packed_labels
+from services.gateway.search.fuse_request import Retrieval
 from services.gateway.downstream.guard import Deadline, Trace
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope
 
@@ -21,6 +23,26 @@ ANSWER_STRATEGY = Counter("graphmesh_answer_strategy_total", "Answers by the str
 ABSTAINED = Counter("graphmesh_answer_abstained_total",
                     "Answers that abstained (no-answer) because the evidence does not answer the question, by reason: "
                     "low_evidence or no_evidence.", ("reason",))
+
+
+def first_results(retrieval: Retrieval | None, top_k: int) -> Retrieval | None:
+    """``retrieval`` cut to its first ``top_k`` results, and its packed
+    context to the sources among them (the longest run of cited sources
+    from [1] that are all among those results; the whole context when it
+    holds no others, or when [1] is not among them). The chain searches at
+    least JUDGED_RESULTS deep to judge the evidence; an answer is built from
+    the sources asked for."""
+    if retrieval is None or len(retrieval.response.results) <= top_k:
+        return retrieval
+    response = gateway_pb2.SearchResponse()
+    response.CopyFrom(retrieval.response)
+    del response.results[top_k:]
+    kept = {c.id for c in response.results}
+    n = next((i for i, cid in enumerate(retrieval.cited_ids) if cid not in kept), len(retrieval.cited_ids))
+    if 0 < n < len(retrieval.cited_ids):
+        response.context = grounding.first_sources(retrieval.response.context, n, packed_labels(retrieval))
+        return Retrieval(response, retrieval.cited_ids[:n], retrieval.cited_texts[:n], retrieval.by_id)
+    return Retrieval(response, retrieval.cited_ids, retrieval.cited_texts, retrieval.by_id)
 
 
 class Answerer:
@@ -42,6 +64,7 @@ class Answerer:
         chosen = Chosen()
         async for event in self.chain.run(query, top_k, rerank, deadline, chosen, scope):
             yield event
+        chosen.retrieval, chosen.evidence = first_results(chosen.retrieval, top_k), first_results(chosen.evidence, top_k)
         strategy = STRATEGY_ENUM.get(chosen.strategy, gateway_pb2.FALLBACK_STRATEGY_UNSPECIFIED)
         if chosen.abstained:
             trace = Trace()

@@ -861,7 +861,12 @@ class AnswerRequest(_message.Message):
     query: _builtins.str
     """The question (as SearchRequest.query)."""
     top_k: _builtins.int
-    """Evidence items to consider (1 to 100; 10 when 0)."""
+    """Evidence items to answer from (1 to 100; 10 when 0). Whether the
+    evidence answers the question at all is judged on the first 10
+    results whatever top_k is, so a smaller top_k never turns an answer
+    into a no-answer; the answer, its sources and its search then hold the
+    first top_k.
+    """
     rerank: _builtins.bool
     """Whether to run the cross-encoder; the service default when unset."""
     @_builtins.property
@@ -1170,7 +1175,12 @@ class AnswerStreamRequest(_message.Message):
     query: _builtins.str
     """The question (as SearchRequest.query)."""
     top_k: _builtins.int
-    """Evidence items to consider (1 to 100; 10 when 0)."""
+    """Evidence items to answer from (1 to 100; 10 when 0). Whether the
+    evidence answers the question at all is judged on the first 10
+    results whatever top_k is, so a smaller top_k never turns an answer
+    into a no-answer; the answer, its sources and its search then hold the
+    first top_k.
+    """
     rerank: _builtins.bool
     """Whether to run the cross-encoder; the service default when unset."""
     @_builtins.property
