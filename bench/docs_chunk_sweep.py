@@ -6,7 +6,8 @@ first (Search, top 10), and how many extractive answers quote it. Saves
 per-question ranks to bench/results/<DOCSET>_chunk_<CHUNK>.json, so sizes can be
 compared (and cross-validated) afterwards, and each Answer's packed context,
 answer and number of sources, so the extractive answer can be replayed
-offline on the same contexts (bench/extractive_probe.py). Not a test; run it as a pytest
+offline on the same contexts (bench/extractive_probe.py), and the same of
+each out-of-scope question ("out_of_scope"). Not a test; run it as a pytest
 module so it gets the quality gate's in-process mesh. DOCSET=company_docs runs
 the company's seven documents and 37 questions instead (never tuned on); DOCSET may also be a folder
 laid out the same way (queries.jsonl, out_of_scope.jsonl beside the documents):
@@ -52,7 +53,7 @@ async def test_chunk_size(mesh):
     questions, folder = DOCUMENT_SETS[docset]
     rows = load_dataset(questions)
     ranks = {}
-    answers = {}
+    answers, unanswerable = {}, {}
     async with gateway(mesh, ingest={"chunk_tokens": chunk, "chunk_overlap": chunk // 8, "embed_batch": 32}) as address:
         collection = f"sweep{chunk}"
         await ingest(address, collection, folder)
@@ -70,9 +71,14 @@ async def test_chunk_size(mesh):
                     "context": answer.search.context, "answer": answer.answer,
                     "mode": gateway_pb2.AnswerMode.Name(answer.mode),
                     "quotes": any(g in _squeeze(answer.answer) for g in golds)}
+            out_of_scope = load_dataset(folder / "out_of_scope.jsonl") if (folder / "out_of_scope.jsonl").is_file() else []
+            for row in out_of_scope:  # kept for offline studies of what an answer to them quotes
+                answer = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=10, collections=[collection]),
+                                           timeout=PATIENT)
+                unanswerable[str(row.get("id"))] = {"context": answer.search.context, "answer": answer.answer,
+                                                    "mode": gateway_pb2.AnswerMode.Name(answer.mode)}
         answered = await run_queries(address, rows, 10, concurrency=2, timeout=PATIENT, answers=True,
                                      judge_address=mesh.addresses["judge"], collections=(collection,))
-        out_of_scope = load_dataset(folder / "out_of_scope.jsonl") if (folder / "out_of_scope.jsonl").is_file() else []
         refused = await run_queries(address, out_of_scope, 10, concurrency=2, timeout=PATIENT, answers=True,
                                     judge_address=mesh.addresses["judge"], collections=(collection,))
     quotes = sum(bool(r.answer_quotes_gold) for r in answered)
@@ -91,6 +97,7 @@ async def test_chunk_size(mesh):
         print(f"  out of scope: {len(refused)} questions, abstained {abstained}")
     out = REPO / "bench" / "results" / f"{docset}_chunk_{chunk}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"set": docset, "chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers},
+    out.write_text(json.dumps({"set": docset, "chunk_tokens": chunk, "ranks": ranks, "quotes": quotes, "answers": answers,
+                               "out_of_scope": unanswerable},
                               ensure_ascii=False, indent=1))
     print(f"{docset}, chunk {chunk}: answering passage first {first} of {len(rows)}, quoted {quotes} of {len(rows)}")
