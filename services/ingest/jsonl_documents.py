@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 
 from services.common.records import storable_text
+from services.ingest.document_ids import path_id_problem
 
 #: Deepest nesting a record may have (a record's own object is level 1).
 #: Deeper JSON is no document or entity, and unbounded nesting would exhaust
@@ -154,6 +155,9 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
         return ParseFailure(index, "", "id", "must be a non-empty string or integer")
     doc_id = str(raw_id).strip()
+    problem = path_id_problem(doc_id)
+    if problem:
+        return ParseFailure(index, "", "id", f"{doc_id!r} {problem}: its REST name could not reach it")
     unknown = next((str(k) for k in record if k not in RECORD_FIELDS), None)
     if unknown is not None:
         return ParseFailure(index, doc_id, unknown, unknown_field_reason(unknown))

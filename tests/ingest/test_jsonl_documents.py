@@ -55,3 +55,12 @@ def test_a_record_with_a_field_it_does_not_have_fails_naming_it_and_the_others_a
     assert 'did you mean "metadata"?' in failures[0].reason and 'did you mean "title"?' in failures[1].reason
     assert "did you mean" not in failures[2].reason and 'goes under "metadata"' in failures[2].reason
     assert [(d.id, d.title, d.metadata) for d in docs] == [("good", "Dinner", {"dept": "行政", "url": "https://example.com/a"})]
+
+
+def test_an_id_whose_rest_name_could_not_reach_it_fails_as_a_file_name_would():
+    ids = ["../../y", "/abs", "x//y", "a\u202eb", "./x", "手册/第一条", "a.b/c"]
+    payload = "\n".join(json.dumps({"id": i, "text": "第一条 内容。"}, ensure_ascii=False) for i in ids).encode()
+    docs, failures = parse_jsonl(payload)
+    assert [d.id for d in docs] == ["手册/第一条", "a.b/c"]
+    assert [(f.index, f.field) for f in failures] == [(0, "id"), (1, "id"), (2, "id"), (3, "id"), (4, "id")]
+    assert "path segment" in failures[0].reason and "invisible" in failures[3].reason

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from services.common.errors import DownstreamError
 from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord, storable_text, text_digest
 from services.ingest.chunking import ChunkingConfig, chunk_sections
+from services.ingest.document_ids import path_id_problem
 from services.gateway.library.document_ingest import DocumentIngest
 from services.ingest.files import FileParseError, media_type_of, parse_file
 from services.gateway.downstream.guard import Deadline, Trace
@@ -36,21 +36,6 @@ class ParsedDocument:
     text: str
     pages: int
     media_type: str
-
-
-def path_id_problem(doc_id: str) -> str:
-    """Why ``doc_id``, a file's document id (its name or relative path), is
-    refused, or "": a "." or ".." segment or an empty one (a leading "/",
-    "//"), which an HTTP client folds away before the request leaves it, so
-    the document's REST name (collections/{c}/documents/{id}) would reach
-    another resource or none; a control or invisible formatting character
-    (a right-to-left override shows "\u202egnp.txt" as "txt.png" in a
-    listing)."""
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in doc_id):
-        return "holds a control or invisible formatting character"
-    if any(segment in ("", ".", "..") for segment in doc_id.split("/")):
-        return 'has an empty, "." or ".." path segment'
-    return ""
 
 
 def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig) -> ParsedDocument:
