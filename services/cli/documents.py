@@ -259,8 +259,9 @@ def cmd_documents(args: argparse.Namespace) -> int:
                       f"deleted {reply.deleted_documents} documents: {', '.join(reply.document_ids) or '-'}\n" +
                       "\n".join(f"  {store}: {json_format.MessageToJson(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
                 missing = [i for i in args.ids if i not in set(reply.document_ids)]
-                if missing and not args.json:
+                if missing:  # the others were deleted; a script must still see that a named one was not there
                     print(f"not found in {_parent(args)}: {', '.join(missing)}", file=sys.stderr)
+                    return 1
                 return 0
             token, shown = args.page_token or "", 0
             while True:

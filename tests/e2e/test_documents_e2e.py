@@ -313,8 +313,10 @@ async def test_the_cli_lists_documents_page_by_page_with_the_token_it_prints(mes
     second = capsys.readouterr()
     shown = [line for line in (first.out + second.out).splitlines() if line.strip()]
     assert len(shown) == 4 and len({line.split()[0] for line in shown}) == 4  # two pages, no document twice
-    assert await asyncio.to_thread(cli, ["documents", "delete", "分页/9", "--collection", "分页"]) == 0
-    assert "not found in collections/分页: 分页/9" in capsys.readouterr().err
+    # a named id that is not there: the others are deleted, and the exit status says one was missing
+    assert await asyncio.to_thread(cli, ["documents", "delete", "分页/9", "分页/4", "--collection", "分页"]) == 1
+    out = capsys.readouterr()
+    assert "not found in collections/分页: 分页/9" in out.err and "deleted 1 documents: 分页/4" in out.out
 
 
 async def test_a_file_whose_text_is_already_stored_is_stored_with_a_notice(stub):
