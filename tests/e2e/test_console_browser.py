@@ -321,17 +321,21 @@ async def test_library_lists_collections_and_ingests_a_chinese_text_file(browser
         assert await page.locator(f"#lib-collections tr.current[data-collection={collection}]").count() == 1
         await shot(page, "library-file-zh")
 
-        # The file picker (the keyboard's way in): a second file; the first again is unchanged.
+        # The file picker (the keyboard's way in): a second file; the first again is unchanged; a copy
+        # of it under another name is stored with a notice naming the first.
         await page.set_input_files("#lib-file", files=[
             {"name": "合同法摘录.txt", "mimeType": "text/plain", "buffer": "第三条　订立劳动合同，应当遵循合法、公平的原则。\n".encode()},
-            {"name": "劳动法摘录.txt", "mimeType": "text/plain", "buffer": law.encode()}])
+            {"name": "劳动法摘录.txt", "mimeType": "text/plain", "buffer": law.encode()},
+            {"name": "劳动法摘录-副本.txt", "mimeType": "text/plain", "buffer": law.encode()}])
         await ingested(page, 2)
-        statuses = await page.locator("#lib-results li.ingest-result:first-child li.file-outcome").evaluate_all(
-            "items => items.map((i) => [i.dataset.name, i.dataset.status])")
-        assert statuses == [["合同法摘录.txt", "stored"], ["劳动法摘录.txt", "unchanged"]]
-        assert "写入 1，未变 1，失败 0" in await page.inner_text("#lib-status")
+        outcomes = page.locator("#lib-results li.ingest-result:first-child li.file-outcome")
+        statuses = await outcomes.evaluate_all("items => items.map((i) => [i.dataset.name, i.dataset.status])")
+        assert statuses == [["合同法摘录.txt", "stored"], ["劳动法摘录.txt", "unchanged"], ["劳动法摘录-副本.txt", "stored"]]
+        assert "与本集合中的 劳动法摘录.txt 文本相同" in await outcomes.nth(2).locator(".file-duplicate").inner_text()
+        assert await outcomes.nth(0).locator(".file-duplicate").count() == 0
+        assert "写入 2，未变 1，失败 0" in await page.inner_text("#lib-status")
         after = await shown_collections(page)
-        assert after[collection]["documents"] == 2 and after[collection]["chunks"] > shown[collection]["chunks"]
+        assert after[collection]["documents"] == 3 and after[collection]["chunks"] > shown[collection]["chunks"]
         assert after == await collections(console)
         await shot(page, "library-picker-zh")
 

@@ -113,7 +113,8 @@ function filesRow(names, collection, reply, traceId) {
         el("strong", { class: "file-name", text: o.name || names[i] || "" }),
         o.documentId && o.documentId !== o.name ? el("span", { class: "dim" }, " → ", el("code", { text: o.documentId })) : null,
         facts ? el("span", { class: "dim", text: ` · ${facts}` }) : null,
-        o.reason ? el("p", { class: "file-reason", text: o.reason }) : null);
+        o.reason ? el("p", { class: "file-reason", text: o.reason }) : null,
+        o.duplicateOf ? el("p", { class: "file-duplicate", text: t("lib.duplicateOf", { id: o.duplicateOf }) }) : null);
     })),
     timingsLine(reply),
     traceLine(traceId));
