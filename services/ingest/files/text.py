@@ -1,7 +1,8 @@
 """Plain text files (.txt): encoding detection and paragraphs.
 
-Encoding: a BOM decides (UTF-8, UTF-16); otherwise strict UTF-8; otherwise
-charset-normalizer's best guess, where any guess of the GB family (GB2312,
+Encoding: a BOM decides (UTF-8, UTF-16); otherwise strict UTF-8, or UTF-8 with
+a fault (cut inside its last character, or a few bad bytes among many valid
+characters: ``_damaged_utf8``); otherwise charset-normalizer's best guess, where any guess of the GB family (GB2312,
 GBK, HZ) decodes as GB18030, their superset, and a guess of another
 single-byte Latin code page gives way to Windows-1252 when that reads as
 cleanly; a file nothing decodes is a failure. Paragraphs are separated by
@@ -40,11 +41,33 @@ def decode_text(data: bytes) -> tuple[str, str]:
     else:
         try:
             text, encoding = data.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            text, encoding = _guess(data)
+        except UnicodeDecodeError as err:
+            text, encoding = _damaged_utf8(data, err) or _guess(data)
     if "\x00" in text:
         raise FileParseError("binary file, not text (NUL characters)")
     return text, encoding
+
+
+#: Valid non-ASCII UTF-8 characters a file must hold per undecodable byte sequence to be read as damaged
+#: UTF-8 rather than guessed: a GB18030 or Windows-1252 file decoded as UTF-8 forms few valid sequences
+#: among many errors; a UTF-8 file with a stray byte forms hundreds.
+DAMAGED_UTF8_RATIO = 4
+
+
+def _damaged_utf8(data: bytes, err: UnicodeDecodeError) -> tuple[str, str] | None:
+    """``data`` as UTF-8 when it is UTF-8 with a fault: cut inside its last
+    character (that character dropped), or a few undecodable bytes among
+    many valid multi-byte characters (each replaced by U+FFFD, at least
+    DAMAGED_UTF8_RATIO valid ones per fault); None otherwise, for the guess."""
+    if err.reason == "unexpected end of data" and err.start >= len(data) - 3:
+        try:
+            return data[:err.start].decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            pass
+    text = data.decode("utf-8", errors="replace")
+    faults = text.count("\ufffd")
+    valid = sum(1 for ch in text if ord(ch) > 0x7F and ch != "\ufffd")
+    return (text, "utf-8") if faults and valid >= max(DAMAGED_UTF8_RATIO * faults, 8) else None
 
 
 def _guess(data: bytes) -> tuple[str, str]:

@@ -129,6 +129,17 @@ def test_western_single_byte_text_reads_as_windows_1252_and_central_european_as_
     assert decode_text(czech.encode("cp1250"))[0] == czech  # bytes Windows-1252 has no character for
 
 
+def test_utf8_cut_inside_its_last_character_or_with_a_stray_byte_is_read_as_utf8():
+    rule = "第一条 员工每年享有带薪年休假，具体天数按工龄计算。"
+    cut = rule.encode("utf-8")[:-1]  # a download cut short, inside 。
+    assert decode_text(cut) == (rule[:-1], "utf-8")
+    stray = (rule * 3).encode("utf-8").replace("带".encode("utf-8"), b"\xff", 1)  # one bad byte among 70 characters
+    text, encoding = decode_text(stray)
+    assert encoding == "utf-8" and text.count("\ufffd") == 1 and text.endswith(rule)
+    # GB18030 and Windows-1252 bytes are not taken for damaged UTF-8 (the tests above)
+    assert decode_text(rule.encode("gb18030")) == (rule, "gb18030")
+
+
 def test_markdown_headings_and_table():
     parsed = parse_file("办法.md", "", mk.markdown_text().encode())
     assert parsed.title == mk.TITLE
