@@ -74,7 +74,8 @@ def validate_ingest(request: gateway_pb2.IngestRequest) -> str:
         if sum(len(f.content) for f in request.files) > MAX_FILE_BYTES:
             raise InvalidArgument("files", f"at most {MAX_FILE_BYTES} bytes of files per call")
     elif not request.jsonl.strip():
-        raise InvalidArgument("jsonl", "must hold at least one JSON record (or give files)")
+        raise InvalidArgument("jsonl", "the request holds neither JSONL records nor files: give jsonl (base64 JSONL, one record "
+                                       "at least) or files (one file at least)")
     return collection
 
 

@@ -123,3 +123,11 @@ def test_a_call_that_ran_out_of_its_own_deadline_is_a_504_in_our_words(details):
     body = json.loads(reply.text)["error"]
     assert reply.status == 504 and body["status"] == "DEADLINE_EXCEEDED"
     assert body["message"] == DEADLINE_MESSAGE and "X-Timeout-Seconds" in body["message"]
+
+
+async def test_an_ingest_with_neither_records_nor_files_says_what_to_give(fake_gateway):
+    url = await rest(fake_gateway)
+    status, body = await post(url + "/v1/documents:ingest", {"collection": "h", "files": []})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["status"] == "INVALID_ARGUMENT"
+    assert "neither JSONL records nor files" in error["message"] and "files (one file at least)" in error["message"]
