@@ -173,6 +173,11 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
         if field.message_type.GetOptions().map_entry:
             if not isinstance(value, dict):
                 return name, f"must be a JSON object of keys and values, got {_kind(value)}"
+            if field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_STRING:
+                # json_format: "Failed to parse metadata field: ... (a string is expected)", no key named
+                bad = next(((k, v) for k, v in value.items() if v is not None and not isinstance(v, str)), None)
+                if bad is not None:
+                    return f"{name}.{bad[0]}", f"must be a JSON string, got {_kind(bad[1])}"
             continue
         elements = [(name, value)]
         if field.is_repeated:

@@ -43,6 +43,9 @@ SHAPES = [
     ('{"query": "x", "filters": {"key": "a"}}', gateway_pb2.SearchRequest, "filters", "must be a JSON array of objects, got an object"),
     ('{"query": "x", "filters": ["status"]}', gateway_pb2.SearchRequest, "filters[0]", "got a string"),
     ('{"files": [{"name": "a.txt", "metadata": "x"}]}', gateway_pb2.IngestRequest, "files[0].metadata", "keys and values"),
+    # a fresh user's number among metadata values was reported as "files.metadata: Failed to parse files field: ..."
+    ('{"files": [{"name": "a.txt", "content": "eA=="}, {"name": "b.txt", "content": "eA==", "metadata": {"dept": "hr", "year": 2024}}]}',
+     gateway_pb2.IngestRequest, "files[1].metadata.year", "must be a JSON string, got a number"),
     # a fresh user's file content given as a number was reported as "files.content", with no index
     ('{"files": [{"name": "a.txt", "content": "eA=="}, {"name": "b.txt", "content": 5}]}', gateway_pb2.IngestRequest,
      "files[1].content", "must be a JSON string (base64), got a number"),
@@ -70,6 +73,7 @@ def test_bodies_of_the_right_shape_have_no_shape_error():
     good = {"query": "x", "filters": [{"key": "status", "anyOf": {"values": ["a"]}}, {"key": "y", "range": {"gte": "1"}}]}
     assert shape_error(good, gateway_pb2.SearchRequest.DESCRIPTOR) is None
     assert shape_error({"query": "x", "filters": None}, gateway_pb2.SearchRequest.DESCRIPTOR) is None
+    assert shape_error({"files": [{"name": "a", "metadata": {"k": "v"}}]}, gateway_pb2.IngestRequest.DESCRIPTOR) is None
     json_format.Parse(json.dumps(good), gateway_pb2.SearchRequest())  # json_format agrees
 
 
