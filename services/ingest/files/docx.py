@@ -18,7 +18,7 @@ import zipfile
 
 from services.common.text import TABLE_CELL_SEPARATOR
 from services.ingest.files.docx_numbering import list_numbers
-from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
+from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata, title_line
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -106,10 +106,9 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
         else:
             builder.add(text)
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
-    author = (document.core_properties.author or "").strip()
     sections = builder.build()
     typed_title = title_line(sections)
     if typed_title and title in ("", typed_title):  # a title paragraph without the Title or a Heading style
         sections, title = sections[1:], typed_title
     return ParsedFile(title or builder.first_heading or stem, sections, MEDIA_TYPE,
-                      metadata={"author": author} if author else {})
+                      metadata=author_metadata(document.core_properties.author or ""))

@@ -130,6 +130,18 @@ class SectionBuilder:
         return [s for s in self.sections if s.blocks]
 
 
+#: Authors that writing libraries put in a file by default (python-docx's "python-docx", reportlab's
+#: "(anonymous)"): not a person, so not stored as the document's author.
+PLACEHOLDER_AUTHORS = frozenset({"(anonymous)", "anonymous", "python-docx", "unknown", "author"})
+
+
+def author_metadata(author: str) -> dict[str, str]:
+    """{"author": author} for a file's stated author, {} when it states none
+    or a writer's placeholder (PLACEHOLDER_AUTHORS)."""
+    author = author.strip()
+    return {"author": author} if author and author.lower() not in PLACEHOLDER_AUTHORS else {}
+
+
 def title_line(sections: list[Section]) -> str:
     """A title typed as a plain first paragraph: when the text before the
     first heading is one short line (at most TITLE_LINE_MAX_TOKENS and

@@ -35,7 +35,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
-from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder
+from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
 
 MEDIA_TYPE = "application/pdf"
@@ -231,4 +231,4 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
         title = ""
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
-                      metadata={k: _CONTROLS.sub("", str(info[f"/{k.title()}"])) for k in ("author",) if info.get(f"/{k.title()}")})
+                      metadata=author_metadata(_CONTROLS.sub("", str(info.get("/Author") or ""))))

@@ -176,3 +176,17 @@ def test_media_types_and_unsupported_files():
         parse_file("空.txt", "", b"")
     with pytest.raises(FileParseError, match="no text"):
         parse_file("空白.md", "", b"\n\n   \n")
+
+
+def test_a_writers_placeholder_author_is_not_stored_and_a_real_one_is():
+    import io
+
+    import docx
+
+    assert "author" not in parse_file("a.docx", "", mk.docx_bytes()).metadata  # python-docx writes "python-docx"
+    assert "author" not in parse_file("a.pdf", "", mk.pdf_bytes(1)).metadata  # reportlab writes "(anonymous)"
+    document = docx.Document(io.BytesIO(mk.docx_bytes()))
+    document.core_properties.author = "李娜"
+    named = io.BytesIO()
+    document.save(named)
+    assert parse_file("b.docx", "", named.getvalue()).metadata["author"] == "李娜"
