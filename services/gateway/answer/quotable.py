@@ -28,12 +28,15 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 
 def quotable(sentence: str) -> bool:
     """Whether ``sentence`` may be quoted as an answer: at least 6
-    characters of text, and not a lead-in ending in a colon (a code
-    statement ending in one, ``if score < 0.82:``, is quotable). List items
+    characters of text, not a lead-in ending in a colon (a code
+    statement ending in one, ``if score < 0.82:``, is quotable), and not a
+    question (an FAQ's "Q: How do I pay for a client dinner?" shares the
+    asker's words and answers nothing; its answer follows it). List items
     and table rows may be quoted (a fee table's row can be the answer) but
     rank below a sentence that covers the question as well (``ITEM_PENALTY``)."""
     text = sentence.strip()
-    return len(NON_WORD.sub("", text)) >= 6 and (not text.endswith(("：", ":")) or _is_code(text))
+    return len(NON_WORD.sub("", text)) >= 6 and (not text.endswith(("：", ":")) or _is_code(text)) \
+        and not _is_question(text)
 
 
 def _is_code(line: str) -> bool:
@@ -54,15 +57,21 @@ def _is_lead_in(line: str) -> bool:
     return bool(_COMMENT.match(text)) or (text.endswith(("：", ":")) and not _is_code(text))
 
 
+def _is_question(line: str) -> bool:
+    """Whether ``line`` asks a question (an FAQ's "Q: Can I expense a chair?"): it introduces its answer."""
+    return line.strip().endswith(("?", "？"))
+
+
 def is_label(line: str) -> bool:
     """Whether ``line`` introduces the line after it instead of saying
-    something itself: a comment ("# 处理 raw 目录中的所有文件"), a lead-in
+    something itself: a comment ("# 处理 raw 目录中的所有文件"), a question
+    (an FAQ's, answered by the line after it), a lead-in
     ending in a colon, or a short heading without sentence punctuation
     ("深度 RAG 编排器", or a capitalised one in another script), not a
     piece of a diagram, not code and without digits (a key-value or CSV
     row such as "Recall@5 100%" or "Bob,29,Paris" is itself the answer)."""
     text = line.strip()
-    if _COMMENT.match(text):
+    if _COMMENT.match(text) or _is_question(text):
         return True
     if text.endswith(("：", ":")):
         return not _is_code(text)
@@ -255,7 +264,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
             end = _commented_block(lines, at, at + 1) if follower and _COMMENT.match(follower) and at + 1 < len(lines) else None
             if end is not None and len(" ".join(lines[index:end + 1])) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate(" ".join(lines[index:end + 1]), False, index, end, line))
-            elif follower and quotable(follower) and (_is_lead_in(line) or len(follower) > len(line)) \
+            elif follower and quotable(follower) and (_is_lead_in(line) or _is_question(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate(f"{line} {follower}", is_item(follower), index, at, line,
                                      header_row=starts.get(at) == at and not _DIGIT.search(follower)))

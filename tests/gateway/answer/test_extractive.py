@@ -361,3 +361,27 @@ def test_a_source_that_copies_a_quoted_one_is_not_quoted_again():
     minutes = "第三季度公司营业收入为1.28亿元，同比增长17%。\n第四季度计划招聘40人。"
     answer = extractive_answer([minutes, minutes, "第三季度新签客户63家。"], "第三季度营收是多少？")
     assert answer.count("1.28亿元") == 1 and "[2]" not in answer
+
+
+FAQ = """Lumora Expense FAQ
+
+Q: How do I pay for a client dinner?
+A: Use the corporate card. Client dinners are capped at 80 USD per person including tip.
+
+Q: Can I expense a home office chair?
+A: Yes, once per three years, up to 300 USD, with manager approval.
+"""
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Can I expense a home office chair?", "A: Yes, once per three years, up to 300 USD"),
+    ("How do I pay for a client dinner?", "A: Use the corporate card."),
+    ("常见问题里：问：忘记密码怎么办？", "答：在登录页点击“忘记密码”"),
+])
+def test_an_faq_question_is_quoted_with_its_answer_never_alone(question, answer):
+    text = FAQ + "\n问：忘记密码怎么办？\n答：在登录页点击“忘记密码”，用注册手机号接收验证码后重置。\n"
+    quoted = extractive_answer([text], question)
+    first = quoted.split("\n")[1]
+    assert answer in first, quoted  # the question's own line comes with the line that answers it
+    assert not any(line.rstrip(" [1]").rstrip().endswith(("?", "？")) for line in quoted.split("\n")[1:])
+    assert not pieces.quotable("Q: Can I expense a home office chair?") and pieces.is_label("问：忘记密码怎么办？")
