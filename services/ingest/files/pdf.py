@@ -7,7 +7,9 @@ found by font size and table rows rebuilt from text positions.
   OCR is out of scope.
 - Lines: text runs on one baseline (within a third of the font size) make
   one line, ordered left to right; a horizontal gap wider than
-  GAP_EMS x the font size between runs separates table cells (" | ").
+  GAP_EMS x the font size between runs separates table cells (" | "), and
+  so does a run that starts where such a gap starts a column on two other
+  lines of the page (the gap is estimated from character counts).
 - A table cell too narrow for its text wraps: the line below holding only
   its rest (in the same column, at the row's line spacing) is joined to
   the row, so "员工办公Wi-F" and "i" are one cell again.
@@ -91,12 +93,15 @@ def _page_lines(page, number: int) -> list[_Line]:
                 break
         else:
             lines.append([run])
-    rows: list[_Cells] = []
-    for line in sorted(lines, key=lambda ln: -ln[0].y):
+    ordered = sorted(lines, key=lambda ln: -ln[0].y)
+    for line in ordered:
         line.sort(key=lambda r: r.x)
+    columns = _column_starts(ordered)
+    rows: list[_Cells] = []
+    for line in ordered:
         cells = [[line[0].x, line[0].text, line[0].x + _width(line[0].text, line[0].size)]]
         for prev, run in zip(line, line[1:]):
-            if run.x - (prev.x + _width(prev.text, prev.size)) > GAP_EMS * max(prev.size, run.size):
+            if _wide_gap(prev, run) or any(abs(run.x - x) <= COLUMN_TOLERANCE for x in columns):
                 cells.append([run.x, run.text, run.x + _width(run.text, run.size)])
             else:
                 cells[-1][1] += run.text
@@ -107,6 +112,25 @@ def _page_lines(page, number: int) -> list[_Line]:
         else:
             rows.append(row)
     return [_Line(" | ".join(c[1] for c in row.cells), row.size, number) for row in rows]
+
+
+#: Points within which a run starts at a table column's start (``_column_starts``).
+COLUMN_TOLERANCE = 1.5
+
+
+def _wide_gap(prev: _Run, run: _Run) -> bool:
+    """Whether the estimated gap between two runs of a line is wider than GAP_EMS x their font size."""
+    return run.x - (prev.x + _width(prev.text, prev.size)) > GAP_EMS * max(prev.size, run.size)
+
+
+def _column_starts(lines: list[list[_Run]]) -> list[float]:
+    """The x where a table column starts on a page: where a run follows a wide gap (``_wide_gap``) on
+    two lines or more. The gap is estimated from character counts (``_width``), so a cell of wide
+    Latin letters can seem to touch the next ("Price per monthUsers included" in reportlab's default
+    table); another row of the table, whose cells stand clearly apart, shows where its columns start."""
+    starts = [run.x for line in lines for prev, run in zip(line, line[1:]) if _wide_gap(prev, run)]
+    return sorted({round(x, 1) for x in starts
+                   if sum(abs(x - other) <= COLUMN_TOLERANCE for other in starts) >= 2})
 
 
 @dataclass(slots=True)

@@ -190,3 +190,24 @@ def test_a_writers_placeholder_author_is_not_stored_and_a_real_one_is():
     named = io.BytesIO()
     document.save(named)
     assert parse_file("b.docx", "", named.getvalue()).metadata["author"] == "李娜"
+
+
+def test_pdf_table_cells_whose_gap_is_underestimated_are_split_where_other_rows_start_a_column():
+    """reportlab's default table: 'Price per month' seems by its character count to touch 'Users
+    included'; the rows whose cells stand clearly apart show where each column starts."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table
+
+    rows = [["Plan", "Price per month", "Users included", "Support"], ["Starter", "49 USD", "5", "Email"],
+            ["Pro", "199 USD", "25", "Email and chat"], ["Enterprise", "Custom quote", "Unlimited", "Dedicated manager"]]
+    buffer = io.BytesIO()
+    styles = getSampleStyleSheet()
+    SimpleDocTemplate(buffer, pagesize=A4).build([
+        Paragraph("Price list 2025", styles["Heading1"]),
+        Paragraph("All prices exclude VAT and are billed monthly in advance.", styles["Normal"]), Table(rows)])
+    text = "\n".join(b.text for s in parse_file("prices.pdf", "", buffer.getvalue()).sections for b in s.blocks)
+    assert [" | ".join(r) for r in rows] == [line for line in text.split("\n") if "|" in line]
+    assert "All prices exclude VAT and are billed monthly in advance." in text.split("\n")
