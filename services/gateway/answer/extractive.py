@@ -15,7 +15,7 @@ from services.common.text import (is_table_row, keyword_terms, latin_script, num
                                   query_keywords, weekdays_alike)
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
-                                              quotable_pieces)
+                                              quotable_pieces, row_separator)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer",
            "asks_amount", "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable",
@@ -96,7 +96,7 @@ def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
 
 
 def _join(quotes: list[str]) -> str:
-    """Quoted pieces of one source in reading order: ROW_SEPARATOR between
+    """Quoted pieces of one source in reading order: ``row_separator`` between
     two rows of a table (a header and its row), or between a row and a
     piece that does not end its sentence; else a space between two
     unless the first ends in full-width punctuation or both meet at CJK
@@ -106,7 +106,7 @@ def _join(quotes: list[str]) -> str:
     out, previous = "", ""
     for quote in quotes:
         if out and (is_table_row(previous) or is_table_row(quote)) and not _ENDS_SENTENCE.search(out):
-            out += ROW_SEPARATOR  # rows of a table are not one sentence
+            out += row_separator(previous, quote)  # rows of a table are not one sentence
         elif out and not _ENDS_CLAUSE.search(out) and not (CJK.match(out[-1]) and CJK.match(quote[:1])):
             out += " "
         out += quote

@@ -115,6 +115,13 @@ LABEL_REACH = 8
 _ENDS_SENTENCE = re.compile(r"[。！？；，、.!?;,]$")
 #: Between two table rows quoted together (a header and its row), which a space would run together.
 ROW_SEPARATOR = "；"
+#: The same between rows without Chinese, where a full-width mark reads as a stray character.
+LATIN_ROW_SEPARATOR = "; "
+
+
+def row_separator(*rows: str) -> str:
+    """ROW_SEPARATOR when any of ``rows`` holds CJK characters, else LATIN_ROW_SEPARATOR."""
+    return ROW_SEPARATOR if any(CJK.search(row) for row in rows) else LATIN_ROW_SEPARATOR
 
 
 def _table_run(lines: list[str], index: int, starts: dict[int, int]) -> Candidate | None:
@@ -130,7 +137,7 @@ def _table_run(lines: list[str], index: int, starts: dict[int, int]) -> Candidat
         last += 1
     if last - index < 2:
         return None
-    rows = ROW_SEPARATOR.join(lines[index:last + 1])
+    rows = row_separator(*lines[index:last + 1]).join(lines[index:last + 1])
     if index and is_label(lines[index - 1]):  # the table's label or lead-in ("行动项") comes with it
         return Candidate(f"{lines[index - 1]} {rows}", True, index - 1, last, lines[index - 1], list_run=True)
     return Candidate(rows, True, index, last, list_run=True)

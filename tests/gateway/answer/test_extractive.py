@@ -385,3 +385,8 @@ def test_an_faq_question_is_quoted_with_its_answer_never_alone(question, answer)
     assert answer in first, quoted  # the question's own line comes with the line that answers it
     assert not any(line.rstrip(" [1]").rstrip().endswith(("?", "？")) for line in quoted.split("\n")[1:])
     assert not pieces.quotable("Q: Can I expense a home office chair?") and pieces.is_label("问：忘记密码怎么办？")
+
+
+def test_english_table_rows_are_joined_with_an_ascii_semicolon_and_chinese_ones_with_a_full_width_one():
+    assert generation._join(["Model | Price (USD)", "Harbor Ridge X | 1,299"]) == "Model | Price (USD); Harbor Ridge X | 1,299"  # noqa: SLF001
+    assert generation._join(["车型 | 价格", "山地车 | 1,299"]) == "车型 | 价格；山地车 | 1,299"  # noqa: SLF001
