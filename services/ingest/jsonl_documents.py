@@ -157,7 +157,7 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     doc_id = str(raw_id).strip()
     problem = path_id_problem(doc_id)
     if problem:
-        return ParseFailure(index, "", "id", f"{doc_id!r} {problem}: its REST name could not reach it")
+        return ParseFailure(index, doc_id, "id", f"{doc_id!r} {problem}: its REST name could not reach it")
     unknown = next((str(k) for k in record if k not in RECORD_FIELDS), None)
     if unknown is not None:
         return ParseFailure(index, doc_id, unknown, unknown_field_reason(unknown))

@@ -64,3 +64,4 @@ def test_an_id_whose_rest_name_could_not_reach_it_fails_as_a_file_name_would():
     assert [d.id for d in docs] == ["手册/第一条", "a.b/c"]
     assert [(f.index, f.field) for f in failures] == [(0, "id"), (1, "id"), (2, "id"), (3, "id"), (4, "id")]
     assert "path segment" in failures[0].reason and "invisible" in failures[3].reason
+    assert [f.id for f in failures][:3] == ["../../y", "/abs", "x//y"]  # the failure names the record
