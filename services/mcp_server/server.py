@@ -32,7 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
@@ -97,14 +97,39 @@ def _invalid(err: InvalidArgument) -> ToolError:
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
+def unknown_arguments(arguments: object, known: list[str]) -> str:
+    """Why ``arguments`` (a tool call's) hold names the tool does not take,
+    each with the argument it looks like ("topk: not an argument; did you
+    mean top_k?"), and the tool's arguments; "" when they hold none."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import Levenshtein
+
+    if not isinstance(arguments, dict):
+        return ""
+    said = []
+    for name in (str(k) for k in arguments if k not in known):
+        close = process.extractOne(name.lower(), known, scorer=Levenshtein.distance, score_cutoff=3)
+        said.append(f"{name}: not an argument" + (f"; did you mean {close[0]}?" if close else ""))
+    return f"{'; '.join(said)} (arguments: {', '.join(known)})" if said else ""
+
+
 def strict(tool: Tool) -> Tool:
     """``tool`` refusing arguments it does not take: a misspelt ``topk``
-    fails the call naming it ("Extra inputs are not permitted") instead of
-    being dropped while ``top_k`` keeps its default; its input schema says
-    ``additionalProperties: false``."""
+    fails the call naming it and the argument it looks like
+    (``unknown_arguments``) instead of being dropped while ``top_k`` keeps
+    its default; its input schema says ``additionalProperties: false``."""
     loose = tool.fn_metadata.arg_model
+    known = list(loose.model_fields)
+
+    def refuse_unknown(cls, data):
+        problem = unknown_arguments(data, known)
+        if problem:
+            raise ValueError(problem)
+        return data
+
     model = type(loose.__name__, (loose,), {"model_config": ConfigDict(**loose.model_config, extra="forbid"),
-                                             "__module__": loose.__module__})
+                                             "__module__": loose.__module__,
+                                             "_refuse_unknown": model_validator(mode="before")(classmethod(refuse_unknown))})
     tool.fn_metadata.arg_model = model
     tool.parameters = model.model_json_schema(by_alias=True)
     return tool
