@@ -287,13 +287,12 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
 
 
 def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True) -> str:
-    """The short no-answer message, in Chinese when the question has CJK
-    characters, else in English; ``scope_reason`` (a domain pack's word that
-    its corpora cannot hold the answer) leads it when given. ``nearest``:
-    whether nearest sources are listed with it (the sentence pointing to
-    them is left out when none are)."""
-    if latin_script(question) and not scope_reason:
-        return ("The documents retrieved do not answer this question; the knowledge base may not cover it."
+    """The short no-answer message, in Chinese when the question has CJK characters, else in English;
+    ``scope_reason`` (a domain pack's word that its corpora cannot hold the answer, or a searched collection
+    no store holds) leads it when given. ``nearest``: whether nearest sources are listed with it."""
+    if latin_script(question) and (not scope_reason or latin_script(scope_reason)):
+        return ((f"{scope_reason}; this question cannot be answered." if scope_reason else "The documents retrieved do "
+                 "not answer this question; the knowledge base may not cover it.")
                 + (" The nearest sources are listed below for reference only." if nearest else ""))
     lead = f"{scope_reason}，无法回答这个问题。" if scope_reason else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     return lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "")

@@ -194,8 +194,9 @@ class FallbackChain:
             notes = [t.detail for t in (first.response.timings if first else ())
                      if t.stage in names.SCOPE_NOTE_STAGES and t.status == SKIPPED and t.detail]
             chosen.retrieval = first
+            # a note is why nothing came back (a collection name mistyped): the answer leads with it
             chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold,
-                                                  "; ".join(["no evidence retrieved", *notes]))
+                                                  "; ".join(notes or ["no evidence retrieved"]), out_of_scope=bool(notes))
 
     def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
         """Takes the abstention decision on ``retrieval`` when it is the
