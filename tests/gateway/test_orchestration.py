@@ -592,8 +592,8 @@ async def test_searching_a_collection_no_store_holds_says_so_in_its_timings():
     known = stages((await use.search.search("工资", 5, None, Deadline(5), scope=Scope(("laws",), ()))).response)
     assert "collections" not in known
     missing = stages((await use.search.search("工资", 5, None, Deadline(5), scope=Scope(("laws", "lwas"), ()))).response)
-    assert missing["collections"].status == SKIPPED and "'lwas'" in missing["collections"].detail
-    assert "'laws'" not in missing["collections"].detail
+    assert missing["collections"].status == SKIPPED and "no store holds collection 'lwas':" in missing["collections"].detail
+    assert missing["collections"].detail.endswith("; 'lwas' looks like 'laws'")  # 'laws' is stored: named only as the guess
 
 
 async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_no_sources():
@@ -612,6 +612,9 @@ async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_
                                                              scope=Scope(("nope",), ()))
     assert english.answer.startswith("no store holds collection 'nope'") and \
         english.answer.endswith("; this question cannot be answered.")
+    assert "looks like" not in english.answer  # 'nope' is no misspelling of 'laws'
+    typo = await mesh(pg=pg, graph=graph).answerer.answer("年假几天", 5, None, Deadline(10), scope=Scope(("Lwas",), ()))
+    assert "'Lwas' looks like 'laws'" in typo.answer  # the stored name it looks like, case aside
 
 
 async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():

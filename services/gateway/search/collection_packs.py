@@ -119,6 +119,16 @@ class CollectionPacks:
             await self._refresh(deadline)
         return [c for c in wanted if c not in self._known] if self._listed else []
 
+    def closest(self, collection: str) -> str:
+        """The stored collection whose name ``collection`` looks like a
+        misspelling of (at most two edits, case aside), "" when none does."""
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+
+        found = process.extractOne(collection.lower(), sorted(self._known), scorer=Levenshtein.distance, score_cutoff=2,
+                                   processor=str.lower)
+        return found[0] if found else ""
+
     async def exists(self, collection: str, deadline: Deadline) -> bool:
         """Whether a store holds ``collection``: known, or reported by a
         fresh read of the stores (another gateway may have just created
