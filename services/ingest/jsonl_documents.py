@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 
 from services.common.records import storable_text
+from services.common.spelling import closest
 from services.ingest.document_ids import path_id_problem
 
 #: Deepest nesting a record may have (a record's own object is level 1).
@@ -138,11 +139,8 @@ def unknown_field_reason(name: str) -> str:
     """Why a record field ``name`` that is not one of RECORD_FIELDS fails: the
     known field it is closest to when it looks like a misspelling of one,
     and where a field of the user's own belongs (under "metadata")."""
-    from rapidfuzz import process
-    from rapidfuzz.distance import Levenshtein
-
-    close = process.extractOne(name.lower(), RECORD_FIELDS, scorer=Levenshtein.distance, score_cutoff=2)
-    hint = f'; did you mean "{close[0]}"?' if close else "."
+    close = closest(name, RECORD_FIELDS, max_edits=2)
+    hint = f'; did you mean "{close}"?' if close else "."
     return (f'is not a field of a record{hint} A field of your own goes under "metadata" '
             f"(a record's fields: {', '.join(RECORD_FIELDS)})")
 

@@ -37,6 +37,7 @@ from pydantic import ConfigDict, Field, model_validator
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.common.clients import channel
 from services.common.errors import InvalidArgument
+from services.common.spelling import closest
 from services.mcp_server import tools
 from services.mcp_server.tools import (AnswerResult, CollectionsResult, Document, EntitiesResult, IngestResult,
                                        SearchResult)
@@ -101,15 +102,12 @@ def unknown_arguments(arguments: object, known: list[str]) -> str:
     """Why ``arguments`` (a tool call's) hold names the tool does not take,
     each with the argument it looks like ("topk: not an argument; did you
     mean top_k?"), and the tool's arguments; "" when they hold none."""
-    from rapidfuzz import process
-    from rapidfuzz.distance import Levenshtein
-
     if not isinstance(arguments, dict):
         return ""
     said = []
     for name in (str(k) for k in arguments if k not in known):
-        close = process.extractOne(name.lower(), known, scorer=Levenshtein.distance, score_cutoff=3)
-        said.append(f"{name}: not an argument" + (f"; did you mean {close[0]}?" if close else ""))
+        close = closest(name, known, max_edits=3)
+        said.append(f"{name}: not an argument" + (f"; did you mean {close}?" if close else ""))
     return f"{'; '.join(said)} (arguments: {', '.join(known)})" if said else ""
 
 

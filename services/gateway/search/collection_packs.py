@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 import domains
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.errors import InvalidArgument
+from services.common.spelling import closest
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.downstream.guard import Deadline
 
@@ -119,15 +120,10 @@ class CollectionPacks:
             await self._refresh(deadline)
         return [c for c in wanted if c not in self._known] if self._listed else []
 
-    def closest(self, collection: str) -> str:
+    def closest_stored(self, collection: str) -> str:
         """The stored collection whose name ``collection`` looks like a
         misspelling of (at most two edits, case aside), "" when none does."""
-        from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein
-
-        found = process.extractOne(collection.lower(), sorted(self._known), scorer=Levenshtein.distance, score_cutoff=2,
-                                   processor=str.lower)
-        return found[0] if found else ""
+        return closest(collection, sorted(self._known), max_edits=2)
 
     async def exists(self, collection: str, deadline: Deadline) -> bool:
         """Whether a store holds ``collection``: known, or reported by a

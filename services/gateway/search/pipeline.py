@@ -99,7 +99,7 @@ class SearchFlow:
         packs = await self.packs.for_search(scope.collections, deadline)
         missing = await self.packs.not_stored(scope.collections, deadline)
         if missing:  # an empty answer should say why, not look like a miss
-            guesses = [f"{m!r} looks like {close!r}" for m in missing if (close := self.packs.closest(m))]
+            guesses = [f"{m!r} looks like {close!r}" for m in missing if (close := self.packs.closest_stored(m))]
             trace.skip(names.STAGE_COLLECTIONS, f"no store holds collection {', '.join(map(repr, missing))}: nothing was "
                                           "ingested into it (graphmesh collections list names those that exist)"
                                           + (f"; {', '.join(guesses)}" if guesses else ""))
