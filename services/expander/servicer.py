@@ -15,7 +15,7 @@ from services.common.errors import InvalidArgument, validate_query
 from services.common.llm import LlmClient
 from services.expander import core, llm_expansion
 from services.expander.config import ExpanderSettings
-from services.expander.embedding import CachedEmbedder, build_embedder, open_embedding_cache
+from services.expander.embedding import CachedEmbedder, build_embedder, cache_name, open_embedding_cache
 from services.expander.query_cut import METHOD_CONTENT, METHOD_HEAD, METHOD_WHOLE, QueryCut, cut_for_embedding
 
 _CUT_METHODS = {
@@ -45,7 +45,7 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServiceServicer):
                 s = self._settings
                 inner = await asyncio.to_thread(build_embedder, s.embedding.model, s.embedding.threads,
                                                 small_call_threads=s.embedding.small_call_threads)
-                cache = open_embedding_cache(Path(s.embedding.cache), inner.name) if s.embedding.cache else None
+                cache = open_embedding_cache(Path(s.embedding.cache), cache_name(inner)) if s.embedding.cache else None
                 self._embedder = CachedEmbedder(inner, cache, window_chars=s.embedding.window_chars)
             return self._embedder
 
