@@ -135,7 +135,8 @@ def main() -> None:
         errors = sum(1 for r in rows if r.error)
         print(f"{name}: {len(dataset)} questions, GraphMesh errors {errors}", flush=True)
 
-    report: dict = {"sets": {}, "pooled": {}, "naive_hybrid_ms_per_query": float(np.median(per_query_ms["naive_hybrid"]))}
+    report: dict = {"sets": {}, "pooled": {}, "naive_hybrid_ms_per_query": float(np.median(per_query_ms["naive_hybrid"])),
+                    "ranks": ranks}  # first gold rank per system, set and question: for paired comparisons of two runs
     sets = {**{n: None for n in args.sets.split(",")}, "pooled": None}
     for name in sets:
         per_system = {s: (pooled(ranks[s]) if name == "pooled" else ranks[s][name]) for s in systems}
