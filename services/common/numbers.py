@@ -49,7 +49,14 @@ def number_values(text: str) -> list[float]:
 #: Units of measure a number may carry, as written -> as compared (天 and 日, 月 and 个月 alike).
 _MEASURE = {"个小时": "小时", "小时": "小时", "分钟": "分钟", "个月": "月", "月": "月", "天": "天", "日": "天",
             "周": "周", "星期": "周", "个星期": "周", "周岁": "岁", "年": "年", "秒": "秒", "元": "元", "块": "元", "岁": "岁", "倍": "倍",
-            "%": "%", "个百分点": "%"}
+            "%": "%", "个百分点": "%", "公斤": "kg", "千克": "kg", "公里": "km", "千米": "km"}
+#: English units after a number, as ``_MEASURE`` compares them ("6 years" as 6年, "32kg" as 32公斤).
+_ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "month": "月", "months": "月", "week": "周",
+                 "weeks": "周", "day": "天", "days": "天", "hour": "小时", "hours": "小时", "hr": "小时", "hrs": "小时",
+                 "minute": "分钟", "minutes": "分钟", "min": "分钟", "mins": "分钟", "kg": "kg", "kgs": "kg",
+                 "kilo": "kg", "kilos": "kg", "kilogram": "kg", "kilograms": "kg", "kilogramme": "kg", "kilogrammes": "kg",
+                 "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km"}
+_ENGLISH_UNIT_AFTER = re.compile(r"[ \t]*(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _MEASURE_AFTER = re.compile(r"\s*(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")")
 _SCALE_AFTER = re.compile(r"\s*([万亿])")
 
@@ -57,7 +64,9 @@ _SCALE_AFTER = re.compile(r"\s*([万亿])")
 def quantities(text: str) -> list[tuple[float, str]]:
     """Each number of ``text`` (as ``number_values`` reads it) with what it
     measures: the unit right after it (``_MEASURE``, compared alike: 13天
-    and 十三日 are (13.0, "天"); 20万元 is (200000.0, "元")), "clock" for a
+    and 十三日 are (13.0, "天"); 20万元 is (200000.0, "元"); English units
+    as the Chinese ones: "13 days" is (13.0, "天"), "32kg" and 32公斤
+    (32.0, "kg")), "clock" for a
     part of a time of day or a ratio written with a colon (13:30), "" for a
     bare number."""
     text = unicodedata.normalize("NFKC", text)
@@ -80,16 +89,14 @@ def quantities(text: str) -> list[tuple[float, str]]:
             out.append((float(value), "clock"))
             continue
         unit = _MEASURE_AFTER.match(text, end)
-        out.append((float(value), _MEASURE[unit.group(1)] if unit else ""))
+        english = None if unit else _ENGLISH_UNIT_AFTER.match(text, end)
+        out.append((float(value), _MEASURE[unit.group(1)] if unit else _ENGLISH_UNIT[english.group(1).lower()] if english else ""))
     return out
 
 
-#: English units of time a range may be written in, as ``quantities`` compares them.
-_ENGLISH_UNIT = {"year": "年", "years": "年", "month": "月", "months": "月", "week": "周", "weeks": "周",
-                 "day": "天", "days": "天", "hour": "小时", "hours": "小时"}
 _RANGE_NUM = rf"(\d+(?:\.\d+)?|[{_CN}]+)"
 _RANGE_UNIT = "(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")"
-_EN_UNIT = r"(years?|months?|weeks?|days?|hours?)"
+_EN_UNIT = "(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")"
 _DASH = r"(?:至|到|-|~|–|—|－|～)"
 #: (pattern, kind): "between" reads (low, its unit or None, high, unit); "from" (low, unit) an open
 #: upper end; "upto" (high, unit) an open lower end.
@@ -124,8 +131,9 @@ def _unit(token: str | None) -> str:
 def ranges(text: str) -> list[tuple[float, float, str]]:
     """The ranges of a quantity ``text`` states, as (low, high, unit) with
     the unit compared as ``quantities`` compares it (天 and 日 alike; English
-    years, months, weeks, days and hours as 年, 月, 周, 天, 小时): "1年至5年"
-    and "1-5 years" are (1, 5, "年"), "满5年不满10年" (5, 10, "年"),
+    years, months, weeks, days, hours, kilograms and kilometres as 年, 月,
+    周, 天, 小时, kg, km): "1年至5年" and "1-5 years" are (1, 5, "年"),
+    "10 to 25 kg" (10, 25, "kg"), "25 kg and over" (25, inf, "kg"), "满5年不满10年" (5, 10, "年"),
     "10年及以上" (10, inf, "年"), "14岁以下" and "under 14 years" (-inf, 14,
     ...), "三年以上十年以下" (3, 10, "年"). A range read whole is not read
     again in its parts; one written with two different units is left out;

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from services.common.numbers import ranges
+from services.common.numbers import quantities, ranges
 
 pytestmark = pytest.mark.unit
 INF = math.inf
@@ -23,8 +23,24 @@ INF = math.inf
     ("Staff with 1-5 years of service", [(1, 5, "年")]),
     ("5 days or more", [(5, INF, "天")]),
     ("under 3 years", [(-INF, 3, "年")]),
+    ("Medium dog (10 to 25 kg) | £28.00", [(10, 25, "kg")]),
+    ("25.1–40 kg | £365.00 | £460.00", [(25.1, 40, "kg")]),
+    ("Dog 25 kg and over | £21.50", [(25, INF, "kg")]),
+    ("Small dog (up to 10 kilograms)", [(-INF, 10, "kg")]),
+    ("10-25公斤 | 28元", [(10, 25, "kg")]),
+    ("配送范围3公里以内免运费", [(-INF, 3, "km")]),
     ("3年至5个月", []),  # two units: not one range
     ("第十条 2025年度", []),
 ])
 def test_ranges_of_a_quantity(text, expected):
     assert ranges(text) == [(float(low), float(high), unit) for low, high, unit in expected]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I have worked here for 6 years", [(6, "年")]),  # English units compare as the Chinese ones
+    ("a 32kg dog, 12 mins, 3 hrs", [(32, "kg"), (12, "分钟"), (3, "小时")]),
+    ("32公斤，十三日", [(32, "kg"), (13, "天")]),
+    ("5 minimum, 2 dayspring", [(5, ""), (2, "")]),  # a unit is a whole word
+])
+def test_quantities_carry_their_unit_in_either_language(text, expected):
+    assert quantities(text) == [(float(value), unit) for value, unit in expected]

@@ -328,12 +328,25 @@ def test_a_question_giving_a_quantity_quotes_the_row_whose_range_holds_it():
     assert "满10年及以上 | 15天" in extractive_answer([text], "工龄12年的员工年假几天？")
 
 
+def test_an_english_question_giving_a_weight_quotes_the_row_whose_range_holds_it():
+    # English conditions were never read: "a 20kg dog" got the first rows of a price table
+    table = ("Boarding prices\nAccommodation | Run size | Price per night\n"
+             "Two dogs sharing one run | 2.0 m x 3.0 m | £45.00\n"
+             "Small dog (up to 10 kg) | 1.5 m x 2.0 m | £22.00\n"
+             "Medium dog (10 to 25 kg) | 2.0 m x 3.0 m | £28.00\n"
+             "Large dog (over 25 kg) | 2.5 m x 3.5 m | £34.00")
+    quote = extractive_answer([table], "nightly price for a 20kg spaniel?").splitlines()[1]
+    assert "Medium dog (10 to 25 kg) | 2.0 m x 3.0 m | £28.00" in quote and "£45.00" not in quote
+    assert "Large dog (over 25 kg) | 2.5 m x 3.5 m | £34.00" in extractive_answer([table], "price per night for my 40 kg mastiff")
+
+
 def test_conditions_are_quantities_with_a_unit_and_a_rate_of_one_unit_is_not_one():
     from services.gateway.answer.question_cues import condition_quantities, holds_condition
 
     assert condition_quantities("我在公司干了6年了，一年能休几天年假？") == [(6.0, "年")]
     assert condition_quantities("员工一天的饭补有多少？") == []  # 一天: a rate
     assert condition_quantities("工作满一年有几天年假？") == [(1.0, "年")]
+    assert condition_quantities("I've worked here 6 years, how much leave do I get?") == [(6.0, "年")]
     assert holds_condition("满5年不满10年 | 12天", [(6.0, "年")]) and not holds_condition("满5年不满10年", [(6.0, "天")])
     assert not holds_condition("满1年不满3年 | 5天", [(6.0, "年")])
 
