@@ -13,8 +13,9 @@ from collections.abc import Mapping
 
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
                                   query_keywords, weekdays_alike)
+from services.gateway.answer.pieces import Candidate
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
-from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, Candidate, is_item, quotable,
+from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, is_item, quotable,
                                               quotable_pieces, row_separator)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer",
@@ -59,8 +60,7 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     NUMBER_BONUS when the question asks an amount and the sentence states a
     number (``wants_number``: True for any number, or the pattern of the
     numbers that answer, ``asked_number``); list items and table rows count ITEM_PENALTY of that (``item``
-    says whether the sentence's line is one; None: judged from the sentence
-    itself). ``idf``
+    says whether the sentence's line is one; None: judged from the sentence itself). ``idf``
     (term -> weight, 1 when absent) lets words found in every candidate,
     such as the document's title, count less. Weekdays are read alike
     (``weekdays_alike``). 0 without keywords or bigrams."""
@@ -265,9 +265,9 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
         candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row] or scored[:1]
-        # another item's piece (P3's row, asked P1) last; best first; ties: a lead-in with its list, label, fewer lines, order
+        # another item's piece (P3's row, asked P1) last; best first; ties: list lead-in, label, whole sentence, fewer lines, order
         ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]), -t[0], -t[3].list_run, -t[1],
-                                                   t[3].last - t[3].first, t[2]))
+                                                   not t[3].whole_sentence, t[3].last - t[3].first, t[2]))
         if number == 1:
             lead = ranked[0][0] if ranked else 0.0
         elif keywords and (not ranked or ranked[0][0] == 0 or ranked[0][0] < LATER_SOURCE_MIN_SHARE * lead

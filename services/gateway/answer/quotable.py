@@ -10,10 +10,10 @@ extractive answer (tests/gateway/answer/test_extractive.py)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from services.common.text import is_table_row, split_sentences, table_headers
-from services.gateway.answer.english_sentences import english_clauses_joined, english_sentences
+from services.common.text import is_table_row, table_headers
+from services.gateway.answer.pieces import Candidate
+from services.gateway.answer.sentences import text_pieces
 
 
 #: List items ("（一）", "1.", "①", "一、"), table rows ("|", tabs) and
@@ -157,47 +157,6 @@ def _list_run(lines: list[str], index: int) -> Candidate | None:
     return Candidate(" ".join(lines[index:last + 1]), False, index, last, lines[index], list_run=True)
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One quotable piece of a packed text.
-
-    Attributes:
-        text: the piece as it is quoted.
-        item: whether the line it comes from is a list item or a table row
-            (a piece cut from "• Shape confusion：马玲薯 -> 马铃薯。" is still
-            part of a list item, so it cannot outrank its whole line).
-        first / last: indices of the first and last line it spans in its
-            packed text (a label joined to its line spans two).
-        list_run: a lead-in with the list items that follow it
-            ("安装步骤如下： 1. 下载… 2. 执行… 3. 运行…"), quoted whole when
-            the question asks for a list (``asks_list``).
-        label: the label it starts with ("" for a single line); between
-            two pieces that answer as well, the one whose label matches
-            the question better is quoted ("初始检索 (混合) 生成子查询" over
-            "用户查询输入 初始检索 (混合)" when asked what follows 初始混合检索).
-        header_at / header: for a row of a table below its header row,
-            the index and text of that header line (quoted with the row, so
-            that its values keep their column names); -1 and "" otherwise.
-        header_row: the piece is a table's header row without a number: it
-            names columns and answers nothing alone, so it is quoted only
-            with a row of its table (a number in it may make it a first
-            data row: 婚假 | 十三天).
-    """
-
-    text: str
-    item: bool
-    first: int
-    last: int
-    label: str = ""
-    list_run: bool = False
-    header_at: int = -1
-    header: str = ""
-    header_row: bool = False
-
-    def overlaps(self, other: "Candidate") -> bool:
-        """Whether the two pieces share a line of their text."""
-        return self.first <= other.last and other.first <= self.last
-
 
 #: A header row holding a number (2023 | 2024, 婚假 | 十三天) may be a table's first data row, and stays quotable.
 _DIGIT = re.compile(r"\d|[零一二两三四五六七八九十百千万]")
@@ -242,6 +201,16 @@ def _commented_block(lines: list[str], comment: int, first: int) -> int | None:
     return last if last > first else None
 
 
+def _whole_sentences(lines: list[str], sentences: list[int]) -> list[Candidate]:
+    """A sentence cut into pieces at "；" (``sentences``: each line's sentence number), offered whole too
+    when it fits CONTINUATION_MAX_CHARS and no piece after its first is a list item: a rule and its exception
+    ("72小时以上取消的，全额退款；72小时以内取消的，不予退款。") answer together."""
+    runs = [[i for i, s in enumerate(sentences) if s == number] for number in dict.fromkeys(sentences)]
+    return [Candidate("".join(lines[i] for i in run), is_item(lines[run[0]]), run[0], run[-1], whole_sentence=True) for run in runs
+            if len(run) > 1 and not any(_LIST_ITEM.match(lines[i]) for i in run[1:])
+            and len("".join(lines[i] for i in run)) <= CONTINUATION_MAX_CHARS]
+
+
 def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
@@ -251,9 +220,9 @@ def quotable_pieces(text: str) -> list[Candidate]:
     quotable line it introduces, since the question often asks in the
     label's words for what the next line says. Every piece carries whether
     its line is a list item or table row."""
-    lines = [line for line in (_unframe(piece) for s in english_clauses_joined(split_sentences(text.strip()))
-                               for piece in english_sentences(s))
-             if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
+    kept = [(line, sentence) for line, sentence in ((_unframe(piece), sentence) for piece, sentence in text_pieces(text.strip()))
+            if line and NON_WORD.sub("", _BOX_DRAWING.sub("", line))]
+    lines = [line for line, _ in kept]
     out: list[Candidate] = []
     starts = table_headers(lines)
     for index, line in enumerate(lines):
@@ -296,4 +265,4 @@ def quotable_pieces(text: str) -> list[Candidate]:
         names_columns = starts.get(index) == index and not _DIGIT.search(line)
         out.extend(Candidate(piece, item, index, index, header_at=header, header=lines[header] if header >= 0 else "",
                              header_row=names_columns) for piece in pieces)
-    return out
+    return sorted(out + _whole_sentences(lines, [sentence for _, sentence in kept]), key=lambda c: c.first)

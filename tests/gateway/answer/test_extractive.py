@@ -328,6 +328,28 @@ def test_a_question_giving_a_quantity_quotes_the_row_whose_range_holds_it():
     assert "满10年及以上 | 15天" in extractive_answer([text], "工龄12年的员工年假几天？")
 
 
+def test_a_sentence_cut_at_a_semicolon_is_quoted_whole_a_rule_with_its_exception():
+    # "爽约两次" was answered with "…暂停预约权限7天；" alone, the rest of its sentence left out
+    text = ("四、取消与改约\n13. 开始前2小时内取消或无故不到的，记爽约一次，并扣除所预约的学时。\n"
+            "14. 一个自然月内爽约累计2次的，暂停预约权限7天；累计3次的，暂停预约权限14天。\n"
+            "15. 因病无法练车的，可在3天内凭医院证明申请撤销爽约记录。")
+    answer = extractive_answer([text], "这个月已经爽约两次了，会不会被限制预约？")
+    assert "14. 一个自然月内爽约累计2次的，暂停预约权限7天；累计3次的，暂停预约权限14天。" in answer
+
+
+def test_a_semicolon_before_a_list_item_or_a_line_break_does_not_join_pieces():
+    from services.gateway.answer.quotable import quotable_pieces
+
+    items = "有下列情形之一的，处拘役：（一）追逐竞驶，情节恶劣的；（二）醉酒驾驶机动车的；"
+    assert not any(c.whole_sentence for c in quotable_pieces(items))
+    lines = "报名截止日为3月1日；\n考试安排另行通知。"
+    assert not any(c.whole_sentence for c in quotable_pieces(lines))
+    long_rule = "甲" * 100 + "；" + "乙" * 100 + "。"  # over CONTINUATION_MAX_CHARS: its pieces only
+    assert not any(c.whole_sentence for c in quotable_pieces(long_rule))
+    assert [c.text for c in quotable_pieces("收购时间：每天13:00至19:00；清明节前延长至21:00。") if c.whole_sentence] == [
+        "收购时间：每天13:00至19:00；清明节前延长至21:00。"]
+
+
 def test_an_english_question_giving_a_weight_quotes_the_row_whose_range_holds_it():
     # English conditions were never read: "a 20kg dog" got the first rows of a price table
     table = ("Boarding prices\nAccommodation | Run size | Price per night\n"

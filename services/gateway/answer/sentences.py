@@ -1,10 +1,14 @@
-"""English sentences inside one line of text: Chinese text is cut at its
-own punctuation (services.common.text.split_sentences), while an English
-paragraph often stays one line, and ". " does not always end a sentence.
-Pure; used by the extractive answer's quotable pieces (quotable.py)."""
+"""The pieces a text is quoted in, and the sentences they belong to.
+Chinese text is cut at its own punctuation
+(services.common.text.split_sentences), while an English paragraph often
+stays one line, and ". " does not always end a sentence; a Chinese sentence
+cut at "；" is still one sentence (a rule and its exception). Pure; used by
+the extractive answer's quotable pieces (quotable.py)."""
 from __future__ import annotations
 
 import re
+
+from services.common.text import split_sentences
 
 #: A possible English sentence end inside a line: ".", "!" or "?" (closing quotes or brackets
 #: after it), whitespace, then a capital, a quote or a bracket; ``english_sentences`` checks the
@@ -50,4 +54,24 @@ def english_clauses_joined(sentences: list[str]) -> list[str]:
             out[-1] += sentence
         else:
             out.append(sentence)
+    return out
+
+
+def text_pieces(text: str) -> list[tuple[str, int]]:
+    """``text`` cut into pieces (``split_sentences``, English clauses joined,
+    then ``english_sentences``), each with the number of the sentence it
+    belongs to: pieces cut at a "；" that goes on on the same line share
+    their sentence's number ("72小时以上取消的，全额退款；72小时以内取消的，不予
+    退款。" is one sentence of two pieces); every other piece has its own.
+    Numbers rise in reading order; whitespace-only pieces are left out."""
+    pieces = english_clauses_joined(split_sentences(text))
+    out: list[tuple[str, int]] = []
+    sentence = 0
+    for index, piece in enumerate(pieces):
+        parts = english_sentences(piece)
+        for number, part in enumerate(parts):
+            out.append((part, sentence))
+            sentence += number < len(parts) - 1
+        goes_on = piece.rstrip(" \t").endswith("；") and index + 1 < len(pieces) and pieces[index + 1][:1] not in "\r\n"
+        sentence += not goes_on
     return out

@@ -1,7 +1,7 @@
-"""English sentences inside one line (services/gateway/answer/english_sentences.py)."""
+"""Sentences and the pieces they are quoted in (services/gateway/answer/sentences.py)."""
 import pytest
 
-from services.gateway.answer.english_sentences import english_clauses_joined, english_sentences
+from services.gateway.answer.sentences import english_clauses_joined, english_sentences, text_pieces
 
 pytestmark = pytest.mark.unit
 
@@ -18,3 +18,14 @@ def test_a_semicolon_before_lower_case_on_the_same_line_joins_two_clauses_and_a_
         "Keys can be rotated; the old key works for 24 hours."]
     assert english_clauses_joined(["Keys can be rotated;", " The old key works."]) == ["Keys can be rotated;", " The old key works."]
     assert english_clauses_joined(["Keys can be rotated;", "\nthe old key works."]) == ["Keys can be rotated;", "\nthe old key works."]
+
+
+def test_pieces_cut_at_a_semicolon_on_one_line_share_their_sentence():
+    text = "活动开始前72小时以上取消的，全额退款；72小时以内取消的，不予退款。\n报名截止日为3月1日；\n名额有限。"
+    pieces = text_pieces(text)
+    assert [piece for piece, _ in pieces] == ["活动开始前72小时以上取消的，全额退款；", "72小时以内取消的，不予退款。",
+                                              "报名截止日为3月1日；", "名额有限。"]
+    numbers = [number for _, number in pieces]
+    assert numbers[0] == numbers[1] < numbers[2] < numbers[3]  # a semicolon before a line break ends its sentence
+    english = [number for _, number in text_pieces("Open daily. Closed on 25 December.")]
+    assert english[0] < english[1]

@@ -1,0 +1,52 @@
+"""A quotable piece of a packed text (``Candidate``): what
+services.gateway.answer.quotable cuts a text into and
+services.gateway.answer.extractive scores and quotes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One quotable piece of a packed text.
+
+    Attributes:
+        text: the piece as it is quoted.
+        item: whether the line it comes from is a list item or a table row
+            (a piece cut from "• Shape confusion：马玲薯 -> 马铃薯。" is still
+            part of a list item, so it cannot outrank its whole line).
+        first / last: indices of the first and last line it spans in its
+            packed text (a label joined to its line spans two).
+        list_run: a lead-in with the list items that follow it
+            ("安装步骤如下： 1. 下载… 2. 执行… 3. 运行…"), quoted whole when
+            the question asks for a list (``asks_list``).
+        label: the label it starts with ("" for a single line); between
+            two pieces that answer as well, the one whose label matches
+            the question better is quoted ("初始检索 (混合) 生成子查询" over
+            "用户查询输入 初始检索 (混合)" when asked what follows 初始混合检索).
+        header_at / header: for a row of a table below its header row,
+            the index and text of that header line (quoted with the row, so
+            that its values keep their column names); -1 and "" otherwise.
+        whole_sentence: the piece is a sentence of several pieces joined
+            back (cut at "；"), ranked before its pieces when it answers as
+            well as they do.
+        header_row: the piece is a table's header row without a number: it
+            names columns and answers nothing alone, so it is quoted only
+            with a row of its table (a number in it may make it a first
+            data row: 婚假 | 十三天).
+    """
+
+    text: str
+    item: bool
+    first: int
+    last: int
+    label: str = ""
+    list_run: bool = False
+    header_at: int = -1
+    header: str = ""
+    header_row: bool = False
+    whole_sentence: bool = False
+
+    def overlaps(self, other: "Candidate") -> bool:
+        """Whether the two pieces share a line of their text."""
+        return self.first <= other.last and other.first <= self.last
