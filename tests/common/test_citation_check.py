@@ -39,6 +39,12 @@ def test_a_number_of_days_is_not_supported_by_the_same_number_on_a_clock():
     assert number_values("处20万元罚款") == number_values("处二十万元罚款") == [200000.0]  # were 20 and 0 against 200000
 
 
+def test_an_english_number_of_weeks_is_not_supported_by_the_same_number_of_days():
+    source = "Leave policy\nNew parents receive 5 days of paid paternity leave."
+    assert "5周 not in the source" in support("Paternity leave is 5 weeks.", source, "How long is paternity leave?").reason
+    assert support("Paternity leave is 5 days.", source, "How long is paternity leave?").supported
+
+
 def test_sentence_citing_the_wrong_source_is_reattributed_to_the_one_that_says_it():
     result = verify("发明专利权的期限为二十年[1]。", [ART44, ART42], QUESTION)
     assert result.text == "发明专利权的期限为二十年[2]。"
