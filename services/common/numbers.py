@@ -49,14 +49,20 @@ def number_values(text: str) -> list[float]:
 #: Units of measure a number may carry, as written -> as compared (天 and 日, 月 and 个月 alike).
 _MEASURE = {"个小时": "小时", "小时": "小时", "分钟": "分钟", "个月": "月", "月": "月", "天": "天", "日": "天",
             "周": "周", "星期": "周", "个星期": "周", "周岁": "岁", "年": "年", "秒": "秒", "元": "元", "块": "元", "岁": "岁", "倍": "倍",
-            "%": "%", "个百分点": "%", "公斤": "kg", "千克": "kg", "公里": "km", "千米": "km"}
-#: English units after a number, as ``_MEASURE`` compares them ("6 years" as 6年, "32kg" as 32公斤).
+            "%": "%", "个百分点": "%", "公斤": "kg", "千克": "kg", "公里": "km", "千米": "km", "亩": "亩", "平方米": "m2",
+            "平米": "m2", "公顷": "公顷", "m2": "m2", "kg": "kg", "km": "km"}
+#: English units after a number, as ``_MEASURE`` compares them ("6 years" as 6年, "32kg" as 32公斤; ㎡ and m²
+#: are m2 once NFKC-normalised).
 _ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "month": "月", "months": "月", "week": "周",
                  "weeks": "周", "day": "天", "days": "天", "hour": "小时", "hours": "小时", "hr": "小时", "hrs": "小时",
                  "minute": "分钟", "minutes": "分钟", "min": "分钟", "mins": "分钟", "kg": "kg", "kgs": "kg",
                  "kilo": "kg", "kilos": "kg", "kilogram": "kg", "kilograms": "kg", "kilogramme": "kg", "kilogrammes": "kg",
-                 "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km"}
-_ENGLISH_UNIT_AFTER = re.compile(r"[ \t]*(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+                 "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
+                 "m2": "m2", "sqm": "m2", "sq m": "m2", "square metres": "m2", "square meters": "m2", "square metre": "m2",
+                 "square meter": "m2", "hectare": "公顷", "hectares": "公顷"}
+#: A unit is a whole word, though CJK text may follow it directly ("30m2以上").
+_WORD_END = r"(?![A-Za-z0-9])"
+_ENGLISH_UNIT_AFTER = re.compile(r"[ \t]*(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")" + _WORD_END, re.IGNORECASE)
 _MEASURE_AFTER = re.compile(r"\s*(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")")
 _SCALE_AFTER = re.compile(r"\s*([万亿])")
 
@@ -90,6 +96,8 @@ def quantities(text: str) -> list[tuple[float, str]]:
             continue
         unit = _MEASURE_AFTER.match(text, end)
         english = None if unit else _ENGLISH_UNIT_AFTER.match(text, end)
+        if unit or english:
+            consumed = (unit or english).end()  # the 2 of "m2" is part of the unit, not a number
         out.append((float(value), _MEASURE[unit.group(1)] if unit else _ENGLISH_UNIT[english.group(1).lower()] if english else ""))
     return out
 
@@ -103,15 +111,16 @@ _DASH = r"(?:至|到|-|~|–|—|－|～)"
 _RANGES = (
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|以上)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:以下|以内)"), "between"),
     (re.compile(rf"满\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*[但且而]?\s*(?:不满|不足|未满|不到)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
+    (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}?\s*(?:及以上|以上)\s*{_DASH}\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}?\s*{_DASH}\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|或以上|以上|以后|之后|起)"), "from"),
     (re.compile(rf"(?:已满|满|超过|大于|高于)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "from"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:以下|以内|之内|内)"), "upto"),
     (re.compile(rf"(?:不满|不足|未满|不到|少于|低于|小于)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "upto"),
-    (re.compile(rf"\b(\d+(?:\.\d+)?)\s*{_EN_UNIT}?\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "between"),
+    (re.compile(rf"\b(\d+(?:\.\d+)?)\s*{_EN_UNIT}?\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}{_WORD_END}", re.IGNORECASE), "between"),
     (re.compile(rf"\b(\d+(?:\.\d+)?)\+?\s*{_EN_UNIT}\s*(?:or more|and (?:above|over|up)|or longer)\b", re.IGNORECASE), "from"),
-    (re.compile(rf"\b(?:under|less than|fewer than|up to|within)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "upto"),
-    (re.compile(rf"\b(?:over|more than|at least)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}\b", re.IGNORECASE), "from"),
+    (re.compile(rf"\b(?:under|less than|fewer than|up to|within)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}{_WORD_END}", re.IGNORECASE), "upto"),
+    (re.compile(rf"\b(?:over|more than|at least)\s*(\d+(?:\.\d+)?)\s*{_EN_UNIT}{_WORD_END}", re.IGNORECASE), "from"),
 )
 
 
@@ -133,7 +142,8 @@ def ranges(text: str) -> list[tuple[float, float, str]]:
     the unit compared as ``quantities`` compares it (天 and 日 alike; English
     years, months, weeks, days, hours, kilograms and kilometres as 年, 月,
     周, 天, 小时, kg, km): "1年至5年" and "1-5 years" are (1, 5, "年"),
-    "10 to 25 kg" (10, 25, "kg"), "25 kg and over" (25, inf, "kg"), "满5年不满10年" (5, 10, "年"),
+    "10 to 25 kg" (10, 25, "kg"), "25 kg and over" (25, inf, "kg"),
+    "10亩以上至30亩" (10, 30, "亩"), "90-144平方米" (90, 144, "m2"), "满5年不满10年" (5, 10, "年"),
     "10年及以上" (10, inf, "年"), "14岁以下" and "under 14 years" (-inf, 14,
     ...), "三年以上十年以下" (3, 10, "年"). A range read whole is not read
     again in its parts; one written with two different units is left out;

@@ -29,6 +29,9 @@ INF = math.inf
     ("Small dog (up to 10 kilograms)", [(-INF, 10, "kg")]),
     ("10-25公斤 | 28元", [(10, 25, "kg")]),
     ("配送范围3公里以内免运费", [(-INF, 3, "km")]),
+    ("10亩以上至30亩 | 5000元 | 10股", [(10, 30, "亩")]),
+    ("建筑面积90-144平方米 | 2.2元", [(90, 144, "m2")]),
+    ("商铺面积30㎡以上", [(30, INF, "m2")]),  # ㎡ is m2 once NFKC-normalised; CJK right after a unit
     ("3年至5个月", []),  # two units: not one range
     ("第十条 2025年度", []),
 ])
@@ -40,6 +43,7 @@ def test_ranges_of_a_quantity(text, expected):
     ("I have worked here for 6 years", [(6, "年")]),  # English units compare as the Chinese ones
     ("a 32kg dog, 12 mins, 3 hrs", [(32, "kg"), (12, "分钟"), (3, "小时")]),
     ("32公斤，十三日", [(32, "kg"), (13, "天")]),
+    ("a 100 m2 flat, 120平米, 16 m²", [(100, "m2"), (120, "m2"), (16, "m2")]),  # the 2 of m2 is not a number
     ("5 minimum, 2 dayspring", [(5, ""), (2, "")]),  # a unit is a whole word
 ])
 def test_quantities_carry_their_unit_in_either_language(text, expected):
