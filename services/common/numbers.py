@@ -59,10 +59,11 @@ _ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "mont
                  "kilo": "kg", "kilos": "kg", "kilogram": "kg", "kilograms": "kg", "kilogramme": "kg", "kilogrammes": "kg",
                  "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
                  "m2": "m2", "sqm": "m2", "sq m": "m2", "square metres": "m2", "square meters": "m2", "square metre": "m2",
-                 "square meter": "m2", "hectare": "公顷", "hectares": "公顷"}
+                 "square meter": "m2", "hectare": "公顷", "hectares": "公顷",
+                 "years old": "岁", "year old": "岁", "year-old": "岁", "years-old": "岁", "yrs old": "岁"}
 #: A unit is a whole word, though CJK text may follow it directly ("30m2以上").
 _WORD_END = r"(?![A-Za-z0-9])"
-_ENGLISH_UNIT_AFTER = re.compile(r"[ \t]*(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")" + _WORD_END, re.IGNORECASE)
+_ENGLISH_UNIT_AFTER = re.compile(r"(?:[ \t]*|-)(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")" + _WORD_END, re.IGNORECASE)
 _MEASURE_AFTER = re.compile(r"\s*(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")")
 _SCALE_AFTER = re.compile(r"\s*([万亿])")
 

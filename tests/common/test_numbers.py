@@ -27,6 +27,7 @@ INF = math.inf
     ("25.1–40 kg | £365.00 | £460.00", [(25.1, 40, "kg")]),
     ("Dog 25 kg and over | £21.50", [(25, INF, "kg")]),
     ("Small dog (up to 10 kilograms)", [(-INF, 10, "kg")]),
+    ("Children under 12 years old ride free", [(-INF, 12, "岁")]),
     ("10-25公斤 | 28元", [(10, 25, "kg")]),
     ("配送范围3公里以内免运费", [(-INF, 3, "km")]),
     ("10亩以上至30亩 | 5000元 | 10股", [(10, 30, "亩")]),
@@ -44,6 +45,7 @@ def test_ranges_of_a_quantity(text, expected):
     ("a 32kg dog, 12 mins, 3 hrs", [(32, "kg"), (12, "分钟"), (3, "小时")]),
     ("32公斤，十三日", [(32, "kg"), (13, "天")]),
     ("a 100 m2 flat, 120平米, 16 m²", [(100, "m2"), (120, "m2"), (16, "m2")]),  # the 2 of m2 is not a number
+    ("my son is 9 years old, a 7-year-old, a 3-day pass", [(9, "岁"), (7, "岁"), (3, "天")]),  # an age as 岁 is
     ("5 minimum, 2 dayspring", [(5, ""), (2, "")]),  # a unit is a whole word
 ])
 def test_quantities_carry_their_unit_in_either_language(text, expected):
