@@ -2,7 +2,8 @@
 as a long-running operation of the gateway (ImportDocuments, AIP-151).
 
   graphmesh ingest documents|entities|triples FILE --async   prints the operation name
-  graphmesh ingest files PATH... --async                     (at most 64 MiB of files)
+  graphmesh ingest files PATH... --async                     (at most 64 MiB of files; a JSONL file among
+                                                             them is an operation of its own)
   graphmesh operations list [--filter "done = false"] [--page-size N]
   graphmesh operations get NAME                              the operation as JSON
   graphmesh operations cancel NAME                           stops after the batch in progress
@@ -21,16 +22,19 @@ from google.rpc import code_pb2
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.client import INGEST_KINDS, _report_rpc_error, gateway_channel, open_text
-from services.cli.documents import expand_paths, links_outside, missing_message, unsupported_files
+from services.cli.documents import JSONL_SUFFIXES, expand_paths, links_outside, missing_message, unsupported_files
 
 #: Most bytes of one ImportDocuments request (the gateway's message limit).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _OPTIONS = [("grpc.max_send_message_length", MAX_REQUEST_BYTES), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
 
 
-def import_request(args: argparse.Namespace) -> gateway_pb2.IngestRequest | str:
-    """The ImportDocuments request of ``graphmesh ingest KIND PATH... --async``,
-    or the error message when the input cannot be sent whole."""
+def import_requests(args: argparse.Namespace) -> list[gateway_pb2.IngestRequest] | str:
+    """The ImportDocuments requests of ``graphmesh ingest KIND PATH... --async``
+    (one operation each), or the error message when the input cannot be sent
+    whole. ``files``: one request for the files, and one more per JSONL file
+    among them (its lines are documents, as without --async), since one
+    request holds files or JSONL, not both."""
     common = {"collection": args.collection or "", "domain_pack": getattr(args, "pack", "") or ""}
     if args.kind == "files":
         files, missing = expand_paths(args.paths, args.id_prefix or "")
@@ -41,31 +45,39 @@ def import_request(args: argparse.Namespace) -> gateway_pb2.IngestRequest | str:
         for path in unsupported_files(args.paths):
             print(f"skipped   {path.as_posix()}: unsupported file type {path.suffix.lower() or '(none)'!r}", file=sys.stderr)
         metadata = dict(kv.split("=", 1) for kv in args.meta or [] if "=" in kv)
-        request = gateway_pb2.IngestRequest(**common, files=[
+        jsonl = [path for path, _ in files if path.name.lower().endswith(JSONL_SUFFIXES)]
+        documents = [(path, doc_id) for path, doc_id in files if path not in jsonl]
+        requests = [gateway_pb2.IngestRequest(**common, files=[
             gateway_pb2.IngestFile(name=doc_id, document_id=doc_id, content=path.read_bytes(), metadata=metadata)
-            for path, doc_id in files])
+            for path, doc_id in documents])] if documents else []
+        for path in jsonl:
+            with open_text(path) as f:
+                requests.append(gateway_pb2.IngestRequest(**common, jsonl=f.read(), kind=INGEST_KINDS["documents"]))
     else:
         if len(args.paths) != 1 or not Path(args.paths[0]).is_file():
             return f"ingest {args.kind} --async takes one JSONL file"
         with open_text(Path(args.paths[0])) as f:
-            request = gateway_pb2.IngestRequest(**common, jsonl=f.read(), kind=INGEST_KINDS[args.kind])
-    if request.ByteSize() > MAX_REQUEST_BYTES - 1024:
-        return f"the input is {request.ByteSize() / 1048576:.1f} MiB: one operation takes at most 64 MiB; split it or drop --async"
-    return request
+            requests = [gateway_pb2.IngestRequest(**common, jsonl=f.read(), kind=INGEST_KINDS[args.kind])]
+    for request in requests:
+        if request.ByteSize() > MAX_REQUEST_BYTES - 1024:
+            return f"the input is {request.ByteSize() / 1048576:.1f} MiB: one operation takes at most 64 MiB; split it or drop --async"
+    return requests
 
 
 def cmd_ingest_async(args: argparse.Namespace) -> int:
-    """Starts ImportDocuments and prints the operation's name; 2 on an error."""
-    request = import_request(args)
-    if isinstance(request, str):
-        print(f"error: {request}", file=sys.stderr)
+    """Starts ImportDocuments, one operation per request (``import_requests``),
+    and prints each operation's name on its own line; 2 on an error."""
+    requests = import_requests(args)
+    if isinstance(requests, str):
+        print(f"error: {requests}", file=sys.stderr)
         return 2
     with gateway_channel(_OPTIONS) as ch:
-        try:
-            operation = gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=300)
-        except grpc.RpcError as err:
-            return _report_rpc_error(err)
-    print(operation.name)
+        for request in requests:
+            try:
+                operation = gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(request, timeout=300)
+            except grpc.RpcError as err:
+                return _report_rpc_error(err)
+            print(operation.name)
     return 0
 
 
