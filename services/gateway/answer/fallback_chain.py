@@ -165,6 +165,8 @@ class FallbackChain:
                     return
                 if verdict.accepted:
                     attempt.answered = True
+                    if chosen.decision is not None:  # why an answer below the threshold goes ahead, or ""
+                        attempt.reason = chosen.decision.reason
                     chosen.retrieval, chosen.strategy = retrieval, strategy
                     chosen.attempts.append(attempt)
                     FALLBACK_ATTEMPTS.labels(strategy, "answered", "").inc()

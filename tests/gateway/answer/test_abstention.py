@@ -295,3 +295,19 @@ def test_a_first_result_holding_every_word_asked_and_first_in_both_channels_is_a
     assert not abstention.signals(["津贴"], [night, other]).first_holds_all
     assert not abstention.signals(["夜班", "津贴"], [other, night]).first_holds_all
     assert not abstention.decide(abstention.signals(["夜班", "津贴", "补发"], [night, other]), generic).answerable
+
+
+@ASYNC
+async def test_an_answer_below_the_threshold_names_why_it_goes_ahead():
+    # a fresh user saw answerability 0.283 against 0.5 answered, with attempts[0].reason empty
+    night = candidate("d0", "冷库一线员工实行四班三运转，夜班每晚发放夜班津贴 85 元。", "pg.keyword", 5.0, vector_score=0.845)
+    other = candidate("d1", "员工出差住宿标准按城市类别执行。", "pg.keyword", 2.0, vector_score=0.84)
+    other.channel_scores[0].rank = other.channel_scores[1].rank = 2
+    pg = FakeRetriever("retriever_pg", [night, other])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=2, domain_pack="generic")]
+    settings = GatewaySettings(port=0, rest={"port": -1}, deadlines={"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3})
+    answerer = use_cases(settings, FakeExpander(keywords=("夜班", "津贴")), [pg, FakeRetriever("retriever_graph", [])],
+                         FakeReranker(), FakeFuser(), FakeLlm()).answerer
+    answer = await answerer.answer("夜班津贴是多少？", 5, None, Deadline(10))
+    assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and answer.answerability < answer.answerability_threshold
+    assert answer.attempts[0].answered and "every word" in answer.attempts[0].reason
