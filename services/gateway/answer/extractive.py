@@ -1,9 +1,8 @@
-"""The extractive answer: what an Answer says without an LLM (or when none
-of the LLM's sentences is supported), quoted from the packed sources. Pure
-functions, tested directly (tests/gateway/answer/test_extractive.py):
-which pieces of a source may be quoted (``quotable.quotable_pieces``), how each
-covers the question (``PieceScorer``, ``sentence_score``) and the answer
-built from the best of them (``extractive_answer``). How it was measured:
+"""The extractive answer: what an Answer says without an LLM (or when none of the LLM's sentences
+is supported), quoted from the packed sources. Pure functions, tested directly
+(tests/gateway/answer/test_extractive.py): which pieces of a source may be quoted
+(``quotable.quotable_pieces``), how each covers the question (``PieceScorer``, ``sentence_score``)
+and the answer built from the best of them (``extractive_answer``). How it was measured:
 docs/answers.md "Extractive answers" and docs/benchmarks.md "Own documents"."""
 from __future__ import annotations
 
@@ -264,7 +263,8 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
-        candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row] or scored[:1]
+        candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row
+                      and not any(w.holds(t[3]) for _, _, _, w in scored)] or scored[:1]
         # another item's piece (P3's row, asked P1) last; best first; ties: list lead-in, label, whole sentence, fewer lines, order
         ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]), -t[0], -t[3].list_run, -t[1],
                                                    not t[3].whole_sentence, t[3].last - t[3].first, t[2]))

@@ -65,7 +65,7 @@ class Generator:
     async def _extractive(self, query: str, retrieval: Retrieval, deadline: Deadline) -> str:
         """The extractive answer over ``retrieval``'s packed sources, with the
         pieces' dense similarity when the question is in another script."""
-        texts = packed(retrieval)
+        texts = packed(retrieval, drop_cut_clause=True)
         similarity = await piece_similarity(self.expander, query, texts, deadline, self.settings.deadlines.expand,
                                             self.settings.ingest.embed_batch)
         return extractive.extractive_answer(texts, query, similarity=similarity)
@@ -185,11 +185,11 @@ def packed_labels(retrieval: Retrieval) -> list[str] | None:
     return None if any(c is None for c in cands) else [source_label(c) for c in cands]
 
 
-def packed(retrieval: Retrieval) -> list[str]:
+def packed(retrieval: Retrieval, drop_cut_clause: bool = False) -> list[str]:
     """Text of each packed source as the context holds it (cut where the
-    fuser cut it), else the candidates' whole texts."""
+    fuser cut it; ``grounding.packed_texts``), else the candidates' whole texts."""
     return grounding.packed_texts(retrieval.response.context, len(retrieval.cited_ids),
-                                  packed_labels(retrieval)) or retrieval.cited_texts
+                                  packed_labels(retrieval), drop_cut_clause) or retrieval.cited_texts
 
 
 def sources(retrieval: Retrieval) -> list[str]:

@@ -137,13 +137,30 @@ def first_sources(context: str, n: int, labels: list[str] | None = None) -> str:
     return join_blocks(blocks[:n]).rstrip()
 
 
-def packed_texts(context: str, n_sources: int, labels: list[str] | None = None) -> list[str] | None:
+def packed_texts(context: str, n_sources: int, labels: list[str] | None = None,
+                 drop_cut_clause: bool = False) -> list[str] | None:
     """The text of each numbered block "[n] label\ntext" of a packed
     context, as the reader (and the LLM) saw it ([TRUNCATED] removed); None
     when the context does not hold exactly ``n_sources`` blocks numbered 1..n.
     ``labels``: the sources' header labels in citation order, when known
-    (``_blocks``)."""
+    (``_blocks``). ``drop_cut_clause`` (for quoting): a text the packer cut
+    right after a "；" loses that last clause, back to its last full stop or
+    line break, since the rest of its sentence was cut off and half a rule
+    can read as its opposite ("金卡会员可免费延迟至16:00；" without "节假日期间不
+    适用此项优惠。")."""
     blocks = _blocks(context, labels)
     if len(blocks) != n_sources:
         return None
-    return ["\n".join(lines).replace(TRUNCATION_MARK, "").strip() for _, lines in blocks]
+    texts = ["\n".join(lines).strip() for _, lines in blocks]
+    return [_without_cut_clause(t) if drop_cut_clause else t.replace(TRUNCATION_MARK, "").strip() for t in texts]
+
+
+def _without_cut_clause(text: str) -> str:
+    if not text.endswith(TRUNCATION_MARK):
+        return text.replace(TRUNCATION_MARK, "").strip()
+    body = text[: -len(TRUNCATION_MARK)].rstrip()
+    if body.endswith(("；", ";")):
+        stop = max(body.rfind(ch) for ch in "。！？!?\n")
+        if stop > 0:
+            body = body[: stop + 1]
+    return body.replace(TRUNCATION_MARK, "").strip()

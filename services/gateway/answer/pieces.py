@@ -47,6 +47,11 @@ class Candidate:
     header_row: bool = False
     whole_sentence: bool = False
 
+    def holds(self, other: "Candidate") -> bool:
+        """Whether ``other`` is one of this whole sentence's clauses, which is then never quoted alone: half a
+        rule can read as its opposite ("金卡会员可免费延迟至16:00；" without "节假日期间不适用此项优惠。")."""
+        return self.whole_sentence and not other.whole_sentence and self.first <= other.first and other.last <= self.last
+
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""
         return self.first <= other.last and other.first <= self.last

@@ -337,6 +337,15 @@ def test_a_sentence_cut_at_a_semicolon_is_quoted_whole_a_rule_with_its_exception
     assert "14. 一个自然月内爽约累计2次的，暂停预约权限7天；累计3次的，暂停预约权限14天。" in answer
 
 
+def test_a_clause_is_never_quoted_without_the_rest_of_its_sentence():
+    # across scripts a clause's cosine can beat its sentence's: "2. 迟到…每次扣款20元；" was quoted without "超过15分钟…"
+    text = "考勤规定\n2. 迟到或早退在15分钟以内的，每次扣款20元；超过15分钟但不足1小时的，按半天事假处理。\n3. 旷工一天扣三天工资。"
+    clause, rest = "2. 迟到或早退在15分钟以内的，每次扣款20元；", "超过15分钟但不足1小时的，按半天事假处理。"
+    similarity = {clause: 0.9, clause + rest: 0.85, rest: 0.1, "3. 旷工一天扣三天工资。": 0.7, "考勤规定": 0.1}
+    answer = extractive_answer([text], "How much is deducted for being ten minutes late?", similarity=similarity)
+    assert clause + rest in answer
+
+
 def test_a_semicolon_before_a_list_item_or_a_line_break_does_not_join_pieces():
     from services.gateway.answer.quotable import quotable_pieces
 

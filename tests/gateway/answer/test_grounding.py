@@ -30,6 +30,19 @@ def test_packed_texts_reads_the_context_blocks_as_packed():
     assert packed_texts(context, 3) is None
 
 
+def test_for_quoting_a_source_cut_after_a_semicolon_loses_its_dangling_clause():
+    # a fresh user's answer quoted "金卡及以上会员可免费延迟至16:00；": the packer had cut "节假日期间不适用此项优惠。" off
+    from services.gateway.answer.grounding import packed_texts
+
+    cut = "[1] 入住须知 延迟退房\n延迟退房须在前台提前申请。金卡及以上会员可免费延迟至16:00；[TRUNCATED]\n[2] 押金\n押金每晚500元；"
+    assert packed_texts(cut, 2, drop_cut_clause=True) == ["延迟退房须在前台提前申请。", "押金每晚500元；"]  # [2] was not cut
+    assert packed_texts(cut, 2) == ["延迟退房须在前台提前申请。金卡及以上会员可免费延迟至16:00；", "押金每晚500元；"]
+    alone = "[1] 须知\n金卡及以上会员可免费延迟至16:00；[TRUNCATED]"  # no full stop to go back to: kept
+    assert packed_texts(alone, 1, drop_cut_clause=True) == ["金卡及以上会员可免费延迟至16:00；"]
+    whole = "[1] 须知\n婚假为13天。[TRUNCATED]"
+    assert packed_texts(whole, 1, drop_cut_clause=True) == ["婚假为13天。"]
+
+
 def test_a_long_question_is_cut_in_the_prompt_at_a_sentence_end():
     question = "被告人某甲于某日晚间酒后驾车。" * 600  # 9,000 characters
     messages = generation.build_messages(question, "[1] 刑法 第一百三十三条之一\n在道路上醉酒驾驶机动车的，处拘役。")
