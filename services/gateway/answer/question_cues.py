@@ -72,7 +72,21 @@ def condition_quantities(question: str) -> list[tuple[float, str]]:
     return [(value, unit) for value, unit in found if value != 1 or _ONE_AS_CONDITION.search(question)]
 
 
+#: Units that convert exactly into one another, by their size in the smallest of their group: minutes, hours,
+#: days and weeks; months and years (a month is not a whole number of days, so days and months do not mix).
+_SCALES = ({"分钟": 1, "小时": 60, "天": 1440, "周": 10080}, {"月": 1, "年": 12})
+
+
+def in_unit(value: float, unit: str, target: str) -> float | None:
+    """``value`` of ``unit`` expressed in ``target`` (2 天 is 48 小时), None when the two do not convert."""
+    if unit == target:
+        return value
+    scale = next((group for group in _SCALES if unit in group and target in group), None)
+    return None if scale is None else value * scale[unit] / scale[target]
+
+
 def holds_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
     """Whether ``text`` states a range (``numbers.ranges``) holding one of the ``conditions``
-    (``condition_quantities``), in the same unit."""
-    return any(unit == asked and low <= value <= high for low, high, unit in ranges(text) for value, asked in conditions)
+    (``condition_quantities``), in the same unit or one it converts to (提前两天 held by "24 to 72 hours")."""
+    return any(low <= converted <= high for low, high, unit in ranges(text) for value, asked in conditions
+               if (converted := in_unit(value, asked, unit)) is not None)

@@ -382,6 +382,17 @@ def test_conditions_are_quantities_with_a_unit_and_a_rate_of_one_unit_is_not_one
     assert not holds_condition("满1年不满3年 | 5天", [(6.0, "年")])
 
 
+def test_a_condition_in_one_unit_of_time_is_held_by_a_range_in_another_it_converts_to():
+    # a fresh user's "取消预订提前两天" against an hourly cancellation table: 2 days are 48 hours
+    from services.gateway.answer.question_cues import condition_quantities, holds_condition, in_unit
+
+    two_days = condition_quantities("取消预订提前两天要付多少违约金？")
+    assert holds_condition("24 to 72 hours | 50% of the first night", two_days)
+    assert not holds_condition("72 hours or more | No fee", two_days)
+    assert holds_condition("6个月以内", [(0.5, "年")]) and in_unit(90, "分钟", "小时") == 1.5
+    assert in_unit(2, "月", "天") is None  # a month is not a whole number of days
+
+
 def test_a_question_naming_a_weekday_one_way_quotes_the_rule_that_names_it_another():
     # 星期一 asked, 周一 written (a tea garden's opening rules, a blind set): the Tuesday-to-Sunday line alone was quoted
     source = "茶园每年3月15日至11月15日对外开放，开放时间为周二至周日8:30至17:00。\n每周一闭园维护，遇法定节假日照常开放。\n入园须购票。"
