@@ -169,8 +169,10 @@ class DocumentLifecycle:
         default collection and a gateway without a collection registry
         are never refused."""
         if self.packs is not None and collection != DEFAULT_COLLECTION and not await self.packs.exists(collection, deadline):
-            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it "
-                           "(graphmesh collections list, GET /v1/collections, names those that exist)")
+            close = self.packs.closest_stored(collection)
+            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it"
+                           + (f"; it looks like {close!r}" if close else "")
+                           + " (graphmesh collections list, GET /v1/collections, names those that exist)")
 
     async def _everywhere(self, call: Callable[[Retriever, float], Awaitable], deadline: Deadline) -> list[tuple[str, object]]:
         """(retriever name, reply) of ``call`` on every retriever, in parallel;

@@ -88,6 +88,10 @@ async def test_the_model_name_picks_the_collections_and_the_profile(fake_gateway
     with pytest.raises(openai.NotFoundError) as missing:
         await client(gw).chat.completions.create(model="graphmesh:nosuch", messages=[{"role": "user", "content": QUESTION}])
     assert missing.value.code == "model_not_found" and missing.value.param == "model"
+    assert "did you mean" not in missing.value.message
+    with pytest.raises(openai.NotFoundError) as misspelt:  # a fresh user's graphmesh:hotl for hotel
+        await client(gw).chat.completions.create(model="graphmesh:manual", messages=[{"role": "user", "content": QUESTION}])
+    assert "did you mean 'graphmesh:manuals'?" in misspelt.value.message
     with pytest.raises(openai.NotFoundError):
         await client(gw).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
 

@@ -12,6 +12,7 @@ from aiohttp import web
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.admission import Overloaded
 from services.common.filters import DEFAULT_COLLECTION
+from services.common.spelling import closest
 from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat.replies import (StreamState, chunk_body, completion_body, completion_id, error_response,
                                                         models_body, openai_shape, rpc_error, stream_chunks)
@@ -80,10 +81,13 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                 try:
                     named = set(chat_req.model.collections) - {DEFAULT_COLLECTION}
                     if named:
-                        missing = sorted(named - await known_collections(request, remaining))
+                        known = await known_collections(request, remaining)
+                        missing = sorted(named - known)
                         if missing:
+                            close = closest(missing[0], sorted(known - {DEFAULT_COLLECTION}), max_edits=2)
+                            hint = f"; did you mean 'graphmesh:{close}'?" if close else ""
                             raise ChatError(404, f"The model {chat_req.model_name!r} does not exist: no collection "
-                                                 f"{missing[0]!r} (GET /v1/models)", "model", "model_not_found")
+                                                 f"{missing[0]!r}{hint} (GET /v1/models)", "model", "model_not_found")
                     if chat_req.stream:
                         return await _stream_reply(request, chat_req, remaining, metadata(request))
                     reply = await state["stub"].Answer(chat_req.answer, timeout=remaining, metadata=metadata(request))
