@@ -69,14 +69,16 @@ async def test_chunk_size(mesh):
                                            timeout=PATIENT)
                 answers[str(row.get("id"))] = {
                     "context": answer.search.context, "answer": answer.answer,
-                    "mode": gateway_pb2.AnswerMode.Name(answer.mode),
+                    "mode": gateway_pb2.AnswerMode.Name(answer.mode), "answerability": round(answer.answerability, 4),
                     "quotes": any(g in _squeeze(answer.answer) for g in golds)}
             out_of_scope = load_dataset(folder / "out_of_scope.jsonl") if (folder / "out_of_scope.jsonl").is_file() else []
             for row in out_of_scope:  # kept for offline studies of what an answer to them quotes
                 answer = await stub.Answer(gateway_pb2.AnswerRequest(query=row["query"], top_k=10, collections=[collection]),
                                            timeout=PATIENT)
                 unanswerable[str(row.get("id"))] = {"context": answer.search.context, "answer": answer.answer,
-                                                    "mode": gateway_pb2.AnswerMode.Name(answer.mode)}
+                                                    "mode": gateway_pb2.AnswerMode.Name(answer.mode),
+                                                    "answerability": round(answer.answerability, 4),
+                                                    "reason": answer.attempts[0].reason if answer.attempts else ""}
         answered = await run_queries(address, rows, 10, concurrency=2, timeout=PATIENT, answers=True,
                                      judge_address=mesh.addresses["judge"], collections=(collection,))
         refused = await run_queries(address, out_of_scope, 10, concurrency=2, timeout=PATIENT, answers=True,
