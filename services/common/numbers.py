@@ -14,7 +14,7 @@ _CN = "零〇一二三四五六七八九十百千万亿两"
 #: Arabic numbers (thousands separators and decimals allowed) or runs of
 #: Chinese numerals. A lone Chinese digit is only read when a unit follows
 #: (一年, 三日, 五倍, ...): alone it is usually a word (一般, 统一, 万一).
-NUMBER = re.compile(rf"\d+(?:,\d{{3}})*(?:\.\d+)?|[{_CN}]{{2,}}|[{_CN}](?=[年月日天个条款项倍人元次周岁万亿])")
+NUMBER = re.compile(rf"\d+(?:,\d{{3}})*(?:\.\d+)?|[{_CN}]{{2,}}|[{_CN}](?=[年月日天个条款项倍人元次周岁晚万亿])")
 
 
 def chinese_to_int(text: str) -> int | None:
@@ -50,7 +50,7 @@ def number_values(text: str) -> list[float]:
 _MEASURE = {"个小时": "小时", "小时": "小时", "分钟": "分钟", "个月": "月", "月": "月", "天": "天", "日": "天",
             "周": "周", "星期": "周", "个星期": "周", "周岁": "岁", "年": "年", "秒": "秒", "元": "元", "块": "元", "岁": "岁", "倍": "倍",
             "%": "%", "个百分点": "%", "公斤": "kg", "千克": "kg", "公里": "km", "千米": "km", "亩": "亩", "平方米": "m2",
-            "平米": "m2", "公顷": "公顷", "m2": "m2", "kg": "kg", "km": "km"}
+            "平米": "m2", "公顷": "公顷", "m2": "m2", "kg": "kg", "km": "km", "晚": "晚"}
 #: English units after a number, as ``_MEASURE`` compares them ("6 years" as 6年, "32kg" as 32公斤; ㎡ and m²
 #: are m2 once NFKC-normalised).
 _ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "month": "月", "months": "月", "week": "周",
@@ -60,7 +60,8 @@ _ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "mont
                  "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
                  "m2": "m2", "sqm": "m2", "sq m": "m2", "square metres": "m2", "square meters": "m2", "square metre": "m2",
                  "square meter": "m2", "hectare": "公顷", "hectares": "公顷",
-                 "years old": "岁", "year old": "岁", "year-old": "岁", "years-old": "岁", "yrs old": "岁"}
+                 "years old": "岁", "year old": "岁", "year-old": "岁", "years-old": "岁", "yrs old": "岁",
+                 "night": "晚", "nights": "晚"}
 #: A unit is a whole word, though CJK text may follow it directly ("30m2以上").
 _WORD_END = r"(?![A-Za-z0-9])"
 _ENGLISH_UNIT_AFTER = re.compile(r"(?:[ \t]*|-)(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")" + _WORD_END, re.IGNORECASE)

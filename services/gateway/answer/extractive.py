@@ -203,7 +203,7 @@ class PieceScorer:
         if self._conditions and holds_condition(candidate.text, self._conditions):  # a row's subject is in its header
             lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,
                                      self._idf, candidate.item)
-            lexical += RANGE_BONUS if lexical else 0.0
+            lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
         return lexical + self._similarity.get(candidate.text, 0.0)
 
     def names_another_number(self, candidate: Candidate) -> bool:

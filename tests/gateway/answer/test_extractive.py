@@ -382,6 +382,26 @@ def test_conditions_are_quantities_with_a_unit_and_a_rate_of_one_unit_is_not_one
     assert not holds_condition("满1年不满3年 | 5天", [(6.0, "年")])
 
 
+def test_a_chinese_question_giving_a_quantity_picks_the_row_of_an_english_table_that_holds_it():
+    # across scripts no word is shared, so the range's bonus had been withheld: "72 hours or more | No fee" was quoted
+    table = ("Cancellation fees\nNotice before arrival | Fee\n72 hours or more | No fee\n"
+             "24 to 72 hours | 50% of the first night\nLess than 24 hours or no-show | 100% of the first night")
+    similarity = {"Cancellation fees": 0.5, "Notice before arrival | Fee": 0.6, "72 hours or more | No fee": 0.8,
+                  "24 to 72 hours | 50% of the first night": 0.79, "Less than 24 hours or no-show | 100% of the first night": 0.7}
+    best = extractive_answer([table], "取消预订提前两天要付多少违约金？", similarity=similarity,
+                             max_sentences_per_source=1).splitlines()[1]
+    assert best == "Notice before arrival | Fee … 24 to 72 hours | 50% of the first night [1]"  # the row under its header
+
+
+def test_nights_are_a_unit_and_a_stay_is_looked_up_by_them():
+    from services.gateway.answer.question_cues import condition_quantities, holds_condition
+
+    assert condition_quantities("一年住了25晚是什么会员等级？") == [(25.0, "晚")]
+    assert condition_quantities("连住三晚有优惠吗") == [(3.0, "晚")] and condition_quantities("一晚多少钱？") == []  # a rate
+    assert holds_condition("累计入住10晚或以上升级为金卡", [(25.0, "晚")]) and holds_condition("7-13晚 | 85折", [(10.0, "晚")])
+    assert holds_condition("Stays of 5 nights or more get 10% off", condition_quantities("We stay 6 nights, any discount?"))
+
+
 def test_a_condition_in_one_unit_of_time_is_held_by_a_range_in_another_it_converts_to():
     # a fresh user's "取消预订提前两天" against an hourly cancellation table: 2 days are 48 hours
     from services.gateway.answer.question_cues import condition_quantities, holds_condition, in_unit
