@@ -607,7 +607,8 @@ async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_
     assert note.status == SKIPPED and "'nope'" in note.detail
     assert "以下是最接近的资料" not in reply.answer  # no nearest sources to point to
     assert "no store holds collection 'nope'" in stages(reply.search)["generate"].detail
-    assert reply.answer.startswith("no store holds collection 'nope'")  # a mistyped name is said in the answer itself
+    # a mistyped name is said in the answer itself, framed in the question's language
+    assert reply.answer.startswith("检索范围内没有可用的资料，无法回答这个问题（no store holds collection 'nope'")
     english = await mesh(pg=pg, graph=graph).answerer.answer("How many days of leave?", 5, None, Deadline(10),
                                                              scope=Scope(("nope",), ()))
     assert english.answer.startswith("no store holds collection 'nope'") and \

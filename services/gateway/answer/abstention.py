@@ -294,5 +294,6 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
         return ((f"{scope_reason}; this question cannot be answered." if scope_reason else "The documents retrieved do "
                  "not answer this question; the knowledge base may not cover it.")
                 + (" The nearest sources are listed below for reference only." if nearest else ""))
-    lead = f"{scope_reason}，无法回答这个问题。" if scope_reason else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
+    lead = (f"检索范围内没有可用的资料，无法回答这个问题（{scope_reason}）。" if latin_script(scope_reason)  # an English note
+            else f"{scope_reason}，无法回答这个问题。") if scope_reason else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     return lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "")
