@@ -64,7 +64,9 @@ _ENGLISH_UNIT = {"year": "年", "years": "年", "yr": "年", "yrs": "年", "mont
                  "night": "晚", "nights": "晚"}
 #: A unit is a whole word, though CJK text may follow it directly ("30m2以上").
 _WORD_END = r"(?![A-Za-z0-9])"
-_ENGLISH_UNIT_AFTER = re.compile(r"(?:[ \t]*|-)(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")" + _WORD_END, re.IGNORECASE)
+#: The English units as one alternation, longest first ("years old" before "years"), a capturing group.
+_EN_UNIT = "(" + "|".join(sorted(map(re.escape, _ENGLISH_UNIT), key=len, reverse=True)) + ")"
+_ENGLISH_UNIT_AFTER = re.compile(r"(?:[ \t]*|-)" + _EN_UNIT + _WORD_END, re.IGNORECASE)
 _MEASURE_AFTER = re.compile(r"\s*(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")")
 _SCALE_AFTER = re.compile(r"\s*([万亿])")
 
@@ -106,7 +108,6 @@ def quantities(text: str) -> list[tuple[float, str]]:
 
 _RANGE_NUM = rf"(\d+(?:\.\d+)?|[{_CN}]+)"
 _RANGE_UNIT = "(" + "|".join(sorted(map(re.escape, _MEASURE), key=len, reverse=True)) + ")"
-_EN_UNIT = "(" + "|".join(sorted(_ENGLISH_UNIT, key=len, reverse=True)) + ")"
 _DASH = r"(?:至|到|-|~|–|—|－|～)"
 #: (pattern, kind): "between" reads (low, its unit or None, high, unit); "from" (low, unit) an open
 #: upper end; "upto" (high, unit) an open lower end.

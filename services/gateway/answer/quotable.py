@@ -10,6 +10,7 @@ extractive answer (tests/gateway/answer/test_extractive.py)."""
 from __future__ import annotations
 
 import re
+from itertools import groupby
 
 from services.common.text import is_table_row, table_headers
 from services.gateway.answer.pieces import Candidate
@@ -205,7 +206,7 @@ def _whole_sentences(lines: list[str], sentences: list[int]) -> list[Candidate]:
     """A sentence cut into pieces at "；" (``sentences``: each line's sentence number), offered whole too
     when it fits CONTINUATION_MAX_CHARS and no piece after its first is a list item: a rule and its exception
     ("72小时以上取消的，全额退款；72小时以内取消的，不予退款。") answer together."""
-    runs = [[i for i, s in enumerate(sentences) if s == number] for number in dict.fromkeys(sentences)]
+    runs = [[i for i, _ in run] for _, run in groupby(enumerate(sentences), key=lambda pair: pair[1])]  # numbers rise
     return [Candidate("".join(lines[i] for i in run), is_item(lines[run[0]]), run[0], run[-1], whole_sentence=True) for run in runs
             if len(run) > 1 and not any(_LIST_ITEM.match(lines[i]) for i in run[1:])
             and len("".join(lines[i] for i in run)) <= CONTINUATION_MAX_CHARS]
