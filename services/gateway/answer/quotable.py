@@ -263,6 +263,8 @@ def quotable_pieces(text: str) -> list[Candidate]:
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
             out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
+        # the head of a line cut at its colon ("C维度 (3, w=0.25):") introduces the rest of its own line: never alone
+        pieces = [p for i, p in enumerate(pieces) if i == len(pieces) - 1 or not p.endswith(("：", ":"))] or pieces
         names_columns = starts.get(index) == index and not _DIGIT.search(line)
         out.extend(Candidate(piece, item, index, index, header_at=header, header=lines[header] if header >= 0 else "",
                              header_row=names_columns) for piece in pieces)

@@ -213,7 +213,14 @@ def test_a_sentence_and_the_table_row_after_it_are_not_joined_by_the_row_separat
     assert generation._join(["事项 | 负责人", "修复缺陷 | 王强"]) == "事项 | 负责人；修复缺陷 | 王强"  # noqa: SLF001
     texts = {p.text for p in pieces.quotable_pieces("Batches go to https://ingest.lumen.example every 10:00 to 16:00.")}
     assert not any(t.startswith("//") or t.startswith("00") for t in texts)
-    assert {"入口:", "POST /api/reason/query"} <= {p.text for p in pieces.quotable_pieces("入口: POST /api/reason/query")}
+    assert {"入口: POST /api/reason/query", "POST /api/reason/query"} <= {p.text for p in pieces.quotable_pieces("入口: POST /api/reason/query")}
+
+
+def test_the_head_of_a_line_cut_at_its_colon_is_never_quoted_alone():
+    # "w=0.25" reads as code, so the head "C维度 (3, w=0.25):" once passed as quotable; it introduces its own line
+    texts = {p.text for p in pieces.quotable_pieces("C维度 (3, w=0.25): cot_quality/reasoning_depth/multi_hop_accuracy")}
+    assert texts == {"C维度 (3, w=0.25): cot_quality/reasoning_depth/multi_hop_accuracy", "cot_quality/reasoning_depth/multi_hop_accuracy"}
+    assert {p.text for p in pieces.quotable_pieces("if score < 0.82:")} == {"if score < 0.82:"}  # a whole line ending in one stays
 
 
 def test_an_english_semicolon_joins_clauses_of_one_sentence_but_a_chinese_one_still_ends_a_piece():
