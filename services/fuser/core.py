@@ -319,7 +319,8 @@ def _other_language_first(ordered: list[Item], translated: list[Item], own: list
     if not words:
         return None
     pool = list({it.id: it for it in [*ordered[:CROSS_SCRIPT_POOL], *translated]}.values())
-    coverage = dict(zip((it.id for it in pool), word_coverage([it.text for it in pool], words)))
+    # headings too, as the keyword channel reads them: an FAQ's question is its passage's heading
+    coverage = dict(zip((it.id for it in pool), word_coverage([" ".join([*it.heading_path, it.text]) for it in pool], words)))
     best = max(translated, key=lambda it: (coverage[it.id], -ranks[it.id]))
     return best if coverage[best.id] > coverage[ordered[0].id] + CROSS_SCRIPT_MARGIN else None
 

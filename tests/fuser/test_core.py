@@ -362,3 +362,19 @@ def test_over_documents_of_the_other_language_only_pg_translated_weighs_as_the_k
     assert core.other_script_weights(mixed, defaults, "latin") == defaults
     assert core.other_script_weights(items, defaults, "") == defaults
     assert core.other_script_weights(items, {**defaults, "pg.translated": 0.2}, "latin")["pg.translated"] == 0.2
+
+
+def test_cross_script_first_reads_headings_an_faq_answer_under_its_question_stays_first():
+    # "Who do I contact if the CI pipeline is broken?" over an English FAQ and a Chinese runbook (a fresh
+    # user's trial): the FAQ's question is its heading, its text only the answer
+    words = [("contact", ["联系"], []), ("ci", ["持续集成"], []), ("pipeline", ["流水线"], []), ("broken", ["故障", "坏"], [])]
+    faq = Item("faq", "faq", "FAQ", ["Deployment FAQ", "Q: Who do I contact if the CI pipeline is broken?"],
+               "A: The build infrastructure is owned by the Developer Platform team.", core.SOURCE_DOCUMENT_CHUNK,
+               scores=[Scored("pg.vector", 0.88, 1), Scored("pg.keyword", 9.0, 1)], script="latin")
+    runbook = Item("rb", "rb", "值班手册", ["值班手册"], "流水线故障时先看告警，再联系值班。", core.SOURCE_DOCUMENT_CHUNK,
+                   scores=[Scored("pg.vector", 0.78, 2), Scored("pg.translated", 0.78, 1)], script="cjk")
+    items = core.merge([[faq, runbook]])
+    fused = core.weighted_scores(items, {"pg.vector": 1.0, "pg.keyword": 0.5, "pg.translated": 0.0})
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["faq", "rb"]
+    items[0].heading_path = ["Deployment FAQ"]  # without its question in the heading, the runbook holds more words
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["rb", "faq"]
