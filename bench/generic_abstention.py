@@ -297,7 +297,7 @@ def report(pack_name: str, constants: str = "", evidence: Path = EVIDENCE) -> No
         sig = abstention.signals(record["keywords"], results)
         name = record["set"] + ("/own" if "trial-ood" in record["id"] else "") + \
             ("/latin" if abstention.latin_script(record["query"]) else
-             "/cross" if abstention.without_cjk(abstention.evidence_text(results)) else "")
+             "/cross" if abstention.without_cjk(" ".join(abstention.evidence_text(results))) else "")
         rates[record["collection"], name].append(abstention.answerability(sig, fit.weights, fit.bias) >= abstention.THRESHOLD)
     print(f"{constants or pack_name + chr(39) + 's fit'} for {model}: answer rate of answerable sets, "
           "abstention rate of out-of-scope questions")

@@ -217,14 +217,14 @@ CROSS_LATIN_SUFFIX = "@cross_latin"
 EVIDENCE_RESULTS = 3
 
 
-def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: str = "", first: str = "") -> Fit | None:
+def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: Sequence[str] = (), first: str = "") -> Fit | None:
     """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
     a "-tN" truncation suffix ignored) in ``fits``: for a ``question`` in
     Latin script its LATIN_SUFFIX fit, or its CROSS_LATIN_SUFFIX fit when
-    the ``evidence`` (the text of the top results, ``evidence_text``) or the
-    ``first`` result's text (``first_text``) is not in Latin script (an
-    English question over Chinese documents); for another question whose
-    evidence, or whose first result, holds next to no Chinese
+    two of the ``evidence`` texts (the top results', ``evidence_text``) or the
+    ``first`` result's text (``first_text``) are not in Latin script (an
+    English question over Chinese documents, not one Chinese passage placed in a mixed collection's top three); for another question whose
+    evidence together, or whose first result, holds next to no Chinese
     (``without_cjk``) its CROSS_SUFFIX fit (a Chinese question about English
     documents), when the pack has that fit; else its fit; None when it has
     none. The first result alone can decide because in a collection that
@@ -234,18 +234,18 @@ def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: s
     result")."""
     base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
     if question and latin_script(question):
-        crossed = any(text and not latin_script(text) for text in (evidence, first))
+        crossed = bool(first and not latin_script(first)) or sum(not latin_script(t) for t in evidence if t) >= 2
         if crossed and base + CROSS_LATIN_SUFFIX in fits:
             return fits[base + CROSS_LATIN_SUFFIX]
         return fits.get(base + LATIN_SUFFIX) or fits.get(base)
-    if question and any(text and without_cjk(text) for text in (evidence, first)):
+    if question and any(text and without_cjk(text) for text in (" ".join(evidence), first)):
         return fits.get(base + CROSS_SUFFIX) or fits.get(base)
     return fits.get(base)
 
 
-def evidence_text(results: Sequence[types_pb2.Candidate]) -> str:
-    """The text of the top EVIDENCE_RESULTS results, whose script ``fit_for`` reads."""
-    return " ".join(c.text for c in results[:EVIDENCE_RESULTS])
+def evidence_text(results: Sequence[types_pb2.Candidate]) -> list[str]:
+    """The texts of the top EVIDENCE_RESULTS results, whose scripts ``fit_for`` reads."""
+    return [c.text for c in results[:EVIDENCE_RESULTS]]
 
 
 def first_text(results: Sequence[types_pb2.Candidate]) -> str:
@@ -260,10 +260,10 @@ def answerability(sig: Signals, weights: Sequence[float], bias: float) -> float:
 
 
 def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, model: str = DEFAULT_MODEL,
-           vector_ran: bool = False, question: str = "", evidence: str = "", first: str = "") -> Decision:
+           vector_ran: bool = False, question: str = "", evidence: Sequence[str] = (), first: str = "") -> Decision:
     """Answer when ``answerability(sig)`` under ``model``'s fit in ``fits``
     (``pack_fits``; by the script of ``question`` and of ``evidence``, the
-    text of the top results, and ``first``, the first result's, its
+    texts of the top results, and ``first``, the first result's, its
     Latin-script or cross-lingual fit when there is one: ``fit_for``)
     reaches ``threshold``, or when ``sig.first_holds_all``; not judged
     (answer) without one. ``vector_ran``: the question was embedded and

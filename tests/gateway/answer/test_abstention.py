@@ -267,7 +267,7 @@ def test_in_a_collection_mixing_scripts_the_first_result_alone_can_make_the_ques
     sig = abstention.signals(["nitrox", "氧气", "比例"], mixed)
     question = "nitrox 氧气比例最高可以用到多少？"
     evidence, first = abstention.evidence_text(mixed), abstention.first_text(mixed)
-    assert not abstention.without_cjk(evidence) and abstention.without_cjk(first)
+    assert not abstention.without_cjk(" ".join(evidence)) and abstention.without_cjk(first)
     assert abstention.decide(sig, fits, question=question, evidence=evidence, first=first).answerable
     assert not abstention.decide(sig, fits, question=question, evidence=evidence).answerable  # the three alone: Chinese
     # a Chinese first result keeps a Chinese question on the Chinese rule
@@ -275,6 +275,25 @@ def test_in_a_collection_mixing_scripts_the_first_result_alone_can_make_the_ques
     assert not abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(chinese_first),
                                  first=abstention.first_text(chinese_first)).answerable
     assert abstention.first_text([]) == ""
+
+
+def test_an_english_question_is_cross_script_when_two_of_the_top_three_are_not_english_not_one():
+    # a fresh user's payments documents: for an English question over the English FAQ, the fuser places the
+    # best Chinese passage third (as in any mixed collection); one long Chinese passage made the three read as
+    # Chinese, and the English-over-Chinese rule judged an English pair
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0), -87.0, ""),               # answers from cosine 0.87
+            "e5onnx@latin": abstention.Fit((100.0, 0, 0, 0, 0), -84.0, ""),         # answers from cosine 0.84
+            "e5onnx@cross_latin": abstention.Fit((100.0, 0, 0, 0, 0), -78.0, "")}   # answers from cosine 0.78
+    faq = results(0.81, 0.80, text="Rollbacks are run by the on-call engineer.")
+    runbook = results(0.79, text="值班工程师负责回滚：先暂停发布，再切换流量，核对账务后关闭工单，并在值班群里同步处理进展和结论。" * 3)
+    sig = abstention.signals(["rollbacks"], [*faq, *runbook])
+    question = "Who runs a rollback?"
+    one = [*faq, *runbook]
+    assert not abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(one),
+                                 first=abstention.first_text(one)).answerable  # the English rule: 0.81 < 0.84
+    two = [faq[0], *runbook, *runbook]
+    assert abstention.decide(sig, fits, question=question, evidence=abstention.evidence_text(two),
+                             first=abstention.first_text(two)).answerable  # two Chinese of three: the cross rule
 
 
 def test_the_no_answer_message_and_the_extractive_label_read_the_question_s_script_the_same_way():
