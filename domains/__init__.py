@@ -10,7 +10,7 @@ from typing import Any
 
 from domains.generic import PACK as GENERIC
 from domains.law_zh import PACK as LAW_ZH
-from domains.pack import AnswerExample, AnswerPrompt, CitationRules, DomainPack, RewritePrompts
+from domains.pack import AnswerExample, AnswerPrompt, CitationRules, DomainPack, QueryAdapter, RewritePrompts
 
 DEFAULT_PACK = GENERIC.name
 #: Every registered pack by name.
@@ -55,6 +55,16 @@ def first_part(packs: list[str] | tuple[str, ...], part: str) -> Any:
     return None
 
 
+def query_adapter(packs: list[str] | tuple[str, ...], question_type: str, model: str) -> QueryAdapter | None:
+    """The query adapter of the first of ``packs`` whose adapter maps a
+    question of ``question_type`` embedded by ``model``, else None."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None and pack.query_adapter is not None and pack.query_adapter.applies(question_type, model):
+            return pack.query_adapter
+    return None
+
+
 def citation_rules(packs: list[str] | tuple[str, ...]) -> CitationRules | None:
     """The citation rules of the first of ``packs`` that has any, else None:
     the general rule, where a source's name is content like any other word."""
@@ -86,4 +96,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "QueryAdapter", "query_adapter", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

@@ -44,6 +44,10 @@ the domain parts):
 - ``title_aliases(title)``: other names a document title is asked by
   (law_zh: a law without its 中华人民共和国 prefix), for heading lookups
   and the user dictionary.
+- ``query_adapter``: a learned map of one embedding model's query vectors
+  for some question types (``QueryAdapter``; law_zh: lay consultations, whose
+  words no statute uses), searched as channel pg.adapted beside the
+  question's own vector.
 """
 from __future__ import annotations
 
@@ -142,6 +146,66 @@ class RewritePrompts:
     hyde: str
 
 
+@dataclass(frozen=True, eq=False)
+class QueryAdapter:
+    """A low-rank residual map of query vectors, fitted on a pack's questions
+    so that a question lands nearer the stored passages that answer it:
+
+        q' = (q + (q · down) · upᵀ) / ‖q + (q · down) · upᵀ‖
+
+    Passages and the corpus are untouched (nothing is re-embedded); the
+    gateway searches q' as one more dense channel (pg.adapted).
+
+    Attributes:
+        embedding_model: the embedder whose vectors it was fitted on
+            ("e5onnx"); another model's vectors are never mapped.
+        question_types: the question types it applies to.
+        down / up: float32 arrays (dimension, rank).
+        source: the command and figures that fitted it.
+    """
+
+    embedding_model: str
+    question_types: tuple[str, ...]
+    down: Any
+    up: Any
+    source: str = ""
+
+    def applies(self, question_type: str, model: str) -> bool:
+        """Whether a question of ``question_type`` embedded by ``model`` (a "-tN" window suffix ignored) is mapped."""
+        return question_type in self.question_types and re.sub(r"-t\d+$", "", model or "") == self.embedding_model
+
+    def adapt(self, vector) -> list[float]:
+        """``vector`` (dimension floats) mapped and unit-normalised; [] for a vector of another dimension."""
+        import numpy as np
+
+        q = np.asarray(vector, dtype=np.float32)
+        if q.shape != (self.down.shape[0],):
+            return []
+        out = q + (q @ self.down) @ self.up.T
+        norm = float(np.linalg.norm(out))
+        return (out / norm).tolist() if norm > 0 else []
+
+
+def load_query_adapter(path: Path, source: str = "") -> QueryAdapter:
+    """The adapter saved at ``path`` (numpy .npz: arrays "down" and "up" of one
+    shape (dimension, rank), and "meta", a JSON object with "embedding_model"
+    and "question_types").
+
+    Raises:
+        ValueError: the file lacks one of them, or the shapes differ.
+    """
+    import numpy as np
+
+    with np.load(path) as saved:
+        missing = {"down", "up", "meta"} - set(saved.files)
+        if missing:
+            raise ValueError(f"{path}: a query adapter needs arrays {sorted(missing)}")
+        down, up, meta = saved["down"].astype(np.float32), saved["up"].astype(np.float32), json.loads(str(saved["meta"]))
+    if down.ndim != 2 or down.shape != up.shape:
+        raise ValueError(f"{path}: down {down.shape} and up {up.shape} must be one (dimension, rank) shape")
+    return QueryAdapter(str(meta["embedding_model"]), tuple(meta["question_types"]), down, up, source or meta.get("command", ""))
+
+
 @dataclass(frozen=True)
 class DomainPack:
     """One domain pack (module doc).
@@ -174,6 +238,8 @@ class DomainPack:
         rewrite_prompts: the expander's rewrite and HyDE instructions, or
             None for its general ones.
         title_aliases: title -> other names it is asked by.
+        query_adapter: the learned map of query vectors searched as
+            pg.adapted (``QueryAdapter``), or None.
     """
 
     name: str
@@ -194,6 +260,7 @@ class DomainPack:
     answer_prompt: AnswerPrompt | None = None
     rewrite_prompts: RewritePrompts | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
+    query_adapter: QueryAdapter | None = None
 
     @property
     def abstention_fitted(self) -> bool:

@@ -16,6 +16,9 @@ interpretations) as a domain pack.
   without the 中华人民共和国 prefix.
 - Recipes: ``recipes.json`` (profiles per question type and the channel
   weights, with the command and figures that fitted them).
+- Query adapter: ``query_adapter.npz``, a learned map of lay consultations'
+  e5onnx vectors toward the articles that answer such questions, searched
+  as channel pg.adapted (recipes.json "query_adapter" says how it was fitted).
 
 ``USAGE`` counts the calls into the pack's entry points by name; tests
 assert through it that a collection of another pack runs no statute code.
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from domains.law_zh import citations
 from domains.law_zh.prompts import ANSWER_PROMPT, REWRITE_PROMPTS
-from domains.pack import CitationRules, DomainPack, load_recipe
+from domains.pack import CitationRules, DomainPack, load_query_adapter, load_recipe
 
 NAME = "law_zh"
 #: Calls into the pack's entry points ("classify", "document_facts",
@@ -67,7 +70,9 @@ def out_of_scope(query: str) -> str | None:
     return scope.out_of_scope(query)
 
 
-_RECIPE = load_recipe(Path(__file__).resolve().parent / "recipes.json")
+_HERE = Path(__file__).resolve().parent
+_RECIPE = load_recipe(_HERE / "recipes.json")
+_ADAPTER = _RECIPE.get("query_adapter")
 
 PACK = DomainPack(
     name=NAME,
@@ -87,4 +92,5 @@ PACK = DomainPack(
     lookup_index=lookup_index,
     answer_prompt=ANSWER_PROMPT,
     rewrite_prompts=REWRITE_PROMPTS,
+    query_adapter=load_query_adapter(_HERE / _ADAPTER["file"], _ADAPTER["source"]) if _ADAPTER else None,
 )

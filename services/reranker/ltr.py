@@ -42,10 +42,11 @@ IN_FORCE = "现行有效"
 
 #: Channels a default FeatureSpec covers: the document channels the shipped
 #: model (models/ltr/law_zh.txt) was trained with and the cross-encoder's
-#: "rerank". pg.translated and pg.centred, added later, are left out: neither
-#: runs in a law collection (one writing system), and a new feature column
-#: would not match the model file.
-DEFAULT_CHANNELS: tuple[str, ...] = (*(c for c in names.DOCUMENT_CHANNELS if c not in (names.PG_TRANSLATED, names.PG_CENTRED)),
+#: "rerank". pg.translated and pg.centred, added later, are left out (neither
+#: runs in a law collection: one writing system), and so is pg.adapted (added
+#: after the model was trained): a new feature column would not match the model file.
+DEFAULT_CHANNELS: tuple[str, ...] = (*(c for c in names.DOCUMENT_CHANNELS
+                                       if c not in (names.PG_TRANSLATED, names.PG_CENTRED, names.PG_ADAPTED)),
                                      names.RERANK)
 
 #: Features that do not depend on a channel, in matrix order.

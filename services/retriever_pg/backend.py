@@ -116,6 +116,7 @@ class PgBackend(StoreLifecycle):
         names.PG_VECTOR: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_CENTRED: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_HYDE: types_pb2.SOURCE_DOCUMENT_CHUNK,
+        names.PG_ADAPTED: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_TRANSLATED: types_pb2.SOURCE_DOCUMENT_CHUNK,
         names.PG_KEYWORD: types_pb2.SOURCE_FULLTEXT,
         names.PG_FULLTEXT: types_pb2.SOURCE_FULLTEXT,
@@ -238,10 +239,12 @@ class PgBackend(StoreLifecycle):
             hits.append(h)
         return hits
 
-    async def _hyde(self, embedding: list[float], top_k: int, scope: tuple, with_embeddings: bool) -> list[Hit]:
+    async def _cosine_channel(self, channel: str, evidence: str, embedding: list[float], top_k: int, scope: tuple,
+                              with_embeddings: bool) -> list[Hit]:
+        """The chunks nearest ``embedding`` (HNSW cosine), as hits of ``channel`` (pg.hyde, pg.adapted)."""
         hits = await self.store.vector_search(embedding, top_k, *scope, with_embeddings=with_embeddings)
         for h in hits:
-            h.channel, h.evidence = names.PG_HYDE, "cosine to HyDE passage"
+            h.channel, h.evidence = channel, evidence
         return hits
 
     async def retrieve(self, request: RetrievalQuery) -> tuple[list[Hit], list[types_pb2.StageTiming]]:
@@ -250,15 +253,20 @@ class PgBackend(StoreLifecycle):
         cfg, k = self.config, request.top_k
         if request.embedding:
             check_vector("query_embedding", request.embedding, self.store.embedding_dim)
-        if request.hyde_embedding:
-            check_vector("hyde_embedding", request.hyde_embedding, self.store.embedding_dim)
+        for field_name in ("hyde_embedding", "adapted_embedding"):
+            if getattr(request, field_name):
+                check_vector(field_name, getattr(request, field_name), self.store.embedding_dim)
         scope = (request.collections, request.filters)
         vectors = request.with_embeddings
         jobs = []
         if request.embedding and (request.enabled(names.PG_VECTOR) or request.enabled(names.PG_CENTRED)):
             jobs.append(self._dense(request, scope))
         if request.hyde_embedding and request.enabled(names.PG_HYDE):
-            jobs.append(self._timed(names.PG_HYDE, lambda: self._hyde(request.hyde_embedding, k, scope, vectors)))
+            jobs.append(self._timed(names.PG_HYDE, lambda: self._cosine_channel(
+                names.PG_HYDE, "cosine to HyDE passage", request.hyde_embedding, k, scope, vectors)))
+        if request.adapted_embedding and request.enabled(names.PG_ADAPTED):
+            jobs.append(self._timed(names.PG_ADAPTED, lambda: self._cosine_channel(
+                names.PG_ADAPTED, "cosine to the adapted query", request.adapted_embedding, k, scope, vectors)))
         bm25 = bool(request.keywords) and request.enabled(names.PG_KEYWORD)
         fulltext = bool(request.keywords) and cfg.fulltext and request.enabled(names.PG_FULLTEXT)
         if bm25 or fulltext:

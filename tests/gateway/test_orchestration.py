@@ -415,7 +415,7 @@ async def test_keyword_channels_are_asked_before_the_query_embedding_is_in():
     (_, first), (_, second) = pg.calls
     assert not first.query_embedding and list(first.keywords) == ["工资"]
     assert list(second.query_embedding) == pytest.approx([0.1, 0.2])
-    assert [c for c in names.PG_CHANNELS if c not in second.disabled_channels] == ["pg.vector", "pg.centred", "pg.hyde", "pg.translated"]
+    assert [c for c in names.PG_CHANNELS if c not in second.disabled_channels] == ["pg.vector", "pg.centred", "pg.hyde", "pg.adapted", "pg.translated"]
     assert "pg.translated" in first.disabled_channels  # it reads the vector too: asked once, in the vector part
     [pg_list] = [lst for lst in fuser.calls[-1][1].lists if lst.producer == "retriever_pg"]
     assert [(c.id, [s.channel for s in c.channel_scores]) for c in pg_list.candidates] == [

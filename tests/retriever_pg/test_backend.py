@@ -1,5 +1,5 @@
 """Stored chunk embeddings on a real PostgreSQL (issue 27): every
-retriever_pg channel (vector, HyDE, keyword, full text, trigram, boost)
+retriever_pg channel (vector, HyDE, adapted, keyword, full text, trigram, boost)
 reads a hit's stored embedding only when the request asks for it
 (RetrievalQuery.with_embeddings), and a Retrieve's candidates carry it
 only with RetrieveRequest.with_embeddings."""
@@ -19,7 +19,8 @@ QUERY = "试用期"  # short (trigram runs) and a keyword of two chunks of one d
 TEXTS = ["第一段：试用期不得超过一个月。", "第二段：试用期工资不得低于本单位相同岗位最低档工资。",
          "第三段讲别的事情。", "第四段讲其他。", "第五段也无关。"]
 #: Every channel a RetrieveRequest below runs.
-CHANNELS = {names.PG_VECTOR, names.PG_HYDE, names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.PG_BOOST}
+CHANNELS = {names.PG_VECTOR, names.PG_HYDE, names.PG_ADAPTED, names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM,
+            names.PG_BOOST}
 
 
 async def _ingest(store) -> dict[str, list[float]]:  # noqa: F811
@@ -39,8 +40,8 @@ def _backend(store) -> PgBackend:  # noqa: F811
 async def test_channels_read_stored_embeddings_only_when_asked(store, with_embeddings):  # noqa: F811
     stored = await _ingest(store)
     hits, _ = await _backend(store).retrieve(RetrievalQuery(
-        query=QUERY, keywords=[QUERY], embedding=unit(1, 1, 0, 0.2), hyde_embedding=unit(2, 1, 0.5, 0.2), top_k=10,
-        with_embeddings=with_embeddings))
+        query=QUERY, keywords=[QUERY], embedding=unit(1, 1, 0, 0.2), hyde_embedding=unit(2, 1, 0.5, 0.2),
+        adapted_embedding=unit(0, 0, 1, 1), top_k=10, with_embeddings=with_embeddings))
     assert {h.channel for h in hits} == CHANNELS, [(h.chunk_id, h.channel) for h in hits]
     for h in hits:
         if with_embeddings:
@@ -56,7 +57,7 @@ async def test_retrieve_candidates_carry_stored_embeddings_only_with_with_embedd
     async def retrieve(with_embeddings: bool) -> list:
         request = retriever_pb2.RetrieveRequest(
             query=QUERY, keywords=[QUERY], query_embedding=unit(1, 1, 0, 0.2), hyde_embedding=unit(2, 1, 0.5, 0.2),
-            top_k=10, with_embeddings=with_embeddings)
+            adapted_embedding=unit(0, 0, 1, 1), top_k=10, with_embeddings=with_embeddings)
         return list((await servicer.Retrieve(request, None)).candidates)
 
     plain = await retrieve(False)
@@ -113,3 +114,19 @@ async def test_a_retrieve_over_two_writing_systems_sends_their_centroids_with_pg
     request.collections[:] = ["nope"]  # no document there: nothing mixes
     reply = await servicer.Retrieve(request, None)
     assert not reply.script_centroids and not reply.candidates
+
+
+async def test_pg_adapted_ranks_by_cosine_to_the_adapted_vector_and_is_switched_off_by_name(store):  # noqa: F811
+    await _ingest(store)
+    backend = _backend(store)
+    # the adapted vector points at the other document's chunk, which the query's own vector ranks last
+    query = dict(query=QUERY, keywords=[QUERY], embedding=unit(1, 1, 0, 0.2), adapted_embedding=unit(0, 0, 1, 1), top_k=3)
+    hits, _ = await backend.retrieve(RetrievalQuery(**query))
+    adapted = [h for h in hits if h.channel == names.PG_ADAPTED]
+    assert adapted[0].chunk_id == "other#0" and adapted[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.score for h in adapted] == sorted((h.score for h in adapted), reverse=True)
+    hits, _ = await backend.retrieve(RetrievalQuery(**query, disabled=frozenset({names.PG_ADAPTED})))
+    assert names.PG_ADAPTED not in {h.channel for h in hits}
+    with pytest.raises(Exception) as err:  # the same checks as the query embedding, naming its field
+        await backend.retrieve(RetrievalQuery(**{**query, "adapted_embedding": [0.5, 0.5]}))
+    assert "adapted_embedding" in str(err.value)

@@ -5,6 +5,7 @@ error of a search no retriever answered."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import grpc
 
@@ -23,8 +24,8 @@ PG = "retriever_pg"
 
 async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.RetrieveRequest, deadline: Deadline,
                        trace: Trace, timeout: float, required: bool = False,
-                       embedding: asyncio.Task | None = None,
-                       understood: Understanding | None = None) -> list[fuser_pb2.CandidateList]:
+                       embedding: asyncio.Task | None = None, understood: Understanding | None = None,
+                       adapt: Callable[[Understanding], list[float]] | None = None) -> list[fuser_pb2.CandidateList]:
     """Each retriever's candidates, asked in parallel; a failed one is
     left out (degraded). ``timeout``: seconds each call may take, within
     ``deadline``.
@@ -34,9 +35,11 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
     ``request``'s keyword part now, and retriever_pg its vector part
     (stage "retrieve.pg.vector") when the embedding is in; its two
     replies are merged into the list one combined request gives
-    (split_retrieval). No vector part is sent without a channel of it to
-    run: a vector for pg.vector, pg.centred or pg.hyde (the expander failed,
-    or all are switched off) or a translation for pg.translated. The writing systems'
+    (split_retrieval), with ``adapt(understood)`` as its adapted embedding
+    (pg.adapted; query_adapter.adapted_embedding) when given. No vector part
+    is sent without a channel of it to run: a vector for pg.vector,
+    pg.centred, pg.hyde or pg.adapted (the expander failed, or all are
+    switched off) or a translation for pg.translated. The writing systems'
     centroids a reply carries are kept in ``understood``
     (``Understanding.script_centroids``).
 
@@ -65,13 +68,15 @@ async def retrieve_all(retrievers: list[Retriever], request: retriever_pb2.Retri
         if embedding is None:
             return None
         apply_embedding(understood, await embedding)
+        adapted = adapt(understood) if adapt is not None else []
         off = set(request.disabled_channels)
         wanted = ((understood.embedding and not {names.PG_VECTOR, names.PG_CENTRED} <= off)
                   or (request.hyde_embedding and names.PG_HYDE not in off)
+                  or (adapted and names.PG_ADAPTED not in off)
                   or (request.translation.words and names.PG_TRANSLATED not in off))
         if pg is None or not wanted:
             return None
-        return await one(pg, vector_part(request, understood.embedding), names.retrieve_vector_stage(PG))
+        return await one(pg, vector_part(request, understood.embedding, adapted=adapted), names.retrieve_vector_stage(PG))
 
     first = request if embedding is None else keyword_part(request)
     *parts, vectors = await asyncio.gather(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
@@ -20,6 +21,7 @@ from services.gateway.downstream.interfaces import Expander, Fuser, Reranker, Re
 from services.gateway.config import GatewaySettings, RetrievalProfile
 from services.gateway.search.fuse_request import Retrieval, arrival_order, fuse_request, to_retrieval
 from services.gateway.downstream.guard import Deadline, Trace, guarded
+from services.gateway.search.query_adapter import adapted_embedding, configured_adapter
 from services.gateway.search.related import related_lists
 from services.gateway.search.rerank_stage import rerank_scores
 from services.gateway.search.scope import DEFAULT_SCOPE, Scope, no_match_note
@@ -52,6 +54,7 @@ class SearchFlow:
         self.fuser = fuser
         self.packs = packs or CollectionPacks(self.retrievers)
         self.sentence_vectors = SentenceVectorCache(settings.sentence_cache_mb * 1024 * 1024)
+        self.query_adapter = configured_adapter(settings.query_adapter_file)
         self._in_flight = 0  # searches running in this gateway (SearchFlow.search)
 
     @property
@@ -147,13 +150,15 @@ class SearchFlow:
         if embedding is not None and embedding.done():
             apply_embedding(understood, embedding.result())
             embedding = None
-        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent, top_k)
+        adapt = partial(adapted_embedding, packs=packs, disabled=disabled, override=self.query_adapter)
+        request = self._retrieve_request(query, understood, profile, hyde, disabled, scope, parent, top_k,
+                                         adapt(understood))
         graph_off = "graph" in disabled or all(c in disabled for c in names.GRAPH_FIRST_STAGE)
         retrievers = [r for r in self.retrievers if not (graph_off and r.name == GRAPH)]
         if all(r.name != GRAPH for r in retrievers):
             trace.skip(names.retrieve_stage(GRAPH), "graph disabled" if "graph" in disabled else "no graph channel on")
         lists = await retrieve_all(retrievers, request, deadline, trace, s.deadlines.retrieve, embedding=embedding,
-                                   understood=understood)
+                                   understood=understood, adapt=adapt)
         lists += await related_lists(s, self.fuser, self.retrievers, request.query, understood.keywords, profile, lists,
                                      disabled, deadline, trace, scope)
         lists += await maxsim_list(s, self.fuser, self.expander, request.query, understood.embedding, profile, lists,
@@ -212,13 +217,16 @@ class SearchFlow:
 
     def _retrieve_request(self, query: str, understood: Understanding, profile: RetrievalProfile,
                           hyde: list[float], disabled: frozenset[str], scope: Scope,
-                          parent_tokens: int = 0, top_k: int = 0) -> retriever_pb2.RetrieveRequest:
+                          parent_tokens: int = 0, top_k: int = 0, adapted: list[float] | None = None,
+                          ) -> retriever_pb2.RetrieveRequest:
         """The RetrieveRequest of one search: each channel asked for the profile's
         ``retrieve_top_k`` candidates, or for ``top_k`` when the caller wants more
-        results than that (so that a Search of top_k 100 can return 100)."""
+        results than that (so that a Search of top_k 100 can return 100);
+        ``adapted``: the query adapter's vector for pg.adapted, when known."""
         return retriever_pb2.RetrieveRequest(
             query=understood.info.normalized_query or query, keywords=understood.keywords,
-            query_embedding=understood.embedding, hyde_embedding=hyde, top_k=max(profile.retrieve_top_k, top_k),
+            query_embedding=understood.embedding, hyde_embedding=hyde, adapted_embedding=adapted or [],
+            top_k=max(profile.retrieve_top_k, top_k),
             disabled_channels=sorted(d for d in disabled if d in names.DOCUMENT_CHANNELS),
             collections=scope.collections, filters=scope.proto_filters(), parent_context_tokens=parent_tokens,
             with_embeddings=profile.mmr_lambda is not None and "mmr" not in disabled,

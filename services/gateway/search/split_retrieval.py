@@ -18,33 +18,36 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 
-#: The channels that read the request's query or HyDE embedding (pg.translated also ranks the other
-#: writing system's chunks by cosine).
-VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_CENTRED, names.PG_HYDE, names.PG_TRANSLATED)
+#: The channels that read the request's query, HyDE or adapted embedding (pg.translated also ranks the
+#: other writing system's chunks by cosine).
+VECTOR_CHANNELS = (names.PG_VECTOR, names.PG_CENTRED, names.PG_HYDE, names.PG_ADAPTED, names.PG_TRANSLATED)
 #: Vector channels that still run without an embedding (on their other list), so the keyword part switches them off.
 _RUN_WITHOUT_EMBEDDING = (names.PG_TRANSLATED,)
 
 
 def keyword_part(request: retriever_pb2.RetrieveRequest) -> retriever_pb2.RetrieveRequest:
-    """``request`` without its query and HyDE embeddings and with
+    """``request`` without its query, HyDE and adapted embeddings and with
     pg.translated switched off: the vector channels do not run in it, every
     other channel runs as asked."""
     part = retriever_pb2.RetrieveRequest()
     part.CopyFrom(request)
     part.ClearField("query_embedding")
     part.ClearField("hyde_embedding")
+    part.ClearField("adapted_embedding")
     part.disabled_channels[:] = sorted(set(request.disabled_channels) | set(_RUN_WITHOUT_EMBEDDING))
     return part
 
 
 def vector_part(request: retriever_pb2.RetrieveRequest, embedding: Sequence[float],
-                channels: Sequence[str] = names.PG_CHANNELS) -> retriever_pb2.RetrieveRequest:
-    """``request`` with ``embedding`` as its query embedding and every one of
-    ``channels`` but VECTOR_CHANNELS switched off (those ``request``
-    switched off stay off)."""
+                channels: Sequence[str] = names.PG_CHANNELS, adapted: Sequence[float] = ()) -> retriever_pb2.RetrieveRequest:
+    """``request`` with ``embedding`` as its query embedding (and ``adapted``
+    as its adapted embedding, when given) and every one of ``channels`` but
+    VECTOR_CHANNELS switched off (those ``request`` switched off stay off)."""
     part = retriever_pb2.RetrieveRequest()
     part.CopyFrom(request)
     part.query_embedding[:] = list(embedding)
+    if adapted:
+        part.adapted_embedding[:] = list(adapted)
     off = set(request.disabled_channels) | {c for c in channels if c not in VECTOR_CHANNELS}
     part.disabled_channels[:] = sorted(off)
     return part

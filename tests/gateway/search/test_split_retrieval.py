@@ -17,7 +17,8 @@ pytestmark = pytest.mark.unit
 
 
 def request(**fields) -> retriever_pb2.RetrieveRequest:
-    base = dict(query="加班费", keywords=["加班费"], query_embedding=[0.6, 0.8], hyde_embedding=[0.8, 0.6], top_k=20,
+    base = dict(query="加班费", keywords=["加班费"], query_embedding=[0.6, 0.8], hyde_embedding=[0.8, 0.6],
+                adapted_embedding=[0.0, 1.0], top_k=20,
                 disabled_channels=[names.PG_TRIGRAM], collections=["default"])
     return retriever_pb2.RetrieveRequest(**{**base, **fields})
 
@@ -28,9 +29,9 @@ def hit(chunk: str, channel: str, score: float, context: str = "", embedding=())
                embedding=list(embedding))
 
 
-def test_keyword_part_drops_both_vectors_and_pg_translated_and_keeps_everything_else():
+def test_keyword_part_drops_every_vector_and_pg_translated_and_keeps_everything_else():
     part = keyword_part(request())
-    assert not part.query_embedding and not part.hyde_embedding
+    assert not part.query_embedding and not part.hyde_embedding and not part.adapted_embedding
     assert list(part.keywords) == ["加班费"] and part.top_k == 20 and list(part.collections) == ["default"]
     # pg.translated would run on its translated words alone without the vector: it runs in the vector part
     assert list(part.disabled_channels) == sorted([names.PG_TRIGRAM, names.PG_TRANSLATED])
@@ -40,8 +41,11 @@ def test_vector_part_asks_only_the_vector_channels_and_keeps_those_switched_off(
     part = vector_part(request(disabled_channels=[names.PG_HYDE]), [0.1, 0.2])
     assert list(part.query_embedding) == pytest.approx([0.1, 0.2])
     on = [c for c in names.PG_CHANNELS if c not in part.disabled_channels]
-    assert on == [names.PG_VECTOR, names.PG_CENTRED, names.PG_TRANSLATED]
+    assert on == [names.PG_VECTOR, names.PG_CENTRED, names.PG_ADAPTED, names.PG_TRANSLATED]
     assert list(part.keywords) == ["加班费"]  # the keyword channels are off by name, not by missing keywords
+    # the adapted vector, known only once the embedding is in, comes with it
+    assert list(vector_part(request(adapted_embedding=[]), [0.1, 0.2], adapted=[0.3, 0.4]).adapted_embedding) == \
+        pytest.approx([0.3, 0.4])
 
 
 def test_the_parts_leave_the_request_unchanged():

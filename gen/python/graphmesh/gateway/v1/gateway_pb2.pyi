@@ -679,8 +679,8 @@ class SearchRequest(_message.Message):
         section, Candidate.context_text), "sentence.maxsim" (the top chunks
         scored by their best sentence's similarity to the query, a weighted
         channel) or a retriever channel name: "pg.vector", "pg.centred",
-        "pg.hyde", "pg.keyword", "pg.translated", "pg.fulltext", "pg.trigram",
-        "pg.boost", "graph.heading",
+        "pg.hyde", "pg.adapted", "pg.keyword", "pg.translated", "pg.fulltext",
+        "pg.trigram", "pg.boost", "graph.heading",
         "graph.fulltext", "graph.neighbour", "graph.article", "graph.term",
         "graph.offence", "graph.cites", "graph.version", "graph.ppr". A
         switched-off channel is not run at all. Unknown names are rejected

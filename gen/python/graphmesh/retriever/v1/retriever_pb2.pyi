@@ -311,6 +311,7 @@ class RetrieveRequest(_message.Message):
     PARENT_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
     WITH_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     TRANSLATION_FIELD_NUMBER: _builtins.int
+    ADAPTED_EMBEDDING_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The (normalised) query text."""
     top_k: _builtins.int
@@ -368,6 +369,16 @@ class RetrieveRequest(_message.Message):
         collections is written in translation.script.
         """
 
+    @_builtins.property
+    def adapted_embedding(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """The query embedding mapped by the collection's domain pack's query
+        adapter (a lay question's vector moved toward the passages that answer
+        such questions; services/gateway/search/query_adapter.py): channel
+        "pg.adapted" ranks the chunks by cosine to it, as "pg.vector" does to
+        query_embedding. Not run when empty. Same dimension and checks as
+        query_embedding (INVALID_ARGUMENT naming this field otherwise).
+        """
+
     def __init__(
         self,
         *,
@@ -382,10 +393,11 @@ class RetrieveRequest(_message.Message):
         parent_context_tokens: _builtins.int = ...,
         with_embeddings: _builtins.bool = ...,
         translation: _types_pb2.QueryTranslation | None = ...,
+        adapted_embedding: _abc.Iterable[_builtins.float] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["translation", b"translation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k", "translation", b"translation", "with_embeddings", b"with_embeddings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adapted_embedding", b"adapted_embedding", "collections", b"collections", "disabled_channels", b"disabled_channels", "filters", b"filters", "hyde_embedding", b"hyde_embedding", "keywords", b"keywords", "parent_context_tokens", b"parent_context_tokens", "query", b"query", "query_embedding", b"query_embedding", "top_k", b"top_k", "translation", b"translation", "with_embeddings", b"with_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
