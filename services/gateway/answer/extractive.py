@@ -17,9 +17,8 @@ from services.gateway.answer.question_cues import asked_number, asks_amount, ask
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, is_item, quotable,
                                               quotable_pieces, row_separator)
 
-__all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer",
-           "asks_amount", "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable",
-           "quotable_pieces", "sentence_score"]
+__all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
+           "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces", "sentence_score"]
 
 
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
@@ -37,10 +36,10 @@ NUMBER_BONUS = 0.15
 #: Bonus of a piece whose range holds a quantity the question gives ("满5年不满10年 | 12天" for 干了6年): as NUMBER_BONUS.
 RANGE_BONUS = 0.15
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
-#: A quote ending a sentence: a table row after it needs no ROW_SEPARATOR.
-_ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")
-#: A quote ending in full-width punctuation, which needs no space after it.
-_ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")
+_ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")  # a quote ending a sentence: a table row after it needs no ROW_SEPARATOR
+_ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")  # a quote ending in full-width punctuation, which needs no space after it
+#: A piece that starts with its own label ("支付渠道对接：林晓雯"): a new item, never glued to the line before.
+_LABELLED = re.compile(r"^[^，。！？；,;:：]{1,24}[：:]\s*\S")
 
 
 def _bigrams(text: str) -> set[str]:
@@ -104,7 +103,7 @@ def _join(quotes: list[str]) -> str:
     not glued together)."""
     out, previous = "", ""
     for quote in quotes:
-        if out and (is_table_row(previous) or is_table_row(quote)) and not _ENDS_SENTENCE.search(out):
+        if out and (is_table_row(previous) or is_table_row(quote) or _LABELLED.match(quote)) and not _ENDS_SENTENCE.search(out):
             out += row_separator(previous, quote)  # rows of a table are not one sentence
         elif out and not _ENDS_CLAUSE.search(out) and not (CJK.match(out[-1]) and CJK.match(quote[:1])):
             out += " "
@@ -247,22 +246,22 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
     at most ``max_sentences_per_source`` and ``max_chars_per_source``
-    characters (the best one whole up to WHOLE_PIECE_MAX_CHARS; a quote
-    over its budget is cut at a clause mark or space, ``cut_quote``), in reading order (pieces lines apart separated by GAP),
-    followed by the citation [n]; when the
-    question asks for a list (``asks_list``) and a lead-in with its list
+    characters (the best one whole up to WHOLE_PIECE_MAX_CHARS; a quote over its budget is cut at a clause
+    mark or space, ``cut_quote``), in reading order (pieces lines apart separated by GAP), followed by the
+    citation [n]; when the question asks for a list (``asks_list``) and a lead-in with its list
     items answers best, that list alone, up to LIST_MAX_CHARS. A source
     after the first is skipped when none of its sentences shares a word
     with the question, or when its best covers the question less than
-    LATER_SOURCE_MIN_SHARE of the first source's best. Without a question the leading sentences are
-    quoted. ``similarity`` (piece text -> dense similarity to the question, ``pieces_to_embed``)
-    adds to each piece's score (``PieceScorer.score``)."""
+    LATER_SOURCE_MIN_SHARE of the first source's best. Without a question the leading sentences are quoted.
+    ``similarity`` (piece -> dense similarity to the question, ``pieces_to_embed``) adds to each piece's score."""
     scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity)
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [extractive_label(question)]
     lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
+        # a whole sentence or labelled line answers as well as its best part, which it holds (quoted through it)
+        scored = [(max([s, *(t[0] for t in scored if c.holds(t[3]) and quotable(t[3].text))]), b, i, c) for s, b, i, c in scored]
         candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row
                       and not any(w.holds(t[3]) for _, _, _, w in scored)] or scored[:1]
         # another item's piece (P3's row, asked P1) last; best first; ties: list lead-in, label, whole sentence, fewer lines, order

@@ -30,6 +30,10 @@ class Candidate:
         whole_sentence: the piece is a sentence of several pieces joined
             back (cut at "；"), ranked before its pieces when it answers as
             well as they do.
+        labelled_line: the piece is a whole line with a label before its colon
+            ("风控服务 risk-engine：同步调用…"), offered beside its parts; it
+            holds them (``holds``), so a value is never quoted without the
+            label that says whose it is.
         header_row: the piece is a table's header row without a number: it
             names columns and answers nothing alone, so it is quoted only
             with a row of its table (a number in it may make it a first
@@ -46,11 +50,16 @@ class Candidate:
     header: str = ""
     header_row: bool = False
     whole_sentence: bool = False
+    labelled_line: bool = False
 
     def holds(self, other: "Candidate") -> bool:
-        """Whether ``other`` is one of this whole sentence's clauses, which is then never quoted alone: half a
-        rule can read as its opposite ("金卡会员可免费延迟至16:00；" without "节假日期间不适用此项优惠。")."""
-        return self.whole_sentence and not other.whole_sentence and self.first <= other.first and other.last <= self.last
+        """Whether ``other`` is one of this whole sentence's clauses (or lines), or a part of this labelled
+        line, which is then never quoted alone: half a rule can read as its opposite ("金卡会员可免费延迟至
+        16:00；" without "节假日期间不适用此项优惠。"), and a value without its label says nothing of whose it is."""
+        inside = self.first <= other.first and other.last <= self.last and other is not self
+        if self.whole_sentence:
+            return inside and not other.whole_sentence
+        return self.labelled_line and inside and not other.labelled_line and not other.whole_sentence
 
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""

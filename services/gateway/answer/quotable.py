@@ -262,7 +262,10 @@ def quotable_pieces(text: str) -> list[Candidate]:
         header = starts[index] if starts.get(index, index) != index else -1
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]
         if len(pieces) > 1 and not any(_LIST_ITEM.match(piece) for piece in pieces[1:]):
-            out.append(Candidate(line, item, index, index))  # "入口: POST /api/..." whole; never a lead-in glued to a list item
+            # "入口: POST /api/..." whole, which holds its parts (``Candidate.holds``): a value is not quoted
+            # without the label saying whose it is ("风控服务 risk-engine：" before "超时后默认放行"); never a
+            # lead-in glued to a list item
+            out.append(Candidate(line, item, index, index, labelled_line=True))
         # the head of a line cut at its colon ("C维度 (3, w=0.25):") introduces the rest of its own line: never alone
         pieces = [p for i, p in enumerate(pieces) if i == len(pieces) - 1 or not p.endswith(("：", ":"))] or pieces
         names_columns = starts.get(index) == index and not _DIGIT.search(line)

@@ -362,8 +362,11 @@ def test_a_semicolon_before_a_list_item_or_a_line_break_does_not_join_pieces():
     assert not any(c.whole_sentence for c in quotable_pieces(lines))
     long_rule = "甲" * 100 + "；" + "乙" * 100 + "。"  # over CONTINUATION_MAX_CHARS: its pieces only
     assert not any(c.whole_sentence for c in quotable_pieces(long_rule))
-    assert [c.text for c in quotable_pieces("收购时间：每天13:00至19:00；清明节前延长至21:00。") if c.whole_sentence] == [
-        "收购时间：每天13:00至19:00；清明节前延长至21:00。"]
+    rule = quotable_pieces("收购时间：每天13:00至19:00；清明节前延长至21:00。")
+    assert [c.text for c in rule if c.whole_sentence] == ["收购时间：每天13:00至19:00；清明节前延长至21:00。"]
+    line = next(c for c in rule if c.labelled_line)
+    assert line.text == "收购时间：每天13:00至19:00；"
+    assert next(c for c in rule if c.whole_sentence).holds(line)  # inside the sentence: never without its exception
 
 
 def test_an_english_question_giving_a_weight_quotes_the_row_whose_range_holds_it():
@@ -472,3 +475,34 @@ def test_an_faq_question_is_quoted_with_its_answer_never_alone(question, answer)
 def test_english_table_rows_are_joined_with_an_ascii_semicolon_and_chinese_ones_with_a_full_width_one():
     assert generation._join(["Model | Price (USD)", "Harbor Ridge X | 1,299"]) == "Model | Price (USD); Harbor Ridge X | 1,299"  # noqa: SLF001
     assert generation._join(["车型 | 价格", "山地车 | 1,299"]) == "车型 | 价格；山地车 | 1,299"  # noqa: SLF001
+
+
+def test_a_value_is_quoted_with_the_label_that_says_whose_it_is():
+    # a fresh user's architecture notes: one line per service; the value alone ("同步调用，…超时后默认放行") named no service
+    text = ("清结算服务 settlement：每天凌晨 02:00 生成前一日的结算文件，T+1 结算给商户，节假日顺延。\n"
+            "风控服务 risk-engine：同步调用，单笔风控决策的超时时间为 150 毫秒，超时后默认放行并记录审计日志。")
+    pieces_ = pieces.quotable_pieces(text)
+    line = next(c for c in pieces_ if c.labelled_line and c.text.startswith("风控服务"))
+    value = next(c for c in pieces_ if c.text.startswith("同步调用"))
+    assert line.holds(value) and not value.holds(line)
+    # the values outscore their lines on similarity (as across scripts); the lines are quoted, labels and all
+    similarity = {c.text: (1.0 if c.text.startswith(("同步调用", "每天凌晨")) else 0.0) for c in pieces_}
+    answer = extractive_answer([text], "风控超时了会怎样", similarity=similarity)
+    assert "风控服务 risk-engine：同步调用" in answer and not any(l.startswith("同步调用") for l in answer.splitlines())
+
+
+def test_a_labelled_line_answers_as_well_as_its_best_part_and_is_quoted_whole():
+    # "Restart the ledger with the command: kubectl ..." : the command scores best, and is quoted with its lead-in
+    text = ("Restart the ledger with the command: kubectl rollout restart deployment/ledger -n payments\n"
+            "After a restart, check that the ledger lag metric ledger_replication_lag_seconds is below 30.")
+    # the whole line reads less like the question than the next line does; its command reads most like it
+    similarity = {c.text: 1.0 if c.text.startswith("kubectl") else 0.6 if c.text.startswith("After") else 0.0
+                  for c in pieces.quotable_pieces(text)}
+    answer = extractive_answer([text], "重启 ledger 服务的命令是什么？", similarity=similarity)
+    assert answer.splitlines()[1].startswith("Restart the ledger with the command: kubectl rollout restart")
+
+
+def test_two_adjacent_labelled_lines_are_not_glued_into_one():
+    assert generation._join(["DBA 值班：通过 PagerDuty 服务 qinglan-dba 呼叫", "支付渠道对接：林晓雯，负责银联和网联渠道"]) == \
+        "DBA 值班：通过 PagerDuty 服务 qinglan-dba 呼叫；支付渠道对接：林晓雯，负责银联和网联渠道"  # noqa: SLF001
+    assert generation._join(["未与劳动者订", "立书面劳动合同的，"]) == "未与劳动者订立书面劳动合同的，"  # a wrapped word still joins  # noqa: SLF001
