@@ -324,6 +324,7 @@ def e2e(fold_dir: Path) -> None:
                                "p95_with": float(np.percentile(on_ms, 95)), "p95_without": float(np.percentile(off_ms, 95))}
     print(f"  Search of the {len(on_ms)} lay questions, cold, p50 / p95: {np.median(on_ms):.1f} / "
           f"{np.percentile(on_ms, 95):.1f} ms with pg.adapted, {np.median(off_ms):.1f} / {np.percentile(off_ms, 95):.1f} ms without")
+    report["ranks"] = {"with": on, "without": off}  # set/id -> first gold rank, to pair with other runs
     (RESULTS / "query_adapter_e2e.json").write_text(json.dumps(report, indent=1))
 
 
