@@ -465,6 +465,26 @@ async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_no
         assert "not sufficient" in nearest and "测试法" in nearest
 
 
+async def test_search_mode_numbers_every_packed_source_as_the_context_does(browser, fake_gateway):
+    # a fresh user's HTML page whose <title> differed from its <h1>: the console matched context labels by its own
+    # wording of them, found none, and listed packed sources as "#2" and "not in the context"
+    from tests.fakes import FakeRetriever, candidate
+
+    first = candidate("1", "第一条 退款须在交易后180天内发起。", "pg.keyword", 2.0, 0.9)
+    second = candidate("2", "第二条 部分退款可多次发起。", "pg.keyword", 1.0, 0.8)
+    for c in (first, second):
+        c.title, c.heading_path[:] = "开放平台 API 参考", ["开放平台 API 参考（v2）", "退款规则"]
+    gw = await fake_gateway(pg=FakeRetriever("retriever_pg", [first, second]))
+    async with open_page(browser, gw.rest_url) as page:
+        await page.check("input[name=mode][value=search]")
+        await page.fill("#ask-query", "退款多久内可以发起？")
+        await page.click("#ask-submit")
+        await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
+        numbers = await page.locator("#ask-output .source .src-num").all_inner_texts()
+        assert numbers == ["[1]", "[2]"]
+        assert "not in the context" not in await page.inner_text("#ask-output .sources")
+
+
 def numbered_jsonl(n: int, tag: str) -> str:
     """n law-like documents with ids and text unique to ``tag``."""
     return "\n".join(json.dumps({"id": f"{tag}-{i}", "title": "测试法", "text": f"第{i}条 {tag}的内容{i}。" * 3}, ensure_ascii=False)

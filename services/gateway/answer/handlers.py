@@ -41,6 +41,7 @@ def first_results(retrieval: Retrieval | None, top_k: int) -> Retrieval | None:
     n = next((i for i, cid in enumerate(retrieval.cited_ids) if cid not in kept), len(retrieval.cited_ids))
     if 0 < n < len(retrieval.cited_ids):
         response.context = grounding.first_sources(retrieval.response.context, n, packed_labels(retrieval))
+        del response.context_ids[n:]
         return Retrieval(response, retrieval.cited_ids[:n], retrieval.cited_texts[:n], retrieval.by_id)
     return Retrieval(response, retrieval.cited_ids, retrieval.cited_texts, retrieval.by_id)
 

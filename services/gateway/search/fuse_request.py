@@ -81,6 +81,6 @@ def to_retrieval(fused: fuser_pb2.FuseResponse, lists: Sequence[fuser_pb2.Candid
     by_id.update({c.id: c for c in results})
     # a fuser older than PackedContext.cited_ids numbered its sections in order
     cited_ids = list(fused.context.cited_ids) or [cid for sec in fused.context.sections for cid in sec.candidate_ids]
-    response = gateway_pb2.SearchResponse(
-        results=results, context=fused.context.text, timings=trace.timings, degraded=trace.degraded, query_info=info)
+    response = gateway_pb2.SearchResponse(results=results, context=fused.context.text, timings=trace.timings,
+                                          degraded=trace.degraded, query_info=info, context_ids=cited_ids)
     return Retrieval(response, cited_ids, [by_id[c].context_text or by_id[c].text for c in cited_ids if c in by_id], by_id)

@@ -42,14 +42,17 @@ export function contextBlocks(context) {
  * Each result with what is known of it in the context: {candidate, number
  * (its [n], or null), cited, truncated (true/false, or null when it is not
  * in the context), boosted (a pg.boost score)}. Cited ones first, by number.
+ * ``contextIds`` (SearchResponse.contextIds) numbers the packed results; a
+ * server without it is matched by label.
  */
-export function sourcesOf(results, context, citations = []) {
+export function sourcesOf(results, context, citations = [], contextIds = []) {
   const blocks = contextBlocks(context);
   const byCandidate = new Map(citations.map((c) => [c.candidateId, c.number]));
+  const packed = new Map((contextIds || []).map((id, i) => [id, i + 1]));
   const used = new Set(byCandidate.values());
   const rows = (results || []).map((candidate) => {
-    let number = byCandidate.has(candidate.id) ? byCandidate.get(candidate.id) : null;
-    if (number === null) {
+    let number = byCandidate.has(candidate.id) ? byCandidate.get(candidate.id) : (packed.get(candidate.id) ?? null);
+    if (number === null && !packed.size) {
       const label = sourceLabel(candidate);
       for (const [n, block] of blocks) {
         if (!used.has(n) && block.label === label) { number = n; used.add(n); break; }
@@ -260,7 +263,7 @@ function answerSection(answer, output, streamingText) {
 function renderAnswer(output, answer, slot, streamed = []) {
   const { node, search } = answerSection(answer, output);
   clear(slot).append(degradedBanner(search.degraded, [...streamed, ...(search.timings || [])]) || "", node, strategySection(answer),
-    sourcesSection(sourcesOf(search.results, search.context, answer.citations)), queryInfo(search.queryInfo) || "");
+    sourcesSection(sourcesOf(search.results, search.context, answer.citations, search.contextIds)), queryInfo(search.queryInfo) || "");
 }
 
 function deepIterations(reply) {
@@ -353,7 +356,7 @@ export function setupAsk(root) {
     const line = timeline();
     (data.timings || []).forEach(line.add);
     output.append(degradedBanner(data.degraded, data.timings) || "", line.node,
-      sourcesSection(sourcesOf(data.results, data.context, [])), queryInfo(data.queryInfo) || "", traceLine(traceId));
+      sourcesSection(sourcesOf(data.results, data.context, [], data.contextIds)), queryInfo(data.queryInfo) || "", traceLine(traceId));
   }
 
   async function runDeep(body, signal) {

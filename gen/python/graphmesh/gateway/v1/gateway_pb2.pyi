@@ -812,6 +812,7 @@ class SearchResponse(_message.Message):
     TIMINGS_FIELD_NUMBER: _builtins.int
     DEGRADED_FIELD_NUMBER: _builtins.int
     QUERY_INFO_FIELD_NUMBER: _builtins.int
+    CONTEXT_IDS_FIELD_NUMBER: _builtins.int
     context: _builtins.str
     """Context packed under per-source quotas; its numbering matches citations."""
     @_builtins.property
@@ -830,6 +831,13 @@ class SearchResponse(_message.Message):
     def query_info(self) -> Global___QueryInfo:
         """What the expander made of the query."""
 
+    @_builtins.property
+    def context_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Result ids of the packed context's sources, in its numbering: source
+        "[n]" of context is the result whose id is context_ids[n - 1]. A result
+        not listed was not packed (the budget or its source's quota was spent).
+        """
+
     def __init__(
         self,
         *,
@@ -838,10 +846,11 @@ class SearchResponse(_message.Message):
         timings: _abc.Iterable[_types_pb2.StageTiming] | None = ...,
         degraded: _abc.Iterable[_builtins.str] | None = ...,
         query_info: Global___QueryInfo | None = ...,
+        context_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["query_info", b"query_info"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "degraded", b"degraded", "query_info", b"query_info", "results", b"results", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "context_ids", b"context_ids", "degraded", b"degraded", "query_info", b"query_info", "results", b"results", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
