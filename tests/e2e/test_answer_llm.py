@@ -135,10 +135,13 @@ async def test_llm_answer_cites_only_existing_sources(llm_gateway):
 
 async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, local_llm, llm_expander, llm_gateway):
     # The standard strategy's own evidence score, measured the same way the
-    # chain measures it; the gateway then demands more than that.
-    query = "没签合同的话老板要多给钱吗"
-    probe = await llm_gateway.Search(gateway_pb2.SearchRequest(query=query, top_k=3), timeout=120)
+    # chain measures it (over its first JUDGED_RESULTS results: a lay question's
+    # pg.adapted hits may fill the first three); the gateway then demands more than that.
+    from services.gateway.answer.fallback_chain import JUDGED_RESULTS
     from services.gateway.answer.fallback_rules import evidence_score
+
+    query = "没签合同的话老板要多给钱吗"
+    probe = await llm_gateway.Search(gateway_pb2.SearchRequest(query=query, top_k=JUDGED_RESULTS), timeout=120)
 
     standard_evidence = evidence_score(probe.results)
     # Abstention off: this test is about the chain's evidence verdict, not
