@@ -26,7 +26,7 @@ from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
 from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.library.sentence_backfill import SentenceBackfill
-from services.gateway.search.sentence_maxsim import sentence_units
+from services.gateway.search.sentence_maxsim import chunk_units
 from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.downstream.interfaces import Expander, Retriever
 from services.gateway.config import GatewaySettings
@@ -214,7 +214,7 @@ class DocumentIngest:
             # documents queues them again, and the expander's cache answers
             # those already embedded without running the model.
             self.backfill.add(dict.fromkeys(s for i, record in records.items() if i in outcome.unchanged
-                                            for c in record.chunks for s in sentence_units(c.text)))
+                                            for c in record.chunks for s in chunk_units(c.text, c.heading_path)))
         return outcome
 
     async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
@@ -251,7 +251,7 @@ class DocumentIngest:
         stored and searchable, so an expander failure here is the stage
         DEGRADED, not a failed ingest."""
         started = time.perf_counter()
-        texts = list(dict.fromkeys(s for rec in stored for c in rec.chunks for s in sentence_units(c.text)))
+        texts = list(dict.fromkeys(s for rec in stored for c in rec.chunks for s in chunk_units(c.text, c.heading_path)))
         if not texts:
             return
         if self.settings.ingest.sentence_vectors_mode == "background":

@@ -23,6 +23,7 @@ never the caller's error), and is SKIPPED without a query embedding.
 """
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 
@@ -48,6 +49,21 @@ MIN_SENTENCE_CHARS = 4
 MAX_SENTENCES_PER_CHUNK = 32
 #: Context budget of the candidate fusion: no context is packed from it.
 _CANDIDATE_BUDGET_CHARS = 1
+
+
+#: A heading that asks a question (an FAQ's "Q: Can I deploy on Friday?"): the chunk under it answers it.
+_ASKING_HEADING = re.compile(r"[?？]\s*$")
+
+
+def chunk_units(text: str, heading_path: Sequence[str] = (), limit: int = MAX_SENTENCES_PER_CHUNK) -> list[str]:
+    """The units a chunk is scored by: its ``sentence_units``, after its last
+    heading when that heading asks a question. An FAQ's answer seldom repeats
+    the question it answers ("A: To staging, yes."), so without the heading
+    the answer scored below another document's chunk that merely mentions
+    the same words (a fresh user's trial: "Can I deploy on Friday?")."""
+    units = sentence_units(text, limit)
+    last = heading_path[-1].strip() if heading_path else ""
+    return [last, *units] if last and _ASKING_HEADING.search(last) and last not in units else units
 
 
 def sentence_units(text: str, limit: int = MAX_SENTENCES_PER_CHUNK) -> list[str]:
@@ -140,7 +156,7 @@ async def maxsim_list(settings: GatewaySettings, fuser: Fuser, expander: Expande
     owners: list[str] = []
     texts: list[str] = []
     for cand in candidates:
-        for sentence in sentence_units(cand.text):
+        for sentence in chunk_units(cand.text, cand.heading_path):
             owners.append(cand.id)
             texts.append(sentence)
     held = cache.get_many(texts, model) if cache is not None else {}

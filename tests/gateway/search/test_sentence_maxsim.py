@@ -9,7 +9,7 @@ import pytest
 from graphmesh.common.v1 import types_pb2
 from services.common import names
 from services.gateway.downstream.guard import Deadline
-from services.gateway.search.sentence_maxsim import MAX_SENTENCES_PER_CHUNK, maxsim_scores, sentence_units
+from services.gateway.search.sentence_maxsim import MAX_SENTENCES_PER_CHUNK, chunk_units, maxsim_scores, sentence_units
 from tests.fakes import FakeExpander, FakeFuser, FakeRetriever, candidate
 from tests.gateway.test_orchestration import mesh, stages
 
@@ -24,6 +24,16 @@ def test_sentence_units_skip_fragments_keep_reading_order_and_fall_back_to_the_w
     assert sentence_units("   ") == []
     many = "".join(f"第{i}句话在这里。" for i in range(MAX_SENTENCES_PER_CHUNK + 5))
     assert len(sentence_units(many)) == MAX_SENTENCES_PER_CHUNK
+
+
+def test_a_chunk_is_also_scored_by_the_question_its_heading_asks():
+    # an FAQ's answer seldom repeats its question: "A: To staging, yes." under "Q: Can I deploy on Friday?"
+    answer = "A: To staging, yes. To production, only emergency changes."
+    assert chunk_units(answer, ["Deployment FAQ", "Q: Can I deploy on Friday?"]) == ["Q: Can I deploy on Friday?", answer]
+    assert chunk_units("付款后七天内可以退货。", ["售后", "可以退货吗？"])[0] == "可以退货吗？"
+    # a heading that asks nothing (a law's chapter, a section title) is not a unit
+    assert chunk_units("用人单位应当依法支付经济补偿。", ["劳动合同法", "第四章 劳动合同的解除和终止"]) == ["用人单位应当依法支付经济补偿。"]
+    assert chunk_units("Q: Can I deploy on Friday?", ["Q: Can I deploy on Friday?"]) == ["Q: Can I deploy on Friday?"]
 
 
 def test_maxsim_is_the_best_sentence_of_each_chunk():
@@ -105,6 +115,19 @@ async def test_each_sentence_of_the_fused_top_chunks_is_embedded_and_the_best_on
     # the results keep what only the retrievers' candidates carry (the fuser drops it)
     assert {(c.collection, c.metadata["status"]) for c in reply.results if c.document_id in ("1", "2")} == {("hr", "现行有效")}
     assert stages(reply)[names.SENTENCE_MAXSIM].status == OK
+
+
+@ON_LOOP
+async def test_an_faq_answer_scores_by_the_question_its_heading_asks():
+    # the answer's text shares nothing with the question; its heading is the question
+    faq = candidate("1", "A: To staging, yes. To production, only emergency changes.", "pg.keyword", 9.0)
+    faq.heading_path[:] = ["Deployment FAQ", "Q: Can I deploy on Friday?"]
+    other = candidate("2", "Releases happen on Tuesdays and Thursdays.", "pg.keyword", 8.0)
+    expander, fuser = SentenceExpander("deploy on Friday"), StrippingFuser()
+    await mesh(expander=expander, pg=FakeRetriever("retriever_pg", [faq, other]), fuser=fuser).search.search(
+        "Can I deploy on Friday?", 5, None, Deadline(5))
+    [maxsim] = _maxsim_list(fuser)
+    assert maxsim.candidates[0].id == "1#0" and maxsim.candidates[0].channel_scores[0].score == pytest.approx(1.0)
 
 
 @ON_LOOP
