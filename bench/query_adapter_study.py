@@ -143,8 +143,10 @@ def train(data: Data, idx: list[int], rank: int = 16, steps: int = 100, lr: floa
 
 
 def adapt(vector: np.ndarray, w: np.ndarray, u: np.ndarray) -> np.ndarray:
-    out = vector + (vector @ w) @ u.T
-    return out / np.linalg.norm(out)
+    """``vector`` mapped as the gateway maps it (``domains.pack.QueryAdapter.adapt``, down = w, up = u)."""
+    from domains.pack import QueryAdapter
+
+    return np.asarray(QueryAdapter("e5onnx", (LAY,), w, u).adapt(vector), dtype=np.float32)
 
 
 def reranked(data: Data, i: int, adapted: np.ndarray | None, weight: float, channel_k: int) -> list[str]:

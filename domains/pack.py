@@ -146,6 +146,12 @@ class RewritePrompts:
     hyde: str
 
 
+def embedding_family(model: str) -> str:
+    """``model`` without a query-window suffix ("e5onnx-t256" -> "e5onnx"): the same weights, the same vectors, so
+    a pack's abstention fits and query adapter, which are keyed by embedding model, hold for both."""
+    return re.sub(r"-t\d+$", "", model or "")
+
+
 @dataclass(frozen=True, eq=False)
 class QueryAdapter:
     """A low-rank residual map of query vectors, fitted on a pack's questions
@@ -172,7 +178,7 @@ class QueryAdapter:
 
     def applies(self, question_type: str, model: str) -> bool:
         """Whether a question of ``question_type`` embedded by ``model`` (a "-tN" window suffix ignored) is mapped."""
-        return question_type in self.question_types and re.sub(r"-t\d+$", "", model or "") == self.embedding_model
+        return question_type in self.question_types and embedding_family(model) == self.embedding_model
 
     def adapt(self, vector) -> list[float]:
         """``vector`` (dimension floats) mapped and unit-normalised; [] for a vector of another dimension."""

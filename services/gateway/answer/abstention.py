@@ -77,7 +77,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from domains.pack import DomainPack
+from domains.pack import DomainPack, embedding_family
 from graphmesh.common.v1 import types_pb2
 from services.common import names
 from services.common.text import latin_script, without_cjk
@@ -232,7 +232,7 @@ def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: S
     three made a Chinese question about an English passage read as
     same-script (docs/benchmarks.md, "The rule's script from the first
     result")."""
-    base = re.sub(r"-t\d+$", "", model) if model else DEFAULT_MODEL
+    base = embedding_family(model) if model else DEFAULT_MODEL
     if question and latin_script(question):
         crossed = bool(first and not latin_script(first)) or sum(not latin_script(t) for t in evidence if t) >= 2
         if crossed and base + CROSS_LATIN_SUFFIX in fits:
