@@ -74,28 +74,43 @@ def _addresses_file() -> Path:
     return state_dir() / "addresses.json"
 
 
+#: What ``up`` records besides the GRAPHMESH_<SERVICE>_ADDR addresses: the gateway's REST port, which
+#: ``status`` prints (a fresh user's trial: a stack on moved ports listed another stack's REST address).
+_RECORDED_SETTINGS = ("GRAPHMESH_GATEWAY_REST__PORT",)
+
+
+def _recorded(key: str) -> bool:
+    return key in _RECORDED_SETTINGS or (key.startswith("GRAPHMESH_") and key.endswith("_ADDR"))
+
+
 def _write_addresses(env: dict[str, str]) -> None:
     _addresses_file().parent.mkdir(parents=True, exist_ok=True)
-    _addresses_file().write_text(json.dumps({k: v for k, v in sorted(env.items())
-                                             if k.startswith("GRAPHMESH_") and k.endswith("_ADDR")}, indent=1))
+    _addresses_file().write_text(json.dumps({k: v for k, v in sorted(env.items()) if _recorded(k)}, indent=1))
+
+
+def recorded_addresses() -> dict[str, str]:
+    """What ``up`` recorded under GRAPHMESH_HOME ({variable: value}: the
+    services' addresses and the gateway's REST port); {} when no stack was
+    started there."""
+    try:
+        recorded = json.loads(_addresses_file().read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {k: v for k, v in recorded.items() if isinstance(k, str) and _recorded(k) and isinstance(v, str)}
 
 
 def use_stack_addresses() -> None:
     """Points this CLI process at the stack ``graphmesh up`` started under
-    GRAPHMESH_HOME: each service address it recorded is set in the
+    GRAPHMESH_HOME: each service address it recorded (``recorded_addresses``) is set in the
     environment unless the environment sets it already. A stack beside
     another one answers on its own ports; without this, a command that
     exported only GRAPHMESH_HOME reached the default ports, the other
-    stack's gateway. Nothing is set when no stack was started there."""
-    try:
-        recorded = json.loads(_addresses_file().read_text())
-    except (FileNotFoundError, ValueError):
-        return
-    if not isinstance(recorded, dict):
-        return
-    for key, value in recorded.items():
-        if isinstance(key, str) and key.startswith("GRAPHMESH_") and key.endswith("_ADDR") and isinstance(value, str):
-            os.environ.setdefault(key, value)
+    stack's gateway. The gateway's REST port is read the same way. Nothing
+    is set when no stack was started there."""
+    for key, value in recorded_addresses().items():
+        os.environ.setdefault(key, value)
 
 
 def _read_pids() -> dict[str, int]:

@@ -180,3 +180,39 @@ def test_status_lists_the_rest_address_and_whether_it_listens(tmp_path, monkeypa
     assert lines[-1].split() == ["gateway", "REST", "http://127.0.0.1:13080", "SERVING"]
     monkeypatch.setattr(stack, "port_in_use", lambda port, host="127.0.0.1": False)
     assert stack.status() == 1 and capsys.readouterr().out.splitlines()[-1].endswith("DOWN")
+
+
+def test_status_lists_the_rest_address_of_the_stack_started_under_graphmesh_home(tmp_path, monkeypatch, capsys):
+    """A fresh user's trial: a stack on moved ports, and `graphmesh status` with only GRAPHMESH_HOME set
+    listed the default REST port, another stack's console. ``up`` records the REST port with the addresses."""
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    for key in ("GRAPHMESH_GATEWAY_ADDR", "GRAPHMESH_GATEWAY_REST__PORT"):
+        monkeypatch.setenv(key, "unset")
+        monkeypatch.delenv(key)
+    stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051", "GRAPHMESH_GATEWAY_REST__PORT": "12080",
+                            "GRAPHMESH_GATEWAY_PORT": "54051"})
+    assert stack.recorded_addresses() == {"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051",
+                                          "GRAPHMESH_GATEWAY_REST__PORT": "12080"}
+    stack.use_stack_addresses()
+    monkeypatch.setattr(stack, "check_health", lambda address: True)
+    monkeypatch.setattr(stack, "port_in_use", lambda port, host="127.0.0.1": port == 12080)
+    assert stack.status() == 0
+    assert capsys.readouterr().out.splitlines()[-1].split() == ["gateway", "REST", "http://127.0.0.1:12080", "SERVING"]
+
+
+def test_config_show_names_the_addresses_up_recorded(tmp_path, monkeypatch, capsys):
+    """`graphmesh config show` reports the environment's settings; a stack on moved ports showed the default
+    gateway address there although every other command used the recorded one. The recorded ones are listed."""
+    from services.cli import config_cmd
+
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "unset")
+    monkeypatch.delenv("GRAPHMESH_GATEWAY_ADDR")
+    args = config_cmd.argparse.Namespace(service=["addresses"], json=False)
+    assert config_cmd.cmd_config(args) == 0
+    assert "Recorded by `graphmesh up`" not in capsys.readouterr().out  # nothing started here
+    stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051", "GRAPHMESH_JUDGE_ADDR": "127.0.0.1:54057"})
+    monkeypatch.setenv("GRAPHMESH_JUDGE_ADDR", "10.0.0.5:50057")  # the environment's own: not listed as recorded
+    assert config_cmd.cmd_config(args) == 0
+    out = capsys.readouterr().out
+    assert "  GRAPHMESH_GATEWAY_ADDR = 127.0.0.1:54051" in out and "GRAPHMESH_JUDGE_ADDR = 127.0.0.1:54057" not in out
