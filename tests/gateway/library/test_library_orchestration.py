@@ -67,12 +67,12 @@ async def test_a_file_without_a_name_fails_alone_and_its_reason_says_which_file(
 async def test_file_names_a_rest_name_cannot_reach_or_that_hide_their_text_fail_alone():
     pg = FakeRetriever("retriever_pg")
     names = ["../../etc/passwd.txt", "/etc/shadow.txt", "a//b.txt", "手册/./c.txt", "\u202egnp.txt", "零宽\u200b.txt",
-             "手册/../d.txt", "手册/子目录/正常.txt", "v1.2/说明.txt"]
+             "手册/../d.txt", "..\\..\\win.txt", "手册\\.\\e.txt", "手册/子目录/正常.txt", "v1.2/说明.txt", "a\\b.txt"]
     reply = await mesh(pg=pg).files.ingest([gateway_pb2.IngestFile(name=n, content="第一条 内容。".encode()) for n in names],
                                            Deadline(30), collection="hr")
-    assert sorted(pg.stored) == ["v1.2/说明.txt", "手册/子目录/正常.txt"]
+    assert sorted(pg.stored) == ["a\\b.txt", "v1.2/说明.txt", "手册/子目录/正常.txt"]
     reasons = {f.index: f.reason for f in reply.failures}
-    assert sorted(reasons) == [0, 1, 2, 3, 4, 5, 6]
+    assert sorted(reasons) == [0, 1, 2, 3, 4, 5, 6, 7, 8]
     assert 'path segment' in reasons[0] and "formatting character" in reasons[4] and "formatting character" in reasons[5]
 
 
