@@ -18,6 +18,13 @@ the questions the law pack reads as lay consultations
     python bench/query_adapter_study.py study [--rank 16 --steps 200]
     python bench/query_adapter_study.py train --out domains/law_zh/query_adapter.npz
 
+Training questions beyond the dev sets (``--extra FILE``, JSON lines of
+{"id", "query", "gold": [corpus ids]}: lay questions written from corpus
+articles, never an evaluation question) join every fold's training set and
+are never scored. ``extra-vectors --extra FILE...`` embeds them once, after
+dropping any that equals, contains or is contained in an evaluation question
+(the dev sets and ``--eval-files``; services.cli.reranker_pairs.EvalQueryFilter).
+
 ``study`` trains one adapter per fold (5 folds by question, seed 23, over
 the three law dev sets pooled; training questions: those the law pack
 classifies as lay consultations, with their gold articles' vectors as
@@ -53,6 +60,7 @@ from _common import RESULTS, SHARED_DATA, first_gold_rank, stack_dsn  # noqa: E4
 
 LTR_DUMPS = RESULTS / "ltr"
 VECTORS = RESULTS / "query_adapter_vectors.pkl"
+EXTRA_VECTORS = RESULTS / "query_adapter_extra_vectors.pkl"
 SETS = ("scenario", "consult", "facts")
 LAY = "QUESTION_TYPE_LAY_CONSULTATION"
 WEIGHTS = (1.0, 2.0, 3.0, 4.0, 6.0)
@@ -87,22 +95,51 @@ def vectors() -> None:
     print(f"{len(docs)} chunks, {len(questions)} questions -> {VECTORS}")
 
 
+def extra_vectors(files: list[Path], eval_files: list[Path]) -> None:
+    """Query-side vectors of the extra training questions in ``files`` that are not too close to an evaluation
+    question (the dev sets and ``eval_files``), to EXTRA_VECTORS."""
+    from naive_hybrid import query_vectors
+
+    from services.cli.reranker_pairs import EvalQueryFilter
+    from services.cli.stack import use_local_mesh_token
+    from services.common.settings import MeshAddresses
+
+    evaluation = EvalQueryFilter.from_files([SHARED_DATA / "law-zh" / f"queries-{name}-dev.jsonl" for name in SETS]
+                                            + list(eval_files))
+    rows = [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kept = [r for r in rows if not evaluation.excluded(r["query"])]
+    use_local_mesh_token()
+    vectors = asyncio.run(query_vectors(MeshAddresses().expander_addr, [r["query"] for r in kept]))
+    EXTRA_VECTORS.write_bytes(pickle.dumps({"rows": kept, "queries": vectors}))
+    print(f"{len(kept)} extra questions ({len(rows) - len(kept)} dropped as too close to an evaluation question) "
+          f"-> {EXTRA_VECTORS}")
+
+
 class Data:
     """The dumped lists with their vectors: ``recs`` (one per question), ``docs`` (document id per chunk row),
-    ``chunks`` (unit vectors), ``gold_rows`` (chunk rows of each question's gold documents)."""
+    ``chunks`` (unit vectors), ``gold_rows`` (chunk rows of each question's gold documents). With ``extra``,
+    the extra training questions (EXTRA_VECTORS) follow the ``n_dev`` dev questions in ``recs``, in no fold
+    (fold -1): every fold trains on them, none scores them."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra: bool = False) -> None:
         self.recs = load_lists()
+        self.n_dev = len(self.recs)
         saved = pickle.loads(VECTORS.read_bytes())
         self.docs, self.chunks = saved["docs"], saved["chunks"].astype(np.float32)
         for rec, vector in zip(self.recs, saved["queries"]):
             rec["vector"] = np.asarray(vector, dtype=np.float32)
+        if extra:
+            added = pickle.loads(EXTRA_VECTORS.read_bytes())
+            self.recs += [{"id": str(r["id"]), "set": "extra", "query": r["query"], "gold": [str(g) for g in r["gold"]],
+                           "question_type": LAY, "vector": np.asarray(v, dtype=np.float32)}
+                          for r, v in zip(added["rows"], added["queries"])]
         rows = defaultdict(list)
         for i, d in enumerate(self.docs):
             rows[d].append(i)
         self.rows_of = rows
         self.gold_rows = [[r for g in rec["gold"] for r in rows.get(str(g), [])] for rec in self.recs]
-        self.folds = np.random.default_rng(FOLD_SEED).integers(0, FOLDS, len(self.recs))
+        self.folds = np.concatenate([np.random.default_rng(FOLD_SEED).integers(0, FOLDS, self.n_dev),
+                                     np.full(len(self.recs) - self.n_dev, -1)])
 
     def lay(self, i: int) -> bool:
         return self.recs[i]["question_type"] == LAY
@@ -172,26 +209,27 @@ def first_gold(order: list[str], gold: list) -> int | None:
     return next((r for r, d in enumerate(order[:10], start=1) if d in gold), None)
 
 
-def study(rank: int, steps: int, lr: float, l2: float, channel_k: int) -> dict:
+def study(rank: int, steps: int, lr: float, l2: float, channel_k: int, extra: bool = False,
+          weights: tuple[float, ...] = WEIGHTS) -> dict:
     from services.cli.significance import compare_ranks
 
-    data = Data()
-    n = len(data.recs)
+    data = Data(extra)
+    n = data.n_dev
     adapted: dict[int, np.ndarray] = {}
     for fold in range(FOLDS):
-        training = [i for i in range(n) if data.folds[i] != fold and data.lay(i)]
+        training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.lay(i)]
         w, u = train(data, training, rank, steps, lr, l2)
         for i in range(n):
             if data.folds[i] == fold and data.lay(i):
                 adapted[i] = adapt(data.recs[i]["vector"], w, u)
     ranks = {wt: [first_gold(reranked(data, i, adapted.get(i), wt, channel_k), data.recs[i]["gold"]) for i in range(n)]
-             for wt in (0.0, *WEIGHTS)}
+             for wt in (0.0, *weights)}
     mrr = lambda r: 1.0 / r if r else 0.0  # noqa: E731
     nested = [None] * n
     chosen = []
     for fold in range(FOLDS):
         others = [i for i in range(n) if data.folds[i] != fold]
-        best = max(WEIGHTS, key=lambda wt: np.mean([mrr(ranks[wt][i]) for i in others]))
+        best = max(weights, key=lambda wt: np.mean([mrr(ranks[wt][i]) for i in others]))
         chosen.append(best)
         for i in range(n):
             if data.folds[i] == fold:
@@ -209,7 +247,7 @@ def study(rank: int, steps: int, lr: float, l2: float, channel_k: int) -> dict:
     golds = [{str(g) for g in rec["gold"]} for rec in data.recs]
     for seen in (True, False):
         ix = [i for i in range(n) if data.recs[i]["set"] == "consult"
-              and bool(golds[i] & set().union(*(golds[j] for j in range(n) if data.folds[j] != data.folds[i] and data.lay(j)))) == seen]
+              and bool(golds[i] & set().union(*(golds[j] for j in range(len(data.recs)) if data.folds[j] != data.folds[i] and data.lay(j)))) == seen]
         print(f"  consult, gold article {'among' if seen else 'not among'} the training golds ({len(ix)}): "
               f"R@10 {sum(bool(ranks[0.0][i]) for i in ix)} -> {sum(bool(nested[i]) for i in ix)}, MRR@10 "
               f"{np.mean([mrr(ranks[0.0][i]) for i in ix]):.3f} -> {np.mean([mrr(nested[i]) for i in ix]):.3f}")
@@ -222,9 +260,9 @@ def save_adapter(out: Path, w: np.ndarray, u: np.ndarray, meta: dict) -> None:
     np.savez(out, down=w.astype(np.float32), up=u.astype(np.float32), meta=json.dumps(meta, ensure_ascii=False))
 
 
-def train_all(out: Path, rank: int, steps: int, lr: float, l2: float) -> None:
-    """The shipped adapter: fitted on every lay dev question."""
-    data = Data()
+def train_all(out: Path, rank: int, steps: int, lr: float, l2: float, extra: bool = False) -> None:
+    """The shipped adapter: fitted on every lay dev question (and the extra training questions)."""
+    data = Data(extra)
     training = [i for i in range(len(data.recs)) if data.lay(i)]
     w, u = train(data, training, rank, steps, lr, l2)
     meta = {"rank": rank, "steps": steps, "lr": lr, "l2": l2, "training_questions": len([i for i in training if data.gold_rows[i]]),
@@ -233,16 +271,17 @@ def train_all(out: Path, rank: int, steps: int, lr: float, l2: float) -> None:
     print(f"{meta['training_questions']} lay questions -> {out}")
 
 
-def folds(out_dir: Path, rank: int, steps: int, lr: float, l2: float) -> None:
-    """One adapter per fold, fitted on the other folds' lay questions (``fold<k>.npz``), and the fold of every
-    question (``folds.json``: {set/id: fold}), for the end-to-end check (``e2e``)."""
-    data = Data()
+def folds(out_dir: Path, rank: int, steps: int, lr: float, l2: float, extra: bool = False) -> None:
+    """One adapter per fold, fitted on the other folds' lay questions (and the extra training questions;
+    ``fold<k>.npz``), and the fold of every dev question (``folds.json``: {set/id: fold}), for the end-to-end
+    check (``e2e``)."""
+    data = Data(extra)
     out_dir.mkdir(parents=True, exist_ok=True)
     for fold in range(FOLDS):
         training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.lay(i)]
         w, u = train(data, training, rank, steps, lr, l2)
         save_adapter(out_dir / f"fold{fold}.npz", w, u, {"fold": fold, "rank": rank, "steps": steps, "lr": lr, "l2": l2})
-    assignment = {f"{rec['set']}/{rec['id']}": int(f) for rec, f in zip(data.recs, data.folds)}
+    assignment = {f"{rec['set']}/{rec['id']}": int(f) for rec, f in zip(data.recs[:data.n_dev], data.folds)}
     (out_dir / "folds.json").write_text(json.dumps(assignment))
     print(f"{FOLDS} fold adapters -> {out_dir}")
 
@@ -332,25 +371,34 @@ def e2e(fold_dir: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["vectors", "study", "train", "folds", "e2e"])
+    parser.add_argument("command", choices=["vectors", "extra-vectors", "study", "train", "folds", "e2e"])
+    parser.add_argument("--extra", type=Path, nargs="*", default=[],
+                        help="extra-vectors: training questions (JSON lines); study/train/folds: train on them too")
+    parser.add_argument("--eval-files", type=Path, nargs="*", default=[],
+                        help="extra-vectors: more evaluation questions the extra ones must not be close to")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--l2", type=float, default=1e-2)
+    parser.add_argument("--weights", type=float, nargs="+", default=list(WEIGHTS),
+                        help="study: the pg.adapted weights the nested folds choose from (one: that weight)")
     parser.add_argument("--channel-k", type=int, default=20, help="pg.adapted's candidates (the profile's retrieve_top_k)")
     parser.add_argument("--out", type=Path, default=Path("domains/law_zh/query_adapter.npz"),
                         help="train: the adapter file; folds: a directory")
     args = parser.parse_args()
+    extra = bool(args.extra)
     if args.command == "vectors":
         vectors()
+    elif args.command == "extra-vectors":
+        extra_vectors(args.extra, args.eval_files)
     elif args.command == "study":
-        study(args.rank, args.steps, args.lr, args.l2, args.channel_k)
+        study(args.rank, args.steps, args.lr, args.l2, args.channel_k, extra, tuple(args.weights))
     elif args.command == "folds":
-        folds(args.out, args.rank, args.steps, args.lr, args.l2)
+        folds(args.out, args.rank, args.steps, args.lr, args.l2, extra)
     elif args.command == "e2e":
         e2e(args.out)
     else:
-        train_all(args.out, args.rank, args.steps, args.lr, args.l2)
+        train_all(args.out, args.rank, args.steps, args.lr, args.l2, extra)
 
 
 if __name__ == "__main__":
