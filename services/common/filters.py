@@ -115,7 +115,8 @@ def condition(key: str, op: str, values: Sequence[str] = (), *, gt: str | None =
 
     Raises:
         InvalidArgument: bad key, empty or over-long in-list, a range without
-            bounds, a numeric bound that is not a number.
+            bounds, a numeric bound that is not a number, a range no value
+            lies in (a lower bound above the upper one).
     """
     _check_key(key, f"{field}.key")
     values = tuple(_check_value(v, f"{field}.value") for v in values)
@@ -131,9 +132,24 @@ def condition(key: str, op: str, values: Sequence[str] = (), *, gt: str | None =
             _check_value(bound, f"{field}.range")
             if numeric and not is_number(bound):
                 raise InvalidArgument(f"{field}.range", f"numeric bound {bound!r} is not a number")
+        _check_not_empty(cond, f"{field}.range")
     elif op not in ("eq", "in"):
         raise InvalidArgument(field, f"unknown operator {op!r}")
     return cond
+
+
+def _check_not_empty(cond: Condition, field: str) -> None:
+    """Refuses a range no value can lie in: a lower bound above an upper one,
+    or equal bounds with either strict (a caller's swapped bounds otherwise
+    matched nothing, silently)."""
+    order = (lambda b: float(b)) if cond.numeric else (lambda b: b)  # noqa: E731 (code-point order otherwise)
+    for low, low_strict in ((cond.gt, True), (cond.gte, False)):
+        for high, high_strict in ((cond.lt, True), (cond.lte, False)):
+            if low is None or high is None:
+                continue
+            if order(low) > order(high) or (order(low) == order(high) and (low_strict or high_strict)):
+                raise InvalidArgument(field, f"no value lies between the lower bound {low!r} and the upper bound "
+                                             f"{high!r}: are they swapped?")
 
 
 def from_proto(filters: Sequence[types_pb2.MetadataFilter], field: str = "filters") -> list[Condition]:

@@ -135,3 +135,21 @@ def test_not_is_refused_saying_so():
     with pytest.raises(InvalidArgument, match="NOT is not supported") as err:
         flt.parse_filter('NOT team = "支付"')
     assert err.value.field == "filter"
+
+
+@pytest.mark.parametrize("bounds, numeric", [
+    ({"gte": "z", "lte": "a"}, False),  # a trial's swapped bounds: 200 with nothing found
+    ({"gt": "10", "lt": "9"}, True),
+    ({"gt": "5", "lte": "5"}, True),
+    ({"gte": "2021", "lt": "2021"}, False),
+])
+def test_a_range_no_value_lies_in_is_refused_naming_it(bounds, numeric):
+    with pytest.raises(InvalidArgument, match="swapped") as err:
+        flt.from_proto([types_pb2.MetadataFilter(key="a", range=types_pb2.MetadataRange(numeric=numeric, **bounds))])
+    assert err.value.field == "filters[0].range"
+
+
+def test_ranges_with_equal_closed_bounds_or_numbers_in_numeric_order_are_kept():
+    assert flt.condition("n", "range", gte="5", lte="5", numeric=True).bounds()
+    assert flt.condition("n", "range", gt="9", lt="10", numeric=True).bounds()  # "9" > "10" as text, not as numbers
+    assert flt.condition("d", "range", gte="2020", lte="2021").bounds()
