@@ -34,10 +34,18 @@ def quotable(sentence: str) -> bool:
     question (an FAQ's "Q: How do I pay for a client dinner?" shares the
     asker's words and answers nothing; its answer follows it). List items
     and table rows may be quoted (a fee table's row can be the answer) but
-    rank below a sentence that covers the question as well (``ITEM_PENALTY``)."""
+    rank below a sentence that covers the question as well (``ITEM_PENALTY``).
+    A table row of two or more filled cells is quotable however short: "丧假 |
+    3天" answers "丧假有几天？", quoted with its header row (a trial's leave
+    table found first, and an unrelated sentence quoted instead)."""
     text = sentence.strip()
-    return len(NON_WORD.sub("", text)) >= 6 and (not text.endswith(("：", ":")) or _is_code(text)) \
-        and not _is_question(text)
+    long_enough = len(NON_WORD.sub("", text)) >= 6 or _short_row(text)
+    return long_enough and (not text.endswith(("：", ":")) or _is_code(text)) and not _is_question(text)
+
+
+def _short_row(line: str) -> bool:
+    """Whether ``line`` is a table row (as the file readers write one) with two or more filled cells."""
+    return is_table_row(line) and sum(bool(NON_WORD.sub("", cell)) for cell in line.split("|")) >= 2
 
 
 def _is_code(line: str) -> bool:

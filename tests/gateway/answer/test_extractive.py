@@ -183,6 +183,15 @@ def test_a_table_row_is_quoted_with_its_header_row_so_its_values_keep_their_colu
         f"事项 | 负责人 | 截止日期{generation.GAP}提交华东机房扩容采购申请 | 李娜 | 3月18日 [1]"
 
 
+def test_a_short_table_row_that_answers_is_quoted_with_its_header_not_an_unrelated_sentence():
+    # a trial's .docx: the leave table ranked first, and its English sentence (no word of the question) was quoted
+    text = ("Fathers are entitled to 15 days of paid paternity leave, which must be taken within six months of the birth.\n"
+            "假期类型 | 天数\n婚假 | 13天\n丧假 | 3天")
+    answer = extractive_answer([text], "丧假有几天？")
+    assert answer.splitlines()[1] == "假期类型 | 天数 … 丧假 | 3天 [1]"
+    assert pieces.quotable("丧假 | 3天") and not pieces.quotable("丧假 |") and not pieces.quotable("3天")
+
+
 def test_a_list_question_about_a_table_quotes_its_label_header_and_rows():
     quote = _quote(extractive_answer([ACTION_ITEMS], "行动项有哪些"))
     assert quote.startswith("行动项 事项 | 负责人 | 截止日期；修复两个严重缺陷 | 王强 | 3月19日；")
