@@ -48,6 +48,8 @@ def parse_collection_name(name: str, field: str = "name") -> str:
     Raises:
         InvalidArgument: not a collection name.
     """
+    if not name.startswith(_COLLECTIONS) or "/" in name[len(_COLLECTIONS):]:
+        raise InvalidArgument(field, f"must be collections/{{collection}}, got {name!r}")
     collections = parse_parent(name, field)
     if collections is None:
         raise InvalidArgument(field, "must name one collection, not collections/-")

@@ -24,6 +24,9 @@ def test_parents_and_document_names():
         rn.parse_document_name("collections/hr/documents/")
     with pytest.raises(InvalidArgument, match="must name one collection"):
         rn.parse_collection_name("collections/-")
+    for bad in ("", "hr", "collections/a/b"):  # a trial read "or collections/-" for an empty name, which is refused
+        with pytest.raises(InvalidArgument, match=r"^name: must be collections/\{collection\}, got"):
+            rn.parse_collection_name(bad)
     assert rn.document_name("hr", "a/b") == "collections/hr/documents/a/b"
 
 
