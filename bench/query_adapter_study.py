@@ -15,15 +15,17 @@ the questions the law pack reads as lay consultations
     graphmesh up                       # the law corpus in (make demo)
     python bench/ltr_study.py dump     # today's fused lists (bench/results/ltr)
     python bench/query_adapter_study.py vectors   # corpus and question vectors, once
-    python bench/query_adapter_study.py study [--rank 16 --steps 200]
-    python bench/query_adapter_study.py train --out domains/law_zh/query_adapter.npz
+    python bench/query_adapter_study.py extra-vectors --extra domains/law_zh/query_adapter_questions.jsonl
+    python bench/query_adapter_study.py study --with-extra [--rank 16 --steps 200]
+    python bench/query_adapter_study.py train --with-extra --out domains/law_zh/query_adapter.npz
 
-Training questions beyond the dev sets (``--extra FILE``, JSON lines of
-{"id", "query", "gold": [corpus ids]}: lay questions written from corpus
-articles, never an evaluation question) join every fold's training set and
-are never scored. ``extra-vectors --extra FILE...`` embeds them once, after
-dropping any that equals, contains or is contained in an evaluation question
-(the dev sets and ``--eval-files``; services.cli.reranker_pairs.EvalQueryFilter).
+Training questions beyond the dev sets (JSON lines of {"id", "query",
+"gold": [corpus ids]}: lay questions written from corpus articles, never an
+evaluation question; the pack's are domains/law_zh/query_adapter_questions.jsonl)
+join every fold's training set with ``--with-extra`` and are never scored.
+``extra-vectors --extra FILE...`` embeds them once, after dropping any that
+equals, contains or is contained in an evaluation question (the dev sets and
+``--eval-files``; services.cli.reranker_pairs.EvalQueryFilter).
 
 ``study`` trains one adapter per fold (5 folds by question, seed 23, over
 the three law dev sets pooled; training questions: those the law pack
@@ -266,7 +268,9 @@ def train_all(out: Path, rank: int, steps: int, lr: float, l2: float, extra: boo
     training = [i for i in range(len(data.recs)) if data.lay(i)]
     w, u = train(data, training, rank, steps, lr, l2)
     meta = {"rank": rank, "steps": steps, "lr": lr, "l2": l2, "training_questions": len([i for i in training if data.gold_rows[i]]),
-            "command": f"python bench/query_adapter_study.py train --rank {rank} --steps {steps} --lr {lr} --l2 {l2}"}
+            "extra_questions": len(data.recs) - data.n_dev,
+            "command": f"python bench/query_adapter_study.py train --rank {rank} --steps {steps} --lr {lr} --l2 {l2}"
+                       + (" --with-extra" if extra else "")}
     save_adapter(out, w, u, meta)
     print(f"{meta['training_questions']} lay questions -> {out}")
 
@@ -373,7 +377,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["vectors", "extra-vectors", "study", "train", "folds", "e2e"])
     parser.add_argument("--extra", type=Path, nargs="*", default=[],
-                        help="extra-vectors: training questions (JSON lines); study/train/folds: train on them too")
+                        help="extra-vectors: the extra training questions (JSON lines)")
+    parser.add_argument("--with-extra", action="store_true",
+                        help="study/train/folds: train on the extra questions too (embedded by extra-vectors)")
     parser.add_argument("--eval-files", type=Path, nargs="*", default=[],
                         help="extra-vectors: more evaluation questions the extra ones must not be close to")
     parser.add_argument("--rank", type=int, default=16)
@@ -386,7 +392,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("domains/law_zh/query_adapter.npz"),
                         help="train: the adapter file; folds: a directory")
     args = parser.parse_args()
-    extra = bool(args.extra)
+    extra = args.with_extra
     if args.command == "vectors":
         vectors()
     elif args.command == "extra-vectors":
