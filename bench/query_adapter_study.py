@@ -65,6 +65,8 @@ VECTORS = RESULTS / "query_adapter_vectors.pkl"
 EXTRA_VECTORS = RESULTS / "query_adapter_extra_vectors.pkl"
 SETS = ("scenario", "consult", "facts")
 LAY = "QUESTION_TYPE_LAY_CONSULTATION"
+#: The question types the adapter is fitted on and applied to (``--types``; lay consultations by default).
+TYPES: tuple[str, ...] = (LAY,)
 WEIGHTS = (1.0, 2.0, 3.0, 4.0, 6.0)
 FOLDS, FOLD_SEED = 5, 23
 
@@ -133,7 +135,7 @@ class Data:
         if extra:
             added = pickle.loads(EXTRA_VECTORS.read_bytes())
             self.recs += [{"id": str(r["id"]), "set": "extra", "query": r["query"], "gold": [str(g) for g in r["gold"]],
-                           "question_type": LAY, "vector": np.asarray(v, dtype=np.float32)}
+                           "question_type": TYPES[0], "vector": np.asarray(v, dtype=np.float32)}
                           for r, v in zip(added["rows"], added["queries"])]
         rows = defaultdict(list)
         for i, d in enumerate(self.docs):
@@ -143,8 +145,9 @@ class Data:
         self.folds = np.concatenate([np.random.default_rng(FOLD_SEED).integers(0, FOLDS, self.n_dev),
                                      np.full(len(self.recs) - self.n_dev, -1)])
 
-    def lay(self, i: int) -> bool:
-        return self.recs[i]["question_type"] == LAY
+    def targeted(self, i: int) -> bool:
+        """Whether question ``i`` is of a type the adapter is for (TYPES)."""
+        return self.recs[i]["question_type"] in TYPES
 
 
 def train(data: Data, idx: list[int], rank: int = 16, steps: int = 100, lr: float = 1e-2, l2: float = 1e-2,
@@ -219,10 +222,10 @@ def study(rank: int, steps: int, lr: float, l2: float, channel_k: int, extra: bo
     n = data.n_dev
     adapted: dict[int, np.ndarray] = {}
     for fold in range(FOLDS):
-        training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.lay(i)]
+        training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.targeted(i)]
         w, u = train(data, training, rank, steps, lr, l2)
         for i in range(n):
-            if data.folds[i] == fold and data.lay(i):
+            if data.folds[i] == fold and data.targeted(i):
                 adapted[i] = adapt(data.recs[i]["vector"], w, u)
     ranks = {wt: [first_gold(reranked(data, i, adapted.get(i), wt, channel_k), data.recs[i]["gold"]) for i in range(n)]
              for wt in (0.0, *weights)}
@@ -249,7 +252,7 @@ def study(rank: int, steps: int, lr: float, l2: float, channel_k: int, extra: bo
     golds = [{str(g) for g in rec["gold"]} for rec in data.recs]
     for seen in (True, False):
         ix = [i for i in range(n) if data.recs[i]["set"] == "consult"
-              and bool(golds[i] & set().union(*(golds[j] for j in range(len(data.recs)) if data.folds[j] != data.folds[i] and data.lay(j)))) == seen]
+              and bool(golds[i] & set().union(*(golds[j] for j in range(len(data.recs)) if data.folds[j] != data.folds[i] and data.targeted(j)))) == seen]
         print(f"  consult, gold article {'among' if seen else 'not among'} the training golds ({len(ix)}): "
               f"R@10 {sum(bool(ranks[0.0][i]) for i in ix)} -> {sum(bool(nested[i]) for i in ix)}, MRR@10 "
               f"{np.mean([mrr(ranks[0.0][i]) for i in ix]):.3f} -> {np.mean([mrr(nested[i]) for i in ix]):.3f}")
@@ -258,14 +261,14 @@ def study(rank: int, steps: int, lr: float, l2: float, channel_k: int, extra: bo
 
 def save_adapter(out: Path, w: np.ndarray, u: np.ndarray, meta: dict) -> None:
     """The adapter in domains.pack.load_query_adapter's form."""
-    meta = {"embedding_model": "e5onnx", "question_types": [LAY], **meta}
+    meta = {"embedding_model": "e5onnx", "question_types": list(TYPES), **meta}
     np.savez(out, down=w.astype(np.float32), up=u.astype(np.float32), meta=json.dumps(meta, ensure_ascii=False))
 
 
 def train_all(out: Path, rank: int, steps: int, lr: float, l2: float, extra: bool = False) -> None:
     """The shipped adapter: fitted on every lay dev question (and the extra training questions)."""
     data = Data(extra)
-    training = [i for i in range(len(data.recs)) if data.lay(i)]
+    training = [i for i in range(len(data.recs)) if data.targeted(i)]
     w, u = train(data, training, rank, steps, lr, l2)
     meta = {"rank": rank, "steps": steps, "lr": lr, "l2": l2, "training_questions": len([i for i in training if data.gold_rows[i]]),
             "extra_questions": len(data.recs) - data.n_dev,
@@ -282,7 +285,7 @@ def folds(out_dir: Path, rank: int, steps: int, lr: float, l2: float, extra: boo
     data = Data(extra)
     out_dir.mkdir(parents=True, exist_ok=True)
     for fold in range(FOLDS):
-        training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.lay(i)]
+        training = [i for i in range(len(data.recs)) if data.folds[i] != fold and data.targeted(i)]
         w, u = train(data, training, rank, steps, lr, l2)
         save_adapter(out_dir / f"fold{fold}.npz", w, u, {"fold": fold, "rank": rank, "steps": steps, "lr": lr, "l2": l2})
     assignment = {f"{rec['set']}/{rec['id']}": int(f) for rec, f in zip(data.recs[:data.n_dev], data.folds)}
@@ -310,8 +313,8 @@ async def _fold_ranks(address: str, rows: list[dict]) -> tuple[dict, dict, list[
                 reply = await stub.Search(gateway_pb2.SearchRequest(query=row["query"], top_k=10, disabled_stages=disabled),
                                           timeout=60)
                 ranks[key] = first_gold_rank([r.document_id for r in reply.results], {str(g) for g in row["gold"]})
-            if reply.query_info.question_type != LAY:
-                continue  # pg.adapted runs for lay questions only: their latency is the cost
+            if reply.query_info.question_type not in TYPES:
+                continue  # pg.adapted runs for the adapter's question types only: their latency is the cost
             # latency apart: each side cold (a fresh prefix, so no cached query embedding), the order alternating
             sides = [(on_ms, []), (off_ms, ["pg.adapted"])]
             for times, disabled in (sides if n % 2 else sides[::-1]):
@@ -388,10 +391,14 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-2)
     parser.add_argument("--weights", type=float, nargs="+", default=list(WEIGHTS),
                         help="study: the pg.adapted weights the nested folds choose from (one: that weight)")
+    parser.add_argument("--types", default=LAY,
+                        help="comma-separated question types the adapter is fitted on and applied to")
     parser.add_argument("--channel-k", type=int, default=20, help="pg.adapted's candidates (the profile's retrieve_top_k)")
     parser.add_argument("--out", type=Path, default=Path("domains/law_zh/query_adapter.npz"),
                         help="train: the adapter file; folds: a directory")
     args = parser.parse_args()
+    global TYPES
+    TYPES = tuple(t.strip() for t in args.types.split(",") if t.strip())
     extra = args.with_extra
     if args.command == "vectors":
         vectors()
