@@ -66,11 +66,15 @@ class Condition:
 
 def validate_collection(name: str, field: str = "collection") -> str:
     """``name`` stripped and in Unicode NFC (one spelling for "é" typed
-    either way), "default" when empty.
+    either way), "default" when empty (not given).
 
     Raises:
-        InvalidArgument: not a valid collection name (COLLECTION_PATTERN).
+        InvalidArgument: not a valid collection name (COLLECTION_PATTERN),
+            or blank: spaces only name no collection. A trial's
+            ``DELETE /v1/collections/%20`` had emptied "default".
     """
+    if name and not name.strip():
+        raise InvalidArgument(field, "is blank: name a collection (leave it out for the default one)")
     name = unicodedata.normalize("NFC", name.strip())
     if not name:
         return DEFAULT_COLLECTION

@@ -28,6 +28,16 @@ def test_collections_default_dedupe_and_validation():
         flt.validate_collections([f"c{i}" for i in range(21)])
 
 
+def test_a_blank_collection_name_is_refused_and_only_an_absent_one_means_default():
+    # a trial's DELETE /v1/collections/%20 emptied "default", the law corpus
+    assert flt.validate_collection("") == "default"
+    for blank in (" ", "\t", "\u3000"):
+        with pytest.raises(InvalidArgument, match="blank") as err:
+            flt.validate_collection(blank, "name")
+        assert err.value.field == "name"
+    assert flt.validate_collections(["hr", " "]) == ["hr"]  # a search's list skips blank entries
+
+
 def test_collection_names_of_any_script_one_spelling():
     assert flt.validate_collections(["公司文档", "法规库-2024", "ドキュメント_1", "Café"]) == ["公司文档", "法规库-2024", "ドキュメント_1", "Café"]
     # "é" typed as e + combining accent is the same collection as the composed "é"

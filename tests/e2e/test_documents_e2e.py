@@ -245,6 +245,22 @@ async def test_delete_collection_removes_its_documents_and_entities(mesh, stub, 
     assert "ops" not in {c["name"] for c in listed["collections"]}
 
 
+async def test_a_blank_collection_name_is_refused_and_the_default_collection_kept(mesh):
+    # a trial's DELETE /v1/collections/%20 answered 200 and emptied "default" (its law corpus)
+    text = "第一条 空白集合名不得删除默认集合。\n"
+    status, body = await http(mesh, "POST", "/v1/documents:ingest", {
+        "files": [{"name": "空白测试.txt", "content": base64.b64encode(text.encode()).decode()}]})
+    assert status == 200 and body["files"][0]["status"] in ("FILE_STATUS_STORED", "FILE_STATUS_UNCHANGED"), body
+    for method, path, body in (("DELETE", "/v1/collections/%20", None), ("GET", "/v1/collections/%20/documents", None),
+                               ("POST", "/v1/collections/%20/documents:batchDelete", {"filter": 'status = "x"'}),
+                               ("POST", "/v1/collections/-/documents:batchDelete",
+                                {"names": ["collections/ /documents/空白测试.txt"]})):
+        status, bad = await http(mesh, method, path, body)
+        assert status == 400 and "blank" in json.dumps(bad, ensure_ascii=False), (method, path, status, bad)
+    status, listed = await http(mesh, "GET", "/v1/collections/default/documents")
+    assert status == 200 and "空白测试.txt" in [d["id"] for d in listed["documents"]]
+
+
 async def test_a_collection_named_in_chinese_over_rest(mesh):
     text = "# 公司文档\n\n## 年假\n\n员工入职满一年后享有五天带薪年假，满十年后享有十天。\n"
     status, body = await http(mesh, "POST", "/v1/documents:ingest", {
