@@ -215,7 +215,8 @@ class RetrievalBackend(Protocol):
     async def delete_documents(self, ids: list[str], collections: list[str] | None,
                                filters: list[flt.Condition]) -> Deletion:
         """Deletes the documents of ``ids`` (or of ``collections`` meeting
-        ``filters``) and everything only they support, atomically."""
+        ``filters``) and everything only they support, in transactions of
+        at most DELETE_BATCH documents (StoreLifecycle)."""
         ...
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
@@ -233,10 +234,17 @@ class RetrievalBackend(Protocol):
         ...
 
 
+#: Documents deleted in one store transaction. A whole collection at once (the law corpus, 26,196
+#: documents) ran PostgreSQL out of lock slots (one advisory lock a document: max_locks_per_transaction)
+#: and Neo4j out of heap, and nothing was deleted.
+DELETE_BATCH = 1000
+
+
 class StoreLifecycle:
     """The lifecycle half of a RetrievalBackend, handed to ``self.store``
     unchanged: both stores list, delete and count documents with the same
-    signatures (see RetrievalBackend for shapes and errors)."""
+    signatures (see RetrievalBackend for shapes and errors). Deletion goes
+    DELETE_BATCH documents a store transaction."""
 
     store: Any
 
@@ -245,7 +253,21 @@ class StoreLifecycle:
         return await self.store.list_documents(ids, collections, filters, page_size, after_id, with_chunks)
 
     async def delete_documents(self, ids: list[str], collections: list[str] | None, filters: list[flt.Condition]) -> Deletion:
-        return await self.store.delete_documents(ids, collections, filters)
+        """Deletes ``ids`` DELETE_BATCH at a time; without ids, the scope's
+        documents page by page (in id order), then the scope once more, which
+        deletes what was written meanwhile and lets the store forget an
+        emptied collection. A failure leaves the batches before it deleted;
+        deleting again finishes the job (deletion is idempotent)."""
+        total = Deletion()
+        if ids:
+            for start in range(0, len(ids), DELETE_BATCH):
+                total.add(await self.store.delete_documents(ids[start:start + DELETE_BATCH], collections, filters))
+            return total
+        after = ""
+        while page := await self.list_documents([], collections, filters, DELETE_BATCH, after):
+            total.add(await self.store.delete_documents([d.id for d in page], collections, filters))
+            after = page[-1].id
+        return total.add(await self.store.delete_documents([], collections, filters))
 
     async def collection_counts(self) -> dict[str, tuple[int, int]]:
         return await self.store.collection_counts()

@@ -41,6 +41,30 @@ async def test_collections_keep_overlapping_text_apart(graph_store: GraphStore):
         assert {h.collection for h in hits} == set(collections)
 
 
+async def test_a_collection_is_deleted_a_batch_of_documents_a_transaction_and_forgets_its_pack(graph_store: GraphStore,
+                                                                                              monkeypatch):
+    # a trial's delete of the law collection ran Neo4j out of heap in one transaction and deleted nothing
+    from services.common import retriever
+    from services.retriever_graph.backend import GraphBackend
+
+    monkeypatch.setattr(retriever, "DELETE_BATCH", 2)
+    docs = [law(f"g{i}", "分批办法", "第一章", f"第{i}条", f"分批删除的条文{i}。", collection="gone") for i in range(5)]
+    assert (await graph_store.ingest_documents(docs)).stored == 5
+    assert "gone" in await graph_store.collection_packs()
+    calls = []
+    original = graph_store.delete_documents
+
+    async def counted(ids, collections, conditions):
+        calls.append(list(ids))
+        return await original(ids, collections, conditions)
+
+    monkeypatch.setattr(graph_store, "delete_documents", counted)
+    deleted = await GraphBackend(graph_store).delete_documents([], ["gone"], [])
+    assert deleted.documents == 5 and calls == [["g0", "g1"], ["g2", "g3"], ["g4"], []]
+    assert await scalar(graph_store, "MATCH (d:Document {collection: 'gone'}) RETURN count(d)") == 0
+    assert "gone" not in await graph_store.collection_packs()  # the last, scoped call lets it forget the pack
+
+
 async def test_a_filter_returns_only_matching_documents_and_still_fills_top_k(graph_store: GraphStore):
     old = [law(f"old{i}", "大气污染防治法", "第七章 法律责任", f"第{i}条",
                f"违反本法规定，超标排放大气污染物的，责令改正，处以罚款。超标排放的，依法处罚。旧{i}", status="已废止")

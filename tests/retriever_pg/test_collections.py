@@ -166,6 +166,34 @@ async def test_delete_leaves_nothing_of_the_document_and_is_idempotent(store):
     assert [d.id for d in await store.list_documents(["f2"], None, [], 10)] == ["f2"]
 
 
+async def test_a_collection_is_deleted_a_batch_of_documents_a_transaction(store, monkeypatch):
+    """A trial's delete of the law collection (26,196 documents) ran out of lock slots in one
+    transaction and deleted nothing: deletion now goes DELETE_BATCH documents a transaction."""
+    from services.common import retriever
+
+    monkeypatch.setattr(retriever, "DELETE_BATCH", 2)
+    await store.ingest_documents([doc(f"batch{i}", f"分批删除的文件{i}。", collection="big") for i in range(5)]
+                                 + [doc("other1", "另一个集合的文件。", collection="small")])
+    calls = []
+    original = store.delete_documents
+
+    async def counted(ids, collections, conditions):
+        calls.append(list(ids))
+        return await original(ids, collections, conditions)
+
+    monkeypatch.setattr(store, "delete_documents", counted)
+    backend = PgBackend(store, PgChannelConfig())
+    deleted = await backend.delete_documents([], ["big"], [])
+    assert deleted.documents == 5 and deleted.document_ids == [f"batch{i}" for i in range(5)]
+    assert calls == [["batch0", "batch1"], ["batch2", "batch3"], ["batch4"], []]  # the last: the scope, now empty
+    assert not await rows(store, "SELECT 1 FROM documents WHERE collection = 'big'")
+    assert [d.id for d in await store.list_documents([], ["small"], [], 10)] == ["other1"]
+    calls.clear()
+    await store.ingest_documents([doc(f"again{i}", f"再删一次{i}。", collection="big") for i in range(3)])
+    assert (await backend.delete_documents(["again0", "again1", "again2"], None, [])).documents == 3
+    assert calls == [["again0", "again1"], ["again2"]]
+
+
 async def test_reingest_replaces_chunks_atomically_and_ids_stay_in_their_collection(store):
     await store.ingest_documents([doc("re", "旧版本内容。", collection="re", chunks=3)])
     changed = doc("re", "新版本内容。", collection="re", chunks=2)
