@@ -9,7 +9,9 @@ The rule wants the jurisdiction right before the legal word (at most
 MAX_GAP Chinese characters between, no punctuation; 司法 and 执法 are not
 law names), so that "我在日本工作，回国后个人所得税怎么交" stays in scope, and a
 question that names China itself (extradition from abroad, judicial
-assistance) is in scope. Measured by bench/law_scope.py.
+assistance) is in scope. A question naming no law is out of scope too when
+its situation happens in another jurisdiction (在美国离婚) or its party
+belongs to one (日本员工). Measured by bench/law_scope.py.
 """
 from __future__ import annotations
 
@@ -31,9 +33,18 @@ _PATTERN = re.compile(rf"({'|'.join(sorted(JURISDICTIONS, key=len, reverse=True)
                       rf"(?<!司)(?<!执)({'|'.join(sorted(LEGAL_WORDS, key=len, reverse=True))})")
 
 
+#: What puts a question's own situation in another jurisdiction when it names no law there: the
+#: situation happens there ("在美国离婚", "在新加坡被狗咬了"), or its party belongs there ("日本员工加班费怎么算").
+#: A fresh user's trial got PRC articles, with no caveat, for all three.
+_JURISDICTION = "|".join(sorted(JURISDICTIONS, key=len, reverse=True))
+_SITUATED = re.compile(rf"在({_JURISDICTION})[\u4e00-\u9fff]{{0,4}}?"
+                       r"(离婚|结婚|被|犯|判|罚|打官司|起诉|继承|买房|租房|开公司|注册公司|交税|纳税|上班|打工|辞职|解雇|开除)")
+_PARTY = re.compile(rf"({_JURISDICTION})的?(员工|雇员|公司|企业|公民|法院|政府|警察)")
+
 #: A question that speaks of China itself asks about PRC law dealing with
-#: abroad (extradition, judicial assistance), which the corpus holds.
-_DOMESTIC = ("中国", "我国", "中华人民共和国", "国内", "内地")
+#: abroad (extradition, judicial assistance), which the corpus holds; so does
+#: one about coming back (回国后个人所得税怎么交).
+_DOMESTIC = ("中国", "我国", "中华人民共和国", "国内", "内地", "回国", "归国")
 
 
 def out_of_scope(query: str) -> str | None:
@@ -42,7 +53,7 @@ def out_of_scope(query: str) -> str | None:
     or None when it may be."""
     if any(word in query for word in _DOMESTIC):
         return None
-    match = _PATTERN.search(query)
+    match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query)
     if match is None:
         return None
     return f"知识库收录的是中华人民共和国的法律法规，不含{match.group(1)}的法律（问题问的是“{match.group(0)}”）"

@@ -85,14 +85,18 @@ async def test_collections_no_store_holds_are_named_and_nothing_is_said_without_
 
 
 @pytest.mark.parametrize("query", ["日本刑法对盗窃罪怎么处罚？", "美国的个人所得税最高税率是多少？", "俄罗斯联邦宪法规定总统任期几年？",
-                                   "欧盟数据保护条例对罚款有什么规定？"])
+                                   "欧盟数据保护条例对罚款有什么规定？",
+                                   # a trial's: no law named, the situation abroad or its party foreign
+                                   "在美国离婚的话夫妻财产怎么分？", "在新加坡被狗咬了谁来赔偿？", "日本员工加班费怎么算？"])
 def test_another_countrys_law_is_out_of_the_law_packs_scope(query):
     reason = domains.LAW_ZH.out_of_scope(query)
     assert reason and "中华人民共和国" in reason
 
 
 @pytest.mark.parametrize("query", ["我在日本工作，回国后个人所得税怎么交？", "美国司法部门请求中国协助冻结财产，依据什么法律？",
-                                   "盗窃罪怎么处罚？", "香港特别行政区基本法规定了什么？"])
+                                   "盗窃罪怎么处罚？", "香港特别行政区基本法规定了什么？",
+                                   "在中国的日本员工加班费怎么算？", "我在美国出差时公司扣了我的工资怎么办？",
+                                   "公司派我去德国工作，社保怎么交？"])
 def test_prc_questions_that_name_abroad_stay_in_scope(query):
     assert domains.LAW_ZH.out_of_scope(query) is None
     assert domains.GENERIC.out_of_scope(query) is None
