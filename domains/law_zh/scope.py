@@ -27,7 +27,7 @@ JURISDICTIONS = (
 )
 #: Words that make the question one about that jurisdiction's law.
 LEGAL_WORDS = ("宪法", "法典", "刑法", "民法", "法律", "条例", "税法", "税率", "所得税", "修正案", "最高法院", "法院", "总统",
-               "国会", "议会", "判例", "劳动法", "公司法", "合同法", "移民法", "破产法", "法")
+               "国会", "议会", "判例", "劳动法", "公司法", "合同法", "移民法", "破产法", "最低工资", "法")
 MAX_GAP = 8
 _PATTERN = re.compile(rf"({'|'.join(sorted(JURISDICTIONS, key=len, reverse=True))})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
                       rf"(?<!司)(?<!执)({'|'.join(sorted(LEGAL_WORDS, key=len, reverse=True))})")

@@ -87,7 +87,8 @@ async def test_collections_no_store_holds_are_named_and_nothing_is_said_without_
 @pytest.mark.parametrize("query", ["日本刑法对盗窃罪怎么处罚？", "美国的个人所得税最高税率是多少？", "俄罗斯联邦宪法规定总统任期几年？",
                                    "欧盟数据保护条例对罚款有什么规定？",
                                    # a trial's: no law named, the situation abroad or its party foreign
-                                   "在美国离婚的话夫妻财产怎么分？", "在新加坡被狗咬了谁来赔偿？", "日本员工加班费怎么算？"])
+                                   "在美国离婚的话夫妻财产怎么分？", "在新加坡被狗咬了谁来赔偿？", "日本员工加班费怎么算？",
+                                   "美国加州的最低工资是多少？"])
 def test_another_countrys_law_is_out_of_the_law_packs_scope(query):
     reason = domains.LAW_ZH.out_of_scope(query)
     assert reason and "中华人民共和国" in reason
