@@ -24,7 +24,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     """Prints the report; returns 1 when a section's settings are invalid
     (the service would not start), else 0."""
     sections = describe_all(args.service)
-    sys.stdout.write(render_json(sections) + "\n" if args.json else render_text(sections) + _recorded_note())
+    sys.stdout.write(render_json(sections) + "\n" if args.json else _recorded_note() + render_text(sections))
     return 1 if any(s.error for s in sections) else 0
 
 
@@ -38,6 +38,6 @@ def _recorded_note() -> str:
     if not recorded:
         return ""
     lines = ["Recorded by `graphmesh up` under GRAPHMESH_HOME; the other graphmesh commands use these where the "
-             "environment sets none:"]
+             "environment sets none (the settings below are this environment's own):"]
     lines += [f"  {key} = {value}" for key, value in sorted(recorded.items())]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
