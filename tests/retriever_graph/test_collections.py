@@ -44,21 +44,13 @@ async def test_collections_keep_overlapping_text_apart(graph_store: GraphStore):
 async def test_a_collection_is_deleted_a_batch_of_documents_a_transaction_and_forgets_its_pack(graph_store: GraphStore,
                                                                                               monkeypatch):
     # a trial's delete of the law collection ran Neo4j out of heap in one transaction and deleted nothing
-    from services.common import retriever
     from services.retriever_graph.backend import GraphBackend
+    from tests.deletion_batches import record_batches_of_two
 
-    monkeypatch.setattr(retriever, "DELETE_BATCH", 2)
     docs = [law(f"g{i}", "分批办法", "第一章", f"第{i}条", f"分批删除的条文{i}。", collection="gone") for i in range(5)]
     assert (await graph_store.ingest_documents(docs)).stored == 5
     assert "gone" in await graph_store.collection_packs()
-    calls = []
-    original = graph_store.delete_documents
-
-    async def counted(ids, collections, conditions):
-        calls.append(list(ids))
-        return await original(ids, collections, conditions)
-
-    monkeypatch.setattr(graph_store, "delete_documents", counted)
+    calls = record_batches_of_two(monkeypatch, graph_store)
     deleted = await GraphBackend(graph_store).delete_documents([], ["gone"], [])
     assert deleted.documents == 5 and calls == [["g0", "g1"], ["g2", "g3"], ["g4"], []]
     assert await scalar(graph_store, "MATCH (d:Document {collection: 'gone'}) RETURN count(d)") == 0

@@ -169,19 +169,11 @@ async def test_delete_leaves_nothing_of_the_document_and_is_idempotent(store):
 async def test_a_collection_is_deleted_a_batch_of_documents_a_transaction(store, monkeypatch):
     """A trial's delete of the law collection (26,196 documents) ran out of lock slots in one
     transaction and deleted nothing: deletion now goes DELETE_BATCH documents a transaction."""
-    from services.common import retriever
+    from tests.deletion_batches import record_batches_of_two
 
-    monkeypatch.setattr(retriever, "DELETE_BATCH", 2)
     await store.ingest_documents([doc(f"batch{i}", f"分批删除的文件{i}。", collection="big") for i in range(5)]
                                  + [doc("other1", "另一个集合的文件。", collection="small")])
-    calls = []
-    original = store.delete_documents
-
-    async def counted(ids, collections, conditions):
-        calls.append(list(ids))
-        return await original(ids, collections, conditions)
-
-    monkeypatch.setattr(store, "delete_documents", counted)
+    calls = record_batches_of_two(monkeypatch, store)
     backend = PgBackend(store, PgChannelConfig())
     deleted = await backend.delete_documents([], ["big"], [])
     assert deleted.documents == 5 and deleted.document_ids == [f"batch{i}" for i in range(5)]
