@@ -29,14 +29,14 @@ JURISDICTIONS = (
 LEGAL_WORDS = ("宪法", "法典", "刑法", "民法", "法律", "条例", "税法", "税率", "所得税", "修正案", "最高法院", "法院", "总统",
                "国会", "议会", "判例", "劳动法", "公司法", "合同法", "移民法", "破产法", "最低工资", "法")
 MAX_GAP = 8
-_PATTERN = re.compile(rf"({'|'.join(sorted(JURISDICTIONS, key=len, reverse=True))})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
+_JURISDICTION = "|".join(sorted(JURISDICTIONS, key=len, reverse=True))
+_PATTERN = re.compile(rf"({_JURISDICTION})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
                       rf"(?<!司)(?<!执)({'|'.join(sorted(LEGAL_WORDS, key=len, reverse=True))})")
 
 
 #: What puts a question's own situation in another jurisdiction when it names no law there: the
 #: situation happens there ("在美国离婚", "在新加坡被狗咬了"), or its party belongs there ("日本员工加班费怎么算").
 #: A fresh user's trial got PRC articles, with no caveat, for all three.
-_JURISDICTION = "|".join(sorted(JURISDICTIONS, key=len, reverse=True))
 _SITUATED = re.compile(rf"在({_JURISDICTION})[\u4e00-\u9fff]{{0,4}}?"
                        r"(离婚|结婚|被|犯|判|罚|打官司|起诉|继承|买房|租房|开公司|注册公司|交税|纳税|上班|打工|辞职|解雇|开除)")
 _PARTY = re.compile(rf"({_JURISDICTION})的?(员工|雇员|公司|企业|公民|法院|政府|警察)")

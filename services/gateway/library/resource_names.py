@@ -26,15 +26,21 @@ _DOCUMENTS = "/documents/"
 _ENTITIES = "/entities/"
 
 
+def _collection_segment(name: str, field: str, form: str) -> str:
+    """What follows "collections/" in ``name``, which must be one segment;
+    else InvalidArgument saying the ``form`` expected."""
+    if not name.startswith(_COLLECTIONS) or "/" in name[len(_COLLECTIONS):]:
+        raise InvalidArgument(field, f"must be {form}, got {name!r}")
+    return name[len(_COLLECTIONS):]
+
+
 def parse_parent(parent: str, field: str = "parent") -> list[str] | None:
     """The collections a parent names: [name], or None for "collections/-".
 
     Raises:
         InvalidArgument: not "collections/{collection}".
     """
-    if not parent.startswith(_COLLECTIONS) or "/" in parent[len(_COLLECTIONS):]:
-        raise InvalidArgument(field, f"must be collections/{{collection}} or collections/-, got {parent!r}")
-    name = parent[len(_COLLECTIONS):]
+    name = _collection_segment(parent, field, "collections/{collection} or collections/-")
     if name == WILDCARD:
         return None
     if not name:
@@ -48,12 +54,9 @@ def parse_collection_name(name: str, field: str = "name") -> str:
     Raises:
         InvalidArgument: not a collection name.
     """
-    if not name.startswith(_COLLECTIONS) or "/" in name[len(_COLLECTIONS):]:
-        raise InvalidArgument(field, f"must be collections/{{collection}}, got {name!r}")
-    collections = parse_parent(name, field)
-    if collections is None:
+    if _collection_segment(name, field, "collections/{collection}") == WILDCARD:
         raise InvalidArgument(field, "must name one collection, not collections/-")
-    return collections[0]
+    return parse_parent(name, field)[0]
 
 
 def parse_document_name(name: str, field: str = "name") -> tuple[str | None, str]:
