@@ -20,6 +20,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -77,26 +78,49 @@ def expand_paths(paths: list[str], id_prefix: str = "") -> tuple[list[tuple[Path
         elif path.is_file():
             found.setdefault(path, own_id(path))
         else:
-            matches = sorted(Path(m) for m in glob.glob(arg, recursive=True) if Path(m).is_file() and _supported(Path(m)))
+            matches = _glob_files(arg)
             if not matches:
                 missing.append(arg)
+            base = glob_base(arg).resolve()
             for file in matches:
-                found.setdefault(file, own_id(file))
+                if _within(file, base):
+                    found.setdefault(file, own_id(file))
     return [(f, id_prefix + i) for f, i in found.items()], missing
 
 
 def links_outside(paths: list[str]) -> list[Path]:
-    """Files inside the folders ``paths`` name that are links (or lie under
-    linked folders) resolving outside that folder: ``expand_paths`` leaves
-    them out, so that ingesting a folder never reads a file elsewhere on the
-    machine (a link to /etc/passwd dropped into a shared folder)."""
+    """Files inside the folders ``paths`` name, or matched by its globs, that
+    are links (or lie under linked folders) resolving outside that folder (a
+    glob's: ``glob_base``): ``expand_paths`` leaves them out, so that
+    ingesting a folder never reads a file elsewhere on the machine (a link
+    to /etc/passwd dropped into a shared folder)."""
     out: list[Path] = []
     for arg in paths:
         folder = Path(arg)
         if folder.is_dir():
             root = folder.resolve()
             out.extend(p for p in sorted(folder.rglob("*")) if p.is_file() and not _within(p, root))
+        elif not folder.is_file():
+            base = glob_base(arg).resolve()
+            out.extend(p for p in _glob_files(arg) if not _within(p, base))
     return out
+
+
+_GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def glob_base(pattern: str) -> Path:
+    """The folder a glob searches: its leading path parts up to the first
+    one holding a wildcard ("docs/**/*.md" -> docs; "*.md" -> the current
+    folder)."""
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if _GLOB_MAGIC.search(part)), len(parts) - 1)
+    return Path(*parts[:fixed]) if fixed else Path(".")
+
+
+def _glob_files(pattern: str) -> list[Path]:
+    """Supported files matched by ``pattern`` (** recursive), sorted."""
+    return sorted(Path(m) for m in glob.glob(pattern, recursive=True) if Path(m).is_file() and _supported(Path(m)))
 
 
 def _within(file: Path, root: Path) -> bool:

@@ -69,6 +69,27 @@ def test_a_folders_links_to_files_outside_it_are_left_out_and_named(tmp_path: Pa
                        ("手册/表.xlsx", "unsupported file type '.xlsx'")]
 
 
+def test_a_globs_links_to_files_outside_its_folder_are_left_out_and_named(tmp_path: Path, monkeypatch):
+    """A glob reads what a folder argument reads: a link out of the folder it searches is skipped, and a
+    linked folder is not walked ("docs/**/*.txt" with docs/host.txt -> /etc/hostname)."""
+    monkeypatch.chdir(tmp_path)
+    _touch(tmp_path, "docs/a.txt", "docs/sub/b.txt", "secret/passwd.txt", "secret/keys.txt")
+    (tmp_path / "docs" / "host.txt").symlink_to(tmp_path / "secret" / "passwd.txt")
+    (tmp_path / "docs" / "sub" / "linked").symlink_to(tmp_path / "secret", target_is_directory=True)
+    (tmp_path / "docs" / "same.txt").symlink_to(tmp_path / "docs" / "a.txt")  # inside the folder: read
+    found, missing = expand_paths(["docs/**/*.txt"])
+    assert sorted(i for _, i in found) == ["docs/a.txt", "docs/same.txt", "docs/sub/b.txt"]
+    assert missing == []
+    assert sorted(p.as_posix() for p in links_outside(["docs/**/*.txt"])) == [
+        "docs/host.txt", "docs/sub/linked/keys.txt", "docs/sub/linked/passwd.txt"]
+    assert [p.as_posix() for p, _ in skipped_files(["docs/**/*.txt"])][:1] == ["docs/host.txt"]
+    named, _ = expand_paths(["docs/host.txt"])  # a link named on its own is read, as a hidden file is
+    assert [i for _, i in named] == ["docs/host.txt"]
+    monkeypatch.chdir(tmp_path / "docs")  # a glob without a folder searches the current one
+    assert sorted(i for _, i in expand_paths(["*.txt"])[0]) == ["a.txt", "same.txt"]
+    assert [p.as_posix() for p in links_outside(["*.txt"])] == ["host.txt"]
+
+
 def test_an_argument_naming_nothing_says_why(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _touch(tmp_path, "表.xlsx")
