@@ -88,9 +88,16 @@ def validate_collections(names: Iterable[str], field: str = "collections") -> li
     """Distinct valid names in order; ["default"] when none is given.
 
     Raises:
-        InvalidArgument: a name is invalid or there are more than MAX_COLLECTIONS.
+        InvalidArgument: a name is invalid, empty or blank (an entry of the
+            list names a collection: a trial's ``"collections": ["  "]``
+            had searched "default"), or there are more than MAX_COLLECTIONS.
     """
-    out = list(dict.fromkeys(validate_collection(n, f"{field}[{i}]") for i, n in enumerate(names) if n.strip()))
+    names = list(names)
+    for i, name in enumerate(names):
+        if not name.strip():
+            raise InvalidArgument(f"{field}[{i}]", f"is {'blank' if name else 'empty'}: name a collection "
+                                                   f"(leave {field} out for the default one)")
+    out = list(dict.fromkeys(validate_collection(n, f"{field}[{i}]") for i, n in enumerate(names)))
     if len(out) > MAX_COLLECTIONS:
         raise InvalidArgument(field, f"at most {MAX_COLLECTIONS} collections")
     return out or [DEFAULT_COLLECTION]

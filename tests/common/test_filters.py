@@ -18,7 +18,7 @@ EVIL = "x') OR 1=1; DROP TABLE documents; --"
 
 def test_collections_default_dedupe_and_validation():
     assert flt.validate_collections([]) == ["default"]
-    assert flt.validate_collections(["hr", " hr ", "", "laws-2024"]) == ["hr", "laws-2024"]
+    assert flt.validate_collections(["hr", " hr ", "laws-2024"]) == ["hr", "laws-2024"]
     with pytest.raises(InvalidArgument) as err:
         flt.validate_collections(["ok", "bad name"])
     assert err.value.field == "collections[1]"
@@ -35,7 +35,11 @@ def test_a_blank_collection_name_is_refused_and_only_an_absent_one_means_default
         with pytest.raises(InvalidArgument, match="blank") as err:
             flt.validate_collection(blank, "name")
         assert err.value.field == "name"
-    assert flt.validate_collections(["hr", " "]) == ["hr"]  # a search's list skips blank entries
+    # an entry of a search's list names a collection too: a trial's ["  "] had searched "default"
+    for names, why in ((["hr", " "], "blank"), (["\u3000"], "blank"), (["hr", ""], "empty")):
+        with pytest.raises(InvalidArgument, match=why) as err:
+            flt.validate_collections(names)
+        assert err.value.field == f"collections[{len(names) - 1}]"
 
 
 def test_collection_names_of_any_script_one_spelling():

@@ -254,7 +254,8 @@ async def test_a_blank_collection_name_is_refused_and_the_default_collection_kep
     for method, path, body in (("DELETE", "/v1/collections/%20", None), ("GET", "/v1/collections/%20/documents", None),
                                ("POST", "/v1/collections/%20/documents:batchDelete", {"filter": 'status = "x"'}),
                                ("POST", "/v1/collections/-/documents:batchDelete",
-                                {"names": ["collections/ /documents/空白测试.txt"]})):
+                                {"names": ["collections/ /documents/空白测试.txt"]}),
+                               ("POST", "/v1/query:search", {"query": "空白集合名", "collections": ["  "]})):
         status, bad = await http(mesh, method, path, body)
         assert status == 400 and "blank" in json.dumps(bad, ensure_ascii=False), (method, path, status, bad)
     status, listed = await http(mesh, "GET", "/v1/collections/default/documents")
