@@ -203,6 +203,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "relations":
         return cmd_relations(args)
     if args.command == "ingest":
+        if args.kind != "files" and (args.id_prefix or args.meta):
+            flags = " and ".join(f for f, given in (("--id-prefix", args.id_prefix), ("--meta", args.meta)) if given)
+            print(f"error: {flags} apply to `ingest files` only; a JSONL record of `ingest {args.kind}` carries its own "
+                  "id and metadata", file=sys.stderr)
+            return 2
         if args.run_async:
             return cmd_ingest_async(args)
         if args.kind == "files":

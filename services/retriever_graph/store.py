@@ -927,7 +927,8 @@ async def _write_batch(tx: AsyncManagedTransaction, docs: list[DocumentRecord], 
         collection = doc.collection or DEFAULT_COLLECTION
         if old is not None and old["collection"] != collection:
             raise ValueError(f"document id {doc.id!r} is stored in collection {old['collection']!r}; "
-                             "delete it there first or give another id (graphmesh ingest files --id-prefix)")
+                             "delete it there first or give another id (the record's own id; for files, "
+                             "graphmesh ingest files --id-prefix)")
         if old is not None and old["hash"] == doc.content_hash and old["graph_version"] == DOCGRAPH_VERSION:
             unchanged += 1
         else:

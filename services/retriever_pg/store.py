@@ -1730,7 +1730,7 @@ class PgStore:
             conflicts = [
                 IngestFailureRecord(p.index, p.id, f"document id {p.id!r} is stored in collection {elsewhere[p.id]!r}; "
                                                    "delete it there first or give another id "
-                                                   "(graphmesh ingest files --id-prefix)")
+                                                   "(the record's own id; for files, graphmesh ingest files --id-prefix)")
                 for p in items if p.id in elsewhere and elsewhere[p.id] != p.collection
             ]
             clash = {f.id for f in conflicts}

@@ -30,3 +30,17 @@ def test_output_cut_short_by_its_reader_ends_quietly_with_the_shells_status():
     stderr = proc.stderr.read().decode()
     assert first.startswith(b"stored") and proc.wait(timeout=60) == 141
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+@pytest.mark.parametrize("kind", ["documents", "entities", "triples"])
+def test_id_prefix_and_meta_are_refused_where_a_jsonl_record_carries_its_own(kind, capsys, monkeypatch, tmp_path):
+    """A trial's `ingest documents --meta dept=hr --id-prefix pre/` stored the records as written, silently."""
+    from services.cli.main import main
+
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "127.0.0.1:9")  # never called
+    (tmp_path / "m.jsonl").write_text('{"id": "1", "text": "x"}\n', "utf-8")
+    for flags, named in ((["--meta", "dept=hr"], "--meta"), (["--id-prefix", "pre/"], "--id-prefix"),
+                         (["--id-prefix", "p/", "--meta", "a=b", "--async"], "--id-prefix and --meta")):
+        assert main(["ingest", kind, str(tmp_path / "m.jsonl"), *flags]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {named} apply to `ingest files` only" in err, err
