@@ -62,6 +62,21 @@ def seconds(text: str) -> float:
     return value
 
 
+def tcp_port(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535 (a trial's --port 99999 ended in a traceback).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 1 to 65535, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphmesh", description="GraphMesh hybrid GraphRAG retrieval")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                      help="stdio (the MCP client starts this command) or streamable HTTP")
     mcp.add_argument("--host", default="127.0.0.1", help="http: address to listen on (default loopback)")
-    mcp.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    mcp.add_argument("--port", type=tcp_port, default=8765, help="http: port, 1 to 65535 (default 8765)")
     mcp.add_argument("--path", default="/mcp", help="http: endpoint path (default /mcp)")
     mcp.add_argument("--api-key-file", default="", metavar="FILE",
                      help="file holding the gateway API key sent with every call (default: GRAPHMESH_API_KEY)")

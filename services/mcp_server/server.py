@@ -23,6 +23,7 @@ otherwise).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from typing import Annotated
@@ -241,8 +242,35 @@ def run(transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765, pat
     elif transport == "http":
         if host not in ("127.0.0.1", "localhost", "::1"):
             log.warning("MCP over HTTP on %s: anyone who reaches it calls the gateway with this server's API key", host)
-        print(f"READY graphmesh-mcp http://{host}:{port}{path}", file=sys.stderr, flush=True)
-        server.run("streamable-http", host=host, port=port, streamable_http_path=path)
+        return asyncio.run(_serve_http(server, host, port, path))
     else:
         raise ValueError(f"unknown transport {transport!r}: stdio or http")
+    return 0
+
+
+async def _serve_http(server: MCPServer, host: str, port: int, path: str) -> int:
+    """Serves ``server``'s streamable HTTP app with uvicorn (as the SDK's
+    ``run("streamable-http")`` does) on a socket bound first, and prints the
+    READY line only once it serves. Returns 0 when stopped, 3 when the port
+    cannot be bound (taken, or not an address of this machine), said in one
+    line on stderr."""
+    import socket
+
+    import uvicorn
+
+    try:
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError as err:
+        print(f"error: cannot listen on {host}:{port}: {err.strerror or err}", file=sys.stderr)
+        return 3
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    http = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower()))
+    serving = asyncio.ensure_future(http.serve(sockets=[listener]))
+    while not http.started and not serving.done():
+        await asyncio.sleep(0.05)
+    if http.started:
+        print(f"READY graphmesh-mcp http://{host}:{port}{path}", file=sys.stderr, flush=True)
+    await serving
     return 0

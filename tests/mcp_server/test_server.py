@@ -152,3 +152,21 @@ async def test_with_auth_on_only_the_servers_key_lets_it_read_and_write(fake_gat
         stored = await client.call_tool("ingest_text", {"text": "第三条。", "document_id": "mcp-2"})
         assert not stored.is_error and stored.structured_content["stored"], stored.content
         assert not (await client.call_tool("search", {"query": "测试"})).is_error
+
+
+async def test_http_says_ready_only_once_it_listens_and_refuses_a_taken_or_impossible_port():
+    """A trial's --port on a taken port printed READY and then a bind error; --port 99999, READY and a traceback."""
+    async def run(*args: str) -> tuple[int, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "services.mcp_server", "--transport", "http", *args, cwd=str(REPO),
+            env={**os.environ, **server_env("127.0.0.1:9")}, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        return proc.returncode, err.decode()
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, err = await run("--port", str(taken.getsockname()[1]))
+    assert code == 3 and "READY" not in err and "error: cannot listen on 127.0.0.1" in err and "Traceback" not in err, err
+    code, err = await run("--port", "99999")
+    assert code == 2 and "must be a port from 1 to 65535" in err and "READY" not in err, err
