@@ -109,9 +109,15 @@ def _check_value(value: str, field: str) -> str:
     return value
 
 
+def metadata_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a metadata key (a filter could never name it), or None when it can (KEY_PATTERN)."""
+    return None if KEY_PATTERN.match(key) else f"{key!r} is not a metadata key: 1 to 64 letters, digits, '_', '.' or '-'"
+
+
 def _check_key(key: str, field: str) -> str:
-    if not KEY_PATTERN.match(key):
-        raise InvalidArgument(field, f"{key!r} is not a metadata key: 1 to 64 letters, digits, '_', '.' or '-'")
+    problem = metadata_key_problem(key)
+    if problem:
+        raise InvalidArgument(field, problem)
     return key
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from services.common.filters import metadata_key_problem
 from services.common.records import storable_text
 from services.common.spelling import closest
 from services.ingest.document_ids import path_id_problem
@@ -178,6 +179,9 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     metadata_raw = record.get("metadata") or {}
     if not isinstance(metadata_raw, dict):
         return ParseFailure(index, doc_id, "metadata", "must be an object")
+    unnamed = next((problem for k in metadata_raw if (problem := metadata_key_problem(str(k)))), None)
+    if unnamed:  # stored, a filter could never name it
+        return ParseFailure(index, doc_id, "metadata", unnamed)
     metadata = {str(k): metadata_text(v) for k, v in metadata_raw.items() if v is not None}
     for key in _METADATA_FIELDS:
         if record.get(key):

@@ -65,3 +65,13 @@ def test_an_id_whose_rest_name_could_not_reach_it_fails_as_a_file_name_would():
     assert [(f.index, f.field) for f in failures] == [(0, "id"), (1, "id"), (2, "id"), (3, "id"), (4, "id")]
     assert "path segment" in failures[0].reason and "invisible" in failures[3].reason
     assert [f.id for f in failures][:3] == ["../../y", "/abs", "x//y"]  # the failure names the record
+
+
+def test_a_metadata_key_no_filter_could_name_fails_its_record_naming_it():
+    # a trial's {"部门 名称": "人事", "": "empty"} was stored, then `部门 名称 = "人事"` could not be asked
+    records = [{"id": "1", "text": "甲", "metadata": {"部门 名称": "人事"}}, {"id": "2", "text": "乙", "metadata": {"": "x"}},
+               {"id": "3", "text": "丙", "metadata": {"部门": "人事", "source.url-v2": "u", "名": "值"}}]
+    docs, failures = parse_jsonl("\n".join(json.dumps(r, ensure_ascii=False) for r in records).encode())
+    assert [(f.index, f.field) for f in failures] == [(0, "metadata"), (1, "metadata")]
+    assert "'部门 名称' is not a metadata key" in failures[0].reason and "'' is not a metadata key" in failures[1].reason
+    assert [(d.id, d.metadata) for d in docs] == [("3", {"部门": "人事", "source.url-v2": "u", "名": "值"})]

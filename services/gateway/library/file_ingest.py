@@ -16,7 +16,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.errors import DownstreamError
-from services.common.filters import DEFAULT_COLLECTION
+from services.common.filters import DEFAULT_COLLECTION, metadata_key_problem
 from services.common.records import DocumentRecord, storable_text, text_digest
 from services.ingest.chunking import ChunkingConfig, chunk_sections
 from services.ingest.document_ids import path_id_problem
@@ -54,6 +54,9 @@ def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: Ch
         raise FileParseError(f"document id {doc_id!r} {problem} (give another name or a document_id)")
     if any(not storable_text(k) or not storable_text(v) for k, v in file.metadata.items()):
         raise FileParseError("metadata must not contain NUL characters")
+    unnamed = next((problem for k in file.metadata if (problem := metadata_key_problem(k))), None)
+    if unnamed:  # stored, a filter could never name it
+        raise FileParseError(f"metadata: {unnamed}")
     parsed = parse_file(file.name, file.media_type, file.content)
     title = parsed.title or doc_id
     metadata = {**parsed.metadata, **dict(file.metadata)}
