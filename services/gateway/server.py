@@ -132,7 +132,7 @@ def gateway_service(settings: GatewaySettings, use: UseCases, close: Callable[[]
         rest = RestOptions(cors_origins=settings.rest.cors_origins, max_request_bytes=settings.max_request_bytes, gate=gate,
                            allowed_hosts=settings.rest.allowed_hosts, max_in_flight=settings.rest.max_in_flight,
                            max_queued=settings.rest.max_queued, header_timeout=settings.rest.header_timeout,
-                           body_timeout=settings.rest.body_timeout)
+                           body_timeout=settings.rest.body_timeout, max_query_chars=settings.max_query_chars)
         extra.append(lambda grpc_port: run_rest(grpc_port, settings.host, settings.rest.port, endpoints["rest"], rest))
     return Service(
         name="gateway",

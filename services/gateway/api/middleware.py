@@ -66,6 +66,8 @@ class RestOptions:
     header_timeout: seconds a connection may stay without a complete
         request head (from its start or its last response) before it is closed.
     body_timeout: seconds a request's body may take to arrive (HTTP 408 beyond).
+    max_query_chars: longest query the gateway accepts (its ``max_query_chars``): a chat request's earlier
+        turns are cut to fit beside the question (openai_compat.requests.question_of).
     """
 
     cors_origins: Sequence[str] = field(default_factory=tuple)
@@ -76,6 +78,7 @@ class RestOptions:
     max_queued: int = 1024
     header_timeout: float = 10.0
     body_timeout: float = 60.0
+    max_query_chars: int = 10_000
 
 
 def error_body(status: int, code: str, message: str, details: list | None = None) -> web.Response:

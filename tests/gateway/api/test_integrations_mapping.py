@@ -50,6 +50,19 @@ def test_the_question_is_the_last_user_turn_with_earlier_user_turns_before_it():
     assert chat.question_of([user([{"type": "text", "text": "一"}, {"type": "text", "text": "二"}])]) == "一\n二"
 
 
+def test_earlier_turns_are_cut_to_fit_the_query_limit_beside_a_question_within_it():
+    """A trial's 9,990-character question after one 100-character turn was refused as a 10,095-character query."""
+    question, turn = "问" * 9_900, user("上" * 100)
+    fitted = chat.question_of([turn, user(question)], max_chars=10_000)
+    assert len(fitted) == 10_000 and fitted.endswith(question) and fitted.startswith("（上文：上")
+    assert chat.question_of([turn, user("问" * 9_990)], max_chars=10_000) == "问" * 9_990  # the trial's: no room left
+    three = [user("甲" * 150), user("乙" * 150), user("丙" * 150), user("问" * 9_700)]
+    kept = chat.question_of(three, max_chars=10_000)  # the earliest turns go first
+    assert len(kept) <= 10_000 and "甲" not in kept and "乙" not in kept and "丙" * 20 in kept
+    assert chat.question_of([turn, user("问" * 10_001)], max_chars=10_000) == "问" * 10_001  # Answer names it
+    assert chat.chat_request({"model": "graphmesh", "messages": [turn, user(question)]}, 10_000).answer.query == fitted
+
+
 @pytest.mark.parametrize("messages,param", [
     (None, "messages"), ([], "messages"), ("hi", "messages"), ([user("a"), {"role": "assistant", "content": "b"}], "messages[1].role"),
     ([user("")], "messages[0].content"), ([user(5)], "messages[0].content"), (["hi"], "messages[0]"),

@@ -21,6 +21,8 @@ MODEL_PREFIX = "graphmesh"
 PROFILES: dict[str, bool | None] = {"default": None, "fast": False, "rerank": True}
 #: Earlier user turns prepended to the question, and the characters kept of each.
 CONTEXT_TURNS, CONTEXT_TURN_CHARS = 3, 200
+#: The shortest piece of an earlier turn kept when it must be cut to fit beside the question.
+MIN_EARLIER_CHARS = 20
 #: Most collections a model name may name (as SearchRequest.collections).
 MAX_MODEL_COLLECTIONS = 20
 #: Chat parameters of OpenAI's API that are accepted and have no effect here
@@ -131,10 +133,14 @@ def message_text(content: Any, index: int) -> str:
     raise bad(param, "must be a string or a list of text parts", "invalid_type")
 
 
-def question_of(messages: Any) -> str:
+def question_of(messages: Any, max_chars: int = 10_000) -> str:
     """The query sent to Answer: the last message's text (it must be a user
     message), with up to CONTEXT_TURNS earlier user turns prepended
-    (module docstring).
+    (module docstring), the earliest dropped and the last one kept cut so
+    that the query stays within ``max_chars`` (the gateway's
+    ``max_query_chars``): a question the caller sent within the limit is
+    never refused for its history. A question over the limit alone is
+    returned as it is (Answer refuses it, naming the query).
 
     Raises:
         ChatError: 400 naming "messages" (not a non-empty list, a message
@@ -157,11 +163,23 @@ def question_of(messages: Any) -> str:
         raise bad(f"messages[{last}].content", "the question must not be empty")
     earlier = [" ".join(text.split())[:CONTEXT_TURN_CHARS] for r, text in turns[:-1] if r == "user" and text.strip()]
     earlier = earlier[-CONTEXT_TURNS:]
-    if not earlier:
-        return question.strip()
+    question = question.strip()
+    while earlier:
+        query = _with_earlier(question, earlier)
+        spare = max_chars - len(query)
+        if spare >= 0:
+            return query
+        if len(earlier) == 1 and len(earlier[0]) + spare >= MIN_EARLIER_CHARS:
+            return _with_earlier(question, [earlier[0][: len(earlier[0]) + spare]])
+        earlier = earlier[1:]
+    return question
+
+
+def _with_earlier(question: str, earlier: list[str]) -> str:
+    """``question`` after its ``earlier`` user turns, in the question's language."""
     if _CJK.search(question):
-        return f"（上文：{'；'.join(earlier)}）{question.strip()}"
-    return f"(Earlier: {'; '.join(earlier)}) {question.strip()}"
+        return f"（上文：{'；'.join(earlier)}）{question}"
+    return f"(Earlier: {'; '.join(earlier)}) {question}"
 
 
 @dataclass(frozen=True)
@@ -197,8 +215,9 @@ def unpaired_surrogate_at(value: Any, path: str = "") -> str | None:
     return None
 
 
-def chat_request(body: Any) -> ChatRequest:
-    """Validates a /v1/chat/completions body into a ChatRequest.
+def chat_request(body: Any, max_query_chars: int = 10_000) -> ChatRequest:
+    """Validates a /v1/chat/completions body into a ChatRequest (earlier
+    turns cut to fit ``max_query_chars`` beside the question: ``question_of``).
 
     Raises:
         ChatError: 400 naming the parameter at fault: the body not an
@@ -220,7 +239,7 @@ def chat_request(body: Any) -> ChatRequest:
     if unknown:
         raise bad(unknown[0], "unrecognized request argument", "unknown_parameter")
     model = parse_model(body.get("model"))
-    query = question_of(body.get("messages"))
+    query = question_of(body.get("messages"), max_query_chars)
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
         raise bad("stream", "must be a boolean", "invalid_type")

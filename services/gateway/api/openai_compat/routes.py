@@ -44,11 +44,12 @@ async def openai_errors(request: web.Request, handler: Callable) -> web.StreamRe
 
 
 def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 60.0,
-                      forwarded: Sequence[str] = ("authorization", "x-api-key")) -> None:
+                      forwarded: Sequence[str] = ("authorization", "x-api-key"), max_query_chars: int = 10_000) -> None:
     """Adds POST /v1/chat/completions and GET /v1/models to ``app``.
     ``state`` is the REST app's: its "stub" (GatewayServiceStub over the
     loopback channel) and "admission" are read at request time; the
-    ``forwarded`` request headers travel as the calls' metadata."""
+    ``forwarded`` request headers travel as the calls' metadata;
+    ``max_query_chars``: the gateway's, which earlier turns are cut to fit."""
 
     def metadata(request: web.Request) -> list[tuple[str, str]]:
         return [(h, request.headers[h]) for h in forwarded if h in request.headers]
@@ -74,7 +75,7 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                 body = json.loads(raw.decode("utf-8")) if raw.strip() else None
             except (UnicodeDecodeError, ValueError, RecursionError):
                 raise bad(None, "the request body must be UTF-8 JSON", "invalid_json") from None
-            chat_req = chat_request(body)
+            chat_req = chat_request(body, max_query_chars)
             timeout = deadline(request)
             async with state["admission"].slot(timeout) as waited:
                 remaining = None if timeout is None else max(timeout - waited, 0.001)
