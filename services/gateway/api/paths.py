@@ -66,9 +66,13 @@ def fill_message(message: Message, path: Mapping[str, str], query: Mapping[str, 
                 return field.name, "cannot be given as a URL parameter"
             if field.type in _INTEGERS:
                 try:
-                    setattr(message, field.name, int(value))
+                    number = int(value)
                 except ValueError:
                     return field.name, f"must be an integer, got {value!r}"
+                try:
+                    setattr(message, field.name, number)
+                except ValueError:  # past the field's 32 or 64 bits
+                    return field.name, f"{number} is out of range"
             elif field.type == FieldDescriptor.TYPE_BOOL:
                 setattr(message, field.name, value.lower() in ("1", "true", "yes"))
             elif field.type == FieldDescriptor.TYPE_STRING:

@@ -143,7 +143,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
                 return error_body(408, "DEADLINE_EXCEEDED",
                                   f"request body not received within {options.body_timeout:g} s (GRAPHMESH_GATEWAY_REST__BODY_TIMEOUT)")
             try:
-                text = raw.decode("utf-8") if raw.strip() else "{}"
+                text = raw.decode("utf-8-sig") if raw.strip() else "{}"
                 if not text.lstrip().startswith("{"):  # null, [], 5, "x": not a request
                     return _bad_request("body", "must be a JSON object")
                 message: Message = json_format.Parse(text, request_cls())

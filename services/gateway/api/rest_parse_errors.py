@@ -196,6 +196,8 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
 
 def _kind(value: Any) -> str:
     """How a JSON value is called in an error: "a string", "a number", ..."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true or false"
     if isinstance(value, (int, float)):

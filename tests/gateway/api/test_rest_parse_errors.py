@@ -54,6 +54,8 @@ SHAPES = [
      gateway_pb2.SearchRequest, "filters[1].range.lte", "must be a JSON string, got a number"),
     ('{"query": 5}', gateway_pb2.SearchRequest, "query", "must be a JSON string, got a number"),
     ('{"query": "x", "collections": ["a", true]}', gateway_pb2.SearchRequest, "collections[1]", "must be a JSON string, got true or false"),
+    # a trial's null in a list was reported as "got an object"
+    ('{"query": "x", "collections": [null]}', gateway_pb2.SearchRequest, "collections[0]", "must be a JSON string, got null"),
 ]
 
 

@@ -131,3 +131,15 @@ async def test_an_ingest_with_neither_records_nor_files_says_what_to_give(fake_g
     error = json.loads(body)["error"]
     assert status == 400 and error["status"] == "INVALID_ARGUMENT"
     assert "neither JSONL records nor files" in error["message"] and "files (one file at least)" in error["message"]
+
+
+async def test_a_body_led_by_a_utf8_byte_order_mark_is_read_as_json(fake_gateway):
+    """A trial's body saved by an editor with a BOM was told "body: must be a JSON object"."""
+    url = await rest(fake_gateway)
+    body = "\ufeff" + json.dumps({"query": "年假", "top_k": 3}, ensure_ascii=False)
+    async with ClientSession() as session:
+        for path in ("/v1/query:search", "/v1/chat/completions"):
+            sent = body if path.endswith("search") else "\ufeff" + json.dumps(
+                {"model": "graphmesh", "messages": [{"role": "user", "content": "年假"}]}, ensure_ascii=False)
+            async with session.post(url + path, data=sent.encode("utf-8"), headers={"Content-Type": "application/json"}) as reply:
+                assert reply.status == 200, (path, await reply.text())

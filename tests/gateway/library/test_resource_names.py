@@ -49,4 +49,6 @@ def test_rest_templates():
     assert fill_message(request, {"parent": "collections/hr"}, {"pageSize": "5", "filter": 'a = "b"'}) is None
     assert (request.parent, request.page_size, request.filter) == ("collections/hr", 5, 'a = "b"')
     assert fill_message(gateway_pb2.ListDocumentsRequest(), {}, {"page_size": "x"}) == ("page_size", "must be an integer, got 'x'")
+    # a trial's pageSize=99999999999 was told it "must be an integer"
+    assert fill_message(gateway_pb2.ListDocumentsRequest(), {}, {"pageSize": "99999999999"}) == ("page_size", "99999999999 is out of range")
     assert fill_message(gateway_pb2.ListDocumentsRequest(), {}, {"nope": "1"})[0] == "nope"

@@ -72,7 +72,7 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
             except asyncio.TimeoutError:
                 raise ChatError(408, f"request body not received within {body_timeout:g} s", None, "timeout", "timeout")
             try:
-                body = json.loads(raw.decode("utf-8")) if raw.strip() else None
+                body = json.loads(raw.decode("utf-8-sig")) if raw.strip() else None
             except (UnicodeDecodeError, ValueError, RecursionError):
                 raise bad(None, "the request body must be UTF-8 JSON", "invalid_json") from None
             chat_req = chat_request(body, max_query_chars)
