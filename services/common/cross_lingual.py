@@ -298,6 +298,15 @@ def _count_answer(word: str) -> re.Pattern[str] | None:
     return re.compile(_NUMERAL + re.escape(asked.group(1))) if asked else None
 
 
+def words_held(text: str, words: Sequence[Translated]) -> list[bool]:
+    """For each of the query's ``words``, whether ``text`` holds one of its
+    forms (``_forms``: the word with its inflections, its synonyms and its
+    translations, as ``word_coverage`` reads them; ``_holds``), unweighted."""
+    lowered = text.lower()
+    tokens = set(_LATIN_TOKEN.findall(lowered))
+    return [any(_holds(lowered, tokens, f) for f in _forms(w, terms, synonyms)) for w, terms, synonyms in words]
+
+
 def word_coverage(texts: Sequence[str], words: Sequence[Translated]) -> list[float]:
     """For each of ``texts``, the share of the query's ``words`` it holds, in
     [0, 1]: a word counts when the text holds one of its ``_forms`` (the word,

@@ -8,32 +8,7 @@ returned scores is answer policy, like the fallback chain's evidence
 verdict (services.gateway.answer.fallback_rules). The fuser ranks and packs and never
 decides to answer; the judge is off the request path.
 
-Signals (``signals``), each computed from the fused results of a search
-with the question as asked:
-  dense_max     best pg.vector cosine among the results (of the expander's
-                embedding model; its scale depends on the model, hence
-                one fit per model);
-  dense_second  second best pg.vector cosine, the best when only one result
-                has one (one close article is less telling than two);
-  longest_found 1 when the question's longest content word (jieba, stop
-                words removed) occurs in the top-10 evidence, else 0;
-  agreement     share of the top 5 found by the vector channel and by a
-                lexical channel (keyword, full text, trigram, graph heading);
-  same_source   1 when the best pg.vector result and the best pg.keyword
-                result come from the same document title (the same law),
-                else 0: the channels agree on where the answer is;
-  coverage      share of the question's content words (two characters or
-                more, a word inside a longer one dropped) found in the top
-                COVERAGE_RESULTS results' title, headings and text: a
-                near-domain question (员工生日有什么福利？ over an office's
-                rules) has passages as close by cosine as the right ones, but
-                not its words (docs/benchmarks.md, "A lexical coverage
-                signal for the generic rule");
-  rerank_max    best cross-encoder score, when the reranker ran (reported,
-                not used: the reranker is off by default and was not fitted);
-  first_holds_all  the first result holds the question's content words (two or more) and is first in
-                pg.vector and pg.keyword: answered whatever the fit says (docs/benchmarks.md, "Every
-                word of the question in the channels' common first").
+Signals: see services.gateway.answer.evidence_signals.
 
 Decision: answerability = sigmoid(weights . signals + bias) with the Fit of
 the query's embedding model among the fits of the searched collections'
@@ -73,20 +48,13 @@ questions must still be answered.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from domains.pack import DomainPack, embedding_family
 from graphmesh.common.v1 import types_pb2
-from services.common import names
 from services.common.text import latin_script, without_cjk
-
-#: Signal names, in the order of Fit.weights.
-SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source", "coverage")
-#: Results whose words ``coverage`` looks in.
-COVERAGE_RESULTS = 3
-
+from services.gateway.answer.evidence_signals import SIGNALS, Signals, signals  # noqa: F401 (callers read them here)
 
 @dataclass(frozen=True, slots=True)
 class Fit:
@@ -108,31 +76,6 @@ THRESHOLD = 0.5
 #: fit of their own and are not judged: the e5 margin between law and
 #: out-of-domain cosines is about 0.02, too small to assume.
 DEFAULT_MODEL = "e5onnx"
-#: Channels that count as lexical evidence for ``agreement``.
-LEXICAL_CHANNELS = frozenset({names.PG_KEYWORD, names.PG_FULLTEXT, names.PG_TRIGRAM, names.GRAPH_HEADING,
-                              names.GRAPH_FULLTEXT})
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-@dataclass(frozen=True, slots=True)
-class Signals:
-    """Evidence signals of one search (see the module docstring)."""
-
-    dense_max: float
-    dense_second: float
-    longest_found: float
-    agreement: float
-    same_source: float = 0.0
-    rerank_max: float | None = None
-    has_dense: bool = True
-    coverage: float = 0.0
-    first_holds_all: bool = False
-
-    def vector(self) -> tuple[float, ...]:
-        """The signals in SIGNALS order."""
-        return tuple(getattr(self, n) for n in SIGNALS)
-
-
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Whether to answer: ``answerability`` in [0, 1] against ``threshold``,
@@ -143,45 +86,6 @@ class Decision:
     threshold: float
     reason: str
     out_of_scope: bool = False
-
-
-def _text(cand: types_pb2.Candidate) -> str:
-    return _NON_WORD.sub("", " ".join([cand.title, *cand.heading_path, cand.text]).lower())
-
-
-def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate]) -> Signals:
-    """The evidence signals of ``results`` (fused, best first) for a
-    question whose content keywords are ``keywords`` (QueryInfo.keywords)."""
-    dense = sorted((s.score for c in results for s in c.channel_scores if s.channel == names.PG_VECTOR), reverse=True)
-    dense = dense + dense[:1] if len(dense) == 1 else dense + [0.0, 0.0]
-    words = [_NON_WORD.sub("", k.lower()) for k in keywords]
-    words = [w for w in words if len(w) >= 2 and not any(w != o and w in o for o in words)]
-    evidence = " ".join(_text(c) for c in results[:10])
-    longest = max(words, key=len) if words else ""
-    longest_found = 1.0 if longest and longest in evidence else 0.0
-    top = list(results[:5])
-    both = [c for c in top if {s.channel for s in c.channel_scores} & LEXICAL_CHANNELS
-            and any(s.channel == names.PG_VECTOR for s in c.channel_scores)]
-    rerank = [s.score for c in results for s in c.channel_scores if s.channel == names.RERANK]
-    by_vector, by_keyword = _best(results, names.PG_VECTOR), _best(results, names.PG_KEYWORD)
-    same = 1.0 if by_vector is not None and by_keyword is not None and by_vector.title == by_keyword.title else 0.0
-    near = " ".join(_text(c) for c in results[:COVERAGE_RESULTS])
-    coverage = sum(w in near for w in words) / len(words) if words else 0.0
-    lead, first = ({s.channel: s.rank for s in results[0].channel_scores}, _text(results[0])) if results else ({}, "")
-    holds_all = len(words) >= 2 and lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1 and \
-        all(w in first for w in words)
-    return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
-                   max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage, first_holds_all=holds_all)
-
-
-def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:
-    """The result with the highest score of ``channel`` (None when no result has it)."""
-    best, top = None, float("-inf")
-    for cand in results:
-        for s in cand.channel_scores:
-            if s.channel == channel and s.score > top:
-                best, top = cand, s.score
-    return best
 
 
 def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:
@@ -218,8 +122,23 @@ EVIDENCE_RESULTS = 3
 
 
 def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: Sequence[str] = (), first: str = "") -> Fit | None:
-    """The fitted rule of embedding ``model`` (DEFAULT_MODEL when empty;
-    a "-tN" truncation suffix ignored) in ``fits``: for a ``question`` in
+    """The fit ``fit_name`` names in ``fits`` (None when none)."""
+    name = fit_name(model, fits, question, evidence, first)
+    return fits[name] if name else None
+
+
+def reads_translation(model: str, fits: Mapping[str, Fit], question: str = "", evidence: Sequence[str] = (),
+                      first: str = "") -> bool:
+    """Whether the fit that judges this question (``fit_name``) is the CROSS_LATIN_SUFFIX one (an English
+    question over Chinese documents), whose decision also reads the question's translation: there no word of
+    the question occurs in a passage, so ``decide`` asks whether any of its words is known at all
+    (``signals(..., translation)``, ``Signals.words_known``)."""
+    return (fit_name(model, fits, question, evidence, first) or "").endswith(CROSS_LATIN_SUFFIX)
+
+
+def fit_name(model: str, fits: Mapping[str, Fit], question: str = "", evidence: Sequence[str] = (), first: str = "") -> str | None:
+    """The name in ``fits`` of the rule that judges a question, for embedding ``model`` (DEFAULT_MODEL when
+    empty; a "-tN" truncation suffix ignored): for a ``question`` in
     Latin script its LATIN_SUFFIX fit, or its CROSS_LATIN_SUFFIX fit when
     two of the ``evidence`` texts (the top results', ``evidence_text``) or the
     ``first`` result's text (``first_text``) are not in Latin script (an
@@ -235,12 +154,13 @@ def fit_for(model: str, fits: Mapping[str, Fit], question: str = "", evidence: S
     base = embedding_family(model) if model else DEFAULT_MODEL
     if question and latin_script(question):
         crossed = bool(first and not latin_script(first)) or sum(not latin_script(t) for t in evidence if t) >= 2
-        if crossed and base + CROSS_LATIN_SUFFIX in fits:
-            return fits[base + CROSS_LATIN_SUFFIX]
-        return fits.get(base + LATIN_SUFFIX) or fits.get(base)
-    if question and any(text and without_cjk(text) for text in (" ".join(evidence), first)):
-        return fits.get(base + CROSS_SUFFIX) or fits.get(base)
-    return fits.get(base)
+        order = [base + CROSS_LATIN_SUFFIX] if crossed else []
+        order += [base + LATIN_SUFFIX, base]
+    elif question and any(text and without_cjk(text) for text in (" ".join(evidence), first)):
+        order = [base + CROSS_SUFFIX, base]
+    else:
+        order = [base]
+    return next((name for name in order if name in fits), None)
 
 
 def evidence_text(results: Sequence[types_pb2.Candidate]) -> list[str]:
@@ -266,7 +186,12 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
     texts of the top results, and ``first``, the first result's, its
     Latin-script or cross-lingual fit when there is one: ``fit_for``)
     reaches ``threshold``, or when ``sig.first_holds_all``; not judged
-    (answer) without one. ``vector_ran``: the question was embedded and
+    (answer) without one. Under a fit that reads the question's translation
+    (``reads_translation``), abstain whatever the score when none of the
+    question's words is known (``sig.words_known`` False: no translation, and
+    not in the top 10): across scripts only the cosines judge, and "aaaa…" or
+    "lorem ipsum" sits as close to every passage as a real question does
+    (docs/benchmarks.md, "A question of no known word"). ``vector_ran``: the question was embedded and
     retriever_pg answered, so results without any vector score mean that
     none of the vector channel's hits ranked in the top results (weak
     evidence, judged with cosines of 0), not that the signal is missing."""
@@ -276,6 +201,9 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
     score = answerability(sig, fit.weights, fit.bias)
     if not sig.has_dense and not vector_ran:
         return Decision(True, score, threshold, "not judged: no vector scores in the results")
+    if sig.words_known is False and reads_translation(model, fits, question, evidence, first):
+        return Decision(False, score, threshold, "evidence does not answer the question: none of its words is in the "
+                                                 "dictionary or in the top results")
     if score >= threshold:
         return Decision(True, score, threshold, "")
     if sig.first_holds_all:

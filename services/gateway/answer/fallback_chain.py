@@ -27,6 +27,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.expander.v1 import expander_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common import names
+from services.common.cross_lingual import translation_from_message
 from services.common.errors import DownstreamError
 from services.gateway.answer import abstention
 from services.gateway.answer import fallback_rules
@@ -221,11 +222,12 @@ class FallbackChain:
         fits = abstention.pack_fits(packs)
         if not fits:
             return None  # no rule was fitted on these collections' corpora: it does not judge them
-        sig = abstention.signals(retrieval.response.query_info.keywords, results)
+        script = (info.normalized_query, abstention.evidence_text(results), abstention.first_text(results))
+        translated = translation_from_message(info.translation)[1] \
+            if abstention.reads_translation(info.embedding_model, fits, *script) else []
+        sig = abstention.signals(info.keywords, results, translated)
         vector_ran = bool(info.embedding_model) and "retriever_pg" not in retrieval.response.degraded
-        chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran,
-                                            info.normalized_query, abstention.evidence_text(results),
-                                            abstention.first_text(results))
+        chosen.decision = abstention.decide(sig, fits, s.abstention.threshold, info.embedding_model, vector_ran, *script)
         chosen.evidence = retrieval
         return chosen.decision.answerable
 

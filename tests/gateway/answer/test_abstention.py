@@ -257,6 +257,47 @@ def test_an_english_question_over_chinese_evidence_is_judged_by_the_cross_latin_
     assert not abstention.decide(sig, without, question=question, evidence=abstention.evidence_text(chinese)).answerable
 
 
+def test_an_english_question_of_no_known_word_over_chinese_evidence_abstains_whatever_its_cosines():
+    """A trial's "aaaa…" and "lorem ipsum dolor …" over Chinese documents were answered at 0.95 and 0.90: across
+    scripts only the cosines judge, and gibberish sits as close to every passage as a real question does."""
+    fits = {"e5onnx": abstention.Fit((100.0, 0, 0, 0, 0, 0), -87.0, ""),
+            "e5onnx@latin": abstention.Fit((100.0, 0, 0, 0, 0, 0), -84.0, ""),
+            "e5onnx@cross_latin": abstention.Fit((100.0, 0, 0, 0, 0, 0), -78.0, "")}   # answers from cosine 0.78
+    chinese = results(0.85, 0.84, text="病假每年前5天工资全额发放，超过部分按80%发放。VPN 账号由信息部开通。")
+    evidence = abstention.evidence_text(chinese)
+    for question, words, known in (("aaaa", [("aaaa", [], [])], False),
+                                   ("lorem ipsum dolor", [("lorem", [], []), ("ipsum", [], []), ("dolor", [], [])], False),
+                                   ("sick pay", [("sick", ["病", "生病"], []), ("pay", ["工资"], [])], True),  # translated
+                                   ("vpn", [("vpn", [], [])], True)):  # no translation, but the passage holds it
+        assert abstention.reads_translation("e5onnx", fits, question, evidence)
+        sig = abstention.signals([w for w, _, _ in words], chinese, words)
+        decision = abstention.decide(sig, fits, question=question, evidence=evidence)
+        assert (sig.words_known, decision.answerable) == (known, known), question
+        assert known or "none of its words is in the dictionary" in decision.reason
+    assert abstention.signals(["aaaa"], chinese).words_known is None  # no translation given: not judged so
+    english = results(0.85, 0.84, text="Sick days are paid in full for the first five days a year.")
+    assert not abstention.reads_translation("e5onnx", fits, "aaaa", abstention.evidence_text(english))  # the Latin-script fit
+
+
+@ASYNC
+async def test_the_gateway_abstains_on_an_english_question_of_no_known_word_over_chinese_documents():
+    def gateway(words):
+        pg = FakeRetriever("retriever_pg", [candidate(f"d{i}", BUDGET, "pg.keyword", 2.0, vector_score=v)
+                                            for i, v in enumerate((0.86, 0.85))])
+        pg.collections = [types_pb2.CollectionInfo(name="default", documents=2, domain_pack="generic")]
+        translation = types_pb2.QueryTranslation(script="cjk", words=[types_pb2.TranslatedWord(word=w, terms=t) for w, t in words])
+        settings = GatewaySettings(port=0, rest={"port": -1}, deadlines={"retrieve": 0.3, "rerank": 0.3, "fuse": 0.3, "expand": 0.3})
+        mesh_ = use_cases(settings, FakeExpander(keywords=tuple(w for w, _ in words), embedding_model="e5onnx", translation=translation),
+                          [pg, FakeRetriever("retriever_graph", [])], FakeReranker(), FakeFuser(), FakeLlm())
+        mesh_.search.packs._packs["default"] = "generic"
+        mesh_.search.packs._fetched = float("inf")
+        return mesh_
+    gibberish = await gateway([("asdfghjkl", [])]).answerer.answer("asdfghjkl", 5, None, Deadline(10))
+    assert gibberish.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
+    budget = await gateway([("budget", ["预算"])]).answerer.answer("budget", 5, None, Deadline(10))
+    assert budget.mode != gateway_pb2.ANSWER_MODE_ABSTAINED
+
+
 def test_in_a_collection_mixing_scripts_the_first_result_alone_can_make_the_question_cross_script():
     # a fresh user's station documents: English rules and one Chinese vehicle rule; for "nitrox 氧气比例最高可以用到多少？"
     # the English answering passage came first and the Chinese file second and third, so the three read as Chinese
