@@ -108,6 +108,15 @@ def test_a_completion_carries_the_answer_and_its_citations():
     assert choice["message"]["citations"] == [{"number": 1, "document_id": "5689", "candidate_id": "5689#0",
                                                "label": "劳动合同法 第八十二条"}]
     assert body["graphmesh"]["mode"] == "llm" and body["graphmesh"]["strategy"] == "standard"
+    assert body["graphmesh"]["degraded"] == []
+
+
+def test_the_extension_names_the_services_the_answer_was_made_without():
+    """A trial's graphmesh:corp@rerank ran without a reranker and the reply gave no sign of it."""
+    reply = answered()
+    reply.search.degraded.extend(["reranker", "retriever_graph", "reranker"])
+    assert chat.completion_body(reply, "graphmesh:corp@rerank", "chatcmpl-x", 7)["graphmesh"]["degraded"] == ["reranker",
+                                                                                                             "retriever_graph"]
 
 
 def test_stream_chunks_send_tokens_then_the_rest_and_the_citations():

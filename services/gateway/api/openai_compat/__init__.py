@@ -37,7 +37,8 @@ Replies carry the answer with its [n] marks and, as extensions:
 on the last chunk) = [{"number", "document_id", "candidate_id", "label"}],
 and a top-level ``graphmesh`` object {"mode": "llm" | "extractive" |
 "abstained", "abstained", "strategy", "answerability",
-"answerability_threshold", "insufficient_sources", "answer"}. An abstention
+"answerability_threshold", "insufficient_sources", "answer", "degraded"}
+("degraded": the services the answer was made without, as Search's). An abstention
 (the evidence does not answer the question) is an ordinary reply whose text
 says so, with no citations. Streamed deltas are the model's raw tokens; the
 verified answer (citation marks checked, docs/usage.md) is

@@ -55,7 +55,10 @@ OPENAPI_SCHEMAS: dict[str, dict] = {
             "answerability": _NUM, "answerability_threshold": _NUM,
             "insufficient_sources": {"type": "array", "items": _ref("Citation"),
                                      "description": "abstained only: the nearest sources, not sufficient to answer"},
-            "answer": {"type": "string", "description": "the verified answer (streamed deltas are the model's raw text)"}}},
+            "answer": {"type": "string", "description": "the verified answer (streamed deltas are the model's raw text)"},
+            "degraded": {"type": "array", "items": _STR,
+                         "description": "services that failed, timed out or were asked for and not configured (a reranker "
+                                        "for @rerank); the answer was made without them"}}},
     "ChatCompletion": {
         "type": "object", "description": "A chat.completion.",
         "properties": {

@@ -35,6 +35,7 @@ def graphmesh_extension(reply: gateway_pb2.AnswerResponse) -> dict:
         "answerability_threshold": reply.answerability_threshold,
         "insufficient_sources": [_citation(c) for c in reply.insufficient_sources],
         "answer": reply.answer,
+        "degraded": list(dict.fromkeys(reply.search.degraded)),
     }
 
 
