@@ -208,3 +208,8 @@ def _parse_timeout(value: str, grpc_form: bool) -> float | None:
     except ValueError:
         return None
     return number * scale if math.isfinite(number) else None
+
+
+#: The message of a call that ran out of its own deadline before the gateway answered (REST and OpenAI routes alike).
+DEADLINE_MESSAGE = ("the request's deadline passed before an answer was ready (X-Timeout-Seconds, or the default "
+                    "deadline); retry with a longer one")

@@ -29,7 +29,7 @@ from google.rpc import status_pb2
 from services.common.admission import Admission, Overloaded
 from services.common.clients import channel
 from services.gateway.api.console import add_console_routes
-from services.gateway.api.edge_rules import request_timeout
+from services.gateway.api.edge_rules import DEADLINE_MESSAGE, request_timeout
 from services.gateway.api.openai_compat import add_openai_routes, openai_errors
 from services.gateway.api.middleware import (RestOptions, close_slow_connections, cors, cors_headers, edge_guard, error_body,
                                              quiet_malformed_requests, route_errors)
@@ -97,9 +97,6 @@ def _returned(metadata) -> dict[str, str]:
     return {RETURNED_METADATA[k]: str(v) for k, v in (metadata or ()) if k in RETURNED_METADATA}
 
 
-#: The message of a call that ran out of its own deadline before the gateway answered.
-DEADLINE_MESSAGE = ("the request's deadline passed before an answer was ready (X-Timeout-Seconds, or the default "
-                    "deadline); retry with a longer one")
 #: Request headers passed on to the gRPC call as metadata (API keys).
 FORWARDED_HEADERS = ("authorization", "x-api-key")
 #: gRPC response metadata passed back as HTTP headers.

@@ -182,3 +182,15 @@ def test_gateway_replies_become_tool_results():
     reply = gateway_pb2.IngestResponse(received=1, stored=1, chunks=2)
     assert tools.ingest_result(reply, tools.ingest_request("t", "d")) == {
         "document_id": "d", "collection": "default", "stored": True, "unchanged": False, "chunks": 2, "failures": []}
+
+
+@pytest.mark.parametrize("details", ["Deadline Exceeded", "Stream removed"])
+def test_a_chat_that_ran_out_of_its_own_deadline_says_so_in_our_words(details):
+    """A trial's X-Timeout-Seconds: 0.001 got "Stream removed (Deadline Exceeded)", gRPC's words."""
+    import grpc
+
+    from services.gateway.api.edge_rules import DEADLINE_MESSAGE
+    from services.gateway.api.openai_compat.replies import rpc_error
+
+    err = rpc_error(grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(), details=details))
+    assert err.status == 504 and err.message == DEADLINE_MESSAGE

@@ -232,3 +232,21 @@ async def test_a_sampling_value_out_of_range_is_invalid_value_and_of_the_wrong_t
 async def test_a_model_names_its_collection_in_the_one_spelling_the_stores_use():
     from services.gateway.api.openai_compat.requests import parse_model
     assert parse_model("graphmesh:Cafe\u0301,公司文档").collections == ("Café", "公司文档")
+
+
+async def test_one_model_is_retrieved_by_any_name_a_chat_may_give_and_other_openai_endpoints_say_what_is_served(fake_gateway):
+    """A trial's client.models.retrieve("graphmesh:corp") and /v1/completions got the transcoder's "no route"."""
+    gw = await fake_gateway(pg=stored_pg("default", "corp", "hr"))
+    for name in ("graphmesh", "graphmesh:corp", "graphmesh:corp,hr@rerank"):
+        assert (await client(gw).models.retrieve(name)).id == name
+    assert (await client(gw).models.retrieve("graphmesh:corp")).model_dump()["documents"] == 3  # the listed model, whole
+    for name in ("graphmesh:nope", "gpt-4o"):
+        with pytest.raises(openai.NotFoundError) as err:
+            await client(gw).models.retrieve(name)
+        assert err.value.code == "model_not_found"
+    async with ClientSession() as session:
+        for path in ("/v1/completions", "/v1/embeddings"):
+            async with session.post(gw.rest_url + path, json={"model": "graphmesh", "input": "x"}) as reply:
+                error = (await reply.json())["error"]
+                assert reply.status == 404 and set(error) == {"message", "type", "param", "code"}, error
+                assert error["code"] == "unknown_url" and "/v1/chat/completions" in error["message"]

@@ -80,13 +80,15 @@ OPENAPI_SCHEMAS: dict[str, dict] = {
                 "delta": {"type": "object", "properties": {
                     "role": _STR, "content": _STR, "citations": {"type": "array", "items": _ref("Citation")}}}}}},
             "graphmesh": _ref("Extension")}},
+    "Model": {
+        "type": "object", "properties": {
+            "id": {"type": "string", "description": "graphmesh, or graphmesh:<collection>"},
+            "object": {"type": "string", "enum": ["model"]}, "created": _INT, "owned_by": _STR,
+            "description": _STR, "collection": _STR, "documents": _INT, "domain_pack": _STR}},
     "ModelList": {
         "type": "object", "properties": {
             "object": {"type": "string", "enum": ["list"]},
-            "data": {"type": "array", "items": {"type": "object", "properties": {
-                "id": {"type": "string", "description": "graphmesh, or graphmesh:<collection>"},
-                "object": {"type": "string", "enum": ["model"]}, "created": _INT, "owned_by": _STR,
-                "description": _STR, "collection": _STR, "documents": _INT, "domain_pack": _STR}}}}},
+            "data": {"type": "array", "items": _ref("Model")}}},
     "Error": {
         "type": "object", "description": "OpenAI's error shape.",
         "properties": {"error": {"type": "object", "properties": {
@@ -111,7 +113,7 @@ MODELS_DESCRIPTION = ("The models that can be asked, from ListCollections: graph
 
 
 def openapi_paths() -> dict[str, dict]:
-    """The OpenAPI path items of CHAT_PATH and MODELS_PATH (schemas in
+    """The OpenAPI path items of CHAT_PATH, MODELS_PATH and one model (schemas in
     OPENAPI_SCHEMAS, referenced as #/components/schemas/openai.<name>)."""
     error = {"description": "error", "content": {"application/json": {"schema": _ref("Error")}}}
     responses = {
@@ -138,4 +140,10 @@ def openapi_paths() -> dict[str, dict]:
             "description": MODELS_DESCRIPTION, "parameters": [timeout],
             "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": _ref("ModelList")}}},
                           **{k: v for k, v in responses.items() if k != "404"}}}},
+        MODELS_PATH + "/{model}": {"get": {
+            "operationId": "OpenAI_retrieveModel", "tags": ["OpenAI"],
+            "summary": "One model: any name a chat request may give (graphmesh[:<collection>[,...]][@fast|@rerank]).",
+            "parameters": [{"name": "model", "in": "path", "required": True, "schema": _STR}, timeout],
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": _ref("Model")}}},
+                          **responses}}},
     }

@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import field_violations
+from services.gateway.api.edge_rules import DEADLINE_MESSAGE
 from services.gateway.api.openai_compat.requests import ANSWER_MODES, MODEL_PREFIX, PARAM_OF_FIELD, ChatError
 
 
@@ -140,7 +141,10 @@ def rpc_error(err: grpc.aio.AioRpcError) -> ChatError:
             name = violations[0][0]
             param = PARAM_OF_FIELD.get(name.split(".")[0].split("[")[0], name)
     headers = {k: str(v) for k, v in (err.trailing_metadata() or ()) if k == "retry-after"}
-    return ChatError(status, err.details() or err.code().name, param, code, kind,
+    message = err.details() or err.code().name
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and rpc_status.from_call(err) is None:
+        message = DEADLINE_MESSAGE  # gRPC's own words ("Stream removed") for a deadline the call itself ran out of
+    return ChatError(status, message, param, code, kind,
                      {"Retry-After": headers["retry-after"]} if headers else None)
 
 

@@ -16,6 +16,16 @@ from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULE
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 OPENAI_PATHS = frozenset({CHAT_PATH, MODELS_PATH})
+#: Endpoints of OpenAI's API that GraphMesh does not serve: an OpenAI client calling one gets an error in
+#: OpenAI's shape that says what is served, not the REST transcoder's "no route".
+UNSERVED_OPENAI_PATHS = frozenset({"/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/audio/speech",
+                                   "/v1/images/generations", "/v1/moderations", "/v1/files", "/v1/batches"})
+
+
+def is_openai_path(path: str) -> bool:
+    """Whether ``path`` answers in OpenAI's error shape: OPENAI_PATHS, one model (/v1/models/{model}) and
+    UNSERVED_OPENAI_PATHS."""
+    return path in OPENAI_PATHS or path.startswith(MODELS_PATH + "/") or path in UNSERVED_OPENAI_PATHS
 MODEL_PREFIX = "graphmesh"
 #: Answer profiles a model name may end with: the AnswerRequest.rerank they set.
 PROFILES: dict[str, bool | None] = {"default": None, "fast": False, "rerank": True}

@@ -16,16 +16,18 @@ from services.common.spelling import closest
 from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat.replies import (StreamState, chunk_body, completion_body, completion_id, error_response,
                                                         models_body, openai_shape, rpc_error, stream_chunks)
-from services.gateway.api.openai_compat.requests import CHAT_PATH, MODELS_PATH, OPENAI_PATHS, ChatError, ChatRequest, bad, chat_request
+from services.gateway.api.openai_compat.requests import (CHAT_PATH, MODELS_PATH, UNSERVED_OPENAI_PATHS, ChatError, ChatRequest, bad,
+                                                         chat_request, is_openai_path, parse_model)
 
 
 @web.middleware
 async def openai_errors(request: web.Request, handler: Callable) -> web.StreamResponse:
     """Rewrites the JSON errors of the middlewares inside it (edge rules,
-    unknown method, body too large) into OpenAI's shape on OPENAI_PATHS;
-    other paths pass untouched. Put it first (outermost) in the app's list."""
+    unknown method, body too large) into OpenAI's shape on the OpenAI
+    paths (``is_openai_path``); other paths pass untouched. Put it first
+    (outermost) in the app's list."""
     response = await handler(request)
-    if request.path not in OPENAI_PATHS or response.status < 400 or not isinstance(response, web.Response):
+    if not is_openai_path(request.path) or response.status < 400 or not isinstance(response, web.Response):
         return response
     if not (response.content_type or "").startswith("application/json") or response.body is None:
         return response
@@ -45,7 +47,8 @@ async def openai_errors(request: web.Request, handler: Callable) -> web.StreamRe
 
 def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 60.0,
                       forwarded: Sequence[str] = ("authorization", "x-api-key"), max_query_chars: int = 10_000) -> None:
-    """Adds POST /v1/chat/completions and GET /v1/models to ``app``.
+    """Adds POST /v1/chat/completions, GET /v1/models and GET /v1/models/{model} to ``app``, and an
+    OpenAI-shaped 404 for OpenAI's endpoints GraphMesh does not serve (UNSERVED_OPENAI_PATHS).
     ``state`` is the REST app's: its "stub" (GatewayServiceStub over the
     loopback channel) and "admission" are read at request time; the
     ``forwarded`` request headers travel as the calls' metadata;
@@ -134,7 +137,8 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
         await response.write_eof()
         return response
 
-    async def models(request: web.Request) -> web.StreamResponse:
+    async def listed(request: web.Request) -> dict:
+        """models_body of the stored collections. Raises ChatError (the call failed, or overloaded)."""
         try:
             timeout = deadline(request)
             async with state["admission"].slot(timeout) as waited:
@@ -144,15 +148,43 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                                                                 metadata=metadata(request))
                 except grpc.aio.AioRpcError as err:
                     raise rpc_error(err) from None
+        except Overloaded as busy:
+            raise _overloaded(busy) from None
+        return models_body(c for c in reply.collections if c.name != "default")
+
+    async def models(request: web.Request) -> web.StreamResponse:
+        try:
+            return web.json_response(await listed(request), dumps=lambda o: json.dumps(o, ensure_ascii=False))
         except ChatError as err:
             return error_response(err)
-        except Overloaded as busy:
-            return error_response(_overloaded(busy))
-        return web.json_response(models_body(c for c in reply.collections if c.name != "default"),
-                                 dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+    async def model(request: web.Request) -> web.StreamResponse:
+        """One model, as OpenAI's "retrieve model": any name a chat request may give (a listed model, or a
+        listed collection's with a profile or several collections), 404 model_not_found otherwise."""
+        name = request.match_info["model"]
+        try:
+            wanted = parse_model(name)
+            body = await listed(request)
+            stored = {m["collection"] for m in body["data"] if "collection" in m} | {DEFAULT_COLLECTION}
+            missing = [c for c in wanted.collections if c not in stored]
+            if missing:
+                raise ChatError(404, f"The model {name!r} does not exist: no collection {missing[0]!r} (GET /v1/models)",
+                                "model", "model_not_found")
+            listed_model = next((m for m in body["data"] if m["id"] == name), None)
+            return web.json_response(listed_model or {"id": name, "object": "model", "created": 0, "owned_by": "graphmesh"},
+                                     dumps=lambda o: json.dumps(o, ensure_ascii=False))
+        except ChatError as err:
+            return error_response(err)
+
+    async def unserved(request: web.Request) -> web.StreamResponse:
+        return error_response(ChatError(404, f"GraphMesh does not serve {request.path}: it answers with POST {CHAT_PATH} "
+                                             f"and lists its models with GET {MODELS_PATH}", None, "unknown_url"))
 
     app.router.add_post(CHAT_PATH, chat)
     app.router.add_get(MODELS_PATH, models)
+    app.router.add_get(MODELS_PATH + "/{model}", model)
+    for path in sorted(UNSERVED_OPENAI_PATHS):
+        app.router.add_route("*", path, unserved)
 
 
 def _overloaded(busy: Overloaded) -> ChatError:
