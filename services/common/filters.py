@@ -183,9 +183,10 @@ def from_proto(filters: Sequence[types_pb2.MetadataFilter], field: str = "filter
         where = f"{field}[{i}]"
         kind = f.WhichOneof("condition")
         if kind == "equals":
-            out.append(condition(f.key, "eq", [f.equals], field=where))
-        elif kind == "any_of":
-            out.append(condition(f.key, "in", list(f.any_of.values), field=where))
+            out.append(condition(f.key, "eq", [_check_value(f.equals, f"{where}.equals")], field=where))
+        elif kind == "any_of":  # each value named by its place, as the request holds it
+            values = [_check_value(v, f"{where}.any_of.values[{j}]") for j, v in enumerate(f.any_of.values)]
+            out.append(condition(f.key, "in", values, field=where))
         elif kind == "range":
             r = f.range
             out.append(condition(f.key, "range", gt=r.gt if r.HasField("gt") else None, gte=r.gte if r.HasField("gte") else None,

@@ -98,6 +98,13 @@ def test_proto_round_trip_and_validation():
     with pytest.raises(InvalidArgument, match="at least one bound"):
         flt.from_proto([types_pb2.MetadataFilter(key="k", range=types_pb2.MetadataRange())])
     assert flt.Condition("状态", "eq", ("x",)) == flt.from_proto([types_pb2.MetadataFilter(key="状态", equals="x")])[0]
+    # a trial's over-long anyOf value was named filters[0].value, a field the request does not have
+    long = "x" * (flt.MAX_VALUE_CHARS + 1)
+    for filters, field in (([types_pb2.MetadataFilter(key="k", any_of=types_pb2.StringList(values=["a", long]))], "filters[0].any_of.values[1]"),
+                           ([types_pb2.MetadataFilter(key="k", equals="a"), types_pb2.MetadataFilter(key="k", equals=long)], "filters[1].equals")):
+        with pytest.raises(InvalidArgument) as err:
+            flt.from_proto(filters)
+        assert err.value.field == field
 
 
 def test_matches_is_the_reference_semantics():
