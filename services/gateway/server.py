@@ -56,7 +56,7 @@ def use_cases(settings: GatewaySettings, expander: Expander, retrievers: Sequenc
         entities=EntitySearch(settings, expander, retrievers, reranker, fuser),
         files=files,
         lifecycle=DocumentLifecycle(retrievers, packs),
-        graph=GraphEditing(entity_ingest),
+        graph=GraphEditing(entity_ingest, packs),
         imports=ImportRunner(settings.operations, open_store(settings.operations.resolved_dsn()), documents, files, entity_ingest),
     )
 

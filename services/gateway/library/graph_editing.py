@@ -28,6 +28,7 @@ from services.gateway.downstream.guard import Deadline
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.library import entity_merge
 from services.gateway.library.entity_ingest import EntityIngest
+from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.library.resource_names import (decode_page_token, encode_page_token, entity_name, parse_collection_name,
                                                      parse_entity_name)
 from services.ingest.jsonl_entities import MAX_NAME_CHARS, entity_line, triple_line
@@ -46,8 +47,9 @@ class GraphEditing:
     """The editing RPCs over the entity stores of ``ingest`` (which also
     embeds rewritten entities' surfaces)."""
 
-    def __init__(self, ingest: EntityIngest) -> None:
+    def __init__(self, ingest: EntityIngest, packs: CollectionPacks | None = None) -> None:
         self.ingest = ingest
+        self.packs = packs
 
     @property
     def stores(self) -> list[Retriever]:
@@ -182,9 +184,12 @@ class GraphEditing:
         """One page of the collection's entities and their facts as JSONL.
 
         Raises:
-            InvalidArgument ("parent", "page_size", "page_token").
+            InvalidArgument ("parent", "page_size", "page_token"); NotFound: no store holds the collection
+            (CollectionPacks.require), as a listing of its documents says.
         """
         collection = parse_collection_name(parent, "parent")
+        if self.packs is not None:
+            await self.packs.require(collection, deadline)
         if not 0 <= page_size <= MAX_EXPORT_PAGE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_EXPORT_PAGE}")
         size = page_size or DEFAULT_EXPORT_PAGE

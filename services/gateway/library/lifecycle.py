@@ -18,7 +18,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.errors import DownstreamError, InvalidArgument, NotFound
-from services.common.filters import DEFAULT_COLLECTION, parse_filter, to_proto
+from services.common.filters import parse_filter, to_proto
 from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.downstream.guard import Deadline
@@ -164,15 +164,10 @@ class DocumentLifecycle:
         return response
 
     async def _require(self, collection: str, deadline: Deadline) -> None:
-        """Raises NotFound when no store holds ``collection`` (AIP-132 and
-        AIP-135: a List under, or a Delete of, a missing collection); the
-        default collection and a gateway without a collection registry
-        are never refused."""
-        if self.packs is not None and collection != DEFAULT_COLLECTION and not await self.packs.exists(collection, deadline):
-            close = self.packs.closest_stored(collection)
-            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it"
-                           + (f"; it looks like {close!r}" if close else "")
-                           + " (graphmesh collections list, GET /v1/collections, names those that exist)")
+        """Raises NotFound when no store holds ``collection`` (CollectionPacks.require); a gateway without a
+        collection registry never refuses."""
+        if self.packs is not None:
+            await self.packs.require(collection, deadline)
 
     async def _everywhere(self, call: Callable[[Retriever, float], Awaitable], deadline: Deadline) -> list[tuple[str, object]]:
         """(retriever name, reply) of ``call`` on every retriever, in parallel;

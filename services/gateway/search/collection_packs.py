@@ -18,7 +18,8 @@ from collections.abc import Iterable, Sequence
 
 import domains
 from graphmesh.retriever.v1 import retriever_pb2
-from services.common.errors import InvalidArgument
+from services.common.errors import InvalidArgument, NotFound
+from services.common.filters import DEFAULT_COLLECTION
 from services.common.spelling import closest
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.downstream.guard import Deadline
@@ -124,6 +125,17 @@ class CollectionPacks:
         """The stored collection whose name ``collection`` looks like a
         misspelling of (at most two edits, case aside), "" when none does."""
         return closest(collection, sorted(self._known), max_edits=2)
+
+    async def require(self, collection: str, deadline: Deadline) -> None:
+        """Raises NotFound when no store holds ``collection`` (AIP-132 and
+        AIP-135: a List under, a Delete or an export of a missing
+        collection, named with the stored one it looks like); the default
+        collection is never refused."""
+        if collection != DEFAULT_COLLECTION and not await self.exists(collection, deadline):
+            close = self.closest_stored(collection)
+            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it"
+                           + (f"; it looks like {close!r}" if close else "")
+                           + " (graphmesh collections list, GET /v1/collections, names those that exist)")
 
     async def exists(self, collection: str, deadline: Deadline) -> bool:
         """Whether a store holds ``collection``: known, or reported by a

@@ -196,6 +196,10 @@ async def test_bad_input_names_the_field(stub):
     code, _ = await code_and_fields(stub.MergeEntities(gateway_pb2.MergeEntitiesRequest(
         name=name("流行性感冒"), entities=[name("无此病")]), timeout=30))
     assert code == grpc.StatusCode.NOT_FOUND
+    # a trial's export of a collection that does not exist answered 200 and nothing, where a listing says 404
+    code, _ = await code_and_fields(stub.ExportEntities(gateway_pb2.ExportEntitiesRequest(parent="collections/kgedit_nowhere"),
+                                                        timeout=30))
+    assert code == grpc.StatusCode.NOT_FOUND
 
 
 async def export_all(stub, collection: str, page_size: int) -> tuple[list[str], list[str]]:
