@@ -26,6 +26,7 @@ when that was, against the raw embedder on chunks and sentences. Use a new
 
     GRAPHMESH_HOME=/tmp/gm-ingest GRAPHMESH_EXPANDER_EMBEDDING__CACHE=/tmp/gm-ingest/cache.sqlite graphmesh up --detach
     python bench/ingest_vs_embedder.py --n 3000 --offset 0
+    python bench/ingest_vs_embedder.py --n 3000 --offset 3000 --import   # one ImportDocuments operation
 """
 from __future__ import annotations
 
@@ -81,12 +82,34 @@ def wait_for_backfill(started: float, timeout: float = 3600.0) -> float:
     raise SystemExit("the gateway's background sentence queue did not drain in time")
 
 
+def import_documents(jsonl: bytes, pack: str) -> tuple[dict, list]:
+    """One ImportDocuments operation of ``jsonl``, waited for: (its counts, its failures)."""
+    import grpc
+    from google.longrunning import operations_pb2, operations_pb2_grpc
+
+    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+    from services.common.settings import MeshAddresses
+
+    with grpc.insecure_channel(MeshAddresses().gateway_addr, options=[("grpc.max_send_message_length", 256 << 20)]) as ch:
+        name = gateway_pb2_grpc.GatewayServiceStub(ch).ImportDocuments(
+            gateway_pb2.IngestRequest(jsonl=jsonl, domain_pack=pack), timeout=60).name
+        operations = operations_pb2_grpc.OperationsStub(ch)
+        while not (op := operations.GetOperation(operations_pb2.GetOperationRequest(name=name), timeout=30)).done:
+            time.sleep(0.2)
+    reply = gateway_pb2.IngestResponse()
+    assert op.response.Unpack(reply), op.error
+    return {"received": reply.received, "stored": reply.stored, "unchanged": reply.unchanged, "chunks": reply.chunks,
+            "failed": len(reply.failures)}, list(reply.failures)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=3000)
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--label", default="")
     parser.add_argument("--pack", default="law_zh", help="domain pack of the ingest (make demo's: law_zh)")
+    parser.add_argument("--import", dest="as_import", action="store_true",
+                        help="one ImportDocuments operation (`ingest --async`, REST documents:import) instead of the CLI's Ingest calls")
     args = parser.parse_args()
 
     with gzip.open(LAW_CORPUS, "rt", encoding="utf-8") as f:
@@ -117,13 +140,16 @@ def main() -> None:
         path = Path(tmp) / "articles.jsonl"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         started = time.perf_counter()
-        totals, failures = ingest_file(path, "documents", pack=args.pack, progress=False)
+        if args.as_import:
+            totals, failures = import_documents(path.read_bytes(), args.pack)
+        else:
+            totals, failures = ingest_file(path, "documents", pack=args.pack, progress=False)
         ingest_s = time.perf_counter() - started
         sentences_done_s = (wait_for_backfill(started) if sentence_vectors and not inline else None)
     assert not failures and totals["stored"] == len(lines), (totals, failures[:3])
 
     figures = {
-        "label": args.label, "articles": len(lines), "offset": args.offset, "passages": len(texts),
+        "label": args.label, "path": "ImportDocuments" if args.as_import else "Ingest (the CLI)", "articles": len(lines), "offset": args.offset, "passages": len(texts),
         "model": expander.embedding.model, "threads": expander.embedding.threads,
         "raw_embed_s": round(raw_s, 1), "raw_articles_per_s": round(len(lines) / raw_s, 1),
         "ingest_s": round(ingest_s, 1), "ingest_articles_per_s": round(len(lines) / ingest_s, 1),
