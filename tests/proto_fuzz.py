@@ -225,7 +225,7 @@ def fill_route(route: str, name: str) -> str:
 
 #: The routes that are not RPCs (the OpenAI-compatible ones,
 #: services/gateway/api/openai_compat/): route -> methods; fuzzed with chat_body().
-REST_OPENAI_ROUTES = {"/v1/chat/completions": ("POST",), "/v1/models": ("GET",)}
+REST_OPENAI_ROUTES = {"/v1/chat/completions": ("POST",), "/v1/models": ("GET",), "/v1/models/{model}": ("GET",)}
 
 
 def _json_value() -> st.SearchStrategy:

@@ -163,6 +163,7 @@ REST_URLS = {
     ("post", "/v1/operations/{operation}:cancel"): "/v1/{operation}:cancel",
     ("get", "/v1/operations"): "/v1/operations?pageSize=5",
     ("get", "/v1/operations/{operation}"): "/v1/{operation}",
+    ("get", "/v1/models/{model}"): "/v1/models/graphmesh:liveedit",
     ("delete", "/v1/operations/{operation}"): "/v1/{operation}",
     ("get", "/v1/collections"): "/v1/collections",
     ("get", "/v1/domainPacks"): "/v1/domainPacks",

@@ -60,7 +60,7 @@ def test_the_routes_that_are_not_rpcs_are_the_openai_ones_as_served(doc):
     from services.gateway.api import openai_compat as openai_chat
 
     others = {(verb.upper(), path) for path, item in doc["paths"].items() for verb, op in item.items() if op["tags"] not in RPC_TAGS}
-    assert others == {("POST", openai_chat.CHAT_PATH), ("GET", openai_chat.MODELS_PATH)}
+    assert others == {("POST", openai_chat.CHAT_PATH), ("GET", openai_chat.MODELS_PATH), ("GET", openai_chat.MODELS_PATH + "/{model}")}
     chat = doc["paths"][openai_chat.CHAT_PATH]["post"]
     assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
     assert {"400", "401", "404", "429"} <= set(chat["responses"]) and "Retry-After" in chat["responses"]["429"]["headers"]

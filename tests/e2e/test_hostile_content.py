@@ -1,7 +1,8 @@
 """Hostile content stays inert, end to end through the real mesh (every
 service on loopback, real PostgreSQL and Neo4j): SQL, Cypher, Lucene and
-jieba-dictionary syntax in document ids, titles, text, metadata keys and
-values, entity names and aliases, and queries. Checked by what is stored
+jieba-dictionary syntax in document ids, titles, text, metadata values
+(a metadata key must be one a filter can name, so a hostile key is refused,
+naming it), entity names and aliases, and queries. Checked by what is stored
 (read back from both stores directly) and returned (round-trip equality),
 not only by the absence of errors; and the stores still hold everything
 afterwards. Also a real-mesh share of the contract fuzzing: generated
@@ -32,7 +33,7 @@ def doc(i: int, payload: str) -> dict:
     # (ids are trimmed by the gateway: no whitespace at their ends)
     return {"id": f"hostile-{i}-{payload[:12].strip()}", "title": f"恶意标题 {payload}", "heading_path": ["恶意法", payload],
             "text": f"第{i}条 本条文本含有特殊语法：{payload}。合同应当书面订立。",
-            "metadata": {payload: payload, "来源": f"测试 {payload}"}}
+            "metadata": {"恶意键": payload, "来源": f"测试 {payload}"}}
 
 
 DOCS = [doc(i, p) for i, p in enumerate(HOSTILE)]
@@ -67,6 +68,22 @@ async def test_documents_are_stored_byte_for_byte_in_postgres(ingested):
         metadata = row["metadata"] if isinstance(row["metadata"], dict) else json.loads(row["metadata"])
         assert (row["title"], list(row["heading_path"]), metadata) == (d["title"], d["heading_path"], d["metadata"])
         assert chunks[d["id"]] == d["text"]
+
+
+async def test_a_hostile_metadata_key_fails_its_record_naming_it_and_nothing_stored_is_lost(ingested):
+    records = [{"id": "hostile-key", "text": "第九条 键名含有特殊语法。", "metadata": {SQL: "x"}},
+               {"id": "plain-key", "text": "第十条 键名正常。", "metadata": {"来源": CYPHER}}]
+    async with grpc.aio.insecure_channel(ingested.gateway) as ch:
+        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(
+            jsonl="\n".join(json.dumps(r, ensure_ascii=False) for r in records).encode()), timeout=120)
+    assert [(f.index, f.id) for f in reply.failures] == [(0, "hostile-key")] and "is not a metadata key" in reply.failures[0].reason
+    assert reply.stored == 1
+    conn = await asyncpg.connect(ingested.pg_dsn)
+    try:
+        ids = {r["id"] for r in await conn.fetch("SELECT id FROM documents")}
+    finally:
+        await conn.close()
+    assert {d["id"] for d in DOCS} | {"plain-key"} <= ids and "hostile-key" not in ids
 
 
 async def test_documents_are_stored_byte_for_byte_in_neo4j(ingested):
