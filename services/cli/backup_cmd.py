@@ -11,6 +11,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+import asyncpg
+from neo4j.exceptions import AuthError, ServiceUnavailable
+
 from services.backup.manifest import BackupError
 from services.backup.run import Targets, create_backup, restore_backup
 
@@ -36,7 +39,7 @@ def targets_from_settings() -> Targets:
     Raises:
         BackupError: no PostgreSQL DSN is set and no embedded server runs.
     """
-    from services.cli.stack import _external_neo4j_uri, state_dir
+    from services.cli.stack import StackConfig, _external_neo4j_uri, state_dir
     from services.retriever_graph.config import RetrieverGraphSettings
     from services.retriever_pg.config import RetrieverPgSettings
     from services.retriever_pg.embedded import embedded_dsn
@@ -48,11 +51,13 @@ def targets_from_settings() -> Targets:
             raise BackupError("no PostgreSQL: GRAPHMESH_RETRIEVER_PG_DSN is not set and the embedded server of "
                               f"{state_dir() / 'pgdata'} is not running (graphmesh up starts it)")
     neo = RetrieverGraphSettings().neo4j
-    user, password = neo.user or None, neo.password or None
-    secret = state_dir() / "secrets" / "neo4j-password"
-    if not _external_neo4j_uri() and user is None and secret.is_file():  # the local stack's embedded Neo4j
-        user, password = "neo4j", secret.read_text().strip()
-    return Targets(dsn, neo.uri, user, password, neo.database)
+    uri, user, password = neo.uri, neo.user or None, neo.password or None
+    if not _external_neo4j_uri():  # the local stack's embedded Neo4j, on the Bolt port up gave it (and recorded)
+        uri = f"bolt://127.0.0.1:{StackConfig().neo4j_bolt_port}"
+        secret = state_dir() / "secrets" / "neo4j-password"
+        if user is None and secret.is_file():
+            user, password = "neo4j", secret.read_text().strip()
+    return Targets(dsn, uri, user, password, neo.database)
 
 
 def _print_counts(store: str, collections: dict) -> None:
@@ -81,6 +86,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
     except BackupError as err:  # RestoreRefused too
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except (OSError, ServiceUnavailable, AuthError, asyncpg.PostgresError) as err:  # a store not reachable, or refusing us
+        print(f"error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else err!r} (is the stack up? "
+              "graphmesh status; an external store: GRAPHMESH_RETRIEVER_PG_DSN, GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI)",
+              file=sys.stderr)
+        return 2
     for line in report.warnings:
         print(f"warning: {line}", file=sys.stderr)
     if report.postgres is not None:
@@ -91,4 +101,6 @@ def cmd_backup(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return 1
     print(f"restored {args.path}: counts match the manifest" + ("" if args.no_check else ", store check passed"))
+    print("restart the services that use these stores, so that they reconnect and read them afresh "
+          "(graphmesh up's stack: graphmesh down && graphmesh up)")
     return 0

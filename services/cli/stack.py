@@ -75,8 +75,10 @@ def _addresses_file() -> Path:
 
 
 #: What ``up`` records besides the GRAPHMESH_<SERVICE>_ADDR addresses: the gateway's REST port, which
-#: ``status`` prints (a fresh user's trial: a stack on moved ports listed another stack's REST address).
-_RECORDED_SETTINGS = ("GRAPHMESH_GATEWAY_REST__PORT",)
+#: ``status`` prints (a fresh user's trial: a stack on moved ports listed another stack's REST address),
+#: and the embedded Neo4j's Bolt port, which ``backup`` connects to (a trial's backup of a stack on moved
+#: ports tried 7687).
+_RECORDED_SETTINGS = ("GRAPHMESH_GATEWAY_REST__PORT", "GRAPHMESH_NEO4J_BOLT_PORT")
 
 
 def _recorded(key: str) -> bool:
@@ -385,7 +387,7 @@ def up(detach: bool, llm: str | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         down()
         return 1
-    _write_addresses(env)
+    _write_addresses(env if _external_neo4j_uri() else {**env, "GRAPHMESH_NEO4J_BOLT_PORT": str(cfg.neo4j_bolt_port)})
     print(f"GraphMesh is up: gRPC {env['GRAPHMESH_GATEWAY_ADDR']}, REST http://127.0.0.1:{cfg.rest_port}", flush=True)
     if detach:
         return 0

@@ -12,7 +12,8 @@ import pytest
 from services.cli.main import main
 from tests.backup.corpus import fill, neo4j_auth, searches
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
+pytestmark = [pytest.mark.integration]
+ASYNC = pytest.mark.asyncio(loop_scope="session")
 
 
 def use_stores(monkeypatch, tmp_path, dsn: str, uri: str) -> None:
@@ -25,6 +26,7 @@ def use_stores(monkeypatch, tmp_path, dsn: str, uri: str) -> None:
             monkeypatch.setenv(f"GRAPHMESH_RETRIEVER_GRAPH_NEO4J__{name}", value)
 
 
+@ASYNC
 async def test_restore_into_stores_with_data_needs_force(pg_new_database, neo4j_uri, tmp_path, monkeypatch, capsys):
     source = await pg_new_database()
     await fill(source, neo4j_uri)
@@ -57,10 +59,13 @@ async def test_restore_into_stores_with_data_needs_force(pg_new_database, neo4j_
         await conn.close()
     use_stores(monkeypatch, tmp_path, source, neo4j_uri)
     assert await asyncio.to_thread(main, ["backup", "restore", backup, "--force"]) == 0
-    assert "counts match the manifest, store check passed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "counts match the manifest, store check passed" in out
+    assert "graphmesh down && graphmesh up" in out  # a trial's running retrievers failed on the recreated vector type
     assert await searches(source, neo4j_uri) == before
 
 
+@ASYNC
 async def test_create_refuses_a_folder_that_is_not_empty(pg_new_database, neo4j_uri, tmp_path, monkeypatch, capsys):
     use_stores(monkeypatch, tmp_path, await pg_new_database(), neo4j_uri)
     (tmp_path / "taken").mkdir()
@@ -69,3 +74,30 @@ async def test_create_refuses_a_folder_that_is_not_empty(pg_new_database, neo4j_
     assert "is not an empty folder" in capsys.readouterr().err
     assert await asyncio.to_thread(main, ["backup", "restore", str(tmp_path / "taken")]) == 2
     assert "holds no manifest.json" in capsys.readouterr().err
+
+
+def test_a_stack_on_moved_ports_is_backed_up_on_its_own_bolt_port(tmp_path, monkeypatch):
+    """A trial's backup of a stack on moved ports connected to 7687, another stack's Neo4j."""
+    from services.cli import stack
+    from services.cli.backup_cmd import targets_from_settings
+
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://127.0.0.1:1/x")
+    for name in ("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", "GRAPHMESH_RETRIEVER_GRAPH_NEO4J_URI", "GRAPHMESH_NEO4J_BOLT_PORT",
+                 "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__USER", "GRAPHMESH_RETRIEVER_GRAPH_NEO4J__PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    (stack.state_dir() / "secrets").mkdir(parents=True)
+    (stack.state_dir() / "secrets" / "neo4j-password").write_text("s3cret\n")
+    assert targets_from_settings().neo4j_uri == "bolt://127.0.0.1:7687"
+    stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:53051", "GRAPHMESH_NEO4J_BOLT_PORT": "10687"})
+    stack.use_stack_addresses()  # what every command but up and down does first
+    targets = targets_from_settings()
+    assert (targets.neo4j_uri, targets.auth) == ("bolt://127.0.0.1:10687", ("neo4j", "s3cret"))
+
+
+def test_stores_that_cannot_be_reached_are_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://u@127.0.0.1:9/x")  # nothing listens there
+    assert main(["backup", "create", str(tmp_path / "backup")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "is the stack up?" in err and "Traceback" not in err and len(err.splitlines()) == 1
