@@ -190,6 +190,10 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
         print(f"skipped   {path.as_posix()}: {reason}", file=sys.stderr)
     if missing and not files:
         return 2
+    if not files:  # folders holding no file that is read (an empty one, or only skipped ones)
+        print(f"error: no supported file in {', '.join(args.paths)}: supported types are "
+              f"{', '.join(FILE_SUFFIXES + JSONL_SUFFIXES)}", file=sys.stderr)
+        return 2
     try:
         metadata = dict(kv.split("=", 1) for kv in args.meta or [])
     except ValueError:
@@ -339,6 +343,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
             for c in reply.collections:
                 print(json_format.MessageToJson(c, indent=None) if args.json else
                       f"{pad(c.name, 24)} pack={c.domain_pack or '-'} documents={c.documents} chunks={c.chunks} entities={c.entities}")
+            if not reply.collections and not args.json:  # said on stderr: stdout stays a list (empty) for scripts
+                print("no collections: nothing was ingested yet (graphmesh ingest files DIR --collection NAME)", file=sys.stderr)
             return 0
     except grpc.RpcError as err:
         return _error(err)

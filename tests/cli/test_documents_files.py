@@ -134,3 +134,16 @@ def test_a_timeout_must_be_a_finite_number_of_seconds_above_zero(value, capsys):
         build_parser().parse_args(["search", "年假", "--timeout", value])
     assert exit_info.value.code == 2 and "--timeout" in capsys.readouterr().err
     assert build_parser().parse_args(["search", "年假", "--timeout", "2.5"]).timeout == 2.5
+
+
+def test_a_folder_with_no_file_that_is_read_is_a_usage_error_not_an_empty_success(tmp_path, monkeypatch, capsys):
+    """A trial's `ingest files emptydir` exited 0 with all zeros and no word, where a glob matching nothing exits 2."""
+    from services.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "127.0.0.1:9")  # never called
+    (tmp_path / "empty").mkdir()
+    _touch(tmp_path, "only_xlsx/表.xlsx")
+    for folder in ("empty", "only_xlsx"):
+        assert main(["ingest", "files", folder]) == 2
+        assert f"error: no supported file in {folder}: supported types are" in capsys.readouterr().err

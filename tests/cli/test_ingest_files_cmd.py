@@ -43,3 +43,14 @@ async def test_a_file_with_the_same_text_as_another_says_so(fake_gateway, monkey
     err = capsys.readouterr().err
     copy = next(line for line in err.splitlines() if "报销-副本.md" in line)
     assert code == 0 and copy.startswith("stored") and "same text as" in copy and "报销.md'" in copy
+
+
+async def test_collections_list_with_none_says_so_on_stderr(fake_gateway, monkeypatch, capsys):
+    """A trial's `collections list` on a new stack printed nothing at all."""
+    gw = await fake_gateway()
+    capsys.readouterr()
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    assert await asyncio.to_thread(main, ["collections", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "no collections: nothing was ingested yet" in err
