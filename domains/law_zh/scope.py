@@ -45,6 +45,9 @@ _PARTY = re.compile(rf"({_JURISDICTION})的?(员工|雇员|公司|企业|公民|
 #: abroad (extradition, judicial assistance), which the corpus holds; so does
 #: one about coming back (回国后个人所得税怎么交).
 _DOMESTIC = ("中国", "我国", "中华人民共和国", "国内", "内地", "回国", "归国")
+#: Where the quoted clause of the question ends, and how long it may be at most.
+_CLAUSE_END = re.compile(r"[，。？！；、,.?!;\s]")
+QUOTED_MAX_CHARS = 24
 
 
 def out_of_scope(query: str) -> str | None:
@@ -56,4 +59,6 @@ def out_of_scope(query: str) -> str | None:
     match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query)
     if match is None:
         return None
-    return f"知识库收录的是中华人民共和国的法律法规，不含{match.group(1)}的法律（问题问的是“{match.group(0)}”）"
+    # the clause that names it, whole: the match alone ended mid-phrase (a trial's "在美国被")
+    clause = _CLAUSE_END.split(query[match.start():], maxsplit=1)[0][:QUOTED_MAX_CHARS]
+    return f"知识库收录的是中华人民共和国的法律法规，不含{match.group(1)}的法律（问题问的是“{clause}”）"

@@ -94,6 +94,12 @@ def test_another_countrys_law_is_out_of_the_law_packs_scope(query):
     assert reason and "中华人民共和国" in reason
 
 
+def test_the_refusal_quotes_the_clause_that_names_the_jurisdiction_whole():
+    # a trial's refusal quoted “在美国被”, the match cut mid-phrase
+    assert domains.LAW_ZH.out_of_scope("我在美国被公司解雇了，能要求赔偿吗？").endswith("（问题问的是“在美国被公司解雇了”）")
+    assert domains.LAW_ZH.out_of_scope("日本刑法对盗窃罪怎么处罚？").endswith("（问题问的是“日本刑法对盗窃罪怎么处罚”）")
+
+
 @pytest.mark.parametrize("query", ["我在日本工作，回国后个人所得税怎么交？", "美国司法部门请求中国协助冻结财产，依据什么法律？",
                                    "盗窃罪怎么处罚？", "香港特别行政区基本法规定了什么？",
                                    "在中国的日本员工加班费怎么算？", "我在美国出差时公司扣了我的工资怎么办？",
