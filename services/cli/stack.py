@@ -82,7 +82,8 @@ _RECORDED_SETTINGS = ("GRAPHMESH_GATEWAY_REST__PORT", "GRAPHMESH_NEO4J_BOLT_PORT
 
 
 def _recorded(key: str) -> bool:
-    return key in _RECORDED_SETTINGS or (key.startswith("GRAPHMESH_") and key.endswith("_ADDR"))
+    # the metrics ports too: `config show` listed metrics_port = -1 for a stack serving them on port + 1000
+    return key in _RECORDED_SETTINGS or (key.startswith("GRAPHMESH_") and key.endswith(("_ADDR", "_METRICS_PORT")))
 
 
 def _write_addresses(env: dict[str, str]) -> None:

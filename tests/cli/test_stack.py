@@ -186,12 +186,13 @@ def test_status_lists_the_rest_address_of_the_stack_started_under_graphmesh_home
     """A fresh user's trial: a stack on moved ports, and `graphmesh status` with only GRAPHMESH_HOME set
     listed the default REST port, another stack's console. ``up`` records the REST port with the addresses."""
     monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
-    for key in ("GRAPHMESH_GATEWAY_ADDR", "GRAPHMESH_GATEWAY_REST__PORT"):
+    for key in ("GRAPHMESH_GATEWAY_ADDR", "GRAPHMESH_GATEWAY_REST__PORT", "GRAPHMESH_GATEWAY_METRICS_PORT"):
         monkeypatch.setenv(key, "unset")
         monkeypatch.delenv(key)
     stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051", "GRAPHMESH_GATEWAY_REST__PORT": "12080",
-                            "GRAPHMESH_GATEWAY_PORT": "54051"})
-    assert stack.recorded_addresses() == {"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051",
+                            "GRAPHMESH_GATEWAY_PORT": "54051", "GRAPHMESH_GATEWAY_METRICS_PORT": "55051"})
+    # the metrics port too: a trial's `config show` listed metrics_port = -1 for a stack serving it on port + 1000
+    assert stack.recorded_addresses() == {"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051", "GRAPHMESH_GATEWAY_METRICS_PORT": "55051",
                                           "GRAPHMESH_GATEWAY_REST__PORT": "12080"}
     stack.use_stack_addresses()
     monkeypatch.setattr(stack, "check_health", lambda address: True)
