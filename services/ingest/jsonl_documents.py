@@ -9,6 +9,9 @@ the user's own goes under "metadata"). Without "heading_path" the headings are
 [law or title, chapter, section, article] with empty parts dropped. The
 fields "status", "law" and "source" are also kept as metadata, so searches
 can filter on them (status = "现行有效", law = "中华人民共和国专利法").
+An id over MAX_ID_CHARS (512) characters, or a title or heading path over
+MAX_HEADING_CHARS (1,000; services.ingest.document_ids), fails its record,
+named, before anything is stored.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from services.common.filters import metadata_key_problem
 from services.common.records import storable_text
 from services.common.spelling import closest
-from services.ingest.document_ids import path_id_problem
+from services.ingest.document_ids import heading_length_problem, id_length_problem, path_id_problem
 
 #: Deepest nesting a record may have (a record's own object is level 1).
 #: Deeper JSON is no document or entity, and unbounded nesting would exhaust
@@ -154,6 +157,9 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
         return ParseFailure(index, "", "id", "must be a non-empty string or integer")
     doc_id = str(raw_id).strip()
+    too_long = id_length_problem(doc_id)
+    if too_long:
+        return ParseFailure(index, doc_id[:40] + "…", "id", too_long)
     problem = path_id_problem(doc_id)
     if problem:
         return ParseFailure(index, doc_id, "id", f"{doc_id!r} {problem}: its REST name could not reach it")
@@ -176,6 +182,15 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
         heading_path = [h.strip() for h in headings if h.strip()]
     else:
         heading_path = [p for p in [title, *(str(record.get(f) or "").strip() for f in _LAW_FIELDS)] if p]
+    title_field = "title" if record.get("title") else "law"
+    too_long = heading_length_problem([title])
+    if too_long:
+        return ParseFailure(index, doc_id, title_field, too_long)
+    too_long = heading_length_problem(heading_path)
+    if too_long:  # named by the field that made the path: heading_path, or the longest of the parts it was built from
+        field_name = "heading_path" if headings is not None else max(
+            (title_field, *_LAW_FIELDS), key=lambda f: len(str(record.get(f) or "")))
+        return ParseFailure(index, doc_id, field_name, too_long)
     metadata_raw = record.get("metadata") or {}
     if not isinstance(metadata_raw, dict):
         return ParseFailure(index, doc_id, "metadata", "must be an object")

@@ -5,7 +5,8 @@ jieba-dictionary syntax in document ids, titles, text, metadata values
 naming it), entity names and aliases, and queries. Checked by what is stored
 (read back from both stores directly) and returned (round-trip equality),
 not only by the absence of errors; and the stores still hold everything
-afterwards. Also a real-mesh share of the contract fuzzing: generated
+afterwards. Ids, titles and heading paths at their limits, in 4-byte
+characters, are stored by both stores, and a longer title by neither. Also a real-mesh share of the contract fuzzing: generated
 requests for every RPC of every service (tests/proto_fuzz.py) never get
 INTERNAL or UNKNOWN."""
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest_asyncio
 from neo4j import AsyncGraphDatabase
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from services.ingest.document_ids import MAX_HEADING_CHARS, MAX_ID_CHARS
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
@@ -102,6 +104,34 @@ async def test_documents_are_stored_byte_for_byte_in_neo4j(ingested):
         assert (r["title"], list(r["path"]), json.loads(r["metadata"]), r["text"]) == (
             d["title"], d["heading_path"], d["metadata"], d["text"])
     assert nodes[0]["n"] > len(DOCS)  # nothing was deleted
+
+
+async def test_the_longest_id_title_and_heading_path_are_stored_in_both_stores_and_a_longer_title_in_none(ingested):
+    """A trial's 100,000-character title was stored by PostgreSQL, refused by Neo4j's index, and reported
+    failed while Search found it; now a record over the limits fails before any store sees it, and what the
+    limits allow (services.ingest.document_ids) is indexed by both."""
+    wide = "\U00020000"  # 4 bytes in UTF-8, the widest a character gets
+    longest = {"id": wide * MAX_ID_CHARS, "title": wide * MAX_HEADING_CHARS,
+               "heading_path": [wide * 498, wide * 499, "第一条"], "text": "第一条 最长的标题也能存下。"}
+    too_long = {"id": "over-long-title", "title": "长" * 100_000, "text": "第二条 标题太长。"}
+    async with grpc.aio.insecure_channel(ingested.gateway) as ch:
+        reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(gateway_pb2.IngestRequest(
+            jsonl="\n".join(json.dumps(r, ensure_ascii=False) for r in (longest, too_long)).encode()), timeout=120)
+    assert reply.stored == 1 and [(f.index, f.id) for f in reply.failures] == [(1, "over-long-title")]
+    assert reply.failures[0].reason == "title: must be at most 1,000 characters (it has 100,000)"
+    ids = [longest["id"], too_long["id"]]
+    conn = await asyncpg.connect(ingested.pg_dsn)
+    try:
+        in_pg = {r["id"]: r["title"] for r in await conn.fetch("SELECT id, title FROM documents WHERE id = ANY($1::text[])", ids)}
+    finally:
+        await conn.close()
+    driver = AsyncGraphDatabase.driver(ingested.neo4j_uri, auth=None)
+    try:
+        records, _, _ = await driver.execute_query("MATCH (d:Document) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title",
+                                                   ids=ids)
+    finally:
+        await driver.close()
+    assert in_pg == {r["id"]: r["title"] for r in records} == {longest["id"]: longest["title"]}
 
 
 @pytest.mark.parametrize("payload", HOSTILE, ids=["sql", "cypher", "lucene", "jieba"])

@@ -194,7 +194,8 @@ class DocumentIngest:
     async def _store_records(self, records: dict[str, DocumentRecord], text_of: dict[str, str], deadline: Deadline,
                              trace: Trace) -> Stored:
         started = time.perf_counter()
-        outcome = Stored(unchanged=await self._unchanged(records, deadline))
+        unchanged, known = await self._unchanged(records, deadline)
+        outcome = Stored(unchanged=unchanged)
         todo = [records[i] for i in records if i not in outcome.unchanged]
         trace.record(names.STAGE_HASH_CHECK, started)
         if todo:
@@ -202,7 +203,7 @@ class DocumentIngest:
             await self._embed(todo, deadline)
             trace.record(names.STAGE_EMBED, started)
             started = time.perf_counter()
-            outcome.failed = await self._store(todo, text_of, deadline)
+            outcome.failed = await self._store(todo, text_of, deadline, known)
             trace.record(names.STAGE_STORE, started)
             outcome.stored = [r.id for r in todo if r.id not in outcome.failed]
             outcome.chunks = sum(len(r.chunks) for r in todo if r.id not in outcome.failed)
@@ -217,14 +218,16 @@ class DocumentIngest:
                                             for c in record.chunks for s in chunk_units(c.text, c.heading_path)))
         return outcome
 
-    async def _unchanged(self, records: dict, deadline: Deadline) -> set[str]:
-        """Ids whose content hash every retriever already stores."""
+    async def _unchanged(self, records: dict, deadline: Deadline) -> tuple[set[str], set[str]]:
+        """(ids whose content hash every retriever already stores, ids some
+        retriever stores in any version)."""
         request = retriever_pb2.GetDocumentHashesRequest(document_ids=list(records))
         stored = await asyncio.gather(*(r.get_document_hashes(request, deadline.left(30)) for r in self.retrievers))
-        return {
+        unchanged = {
             doc_id for doc_id, rec in records.items()
             if all(h.content_hashes.get(doc_id) == rec.content_hash for h in stored)
         }
+        return unchanged, {doc_id for h in stored for doc_id in h.content_hashes}
 
     async def _embed(self, todo: list, deadline: Deadline) -> None:
         """Fills every chunk's embedding, ``embed_batch`` texts per call."""
@@ -268,20 +271,61 @@ class DocumentIngest:
             return
         trace.record(names.STAGE_SENTENCE_VECTORS, started, detail=f"{len(texts)} sentences, {cached} already cached")
 
-    async def _store(self, todo: list, text_of: dict[str, str], deadline: Deadline) -> dict[str, str]:
+    async def _store(self, todo: list, text_of: dict[str, str], deadline: Deadline, known: set[str]) -> dict[str, str]:
         """Stores ``todo`` in every retriever; {document id: reason} of the
-        documents some retriever did not store (the first reason wins)."""
+        documents some retriever did not store (the first reason wins).
+
+        A document no retriever held before (not in ``known``) that one
+        retriever refused is withdrawn from those that stored it, so a
+        failed new document is stored nowhere (a trial's over-long title:
+        PostgreSQL stored it, Neo4j refused it, and Search found the
+        "failed" document). A document held before keeps what each store
+        has: withdrawing it would lose the earlier version. A retriever
+        that could not be reached may hold it in part; its reason says to
+        ingest it again."""
         batch = retriever_pb2.IngestDocumentsRequest(documents=[record_to_chunked_document(r, text_of[r.id]) for r in todo])
         results = await asyncio.gather(
             *(r.ingest_documents(batch, deadline.left(BULK_CALL_SECONDS)) for r in self.retrievers), return_exceptions=True)
         failed: dict[str, str] = {}
+        answered: list[tuple[Retriever, set[str]]] = []  # each retriever that answered, with the ids it refused
         for retriever, result in zip(self.retrievers, results):
             if isinstance(result, DownstreamError):
                 for rec in todo:
-                    failed.setdefault(rec.id, str(result))
+                    failed.setdefault(rec.id, unreached_reason(result, self.settings.deadlines.default))
             elif isinstance(result, BaseException):
                 raise result
             else:
+                refused = {f.id or todo[f.index].id for f in result.failures}
                 for f in result.failures:
                     failed.setdefault(f.id or todo[f.index].id, f"{retriever.name}: {f.reason}")
+                answered.append((retriever, refused))
+        withdraw = {i for _, refused in answered for i in refused} - known
+        if withdraw:
+            await self._withdraw(withdraw, answered, failed, deadline)
         return failed
+
+    async def _withdraw(self, ids: set[str], answered: list[tuple[Retriever, set[str]]], failed: dict[str, str],
+                        deadline: Deadline) -> None:
+        """Deletes ``ids`` (new documents some retriever refused) from each
+        retriever in ``answered`` that stored them; one that cannot is named
+        in the documents' reasons."""
+        for retriever, refused in answered:
+            stored_here = sorted(ids - refused)
+            if not stored_here:
+                continue
+            try:
+                await retriever.delete_documents(retriever_pb2.DeleteDocumentsRequest(ids=stored_here), deadline.left(30))
+            except DownstreamError as err:
+                for doc_id in stored_here:
+                    failed[doc_id] += f"; {retriever.name} stored it and could not withdraw it ({err}): delete it or ingest it again"
+
+
+def unreached_reason(err: DownstreamError, default_deadline: float) -> str:
+    """The failure reason of the documents a retriever was sent but did not
+    answer for (``default_deadline``: deadlines.default, seconds): it may
+    have stored them, in part or whole."""
+    if err.code.name == "DEADLINE_EXCEEDED":
+        return (f"{err} (the call's deadline passed while storing: the gateway's deadlines.default, {default_deadline:g} s, when the caller "
+                "sets none); it may be stored in part: ingest it again with a longer deadline, what is stored already is "
+                "skipped, or import it with ImportDocuments")
+    return f"{err}; it may be stored in part: ingest it again once the store answers (what is stored already is skipped)"

@@ -19,14 +19,10 @@ from services.common.errors import DownstreamError
 from services.common.filters import DEFAULT_COLLECTION, metadata_key_problem
 from services.common.records import DocumentRecord, storable_text, text_digest
 from services.ingest.chunking import ChunkingConfig, chunk_sections
-from services.ingest.document_ids import path_id_problem
+from services.ingest.document_ids import MAX_HEADING_CHARS, MAX_ID_CHARS, path_id_problem
 from services.gateway.library.document_ingest import DocumentIngest
 from services.ingest.files import FileParseError, media_type_of, parse_file
 from services.gateway.downstream.guard import Deadline, Trace
-
-#: Longest document id (characters).
-MAX_ID_CHARS = 512
-
 
 @dataclass(slots=True)
 class ParsedDocument:
@@ -40,7 +36,7 @@ class ParsedDocument:
 
 def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig) -> ParsedDocument:
     """Parses and chunks one file into its document (id = ``document_id``
-    or the file name; title from the file; heading path [title];
+    or the file name; title from the file, its first MAX_HEADING_CHARS characters; heading path [title];
     metadata = what the file says, overridden by ``file.metadata``).
 
     Raises:
@@ -58,7 +54,8 @@ def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: Ch
     if unnamed:  # stored, a filter could never name it
         raise FileParseError(f"metadata: {unnamed}")
     parsed = parse_file(file.name, file.media_type, file.content)
-    title = parsed.title or doc_id
+    # a title is what the file says (a heading, <title>, the PDF's metadata): cut to what every store indexes
+    title = parsed.title[:MAX_HEADING_CHARS] or doc_id
     metadata = {**parsed.metadata, **dict(file.metadata)}
     record = chunk_sections(doc_id, title, [title], parsed.sections, metadata, config, collection=collection,
                             source=file.name)

@@ -6,6 +6,7 @@ import pytest
 from graphmesh.gateway.v1 import gateway_pb2
 from services.gateway.library.file_ingest import document_from_file
 from services.ingest.chunking import ChunkingConfig
+from services.ingest.document_ids import MAX_HEADING_CHARS
 from services.ingest.files import FileParseError
 
 pytestmark = pytest.mark.unit
@@ -27,3 +28,13 @@ def test_metadata_keys_a_filter_can_name_are_kept():
     doc = document_from_file(_file({"部门": "人事", "source.url-v2": "u", "year_2024": "1"}), "hr", ChunkingConfig())
     assert {k: doc.record.metadata[k] for k in ("部门", "source.url-v2", "year_2024")} == {"部门": "人事", "source.url-v2": "u",
                                                                                          "year_2024": "1"}
+
+
+def test_a_title_longer_than_the_stores_index_is_cut_to_the_limit():
+    """A file's title is what it says (here its first heading): one past MAX_HEADING_CHARS would be refused by
+    Neo4j's index after PostgreSQL stored it, so it is cut, and the file is stored whole."""
+    heading = "长" * (MAX_HEADING_CHARS + 500)
+    doc = document_from_file(gateway_pb2.IngestFile(name="t.md", content=f"# {heading}\n\n正文一句。".encode()),
+                             "default", ChunkingConfig())
+    assert doc.record.title == "长" * MAX_HEADING_CHARS and doc.record.heading_path == [doc.record.title]
+    assert "正文一句" in doc.text
