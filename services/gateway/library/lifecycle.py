@@ -155,7 +155,7 @@ class DocumentLifecycle:
             DownstreamError: a store failed.
         """
         request = retriever_pb2.DeleteCollectionRequest(name=parse_collection_name(name))
-        await self._require(request.name, deadline)
+        await self._require(request.name, deadline, deleting=True)
         response = gateway_pb2.DeleteCollectionResponse()
         for store, reply in await self._everywhere(lambda r, t: r.delete_collection(request, t), deadline):
             response.by_store[store].CopyFrom(reply.deleted)
@@ -163,11 +163,11 @@ class DocumentLifecycle:
             self.packs.forget(request.name)
         return response
 
-    async def _require(self, collection: str, deadline: Deadline) -> None:
+    async def _require(self, collection: str, deadline: Deadline, deleting: bool = False) -> None:
         """Raises NotFound when no store holds ``collection`` (CollectionPacks.require); a gateway without a
         collection registry never refuses."""
         if self.packs is not None:
-            await self.packs.require(collection, deadline)
+            await self.packs.require(collection, deadline, deleting)
 
     async def _everywhere(self, call: Callable[[Retriever, float], Awaitable], deadline: Deadline) -> list[tuple[str, object]]:
         """(retriever name, reply) of ``call`` on every retriever, in parallel;

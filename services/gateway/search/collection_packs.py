@@ -126,14 +126,17 @@ class CollectionPacks:
         misspelling of (at most two edits, case aside), "" when none does."""
         return closest(collection, sorted(self._known), max_edits=2)
 
-    async def require(self, collection: str, deadline: Deadline) -> None:
+    async def require(self, collection: str, deadline: Deadline, deleting: bool = False) -> None:
         """Raises NotFound when no store holds ``collection`` (AIP-132 and
         AIP-135: a List under, a Delete or an export of a missing
         collection, named with the stored one it looks like); the default
-        collection is never refused."""
+        collection is never refused. ``deleting``: the message says nothing
+        was deleted and names no look-alike (a trial's delete of a mistyped
+        name was pointed at the user's real collection)."""
         if collection != DEFAULT_COLLECTION and not await self.exists(collection, deadline):
-            close = self.closest_stored(collection)
-            raise NotFound(f"collection {collection!r} does not exist: nothing was ingested into it"
+            close = "" if deleting else self.closest_stored(collection)
+            raise NotFound(f"collection {collection!r} does not exist: "
+                           + ("nothing was deleted" if deleting else "nothing was ingested into it")
                            + (f"; it looks like {close!r}" if close else "")
                            + " (graphmesh collections list, GET /v1/collections, names those that exist)")
 
