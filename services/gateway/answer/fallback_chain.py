@@ -108,11 +108,14 @@ class FallbackChain:
         Raises:
             DownstreamError: the standard strategy found the query invalid;
                 or no strategy got any retrieval because the retrievers
-                were down (UNAVAILABLE / DEADLINE_EXCEEDED, like Search):
-                an answer saying "nothing found" would misreport an outage.
+                were down (UNAVAILABLE / DEADLINE_EXCEEDED, like Search) or
+                every strategy ran out of the request's time
+                (DEADLINE_EXCEEDED): an answer saying "nothing found" would
+                misreport an outage or a deadline.
         """
         s = self.settings
         down: DownstreamError | None = None
+        timed_out = False
         retrieved = False
         names_seen: list[str] = []
         best: tuple[float, Retrieval, str] | None = None
@@ -135,6 +138,7 @@ class FallbackChain:
                 attempt.reason = f"skipped: {skip}"
             except asyncio.TimeoutError:
                 attempt.reason = "timed out"
+                timed_out = True
             except DownstreamError as err:
                 if err.code == grpc.StatusCode.INVALID_ARGUMENT and strategy == fallback_rules.STANDARD:
                     raise
@@ -192,6 +196,10 @@ class FallbackChain:
             _answer_with_best(chosen, *best)
         elif not retrieved and down is not None:
             raise down
+        elif not retrieved and timed_out:
+            # an abstention would tell the caller the corpus lacks the answer when only the time ran out
+            raise DownstreamError("retrievers", grpc.StatusCode.DEADLINE_EXCEEDED,
+                                  "no retrieval finished within the request's deadline; retry with a longer one")
         elif self.settings.abstention.enabled:
             # a searched collection no store holds, or filters nothing matches, is why nothing came back: say so
             notes = [t.detail for t in (first.response.timings if first else ())

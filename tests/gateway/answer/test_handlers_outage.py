@@ -58,3 +58,15 @@ async def test_without_abstention_the_no_evidence_answer_stays():
                      FakeReranker(), FakeFuser(), FakeLlm())
     reply = await use_.answerer.answer("工资", 5, None, Deadline(5))
     assert reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED and reply.answer == "未检索到相关资料。"
+
+
+async def test_an_answer_whose_every_strategy_ran_out_of_time_is_deadline_exceeded_not_an_abstention():
+    """A trial's Answer with a 20 ms deadline came back OK, abstained, saying the knowledge base may not hold
+    the answer; only attempts[0].reason said "timed out"."""
+    settings = GatewaySettings(port=0, rest={"port": -1})
+    use_ = use_cases(settings, FakeExpander(fail="hang"), [FakeRetriever("retriever_pg", fail="hang"),
+                                                           FakeRetriever("retriever_graph", fail="hang")],
+                     FakeReranker(), FakeFuser(), FakeLlm())
+    with pytest.raises(DownstreamError) as err:
+        await use_.answerer.answer("北斗会议室在几楼", 5, None, Deadline(0.2))
+    assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in str(err.value)

@@ -51,7 +51,10 @@ class GatewayServiceStub:
     extractive from the top evidence when none is configured. The fallback
     chain tries further strategies when a retrieval fails or is weak, so a
     failing retriever shows in "attempts" rather than as an error.
-    Errors: INVALID_ARGUMENT naming "query" or "top_k".
+    Errors: INVALID_ARGUMENT naming "query" or "top_k"; as Search's,
+    UNAVAILABLE or DEADLINE_EXCEEDED when no strategy got any retrieval
+    (every retriever down, or the request's deadline passed first), never
+    an answer saying the documents hold nothing.
     """
     AnswerStream: _grpc.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]
     """Answer as a server stream: one event per pipeline stage as it finishes
@@ -77,7 +80,11 @@ class GatewayServiceStub:
     is reported (files one by one in "files") and the rest are stored:
     a batch is never refused whole for one bad record, and every record not
     stored is listed in "failures" with its line and the field at fault (not
-    JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
+    JSON, not UTF-8, nested deeper than 32 levels, a required field missing,
+    an id over 512 characters, a title or heading path over 1,000). A new
+    document one store refuses is withdrawn from the others, so a failure
+    is stored nowhere; one a store did not answer for (its deadline passed)
+    may be stored in part, and its reason says to ingest it again.
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
     """
@@ -218,7 +225,10 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     extractive from the top evidence when none is configured. The fallback
     chain tries further strategies when a retrieval fails or is weak, so a
     failing retriever shows in "attempts" rather than as an error.
-    Errors: INVALID_ARGUMENT naming "query" or "top_k".
+    Errors: INVALID_ARGUMENT naming "query" or "top_k"; as Search's,
+    UNAVAILABLE or DEADLINE_EXCEEDED when no strategy got any retrieval
+    (every retriever down, or the request's deadline passed first), never
+    an answer saying the documents hold nothing.
     """
     AnswerStream: _aio.UnaryStreamMultiCallable[_gateway_pb2.AnswerStreamRequest, _gateway_pb2.AnswerStreamResponse]  # type: ignore[assignment]
     """Answer as a server stream: one event per pipeline stage as it finishes
@@ -244,7 +254,11 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     is reported (files one by one in "files") and the rest are stored:
     a batch is never refused whole for one bad record, and every record not
     stored is listed in "failures" with its line and the field at fault (not
-    JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
+    JSON, not UTF-8, nested deeper than 32 levels, a required field missing,
+    an id over 512 characters, a title or heading path over 1,000). A new
+    document one store refuses is withdrawn from the others, so a failure
+    is stored nowhere; one a store did not answer for (its deadline passed)
+    may be stored in part, and its reason says to ingest it again.
     Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
     are given (or both), "collection" when the name is not valid.
     """
@@ -394,7 +408,10 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         extractive from the top evidence when none is configured. The fallback
         chain tries further strategies when a retrieval fails or is weak, so a
         failing retriever shows in "attempts" rather than as an error.
-        Errors: INVALID_ARGUMENT naming "query" or "top_k".
+        Errors: INVALID_ARGUMENT naming "query" or "top_k"; as Search's,
+        UNAVAILABLE or DEADLINE_EXCEEDED when no strategy got any retrieval
+        (every retriever down, or the request's deadline passed first), never
+        an answer saying the documents hold nothing.
         """
 
     @_abc_1.abstractmethod
@@ -438,7 +455,11 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         is reported (files one by one in "files") and the rest are stored:
         a batch is never refused whole for one bad record, and every record not
         stored is listed in "failures" with its line and the field at fault (not
-        JSON, not UTF-8, nested deeper than 32 levels, a required field missing).
+        JSON, not UTF-8, nested deeper than 32 levels, a required field missing,
+        an id over 512 characters, a title or heading path over 1,000). A new
+        document one store refuses is withdrawn from the others, so a failure
+        is stored nowhere; one a store did not answer for (its deadline passed)
+        may be stored in part, and its reason says to ingest it again.
         Errors: INVALID_ARGUMENT naming "jsonl" when neither records nor files
         are given (or both), "collection" when the name is not valid.
         """
