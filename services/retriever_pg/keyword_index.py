@@ -126,9 +126,10 @@ def bm25(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str],
             ``terms`` must have an entry (an empty one when no chunk holds it).
         terms: distinct usable query terms, in query order.
         top_k: hits wanted (> 0).
-        collections: only chunks in these are ranked (None: all); df, N and
-            avgdl stay those of the whole store.
-        n / avgdl: chunks in the store and their mean length in terms (> 0).
+        collections: only chunks in these are ranked (None: all), and df
+            counts only theirs.
+        n / avgdl: chunks in ``collections`` (the store when None) and their
+            mean length in terms (> 0).
         k1 / b: BM25 parameters.
 
     Returns:
@@ -138,17 +139,20 @@ def bm25(table: ChunkTable, postings: dict[str, Postings], terms: Sequence[str],
     lengths = table.lengths()
     for term in terms:
         p = postings[term]
-        if p.df == 0:
+        rows, tf = p.rows, p.tf
+        if collections is not None:
+            keep = table.in_collections(rows, collections)
+            rows, tf = rows[keep], tf[keep]
+        df = rows.shape[0]
+        if df == 0:
             continue
-        idf = np.log(1 + (max(float(n), float(p.df)) - p.df + 0.5) / (p.df + 0.5))
-        norm = k1 * (1 - b + b * lengths[p.rows] / avgdl)
-        parts_rows.append(p.rows)
-        parts_score.append(idf * p.tf * (k1 + 1) / (p.tf + norm))
+        idf = np.log(1 + (max(float(n), float(df)) - df + 0.5) / (df + 0.5))
+        norm = k1 * (1 - b + b * lengths[rows] / avgdl)
+        parts_rows.append(rows)
+        parts_score.append(idf * tf * (k1 + 1) / (tf + norm))
     if not parts_rows:
         return []
     rows, scores, _ = _sum_by_row(np.concatenate(parts_rows), np.concatenate(parts_score), len(table))
-    keep = table.in_collections(rows, collections)
-    rows, scores = rows[keep], scores[keep]
     chosen = _top(rows, scores, top_k, table)
     matched = _matched(postings, terms, rows[chosen])
     return [KeywordHit(table.ids[rows[i]], float(scores[i]), held) for i, held in zip(chosen, matched)]

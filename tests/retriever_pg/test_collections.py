@@ -290,3 +290,34 @@ async def test_migration_4_upgrades_a_store_ingested_before_collections(pg_new_d
             text_digest(["对发明人的专利申请，任何单位不得压制。"])  # migration 8, as the code digests it
     assert await EntityCardStore(old.connection, DIM).collection_counts() == {"default": 1}
     await old.close()
+
+
+@pytest.mark.parametrize("keyword_cache_mb", [0, 64], ids=["sql", "in_memory"])
+async def test_a_collections_bm25_scores_do_not_move_with_another_collection(pg_new_database, keyword_cache_mb):
+    """A trial's pg.keyword score of one chunk went from 12.959 to 3.848 when it deleted an unrelated
+    collection: N, df and avgdl were the whole store's. A collection is now scored as if it were alone,
+    by the SQL channel and by the postings in memory alike, and the whole store still by its own."""
+    store = PgStore(await pg_new_database(), DIM, pool_min=1, pool_max=3, keyword_cache_mb=keyword_cache_mb)
+    await store.open()
+    await store.migrate()
+    try:
+        mine = [doc(f"mine-{i}", text, collection="mine") for i, text in enumerate(
+            ["会议室预订须提前一天。", "报销单每月十日前提交。", "年假五天，病假另计。"])]
+        await store.ingest_documents(mine)
+        await store.refresh_stats()
+
+        async def scores(collections) -> dict[str, float]:
+            return {h.chunk_id: h.score for h in await store.keyword_search(query_keywords("会议室预订"), 100, collections)}
+
+        alone = await scores(["mine"])
+        others = [doc(f"other-{i}", f"会议室预订第{i}条，会议室预订规则。", collection="other") for i in range(30)]
+        await store.ingest_documents(others)
+        await store.refresh_stats()
+        assert await scores(["mine"]) == pytest.approx(alone, rel=1e-9) and alone
+        store_wide = await scores(None)
+        assert store_wide["mine-0#0"] < alone["mine-0#0"]  # 会议室 in 31 of 33 chunks: common in the store
+        await store.delete_documents([], ["other"], ())
+        await store.refresh_stats()
+        assert await scores(["mine"]) == pytest.approx(alone, rel=1e-9)
+    finally:
+        await store.close()

@@ -1,5 +1,6 @@
 """keyword_index: BM25 and the hit count over postings in memory, against
-the formulas computed by hand chunk by chunk."""
+the formulas computed by hand chunk by chunk; BM25 over some collections
+scores them as if they were alone (their N, df and avgdl)."""
 from __future__ import annotations
 
 import math
@@ -36,13 +37,13 @@ def index(chunks):
 
 
 def by_hand_bm25(chunks, terms, collections, k1=1.2, b=0.75):
-    n = len(chunks)
-    avgdl = sum(d for _, _, d in chunks.values()) / n
-    df = {t: sum(t in ts for _, ts, _ in chunks.values()) for t in terms}
+    """BM25 of ``collections``' chunks as if they were the whole corpus: N, df and avgdl theirs."""
+    scoped = {c: v for c, v in chunks.items() if collections is None or v[0] in collections}
+    n = len(scoped)
+    avgdl = sum(d for _, _, d in scoped.values()) / n
+    df = {t: sum(t in ts for _, ts, _ in scoped.values()) for t in terms}
     scores = {}
-    for chunk_id, (collection, ts, doc_len) in chunks.items():
-        if collections is not None and collection not in collections:
-            continue
+    for chunk_id, (collection, ts, doc_len) in scoped.items():
         held = [t for t in terms if t in ts]
         if held:
             scores[chunk_id] = sum(
