@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true")
         p.add_argument("--timeout", type=seconds, default=120.0, help="seconds (default 120)")
         if name == "answer":
-            p.add_argument("--stream", action="store_true", help="stream stage events and answer tokens")
+            p.add_argument("--stream", action="store_true", help="stream stage events, the LLM's answer tokens as they come (an extractive answer has none: it comes whole at the end), then the answer")
         add_scope_arguments(p)
     deep = sub.add_parser("deep", help="deep iterative retrieval (DeepSearch) for one question")
     deep.add_argument("query")

@@ -1,6 +1,7 @@
 """Files in: one parser per format, each a pure function
 ``parse(data, name) -> ParsedFile`` (``model``), chosen by media type or
-by the file name's extension.
+by the file name's extension; a PDF or a .docx is read as what it is
+whatever its name says (``sniffed_type``).
 
 | format | media type | module |
 |---|---|---|
@@ -24,7 +25,7 @@ from services.ingest.files.pdf import MEDIA_TYPE as PDF, parse_pdf
 from services.ingest.files.text import MEDIA_TYPE as TEXT, parse_text
 
 __all__ = ["Block", "FileParseError", "ParsedFile", "Section", "PARSERS", "EXTENSIONS", "TEXT", "MARKDOWN", "HTML", "PDF", "DOCX",
-           "media_type_of", "parse_file"]
+           "media_type_of", "parse_file", "sniffed_type"]
 
 PARSERS: dict[str, Callable[[bytes, str], ParsedFile]] = {
     TEXT: parse_text, MARKDOWN: parse_markdown, HTML: parse_html, PDF: parse_pdf, DOCX: parse_docx,
@@ -57,8 +58,28 @@ def extension_of(name: str) -> str:
     return base[dot:].lower() if dot > 0 else ""
 
 
+#: Leading bytes of the binary formats, which no text file starts with.
+_PDF_MAGIC = b"%PDF-"
+_ZIP_MAGIC = b"PK\x03\x04"
+_TEXT_KINDS = (TEXT, MARKDOWN, HTML)
+
+
+def sniffed_type(kind: str, data: bytes) -> str:
+    """The type ``data`` is, when its leading bytes say so against ``kind``
+    (the type its name or media type gave): a PDF or a zip archive named as
+    text (.txt, .md, .html) is read as PDF or .docx (a trial's PDF named
+    x.txt was stored as 8 chunks of PDF syntax); ``kind`` otherwise."""
+    if kind in _TEXT_KINDS:
+        if data.startswith(_PDF_MAGIC):
+            return PDF
+        if data.startswith(_ZIP_MAGIC):
+            return DOCX  # the .docx parser names a zip archive that holds no Word document
+    return kind
+
+
 def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
-    """Parses one file.
+    """Parses one file, as the type its leading bytes show when they
+    contradict its name (``sniffed_type``).
 
     Raises:
         FileParseError: unsupported type, empty file, or the parser's own
@@ -71,6 +92,7 @@ def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
         raise FileParseError(f"unsupported file type {shown!r}; supported: {', '.join(sorted(EXTENSIONS))}")
     if not data:
         raise FileParseError("empty file")
+    kind = sniffed_type(kind, data)
     try:
         parsed = PARSERS[kind](data, name)
     except FileParseError:

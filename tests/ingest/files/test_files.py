@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from services.ingest.chunking import ChunkingConfig, chunk_sections
-from services.ingest.files import FileParseError, media_type_of, parse_file
+from services.ingest.files import DOCX, FileParseError, media_type_of, parse_file
 from services.ingest.files.text import decode_text
 from tests import file_makers as mk
 
@@ -211,3 +211,17 @@ def test_pdf_table_cells_whose_gap_is_underestimated_are_split_where_other_rows_
     text = "\n".join(b.text for s in parse_file("prices.pdf", "", buffer.getvalue()).sections for b in s.blocks)
     assert [" | ".join(r) for r in rows] == [line for line in text.split("\n") if "|" in line]
     assert "All prices exclude VAT and are billed monthly in advance." in text.split("\n")
+
+
+def test_a_pdf_or_docx_named_as_text_is_read_as_what_it_is():
+    """A trial's PDF sent as x.txt was stored as 8 chunks of PDF syntax."""
+    as_text = parse_file("报告.txt", "", mk.pdf_bytes())
+    assert as_text.media_type == "application/pdf" and as_text.title == mk.TITLE and "%PDF" not in as_text.text()
+    as_markdown = parse_file("办法.md", "text/markdown", mk.docx_bytes())
+    assert as_markdown.media_type == DOCX and mk.PARAGRAPH_1 in as_markdown.text()
+    other_zip = io.BytesIO()
+    with zipfile.ZipFile(other_zip, "w") as archive:
+        archive.writestr("notes.txt", "不是 Word 文档")
+    with pytest.raises(FileParseError, match=r"a zip archive without a Word document in it"):
+        parse_file("压缩包.txt", "", other_zip.getvalue())
+    assert parse_file("说明.txt", "", "PDF 格式说明：%PDF- 开头的是 PDF。".encode()).media_type == "text/plain"
