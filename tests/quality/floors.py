@@ -79,6 +79,9 @@ FLOORS: dict[str, dict[str, float]] = {
     # A fresh user's trial of the channel (tests/quality/data/qinghe_docs, 2026-12-06, after it shipped): 30 of 34
     # first (24 before it), 22 answered, 16 quoting, 2 of 4 out of scope abstained; floors two questions under.
     "qinghe_docs": {"first": 0.82, "answered": 0.58, "out_of_scope_abstained": 0.25, "quotes_gold": 0.41},
+    # A third fresh user's trial (tests/quality/data/xinghai_docs, 2026-12-07, ninth session): 47 of 50 first,
+    # 43 answered, 37 quoting the answer, 7 of 14 out of scope abstained; floors two questions under.
+    "xinghai_docs": {"first": 0.9, "answered": 0.82, "out_of_scope_abstained": 0.35, "quotes_gold": 0.7},
     # The generic path on documents nothing was fitted on: 15 laws as plain-text files, the scenario
     # and consult dev questions citing them (tests/quality/law_files.py); ranks count chunks.
     # (set 2026-12-05, about five questions under the first run's figures)

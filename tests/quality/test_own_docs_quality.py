@@ -26,7 +26,10 @@ on, ingested as files into a collection without a domain pack:
   languages) and 8 out-of-scope ones each;
 - qinghe_docs: a cold-chain warehouse's bilingual documents from a fresh
   user's trial of that channel (.md with tables, .txt, .docx, .html), its
-  34 questions (12 across languages, 9 awkward inputs) and 4 out-of-scope ones.
+  34 questions (12 across languages, 9 awkward inputs) and 4 out-of-scope ones;
+- xinghai_docs: a software company's staff documents from a third fresh
+  user's trial (.md with tables, .txt, .docx, .html, .pdf; one English),
+  its 50 questions in staff's own words and 14 out-of-scope ones.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -60,6 +63,7 @@ SETS = {
     "helan_docs": (6, {"out_of_scope_abstained": DATA / "helan_docs" / "out_of_scope.jsonl"}),
     "lanfeng_docs": (6, {"out_of_scope_abstained": DATA / "lanfeng_docs" / "out_of_scope.jsonl"}),
     "qinghe_docs": (6, {"out_of_scope_abstained": DATA / "qinghe_docs" / "out_of_scope.jsonl"}),
+    "xinghai_docs": (7, {"out_of_scope_abstained": DATA / "xinghai_docs" / "out_of_scope.jsonl"}),
 }
 
 
