@@ -26,6 +26,7 @@ from services.common.filters import DEFAULT_COLLECTION
 from services.common.records import DocumentRecord
 from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.library.sentence_backfill import SentenceBackfill
+from services.gateway.library.store_everywhere import BULK_CALL_SECONDS, store_in_every_retriever
 from services.gateway.search.sentence_maxsim import chunk_units
 from services.ingest.chunking import ChunkingConfig, chunk_document, embedding_text, record_to_chunked_document
 from services.gateway.downstream.interfaces import Expander, Retriever
@@ -33,8 +34,6 @@ from services.gateway.config import GatewaySettings
 from services.gateway.downstream.guard import Deadline, Trace
 from services.ingest.jsonl_documents import ParsedDocument, ParseFailure, parse_jsonl
 
-#: Seconds one bulk call (embed a batch, store a batch) may take at most.
-BULK_CALL_SECONDS = 600.0
 
 INGEST_RECORDS = Counter(
     "graphmesh_ingest_records_total", "Records ingested through the gateway, by kind and outcome (stored, unchanged, failed).",
@@ -272,60 +271,7 @@ class DocumentIngest:
         trace.record(names.STAGE_SENTENCE_VECTORS, started, detail=f"{len(texts)} sentences, {cached} already cached")
 
     async def _store(self, todo: list, text_of: dict[str, str], deadline: Deadline, known: set[str]) -> dict[str, str]:
-        """Stores ``todo`` in every retriever; {document id: reason} of the
-        documents some retriever did not store (the first reason wins).
-
-        A document no retriever held before (not in ``known``) that one
-        retriever refused is withdrawn from those that stored it, so a
-        failed new document is stored nowhere (a trial's over-long title:
-        PostgreSQL stored it, Neo4j refused it, and Search found the
-        "failed" document). A document held before keeps what each store
-        has: withdrawing it would lose the earlier version. A retriever
-        that could not be reached may hold it in part; its reason says to
-        ingest it again."""
+        """Stores ``todo`` in every retriever (``store_in_every_retriever``);
+        {document id: reason} of the documents some retriever did not store."""
         batch = retriever_pb2.IngestDocumentsRequest(documents=[record_to_chunked_document(r, text_of[r.id]) for r in todo])
-        results = await asyncio.gather(
-            *(r.ingest_documents(batch, deadline.left(BULK_CALL_SECONDS)) for r in self.retrievers), return_exceptions=True)
-        failed: dict[str, str] = {}
-        answered: list[tuple[Retriever, set[str]]] = []  # each retriever that answered, with the ids it refused
-        for retriever, result in zip(self.retrievers, results):
-            if isinstance(result, DownstreamError):
-                for rec in todo:
-                    failed.setdefault(rec.id, unreached_reason(result, self.settings.deadlines.default))
-            elif isinstance(result, BaseException):
-                raise result
-            else:
-                refused = {f.id or todo[f.index].id for f in result.failures}
-                for f in result.failures:
-                    failed.setdefault(f.id or todo[f.index].id, f"{retriever.name}: {f.reason}")
-                answered.append((retriever, refused))
-        withdraw = {i for _, refused in answered for i in refused} - known
-        if withdraw:
-            await self._withdraw(withdraw, answered, failed, deadline)
-        return failed
-
-    async def _withdraw(self, ids: set[str], answered: list[tuple[Retriever, set[str]]], failed: dict[str, str],
-                        deadline: Deadline) -> None:
-        """Deletes ``ids`` (new documents some retriever refused) from each
-        retriever in ``answered`` that stored them; one that cannot is named
-        in the documents' reasons."""
-        for retriever, refused in answered:
-            stored_here = sorted(ids - refused)
-            if not stored_here:
-                continue
-            try:
-                await retriever.delete_documents(retriever_pb2.DeleteDocumentsRequest(ids=stored_here), deadline.left(30))
-            except DownstreamError as err:
-                for doc_id in stored_here:
-                    failed[doc_id] += f"; {retriever.name} stored it and could not withdraw it ({err}): delete it or ingest it again"
-
-
-def unreached_reason(err: DownstreamError, default_deadline: float) -> str:
-    """The failure reason of the documents a retriever was sent but did not
-    answer for (``default_deadline``: deadlines.default, seconds): it may
-    have stored them, in part or whole."""
-    if err.code.name == "DEADLINE_EXCEEDED":
-        return (f"{err} (the call's deadline passed while storing: the gateway's deadlines.default, {default_deadline:g} s, when the caller "
-                "sets none); it may be stored in part: ingest it again with a longer deadline, what is stored already is "
-                "skipped, or import it with ImportDocuments")
-    return f"{err}; it may be stored in part: ingest it again once the store answers (what is stored already is skipped)"
+        return await store_in_every_retriever(self.retrievers, batch, deadline, known, self.settings.deadlines.default)

@@ -17,7 +17,8 @@ from services.common import names
 from services.common.errors import DownstreamError
 from services.gateway.downstream.interfaces import Expander, Retriever
 from services.gateway.config import GatewaySettings
-from services.gateway.library.document_ingest import BULK_CALL_SECONDS, failure_proto
+from services.gateway.library.document_ingest import failure_proto
+from services.gateway.library.store_everywhere import BULK_CALL_SECONDS
 from services.gateway.downstream.guard import Deadline, Trace
 from services.ingest.jsonl_entities import parse_entities, parse_triples
 
