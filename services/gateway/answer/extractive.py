@@ -120,6 +120,21 @@ def _headers_of(chosen: list[Candidate]) -> list[Candidate]:
             if not any(c.first <= at <= c.last for c in chosen)]
 
 
+#: Most characters of a table quoted whole after the sentence that introduces it (``_table_after``).
+TABLE_MAX_CHARS = 320
+
+
+def _table_after(lead: Candidate, found: list[Candidate]) -> list[Candidate]:
+    """The data rows of the table whose header row is the line right after
+    ``lead`` (a sentence that introduces it: "住宿费按城市等级实行限额报销。"
+    above a city-tier table), when header and rows together fit in
+    TABLE_MAX_CHARS; [] otherwise."""
+    rows = [c for c in found if c.header_at == lead.last + 1 and c.item and not c.header_row and c.first == c.last]
+    rows = list({c.first: c for c in rows}.values())
+    size = sum(len(c.text) for c in rows) + (len(rows[0].header) if rows else 0)
+    return rows if rows and size <= TABLE_MAX_CHARS else []
+
+
 #: A source after the first is quoted only when its best piece scores at least this share of the
 #: first source's best: a sentence that shares one word with the question pads the answer.
 LATER_SOURCE_MIN_SHARE = 0.5
@@ -287,6 +302,12 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
+        table = _table_after(chosen[0], found) if number == 1 and chosen and not chosen[0].item else []
+        if table and not any(c.header_at == table[0].header_at for c in chosen):
+            # the first source's sentence introducing a small table answers with it, and the question named no row:
+            # quote the rows too (a trial's 出差住宿标准？ got the sentence and not the city-tier table under it)
+            chosen = [chosen[0], *table, *chosen[1:]]
+            budget = max(budget, sum(len(c.text) + len(GAP) for c in chosen))
         if chosen:  # the best piece whole, up to WHOLE_PIECE_MAX_CHARS
             budget = max(budget, min(len(chosen[0].text), WHOLE_PIECE_MAX_CHARS))
         headers = _headers_of(chosen)

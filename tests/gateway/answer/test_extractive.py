@@ -444,7 +444,8 @@ def test_a_table_header_row_is_never_quoted_alone():
     # a fresh user's canteen question was answered with the column names "餐次 | 供应时间 | 价格（元）"
     source = ("员工餐厅位于星河大厦2楼，工作日供应三餐。\n餐次 | 供应时间 | 价格（元）\n早餐 | 7:30-9:30 | 8\n"
               "午餐 | 11:30-13:30 | 22\n晚餐 | 17:30-19:30 | 18")
-    assert "餐次 | 供应时间" not in extractive_answer([source], "食堂几点供应，价格多少？")
+    whole = extractive_answer([source], "食堂几点供应，价格多少？")  # the sentence introducing the table brings its rows
+    assert "餐次 | 供应时间" not in whole or all(row in whole for row in ("早餐 | 7:30-9:30 | 8", "晚餐 | 17:30-19:30 | 18"))
     assert "午餐 | 11:30-13:30 | 22" in extractive_answer([source], "午餐几点供应？")  # a row keeps its header
     # a first row with a number may be data (a table without a header row): it stays quotable
     assert "婚假 | 十三天" in extractive_answer(["婚假 | 十三天\n丧假 | 三天"], "婚假几天？")
@@ -515,3 +516,21 @@ def test_two_adjacent_labelled_lines_are_not_glued_into_one():
     assert generation._join(["DBA 值班：通过 PagerDuty 服务 qinglan-dba 呼叫", "支付渠道对接：林晓雯，负责银联和网联渠道"]) == \
         "DBA 值班：通过 PagerDuty 服务 qinglan-dba 呼叫；支付渠道对接：林晓雯，负责银联和网联渠道"  # noqa: SLF001
     assert generation._join(["未与劳动者订", "立书面劳动合同的，"]) == "未与劳动者订立书面劳动合同的，"  # a wrapped word still joins  # noqa: SLF001
+
+
+LODGING = ("二、住宿标准\n员工出差住宿费按城市等级实行限额报销，超出部分由个人承担。\n"
+           "城市等级 | 包含城市 | 普通员工（元/晚） | 经理及以上（元/晚）\n一线城市 | 北京、上海、广州、深圳 | 500 | 700\n"
+           "新一线城市 | 杭州、成都、南京、武汉、西安 | 400 | 550\n其他城市 | 上述以外的地级市及县城 | 300 | 400\n"
+           "两人同行且同性别的，原则上合住一间标准间，按单人标准的1.5倍报销。")
+
+
+def test_the_sentence_introducing_a_small_table_is_quoted_with_its_rows_when_no_row_is_asked():
+    # a fresh user's 出差住宿标准？ got "住宿费按城市等级实行限额报销" and not the city-tier table under it
+    quote = extractive_answer([LODGING], "出差住宿标准？").splitlines()[1]
+    assert all(row in quote for row in ("一线城市 | 北京、上海、广州、深圳 | 500 | 700", "其他城市 | 上述以外的地级市及县城 | 300 | 400"))
+    # a question that names its row keeps that row alone
+    named = extractive_answer([LODGING], "去杭州出差普通员工住酒店一晚能报多少钱").splitlines()[1]
+    assert "新一线城市 | 杭州、成都、南京、武汉、西安 | 400 | 550" in named and "其他城市" not in named
+    # a later source's table is not added: it pads
+    later = extractive_answer(["出差伙食补助为每人每天100元。", LODGING], "出差补助和住宿怎么报销？")
+    assert "其他城市" not in later
