@@ -19,6 +19,8 @@ from services.common.clients import blocking_channel
 from services.common.errors import field_violations
 from services.common.packed_context import source_label
 from services.common.settings import MeshAddresses
+from services.ingest.jsonl_documents import parse_jsonl
+from services.ingest.jsonl_entities import parse_entities, parse_triples
 
 
 def gateway_channel(options: list | None = None) -> grpc.Channel:
@@ -96,6 +98,24 @@ def _document_id(line: bytes) -> object:
     return record.get("id") if isinstance(record, dict) else None
 
 
+def unreadable_batch(err: grpc.RpcError, batch: list[bytes], origin: list[int],
+                     kind: str) -> list[tuple[int, str, str]] | None:
+    """The failures of a batch the gateway refused whole because none of its
+    records could be read (INVALID_ARGUMENT naming "jsonl[i]"): each
+    record's input line (from 0), id and reason, read with the gateway's own
+    parser, so that the file goes on past the batch (a trial's file lost its
+    later good records behind a batch of bad ones). None for any other error,
+    or when the parser reads a record the gateway did not."""
+    if err.code() != grpc.StatusCode.INVALID_ARGUMENT or not (err.details() or "").startswith("jsonl["):
+        return None
+    parse = {"documents": parse_jsonl, "entities": parse_entities, "triples": parse_triples}[kind]
+    failed = parse(b"\n".join(batch))[1]
+    if len(failed) != len(batch):
+        return None
+    return [(origin[f.index] if 0 <= f.index < len(origin) else origin[0], f.id, f"{f.field + ': ' if f.field else ''}{f.reason}")
+            for f in failed]
+
+
 def _batches(lines, size: int):
     """Consecutive (lines, input line numbers) of at most ``size``."""
     batch: list[bytes] = []
@@ -122,6 +142,9 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
     Returns:
         (totals: received / stored / unchanged / chunks / failed counts,
         failures: (input line number from 0, id, reason) each, in input order).
+    A batch none of whose records could be read is reported record by
+    record and the file goes on (``unreadable_batch``).
+
     Raises:
         grpc.RpcError: a call failed (the batches before it are stored;
             those in flight beside it may be too).
@@ -140,15 +163,25 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
             open_text(path) as f, tqdm(total=total, unit="doc", desc=f"ingest {kind}", file=sys.stderr,
                                        disable=not progress) as bar, ThreadPoolExecutor(in_flight) as pool:
         stub = _stub(ch)
-        pending: deque = deque()  # (future, origin, ids) in input order
+        pending: deque = deque()  # (future, origin, ids, batch) in input order
 
         def send(batch: list[bytes]):
             return stub.Ingest(gateway_pb2.IngestRequest(jsonl=b"\n".join(batch), kind=INGEST_KINDS[kind],
                                                          collection=collection, domain_pack=pack), timeout=1800)
 
         def settle() -> None:
-            future, origin, _ = pending.popleft()
-            reply = future.result()
+            future, origin, _, batch = pending.popleft()
+            try:
+                reply = future.result()
+            except grpc.RpcError as err:
+                unreadable = unreadable_batch(err, batch, origin, kind)
+                if unreadable is None:
+                    raise
+                totals["received"] += len(batch)
+                totals["failed"] += len(unreadable)
+                failures.extend(unreadable)
+                bar.update(len(batch))
+                return
             for key in ("received", "stored", "unchanged", "chunks"):
                 totals[key] += getattr(reply, key)
             totals["failed"] += len(reply.failures)
@@ -165,13 +198,13 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
         try:
             for batch, origin in _batches(lines, batch_size or DEFAULT_BATCH[kind]):
                 ids = {_document_id(line) for line in batch} - {None} if in_flight > 1 else set()
-                while pending and (len(pending) >= in_flight or any(ids & other for _, _, other in pending)):
+                while pending and (len(pending) >= in_flight or any(ids & other for _, _, other, _ in pending)):
                     settle()
-                pending.append((pool.submit(send, batch), origin, ids))
+                pending.append((pool.submit(send, batch), origin, ids, batch))
             while pending:
                 settle()
         finally:
-            for future, _, _ in pending:
+            for future, _, _, _ in pending:
                 future.cancel()
     return totals, failures
 

@@ -54,3 +54,19 @@ async def test_a_batch_repeating_an_id_in_flight_waits_so_the_later_record_wins(
     assert totals["stored"] == 4 and pg.stored == ["a", "b", "a", "c"]
     last_a = [d for rpc, r in pg.calls if rpc == "ingest_documents" for d in r.documents if d.document.id == "a"][-1]
     assert "第2条" in last_a.chunks[0].text
+
+
+async def test_a_batch_with_no_readable_record_is_reported_line_by_line_and_the_file_goes_on(fake_gateway, monkeypatch, tmp_path):
+    """A trial's file lost its later good records: the gateway refuses a batch none of whose records it can
+    read (INVALID_ARGUMENT), and the upload stopped there with one error."""
+    expander, pg = await start(fake_gateway, monkeypatch)
+    expander.open(10)
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([json.dumps({"id": "a", "text": "第一条 内容。"}, ensure_ascii=False),
+                               json.dumps({"id": "b", "title": "长" * 1001, "text": "第二条 内容。"}, ensure_ascii=False),
+                               "not json",
+                               json.dumps({"id": "d", "text": "第四条 内容。"}, ensure_ascii=False)]), "utf-8")
+    totals, failures = await asyncio.to_thread(ingest_file, path, "documents", 1, progress=False)
+    assert (totals["received"], totals["stored"], totals["failed"]) == (4, 2, 2)
+    assert [(line, doc_id, reason.split(":")[0]) for line, doc_id, reason in failures] == [(1, "b", "title"), (2, "", "invalid JSON")]
+    assert sorted(pg.stored) == ["a", "d"]
