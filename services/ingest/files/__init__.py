@@ -64,17 +64,31 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _TEXT_KINDS = (TEXT, MARKDOWN, HTML)
 
 
+#: Bytes a PDF may carry before its header (readers accept it within the first kilobyte).
+_BEFORE_PDF = b"\xef\xbb\xbf \t\r\n\x00"
+
+
 def sniffed_type(kind: str, data: bytes) -> str:
     """The type ``data`` is, when its leading bytes say so against ``kind``
-    (the type its name or media type gave): a PDF or a zip archive named as
-    text (.txt, .md, .html) is read as PDF or .docx (a trial's PDF named
-    x.txt was stored as 8 chunks of PDF syntax); ``kind`` otherwise."""
+    (the type its name or media type gave): a PDF (its header after at most
+    a byte order mark and blanks) or a zip archive named as text (.txt, .md,
+    .html) is read as PDF or .docx (a trial's PDF named x.txt was stored as
+    8 chunks of PDF syntax); ``kind`` otherwise. ``parse_file`` falls back
+    to ``kind`` when the sniffed type cannot be read and the bytes are text."""
     if kind in _TEXT_KINDS:
-        if data.startswith(_PDF_MAGIC):
+        if data[:1024].lstrip(_BEFORE_PDF).startswith(_PDF_MAGIC):
             return PDF
         if data.startswith(_ZIP_MAGIC):
             return DOCX  # the .docx parser names a zip archive that holds no Word document
     return kind
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
@@ -92,7 +106,17 @@ def parse_file(name: str, media_type: str, data: bytes) -> ParsedFile:
         raise FileParseError(f"unsupported file type {shown!r}; supported: {', '.join(sorted(EXTENSIONS))}")
     if not data:
         raise FileParseError("empty file")
-    kind = sniffed_type(kind, data)
+    sniffed = sniffed_type(kind, data)
+    try:
+        return _parse_as(sniffed, name, data)
+    except FileParseError:
+        if sniffed != kind and _is_utf8(data):  # a memo that merely starts with "%PDF-1.7 is the version we target"
+            return _parse_as(kind, name, data)
+        raise
+
+
+def _parse_as(kind: str, name: str, data: bytes) -> ParsedFile:
+    """``data`` parsed as ``kind``. Raises FileParseError (see parse_file)."""
     try:
         parsed = PARSERS[kind](data, name)
     except FileParseError:

@@ -225,3 +225,16 @@ def test_a_pdf_or_docx_named_as_text_is_read_as_what_it_is():
     with pytest.raises(FileParseError, match=r"a zip archive without a Word document in it"):
         parse_file("压缩包.txt", "", other_zip.getvalue())
     assert parse_file("说明.txt", "", "PDF 格式说明：%PDF- 开头的是 PDF。".encode()).media_type == "text/plain"
+
+
+def test_a_text_that_merely_starts_like_a_pdf_is_read_as_text_and_a_pdf_after_blanks_as_a_pdf():
+    """A second trial: a memo starting "%PDF-1.7 is the version we target" was refused as an unreadable PDF,
+    and a PDF led by a byte order mark or blanks, named .txt, was stored as PDF syntax."""
+    memo = parse_file("memo.md", "", "%PDF-1.7 is the version we target; see section 2.\n\nMore memo text here.\n".encode())
+    assert memo.media_type == "text/markdown" and "version we target" in memo.text()
+    assert parse_file("zip-like.txt", "text/plain", b"PK\x03\x04 is how a zip archive starts.").media_type == "text/plain"
+    for lead in (b"\n  ", b"\xef\xbb\xbf"):
+        led = parse_file("报告.txt", "", lead + mk.pdf_bytes())
+        assert led.media_type == "application/pdf" and led.title == mk.TITLE and "%PDF" not in led.text()
+    with pytest.raises(FileParseError, match="not a readable PDF"):  # binary that is not a PDF stays refused
+        parse_file("坏.txt", "", b"%PDF-1.7\n\xff\xfe garbage that is not a PDF")
