@@ -157,7 +157,8 @@ class PgBackend(StoreLifecycle):
         there (the overall top_k by cosine is the best top_k of the
         systems' own; documents of no writing system, "", are searched as
         one more and keep their plain cosine in pg.centred). Either list is
-        left out when its channel is off."""
+        left out when its channel is off; pg.centred also when a system has
+        too few chunks for a centroid (``PgStore.script_centroids``)."""
         started = time.perf_counter()
         k, vectors = request.top_k, request.with_embeddings
         held = sorted(await self.store.collection_scripts(request.collections))  # "" too: documents without letters
@@ -176,6 +177,8 @@ class PgBackend(StoreLifecycle):
             nearest = sorted(found, key=lambda h: (-h.score, h.chunk_id))[:k]
             out.append((names.PG_VECTOR, [replace(h, embedding=h.embedding if vectors else []) for h in nearest],
                         timing(names.PG_VECTOR, started)))
+        if not {s for s in held if s} <= centroids.keys():
+            return out  # a system too small to have a centroid (one English note among Chinese files): no centring
         scores = centred_cosines(request.embedding, [h.embedding for h in found], [h.script for h in found], centroids)
         ranked = sorted(zip(scores, found), key=lambda sh: (-sh[0], sh[1].chunk_id))[:k]
         centred = [replace(h, channel=names.PG_CENTRED, score=score, evidence="cosine, writing systems centred",

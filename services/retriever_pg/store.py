@@ -109,6 +109,9 @@ _MAX_EF_SEARCH = 1000
 #: Cached corpus stats are reloaded after this many seconds (other replicas
 #: may have ingested meanwhile).
 _STATS_TTL_S = 60.0
+#: Fewest chunks of a writing system whose mean is taken as its centroid (``PgStore.script_centroids``); a
+#: scope holding a system with fewer is not centred (``PgBackend._dense``): one chunk's mean is itself.
+MIN_CENTROID_CHUNKS = 2
 #: A scope whose writing-system centroids took this long to read keeps them for _STATS_TTL_S after writes
 #: (``PgStore.script_centroids``); quicker ones are read again after every write.
 _SLOW_CENTROIDS_S = 0.05
@@ -658,8 +661,9 @@ class PgStore:
         self._stats_at = 0.0
         self._scripts: dict[str, set[str]] | None = None  # collection -> writing systems of its documents
         self._scripts_at = 0.0
-        # collections searched -> (when read, seconds the read took, {writing system: mean chunk embedding})
-        self._centroids: dict[tuple[str, ...] | None, tuple[float, float, dict[str, np.ndarray]]] = {}
+        # collections searched -> (when read, seconds the read took, {writing system: mean chunk embedding},
+        # {writing system: chunks averaged})
+        self._centroids: dict[tuple[str, ...] | None, tuple[float, float, dict[str, np.ndarray], dict[str, int]]] = {}
         if initial_load_quiet_s < 0:
             raise ValueError(f"initial_load_quiet_s must be >= 0, got {initial_load_quiet_s}")
         self.initial_load_quiet_s = float(initial_load_quiet_s)
@@ -1045,25 +1049,30 @@ class PgStore:
         centroids for _STATS_TTL_S seconds instead, since a mean over many
         chunks moves little as a few are written, unless the scope now holds
         a writing system they lack (the first English files beside Chinese
-        ones), when they are read again at once.
+        ones), when they are read again at once. A system of fewer than
+        MIN_CENTROID_CHUNKS chunks has no centroid: the mean of one chunk is
+        the chunk itself, which centring turns into a zero vector (a trial's
+        one English note beside Chinese documents scored 0.0 in pg.centred
+        and was quoted for nothing).
 
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
         held = {s for s in await self.collection_scripts(collections) if s}
         key = tuple(sorted(set(collections))) if collections is not None else None
-        read_at, _, centroids = self._centroids.get(key, (0.0, 0.0, {}))
+        read_at, _, centroids, counts = self._centroids.get(key, (0.0, 0.0, {}, {}))
         if time.monotonic() - read_at > _STATS_TTL_S or not held <= centroids.keys():
             started = time.monotonic()
             async with self._conn() as conn:
                 rows = await conn.fetch(
-                    "SELECT d.script, avg(c.embedding) AS mean FROM chunks c JOIN documents d ON d.id = c.document_id"
-                    " WHERE c.embedding IS NOT NULL AND d.script <> ''"
+                    "SELECT d.script, avg(c.embedding) AS mean, count(*) AS n FROM chunks c"
+                    " JOIN documents d ON d.id = c.document_id WHERE c.embedding IS NOT NULL AND d.script <> ''"
                     " AND ($1::text[] IS NULL OR d.collection = ANY($1::text[])) GROUP BY d.script",
                     list(key) if key is not None else None)
             centroids = {r["script"]: np.asarray(r["mean"], dtype=np.float32) for r in rows}
-            self._centroids[key] = (time.monotonic(), time.monotonic() - started, centroids)
-        return centroids
+            counts = {r["script"]: int(r["n"]) for r in rows}
+            self._centroids[key] = (time.monotonic(), time.monotonic() - started, centroids, counts)
+        return {s: v for s, v in centroids.items() if counts.get(s, 0) >= MIN_CENTROID_CHUNKS}
 
     async def _postings_changed(self) -> None:
         """After a write to chunk_terms committed: advances the postings

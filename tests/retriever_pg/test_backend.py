@@ -5,12 +5,14 @@ reads a hit's stored embedding only when the request asks for it
 only with RetrieveRequest.with_embeddings."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.retriever import RetrievalQuery, RetrieverServicer
 from services.retriever_pg.backend import PgBackend, PgChannelConfig
+from services.retriever_pg.store import MIN_CENTROID_CHUNKS
 from tests.retriever_pg.test_store import make_doc, store, unit  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.integration]
@@ -98,22 +100,39 @@ async def test_a_retrieve_over_two_writing_systems_sends_their_centroids_with_pg
     """Where the collection mixes Chinese and English documents, the reply carries pg.centred scores, the
     centroids they were scored with, and (asked for) each hit's stored embedding; over one system, neither."""
     stored = await _ingest(store)
-    english = unit(0, 1, 1, 0)
-    await store.ingest_documents([make_doc("en", ["Wages are paid monthly."], embeddings=[english])])
+    english = [unit(0, 1, 1, 0.1 * i) for i in range(MIN_CENTROID_CHUNKS)]
+    await store.ingest_documents([make_doc("en", [f"Wages are paid monthly ({i})." for i in range(len(english))],
+                                           embeddings=english)])
     servicer = RetrieverServicer(_backend(store), None, 1000)
     request = retriever_pb2.RetrieveRequest(query=QUERY, keywords=[QUERY], query_embedding=unit(1, 1, 0, 0.2),
-                                            top_k=10, with_embeddings=True)
+                                            top_k=20, with_embeddings=True)
     reply = await servicer.Retrieve(request, None)
     centred = {c.id: c for c in reply.candidates if any(s.channel == names.PG_CENTRED for s in c.channel_scores)}
-    assert set(centred) == {*stored, "en#0"}
-    assert list(centred["en#0"].embedding) == pytest.approx(english, abs=1e-6)
+    assert set(centred) == {*stored, *(f"en#{i}" for i in range(len(english)))}
+    assert list(centred["en#0"].embedding) == pytest.approx(english[0], abs=1e-6)
     centroids = {c.script: list(c.values) for c in reply.script_centroids}
-    assert set(centroids) == {"cjk", "latin"} and centroids["latin"] == pytest.approx(english, abs=1e-6)
+    assert set(centroids) == {"cjk", "latin"}
+    assert centroids["latin"] == pytest.approx(np.mean(english, axis=0).tolist(), abs=1e-6)
     chinese = await store.script_centroids(["default"])
     assert centroids["cjk"] == pytest.approx(chinese["cjk"].tolist(), abs=1e-6)
     request.collections[:] = ["nope"]  # no document there: nothing mixes
     reply = await servicer.Retrieve(request, None)
     assert not reply.script_centroids and not reply.candidates
+
+
+async def test_a_writing_system_of_too_few_chunks_for_a_centroid_is_not_centred(store):  # noqa: F811
+    """A trial's one English note beside Chinese documents: its centroid was itself, so centring made it a zero
+    vector (pg.centred 0.0) and Answer quoted a Chinese passage. Now nothing is centred there: pg.vector alone,
+    no centroids sent, and the note keeps its place."""
+    await _ingest(store)
+    await store.ingest_documents([make_doc("en", ["VPN is required when working from home."], embeddings=[unit(1, 1, 0, 0.2)])])
+    reply = await RetrieverServicer(_backend(store), None, 1000).Retrieve(retriever_pb2.RetrieveRequest(
+        query=QUERY, keywords=[QUERY], query_embedding=unit(1, 1, 0, 0.2), top_k=10, with_embeddings=True), None)
+    channels = {s.channel for c in reply.candidates for s in c.channel_scores}
+    assert names.PG_VECTOR in channels and names.PG_CENTRED not in channels and not reply.script_centroids
+    vector_first = min(reply.candidates, key=lambda c: next((s.rank for s in c.channel_scores if s.channel == names.PG_VECTOR), 99))
+    assert vector_first.id == "en#0"
+    assert set(await store.script_centroids(["default"])) == {"cjk"}
 
 
 async def test_pg_adapted_ranks_by_cosine_to_the_adapted_vector_and_is_switched_off_by_name(store):  # noqa: F811

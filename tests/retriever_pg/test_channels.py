@@ -235,11 +235,11 @@ async def test_centred_channel_compares_chunks_of_two_writing_systems_with_each_
     moved = await store.script_centroids(["default"])
     assert moved["cjk"] == pytest.approx((np.asarray(zh[0]) + zh[1] + unit(0, 0, 1, 0)) / 3, abs=1e-5)
     # a scope whose read was slow keeps its centroids after a write, until a minute has passed
-    read_at, _, kept = store._centroids[("default",)]
-    store._centroids[("default",)] = (read_at, 5.0, kept)
+    read_at, _, kept, counts = store._centroids[("default",)]
+    store._centroids[("default",)] = (read_at, 5.0, kept, counts)
     await store.ingest_documents([make_doc("zh3", ["图书馆晚上十点关门。"], embeddings=[unit(0, 0, 0, 1)])])
     assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(moved["cjk"])
-    store._centroids[("default",)] = (read_at - 3600, 5.0, kept)  # an hour later
+    store._centroids[("default",)] = (read_at - 3600, 5.0, kept, counts)  # an hour later
     assert (await store.script_centroids(["default"]))["cjk"] == pytest.approx(
         (np.asarray(zh[0]) + zh[1] + unit(0, 0, 1, 0) + unit(0, 0, 0, 1)) / 4, abs=1e-5)
 
@@ -247,11 +247,13 @@ async def test_centred_channel_compares_chunks_of_two_writing_systems_with_each_
 async def test_the_centroids_are_read_again_when_a_new_writing_system_arrives(store):  # noqa: F811
     """The first English file beside Chinese ones: even centroids kept after writes (a large scope's) lack
     its system, so they are read again at once and pg.centred runs on the next question."""
-    await store.ingest_documents([make_doc("zh", ["年假为十五天。"], embeddings=[unit(1, 0, 0, 0)])])
+    await store.ingest_documents([make_doc("zh", ["年假为十五天。", "病假须提交医院证明。"],
+                                           embeddings=[unit(1, 0, 0, 0), unit(1, 0.1, 0, 0)])])
     assert set(await store.script_centroids(["default"])) == {"cjk"}
-    read_at, _, kept = store._centroids[("default",)]
-    store._centroids[("default",)] = (read_at, 5.0, kept)  # as if slow to read: kept after writes, but not this one
-    await store.ingest_documents([make_doc("en", ["Parking costs 100 yuan a month."], embeddings=[unit(0, 1, 0, 0)])])
+    read_at, _, kept, counts = store._centroids[("default",)]
+    store._centroids[("default",)] = (read_at, 5.0, kept, counts)  # as if slow to read: kept after writes, but not this one
+    await store.ingest_documents([make_doc("en", ["Parking costs 100 yuan a month.", "The gym opens at 7 am."],
+                                           embeddings=[unit(0, 1, 0, 0), unit(0.1, 1, 0, 0)])])
     assert set(await store.script_centroids(["default"])) == {"cjk", "latin"}
     hits, _ = await PgBackend(store).retrieve(RetrievalQuery(query="parking", keywords=[], embedding=unit(1, 1, 0, 0),
                                                              top_k=2))
