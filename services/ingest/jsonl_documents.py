@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from services.common.filters import metadata_key_problem
 from services.common.records import storable_text
 from services.common.spelling import closest
-from services.ingest.document_ids import heading_length_problem, id_length_problem, path_id_problem
+from services.ingest.document_ids import MAX_HEADING_CHARS, heading_length_problem, id_length_problem, path_id_problem
 
 #: Deepest nesting a record may have (a record's own object is level 1).
 #: Deeper JSON is no document or entity, and unbounded nesting would exhaust
@@ -187,10 +187,15 @@ def parse_record(index: int, record: object) -> ParsedDocument | ParseFailure:
     if too_long:
         return ParseFailure(index, doc_id, title_field, too_long)
     too_long = heading_length_problem(heading_path)
-    if too_long:  # named by the field that made the path: heading_path, or the longest of the parts it was built from
-        field_name = "heading_path" if headings is not None else max(
-            (title_field, *_LAW_FIELDS), key=lambda f: len(str(record.get(f) or "")))
-        return ParseFailure(index, doc_id, field_name, too_long)
+    if too_long and headings is not None:
+        return ParseFailure(index, doc_id, "heading_path", too_long)
+    if too_long:  # a path built from the law fields: named by the longest of them, the others said
+        parts = [f for f in (title_field, *_LAW_FIELDS) if str(record.get(f) or "").strip()]
+        longest = max(parts, key=lambda f: len(str(record.get(f) or "").strip()))
+        others = [f for f in parts if f != longest]
+        said = f"with {', '.join(others[:-1]) + ' and ' if len(others) > 1 else ''}{others[-1]} " if others else ""
+        return ParseFailure(index, doc_id, longest, f"{said}makes a heading path of {sum(len(h) for h in heading_path):,} "
+                                                    f"characters; at most {MAX_HEADING_CHARS:,} in all")
     metadata_raw = record.get("metadata") or {}
     if not isinstance(metadata_raw, dict):
         return ParseFailure(index, doc_id, "metadata", "must be an object")

@@ -72,3 +72,4 @@ def test_an_over_long_id_title_or_heading_path_fails_its_record_naming_the_field
     assert f"at most {MAX_ID_CHARS} characters (it has {MAX_ID_CHARS + 1})" in got[0][2]
     assert "at most 1,000 characters (it has 100,000)" in got[1][2]
     assert "in all (it has 1,200)" in got[2][2]
+    assert got[3][2] == "with law and article makes a heading path of 1,102 characters; at most 1,000 in all"

@@ -189,6 +189,7 @@ class ImportRunner:
         response.timings.extend(trace.timings)
         unreadable = unreadable_payload(response, parse_failures)
         if unreadable is not None:
+            await self._checkpoint(record, response, response.received, last=True)  # its counts say what failed
             raise unreadable
         latest = latest_records(docs)
         received = response.received - len(latest)  # unreadable lines and records superseded by a later one of their id

@@ -111,8 +111,10 @@ async def test_a_bad_request_is_refused_before_an_operation_exists(fake_gateway)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "collection" in err.value.details()
     listed = await gw.operations.ListOperations(operations_pb2.ListOperationsRequest(name="operations"), timeout=10)
     assert not listed.operations
-    done = await until_done(gw, (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=b"not json"), timeout=10)).name)
+    done = await until_done(gw, (await gw.stub.ImportDocuments(gateway_pb2.IngestRequest(jsonl=b"not json\n{}"), timeout=10)).name)
     assert done.error.code == code_pb2.INVALID_ARGUMENT and "jsonl[0]" in done.error.message
+    meta = gateway_pb2.IngestOperationMetadata()  # a second trial's failed import said received 0, failed 0
+    assert done.metadata.Unpack(meta) and (meta.received, meta.failed) == (2, 2)
 
 
 @pytest.fixture
