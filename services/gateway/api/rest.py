@@ -214,8 +214,7 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     except grpc.aio.AioRpcError as err:
         if response is None:
             return _rpcerror_body(err)
-        error = {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": err.details() or ""}}
-        line = json.dumps(error, ensure_ascii=False)
+        line = json.dumps(stream_error(err), ensure_ascii=False)
         try:
             await response.write((f"data: {line}\n\n" if sse else f"{line}\n").encode())
         except ConnectionResetError:  # the client left while the call ended: nobody to tell
@@ -235,6 +234,18 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
     except ConnectionResetError:
         pass
     return response
+
+
+def stream_error(err: grpc.aio.AioRpcError) -> dict:
+    """The last event of a stream that failed after its first: {"error":
+    {code (HTTP), status, message}}, a deadline the call itself ran out of
+    in our words as in an ordinary error reply (a trial's stream ended with
+    gRPC's "Stream removed (Deadline Exceeded)")."""
+    message = err.details() or ""
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and not any(
+            k == "grpc-status-details-bin" for k, _ in (err.trailing_metadata() or ())):
+        message = DEADLINE_MESSAGE
+    return {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": message}}
 
 
 #: Media types of a relayed stream (by whether the client asked for SSE);

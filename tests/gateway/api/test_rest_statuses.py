@@ -125,6 +125,21 @@ def test_a_call_that_ran_out_of_its_own_deadline_is_a_504_in_our_words(details):
     assert body["message"] == DEADLINE_MESSAGE and "X-Timeout-Seconds" in body["message"]
 
 
+def test_a_stream_that_ran_out_of_its_own_deadline_ends_with_our_words():
+    """A second trial's answerStream ended with gRPC's "Stream removed (Deadline Exceeded)"."""
+    from google.rpc import status_pb2
+
+    from services.gateway.api.rest import DEADLINE_MESSAGE, stream_error
+
+    err = grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                               details="Stream removed (Deadline Exceeded)")
+    assert stream_error(err) == {"error": {"code": 504, "status": "DEADLINE_EXCEEDED", "message": DEADLINE_MESSAGE}}
+    ours = grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(),
+                                grpc.aio.Metadata(("grpc-status-details-bin", status_pb2.Status(code=4).SerializeToString())),
+                                details="retrievers: no retrieval finished within the request's deadline")
+    assert stream_error(ours)["error"]["message"] == "retrievers: no retrieval finished within the request's deadline"
+
+
 async def test_an_ingest_with_neither_records_nor_files_says_what_to_give(fake_gateway):
     url = await rest(fake_gateway)
     status, body = await post(url + "/v1/documents:ingest", {"collection": "h", "files": []})
