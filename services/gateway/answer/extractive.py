@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
                                   query_keywords, weekdays_alike)
-from services.gateway.answer.pieces import Candidate
+from services.gateway.answer.pieces import Candidate, headers_of, table_after
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, is_item, quotable,
                                               quotable_pieces, row_separator)
@@ -110,29 +110,6 @@ def _join(quotes: list[str]) -> str:
         out += quote
         previous = quote
     return out
-
-
-def _headers_of(chosen: list[Candidate]) -> list[Candidate]:
-    """The header rows of the table rows among ``chosen`` that no chosen
-    piece already covers, each once, as pieces of their own line."""
-    wanted = {c.header_at: c.header for c in chosen if c.header_at >= 0 and not c.list_run}
-    return [Candidate(text, True, at, at) for at, text in sorted(wanted.items())
-            if not any(c.first <= at <= c.last for c in chosen)]
-
-
-#: Most characters of a table quoted whole after the sentence that introduces it (``_table_after``).
-TABLE_MAX_CHARS = 320
-
-
-def _table_after(lead: Candidate, found: list[Candidate]) -> list[Candidate]:
-    """The data rows of the table whose header row is the line right after
-    ``lead`` (a sentence that introduces it: "住宿费按城市等级实行限额报销。"
-    above a city-tier table), when header and rows together fit in
-    TABLE_MAX_CHARS; [] otherwise."""
-    rows = [c for c in found if c.header_at == lead.last + 1 and c.item and not c.header_row and c.first == c.last]
-    rows = list({c.first: c for c in rows}.values())
-    size = sum(len(c.text) for c in rows) + (len(rows[0].header) if rows else 0)
-    return rows if rows and size <= TABLE_MAX_CHARS else []
 
 
 #: A source after the first is quoted only when its best piece scores at least this share of the
@@ -302,7 +279,7 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
-        table = _table_after(chosen[0], found) if number == 1 and chosen and not chosen[0].item else []
+        table = table_after(chosen[0], found) if number == 1 and chosen and not chosen[0].item else []
         if table and not any(c.header_at == table[0].header_at for c in chosen):
             # the first source's sentence introducing a small table answers with it, and the question named no row:
             # quote the rows too (a trial's 出差住宿标准？ got the sentence and not the city-tier table under it)
@@ -310,7 +287,7 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             budget = max(budget, sum(len(c.text) + len(GAP) for c in chosen))
         if chosen:  # the best piece whole, up to WHOLE_PIECE_MAX_CHARS
             budget = max(budget, min(len(chosen[0].text), WHOLE_PIECE_MAX_CHARS))
-        headers = _headers_of(chosen)
+        headers = headers_of(chosen)
         if headers:  # a row keeps its column names, past the budget by the header's length
             budget = max(budget, used) + sum(len(h.text) + len(GAP) for h in headers)
         quote = cut_quote(_quote(sorted([*chosen, *headers], key=lambda c: (c.first, c.last))), budget)

@@ -1,6 +1,7 @@
 """A quotable piece of a packed text (``Candidate``): what
 services.gateway.answer.quotable cuts a text into and
-services.gateway.answer.extractive scores and quotes."""
+services.gateway.answer.extractive scores and quotes; and the table rows
+that go with chosen pieces (``headers_of``, ``table_after``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,3 +65,26 @@ class Candidate:
     def overlaps(self, other: "Candidate") -> bool:
         """Whether the two pieces share a line of their text."""
         return self.first <= other.last and other.first <= self.last
+
+
+def headers_of(chosen: list[Candidate]) -> list[Candidate]:
+    """The header rows of the table rows among ``chosen`` that no chosen
+    piece already covers, each once, as pieces of their own line."""
+    wanted = {c.header_at: c.header for c in chosen if c.header_at >= 0 and not c.list_run}
+    return [Candidate(text, True, at, at) for at, text in sorted(wanted.items())
+            if not any(c.first <= at <= c.last for c in chosen)]
+
+
+#: Most characters of a table quoted whole after the sentence that introduces it (``table_after``).
+TABLE_MAX_CHARS = 320
+
+
+def table_after(lead: Candidate, found: list[Candidate]) -> list[Candidate]:
+    """The data rows of the table whose header row is the line right after
+    ``lead`` (a sentence that introduces it: "住宿费按城市等级实行限额报销。"
+    above a city-tier table), when header and rows together fit in
+    TABLE_MAX_CHARS; [] otherwise."""
+    rows = [c for c in found if c.header_at == lead.last + 1 and c.item and not c.header_row and c.first == c.last]
+    rows = list({c.first: c for c in rows}.values())
+    size = sum(len(c.text) for c in rows) + (len(rows[0].header) if rows else 0)
+    return rows if rows and size <= TABLE_MAX_CHARS else []
