@@ -237,15 +237,9 @@ async def _stream(request: web.Request, call) -> web.StreamResponse:
 
 
 def stream_error(err: grpc.aio.AioRpcError) -> dict:
-    """The last event of a stream that failed after its first: {"error":
-    {code (HTTP), status, message}}, a deadline the call itself ran out of
-    in our words as in an ordinary error reply (a trial's stream ended with
-    gRPC's "Stream removed (Deadline Exceeded)")."""
-    message = err.details() or ""
-    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and not any(
-            k == "grpc-status-details-bin" for k, _ in (err.trailing_metadata() or ())):
-        message = DEADLINE_MESSAGE
-    return {"error": {"code": HTTP_STATUS.get(err.code(), 500), "status": err.code().name, "message": message}}
+    """The last event of a stream that failed after its first: ``_rpcerror_body``'s error (a deadline the
+    call itself ran out of in our words, not gRPC's "Stream removed (Deadline Exceeded)")."""
+    return json.loads(_rpcerror_body(err).text)
 
 
 #: Media types of a relayed stream (by whether the client asked for SSE);
