@@ -39,6 +39,14 @@ def _stub(ch: grpc.Channel) -> gateway_pb2_grpc.GatewayServiceStub:
     return gateway_pb2_grpc.GatewayServiceStub(ch)
 
 
+def proto_json(message, indent: int | None = 2) -> str:
+    """A reply as the REST routes print it: proto3 JSON (camelCase) with
+    every field, zeros and empty lists included, so a script reads the same
+    keys from both (a trial's script failed on a pg.centred score of 0.0
+    printed without its "score")."""
+    return json_format.MessageToJson(message, ensure_ascii=False, indent=indent, always_print_fields_with_no_presence=True)
+
+
 def open_text(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
@@ -252,7 +260,7 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     if where.get("filters") and not args.json:
         print(f"filter: {args.filter}  collections: {', '.join(where['collections']) or 'default'}")
     if args.json:
-        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        print(proto_json(reply))
         return 0
     if answer:
         _print_search(reply.search)
@@ -298,7 +306,7 @@ def cmd_entities(args: argparse.Namespace) -> int:
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     if args.json:
-        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        print(proto_json(reply))
         return 0
     print(f"normalised: {reply.normalized_query} (rewritten={reply.rewritten}, {reply.gate_reason}); route {reply.route} {reply.route_confidence:.2f}")
     for c in reply.category_summaries:
@@ -349,7 +357,7 @@ def cmd_deep(args: argparse.Namespace) -> int:
         except grpc.RpcError as err:
             return _report_rpc_error(err)
     if args.json:
-        print(json_format.MessageToJson(reply, ensure_ascii=False))
+        print(proto_json(reply))
         return 0
     for it in reply.iterations:
         print(f"iteration {it.number}: queries={list(it.queries)} new={len(it.new_chunk_ids)} growth={it.growth_rate:.3f}")

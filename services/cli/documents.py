@@ -26,10 +26,9 @@ import unicodedata
 from pathlib import Path
 
 import grpc
-from google.protobuf import json_format
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.cli.client import _report_rpc_error, gateway_address, ingest_file
+from services.cli.client import _report_rpc_error, gateway_address, ingest_file, proto_json
 from services.common.filters import KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
@@ -274,7 +273,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 view = gateway_pb2.DOCUMENT_VIEW_FULL if args.chunks else gateway_pb2.DOCUMENT_VIEW_BASIC
                 doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}",
                                                                       view=view), timeout=60).document
-                print(json_format.MessageToJson(doc, ensure_ascii=False) if args.json else _describe(doc, full=True))
+                print(proto_json(doc) if args.json else _describe(doc, full=True))
                 return 0
             if args.action == "delete":
                 if not args.ids and not args.filter:
@@ -283,9 +282,9 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 reply = stub.DeleteDocuments(gateway_pb2.DeleteDocumentsRequest(
                     parent=_parent(args), names=[f"{_parent(args)}/documents/{i}" for i in args.ids], filter=args.filter or ""),
                     timeout=600)
-                print(json_format.MessageToJson(reply, ensure_ascii=False, indent=None) if args.json else
+                print(proto_json(reply, indent=None) if args.json else
                       f"deleted {reply.deleted_documents} documents: {', '.join(reply.document_ids) or '-'}\n" +
-                      "\n".join(f"  {store}: {json_format.MessageToJson(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
+                      "\n".join(f"  {store}: {proto_json(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
                 missing = [i for i in args.ids if i not in set(reply.document_ids)]
                 if missing:  # the others were deleted; a script must still see that a named one was not there
                     print(f"not found in {_parent(args)}: {', '.join(missing)}", file=sys.stderr)
@@ -296,7 +295,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 reply = stub.ListDocuments(gateway_pb2.ListDocumentsRequest(
                     parent=_parent(args), page_size=args.page_size, page_token=token, filter=args.filter or ""), timeout=60)
                 for doc in reply.documents:
-                    print(json_format.MessageToJson(doc, ensure_ascii=False, indent=None) if args.json else _describe(doc))
+                    print(proto_json(doc, indent=None) if args.json else _describe(doc))
                 shown += len(reply.documents)
                 token = reply.next_page_token
                 if not token or not args.all:
@@ -337,11 +336,11 @@ def cmd_collections(args: argparse.Namespace) -> int:
                     print("error: collections delete takes NAME", file=sys.stderr)
                     return 2
                 reply = stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{args.name}"), timeout=600)
-                print(json_format.MessageToJson(reply, ensure_ascii=False, indent=None))
+                print(proto_json(reply, indent=None))
                 return 0
             reply = stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60)
             for c in reply.collections:
-                print(json_format.MessageToJson(c, indent=None) if args.json else
+                print(proto_json(c, indent=None) if args.json else
                       f"{pad(c.name, 24)} pack={c.domain_pack or '-'} documents={c.documents} chunks={c.chunks} entities={c.entities}")
             if not reply.collections and not args.json:  # said on stderr: stdout stays a list (empty) for scripts
                 print("no collections: nothing was ingested yet (graphmesh ingest files DIR --collection NAME)", file=sys.stderr)

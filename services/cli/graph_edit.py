@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 import grpc
-from google.protobuf import field_mask_pb2, json_format
+from google.protobuf import field_mask_pb2
 
 from graphmesh.common.v1 import entity_pb2
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.cli.client import _report_rpc_error, gateway_channel
+from services.cli.client import _report_rpc_error, gateway_channel, proto_json
 
 TIMEOUT = 600.0
 EXPORT_PAGE = 5_000
@@ -82,7 +82,7 @@ def _update_request(args: argparse.Namespace) -> gateway_pb2.UpdateEntityRequest
 
 
 def _print(message, as_json: bool = True) -> None:
-    print(json_format.MessageToJson(message, ensure_ascii=False, indent=2 if as_json else None))
+    print(proto_json(message, indent=2 if as_json else None))
 
 
 def cmd_entity(args: argparse.Namespace) -> int:

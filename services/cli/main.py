@@ -35,6 +35,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Callable
 
 from services.cli.client import cmd_answer_stream, cmd_deep, cmd_entities, cmd_ingest, cmd_search
 from services.cli.documents import add_parsers as add_document_parsers
@@ -62,19 +63,30 @@ def seconds(text: str) -> float:
     return value
 
 
-def tcp_port(text: str) -> int:
-    """An argparse type: a TCP port, 1 to 65535 (a trial's --port 99999 ended in a traceback).
+def int_between(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high`` (``what`` names
+    it in the error: "a port", "a number of results"); a trial's --port 99999
+    ended in a traceback and --top-k 0 was taken though the help says 1 to 100.
 
-    Raises:
+    Raises (the type, when called):
         argparse.ArgumentTypeError: anything else.
     """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port from 1 to 65535, got {text}")
-    return value
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}, got {text}")
+        return value
+
+    return parse
+
+
+#: A TCP port, 1 to 65535.
+tcp_port = int_between(1, 65535, "a port")
+#: Results of a search or answer, 1 to 100 (the API's MAX_TOP_K).
+top_k = int_between(1, 100, "a number of results")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("search", "answer"):
         p = sub.add_parser(name, help=f"{name} one question")
         p.add_argument("query")
-        p.add_argument("--top-k", type=int, default=10, help="results, 1 to 100 (default 10)")
+        p.add_argument("--top-k", type=top_k, default=10, help="results, 1 to 100 (default 10)")
         p.add_argument("--json", action="store_true")
         p.add_argument("--timeout", type=seconds, default=120.0, help="seconds (default 120)")
         if name == "answer":

@@ -44,3 +44,32 @@ def test_id_prefix_and_meta_are_refused_where_a_jsonl_record_carries_its_own(kin
         assert main(["ingest", kind, str(tmp_path / "m.jsonl"), *flags]) == 2
         err = capsys.readouterr().err
         assert f"error: {named} apply to `ingest files` only" in err, err
+
+
+@pytest.mark.parametrize("command", ["search", "answer"])
+def test_top_k_outside_1_to_100_is_a_usage_error_naming_the_range(command, capsys, monkeypatch):
+    """A second trial's `search x --top-k 0` was taken, though the help says 1 to 100."""
+    from services.cli.main import main
+
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "127.0.0.1:9")  # never called
+    for bad in ("0", "101", "ten"):
+        with pytest.raises(SystemExit) as stop:
+            main([command, "年假", "--top-k", bad])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert "--top-k" in err and ("from 1 to 100" in err or "is not a number of results" in err), err
+
+
+def test_json_output_prints_zero_values_as_rest_does():
+    """A second trial's script read `graphmesh search --json` and failed on a pg.centred entry with no "score"
+    (0.0 was left out) and a result with no "fusedScore"; REST prints both."""
+    import json
+
+    from graphmesh.common.v1 import types_pb2
+    from graphmesh.gateway.v1 import gateway_pb2
+    from services.cli.client import proto_json
+
+    reply = gateway_pb2.SearchResponse(results=[types_pb2.Candidate(id="a#0", fused_score=0.0, channel_scores=[
+        types_pb2.ChannelScore(channel="pg.centred", score=0.0, rank=3)])])
+    result = json.loads(proto_json(reply))["results"][0]
+    assert result["fusedScore"] == 0 and result["channelScores"][0]["score"] == 0 and result["channelScores"][0]["rank"] == 3
