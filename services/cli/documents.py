@@ -176,6 +176,24 @@ def _supported(path: Path) -> bool:
     return name.endswith(FILE_SUFFIXES) or name.endswith(JSONL_SUFFIXES)
 
 
+def unsendable_names(files: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """The (file, document id) of ``files`` whose id is not valid UTF-8 (a file name written in another
+    encoding, kept by Python as lone surrogates): no RPC can carry it, so the ingest reports each such file
+    failed and sends the others."""
+    bad = []
+    for path, doc_id in files:
+        try:
+            doc_id.encode("utf-8")
+        except UnicodeEncodeError:
+            bad.append((path, doc_id))
+    return bad
+
+
+def shown_name(path: Path) -> str:
+    """``path`` printable whatever its bytes: bytes that are not UTF-8 shown as U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
 def cmd_ingest_files(args: argparse.Namespace) -> int:
     """Ingests files into one collection; prints one line per file and the
     totals as JSON; exit 1 when a file failed, 2 on a usage or RPC error."""
@@ -203,9 +221,16 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
         print(f"error: --meta key {unnamed[0]!r}: 1 to 64 letters, digits, _, . or - (the keys a --filter can name)",
               file=sys.stderr)
         return 2
-    totals = {"files": len(files), "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0, "skipped": len(skipped)}
+    # "records": the documents of JSONL files, counted with the files' own in stored, unchanged and failed
+    totals = {"files": len(files), "records": 0, "stored": 0, "unchanged": 0, "failed": 0, "chunks": 0,
+              "skipped": len(skipped)}
     jsonl = [f for f in files if f[0].name.lower().endswith(JSONL_SUFFIXES)]
-    documents = [f for f in files if f not in jsonl]
+    unsendable = unsendable_names([f for f in files if f not in jsonl])
+    for path, _ in unsendable:
+        print(f"{'failed':9s} {shown_name(path)}: the file name is not valid UTF-8; rename the file and ingest it again",
+              file=sys.stderr)
+    totals["failed"] += len(unsendable)
+    documents = [f for f in files if f not in jsonl and f not in unsendable]
     lines: list[str] = []
     # disable=None: no bar when stderr is not a terminal (its carriage returns would glue into a log file)
     with _channel() as ch, tqdm(total=sum(f.stat().st_size for f, _ in documents), unit="B", unit_scale=True,
@@ -251,6 +276,7 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
         for index, doc_id, reason in failures[:20]:
             print(f"failed    {path.as_posix()} line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
         print(f"{'jsonl':9s} {path.as_posix()}: {json.dumps(inner, ensure_ascii=False)}", file=sys.stderr)
+        totals["records"] += int(inner.get("received", 0))
         for key in ("stored", "unchanged", "failed", "chunks"):
             totals[key] += int(inner.get(key, 0))
     print(json.dumps(totals, ensure_ascii=False))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import pytest
 
@@ -27,7 +28,7 @@ async def test_a_jsonl_files_documents_count_in_the_totals(fake_gateway, monkeyp
     totals = json.loads(out.strip().splitlines()[-1])
     inner = json.loads(next(line for line in err.splitlines() if line.startswith("jsonl")).split(": ", 1)[1])
     assert code == 0 and inner["stored"] == 3
-    assert (totals["files"], totals["stored"], totals["failed"]) == (2, 4, 0)
+    assert (totals["files"], totals["records"], totals["stored"], totals["failed"]) == (2, 3, 4, 0)
     assert totals["chunks"] >= inner["chunks"] + 1
 
 
@@ -54,3 +55,26 @@ async def test_collections_list_with_none_says_so_on_stderr(fake_gateway, monkey
     assert await asyncio.to_thread(main, ["collections", "list"]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "no collections: nothing was ingested yet" in err
+
+
+async def test_a_file_name_that_is_not_utf8_fails_alone_and_the_others_are_stored(fake_gateway, monkeypatch, capsys,
+                                                                                   tmp_path):
+    """A trial's folder with a file named in another encoding ended in a traceback, and nothing was stored."""
+    gw = await fake_gateway(ingest={"sentence_vectors": False})
+    capsys.readouterr()
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / os.fsdecode(b"\xff\xfe.txt")).write_text("乱码文件名。\n", "utf-8")
+    (folder / "ok.txt").write_text("年假为十五天。\n", "utf-8")
+    (folder / "more.jsonl").write_text(json.dumps({"id": "r1", "text": "病假需要医院证明。"}, ensure_ascii=False), "utf-8")
+    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hr"])
+    out, err = capsys.readouterr()
+    totals = json.loads(out.strip().splitlines()[-1])
+    assert code == 1 and "Traceback" not in err
+    assert any(line.startswith("failed") and "\ufffd\ufffd.txt" in line and "not valid UTF-8" in line
+               for line in err.splitlines())
+    assert any(line.startswith("stored") and "ok.txt" in line for line in err.splitlines())
+    # the JSONL file's record is counted apart, so the totals add up: 2 files that are not JSONL + 1 record
+    assert (totals["files"], totals["records"], totals["stored"], totals["failed"]) == (3, 1, 2, 1)
