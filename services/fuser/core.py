@@ -214,6 +214,14 @@ CROSS_SCRIPT_COSINE_GAP = 0.045
 #: 79 of 84 in the first three with it; no question answered in its own language lost its first
 #: passage or its top ten).
 CROSS_SCRIPT_POSITION = 3
+#: ... but only when its cosine to the query is at most this much below the best passage's in the question's
+#: own language: placed whatever its cosine, an English chunk ("Welcome to Qiyue Dental.") sat in the first
+#: three of every Chinese question over a clinic's mostly Chinese files, and extractive answers quoted it.
+#: Between the medians of that gap for questions answered in their own language (-0.097) and in the other
+#: (-0.034); over the fifteen own-document sets, questions answered in their own language with an
+#: other-language chunk in the first three 207 -> 95, those answered in the other language with the
+#: answer in the first three 82 -> 81 (docs/benchmarks.md "A fourth fresh user's trial"; GraphMesh's constant).
+CROSS_SCRIPT_PLACE_GAP = 0.08
 
 
 def _carries(items: list[Item], channel: str) -> bool:
@@ -277,7 +285,8 @@ def cross_script_first(items: list[Item], fused: dict[str, float], words: list[T
       ``words`` than the fused first by more than CROSS_SCRIPT_MARGIN
       (``word_coverage`` over the fused first CROSS_SCRIPT_POOL and those
       candidates; that one goes first);
-    - else no lower than CROSS_SCRIPT_POSITION.
+    - else no lower than CROSS_SCRIPT_POSITION, unless its cosine is more than CROSS_SCRIPT_PLACE_GAP below
+      the best pg.vector cosine in the question's system.
 
     ``fused`` unchanged when the channel found nothing, or every candidate is
     in the other system (an English question over Chinese documents only: the
@@ -306,7 +315,17 @@ def cross_script_first(items: list[Item], fused: dict[str, float], words: list[T
             raised = dict(fused)
             raised[best.id] = max(fused.values()) + 1.0
             return raised
+    if _far_below_own(translated[0], own):
+        return fused
     return _placed_within(fused, ordered, translated[0], CROSS_SCRIPT_POSITION)
+
+
+def _far_below_own(item: Item, own: list[Item]) -> bool:
+    """Whether ``item``'s pg.translated cosine is more than CROSS_SCRIPT_PLACE_GAP below the best pg.vector
+    cosine of the question's own writing system (``own``); False when either is missing."""
+    own_best = max((s.score for it in own for s in it.scores if s.channel == names.PG_VECTOR), default=None)
+    other = max((s.score for s in item.scores if s.channel == names.PG_TRANSLATED), default=None)
+    return own_best is not None and other is not None and other < own_best - CROSS_SCRIPT_PLACE_GAP
 
 
 def _other_language_first(ordered: list[Item], translated: list[Item], own: list[Item], ranks: dict[str, int],

@@ -326,7 +326,7 @@ def test_cross_script_first_turned_on_puts_first_the_other_language_passage_whos
 
 
 def test_cross_script_first_places_the_other_language_best_passage_in_the_first_three_when_it_does_not_go_first():
-    items = _mixed(0.70)
+    items = _mixed(0.88 - core.CROSS_SCRIPT_PLACE_GAP + 0.01)
     fused = core.rrf_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
     assert [it.id for it in core.rank(items, fused, 5)][-1] == "en"  # unfused: last
     placed = core.cross_script_first(items, fused, [])
@@ -336,6 +336,16 @@ def test_cross_script_first_places_the_other_language_best_passage_in_the_first_
     for it in items:
         it.script = "latin"
     assert core.cross_script_first(items, fused, []) == fused
+
+
+def test_cross_script_first_leaves_where_it_is_an_other_language_passage_far_below_the_best_in_the_question_language():
+    """A trial's clinic: "Welcome to Qiyue Dental." (cosine 0.80) sat third for every Chinese question whose own
+    passages reached 0.89 and more, and extractive answers quoted it."""
+    items = _mixed(0.88 - core.CROSS_SCRIPT_PLACE_GAP - 0.01)
+    fused = core.rrf_scores(items, {"pg.vector": 1.0, "pg.translated": 0.0})
+    assert core.cross_script_first(items, fused, []) == fused
+    assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, []), 5)][-1] == "en"
+    assert core.CROSS_SCRIPT_PLACE_GAP == 0.08
 
 
 def test_over_documents_of_the_other_language_only_pg_translated_weighs_as_the_keyword_channel():

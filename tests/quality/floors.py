@@ -82,6 +82,9 @@ FLOORS: dict[str, dict[str, float]] = {
     # A third fresh user's trial (tests/quality/data/xinghai_docs, 2026-12-07, ninth session): 47 of 50 first,
     # 43 answered, 37 quoting the answer, 7 of 14 out of scope abstained; floors two questions under.
     "xinghai_docs": {"first": 0.9, "answered": 0.82, "out_of_scope_abstained": 0.35, "quotes_gold": 0.7},
+    # A fourth fresh user's trial (tests/quality/data/qiyue_docs, 2026-12-07, tenth session): 38 of 45 first,
+    # 43 answered, 40 quoting the answer, 5 of 12 out of scope abstained; floors two questions under.
+    "qiyue_docs": {"first": 0.8, "answered": 0.91, "out_of_scope_abstained": 0.25, "quotes_gold": 0.84},
     # The generic path on documents nothing was fitted on: 15 laws as plain-text files, the scenario
     # and consult dev questions citing them (tests/quality/law_files.py); ranks count chunks.
     # (set 2026-12-05, about five questions under the first run's figures)

@@ -29,7 +29,10 @@ on, ingested as files into a collection without a domain pack:
   34 questions (12 across languages, 9 awkward inputs) and 4 out-of-scope ones;
 - xinghai_docs: a software company's staff documents from a third fresh
   user's trial (.md with tables, .txt, .docx, .html, .pdf; one English),
-  its 50 questions in staff's own words and 14 out-of-scope ones.
+  its 50 questions in staff's own words and 14 out-of-scope ones;
+- qiyue_docs: a dental clinic chain's patient and staff documents from a
+  fourth fresh user's trial (.md with tables, .txt, .docx, .html, .pdf; one
+  English), its 45 questions in patients' own words and 12 out-of-scope ones.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -64,6 +67,7 @@ SETS = {
     "lanfeng_docs": (6, {"out_of_scope_abstained": DATA / "lanfeng_docs" / "out_of_scope.jsonl"}),
     "qinghe_docs": (6, {"out_of_scope_abstained": DATA / "qinghe_docs" / "out_of_scope.jsonl"}),
     "xinghai_docs": (7, {"out_of_scope_abstained": DATA / "xinghai_docs" / "out_of_scope.jsonl"}),
+    "qiyue_docs": (7, {"out_of_scope_abstained": DATA / "qiyue_docs" / "out_of_scope.jsonl"}),
 }
 
 
