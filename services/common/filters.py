@@ -189,9 +189,11 @@ def from_proto(filters: Sequence[types_pb2.MetadataFilter], field: str = "filter
             out.append(condition(f.key, "in", values, field=where))
         elif kind == "range":
             r = f.range
-            out.append(condition(f.key, "range", gt=r.gt if r.HasField("gt") else None, gte=r.gte if r.HasField("gte") else None,
-                                 lt=r.lt if r.HasField("lt") else None, lte=r.lte if r.HasField("lte") else None,
-                                 numeric=r.numeric, field=where))
+            bounds = {name: getattr(r, name) if r.HasField(name) else None for name in ("gt", "gte", "lt", "lte")}
+            # unset: numbers when every bound is one, as the list filter syntax reads `year >= 2020`
+            numeric = r.numeric if r.HasField("numeric") else \
+                any(bounds.values()) and all(is_number(b) for b in bounds.values() if b is not None)
+            out.append(condition(f.key, "range", **bounds, numeric=bool(numeric), field=where))
         else:
             raise InvalidArgument(where, "needs one of equals, any_of or range")
     return out

@@ -170,6 +170,21 @@ def test_a_range_no_value_lies_in_is_refused_naming_it(bounds, numeric):
     assert err.value.field == "filters[0].range"
 
 
+def test_a_range_whose_numeric_flag_is_unset_compares_numbers_as_numbers():
+    """A trial's REST search for n >= "10" matched n = "5" (code-point order) unless it set numeric: true,
+    while the same condition in the list filter syntax compared numbers."""
+    def condition_of(**bounds) -> flt.Condition:
+        return flt.from_proto([types_pb2.MetadataFilter(key="n", range=types_pb2.MetadataRange(**bounds))])[0]
+
+    assert condition_of(gte="10").numeric and not flt.matches({"n": "5"}, [condition_of(gte="10")])
+    assert flt.matches({"n": "5"}, [condition_of(lte="10")])
+    assert condition_of(gt="1.5", lt="1e3").numeric
+    assert not condition_of(gte="2020-01-01").numeric  # dates stay in code-point order
+    assert not condition_of(gte="10", numeric=False).numeric  # a flag set either way is kept
+    assert flt.matches({"n": "5"}, [condition_of(gte="10", numeric=False)])
+    assert flt.parse_filter("n >= 10") == [condition_of(gte="10")]  # the two syntaxes agree
+
+
 def test_ranges_with_equal_closed_bounds_or_numbers_in_numeric_order_are_kept():
     assert flt.condition("n", "range", gte="5", lte="5", numeric=True).bounds()
     assert flt.condition("n", "range", gt="9", lt="10", numeric=True).bounds()  # "9" > "10" as text, not as numbers

@@ -157,7 +157,9 @@ def shape_error(body: Any, descriptor: Descriptor, path: str = "") -> tuple[str,
             # json_format names the string field a number was given for without its path
             # ("filters.gte: ... expected string or bytes-like object, got 'int'"; "files.content")
             name = f"{path}.{field.name}" if path else field.name
-            what = "a JSON string" + (" (base64)" if field.type == FieldDescriptor.TYPE_BYTES else "")
+            what = "a JSON string" + (" (base64)" if field.type == FieldDescriptor.TYPE_BYTES else
+                                      ' ("10"; bounds that are all numbers compare as numbers)'
+                                      if descriptor.full_name == types_pb2.MetadataRange.DESCRIPTOR.full_name else "")
             if field.is_repeated and not isinstance(value, list):
                 return name, f"must be a JSON array of strings, got {_kind(value)}"
             for where, element in ([(f"{name}[{i}]", v) for i, v in enumerate(value)] if field.is_repeated else [(name, value)]):

@@ -51,7 +51,8 @@ SHAPES = [
      "files[1].content", "must be a JSON string (base64), got a number"),
     # a fresh user's range bound given as a number was reported as "filters.gte: ... expected string or bytes-like object"
     ('{"query": "x", "filters": [{"key": "a", "range": {"gte": "1"}}, {"key": "b", "range": {"lte": 5}}]}',
-     gateway_pb2.SearchRequest, "filters[1].range.lte", "must be a JSON string, got a number"),
+     gateway_pb2.SearchRequest, "filters[1].range.lte",
+     'must be a JSON string ("10"; bounds that are all numbers compare as numbers), got a number'),
     ('{"query": 5}', gateway_pb2.SearchRequest, "query", "must be a JSON string, got a number"),
     ('{"query": "x", "collections": ["a", true]}', gateway_pb2.SearchRequest, "collections[1]", "must be a JSON string, got true or false"),
     # a trial's null in a list was reported as "got an object"

@@ -772,9 +772,11 @@ class MetadataRange(_message.Message):
     lte: _builtins.str
     """Value <= lte."""
     numeric: _builtins.bool
-    """Compare as numbers (every bound must be a number; values that are not
-    numbers never match); otherwise as strings in code-point order, which
-    orders ISO dates such as "2024-01-31" correctly.
+    """true: compare as numbers (every bound must be a number; values that are
+    not numbers never match). false: as strings in code-point order, which
+    orders ISO dates such as "2024-01-31" correctly. Unset: as numbers when
+    every bound is a number ("10", "2.5"), else as strings, as the list
+    filter syntax does (year >= 2020); so {"gte": "10"} never matches "5".
     """
     def __init__(
         self,
@@ -783,11 +785,11 @@ class MetadataRange(_message.Message):
         gte: _builtins.str | None = ...,
         lt: _builtins.str | None = ...,
         lte: _builtins.str | None = ...,
-        numeric: _builtins.bool = ...,
+        numeric: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "_numeric", b"_numeric", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte", "numeric", b"numeric"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte", "numeric", b"numeric"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_gt", b"_gt", "_gte", b"_gte", "_lt", b"_lt", "_lte", b"_lte", "_numeric", b"_numeric", "gt", b"gt", "gte", b"gte", "lt", b"lt", "lte", b"lte", "numeric", b"numeric"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__gt: _TypeAlias = _typing.Literal["gt"]  # noqa: Y015
     _WhichOneofArgType__gt: _TypeAlias = _typing.Literal["_gt", b"_gt"]  # noqa: Y015
@@ -797,6 +799,8 @@ class MetadataRange(_message.Message):
     _WhichOneofArgType__lt: _TypeAlias = _typing.Literal["_lt", b"_lt"]  # noqa: Y015
     _WhichOneofReturnType__lte: _TypeAlias = _typing.Literal["lte"]  # noqa: Y015
     _WhichOneofArgType__lte: _TypeAlias = _typing.Literal["_lte", b"_lte"]  # noqa: Y015
+    _WhichOneofReturnType__numeric: _TypeAlias = _typing.Literal["numeric"]  # noqa: Y015
+    _WhichOneofArgType__numeric: _TypeAlias = _typing.Literal["_numeric", b"_numeric"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__gt) -> _WhichOneofReturnType__gt | None: ...
     @_typing.overload
@@ -805,6 +809,8 @@ class MetadataRange(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__lt) -> _WhichOneofReturnType__lt | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__lte) -> _WhichOneofReturnType__lte | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__numeric) -> _WhichOneofReturnType__numeric | None: ...
 
 Global___MetadataRange: _TypeAlias = MetadataRange  # noqa: Y015
 
