@@ -82,13 +82,20 @@ def cmd_ingest_async(args: argparse.Namespace) -> int:
 
 
 def describe(operation: operations_pb2.Operation) -> dict:
-    """One operation as a JSON object: name, state, progress."""
+    """One operation as a JSON object: name, state, progress. The state of one that ran to its end is
+    SUCCEEDED when no record or file failed, PARTIAL when some failed and others were stored or unchanged,
+    FAILED when every one failed (the Operation itself carries Ingest's response either way, its failures
+    listed, as Ingest answers such a batch OK); one that ended with an error shows that error's code."""
     meta = gateway_pb2.IngestOperationMetadata()
     operation.metadata.Unpack(meta)
     if not operation.done:
         state = "CANCELLING" if meta.cancel_requested else "RUNNING"
     elif operation.HasField("error"):
         state = code_pb2.Code.Name(operation.error.code)
+    elif meta.failed and not (meta.stored or meta.unchanged):
+        state = "FAILED"
+    elif meta.failed:
+        state = "PARTIAL"
     else:
         state = "SUCCEEDED"
     out = {"name": operation.name, "state": state, "collection": meta.collection, "total": meta.total,

@@ -50,3 +50,20 @@ async def test_async_ingest_then_list_get_and_cancel(fake_gateway, monkeypatch, 
     assert code == 2 and "NOT_FOUND" in err
     code, _, err = await run(capsys, "operations", "get")
     assert code == 2 and "takes NAME" in err
+
+
+def _finished(stored: int, unchanged: int, failed: int):
+    from google.longrunning import operations_pb2
+    from graphmesh.gateway.v1 import gateway_pb2
+    operation = operations_pb2.Operation(name="operations/x", done=True)
+    operation.metadata.Pack(gateway_pb2.IngestOperationMetadata(stored=stored, unchanged=unchanged, failed=failed))
+    operation.response.Pack(gateway_pb2.IngestResponse())
+    return operation
+
+
+def test_a_finished_import_whose_every_document_failed_is_not_shown_as_succeeded():
+    """A trial's import of three files that all failed was listed "SUCCEEDED": a dashboard showed it green."""
+    from services.cli.operations_cmd import describe
+    assert describe(_finished(0, 0, 3))["state"] == "FAILED"
+    assert describe(_finished(2, 0, 1))["state"] == "PARTIAL"
+    assert describe(_finished(0, 2, 0))["state"] == "SUCCEEDED"

@@ -590,6 +590,18 @@ async def test_library_imports_show_progress_final_counts_and_cancel(browser, fa
         status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{failed}")
         assert row["error"] == op["error"]["message"] and "jsonl[0]" in row["error"] and row["badge"] == "failed"
 
+        # An import that ran to its end with a record failed is not shown as done: a trial's import whose every
+        # file failed was listed as succeeded.
+        expander.open(10)
+        mixed = numbered_jsonl(1, "部分") + "\n" + json.dumps({"id": "x" * 600, "text": "第1条 内容。"}, ensure_ascii=False)
+        await drop_files(page, [("mixed.jsonl", mixed)])
+        await ingested(page, 3)
+        partial = await page.get_attribute("#lib-results li:first-child", "data-operation")
+        row = await until_shown(page, partial, state="partial")
+        status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{partial}")
+        assert "error" not in op and (op["metadata"]["stored"], op["metadata"]["failed"]) == (1, 1)
+        assert row["badge"] == "done, some failed"
+
 
 @asynccontextmanager
 async def second_gateway(mesh, graph_down: bool, **settings):

@@ -14,11 +14,17 @@ const FINISHED_SHOWN = 5;
 const RUNNING_SHOWN = 50;
 const CANCELLED = 1; // google.rpc.Code.CANCELLED: the import stopped after a cancel
 
-/** The state of an Operation (proto3 JSON): "running", "cancelling" (cancel asked, batch in progress), "done", "cancelled" or "failed". */
+/**
+ * The state of an Operation (proto3 JSON): "running", "cancelling" (cancel asked, batch in progress), "done",
+ * "partial" (ran to its end, some records or files failed), "cancelled" or "failed" (ended with an error, or
+ * every record or file failed).
+ */
 export function operationState(op) {
   if (!op.done) return op.metadata && op.metadata.cancelRequested ? "cancelling" : "running";
-  if (!op.error) return "done";
-  return op.error.code === CANCELLED ? "cancelled" : "failed";
+  if (op.error) return op.error.code === CANCELLED ? "cancelled" : "failed";
+  const p = progressOf(op);
+  if (p.failed && !(p.stored || p.unchanged)) return "failed";
+  return p.failed ? "partial" : "done";
 }
 
 /** The counts of an operation's metadata as numbers (proto3 JSON leaves zeros out): {total, received, stored, unchanged, failed}. */
@@ -43,9 +49,9 @@ export async function listOperations() {
 
 const STATE_TEXT = {
   running: () => t("imp.state.running"), cancelling: () => t("imp.state.cancelling"), done: () => t("imp.state.done"),
-  cancelled: () => t("imp.state.cancelled"), failed: () => t("imp.state.failed"),
+  cancelled: () => t("imp.state.cancelled"), failed: () => t("imp.state.failed"), partial: () => t("imp.state.partial"),
 };
-const BADGE = { running: "running", cancelling: "running", done: "stored", cancelled: "unchanged", failed: "failed" };
+const BADGE = { running: "running", cancelling: "running", done: "stored", partial: "unchanged", cancelled: "unchanged", failed: "failed" };
 
 function time(value) {
   const date = value ? new Date(value) : null;
