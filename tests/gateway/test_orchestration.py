@@ -607,15 +607,18 @@ async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_
     assert note.status == SKIPPED and "'nope'" in note.detail
     assert "以下是最接近的资料" not in reply.answer  # no nearest sources to point to
     assert "no store holds collection 'nope'" in stages(reply.search)["generate"].detail
-    # a mistyped name is said in the answer itself, framed in the question's language
-    assert reply.answer.startswith("检索范围内没有可用的资料，无法回答这个问题（no store holds collection 'nope'")
+    # the note is in the answer itself: in Chinese for a Chinese question (its English words stay in the timings)
+    assert reply.answer.startswith("检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空")
     english = await mesh(pg=pg, graph=graph).answerer.answer("How many days of leave?", 5, None, Deadline(10),
                                                              scope=Scope(("nope",), ()))
     assert english.answer.startswith("no store holds collection 'nope'") and \
         english.answer.endswith("; this question cannot be answered.")
     assert "looks like" not in english.answer  # 'nope' is no misspelling of 'laws'
-    typo = await mesh(pg=pg, graph=graph).answerer.answer("年假几天", 5, None, Deadline(10), scope=Scope(("Lwas",), ()))
+    typo = await mesh(pg=pg, graph=graph).answerer.answer("How many days of leave?", 5, None, Deadline(10),
+                                                          scope=Scope(("Lwas",), ()))
     assert "'Lwas' looks like 'laws'" in typo.answer  # the stored name it looks like, case aside
+    typo = await mesh(pg=pg, graph=graph).answerer.answer("年假几天", 5, None, Deadline(10), scope=Scope(("Lwas",), ()))
+    assert "'Lwas' looks like 'laws'" in stages(typo.search)["collections"].detail  # the developer's note
 
 
 async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():

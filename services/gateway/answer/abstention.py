@@ -217,11 +217,15 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
 def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True) -> str:
     """The short no-answer message, in Chinese when the question has CJK characters, else in English;
     ``scope_reason`` (a domain pack's word that its corpora cannot hold the answer, or a searched collection
-    no store holds) leads it when given. ``nearest``: whether nearest sources are listed with it."""
+    no store holds) leads it when given; an English one under a Chinese question is said in Chinese, without
+    its English words. ``nearest``: whether nearest sources are listed with it."""
     if latin_script(question) and (not scope_reason or latin_script(scope_reason)):
         return ((f"{scope_reason}; this question cannot be answered." if scope_reason else "The documents retrieved do "
                  "not answer this question; the knowledge base may not cover it.")
                 + (" The nearest sources are listed below for reference only." if nearest else ""))
-    lead = (f"检索范围内没有可用的资料，无法回答这个问题（{scope_reason}）。" if latin_script(scope_reason)  # an English note
-            else f"{scope_reason}，无法回答这个问题。") if scope_reason else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
+    # An English note (a collection no store holds, filters that matched nothing) is for the developer, who reads
+    # it in the reply's timings and the CLI's "note:" lines; the answer a Chinese reader sees stays in Chinese.
+    lead = ("检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
+            if latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
+        else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     return lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "")

@@ -48,7 +48,7 @@ async def test_retrievers_that_answer_with_nothing_still_give_the_no_evidence_an
     reply = await use(None, None).answerer.answer("工资", 5, None, Deadline(5))
     assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED
     # nothing was ingested (the fakes store no collection): the answer says so first
-    assert reply.answer.startswith("检索范围内没有可用的资料，无法回答这个问题（no store holds collection 'default'")
+    assert reply.answer.startswith("检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空")
     assert reply.attempts  # the strategies ran and answered, unlike the outage case
 
 
