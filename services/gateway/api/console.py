@@ -10,6 +10,9 @@ Routes:
     GET /v1/stages:summary   {"recent": summary | null, "sinceStart": summary}, see
                              services/gateway/api/stage_summary.py; needs an API key when
                              auth is on (401 / 429 in the API's JSON error shape)
+    GET /healthz             {"status": "SERVING"} (200) or another grpc.health.v1 status, or
+                             "UNREACHABLE" (503): the gateway's own gRPC health, for an HTTP
+                             load balancer's probe; no API key needed, as for gRPC Health
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 from aiohttp import web
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
 from services.gateway.api.middleware import error_body
@@ -34,6 +39,8 @@ ASSET_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\.[a-z]{2,4}")
 #: The page loads only its own files and talks only to its own origin.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+#: Seconds /healthz waits for the gateway's gRPC health answer.
+HEALTH_TIMEOUT_S = 2.0
 #: How often the metrics are sampled, and how far back "recent" reaches (seconds).
 SAMPLE_SECONDS, WINDOW_SECONDS = 15.0, 300.0
 
@@ -46,9 +53,11 @@ def _file(path: Path) -> web.FileResponse:
 
 
 def add_console_routes(app: web.Application, gate: Any = None, registry: Any = REGISTRY,
-                       sample_seconds: float = SAMPLE_SECONDS, window_seconds: float = WINDOW_SECONDS) -> None:
-    """Adds the console and the stages summary to ``app``. ``gate`` (an
-    auth.Gate, None when auth is off) guards the summary; ``registry`` is
+                       sample_seconds: float = SAMPLE_SECONDS, window_seconds: float = WINDOW_SECONDS,
+                       grpc_channel: Any = None) -> None:
+    """Adds the console, the stages summary and, given ``grpc_channel`` (a callable returning the
+    grpc.aio channel to the gateway's gRPC server, open once the app has started), /healthz to ``app``.
+    ``gate`` (an auth.Gate, None when auth is off) guards the summary; ``registry`` is
     sampled at start and every ``sample_seconds`` so that "recent" covers
     up to the last ``window_seconds``."""
     history = History(window_seconds)
@@ -76,6 +85,15 @@ def add_console_routes(app: web.Application, gate: Any = None, registry: Any = R
                 return refused
         return web.json_response(history.report(take_snapshot(registry, time.monotonic())))
 
+    async def healthz(_: web.Request) -> web.StreamResponse:
+        try:
+            reply = await health_pb2_grpc.HealthStub(grpc_channel()).Check(health_pb2.HealthCheckRequest(),
+                                                                           timeout=HEALTH_TIMEOUT_S)
+        except grpc.aio.AioRpcError as err:
+            return web.json_response({"status": "UNREACHABLE", "code": err.code().name}, status=503)
+        status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        return web.json_response({"status": status}, status=200 if reply.status == reply.SERVING else 503)
+
     async def sample() -> None:
         while True:
             history.add(take_snapshot(registry, time.monotonic()))
@@ -93,5 +111,7 @@ def add_console_routes(app: web.Application, gate: Any = None, registry: Any = R
     app.router.add_get("/", index)
     app.router.add_get("/console/{name}", asset)
     app.router.add_get("/v1/stages:summary", stages)
+    if grpc_channel is not None:
+        app.router.add_get("/healthz", healthz)
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)

@@ -188,7 +188,7 @@ def build_app(grpc_target: str, options: RestOptions | None = None) -> web.Appli
         return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
 
     app.router.add_get("/openapi.json", openapi)
-    add_console_routes(app, options.gate)  # GET / (web console), GET /v1/stages:summary
+    add_console_routes(app, options.gate, grpc_channel=lambda: state["channel"])  # GET /, /v1/stages:summary, /healthz
     add_openai_routes(app, state, options.body_timeout, max_query_chars=options.max_query_chars)  # POST /v1/chat/completions, GET /v1/models
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)

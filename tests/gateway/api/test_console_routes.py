@@ -87,3 +87,28 @@ async def test_stage_summary_needs_a_key_when_auth_is_on(fake_gateway):
     assert status == 200
     status, _, _ = await get(gw.rest_url + "/")  # the page itself holds no data: open
     assert status == 200
+
+
+async def test_healthz_answers_the_gateways_grpc_health_without_an_api_key(fake_gateway):
+    """A trial's HTTP load balancer had no route to probe: /healthz, /health and /readyz were all 404."""
+    key, record = new_key("probe")
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": record.line()})
+    status, headers, body = await get(gw.rest_url + "/healthz")  # no key: a probe carries none
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    assert json.loads(body) == {"status": "SERVING"}
+
+
+async def test_healthz_is_503_when_the_gateways_grpc_server_does_not_answer():
+    import grpc
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from services.gateway.api.console import add_console_routes
+
+    app = web.Application()
+    nowhere = grpc.aio.insecure_channel("127.0.0.1:1")
+    add_console_routes(app, grpc_channel=lambda: nowhere)
+    async with TestClient(TestServer(app)) as client:
+        reply = await client.get("/healthz")
+        assert reply.status == 503 and (await reply.json())["status"] == "UNREACHABLE"
+    await nowhere.close()
