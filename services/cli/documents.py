@@ -354,6 +354,9 @@ def pad(text: str, width: int) -> str:
 
 def cmd_collections(args: argparse.Namespace) -> int:
     """collections list | delete NAME."""
+    if args.action == "list" and args.name:  # "collections list hr" read as a filter would list them all
+        print(f"error: collections list takes no name (got {args.name!r}); every collection is listed", file=sys.stderr)
+        return 2
     try:
         with _channel() as ch:
             stub = _stub(ch)

@@ -78,3 +78,9 @@ async def test_a_file_name_that_is_not_utf8_fails_alone_and_the_others_are_store
     assert any(line.startswith("stored") and "ok.txt" in line for line in err.splitlines())
     # the JSONL file's record is counted apart, so the totals add up: 2 files that are not JSONL + 1 record
     assert (totals["files"], totals["records"], totals["stored"], totals["failed"]) == (3, 1, 2, 1)
+
+
+def test_collections_list_with_a_name_is_a_usage_error(capsys):
+    """`collections list hr` listed every collection, as if the name were a filter it applied."""
+    assert main(["collections", "list", "hr"]) == 2
+    assert "takes no name" in capsys.readouterr().err
