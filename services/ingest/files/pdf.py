@@ -28,6 +28,10 @@ found by font size and table rows rebuilt from text positions.
   CJK fonts (a Type0 font whose encoding is an embedded Identity CMap, as
   fpdf2 writes them) with a NUL before every character, and no text holds
   one on purpose.
+- CJK radicals are read as the characters they stand for (``unified``):
+  Chromium's PDFs map 工, 用, 门 and 飞 to the Kangxi radicals ⼯ ⽤ and the
+  supplement's ⻔ ⻜, which look the same and match no query, quote or gold
+  passage written with the characters.
 """
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+
+from yosina import make_transliterator
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata
 from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
@@ -51,6 +57,21 @@ WRAP_LEADING = 1.6
 WRAP_EMS = 2.5
 #: C0 control characters but tab, line feed and carriage return (the text runs' whitespace).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: The CJK Radicals Supplement and Kangxi Radicals blocks.
+_RADICALS = re.compile(r"[\u2e80-\u2fdf]")
+_RADICALS_TO_CHARACTERS = make_transliterator([("radicals", {})])
+#: Radicals the table leaves out (Unicode lists no equivalent ideograph for them) that PDFs use for a
+#: character: Chromium writes 部门 as 部⻔ (U+2ED4 CJK RADICAL C-SIMPLIFIED GATE).
+_MORE_RADICALS = str.maketrans({"\u2ed4": "\u95e8"})
+
+
+def unified(text: str) -> str:
+    """``text`` with each CJK radical that stands for a character (⼯ U+2F2F, ⻜ U+2EDC) replaced by the
+    character (工, 飞), by yosina's radicals table (Unicode's equivalent unified ideographs) and
+    _MORE_RADICALS; unchanged when it holds none."""
+    if not _RADICALS.search(text):
+        return text
+    return _RADICALS_TO_CHARACTERS(text).translate(_MORE_RADICALS)
 
 
 @dataclass(slots=True)
@@ -78,7 +99,7 @@ def _page_lines(page, number: int) -> list[_Line]:
     runs: list[_Run] = []
 
     def visit(text, cm, tm, font_dict, font_size) -> None:
-        text = _CONTROLS.sub("", text)
+        text = unified(_CONTROLS.sub("", text))
         if not text.strip() or tm is None or cm is None:
             return
         scale = abs(tm[3] * cm[3]) or 1.0
@@ -96,6 +117,7 @@ def _page_lines(page, number: int) -> list[_Line]:
     ordered = sorted(lines, key=lambda ln: -ln[0].y)
     for line in ordered:
         line.sort(key=lambda r: r.x)
+        _advance_stale_starts(line)
     columns = _column_starts(ordered)
     rows: list[_Cells] = []
     for line in ordered:
@@ -114,6 +136,26 @@ def _page_lines(page, number: int) -> list[_Line]:
     return [_Line(" | ".join(c[1] for c in row.cells), row.size, number) for row in rows]
 
 
+def _advance_stale_starts(line: list[_Run]) -> None:
+    """Moves each run of ``line`` (sorted by x) that starts where the run before it starts, or inside
+    that run's CJK text, to its estimated end. Chromium's PDFs place every glyph on its own, and pypdf
+    reports some at the x of the glyph before (上 and 或 both at 288.9, 夜 at 320.9; 提 at 351.2 after
+    期未 at 319.2): read as they are, the glyph after each seemed to follow a gap of an em, every such x
+    became a table column, and paragraphs were cut into cells and joined to the next line as wrapped
+    cells. No two runs of one line start at one x on purpose, and a CJK character's advance is one em,
+    so a run starting well inside one was misplaced (Latin widths are estimates: left as they are)."""
+    for prev, run in zip(line, line[1:]):
+        end = prev.x + _width(prev.text, prev.size)
+        inside_cjk = all(unicodedata.east_asian_width(ch) in ("W", "F") for ch in prev.text) \
+            and run.x < end - STALE_OVERLAP_EMS * prev.size
+        if run.x <= prev.x + STALE_START_POINTS or inside_cjk:
+            run.x = end
+
+
+#: A run starting within this many points of the run before it on its line starts where that one does.
+STALE_START_POINTS = 0.01
+#: A run starting this many ems or more before the end of the CJK run before it is misplaced.
+STALE_OVERLAP_EMS = 0.25
 #: Points within which a run starts at a table column's start (``_column_starts``).
 COLUMN_TOLERANCE = 1.5
 
