@@ -25,6 +25,7 @@ import re
 import statistics
 import subprocess
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -92,23 +93,36 @@ class QueryRow:
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
-    """Reads the JSONL dataset (at most ``limit`` rows).
+    """Reads the JSONL dataset (at most ``limit`` rows; UTF-8, with or without a BOM). A row without an
+    "id" takes its line number.
 
     Raises:
-        ValueError: a line that is not a JSON object with a "query".
+        ValueError: naming the file and line: a line that is not JSON, or not a JSON object with a
+            non-empty "query"; an "id" that an earlier line has (its questions would be counted twice,
+            and `eval compare` would keep one); no question at all.
     """
     rows = []
-    with path.open(encoding="utf-8") as f:
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8-sig") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number}: not JSON ({err.msg}, column {err.colno})") from None
             if not isinstance(row, dict) or not str(row.get("query", "")).strip():
                 raise ValueError(f"{path}:{number}: expected a JSON object with a non-empty \"query\"")
             row.setdefault("id", str(number))
+            key = str(row["id"])
+            if key in seen:
+                raise ValueError(f"{path}:{number}: id {key!r} is also the id of line {seen[key]}")
+            seen[key] = number
             rows.append(row)
             if limit and len(rows) >= limit:
                 break
+    if not rows:
+        raise ValueError(f"{path}: no question in it (one JSON object per line, each with a \"query\")")
     return rows
 
 
@@ -136,7 +150,9 @@ def gold_passages(row: dict) -> list[str]:
 
 
 def _squeeze(text: str) -> str:
-    return "".join(text.split())
+    """``text`` in NFKC form without whitespace: a gold passage written with half-width punctuation
+    (保价费:按声明价值的0.5%收取,最低2元) matches the document's full-width one."""
+    return "".join(unicodedata.normalize("NFKC", text).split())
 
 
 def passage_matches(gold: str, text: str, min_share: float = 0.6) -> bool:
@@ -571,6 +587,9 @@ def _rank_value(rank: int | None) -> float:
 def compare(run_a: dict, run_b: dict) -> dict:
     """Differences from run A to run B.
 
+    Raises:
+        ValueError: either is not an `eval` run artifact (an --ablate artifact has no per-question rows).
+
     Returns:
         {"warnings": [...], "deltas": {metric: {"a", "b", "delta"}},
          "paired": {metric: {"n", "a", "b", "delta", "low", "high", "p_value",
@@ -582,6 +601,13 @@ def compare(run_a: dict, run_b: dict) -> dict:
         better/worse list queries whose first-gold rank moved (a missing gold
         counts as rank infinity), largest moves first.
     """
+    for name, run in (("A", run_a), ("B", run_b)):
+        if not isinstance(run.get("rows"), list) or "sha256" not in run.get("dataset", {}) \
+                or run.get("config", {}).get("ablate"):
+            raise ValueError(f"run {name} is not an `eval` run artifact" + (
+                " (an --ablate artifact holds one row per pipeline variant, not per question: compare its rows "
+                "as printed, or run `graphmesh eval` once per variant with --out and compare those)"
+                if run.get("config", {}).get("ablate") else ""))
     warnings = []
     if run_a["dataset"]["sha256"] != run_b["dataset"]["sha256"]:
         warnings.append("the runs used different datasets (hashes differ); only queries with the same id are compared")

@@ -34,7 +34,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as err:
             print(f"error: cannot read run artifact: {err}", file=sys.stderr)
             return 2
-        result = evaluate.compare(run_a, run_b)
+        try:
+            result = evaluate.compare(run_a, run_b)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         if args.json:
             print(json.dumps(result, ensure_ascii=False))
         else:
@@ -64,6 +68,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if not getattr(args, "entities", False):
+        unheld = _collections_not_held(dataset[0]["query"], collections, filters)
+        if unheld:  # every question would score 0, and the run would look like a retrieval failure
+            print(f"error: {unheld}", file=sys.stderr)
+            return 2
     if args.ablate:
         from services.cli.ablation import ablation_rows, ablation_table, ablations
 
@@ -104,6 +113,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"{key:16s} {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
     print(f"run saved to {saved}", file=sys.stderr)
     return 0 if not summary["errors"] else 1
+
+
+def _collections_not_held(query: str, collections: tuple[str, ...], filters: tuple) -> str:
+    """The gateway's note on the searched collections that no store holds ("no store holds collection
+    'yuntuu' ...; 'yuntuu' looks like 'yuntu'"; "default" when none is named), from one Search of
+    ``query``; "" when every one is held. An unreachable gateway is left to the run to report."""
+    import grpc
+
+    from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+    from services.cli.client import gateway_channel
+    from services.common import names
+
+    try:
+        with gateway_channel() as ch:
+            reply = gateway_pb2_grpc.GatewayServiceStub(ch).Search(gateway_pb2.SearchRequest(
+                query=query, top_k=1, collections=list(collections), filters=list(filters)), timeout=60)
+    except grpc.RpcError:
+        return ""
+    return "; ".join(t.detail for t in reply.timings if t.stage == names.STAGE_COLLECTIONS and t.detail)
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:

@@ -219,3 +219,39 @@ def test_a_gold_passage_no_result_holds_counts_zero_in_the_judges_rank_metrics()
 def test_questions_without_gold_are_counted_so_eval_can_say_so():
     rows = [{"query": "a", "gold": ["1"]}, {"query": "b", "gold_text": "答案"}, {"query": "c"}, {"query": "d", "gold": []}]
     assert evaluate.unlabelled(rows) == 2
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"id": "a", "query": "问题一"}\n{"id": "b", "query": "问题二"}\n{"id": "c", "query": "问题三"\n', "d.jsonl:3: not JSON"),
+    ('{"id": "a", "query": "问题一"}\n{"id": "a", "query": "问题二"}\n', "d.jsonl:2: id 'a' is also the id of line 1"),
+    ("\n\n", "no question in it"),
+])
+def test_a_dataset_with_a_bad_line_a_repeated_id_or_no_question_is_refused_naming_the_file_and_line(tmp_path, content, message):
+    """A trial's line 5 was reported as "line 1 column 14", a repeated id counted twice, an empty file
+    scored 0 with exit 0."""
+    path = tmp_path / "d.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        evaluate.load_dataset(path)
+
+
+def test_a_dataset_saved_with_a_bom_is_read(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "query": "问题一"}\r\n', encoding="utf-8-sig")  # as Notepad saves it
+    assert [r["id"] for r in evaluate.load_dataset(path)] == ["a"]
+
+
+def test_a_gold_passage_written_with_half_width_punctuation_matches_the_documents_full_width_text():
+    from services.cli.evaluate import passage_matches
+
+    assert passage_matches("保价费:按声明价值的0.5%收取,最低2元;", "二、保价费：按声明价值的0.5%收取，最低2元；不足部分不赔。")
+
+
+def test_compare_refuses_an_ablation_artifact_saying_why(tmp_path):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"query": "q", "gold": ["g"]}\n')
+    run = evaluate.build_artifact(dataset, [row("1", 1)], {"top_k": 10}, 1.0, None)
+    ablation = {"dataset": {"path": str(dataset), "n": 1}, "config": {"top_k": 10, "ablate": True},
+                "rows": [{"configuration": "full pipeline", "recall@1": 1.0}]}
+    with pytest.raises(ValueError, match="run B is not an `eval` run artifact .an --ablate artifact"):
+        evaluate.compare(run, ablation)

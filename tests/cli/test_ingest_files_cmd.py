@@ -84,3 +84,18 @@ def test_collections_list_with_a_name_is_a_usage_error(capsys):
     """`collections list hr` listed every collection, as if the name were a filter it applied."""
     assert main(["collections", "list", "hr"]) == 2
     assert "takes no name" in capsys.readouterr().err
+
+
+async def test_eval_over_a_collection_no_store_holds_is_an_error_naming_it(fake_gateway, monkeypatch, capsys, tmp_path):
+    """A trial's eval with a mistyped --collection scored 0.0 on every metric and exited 0."""
+    gw = await fake_gateway()
+    capsys.readouterr()
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    dataset = tmp_path / "q.jsonl"
+    dataset.write_text(json.dumps({"id": "a", "query": "年假几天", "gold_text": "年假为十五天"}, ensure_ascii=False), "utf-8")
+    code = await asyncio.to_thread(main, ["eval", "--dataset", str(dataset), "--collection", "yuntuu",
+                                          "--out", str(tmp_path / "run.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no store holds collection 'yuntuu'" in err
+    assert not (tmp_path / "run.json").exists()
