@@ -32,7 +32,11 @@ on, ingested as files into a collection without a domain pack:
   its 50 questions in staff's own words and 14 out-of-scope ones;
 - qiyue_docs: a dental clinic chain's patient and staff documents from a
   fourth fresh user's trial (.md with tables, .txt, .docx, .html, .pdf; one
-  English), its 45 questions in patients' own words and 12 out-of-scope ones.
+  English), its 45 questions in patients' own words and 12 out-of-scope ones;
+- yuntu_docs: a logistics company's customer and staff documents from a
+  fifth fresh user's trial (.md with a table, .txt, .docx, .html, a .pdf
+  printed by Chromium; two English), its 49 questions (some across
+  languages) and 12 out-of-scope ones.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -68,6 +72,7 @@ SETS = {
     "qinghe_docs": (6, {"out_of_scope_abstained": DATA / "qinghe_docs" / "out_of_scope.jsonl"}),
     "xinghai_docs": (7, {"out_of_scope_abstained": DATA / "xinghai_docs" / "out_of_scope.jsonl"}),
     "qiyue_docs": (7, {"out_of_scope_abstained": DATA / "qiyue_docs" / "out_of_scope.jsonl"}),
+    "yuntu_docs": (8, {"out_of_scope_abstained": DATA / "yuntu_docs" / "out_of_scope.jsonl"}),
 }
 
 
