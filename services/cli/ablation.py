@@ -17,7 +17,8 @@ from services.common import names
 from services.gateway.config import DEFAULT_OFF, DEFAULT_WEIGHTS
 
 _LABELS = {
-    names.PG_VECTOR: "dense", names.PG_CENTRED: "dense, writing systems centred", names.PG_HYDE: "HyDE passage", names.PG_KEYWORD: "BM25",
+    names.PG_VECTOR: "dense; weighs 0 where the collections mix writing systems, pg.centred standing in",
+    names.PG_ADAPTED: "query adapter for lay questions", names.PG_CENTRED: "dense, writing systems centred", names.PG_HYDE: "HyDE passage", names.PG_KEYWORD: "BM25",
     names.PG_FULLTEXT: "hit count, then length", names.PG_TRIGRAM: "short queries", names.PG_BOOST: "same document",
     names.GRAPH_HEADING: "heading lookup", names.GRAPH_FULLTEXT: "Neo4j full text",
     names.GRAPH_NEIGHBOUR: "reading-order neighbours", names.GRAPH_ARTICLE: "exact article lookup",

@@ -255,3 +255,13 @@ def test_compare_refuses_an_ablation_artifact_saying_why(tmp_path):
                 "rows": [{"configuration": "full pipeline", "recall@1": 1.0}]}
     with pytest.raises(ValueError, match="run B is not an `eval` run artifact .an --ablate artifact"):
         evaluate.compare(run, ablation)
+
+
+def test_every_ablation_row_says_what_its_channel_is():
+    """A trial's table read "- pg.adapted (pg.adapted)", and "- pg.vector" matched the full pipeline unexplained."""
+    from services.cli.ablation import ablations
+
+    labels = [label for label, _, _ in ablations()]
+    assert not [label for label in labels if label.startswith(("- pg.", "+ pg.")) and
+                label.split(" ", 1)[1] == f"{label.split()[1]} ({label.split()[1]})"]
+    assert any(label.startswith("- pg.vector (dense; weighs 0 where the collections mix") for label in labels)
