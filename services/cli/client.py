@@ -26,8 +26,14 @@ from services.ingest.jsonl_entities import parse_entities, parse_triples
 def gateway_channel(options: list | None = None) -> grpc.Channel:
     """A channel to the gateway: TLS per GRAPHMESH_TLS_*, and the API key in
     GRAPHMESH_API_KEY (if set) sent as ``authorization: Bearer KEY``."""
+    return blocking_channel(gateway_address(), api_key_metadata() or None, options)
+
+
+def api_key_metadata() -> list[tuple[str, str]]:
+    """``[("authorization", "Bearer KEY")]`` for the key in GRAPHMESH_API_KEY, [] when none is set: every
+    command that calls the gateway sends it (a trial's `collections list` and `eval` left it out)."""
     key = os.environ.get("GRAPHMESH_API_KEY", "").strip()
-    return blocking_channel(gateway_address(), [("authorization", f"Bearer {key}")] if key else None, options)
+    return [("authorization", f"Bearer {key}")] if key else []
 
 
 def gateway_address() -> str:

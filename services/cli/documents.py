@@ -28,7 +28,7 @@ from pathlib import Path
 import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.cli.client import _report_rpc_error, gateway_address, ingest_file, proto_json
+from services.cli.client import _report_rpc_error, gateway_channel, ingest_file, proto_json
 from services.common.filters import KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
@@ -44,8 +44,10 @@ def _stub(ch: grpc.Channel) -> gateway_pb2_grpc.GatewayServiceStub:
 
 
 def _channel() -> grpc.Channel:
-    return grpc.insecure_channel(gateway_address(), options=[("grpc.max_send_message_length", 64 << 20),
-                                                              ("grpc.max_receive_message_length", 64 << 20)])
+    """The gateway channel every command uses (TLS and the API key: ``gateway_channel``), for messages of up
+    to 64 MiB."""
+    return gateway_channel(options=[("grpc.max_send_message_length", 64 << 20),
+                                    ("grpc.max_receive_message_length", 64 << 20)])
 
 
 def _error(err: grpc.RpcError) -> int:

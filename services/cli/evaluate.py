@@ -296,7 +296,9 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
     keeps the LLM's text as it streamed (``raw_answer``, before cleaning
     and citation checks) and the time to its first token
     (``first_token_ms``). An RPC error is recorded in the row."""
-    ch = channel(address)
+    from services.cli.client import api_key_metadata
+
+    ch = channel(address, metadata=api_key_metadata())
     stub = gateway_pb2_grpc.GatewayServiceStub(ch)
     judge_ch = channel(judge_address) if answers else None
     judge = judge_pb2_grpc.JudgeServiceStub(judge_ch) if judge_ch else None

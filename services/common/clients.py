@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grpc
 
-from services.common.mesh_auth import MeshSettings, MeshTokenClientInterceptor
+from services.common.mesh_auth import MeshSettings, MeshTokenClientInterceptor, MetadataClientInterceptor
 from services.common.metrics import ClientMetricsInterceptor
 from services.common.settings import TlsSettings
 
@@ -72,13 +72,15 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-def channel(address: str, tls: TlsSettings | None = None, mesh_token: str | None = None) -> grpc.aio.Channel:
+def channel(address: str, tls: TlsSettings | None = None, mesh_token: str | None = None,
+            metadata: list[tuple[str, str]] | None = None) -> grpc.aio.Channel:
     """A channel to ``address`` ("host:port") with client metrics and the
     retry policy of SERVICE_CONFIG for idempotent RPCs: TLS when
     ``tls`` (default: the GRAPHMESH_TLS_* environment, read on each call) is
     enabled, presenting this process's certificate under mTLS. Every call
     carries the mesh token (default: GRAPHMESH_MESH_TOKEN[_FILE], read on
-    each call; "" sends none), see services.common.mesh_auth.
+    each call; "" sends none), see services.common.mesh_auth, and ``metadata``
+    (an API key header, for a client of the gateway) when given.
 
     Raises:
         OSError: a configured certificate file cannot be read.
@@ -86,7 +88,8 @@ def channel(address: str, tls: TlsSettings | None = None, mesh_token: str | None
     """
     tls = tls if tls is not None else TlsSettings()
     token = MeshSettings().resolved_token() if mesh_token is None else mesh_token
-    interceptors: list = [ClientMetricsInterceptor(), *([MeshTokenClientInterceptor(token)] if token else [])]
+    interceptors: list = [ClientMetricsInterceptor(), *([MeshTokenClientInterceptor(token)] if token else []),
+                          *([MetadataClientInterceptor(metadata)] if metadata else [])]
     if not tls.enabled:
         return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS, interceptors=interceptors)
     return grpc.aio.secure_channel(address, channel_credentials(tls), options=_CHANNEL_OPTIONS + _name_override(tls),

@@ -117,14 +117,14 @@ class MeshTokenInterceptor(grpc.aio.ServerInterceptor):
                                 "this port serves GraphMesh's own services only: call the gateway (mesh token missing or wrong)")
 
 
-class MeshTokenClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
-    """Adds the mesh token to every call of an aio channel."""
+class MetadataClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+    """Adds ``pairs`` (metadata keys and values) to every call of an aio channel."""
 
-    def __init__(self, token: str) -> None:
-        self._metadata = (MESH_TOKEN_METADATA, token)
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self._pairs = list(pairs)
 
     def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-        metadata = grpc.aio.Metadata(*(details.metadata or ()), self._metadata)
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), *self._pairs)
         return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
                                           details.wait_for_ready)
 
@@ -133,3 +133,10 @@ class MeshTokenClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.
 
     async def intercept_unary_stream(self, continuation, client_call_details, request):
         return await continuation(self._details(client_call_details), request)
+
+
+class MeshTokenClientInterceptor(MetadataClientInterceptor):
+    """Adds the mesh token to every call of an aio channel."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__([(MESH_TOKEN_METADATA, token)])

@@ -99,3 +99,29 @@ async def test_eval_over_a_collection_no_store_holds_is_an_error_naming_it(fake_
     err = capsys.readouterr().err
     assert code == 2 and "no store holds collection 'yuntuu'" in err
     assert not (tmp_path / "run.json").exists()
+
+
+async def test_every_command_sends_the_api_key_when_auth_is_on(fake_gateway, monkeypatch, capsys, tmp_path):
+    """A trial with auth on got UNAUTHENTICATED from `collections list`, `documents list` and `ingest files`
+    with GRAPHMESH_API_KEY set, and `eval` scored 0 with every question an error."""
+    from services.gateway.api.auth import new_key
+
+    key, record = new_key("operator")
+    gw = await fake_gateway(auth={"enabled": True, "api_keys": record.line()}, ingest={"sentence_vectors": False})
+    capsys.readouterr()
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.setenv("GRAPHMESH_API_KEY", key)
+    (tmp_path / "手册.md").write_text("# 手册\n\n年假为十五天。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "手册.md"), "--collection", "hr"]) == 0
+    assert await asyncio.to_thread(main, ["collections", "list"]) == 0
+    assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hr"]) == 0
+    dataset = tmp_path / "q.jsonl"
+    dataset.write_text(json.dumps({"id": "a", "query": "年假几天", "gold_text": "年假为十五天"}, ensure_ascii=False), "utf-8")
+    code = await asyncio.to_thread(main, ["eval", "--dataset", str(dataset), "--collection", "hr", "--json",
+                                          "--out", str(tmp_path / "run.json")])
+    out, err = capsys.readouterr()
+    assert "UNAUTHENTICATED" not in err
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["errors"] == 0
+    monkeypatch.delenv("GRAPHMESH_API_KEY")  # and without the key, the gateway refuses: the key is what let them in
+    assert await asyncio.to_thread(main, ["collections", "list"]) == 2
+    assert "UNAUTHENTICATED" in capsys.readouterr().err
