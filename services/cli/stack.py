@@ -366,10 +366,7 @@ def up(detach: bool, llm: str | None = None) -> int:
         pg_dsn, neo4j_uri = start_stores(cfg, pids)
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
-        # stop only what this call started; a stack already running stays up
-        _write_pids({name: pid for name, pid in pids.items() if before.get(name) != pid})
-        down()
-        _write_pids(before)
+        _stop_started(before, pids)
         return 1
     _write_pids(pids)
     env = service_env(cfg, pg_dsn, neo4j_uri)
@@ -378,15 +375,14 @@ def up(detach: bool, llm: str | None = None) -> int:
             start_llm(llm, env, pids)
         except Exception as err:  # missing extra, model or port: report and stop what started
             print(f"error: local LLM: {err}", file=sys.stderr)
-            _write_pids(pids)
-            down()
+            _stop_started(before, pids)
             return 1
         _write_pids(pids)
     try:
         start_services(env, pids)
     except RuntimeError as err:
         print(f"error: {err}", file=sys.stderr)
-        down()
+        _stop_started(before, pids)
         return 1
     _write_addresses(env if _external_neo4j_uri() else {**env, "GRAPHMESH_NEO4J_BOLT_PORT": str(cfg.neo4j_bolt_port)})
     print(f"GraphMesh is up: gRPC {env['GRAPHMESH_GATEWAY_ADDR']}, REST http://127.0.0.1:{cfg.rest_port}", flush=True)
@@ -410,6 +406,19 @@ def up(detach: bool, llm: str | None = None) -> int:
         pass
     down()
     return 0
+
+
+def _stop_started(before: dict[str, int], pids: dict[str, int]) -> None:
+    """Stops what this ``up`` started (the processes of ``pids`` not in ``before``) and nothing else: a
+    stack already running stays up, with its recorded pids and addresses (a trial's ``up`` run to restart
+    one killed service failed on a taken port and stopped the whole stack)."""
+    addresses = _addresses_file()
+    recorded = addresses.read_bytes() if addresses.exists() else None
+    _write_pids({name: pid for name, pid in pids.items() if before.get(name) != pid})
+    _stop_all()
+    _write_pids(before)
+    if recorded is not None:
+        addresses.write_bytes(recorded)
 
 
 def _reap_children() -> None:

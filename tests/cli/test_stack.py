@@ -217,3 +217,33 @@ def test_config_show_names_the_addresses_up_recorded(tmp_path, monkeypatch, caps
     assert config_cmd.cmd_config(args) == 0
     out = capsys.readouterr().out
     assert "  GRAPHMESH_GATEWAY_ADDR = 127.0.0.1:54051" in out and "GRAPHMESH_JUDGE_ADDR = 127.0.0.1:54057" not in out
+
+
+def test_an_up_whose_services_fail_to_start_stops_only_those_it_started(tmp_path, monkeypatch, capsys):
+    """A trial killed retriever_pg and ran `graphmesh up` again; retriever_pg's port was taken, and the
+    failed up stopped the gateway and every other running service."""
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+        monkeypatch.setenv("GRAPHMESH_RETRIEVER_PG_DSN", "postgresql://127.0.0.1:1/external")
+        monkeypatch.setenv("GRAPHMESH_RETRIEVER_GRAPH_NEO4J__URI", "bolt://127.0.0.1:1")  # external: nothing to start
+        recorded = {"gateway": running.pid, "retriever_pg": 2**22 + 1}  # a live gateway, a killed retriever_pg
+        (tmp_path / "pids.json").write_text(json.dumps(recorded))
+        (tmp_path / "addresses.json").write_text('{"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:53051"}')
+
+        def failing(env, pids, timeout=180.0):
+            pids["retriever_pg"] = started.pid
+            raise RuntimeError("retriever_pg exited")
+
+        monkeypatch.setattr(stack, "start_services", failing)
+        assert stack.up(detach=True) == 1
+        assert started.wait(timeout=30) is not None  # what this up started is stopped
+        assert running.poll() is None  # the gateway of the running stack is not
+        assert json.loads((tmp_path / "pids.json").read_text()) == recorded
+        assert (tmp_path / "addresses.json").exists()  # the other commands still find the stack
+        assert "retriever_pg exited" in capsys.readouterr().err
+    finally:
+        for proc in (running, started):
+            proc.kill()
+            proc.wait()
