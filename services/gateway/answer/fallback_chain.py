@@ -117,6 +117,7 @@ class FallbackChain:
         down: DownstreamError | None = None
         timed_out = False
         retrieved = False
+        documents_down = True  # every retrieval so far had the document store (retriever_pg) down
         names_seen: list[str] = []
         best: tuple[float, Retrieval, str] | None = None
         first: Retrieval | None = None  # the first retrieval made, kept for its notes when none finds anything
@@ -150,6 +151,7 @@ class FallbackChain:
             attempt.duration_ms = (time.perf_counter() - started) * 1000
             if retrieval is not None:
                 retrieved = True
+                documents_down &= "retriever_pg" in retrieval.response.degraded
                 first = first or retrieval
                 for timing in retrieval.response.timings:
                     yield gateway_pb2.AnswerStreamResponse(stage=timing)
@@ -196,6 +198,10 @@ class FallbackChain:
             _answer_with_best(chosen, *best)
         elif not retrieved and down is not None:
             raise down
+        elif retrieved and documents_down:
+            # the graph alone answered, with nothing: the documents were never searched, so no abstention
+            raise DownstreamError("retriever_pg", grpc.StatusCode.UNAVAILABLE,
+                                  "the document store (retriever_pg) is unavailable and nothing else found evidence; retry later")
         elif not retrieved and timed_out:
             # an abstention would tell the caller the corpus lacks the answer when only the time ran out
             raise DownstreamError("retrievers", grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -70,3 +70,11 @@ async def test_an_answer_whose_every_strategy_ran_out_of_time_is_deadline_exceed
     with pytest.raises(DownstreamError) as err:
         await use_.answerer.answer("北斗会议室在几楼", 5, None, Deadline(0.2))
     assert err.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in str(err.value)
+
+
+async def test_answer_with_the_document_store_down_and_the_graph_finding_nothing_is_unavailable():
+    """A trial killed retriever_pg: Answer said 检索到的资料不足以回答这个问题，知识库中可能没有相关内容 (HTTP 200),
+    though the documents were never searched."""
+    with pytest.raises(DownstreamError) as err:
+        await use(grpc.StatusCode.UNAVAILABLE, None).answerer.answer("借档案最长能借多少天", 5, None, Deadline(5))
+    assert err.value.code == grpc.StatusCode.UNAVAILABLE and "retriever_pg" in str(err.value)
