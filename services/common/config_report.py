@@ -52,6 +52,8 @@ _SECRET_NAME = re.compile(r"(^|_)(api_keys?|password|token|secret)$")
 #: user:password@ in a URL or DSN, and password=... in a libpq DSN.
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^@\s/]+@")
 _DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.I)
+#: A URL query parameter holding a secret (?api_key=..., &token=..., &sig=...).
+_QUERY_SECRET = re.compile(r"([?&][\w.-]*(?:key|token|secret|password|passwd|sig|signature)[\w.-]*=)[^&#\s]+", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +119,12 @@ def is_secret(path: str) -> bool:
 
 def redact_value(path: str, value: Any, default: Any) -> Any:
     """``value`` fit to print: "***" for a secret field's value that is set
-    and not the default; passwords inside URLs and DSNs masked in any
-    string; lists and dicts redacted element-wise by the same rule."""
+    and not the default; passwords inside URLs and DSNs, and URL query
+    parameters named like a key, token or signature, masked in any string; lists and dicts redacted element-wise by the same rule."""
     if is_secret(path):
         return value if value in ("", None) or value == default else REDACTED
     if isinstance(value, str):
+        value = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, value)
         return _DSN_PASSWORD.sub(lambda m: m.group(1) + REDACTED, _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", value))
     if isinstance(value, list):
         return [redact_value("", v, None) for v in value]

@@ -285,6 +285,10 @@ def test_redact_value_rules():
     assert config_report.redact_value("token_file", "/run/secrets/t", "") == "/run/secrets/t"
     assert config_report.redact_value("dsn", "host=db password=p1 user=u", "") == "host=db password=*** user=u"
     assert config_report.redact_value("uri", "bolt://neo4j:pw@h:7687", "") == "bolt://neo4j:***@h:7687"
+    # a trial's LLM URL with a key in its query string printed the key
+    assert config_report.redact_value("llm.base_url", "https://user:p@llm.example/v1?api_key=QSECRET&model=q", "") == \
+        "https://user:***@llm.example/v1?api_key=***&model=q"
+    assert config_report.redact_value("x", "https://h/v1?sig=abc#top", "") == "https://h/v1?sig=***#top"
 
 
 def test_docs_list_every_renamed_variable():
