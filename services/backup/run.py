@@ -77,7 +77,8 @@ async def create_backup(folder: Path, targets: Targets, *, pg_bin: str | None = 
                         allow_mismatch: bool = False) -> Manifest:
     """Backs both stores up into ``folder`` (created; written as
     ``folder.partial`` and renamed when complete, so a folder with a
-    manifest is a whole backup).
+    manifest is a whole backup). The folder is its owner's alone (0700, its
+    files 0600): it holds the text of every document.
 
     Returns:
         the Manifest written.
@@ -107,7 +108,7 @@ async def create_backup(folder: Path, targets: Targets, *, pg_bin: str | None = 
             raise BackupError("PostgreSQL and Neo4j disagree: " + "; ".join(differences)
                               + ". A restore would carry this over; ingest the documents again (or delete them) "
                               "until both agree, or pass --allow-mismatch to back up anyway (recorded in the manifest)")
-        work.mkdir(parents=True)
+        work.mkdir(parents=True, mode=0o700)  # a backup holds every document's text: its owner's alone
         try:
             await asyncio.to_thread(postgres.dump, targets.pg_dsn, work / PG_FILE, tools)
             await graph.export(driver, targets.neo4j_database, work)
@@ -128,6 +129,8 @@ async def create_backup(folder: Path, targets: Targets, *, pg_bin: str | None = 
                 f.write(manifest.to_json())
                 f.flush()
                 os.fsync(f.fileno())
+            for path in work.rglob("*"):
+                path.chmod(0o700 if path.is_dir() else 0o600)
             if folder.exists():
                 folder.rmdir()
             work.rename(folder)

@@ -36,6 +36,9 @@ async def test_round_trip_gives_the_same_counts_and_search_results(pg_new_databa
     assert written.postgres.collections == {k: list(v) for k, v in before["counts"]["pg"].items()}
     assert written.neo4j.counts["nodes"]["Entity"] >= 2 and written.pg_schema_version >= 5
     assert manifest.files == written.files and not (tmp_path / "b1.partial").exists()
+    # every document's text is in it: the owner's alone (a trial found postgres.dump 0644 in a 0755 folder)
+    assert (tmp_path / "b1").stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "b1").rglob("*") if p.is_file()} == {0o600}
 
     fresh = await pg_new_database()
     await wipe_neo4j(neo4j_uri)
