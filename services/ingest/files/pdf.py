@@ -57,12 +57,19 @@ WRAP_LEADING = 1.6
 WRAP_EMS = 2.5
 #: C0 control characters but tab, line feed and carriage return (the text runs' whitespace).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: A PDF title that is a file name (bm.html, report.docx): what a browser or converter puts when the page
+#: has no title of its own.
+_FILE_NAME_TITLE = re.compile(r"[^/\\]+\.(?:x?html?|docx?|txt|md|pdf)", re.I)
 #: The CJK Radicals Supplement and Kangxi Radicals blocks.
 _RADICALS = re.compile(r"[\u2e80-\u2fdf]")
 _RADICALS_TO_CHARACTERS = make_transliterator([("radicals", {})])
 #: Radicals the table leaves out (Unicode lists no equivalent ideograph for them) that PDFs use for a
 #: character: Chromium writes 部门 as 部⻔ (U+2ED4 CJK RADICAL C-SIMPLIFIED GATE).
 _MORE_RADICALS = str.maketrans({"\u2ed4": "\u95e8"})
+#: Kangxi radicals whose equivalent is a traditional character where simplified Chinese shares the radical's
+#: glyph: Chromium's simplified fonts write 户 (客户) as ⼾ U+2F3E, which the table reads as 戶. Chinese first:
+#: simplified.
+_SIMPLIFIED_RADICALS = str.maketrans({"\u2f3e": "\u6237"})
 
 
 def unified(text: str) -> str:
@@ -71,7 +78,7 @@ def unified(text: str) -> str:
     _MORE_RADICALS; unchanged when it holds none."""
     if not _RADICALS.search(text):
         return text
-    return _RADICALS_TO_CHARACTERS(text).translate(_MORE_RADICALS)
+    return _RADICALS_TO_CHARACTERS(text.translate(_SIMPLIFIED_RADICALS)).translate(_MORE_RADICALS)
 
 
 @dataclass(slots=True)
@@ -293,8 +300,8 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
         paragraph.append(line.text)
     builder.add(_join(paragraph), page_of)
     title = _CONTROLS.sub("", str(info.get("/Title") or "")).strip()
-    if title.lower() in ("(anonymous)", "anonymous", "untitled"):  # writer defaults, not titles
-        title = ""
+    if title.lower() in ("(anonymous)", "anonymous", "untitled") or _FILE_NAME_TITLE.fullmatch(title):
+        title = ""  # writer defaults, not titles: a browser's "Save as PDF" of an untitled page names its file
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
     return ParsedFile(title or builder.first_heading or stem, builder.build(), MEDIA_TYPE, pages=len(pages),
                       metadata=author_metadata(_CONTROLS.sub("", str(info.get("/Author") or ""))))

@@ -49,6 +49,8 @@ def test_a_chromium_pdf_reads_as_its_paragraphs_with_the_characters_written(tmp_
     assert "省会城市每晚不超过380元；其他城市每晚不超过280元。部门总监及以上职级标准上浮30%。" in sections["一、住宿标准"]
     assert sections["三、出差补助"] == "出差伙食补助每天100元，按实际出差天数计算，无需提供发票。"
     assert not any(" | " in text for text in sections.values())
+    # the page has no <title>: Chromium names the PDF after the file (page.html), which is no title
+    assert parsed.title == "云途物流员工差旅与费用报销制度"
 
 
 def test_runs_reported_at_the_start_of_the_run_before_are_moved_to_its_end():
@@ -65,4 +67,5 @@ def test_runs_reported_at_the_start_of_the_run_before_are_moved_to_its_end():
 
 def test_radicals_are_read_as_the_characters_they_stand_for():
     assert unified("部⻔员⼯⽤⻜机伙⻝") == "部门员工用飞机伙食"
+    assert unified("客⼾名单") == "客户名单"  # simplified, as Chromium's simplified fonts mean it (the table says 戶)
     assert unified("没有部首的文字。") == "没有部首的文字。"
