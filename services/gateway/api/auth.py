@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -111,6 +112,7 @@ class KeyStore:
             self._by_id[rec.key_id] = rec
         self._pepper = secrets.token_bytes(32)
         self._verified: OrderedDict[bytes, str] = OrderedDict()
+        self._file, self._env, self._stamp = "", "", None
 
     @classmethod
     def load(cls, file: str = "", env_value: str = "") -> "KeyStore":
@@ -127,7 +129,25 @@ class KeyStore:
                         records.append(parse_line(line))
                     except ValueError as err:
                         raise ValueError(f"{source}: line {number}: {err}") from None
-        return cls(records)
+        store = cls(records)
+        store._file, store._env, store._stamp = file, env_value, _stamp(file)
+        return store
+
+    def _refresh(self) -> None:
+        """Reads the keys file again when it changed since it was read, so a key added or removed (revoked)
+        counts from the next call without a restart (a trial's revoked key kept working until one); a file
+        that no longer parses keeps the keys read before, with a warning."""
+        stamp = _stamp(self._file) if self._file else None
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            fresh = KeyStore.load(self._file, self._env)
+        except (OSError, ValueError) as err:
+            log.warning("API keys file %s not reloaded, the keys read before stay: %s", self._file, err)
+            return
+        self._by_id, self._verified = fresh._by_id, OrderedDict()
+        log.info("API keys file %s read again: %d keys", self._file, len(self._by_id))
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -139,6 +159,7 @@ class KeyStore:
         """The key's name when ``presented`` is a stored key, else None.
         CPU-bound (scrypt) on the first sight of a key: call ``averify`` from
         an event loop."""
+        self._refresh()
         match = _KEY.match(presented or "")
         record = self._by_id.get(match.group(1)) if match else None
         tag, name = self._remembered(presented) if record else (b"", None)
@@ -153,9 +174,17 @@ class KeyStore:
 
     async def averify(self, presented: str | None) -> str | None:
         """``verify`` without blocking the loop (scrypt in a worker thread)."""
+        self._refresh()
         if presented and self._remembered(presented)[1] is not None:
             return self.verify(presented)
         return await asyncio.to_thread(self.verify, presented)
+
+
+def _stamp(file: str) -> tuple[int, int] | None:
+    """(modification time in ns, size) of ``file``; None when it cannot be read."""
+    with contextlib.suppress(OSError):
+        return Path(file).stat().st_mtime_ns, Path(file).stat().st_size
+    return None
 
 
 def extract_key(metadata: Iterable[tuple[str, Any]]) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from services.gateway.api.auth import extract_key
 from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal, repeated_header_refusal
 
 log = logging.getLogger("graphmesh.gateway.rest")
@@ -163,7 +164,11 @@ def edge_guard(options: RestOptions) -> Callable:
     a Host outside the allow-list is 403 (DNS rebinding), an unsafe request
     from another site is 403 (CSRF), a header those rules read sent twice
     (two Origins) is 400, and an unsafe request that is not
-    ``application/json`` is 415. Each in the API's JSON error shape."""
+    ``application/json`` is 415. With auth on (``options.gate``), a request
+    with a body to /v1/ without a valid key is 401 before its body is read:
+    a trial's three 57 MB bodies without a key, each read and parsed before
+    the gRPC side refused it, slowed a keyed search from 0.05 to 6.9 s.
+    Each in the API's JSON error shape."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
@@ -182,6 +187,10 @@ def edge_guard(options: RestOptions) -> Callable:
                 details = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
                             "fieldViolations": [{"field": refusal.field, "description": refusal.message}]}]
             return error_body(refusal.status, refusal.code, refusal.message, details)
+        if options.gate is not None and request.body_exists and request.path.startswith("/v1/") \
+                and await options.gate.keys.averify(extract_key(request.headers.items())) is None:
+            return error_body(401, "UNAUTHENTICATED",
+                              "a valid API key is required: authorization: Bearer KEY, or x-api-key: KEY")
         return await handler(request)
 
     return middleware

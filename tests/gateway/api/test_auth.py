@@ -122,3 +122,21 @@ def test_redaction_masks_keys_and_header_values_in_text_and_log_records(caplog):
     finally:
         logger.removeFilter(handler_filter)
     assert "client sent gmk_" in caplog.text and secret not in caplog.text
+
+
+def test_a_key_removed_from_or_added_to_the_keys_file_counts_without_a_restart(tmp_path):
+    """A trial revoked a key by deleting its line and added another: the revoked one still worked and the new
+    one was refused until the gateway restarted."""
+    from services.gateway.api.auth import KeyStore, new_key
+
+    old_key, old = new_key("mcp-assistant")
+    new, added = new_key("web-tool")
+    file = tmp_path / "keys"
+    file.write_text(old.line() + "\n", encoding="utf-8")
+    store = KeyStore.load(str(file))
+    assert store.verify(old_key) == "mcp-assistant" and store.verify(new) is None
+    file.write_text("# mcp-assistant revoked\n" + added.line() + "\n", encoding="utf-8")
+    assert store.verify(old_key) is None  # remembered before, refused now
+    assert store.verify(new) == "web-tool"
+    file.write_text("not a key line\n", encoding="utf-8")  # a broken edit keeps the keys read before
+    assert store.verify(new) == "web-tool"

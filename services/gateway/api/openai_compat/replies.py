@@ -168,5 +168,7 @@ def openai_shape(google_error: dict, status: int) -> dict:
     for detail in error.get("details") or ():
         for violation in detail.get("fieldViolations") or ():
             param = param or violation.get("field")
+    # a 401 is OpenAI's invalid_api_key whoever refused it (the edge checks a key before reading a body)
+    code = _RPC_ERRORS[grpc.StatusCode.UNAUTHENTICATED][2] if status == 401 else str(error.get("status", "")).lower()
     return {"error": {"message": error.get("message", ""), "type": _ERROR_TYPES.get(status, "server_error"),
-                      "param": param, "code": str(error.get("status", "")).lower() or None}}
+                      "param": param, "code": code or None}}
