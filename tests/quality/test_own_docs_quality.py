@@ -36,7 +36,10 @@ on, ingested as files into a collection without a domain pack:
 - yuntu_docs: a logistics company's customer and staff documents from a
   fifth fresh user's trial (.md with a table, .txt, .docx, .html, a .pdf
   printed by Chromium; two English), its 49 questions (some across
-  languages) and 12 out-of-scope ones.
+  languages) and 12 out-of-scope ones;
+- mingheng_docs: a law firm's internal rules from a sixth fresh user's
+  trial (.md with a table, .txt, .html, .docx, a Chromium .pdf), its 20
+  questions in staff's own words and 6 out-of-scope ones.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -73,6 +76,7 @@ SETS = {
     "xinghai_docs": (7, {"out_of_scope_abstained": DATA / "xinghai_docs" / "out_of_scope.jsonl"}),
     "qiyue_docs": (7, {"out_of_scope_abstained": DATA / "qiyue_docs" / "out_of_scope.jsonl"}),
     "yuntu_docs": (8, {"out_of_scope_abstained": DATA / "yuntu_docs" / "out_of_scope.jsonl"}),
+    "mingheng_docs": (6, {"out_of_scope_abstained": DATA / "mingheng_docs" / "out_of_scope.jsonl"}),
 }
 
 
