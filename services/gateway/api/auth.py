@@ -183,7 +183,7 @@ class KeyStore:
 def _stamp(file: str) -> tuple[int, int] | None:
     """(modification time in ns, size) of ``file``; None when it cannot be read."""
     with contextlib.suppress(OSError):
-        return Path(file).stat().st_mtime_ns, Path(file).stat().st_size
+        return (status := Path(file).stat()).st_mtime_ns, status.st_size  # one stat: it runs on every key check
     return None
 
 
