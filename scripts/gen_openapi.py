@@ -284,7 +284,7 @@ def build() -> dict:
                  "description": f"REST/JSON transcoding of {SERVICE} and google.longrunning.Operations (proto3 JSON mapping: lowerCamelCase field names, "
                                 "64-bit integers as strings, enums as value names, bytes as base64; unknown fields are rejected). "
                                 f"Generated from {PROTO} by scripts/gen_openapi.py."},
-        "servers": [{"url": "http://127.0.0.1:8080", "description": "local stack (GRAPHMESH_GATEWAY_REST__PORT)"}],
+        "servers": [{"url": "/", "description": "the gateway serving this document, on whatever host and port it answers"}],
         "security": [{}, {"bearer": []}, {"apiKey": []}],
         "tags": [{"name": "GatewayService", "description": "Search, answers, deep search, ingestion and entity search."},
                  {"name": "Operations", "description": "google.longrunning.Operations: the long-running ImportDocuments "

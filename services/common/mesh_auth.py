@@ -76,15 +76,21 @@ def new_mesh_token() -> str:
 
 
 def refusing_handler(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str,
-                     trailer: tuple = ()) -> grpc.RpcMethodHandler:
+                     trailer: tuple = (), on_refuse: Callable[[str], None] | None = None) -> grpc.RpcMethodHandler:
     """A handler of the same kind as ``handler`` (unary or streaming) that
-    aborts every call with ``code`` and ``message``."""
+    aborts every call with ``code`` and ``message``, first calling
+    ``on_refuse`` with the caller's address (gRPC's peer string,
+    "ipv4:127.0.0.1:53412"): the interceptor that refuses never sees it."""
 
     async def refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
+        if on_refuse is not None:
+            on_refuse(context.peer())
         await context.abort(code, message, trailing_metadata=trailer)
 
     async def refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
         # A server-streaming method must be served by an async generator.
+        if on_refuse is not None:
+            on_refuse(context.peer())
         await context.abort(code, message, trailing_metadata=trailer)
         yield  # never reached: abort raises
 

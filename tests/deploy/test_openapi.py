@@ -197,3 +197,10 @@ def test_the_declared_timeout_header_matches_what_the_edge_accepts(doc, value):
             header = next(p for p in operation["parameters"] if p["name"] == "X-Timeout-Seconds")
             declared = jsonschema.Draft4Validator(header["schema"]).is_valid(float(value))
             assert declared == (request_timeout({"X-Timeout-Seconds": value})[1] is None), (value, header["schema"])
+
+
+def test_the_server_is_the_one_serving_the_document(doc):
+    """A relative server URL: the REST port is configurable and a proxy may
+    sit in front, so a fixed http://127.0.0.1:8080 sent tools that read the
+    document (Swagger UI, schemathesis, code generators) to the wrong place."""
+    assert [server["url"] for server in doc["servers"]] == ["/"]

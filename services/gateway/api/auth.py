@@ -275,9 +275,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         decision = await self.gate.check(handler_call_details.invocation_metadata or ())
         if decision.code is None:
             return handler
-        log.info("%s refused: %s (key %s)", method, decision.code.name, decision.key_name or "none/invalid")
+        note = f"{method} refused: {decision.code.name} (key {decision.key_name or 'none/invalid'})"
         trailer = (("retry-after", decision.retry_after),) if decision.retry_after else ()
-        return refusing_handler(handler, decision.code, decision.message, trailer)
+        return refusing_handler(handler, decision.code, decision.message, trailer, lambda peer: log.info("%s from %s", note, peer))
 
 
 def build_gate(enabled: bool, keys_file: str, keys: str, rate_per_second: float, burst: int) -> Gate | None:

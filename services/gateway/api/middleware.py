@@ -189,6 +189,7 @@ def edge_guard(options: RestOptions) -> Callable:
             return error_body(refusal.status, refusal.code, refusal.message, details)
         if options.gate is not None and request.body_exists and request.path.startswith("/v1/") \
                 and await options.gate.keys.averify(extract_key(request.headers.items())) is None:
+            log.info("%s %s refused: UNAUTHENTICATED (key none/invalid) from %s", request.method, request.path, request.remote)
             return error_body(401, "UNAUTHENTICATED",
                               "a valid API key is required: authorization: Bearer KEY, or x-api-key: KEY")
         return await handler(request)

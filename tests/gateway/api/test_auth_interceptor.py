@@ -130,3 +130,13 @@ async def test_keys_never_appear_in_the_logs(server, caplog):
     assert "refused: UNAUTHENTICATED" in caplog.text and "refused: RESOURCE_EXHAUSTED (key alice)" in caplog.text
     for secret in (alice, wrong, alice.split("_", 2)[2], wrong.split("_", 2)[2]):
         assert secret not in caplog.text
+
+
+async def test_a_refusal_is_logged_with_the_callers_address(server, caplog):
+    """An operator reading the log after a burst of 401s needs to know who
+    sent them: the refusal names the method, the code and the peer."""
+    with caplog.at_level(logging.INFO, logger="graphmesh.gateway.auth"):
+        with pytest.raises(grpc.aio.AioRpcError):
+            await echo(server, ())
+    line = next(r.getMessage() for r in caplog.records if "refused" in r.getMessage())
+    assert "/test.Echo/" in line and "refused: UNAUTHENTICATED (key none/invalid) from ipv" in line

@@ -178,16 +178,19 @@ async def test_trace_id_in_grpc_metadata_and_rest_header(fake_gateway):
     assert status == 200 and len(headers["X-Trace-Id"]) == 32
 
 
-async def test_a_body_without_a_key_is_refused_before_it_is_read(fake_gateway, keys):
+async def test_a_body_without_a_key_is_refused_before_it_is_read(fake_gateway, keys, caplog):
     """A trial's 57 MB bodies without a key were read and parsed before the 401, slowing keyed users: a
-    malformed body without a key is now 401 (the key is checked first), not 400 (it was parsed first)."""
+    malformed body without a key is now 401 (the key is checked first), not 400 (it was parsed first).
+    The refusal is logged with the caller's address, as the gRPC interceptor's are."""
     from aiohttp import ClientSession
 
     gw = await fake_gateway(auth={"enabled": True, "api_keys": keys["lines"]})
     async with ClientSession() as session:
-        async with session.post(gw.rest_url + "/v1/query:search", data=b"{not json",
-                                headers={"Content-Type": "application/json"}) as reply:
-            assert reply.status == 401 and (await reply.json())["error"]["status"] == "UNAUTHENTICATED"
+        with caplog.at_level(logging.INFO, logger="graphmesh.gateway.rest"):
+            async with session.post(gw.rest_url + "/v1/query:search", data=b"{not json",
+                                    headers={"Content-Type": "application/json"}) as reply:
+                assert reply.status == 401 and (await reply.json())["error"]["status"] == "UNAUTHENTICATED"
+        assert "POST /v1/query:search refused: UNAUTHENTICATED (key none/invalid) from 127.0.0.1" in caplog.text
         async with session.post(gw.rest_url + "/v1/query:search", data=b"{not json",
                                 headers={"Content-Type": "application/json", "X-API-Key": keys["alice"]}) as reply:
             assert reply.status == 400  # with a key, the body is read and its fault named
