@@ -167,7 +167,7 @@ async def test_weak_standard_retrieval_is_answered_by_a_later_strategy(mesh, loc
     assert reply.answer and reply.search.results
 
 
-async def test_graph_down_uses_the_fast_path(mesh, ingested):
+async def test_graph_down_answers_from_the_standard_retrieval(mesh, ingested):
     server, service, address = await start_gateway(mesh, None, graph_down=True)
     try:
         async with grpc.aio.insecure_channel(address) as ch:
@@ -175,13 +175,10 @@ async def test_graph_down_uses_the_fast_path(mesh, ingested):
     finally:
         await server.stop(0)
         await service.on_stop()
-    assert reply.strategy == gateway_pb2.FALLBACK_STRATEGY_FAST_PATH
-    assert reply.attempts[0].reason == "retriever_graph unavailable"
-    skipped = [a for a in reply.attempts[1:-1]]
-    assert skipped and all(a.reason.startswith("skipped: retriever_graph unavailable") for a in skipped)
-    assert reply.attempts[-1].answered and reply.attempts[-1].strategy == gateway_pb2.FALLBACK_STRATEGY_FAST_PATH
+    assert reply.strategy == gateway_pb2.FALLBACK_STRATEGY_STANDARD and reply.attempts[0].answered
+    assert list(reply.search.degraded) == ["retriever_graph"]
     stages = {t.stage: t for t in reply.search.timings}
-    assert stages["retrieve.graph"].detail == "fast path" and stages["rerank"].status == types_pb2.STAGE_STATUS_SKIPPED
+    assert stages["retrieve.graph"].status == types_pb2.STAGE_STATUS_DEGRADED and stages["retrieve.pg"].status == types_pb2.STAGE_STATUS_OK
     assert "5689" in [c.document_id for c in reply.search.results]
     assert reply.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and "5689" in [c.document_id for c in reply.citations]
 

@@ -24,9 +24,11 @@ def test_judge_fails_empty_weak_and_degraded_retrievals_with_reasons():
     assert fallback.judge(0, 0.0, 0.3) == fallback.Verdict(False, "empty retrieval")
     weak = fallback.judge(5, 0.25, 0.3)
     assert not weak.accepted and weak.reason == "evidence 0.250 < 0.300"
-    down = fallback.judge(5, 0.9, 0.3, degraded=["reranker", "retriever_graph"])
-    assert not down.accepted and down.reason == "retriever_graph unavailable"
+    down = fallback.judge(5, 0.9, 0.3, degraded=["reranker", "retriever_pg"])
+    assert not down.accepted and down.reason == "retriever_pg unavailable"
     assert fallback.judge(5, 0.9, 0.3, degraded=["reranker"]).accepted  # an optional service is no reason
+    # nor the graph: what PostgreSQL found through the full pipeline is all the fast path would find, and more
+    assert fallback.judge(5, 0.9, 0.3, degraded=["retriever_graph"]).accepted
     assert fallback.judge(1, 0.3, 0.3).accepted
 
 
