@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import jieba
+import opencc
 
 from services.common import lexicon
 
@@ -52,13 +53,39 @@ def normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
+_CJK_ANY = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+@lru_cache(maxsize=1)
+def _t2s() -> opencc.OpenCC:
+    return opencc.OpenCC("t2s")
+
+
+def simplified(text: str) -> str:
+    """``text`` with traditional Chinese characters and phrases written in
+    simplified (OpenCC's t2s: 公積金貸款 -> 公积金贷款, 瞭解 -> 了解; simplified
+    text is left as it is); text without CJK characters is returned as is.
+
+    Why: the keyword channels, the abstention signals and the extractive
+    answer compare words character by character, so a question typed in
+    traditional characters matched nothing in simplified documents (a
+    trial's hotline set: 公積金貸款可以每個月自動扣公積金還嗎 answerability 0.06
+    and refused, 0.91 in simplified). Both sides of every such comparison
+    read text through it; stored text and what users see are not changed.
+    Text with kana is Japanese and is returned as is."""
+    if not _CJK_ANY.search(text) or _KANA.search(text):  # Japanese writes 範, not 范
+        return text
+    return _t2s().convert(text)
+
+
 def _is_term(token: str) -> bool:
     return bool(token.strip()) and not _PUNCT_OR_SPACE.match(token)
 
 
 @lru_cache(maxsize=4096)
 def _cut(text: str) -> tuple[str, ...]:
-    return tuple(t.lower() for t in jieba.cut_for_search(normalize(text)) if _is_term(t))
+    return tuple(t.lower() for t in jieba.cut_for_search(simplified(normalize(text))) if _is_term(t))
 
 
 def use_user_dictionary(terms: list[str]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import domains
 
 from services.common.cross_lingual import MAX_TRANSLATED_WORDS, Lexicon, other_script
-from services.common.text import normalize
+from services.common.text import normalize, simplified
 from services.expander.query_cut import weighted_keywords
 
 # Keywords kept of one query (ExpanderSettings.max_keywords).
@@ -73,7 +73,7 @@ def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: 
     question type (``detect_question_type`` with ``domain_packs``) and,
     when ``translate``, its words in the other writing system
     (``cross_lingual.Lexicon.concepts``, at most MAX_TRANSLATED_WORDS)."""
-    normalized = normalize(query)
+    normalized = simplified(normalize(query))
     keywords, found = weighted_keywords(normalized, max_keywords)
     kind, confidence = detect_question_type(normalized, domain_packs)
     script = other_script(normalized) if translate else ""

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 
 import jieba.analyse
 
-from services.common.text import STOP_WORDS, normalize
+from services.common.text import STOP_WORDS, normalize, simplified
 
 #: jieba part-of-speech tags kept as phrases: nouns (n), person, place and
 #: organisation names (nr, ns, nt), other proper nouns (nz), verbal nouns
@@ -48,7 +48,7 @@ def chunk_phrases(text: str, limit: int = PHRASES_PER_CHUNK) -> list[tuple[str, 
     """
     if limit <= 0:
         return []
-    tags = jieba.analyse.extract_tags(normalize(text), topK=limit * 2, withWeight=True, allowPOS=PHRASE_POS)
+    tags = jieba.analyse.extract_tags(simplified(normalize(text)), topK=limit * 2, withWeight=True, allowPOS=PHRASE_POS)
     picked: list[tuple[str, float]] = []
     seen: set[str] = set()
     for word, score in tags:
@@ -73,7 +73,7 @@ def query_phrases(query: str, vocabulary: Iterable[str] | None = None) -> list[s
     found = [p for p, _ in chunk_phrases(query, limit=24)]
     if vocabulary is not None:
         vocab = vocabulary if isinstance(vocabulary, (set, frozenset, dict)) else set(vocabulary)
-        for token in jieba.cut_for_search(normalize(query)):
+        for token in jieba.cut_for_search(simplified(normalize(query))):
             token = token.strip().lower()
             if len(token) >= 2 and token not in STOP_WORDS and token in vocab:
                 found.append(token)

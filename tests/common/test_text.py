@@ -5,6 +5,7 @@ from services.common.text import (
     latin_script,
     normalize,
     query_keywords,
+    simplified,
     split_sentences,
     truncate_at_boundary,
     weekdays_alike,
@@ -93,3 +94,19 @@ def test_a_document_s_writing_system_is_latin_only_with_next_to_no_cjk_character
 def test_weekdays_are_written_one_way():
     assert weekdays_alike("星期一开门吗？礼拜三呢？星期天、礼拜天、周天和周日") == "周一开门吗？周三呢？周日、周日、周日和周日"
     assert weekdays_alike("一星期两次，每周三次") == "一星期两次，每周三次"  # a week, not a day of it
+
+
+def test_simplified_writes_traditional_characters_simplified_and_leaves_the_rest():
+    assert simplified("公積金貸款可以每個月自動扣嗎") == "公积金贷款可以每个月自动扣吗"
+    assert simplified("瞭解一下") == "了解一下"  # a phrase, not a character alone
+    assert simplified("中华人民共和国著作权法") == "中华人民共和国著作权法"
+    assert simplified("冷蔵エリアの温度範囲") == "冷蔵エリアの温度範囲"  # Japanese: kana present
+    assert simplified("GA-37VSD 10 bar") == "GA-37VSD 10 bar"
+
+
+def test_a_question_in_traditional_characters_gets_the_terms_of_a_simplified_document():
+    """Both sides of the keyword channels tokenise through simplified(): a
+    traditional question finds simplified text and the reverse."""
+    asked = query_keywords("居住証要錢嗎？補辦收多少")
+    assert asked == query_keywords("居住证要钱吗？补办收多少") and "补办" in asked
+    assert set(document_terms("補辦居住證")) == set(document_terms("补办居住证"))

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from graphmesh.common.v1 import types_pb2
 from services.common import names
 from services.common.cross_lingual import Translated, words_held
+from services.common.text import simplified
 
 #: Signal names, in the order of Fit.weights.
 SIGNALS = ("dense_max", "dense_second", "longest_found", "agreement", "same_source", "coverage")
@@ -77,7 +78,7 @@ class Signals:
 
 
 def _text(cand: types_pb2.Candidate) -> str:
-    return _NON_WORD.sub("", " ".join([cand.title, *cand.heading_path, cand.text]).lower())
+    return _NON_WORD.sub("", simplified(" ".join([cand.title, *cand.heading_path, cand.text])).lower())
 
 
 def _raw_text(cand: types_pb2.Candidate) -> str:

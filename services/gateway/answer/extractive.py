@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
-                                  query_keywords, weekdays_alike)
+                                  query_keywords, simplified, weekdays_alike)
 from services.gateway.answer.pieces import Candidate, headers_of, table_after
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list, condition_quantities, holds_condition
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, NON_WORD, ROW_SEPARATOR, is_item, quotable,
@@ -44,7 +44,7 @@ _LABELLED = re.compile(r"^[^，。！？；,;:：]{1,24}[：:]\s*\S")
 
 def _bigrams(text: str) -> set[str]:
     """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
-    squeezed = NON_WORD.sub("", text.lower())
+    squeezed = NON_WORD.sub("", simplified(text).lower())
     return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
 
 
@@ -64,7 +64,7 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
     (``weekdays_alike``). 0 without keywords or bigrams."""
     idf = idf or {}
     total = sum(len(k) * idf.get(k, 1.0) for k in keywords)
-    text = weekdays_alike(sentence.lower())
+    text = weekdays_alike(simplified(sentence).lower())
     coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
     if question_bigrams:
         # fsum: exact whatever order the sets iterate in (it follows the hash
@@ -88,7 +88,7 @@ def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
     """Inverse frequency of each of ``terms`` over the candidate ``lines``
     (log((n + 1) / (df + 0.5)), at least 0.1), so that a word every line
     shares (a title, a heading) tells the lines apart less than a rare one."""
-    lowered = [weekdays_alike(line.lower()) for line in lines]
+    lowered = [weekdays_alike(simplified(line).lower()) for line in lines]
     n = len(lowered)
     return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
 

@@ -82,6 +82,14 @@ def test_coverage_is_the_share_of_question_words_in_the_top_three_and_raises_the
     assert all(f.weights[abstention.SIGNALS.index("coverage")] == 0.0 for f in LAW.values())
 
 
+def test_coverage_reads_traditional_passages_with_simplified_keywords():
+    """Keywords come simplified (services.common.text.simplified); a passage
+    in traditional characters still holds them."""
+    taipei = [candidate("1", "居住證補辦收費新臺幣二十元", "pg.keyword", 5.0, vector_score=0.86)]
+    signals = abstention.signals(["居住证", "补办", "收费"], taipei)
+    assert signals.coverage == 1.0 and signals.longest_found == 1.0
+
+
 def test_no_answer_message_follows_the_question_language():
     assert "资料不足" in abstention.no_answer_message("红烧肉怎么做？")
     assert abstention.no_answer_message("How do I cook rice?").startswith("The documents retrieved do not answer")
@@ -377,3 +385,15 @@ async def test_an_answer_below_the_threshold_names_why_it_goes_ahead():
     answer = await answerer.answer("夜班津贴是多少？", 5, None, Deadline(10))
     assert answer.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE and answer.answerability < answer.answerability_threshold
     assert answer.attempts[0].answered and "every word" in answer.attempts[0].reason
+
+
+@ASYNC
+async def test_a_question_naming_a_code_no_passage_holds_abstains_and_says_which():
+    """A trial's technician asked about GA-75VSD over manuals of GA-37VSD and
+    GA-55VSD and got their oil intervals (answerability 0.996)."""
+    plain = await mesh([0.9, 0.9]).answerer.answer("预算收入的计算单位是什么？", 5, None, Deadline(10))
+    assert plain.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE
+    coded = await mesh([0.9, 0.9]).answerer.answer("GA-75VSD 预算收入的计算单位是什么？", 5, None, Deadline(10))
+    assert coded.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and not coded.citations
+    assert coded.answer.startswith("找到的资料中没有提到“GA-75VSD”，无法回答这个问题。")
+    assert [s.document_id for s in coded.insufficient_sources] == ["d0", "d1"]  # listed for reference

@@ -27,6 +27,15 @@ def test_extractive_answer_picks_the_sentence_that_answers_and_skips_list_items(
     assert lines[2] == "发明专利权的期限为二十年，实用新型专利权的期限为十年。 [2]"  # not the leading sentence
 
 
+def test_questions_and_passages_in_either_form_of_chinese_pick_the_answering_sentence():
+    simplified_text = "首次申领居住证免收工本费。居住证由派出所受理。补办居住证需要到派出所办理。"
+    traditional_text = "首次申領居住證免收工本費。居住證由派出所受理。補辦居住證需要到派出所辦理。"
+    asked = extractive_answer([simplified_text], "補辦居住證去哪裡辦？", max_sentences_per_source=1)
+    assert asked.splitlines()[1:] == ["补办居住证需要到派出所办理。 [1]"]
+    stored = extractive_answer([traditional_text], "补办居住证去哪里办？", max_sentences_per_source=1)
+    assert stored.splitlines()[1:] == ["補辦居住證需要到派出所辦理。 [1]"]  # quoted as stored
+
+
 def _quote(answer: str) -> str:
     return answer.split("\n", 1)[1]
 
