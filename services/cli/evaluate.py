@@ -90,6 +90,7 @@ class QueryRow:
     raw_answer: str = ""
     first_token_ms: float | None = None
     cited_ids: list[str] = field(default_factory=list)
+    gold_text_unfound: bool = False
 
 
 def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
@@ -149,10 +150,16 @@ def gold_passages(row: dict) -> list[str]:
     return [v for v in (value or []) if isinstance(v, str) and v.strip()]
 
 
+#: Dashes NFKC leaves apart (hyphen, figure dash, en and em dash, horizontal bar, minus): a PDF printed by
+#: Chromium gave 8:30―17:00 (U+2015) for the source's 8:30—17:00 (U+2014), and a gold line copied from the
+#: source matched nothing.
+_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63"})
+
+
 def _squeeze(text: str) -> str:
-    """``text`` in NFKC form without whitespace: a gold passage written with half-width punctuation
-    (保价费:按声明价值的0.5%收取,最低2元) matches the document's full-width one."""
-    return "".join(unicodedata.normalize("NFKC", text).split())
+    """``text`` in NFKC form without whitespace, every dash a hyphen: a gold passage written with half-width
+    punctuation (保价费:按声明价值的0.5%收取,最低2元) matches the document's full-width one."""
+    return "".join(unicodedata.normalize("NFKC", text).translate(_DASHES).split())
 
 
 def passage_matches(gold: str, text: str, min_share: float = 0.6) -> bool:
@@ -282,6 +289,22 @@ def citation_summary(reply: gateway_pb2.AnswerResponse) -> dict[str, int]:
     return out
 
 
+async def _gold_text_found(stub, passages: list[str], top_k: int, collections: tuple[str, ...], filters: tuple,
+                           timeout: float) -> bool:
+    """Whether a Search for each gold passage itself finds a result holding it: False means the line is in
+    no passage the collection returns (a typo in the gold line, or text the parser changed), which a miss
+    of the question alone does not tell apart from a retrieval failure. An RPC error counts as found."""
+    for passage in passages:
+        try:
+            reply = await stub.Search(gateway_pb2.SearchRequest(query=passage[:500], top_k=max(top_k, 10),
+                                                                collections=collections, filters=filters), timeout=timeout)
+        except grpc.aio.AioRpcError:
+            return True
+        if any(passage_matches(passage, c.text) for c in reply.results):
+            return True
+    return False
+
+
 async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency: int, timeout: float,
                       answers: bool = False, judge_address: str = "",
                       disabled_stages: tuple[str, ...] = (), entities: bool = False,
@@ -352,6 +375,8 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 gold = sorted({c.id for c in search.results if any(passage_matches(g, c.text) for g in passages)})
                 base.gold = gold
                 ranked = metrics.dedupe([c.id for c in search.results])
+                if not gold:
+                    base.gold_text_unfound = not await _gold_text_found(stub, passages, top_k, collections, filters, timeout)
             else:
                 ranked = result_keys(search.results, set(gold))
             base.ranked = ranked[:10]
@@ -412,7 +437,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 
 
 def summarise(rows: list[QueryRow]) -> dict:
-    """Totals over ``rows``: top1, recall@1/5/10, mrr@10, ndcg@10, n, errors,
+    """Totals over ``rows``: top1, recall@1/3/5/10, mrr@10, ndcg@10, n, errors,
     degraded, latency percentiles (milliseconds), recall@10 per category,
     recall@1/@10 and mrr@10 per detected question type,
     strategies, and the mean of each judge metric over the rows where it
@@ -428,6 +453,7 @@ def summarise(rows: list[QueryRow]) -> dict:
     summary: dict = {
         "top1": mean([hit(r, 1) for r in rows]),
         "recall@1": mean([hit(r, 1) for r in rows]),
+        "recall@3": mean([hit(r, 3) for r in rows]),
         "recall@5": mean([hit(r, 5) for r in rows]),
         "recall@10": mean([hit(r, 10) for r in rows]),
         "mrr@10": mean([metrics.mrr_at(r.ranked, set(r.gold), 10) for r in rows]),

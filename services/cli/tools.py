@@ -106,6 +106,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = getattr(args, "out", None)
     saved = evaluate.save_artifact(artifact, Path(out) if out else None)
     summary = artifact["totals"]
+    unfound = [r.id for r in rows if r.gold_text_unfound]
+    if unfound:
+        print(f"note: the gold_text of {len(unfound)} questions ({', '.join(unfound[:10])}{' ...' if len(unfound) > 10 else ''}) "
+              "is in no passage found even when searched for itself: a typo in the gold line, or text the parser "
+              "changed (it is matched whitespace, width and dashes aside); they count 0", file=sys.stderr)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
     else:

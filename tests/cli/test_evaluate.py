@@ -23,7 +23,7 @@ def test_summarise_known_ranks():
     rows = [row("1", 1, "a"), row("2", 3, "a"), row("3", None, "b"), row("4", 7, "b", latency=30.0)]
     s = evaluate.summarise(rows)
     assert s["top1"] == s["recall@1"] == 0.25
-    assert s["recall@5"] == 0.5 and s["recall@10"] == 0.75
+    assert s["recall@3"] == s["recall@5"] == 0.5 and s["recall@10"] == 0.75
     assert s["mrr@10"] == pytest.approx(round((1 + 1 / 3 + 1 / 7) / 4, 4))
     assert s["category_recall@10"] == {"a": {"n": 2, "recall@10": 1.0}, "b": {"n": 2, "recall@10": 0.5}}
     assert s["latency_ms_p50"] == 10.0 and s["n"] == 4 and s["errors"] == 0
@@ -152,6 +152,7 @@ def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
     assert passage_matches(gold, "前文。\n信息增长率 = 新发现的块数 / 已知块数，\n低于 0.1 时停止迭代。后文")
     assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end
     assert not passage_matches(gold, "停止迭代。")
+    assert passage_matches("办公时间8:30—17:00", "办公时间 8:30―17:00。")  # em dash and horizontal bar alike
     assert not passage_matches(gold, "")
 
 

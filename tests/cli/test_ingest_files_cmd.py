@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from graphmesh.common.v1 import types_pb2
 from services.cli.main import main
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
@@ -125,3 +126,28 @@ async def test_every_command_sends_the_api_key_when_auth_is_on(fake_gateway, mon
     monkeypatch.delenv("GRAPHMESH_API_KEY")  # and without the key, the gateway refuses: the key is what let them in
     assert await asyncio.to_thread(main, ["collections", "list"]) == 2
     assert "UNAUTHENTICATED" in capsys.readouterr().err
+
+
+async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(fake_gateway, monkeypatch, capsys, tmp_path):
+    """Two trials' gold lines that matched nothing stored (a typo; a PDF's ― for the source's —) scored as
+    plain misses: eval now searches for the gold line itself and names the questions it still cannot find."""
+    from tests.fakes import FakeRetriever, candidate
+
+    pg = FakeRetriever("retriever_pg", [candidate("手册.md#1", "年假为十五天。办公时间8:30―17:00。", "pg.keyword", 2.0)])
+    pg.collections = [types_pb2.CollectionInfo(name="hr", documents=1, domain_pack="generic")]
+    gw = await fake_gateway(pg=pg)
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    dataset = tmp_path / "q.jsonl"
+    rows = [{"id": "typo", "query": "年假几天", "gold_text": "年假共计二十天"},
+            {"id": "dash", "query": "几点上班", "gold_text": "办公时间8:30—17:00"}]
+    dataset.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["eval", "--dataset", str(dataset), "--collection", "hr", "--json",
+                                          "--out", str(tmp_path / "run.json")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "the gold_text of 1 questions (typo) is in no passage found" in err
+    totals = json.loads(out.strip().splitlines()[-1])
+    assert totals["recall@3"] == 0.5  # the dash line is found, the typo is not
+    saved = json.loads((tmp_path / "run.json").read_text("utf-8"))
+    assert [r["gold_text_unfound"] for r in saved["rows"]] == [True, False]
