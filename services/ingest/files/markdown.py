@@ -1,5 +1,6 @@
 """Markdown files (.md) through markdown-it-py (CommonMark, with tables):
-ATX and setext headings become the heading path, paragraphs, list items,
+ATX and setext headings become the heading path, paragraphs, list items
+(an ordered item with its number, "1. 检查油位", as the .txt reader keeps it),
 block quotes and code blocks become blocks, a table becomes one block of
 rows ("cell | cell"); a raw HTML block (a <table>, a <div>) is read by the
 HTML reader into the same kinds of blocks, never dropped. Title: the first
@@ -43,6 +44,7 @@ def parse_markdown(data: bytes, name: str = "") -> ParsedFile:
     row: list[str] = []
     rows: list[str] = []
     heading_level = 0
+    marker = ""  # an ordered list item's number, for the first line of its text
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open":
             heading_level = int(tok.tag[1])
@@ -54,8 +56,11 @@ def parse_markdown(data: bytes, name: str = "") -> ParsedFile:
             heading_level = 0
         elif tok.type == "inline" and tokens[i - 1].type in ("th_open", "td_open"):
             row.append(_inline_text(tok).strip())
+        elif tok.type == "list_item_open" and tok.info:  # markdown-it gives an ordered item's number as its info
+            marker = f"{tok.info}{tok.markup} "
         elif tok.type == "inline":
-            builder.add(_inline_text(tok))
+            builder.add(marker + _inline_text(tok))
+            marker = ""
         elif tok.type == "tr_close":
             rows.append(TABLE_CELL_SEPARATOR.join(row))
             row = []

@@ -149,6 +149,13 @@ def test_markdown_headings_and_table():
     assert sections[2] == ([mk.TITLE, mk.CHAPTER_2], "\n".join([mk.PARAGRAPH_3, "\n".join(_table_rows())]))
 
 
+def test_markdown_ordered_items_keep_their_numbers_and_bullets_their_text():
+    """A trial's "1. 检查油位…" of a .md file was stored as "检查油位…" while the .txt reader kept the number."""
+    text = "# 保养\n\n1. 检查油位。\n2. 更换滤芯，\n   拧紧螺栓。\n\n- 备注一\n\n5) 记录读数。\n"
+    sections = _sections(parse_file("保养.md", "", text.encode()))
+    assert sections == [(["保养"], "1. 检查油位。\n2. 更换滤芯，\n拧紧螺栓。\n备注一\n5) 记录读数。")]
+
+
 def test_html_drops_navigation_and_scripts():
     parsed = parse_file("办法.html", "text/html; charset=utf-8", mk.html_text().encode())
     assert parsed.title == mk.TITLE
