@@ -122,6 +122,11 @@ def repeated_header_refusal(headers: Mapping[str, str]) -> Refusal | None:
     return None
 
 
+def normalised_origin(origin: str) -> str:
+    """An Origin as the allow-list compares it: trimmed, lower case, no trailing slash ("*" stays "*")."""
+    return origin.strip().lower().rstrip("/")
+
+
 def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: Iterable[str]) -> Refusal | None:
     """The refusal of an unsafe request sent by another site, or None.
 
@@ -134,11 +139,11 @@ def cross_site_refusal(method: str, headers: Mapping[str, str], cors_origins: It
     """
     if method.upper() not in UNSAFE_METHODS:
         return None
-    allowed = {o.strip().lower().rstrip("/") for o in cors_origins}
+    allowed = {normalised_origin(o) for o in cors_origins}
     origin = headers.get("Origin")
     fetch_site = (headers.get("Sec-Fetch-Site") or "").lower()
     if origin is not None:
-        normalised = origin.strip().lower().rstrip("/")
+        normalised = normalised_origin(origin)
         own = {f"{scheme}://{headers.get('Host', '').lower()}" for scheme in ("http", "https")}
         if normalised != "null" and ("*" in allowed or normalised in allowed or normalised in own):
             return None

@@ -17,7 +17,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from services.gateway.api.auth import extract_key
-from services.gateway.api.edge_rules import cross_site_refusal, host_allowed, media_type_refusal, repeated_header_refusal
+from services.gateway.api.edge_rules import (cross_site_refusal, host_allowed, media_type_refusal, normalised_origin,
+                                              repeated_header_refusal)
 
 log = logging.getLogger("graphmesh.gateway.rest")
 
@@ -109,15 +110,19 @@ def route_errors(max_request_bytes: int) -> Callable:
 
 
 def _origin_allowed(origin: str | None, allowed: set[str]) -> bool:
-    return origin is not None and ("*" in allowed or origin in allowed)
+    # spelt as edge_rules.cross_site_refusal reads it: a preflight refused http://LOCALHOST:3000/ while the
+    # POST it guards went through
+    return origin is not None and ("*" in allowed or normalised_origin(origin) in allowed)
 
 
 def cors(origins: Sequence[str]) -> Callable:
     """A middleware answering preflight requests from the allowed
     ``origins`` ("*" = any) with the methods and headers they may use;
     other origins get 403 and no CORS headers (the browser blocks them).
-    The headers of every other response are ``cors_headers``'."""
-    allowed = set(origins)
+    The headers of every other response are ``cors_headers``'. The headers
+    a preflight asks for are allowed (an allowed page's ``traceparent`` of
+    OpenTelemetry's browser instrumentation was refused by a fixed list)."""
+    allowed = {normalised_origin(o) for o in origins}
 
     @web.middleware
     async def middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
@@ -125,7 +130,8 @@ def cors(origins: Sequence[str]) -> Callable:
         if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
             if not _origin_allowed(origin, allowed):
                 return error_body(403, "PERMISSION_DENIED", f"origin {origin!r} is not allowed")
-            return web.Response(status=204, headers=_cors_headers(origin, preflight=True))
+            return web.Response(status=204, headers=_cors_headers(origin, preflight=True,
+                                                                  asked=request.headers.get("Access-Control-Request-Headers", "")))
         return await handler(request)
 
     return middleware
@@ -139,7 +145,7 @@ def cors_headers(options: RestOptions) -> Callable:
     chat completion), which sends its headers before its handler returns,
     so a middleware adding them afterwards left every stream unreadable to
     an allowed page. Callers that send no Origin see no change."""
-    allowed = set(options.cors_origins)
+    allowed = {normalised_origin(o) for o in options.cors_origins}
 
     async def add(request: web.Request, response: web.StreamResponse) -> None:
         origin = request.headers.get("Origin")
@@ -150,11 +156,12 @@ def cors_headers(options: RestOptions) -> Callable:
     return add
 
 
-def _cors_headers(origin: str, preflight: bool) -> dict[str, str]:
+def _cors_headers(origin: str, preflight: bool, asked: str = "") -> dict[str, str]:
     headers = {"Access-Control-Allow-Origin": origin, "Vary": "Origin",
                "Access-Control-Expose-Headers": "X-Trace-Id, Retry-After"}
     if preflight:
-        headers |= {"Access-Control-Allow-Methods": CORS_METHODS, "Access-Control-Allow-Headers": CORS_HEADERS,
+        names = list(dict.fromkeys(h.strip() for h in [*CORS_HEADERS.split(","), *asked.split(",")] if h.strip()))
+        headers |= {"Access-Control-Allow-Methods": CORS_METHODS, "Access-Control-Allow-Headers": ", ".join(names),
                     "Access-Control-Max-Age": "600"}
     return headers
 

@@ -126,6 +126,27 @@ async def test_cors_allow_list(fake_gateway):
             assert "Access-Control-Allow-Origin" not in reply.headers
 
 
+async def test_the_preflight_and_the_request_it_guards_agree_on_origins_and_allow_the_headers_asked(fake_gateway):
+    """A trial: with http://localhost:3000 allowed, a preflight from http://LOCALHOST:3000/ was 403 while the
+    POST itself went through; and a page's OpenTelemetry `traceparent` header was refused by a fixed list."""
+    gw = await fake_gateway(rest={"cors_origins": ["http://localhost:3000"]})
+    async with ClientSession() as session:
+        for origin in ("http://localhost:3000", "http://LOCALHOST:3000", "http://localhost:3000/"):
+            preflight = {"Origin": origin, "Access-Control-Request-Method": "POST",
+                         "Access-Control-Request-Headers": "content-type, traceparent"}
+            async with session.options(gw.rest_url + "/v1/query:search", headers=preflight) as reply:
+                assert reply.status == 204 and reply.headers["Access-Control-Allow-Origin"] == origin
+                allowed = [h.strip().lower() for h in reply.headers["Access-Control-Allow-Headers"].split(",")]
+                assert "traceparent" in allowed and "authorization" in allowed
+            async with session.post(gw.rest_url + "/v1/query:search", json={"query": "测试"}, headers={"Origin": origin}) as reply:
+                assert reply.status == 200 and reply.headers["Access-Control-Allow-Origin"] == origin
+        other = {"Origin": "http://localhost:3001", "Access-Control-Request-Method": "POST"}
+        async with session.options(gw.rest_url + "/v1/query:search", headers=other) as reply:
+            assert reply.status == 403
+        async with session.post(gw.rest_url + "/v1/query:search", json={"query": "测试"}, headers={"Origin": other["Origin"]}) as reply:
+            assert reply.status == 403
+
+
 async def test_an_allowed_page_can_read_streams_and_edge_refusals_and_use_every_method(fake_gateway):
     page = "https://console.example"
     gw = await fake_gateway(rest={"cors_origins": [page]})
