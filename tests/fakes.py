@@ -151,6 +151,10 @@ class FakeRetriever(_Fake):
     async def ingest_documents(self, request, timeout):
         reply = await self._answer("ingest_documents", request, retriever_pb2.IngestDocumentsResponse(stored=len(request.documents)))
         self.stored.extend(d.document.id for d in request.documents)
+        new = {d.document.id for d in request.documents}  # listed and deleted as a store would
+        self.documents = [*(d for d in getattr(self, "documents", []) if d.id not in new),
+                          *(types_pb2.StoredDocument(id=d.document.id, collection=d.document.collection, title=d.document.title)
+                            for d in request.documents)]
         return reply
 
     async def get_document_hashes(self, request, timeout):
@@ -183,6 +187,8 @@ class FakeRetriever(_Fake):
 
     async def delete_documents(self, request, timeout):
         gone = sorted(request.ids)
+        if hasattr(self, "documents"):
+            self.documents = [d for d in self.documents if d.id not in set(gone)]
         return await self._answer("delete_documents", request, retriever_pb2.DeleteDocumentsResponse(
             deleted=types_pb2.DeletionCounts(documents=len(gone), chunks=2 * len(gone)), document_ids=gone))
 

@@ -29,7 +29,7 @@ import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
 from services.cli.client import _report_rpc_error, gateway_channel, ingest_file, proto_json
-from services.common.filters import KEY_PATTERN
+from services.common.filters import DEFAULT_COLLECTION, KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
 BATCH_FILES = 64
@@ -209,6 +209,10 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
         print(f"skipped   {path.as_posix()}: {reason}", file=sys.stderr)
     if missing and not files:
         return 2
+    if getattr(args, "prune", False) and (missing or any(p.name.lower().endswith(JSONL_SUFFIXES) for p, _ in files)):
+        print("error: --prune needs every path found and no JSONL file among them: it deletes every stored "
+              "document the files read did not produce", file=sys.stderr)
+        return 2
     if not files:  # folders holding no file that is read (an empty one, or only skipped ones)
         print(f"error: no supported file in {', '.join(args.paths)}: supported types are "
               f"{', '.join(FILE_SUFFIXES + JSONL_SUFFIXES)}", file=sys.stderr)
@@ -268,6 +272,12 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 batch.append(gateway_pb2.IngestFile(name=doc_id, content=data, document_id=doc_id, metadata=metadata))
                 size += len(data)
             flush()
+            if getattr(args, "prune", False):
+                if totals["failed"]:  # a file that failed may be one whose stored copy is all there is
+                    print(f"not pruned: {totals['failed']} files failed", file=sys.stderr)
+                else:
+                    totals["pruned"] = len(prune_unseen(stub, args.collection or DEFAULT_COLLECTION,
+                                                        {doc_id for _, doc_id in files}, args.id_prefix or ""))
         except grpc.RpcError as err:
             return _error(err)
     for path, _ in jsonl:  # a JSONL file of documents: its documents count in the totals, as a file's do
@@ -283,6 +293,35 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
             totals[key] += int(inner.get(key, 0))
     print(json.dumps(totals, ensure_ascii=False))
     return 1 if totals["failed"] else 0
+
+
+def prune_unseen(stub, collection: str, seen: set[str], prefix: str = "") -> list[str]:
+    """Deletes the documents of ``collection`` whose id starts with ``prefix``
+    and is not in ``seen`` (the ids an ingest of files just sent), printing
+    one "pruned" line each; returns their ids. What `ingest files --prune`
+    does after its files are in: a file removed from the folder is removed
+    from the collection too (a trial's withdrawn policy kept being answered).
+
+    Raises:
+        grpc.RpcError: listing or deleting failed.
+    """
+    parent, token, stale = f"collections/{collection}", "", []
+    while True:
+        reply = stub.ListDocuments(gateway_pb2.ListDocumentsRequest(parent=parent, page_size=1000, page_token=token),
+                                   timeout=120)
+        for doc in reply.documents:
+            doc_id = doc.name.split("/documents/", 1)[-1]
+            if doc_id.startswith(prefix) and doc_id not in seen:
+                stale.append(doc_id)
+        token = reply.next_page_token
+        if not token:
+            break
+    for start in range(0, len(stale), 10_000):
+        names = [f"{parent}/documents/{i}" for i in stale[start:start + 10_000]]
+        stub.DeleteDocuments(gateway_pb2.DeleteDocumentsRequest(parent=parent, names=names), timeout=600)
+    for doc_id in stale:
+        print(f"{'pruned':9s} {doc_id}: not among the files read", file=sys.stderr)
+    return stale
 
 
 def _parent(args: argparse.Namespace) -> str:

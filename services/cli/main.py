@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: the collection's own, generic when new)")
     ingest.add_argument("--id-prefix", default="", help="files: put before every document id")
     ingest.add_argument("--meta", action="append", metavar="KEY=VALUE", help="files: metadata for every document (repeatable)")
+    ingest.add_argument("--prune", action="store_true",
+                        help="files: then delete the collection's documents (those under --id-prefix when given) that "
+                             "none of the files read produced, so that the collection mirrors the folder")
     ingest.add_argument("--async", dest="run_async", action="store_true",
                         help="start a long-running import (ImportDocuments) and print its name; see `graphmesh operations`")
     for name in ("search", "answer"):
@@ -230,10 +233,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "relations":
         return cmd_relations(args)
     if args.command == "ingest":
-        if args.kind != "files" and (args.id_prefix or args.meta):
-            flags = " and ".join(f for f, given in (("--id-prefix", args.id_prefix), ("--meta", args.meta)) if given)
+        if args.kind != "files" and (args.id_prefix or args.meta or args.prune):
+            flags = " and ".join(f for f, given in (("--id-prefix", args.id_prefix), ("--meta", args.meta),
+                                                    ("--prune", args.prune)) if given)
             print(f"error: {flags} apply to `ingest files` only; a JSONL record of `ingest {args.kind}` carries its own "
                   "id and metadata", file=sys.stderr)
+            return 2
+        if args.run_async and args.prune:
+            print("error: --prune waits for the files to be in: not with --async", file=sys.stderr)
             return 2
         if args.run_async:
             return cmd_ingest_async(args)

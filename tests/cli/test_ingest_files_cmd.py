@@ -151,3 +151,35 @@ async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(fake_ga
     assert totals["recall@3"] == 0.5  # the dash line is found, the typo is not
     saved = json.loads((tmp_path / "run.json").read_text("utf-8"))
     assert [r["gold_text_unfound"] for r in saved["rows"]] == [True, False]
+
+
+async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(fake_gateway, monkeypatch, capsys, tmp_path):
+    """A trial deleted a withdrawn policy's file and ingested the folder again: "unchanged", and the policy
+    kept being answered. With --prune the collection mirrors the folder."""
+    gw = await fake_gateway(ingest={"sentence_vectors": False})
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "居住证.md").write_text("# 居住证\n\n受理后15个工作日内制证完成。\n", "utf-8")
+    (folder / "占道经营.txt").write_text("占道经营投诉由城管受理。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline"]) == 0
+    (folder / "占道经营.txt").unlink()
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline"]) == 0
+    assert "pruned" not in capsys.readouterr().err  # without --prune nothing is deleted
+    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline", "--prune"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
+    assert "pruned    policies/占道经营.txt: not among the files read" in err
+    assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hotline", "--all"]) == 0
+    listed = capsys.readouterr().out
+    assert "居住证.md" in listed and "占道经营.txt" not in listed
+
+
+def test_prune_refuses_what_it_cannot_mirror(tmp_path, capsys):
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "x"}\n', "utf-8")
+    assert main(["ingest", "files", str(tmp_path / "a.jsonl"), "--prune"]) == 2
+    assert "--prune needs every path found and no JSONL file" in capsys.readouterr().err
+    assert main(["ingest", "documents", str(tmp_path / "a.jsonl"), "--prune"]) == 2
+    assert "--prune apply to `ingest files` only" in capsys.readouterr().err
