@@ -4,7 +4,7 @@ GRAPHMESH_GATEWAY_ADDR.
 
   graphmesh ingest files PATH... [--collection C] [--id-prefix P] [--meta k=v]
       files, folders (recursive) and globs ("docs/**/*.pdf"); .txt .md .html
-      .pdf .docx go to Ingest as files (a call per 16 MiB or 64 files),
+      .pdf .docx .csv .tsv go to Ingest as files (a call per 16 MiB or 64 files),
       .jsonl/.jsonl.gz as JSONL records; a progress bar; one line per file:
       stored / unchanged / failed (with the reason).
   graphmesh documents list [--collection C] [--filter F] [--page-size N] [--page-token T] [--all] [--json]
@@ -33,7 +33,7 @@ from services.common.filters import DEFAULT_COLLECTION, KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
 BATCH_FILES = 64
-FILE_SUFFIXES = (".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx")
+FILE_SUFFIXES = (".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx", ".csv", ".tsv")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 _STATUS = {gateway_pb2.FILE_STATUS_STORED: "stored", gateway_pb2.FILE_STATUS_UNCHANGED: "unchanged",
            gateway_pb2.FILE_STATUS_FAILED: "failed"}

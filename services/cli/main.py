@@ -5,7 +5,7 @@
   graphmesh reranker train --base DIR --out DIR --documents FILE [--entities FILE] [--gateway ADDR] [budget]
   graphmesh reranker export-onnx DIR       (the cross-encoder for ONNX Runtime: served without torch)
   graphmesh ingest documents FILE        (JSONL, .gz accepted) [--collection C] [--pack law_zh]
-  graphmesh ingest files PATH...         (.txt .md .html .pdf .docx; folders, globs) [--collection C]
+  graphmesh ingest files PATH...         (.txt .md .html .pdf .docx .csv; folders, globs) [--collection C]
   graphmesh ingest entities|triples FILE (entity library / knowledge-graph triples)
   graphmesh ingest ... --async           (a long-running import: prints the operation name)
   graphmesh operations list|get|cancel [NAME]
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reranker_parser(sub)
     sub.add_parser("down", help="stop everything started by up")
     sub.add_parser("status", help="health of every service")
-    ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted), or files (.txt .md .html .pdf .docx)")
+    ingest = sub.add_parser("ingest", help="ingest a JSONL file (.gz accepted), or files (.txt .md .html .pdf .docx .csv .tsv)")
     ingest.add_argument("kind", choices=["documents", "entities", "triples", "files"])
     ingest.add_argument("paths", nargs="+", metavar="PATH", help="documents/entities/triples: one JSONL file; files: files, folders, globs")
     ingest.add_argument("--batch", type=int, default=0, help="records per Ingest call (256 documents, 5,000 entities, 50,000 triples)")

@@ -10,6 +10,7 @@ whatever its name says (``sniffed_type``).
 | .html, .htm | text/html | ``html`` (selectolax) |
 | .pdf | application/pdf | ``pdf`` (pypdf) |
 | .docx | application/vnd.openxmlformats-officedocument.wordprocessingml.document | ``docx`` (python-docx) |
+| .csv, .tsv | text/csv, text/tab-separated-values | ``csv_table`` (the csv module) |
 
 JSONL records go through ``services.ingest.jsonl_documents`` instead.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from services.ingest.files.csv_table import MEDIA_TYPE as CSV, TSV_MEDIA_TYPE as TSV, parse_csv
 from services.ingest.files.docx import MEDIA_TYPE as DOCX, parse_docx
 from services.ingest.files.html import MEDIA_TYPE as HTML, parse_html
 from services.ingest.files.markdown import MEDIA_TYPE as MARKDOWN, parse_markdown
@@ -24,15 +26,15 @@ from services.ingest.files.model import Block, FileParseError, ParsedFile, Secti
 from services.ingest.files.pdf import MEDIA_TYPE as PDF, parse_pdf
 from services.ingest.files.text import MEDIA_TYPE as TEXT, parse_text
 
-__all__ = ["Block", "FileParseError", "ParsedFile", "Section", "PARSERS", "EXTENSIONS", "TEXT", "MARKDOWN", "HTML", "PDF", "DOCX",
+__all__ = ["Block", "FileParseError", "ParsedFile", "Section", "PARSERS", "EXTENSIONS", "TEXT", "MARKDOWN", "HTML", "PDF", "DOCX", "CSV",
            "media_type_of", "parse_file", "sniffed_type"]
 
 PARSERS: dict[str, Callable[[bytes, str], ParsedFile]] = {
-    TEXT: parse_text, MARKDOWN: parse_markdown, HTML: parse_html, PDF: parse_pdf, DOCX: parse_docx,
+    TEXT: parse_text, MARKDOWN: parse_markdown, HTML: parse_html, PDF: parse_pdf, DOCX: parse_docx, CSV: parse_csv, TSV: parse_csv,
 }
 EXTENSIONS = {
     ".txt": TEXT, ".text": TEXT, ".md": MARKDOWN, ".markdown": MARKDOWN,
-    ".html": HTML, ".htm": HTML, ".xhtml": HTML, ".pdf": PDF, ".docx": DOCX,
+    ".html": HTML, ".htm": HTML, ".xhtml": HTML, ".pdf": PDF, ".docx": DOCX, ".csv": CSV, ".tsv": TSV,
 }
 #: Media types that are the same formats under other names.
 _ALIASES = {"text/x-markdown": MARKDOWN, "application/xhtml+xml": HTML, "application/x-pdf": PDF}
@@ -61,7 +63,7 @@ def extension_of(name: str) -> str:
 #: Leading bytes of the binary formats, which no text file starts with.
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
-_TEXT_KINDS = (TEXT, MARKDOWN, HTML)
+_TEXT_KINDS = (TEXT, MARKDOWN, HTML, CSV, TSV)
 
 
 #: Bytes a PDF may carry before its header (readers accept it within the first kilobyte).

@@ -156,6 +156,26 @@ def test_markdown_ordered_items_keep_their_numbers_and_bullets_their_text():
     assert sections == [(["保养"], "1. 检查油位。\n2. 更换滤芯，\n拧紧螺栓。\n备注一\n5) 记录读数。")]
 
 
+def test_csv_and_tsv_are_one_table_of_rows_under_the_header():
+    """A trial's spare-parts list (.csv) was skipped as an unsupported type. Written by the csv module:
+    quoted cells with commas and line breaks, an empty row, GB18030 bytes."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerows([["件号", "名称", "适用机型"], ["1622-0655-00", "空气滤芯, Air filter", "GA-37VSD"], [],
+                      ["2906-0567-00", "最小压力阀\n套件", "GA-37VSD"]])
+    parsed = parse_file("备件/备件清单.csv", "", out.getvalue().encode("gb18030"))
+    assert parsed.title == "备件清单" and parsed.media_type == "text/csv"
+    assert _sections(parsed) == [([], "件号 | 名称 | 适用机型\n1622-0655-00 | 空气滤芯, Air filter | GA-37VSD\n"
+                                      "2906-0567-00 | 最小压力阀 套件 | GA-37VSD")]
+    tsv = parse_file("codes.tsv", "", "code\tmeaning\nE102\t排气温度过高\n".encode())
+    assert tsv.media_type == "text/tab-separated-values" and tsv.text() == "code | meaning\nE102 | 排气温度过高"
+    with pytest.raises(FileParseError, match="no cell holds a value"):
+        parse_file("empty.csv", "", b",,\n,,\n")
+
+
 def test_html_drops_navigation_and_scripts():
     parsed = parse_file("办法.html", "text/html; charset=utf-8", mk.html_text().encode())
     assert parsed.title == mk.TITLE

@@ -3,7 +3,7 @@
 // collection through POST /v1/documents:ingest: JSONL records (base64
 // "jsonl", "kind" documents / entities / triples; gzipped files are unpacked
 // in the browser first), or any other file as one document each (base64
-// "files": .txt, .md, .html, .pdf, .docx; the server picks the parser from
+// "files": .txt, .md, .html, .pdf, .docx, .csv, .tsv; the server picks the parser from
 // the name and says per file whether it was stored, unchanged or failed).
 // As an import (the "import" box ticked, or files over LARGE_UPLOAD_BYTES)
 // the same request goes to POST /v1/documents:import, and the imports list

@@ -1525,8 +1525,10 @@ class IngestFile(_message.Message):
     """
     media_type: _builtins.str
     """"text/plain", "text/markdown", "text/html", "application/pdf" or
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
-    empty = from the name's extension (.txt, .md, .html/.htm, .pdf, .docx).
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "text/csv" or "text/tab-separated-values";
+    empty = from the name's extension (.txt, .md, .html/.htm, .pdf, .docx,
+    .csv, .tsv).
     """
     content: _builtins.bytes
     """The file's bytes. Text files may be UTF-8 (with or without BOM),

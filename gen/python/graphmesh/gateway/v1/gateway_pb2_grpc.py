@@ -200,7 +200,7 @@ class GatewayServiceServicer:
 
     def Ingest(self, request, context):
         """Ingests documents from JSONL records or from files (.txt, .md, .html,
-        .pdf, .docx), into one collection. A record or file that cannot be read
+        .pdf, .docx, .csv, .tsv), into one collection. A record or file that cannot be read
         is reported (files one by one in "files") and the rest are stored:
         a batch is never refused whole for one bad record, and every record not
         stored is listed in "failures" with its line and the field at fault (not

@@ -76,7 +76,7 @@ class GatewayServiceStub:
     """
     Ingest: _grpc.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]
     """Ingests documents from JSONL records or from files (.txt, .md, .html,
-    .pdf, .docx), into one collection. A record or file that cannot be read
+    .pdf, .docx, .csv, .tsv), into one collection. A record or file that cannot be read
     is reported (files one by one in "files") and the rest are stored:
     a batch is never refused whole for one bad record, and every record not
     stored is listed in "failures" with its line and the field at fault (not
@@ -250,7 +250,7 @@ class GatewayServiceAsyncStub(GatewayServiceStub):
     """
     Ingest: _aio.UnaryUnaryMultiCallable[_gateway_pb2.IngestRequest, _gateway_pb2.IngestResponse]  # type: ignore[assignment]
     """Ingests documents from JSONL records or from files (.txt, .md, .html,
-    .pdf, .docx), into one collection. A record or file that cannot be read
+    .pdf, .docx, .csv, .tsv), into one collection. A record or file that cannot be read
     is reported (files one by one in "files") and the rest are stored:
     a batch is never refused whole for one bad record, and every record not
     stored is listed in "failures" with its line and the field at fault (not
@@ -451,7 +451,7 @@ class GatewayServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_gateway_pb2.IngestResponse, _abc.Awaitable[_gateway_pb2.IngestResponse]]:
         """Ingests documents from JSONL records or from files (.txt, .md, .html,
-        .pdf, .docx), into one collection. A record or file that cannot be read
+        .pdf, .docx, .csv, .tsv), into one collection. A record or file that cannot be read
         is reported (files one by one in "files") and the rest are stored:
         a batch is never refused whole for one bad record, and every record not
         stored is listed in "failures" with its line and the field at fault (not
