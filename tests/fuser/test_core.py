@@ -388,3 +388,20 @@ def test_cross_script_first_reads_headings_an_faq_answer_under_its_question_stay
     assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["faq", "rb"]
     items[0].heading_path = ["Deployment FAQ"]  # without its question in the heading, the runbook holds more words
     assert [it.id for it in core.rank(items, core.cross_script_first(items, fused, words), 2)] == ["rb", "faq"]
+
+
+def test_passages_holding_the_codes_the_query_names_come_first_in_fused_order():
+    """A trial's "1622-0655-00 是什么配件": the table row holding the part number was fourth fused."""
+    row = item("row", "pg.keyword", 1, text="更换空气滤芯 | 每 2000 h | 1622-0655-00")
+    other_part = item("other", "pg.vector", 1, text="主机轴承套件备件号为 2906-0980-00。")
+    other_model = item("model", "pg.vector", 2, text="GA-55VSD 的润滑油每 6000 h 更换一次。")
+    titled = item("titled", "pg.vector", 3, text="E102 | 排气温度过高")
+    titled.title = "GA-37VSD 维护手册"
+    items = [row, other_part, other_model, titled]
+    fused = {"other": 0.9, "model": 0.8, "row": 0.5, "titled": 0.4}
+    raised = core.codes_first(items, fused, "1622 0655 00 和 1622-0655-00 是什么配件")
+    assert [it.id for it in core.rank(items, raised, 4)] == ["row", "other", "model", "titled"]
+    both = core.codes_first(items, fused, "ga37vsd 的 E102 怎么处理")  # a title holds the model's code
+    assert [it.id for it in core.rank(items, both, 4)][0] == "titled"
+    assert core.codes_first(items, fused, "空气滤芯多久换") is fused  # no code: the fused order stands
+    assert core.codes_first(items, fused, "GA-75VSD 换油周期") is fused  # held by none: nothing to tell apart

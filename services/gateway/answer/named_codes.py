@@ -12,38 +12,25 @@ not a reference design's.
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 
 from graphmesh.common.v1 import types_pb2
+from services.common.codes import codes_in, squashed
 from services.common.text import latin_script
-
-#: A code: letters then at least two digits, hyphens or an underscore allowed between and after
-#: (GA-75VSD, E102, A-07, R134a, ISO9001), or digit groups joined by hyphens (1622-0655-00). Not a
-#: word with one digit (Q1, SO2, P1), a number with a unit (11pm, 8-year-old) or a version (3.2.0).
-CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]{1,8}[-_]?\d{2,}[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|\d{3,}(?:-\d{2,})+)"
-                  r"(?![A-Za-z0-9])")
-_NOT_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def _squashed(text: str) -> str:
-    """Lower case, NFKC, letters and digits only: GA-37VSD, ga37vsd and Ｇ Ａ－３７ＶＳＤ read alike."""
-    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).lower())
 
 
 def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> list[str]:
-    """The codes of ``question`` (``CODE``) that none of ``results`` holds
+    """The codes of ``question`` (``services.common.codes.CODE``) that none of ``results`` holds
     in its text, title or headings, spelling of case, width, hyphens and
     spaces aside ("GA37" is held by a passage on GA-37VSD); [] when the
     question names none or every one is held, and when there are no results."""
     if not results:
         return []
-    codes = list(dict.fromkeys(CODE.findall(unicodedata.normalize("NFKC", question))))
+    codes = codes_in(question)
     if not codes:
         return []
-    held = " ".join(_squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)
-    return [code for code in codes if _squashed(code) not in held]
+    held = " ".join(squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)
+    return [code for code in codes if squashed(code) not in held]
 
 
 def not_found_reason(question: str, results: Sequence[types_pb2.Candidate]) -> str | None:

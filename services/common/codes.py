@@ -1,0 +1,31 @@
+"""Codes named in text: a model (GA-75VSD), an error code (E102), a part
+number (1622-0655-00). Pure functions shared by the fuser (passages that
+hold the question's codes rank first: services.fuser.core.codes_first) and
+the gateway's answer rule (services.gateway.answer.named_codes). GraphMesh's
+rule, not a reference design's.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: A code: letters then at least two digits, hyphens or an underscore allowed between and after
+#: (GA-75VSD, E102, A-07, R134a, ISO9001), or digit groups joined by hyphens (1622-0655-00). Not a
+#: word with one digit (Q1, SO2, P1), a number with a unit (11pm, 8-year-old) or a version (3.2.0).
+CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]{1,8}[-_]?\d{2,}[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|\d{3,}(?:-\d{2,})+)"
+                  r"(?![A-Za-z0-9])")
+_NOT_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def codes_in(text: str) -> list[str]:
+    """The distinct codes of ``text`` (``CODE``, after NFKC: full-width
+    letters and digits count), in order of first appearance."""
+    return list(dict.fromkeys(CODE.findall(unicodedata.normalize("NFKC", text))))
+
+
+def squashed(text: str) -> str:
+    """Lower case, NFKC, letters and digits only: GA-37VSD, ga37vsd and
+    Ｇ Ａ－３７ＶＳＤ read alike, so ``squashed(code) in squashed(text)``
+    says whether ``text`` holds ``code`` in any spelling of case, width,
+    hyphens and spaces ("GA37" is held by a text on GA-37VSD)."""
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).lower())

@@ -1,0 +1,21 @@
+"""services.common.codes: codes named in text, and spellings read alike."""
+import pytest
+
+from services.common.codes import CODE, codes_in, squashed
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("text, codes", [
+    ("GA-75VSD 换油周期", ["GA-75VSD"]), ("E102 怎么处理", ["E102"]), ("A-07 报警", ["A-07"]),
+    ("1622-0655-00 是什么配件", ["1622-0655-00"]), ("R134a 充多少", ["R134a"]),
+    ("How much did we spend in Q1?", []), ("How much SO2 goes in?", []), ("I land at 11pm", []),
+    ("My 8-year-old flies alone", []), ("version 3.2.0 released", []), ("HMAC-SHA256 签名", ["SHA256"]),
+])
+def test_what_counts_as_a_code(text, codes):
+    assert CODE.findall(text) == codes
+
+
+def test_codes_are_distinct_in_order_and_read_in_any_width():
+    assert codes_in("Ｅ１０２ 和 E102、GA-37VSD") == ["E102", "GA-37VSD"]
+    assert squashed("GA-37VSD") == squashed("ga 37 vsd") == "ga37vsd"
