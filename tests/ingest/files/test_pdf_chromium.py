@@ -21,7 +21,12 @@ h2{font-size:20px}</style></head><body><h1>云途物流员工差旅与费用报�
 <p>本制度适用于云途物流全体正式员工及试用期员工，自2026年1月1日起施行。</p><h2>一、住宿标准</h2>
 <p>员工出差住宿费按城市等级报销：北京、上海、深圳、广州每晚不超过500元；省会城市每晚不超过380元；其他城市每晚不超过280元。部门总监及以上职级标准上浮30%。</p>
 <h2>二、交通标准</h2><p>出差优先乘坐高铁二等座。单程4小时以上或夜间22点后出行的，可乘坐飞机经济舱。市内交通实报实销，每天不超过100元。</p>
-<h2>三、出差补助</h2><p>出差伙食补助每天100元，按实际出差天数计算，无需提供发票。</p></body></html>"""
+<h2>三、出差补助</h2><p>出差伙食补助每天100元，按实际出差天数计算，无需提供发票。</p>
+</body></html>"""
+#: A trial's page (12 pt Noto Sans CJK SC): Latin runs' estimated widths and the spaces Chromium leads words with.
+SPEC_PAGE = """<html><head><meta charset="utf-8"><style>body{font-family:"Noto Sans CJK SC",sans-serif;font-size:12pt}
+h2{font-size:15pt}</style></head><body><h2>3 验收标准</h2><p>满负荷运行时冷冻水出水温度与设定值偏差不得超过 ±0.5 ℃。</p>
+<p>Acceptance report form QF-LS-09 must be signed by the customer and the service engineer.</p></body></html>"""
 
 
 def _chromium() -> str:
@@ -49,8 +54,26 @@ def test_a_chromium_pdf_reads_as_its_paragraphs_with_the_characters_written(tmp_
     assert "省会城市每晚不超过380元；其他城市每晚不超过280元。部门总监及以上职级标准上浮30%。" in sections["一、住宿标准"]
     assert sections["三、出差补助"] == "出差伙食补助每天100元，按实际出差天数计算，无需提供发票。"
     assert not any(" | " in text for text in sections.values())
+
     # the page has no <title>: Chromium names the PDF after the file (page.html), which is no title
     assert parsed.title == "云途物流员工差旅与费用报销制度"
+
+
+def _printed(tmp_path: Path, html: str) -> bytes:
+    page = tmp_path / "page.html"
+    page.write_text(html, "utf-8")
+    pdf = tmp_path / "page.pdf"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                    f"--print-to-pdf={pdf}", page.as_uri()], check=True, capture_output=True, timeout=120)
+    return pdf.read_bytes()
+
+
+def test_a_symbol_after_a_latin_run_stays_in_its_cell_and_a_word_keeps_its_space(tmp_path: Path):
+    """Two trials' lines: a Latin run's estimated width made the glyph after it a new cell ("±0.5 | ℃",
+    "security@example.com.tw | 。"), and the space Chromium leads a word's run with was dropped ("QF-LS-09must")."""
+    text = parse_file("规范.pdf", "", _printed(tmp_path, SPEC_PAGE)).text()
+    assert "偏差不得超过±0.5℃。" in text and " | " not in text
+    assert "Acceptance report form QF-LS-09 must be signed by the customer and the service engineer." in text
 
 
 def test_runs_reported_at_the_start_of_the_run_before_are_moved_to_its_end():
