@@ -10,9 +10,13 @@ import re
 import unicodedata
 
 #: A code: letters then at least two digits, hyphens or an underscore allowed between and after
-#: (GA-75VSD, E102, A-07, R134a, ISO9001), or digit groups joined by hyphens (1622-0655-00). Not a
-#: word with one digit (Q1, SO2, P1), a number with a unit (11pm, 8-year-old) or a version (3.2.0).
-CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]{1,8}[-_]?\d{2,}[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|\d{3,}(?:-\d{2,})+)"
+#: (GA-75VSD, E102, A-07, R134a, ISO9001); three letters or more then one digit (SEV5, IPv6); digit
+#: groups joined by hyphens (1622-0655-00, 2026-10-20); an IPv4 address (10.20.4.17); a dotted name of
+#: three parts or more with a letter (db.internal.example.io). Not a word with one digit and fewer
+#: letters (Q1, SO2, P1), a number with a unit (11pm, 8-year-old), a version of digits (3.2.0) or a
+#: hyphenated word (carry-on, Wi-Fi: held by no passage that says "hand luggage" or "wireless").
+CODE = re.compile(r"(?<![A-Za-z0-9.])(?:[A-Za-z]{1,8}[-_]?\d{2,}[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|[A-Za-z]{3,8}\d(?:-[A-Za-z0-9]+)*"
+                  r"|\d{3,}(?:-\d{2,})+|\d{1,3}(?:\.\d{1,3}){3}|(?=[\w.-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,})"
                   r"(?![A-Za-z0-9])")
 _NOT_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
 

@@ -11,6 +11,9 @@ pytestmark = pytest.mark.unit
     ("1622-0655-00 是什么配件", ["1622-0655-00"]), ("R134a 充多少", ["R134a"]),
     ("How much did we spend in Q1?", []), ("How much SO2 goes in?", []), ("I land at 11pm", []),
     ("My 8-year-old flies alone", []), ("version 3.2.0 released", []), ("HMAC-SHA256 签名", ["SHA256"]),
+    ("SLA for SEV5?", ["SEV5"]), ("sev2 ack time", ["sev2"]), ("who is on call the week of 2026-10-20", ["2026-10-20"]),
+    ("connection refused to 10.20.4.17.", ["10.20.4.17"]), ("ping db.internal.lumenfold.io now", ["db.internal.lumenfold.io"]),
+    ("Is my carry-on too big? Wi-Fi?", []), ("e.g. the CO2 level", []),
 ])
 def test_what_counts_as_a_code(text, codes):
     assert CODE.findall(text) == codes

@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from services.common.codes import codes_in, squashed
 from services.common.text import (is_table_row, keyword_terms, latin_script, numbered_classifier, numbered_names,
                                   query_keywords, simplified, weekdays_alike)
 from services.gateway.answer.pieces import Candidate, headers_of, table_after
@@ -179,6 +180,7 @@ class PieceScorer:
         self._wants_number = asked_number(question)
         self._conditions = condition_quantities(question) if question else []
         self._numbered = numbered_names(question) if question else []
+        self._codes = codes_in(question) if question else []
         if not asks_list(question):  # a list is quoted whole only when asked for
             pieces = [[c for c in cs if not c.list_run] for cs in pieces]
             self.pieces = pieces
@@ -201,7 +203,10 @@ class PieceScorer:
         """Whether the piece names another item than the question under the
         same classifier ("第1排" where it asks "第5排", "5号仓库" where it asks
         "3号仓库", the P3 row where it asks about P1, by ``numbered_names``;
-        quantities such as "5天" never conflict, a range may answer them)."""
+        quantities such as "5天" never conflict, a range may answer them), or
+        another code of the same shape (``_names_another_code``)."""
+        if self._codes and _names_another_code(candidate.text, self._codes):
+            return True
         if not self._numbered:
             return False
         found = numbered_names(candidate.text)
@@ -214,6 +219,25 @@ class PieceScorer:
         if not candidate.label:
             return 0.0
         return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
+
+
+def _code_shape(code: str) -> str:
+    """A code's shape: each digit 9, each letter A ("2026-10-20" -> "9999-99-99", "SEV1" -> "AAA9")."""
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", code.upper()))
+
+
+def _names_another_code(text: str, codes: list[str]) -> bool:
+    """Whether ``text`` names a code of the same shape as one of ``codes``
+    (the question's) without holding that one: the 2026-10-27 row where the
+    question asks about the week of 2026-10-20, part 2906-0980-00 where it
+    asks about 1622-0655-00 (a trial's rotation table quoted two other
+    weeks' rows, with the names of their engineers)."""
+    found = codes_in(text)
+    if not found:
+        return False
+    held = squashed(text)
+    shapes = {_code_shape(f) for f in found}
+    return any(squashed(code) not in held and _code_shape(code) in shapes for code in codes)
 
 
 def pieces_to_embed(texts: list[str], max_sources: int = 3) -> list[str]:

@@ -543,3 +543,14 @@ def test_the_sentence_introducing_a_small_table_is_quoted_with_its_rows_when_no_
     # a later source's table is not added: it pads
     later = extractive_answer(["出差伙食补助为每人每天100元。", LODGING], "出差补助和住宿怎么报销？")
     assert "其他城市" not in later
+
+
+def test_a_row_naming_another_code_of_the_same_shape_is_not_quoted_beside_the_asked_one():
+    """A trial's on-call rotation (.csv): "week of 2026-10-20" quoted the rows of two other weeks."""
+    table = ("week_starting | primary | secondary\n2026-10-13 | Tom Lindqvist | Ravi Menon\n"
+             "2026-10-20 | Ravi Menon | Sofia Alvarez\n2026-10-27 | Sofia Alvarez | Aisha Bello")
+    answer = extractive_answer([table], "who is primary oncall the week of 2026-10-20")
+    assert "2026-10-20 | Ravi Menon | Sofia Alvarez" in answer
+    assert "2026-10-13" not in answer and "2026-10-27" not in answer
+    parts = "主机轴承套件备件号为 2906-0980-00。空气滤芯备件号为 1622-0655-00，每 2000 h 更换。"
+    assert "2906-0980-00" not in extractive_answer([parts], "1622-0655-00 是什么配件？")
