@@ -33,3 +33,22 @@ def squashed(text: str) -> str:
     says whether ``text`` holds ``code`` in any spelling of case, width,
     hyphens and spaces ("GA37" is held by a text on GA-37VSD)."""
     return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).lower())
+
+
+def code_shape(code: str) -> str:
+    """A code's shape: each digit 9, each letter A ("2026-10-20" -> "9999-99-99", "SEV1" -> "AAA9")."""
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", code.upper()))
+
+
+def names_another_code(text: str, codes: list[str]) -> bool:
+    """Whether ``text`` names a code of the same shape as one of ``codes``
+    (the question's) without holding that one: the 2026-10-27 row where the
+    question asks about the week of 2026-10-20, part 2906-0980-00 where it
+    asks about 1622-0655-00 (a trial's rotation table quoted two other
+    weeks' rows, with the names of their engineers)."""
+    found = codes_in(text)
+    if not found:
+        return False
+    held = squashed(text)
+    shapes = {code_shape(f) for f in found}
+    return any(squashed(code) not in held and code_shape(code) in shapes for code in codes)

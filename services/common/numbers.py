@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from services.common.text import simplified
+
 _DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _UNITS = {"十": 10, "百": 100, "千": 1000}
 _BIG = {"万": 10_000, "亿": 100_000_000}
@@ -79,7 +81,7 @@ def quantities(text: str) -> list[tuple[float, str]]:
     (32.0, "kg")), "clock" for a
     part of a time of day or a ratio written with a colon (13:30), "" for a
     bare number."""
-    text = unicodedata.normalize("NFKC", text)
+    text = simplified(unicodedata.normalize("NFKC", text))
     out: list[tuple[float, str]] = []
     consumed = 0
     for match in NUMBER.finditer(text):
@@ -113,7 +115,7 @@ _DASH = r"(?:至|到|-|~|–|—|－|～)"
 #: upper end; "upto" (high, unit) an open lower end.
 _RANGES = (
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|以上)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:以下|以内)"), "between"),
-    (re.compile(rf"满\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*[但且而]?\s*(?:不满|不足|未满|不到)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
+    (re.compile(rf"满\s*{_RANGE_NUM}\s*{_RANGE_UNIT}\s*[但且而]?\s*(?:不满|不足|未满|不到)\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "half_open"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}?\s*(?:及以上|以上)\s*{_DASH}\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}?\s*{_DASH}\s*{_RANGE_NUM}\s*{_RANGE_UNIT}"), "between"),
     (re.compile(rf"{_RANGE_NUM}\s*{_RANGE_UNIT}\s*(?:及以上|或以上|以上|以后|之后|起)"), "from"),
@@ -140,6 +142,12 @@ def _unit(token: str | None) -> str:
     return _MEASURE.get(token) or _ENGLISH_UNIT.get(token.lower(), "")
 
 
+#: A range's lower bound in the unit of its upper one, when they differ ("满6个月不满1年": 0.5 to 1 year).
+_IN_LARGER_UNIT = {("月", "年"): 1 / 12, ("天", "周"): 1 / 7, ("小时", "天"): 1 / 24, ("分钟", "小时"): 1 / 60}
+#: How far below its upper bound a "满…不满…" range ends: it holds its lower bound and not its upper one.
+HALF_OPEN_EPSILON = 1e-6
+
+
 def ranges(text: str) -> list[tuple[float, float, str]]:
     """The ranges of a quantity ``text`` states, as (low, high, unit) with
     the unit compared as ``quantities`` compares it (天 and 日 alike; English
@@ -149,10 +157,12 @@ def ranges(text: str) -> list[tuple[float, float, str]]:
     "10亩以上至30亩" (10, 30, "亩"), "90-144平方米" (90, 144, "m2"), "满5年不满10年" (5, 10, "年"),
     "10年及以上" (10, inf, "年"), "14岁以下" and "under 14 years" (-inf, 14,
     ...), "三年以上十年以下" (3, 10, "年"). A range read whole is not read
-    again in its parts; one written with two different units is left out;
-    boundaries count as inside (a rule's "满…不满…" edges are not told
-    apart)."""
-    text = unicodedata.normalize("NFKC", text)
+    again in its parts; one written with two units is read in the larger when
+    they convert (满6个月不满1年: 0.5 to 1 year), else left out;
+    boundaries count as inside, but for the upper one of "满…不满…" (满1年不满2年
+    ends HALF_OPEN_EPSILON below 2: a seniority table's 满1年 is the next
+    row's). Traditional characters read as simplified (滿5年未滿10年)."""
+    text = simplified(unicodedata.normalize("NFKC", text))
     out: list[tuple[float, float, str]] = []
     taken: list[tuple[int, int]] = []  # a range read whole is not read again in parts ("满5年不满10年": not "满10年")
     for pattern, kind in _RANGES:
@@ -161,12 +171,17 @@ def ranges(text: str) -> list[tuple[float, float, str]]:
                 continue
             taken.append(match.span())
             groups = match.groups()
-            if kind == "between":
+            if kind in ("between", "half_open"):
                 low, low_unit, high, unit = (groups[0], groups[1], groups[2], groups[3])
                 low_value, high_value, unit = _value(low), _value(high), _unit(unit)
-                if low_value is None or high_value is None or not unit or (low_unit and _unit(low_unit) != unit):
+                if low_value is not None and low_unit and _unit(low_unit) != unit:  # 满6个月不满1年: in years
+                    factor = _IN_LARGER_UNIT.get((_unit(low_unit), unit))
+                    low_value = None if factor is None else low_value * factor
+                if low_value is None or high_value is None or not unit:
                     continue
-                out.append((min(low_value, high_value), max(low_value, high_value), unit))
+                # "满1年不满2年" holds 1 year and not 2: the next row ("满2年不满3年") starts there
+                top = max(low_value, high_value) - (HALF_OPEN_EPSILON if kind == "half_open" else 0.0)
+                out.append((min(low_value, high_value), top, unit))
                 continue
             value, unit = _value(groups[0]), _unit(groups[1])
             if value is None or not unit:

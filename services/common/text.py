@@ -79,6 +79,26 @@ def simplified(text: str) -> str:
     return _t2s().convert(text)
 
 
+@lru_cache(maxsize=1)
+def _s2t() -> opencc.OpenCC:
+    return opencc.OpenCC("s2tw")
+
+
+def traditional(text: str) -> bool:
+    """Whether ``text`` is written in traditional characters: ``simplified``
+    changes it (婚假有幾天？ yes, 婚假有几天？ no, English or Japanese no)."""
+    return simplified(text) != text
+
+
+def in_script_of(question: str, message: str) -> str:
+    """``message`` (one of GraphMesh's fixed Chinese texts, written in
+    simplified characters) in traditional characters (OpenCC's s2tw) when
+    ``question`` is written in them (``traditional``), else as it is: a
+    trial's Taiwan users got the extractive label and the refusal in
+    simplified characters under their traditional questions."""
+    return _s2t().convert(message) if traditional(question) else message
+
+
 def _is_term(token: str) -> bool:
     return bool(token.strip()) and not _PUNCT_OR_SPACE.match(token)
 

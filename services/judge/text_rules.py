@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from domains.pack import CitationRules
 from services.common.numbers import number_values
-from services.common.text import CITATION, normalize, query_keywords, split_sentences, strip_citations
+from services.common.text import CITATION, normalize, query_keywords, simplified, split_sentences, strip_citations
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?|[零〇一二三四五六七八九十百千万亿两]{2,}")
@@ -40,7 +40,7 @@ def bigrams(text: str) -> Counter[str]:
     """Multiset of character bigrams of ``text`` after NFKC normalisation,
     lower-casing, and removing punctuation and whitespace; a one-character
     text gives that character."""
-    chars = _NON_WORD.sub("", normalize(strip_citations(text)).lower())
+    chars = _NON_WORD.sub("", simplified(normalize(strip_citations(text))).lower())
     if len(chars) == 1:
         return Counter(chars)
     return Counter(chars[i : i + 2] for i in range(len(chars) - 1))
@@ -64,8 +64,8 @@ def coverage(needles: Sequence[str], haystack: str) -> float | None:
     lower-cased); None when there are no needles."""
     if not needles:
         return None
-    text = normalize(haystack).lower()
-    return sum(1 for n in needles if n in text) / len(needles)
+    text = simplified(normalize(haystack)).lower()  # keywords come simplified (services.common.text.simplified)
+    return sum(1 for n in needles if simplified(n) in text) / len(needles)
 
 
 _LEADING_CITATIONS = re.compile(r"^\s*((?:\[\d+\]\s*)+)")

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from services.common.numbers import quantities, ranges
+from services.common.numbers import HALF_OPEN_EPSILON, quantities, ranges
 
 pytestmark = pytest.mark.unit
 INF = math.inf
@@ -13,8 +13,11 @@ INF = math.inf
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("1年至5年 | 10天", [(1, 5, "年")]),
-    ("满5年不满10年 | 12天 | 可跨年度顺延一次", [(5, 10, "年")]),  # read whole, not again as 满10年 or 不满10年
-    ("怀孕满32周但不足36周的旅客", [(32, 36, "周")]),
+    # read whole, not again as 满10年 or 不满10年; 满 holds its bound, 不满 not (the next row's 满10年 holds it)
+    ("满5年不满10年 | 12天 | 可跨年度顺延一次", [(5, 10 - HALF_OPEN_EPSILON, "年")]),
+    ("怀孕满32周但不足36周的旅客", [(32, 36 - HALF_OPEN_EPSILON, "周")]),
+    ("滿5年未滿10年 | 15日", [(5, 10 - HALF_OPEN_EPSILON, "年")]),  # traditional characters
+    ("滿6個月未滿1年 | 3日", [(0.5, 1 - HALF_OPEN_EPSILON, "年")]),  # two units that convert: in the larger
     ("处三年以上十年以下有期徒刑", [(3, 10, "年")]),
     ("年休假（工龄满10年及以上） | 10天", [(10, INF, "年")]),
     ("3天以上由分管副总审批", [(3, INF, "天")]),

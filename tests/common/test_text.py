@@ -5,7 +5,9 @@ from services.common.text import (
     latin_script,
     normalize,
     query_keywords,
+    in_script_of,
     simplified,
+    traditional,
     split_sentences,
     truncate_at_boundary,
     weekdays_alike,
@@ -110,3 +112,9 @@ def test_a_question_in_traditional_characters_gets_the_terms_of_a_simplified_doc
     asked = query_keywords("居住証要錢嗎？補辦收多少")
     assert asked == query_keywords("居住证要钱吗？补办收多少") and "补办" in asked
     assert set(document_terms("補辦居住證")) == set(document_terms("补办居住证"))
+
+
+def test_fixed_messages_follow_a_traditional_question():
+    assert traditional("婚假有幾天？") and not traditional("婚假有几天？") and not traditional("How many days?")
+    assert in_script_of("婚假有幾天？", "检索到的资料不足以回答这个问题。") == "檢索到的資料不足以回答這個問題。"
+    assert in_script_of("婚假有几天？", "检索到的资料不足以回答这个问题。") == "检索到的资料不足以回答这个问题。"

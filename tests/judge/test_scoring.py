@@ -261,3 +261,8 @@ def test_the_extractive_label_is_not_a_claim():
     body = answer.split("\n", 1)[1]
     assert tr.faithfulness(answer, CONTEXTS) == tr.faithfulness(body, CONTEXTS) == 1.0
     assert tr.hallucination(answer, CONTEXTS) == tr.hallucination(body, CONTEXTS)
+
+
+def test_keywords_and_texts_in_either_form_of_chinese_match():
+    assert tr.coverage(["婚假", "工资"], "員工結婚者給予婚假8日，工資照給") == 1.0
+    assert tr.overlap_f1("員工結婚給予婚假", "员工结婚给予婚假") == 1.0

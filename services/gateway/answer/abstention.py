@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 from domains.pack import DomainPack, embedding_family
 from graphmesh.common.v1 import types_pb2
-from services.common.text import latin_script, without_cjk
+from services.common.text import in_script_of, latin_script, without_cjk
 from services.gateway.answer.evidence_signals import SIGNALS, Signals, signals  # noqa: F401 (callers read them here)
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,8 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     """The short no-answer message, in Chinese when the question has CJK characters, else in English;
     ``scope_reason`` (a domain pack's word that its corpora cannot hold the answer, or a searched collection
     no store holds) leads it when given; an English one under a Chinese question is said in Chinese, without
-    its English words. ``nearest``: whether nearest sources are listed with it."""
+    its English words; in traditional characters under a question written in them. ``nearest``: whether nearest
+    sources are listed with it."""
     if latin_script(question) and (not scope_reason or latin_script(scope_reason)):
         return ((f"{scope_reason}; this question cannot be answered." if scope_reason else "The documents retrieved do "
                  "not answer this question; the knowledge base may not cover it.")
@@ -228,4 +229,4 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     lead = ("检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
             if latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
-    return lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "")
+    return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))

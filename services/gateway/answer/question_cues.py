@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from services.common.numbers import quantities, ranges
+from services.common.text import simplified
 
 #: Question words asking for an amount, a count or a threshold.
 _AMOUNT_CUES = ("多少", "几", "多大", "多长", "多久", "多高", "比例", "比率", "阈值", "权重", "数量", "金额", "费用", "价格",
@@ -69,7 +70,7 @@ def condition_quantities(question: str) -> list[tuple[float, str]]:
     compared as there), those of one unit left out unless 满 precedes them (a rate: 一天的饭补). A table row
     or rule whose range holds one answers for it (``numbers.ranges``: 满5年不满10年 for 工作了6年)."""
     found = [(value, unit) for value, unit in quantities(question) if unit and unit != "clock"]
-    return [(value, unit) for value, unit in found if value != 1 or _ONE_AS_CONDITION.search(question)]
+    return [(value, unit) for value, unit in found if value != 1 or _ONE_AS_CONDITION.search(simplified(question))]
 
 
 #: Units that convert exactly into one another, by their size in the smallest of their group: minutes, hours,
@@ -83,6 +84,16 @@ def in_unit(value: float, unit: str, target: str) -> float | None:
         return value
     scale = next((group for group in _SCALES if unit in group and target in group), None)
     return None if scale is None else value * scale[unit] / scale[target]
+
+
+def excludes_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
+    """Whether ``text`` states a range of a quantity the ``conditions`` can be
+    compared with (the same unit or one it converts to) and none of its
+    ranges holds one of them: the 满6个月未满1年 row where the question says
+    工作满1年, another row of the same table."""
+    comparable = [(low, high, converted) for low, high, unit in ranges(text) for value, asked in conditions
+                  if (converted := in_unit(value, asked, unit)) is not None]
+    return bool(comparable) and not any(low <= value <= high for low, high, value in comparable)
 
 
 def holds_condition(text: str, conditions: list[tuple[float, str]]) -> bool:

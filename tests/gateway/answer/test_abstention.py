@@ -90,6 +90,15 @@ def test_coverage_reads_traditional_passages_with_simplified_keywords():
     assert signals.coverage == 1.0 and signals.longest_found == 1.0
 
 
+def test_no_answer_message_and_extractive_label_follow_a_traditional_question():
+    """A trial's Taiwan users got both in simplified characters."""
+    from services.gateway.answer.extractive import extractive_label
+
+    assert abstention.no_answer_message("公司食堂幾點開飯？").startswith("檢索到的資料不足以回答這個問題")
+    assert abstention.no_answer_message("公司食堂几点开饭？").startswith("检索到的资料不足以回答这个问题")
+    assert extractive_label("婚假有幾天？") == "（抽取式答案：未使用大模型，以下句子摘自檢索到的資料）"
+
+
 def test_no_answer_message_follows_the_question_language():
     assert "资料不足" in abstention.no_answer_message("红烧肉怎么做？")
     assert abstention.no_answer_message("How do I cook rice?").startswith("The documents retrieved do not answer")

@@ -353,6 +353,16 @@ def test_a_question_giving_a_quantity_quotes_the_row_whose_range_holds_it():
     assert "满10年及以上 | 15天" in extractive_answer([text], "工龄12年的员工年假几天？")
 
 
+def test_a_traditional_seniority_table_gives_the_row_whose_range_holds_the_question():
+    """A trial's Taiwan leave table (滿/未滿): 做了6年 got no row, 滿1年 the 滿6個月未滿1年 row, 3年半 the 滿2年未滿3年 row."""
+    table = ("年資 | 特休天數\n滿6個月未滿1年 | 3日\n滿1年未滿2年 | 7日\n滿2年未滿3年 | 10日\n"
+             "滿3年未滿5年 | 14日\n滿5年未滿10年 | 15日")
+    for question, row in (("我在公司做了6年，特休有幾天？", "滿5年未滿10年 | 15日"), ("工作滿1年有幾天特休？", "滿1年未滿2年 | 7日"),
+                          ("年資3年半，特休有幾天？", "滿3年未滿5年 | 14日"), ("入职8个月有几天特休？", "滿6個月未滿1年 | 3日")):
+        quote = extractive_answer([table], question).splitlines()[1]
+        assert row in quote and quote.count(" | ") <= 2, (question, quote)  # the header and that row
+
+
 def test_a_sentence_cut_at_a_semicolon_is_quoted_whole_a_rule_with_its_exception():
     # "爽约两次" was answered with "…暂停预约权限7天；" alone, the rest of its sentence left out
     text = ("四、取消与改约\n13. 开始前2小时内取消或无故不到的，记爽约一次，并扣除所预约的学时。\n"

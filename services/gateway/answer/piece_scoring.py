@@ -1,0 +1,166 @@
+"""How well a quotable piece of a source answers a question: the score the extractive answer
+(services.gateway.answer.extractive) ranks pieces by. Pure functions, tested through the extractive
+answer (tests/gateway/answer/test_extractive.py): keyword and character-bigram coverage weighted by
+inverse frequency over the candidates (``sentence_score``), bonuses for the number a question asks
+and the table row whose range holds the quantity it gives, and which pieces name another item than
+the question's (``PieceScorer``)."""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from services.common.codes import codes_in, names_another_code
+from services.common.text import (TABLE_CELL_SEPARATOR, is_table_row, keyword_terms, numbered_classifier, numbered_names,
+                                  query_keywords, simplified, weekdays_alike)
+from services.gateway.answer.pieces import Candidate
+from services.gateway.answer.question_cues import (asked_number, asks_list, condition_quantities, excludes_condition,
+                                                   holds_condition)
+from services.gateway.answer.quotable import NON_WORD, is_item
+
+#: Score factor of a list item or table row against a prose sentence.
+ITEM_PENALTY = 0.85
+#: Bonus of a sentence holding a number when the question asks an amount.
+NUMBER_BONUS = 0.15
+#: Bonus of a piece whose range holds a quantity the question gives ("满5年不满10年 | 12天" for 干了6年): as NUMBER_BONUS.
+RANGE_BONUS = 0.15
+_HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
+
+
+def _bigrams(text: str) -> set[str]:
+    """Character bigrams of ``text``'s letters, digits and CJK characters (lower case)."""
+    squeezed = NON_WORD.sub("", simplified(text).lower())
+    return {squeezed[i:i + 2] for i in range(len(squeezed) - 1)}
+
+
+def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str] | None = None,
+                   wants_number: bool | re.Pattern = False, idf: dict[str, float] | None = None, item: bool | None = None) -> float:
+    """How well ``sentence`` answers, in [0, ~1.15]: the share of the
+    question's content keywords it holds (weighted by length in characters
+    times ``idf``; half the score when ``question_bigrams`` are given), the
+    idf-weighted share of the question's character bigrams it holds (the
+    other half: catches words the tokenizer splits differently), plus
+    NUMBER_BONUS when the question asks an amount and the sentence states a
+    number (``wants_number``: True for any number, or the pattern of the
+    numbers that answer, ``asked_number``); list items and table rows count ITEM_PENALTY of that (``item``
+    says whether the sentence's line is one; None: judged from the sentence itself). ``idf``
+    (term -> weight, 1 when absent) lets words found in every candidate,
+    such as the document's title, count less. Weekdays are read alike
+    (``weekdays_alike``). 0 without keywords or bigrams."""
+    idf = idf or {}
+    total = sum(len(k) * idf.get(k, 1.0) for k in keywords)
+    text = weekdays_alike(simplified(sentence).lower())
+    coverage = sum(len(k) * idf.get(k, 1.0) for k in keywords if k in text) / total if total else 0.0
+    if question_bigrams:
+        # fsum: exact whatever order the sets iterate in (it follows the hash
+        # seed), so equal scores tie the same way in every process
+        weight = math.fsum(idf.get(b, 1.0) for b in question_bigrams)
+        overlap = math.fsum(idf.get(b, 1.0) for b in _bigrams(weekdays_alike(sentence)) & question_bigrams) / weight if weight else 0.0
+        score = 0.5 * coverage + 0.5 * overlap
+    else:
+        score = coverage
+    if score and wants_number and (wants_number.search(sentence) if isinstance(wants_number, re.Pattern)
+                                   else _HAS_NUMBER.search(sentence)):
+        score += NUMBER_BONUS
+    if item is None:
+        item = is_item(sentence)
+    if item:
+        score *= ITEM_PENALTY
+    return score
+
+
+def _idf(lines: list[str], terms: set[str]) -> dict[str, float]:
+    """Inverse frequency of each of ``terms`` over the candidate ``lines``
+    (log((n + 1) / (df + 0.5)), at least 0.1), so that a word every line
+    shares (a title, a heading) tells the lines apart less than a rare one."""
+    lowered = [weekdays_alike(simplified(line).lower()) for line in lines]
+    n = len(lowered)
+    return {t: max(0.1, math.log((n + 1) / (sum(t in line for line in lowered) + 0.5))) for t in terms}
+
+
+class PieceScorer:
+    """Scores quotable pieces against one question, the way the extractive
+    answer chooses what to quote: ``sentence_score`` with the question's
+    content keywords (a keyword inside a longer one dropped), its character
+    bigrams, the number bonus when it asks an amount, and the inverse
+    frequency of each over all the ``pieces`` given (lists of
+    ``quotable_pieces``, one per text).
+
+    Attributes:
+        keywords: the question's content keywords ([] without a question).
+        pieces: the pieces given, per text.
+    """
+
+    def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None) -> None:
+        question = weekdays_alike(question)  # 星期一 and 礼拜一 as rules write them (周一); a number with its classifier
+        # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
+        keywords = keyword_terms(question, query_keywords(question)) if question else []
+        self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
+        self.pieces = pieces
+        self._bigrams = _bigrams(question) if question else set()
+        self._wants_number = asked_number(question)
+        self._conditions = condition_quantities(question) if question else []
+        self._numbered = numbered_names(question) if question else []
+        self._codes = codes_in(question) if question else []
+        if not asks_list(question):  # a list is quoted whole only when asked for
+            pieces = [[c for c in cs if not c.list_run] for cs in pieces]
+            self.pieces = pieces
+        self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
+        self._similarity = _rescaled(similarity, [c.text for cs in self.pieces for c in cs]) if similarity else {}
+
+    def score(self, candidate: Candidate) -> float:
+        """The piece's score, in [0, ~2.3]: ``sentence_score`` (with its header row and RANGE_BONUS when its
+        range holds a quantity the question gives, ``question_cues.holds_condition``), plus its dense similarity
+        to the question min-max scaled over the pieces (``similarity``, given for a question in another script
+        than its sources, where no word is shared)."""
+        lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        if self._conditions and holds_condition(_key(candidate), self._conditions):  # a row's subject is in its header
+            lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,
+                                     self._idf, candidate.item)
+            lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
+        return lexical + self._similarity.get(candidate.text, 0.0)
+
+    def holds_condition(self, candidate: Candidate) -> bool:
+        """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):
+        the row that answers, which other rows of its table only crowd ("20kg" got the 10 to 25 kg row and another)."""
+        return bool(self._conditions) and candidate.item and holds_condition(_key(candidate), self._conditions)
+
+    def names_another_number(self, candidate: Candidate) -> bool:
+        """Whether the piece names another item than the question under the
+        same classifier ("第1排" where it asks "第5排", "5号仓库" where it asks
+        "3号仓库", the P3 row where it asks about P1, by ``numbered_names``;
+        quantities such as "5天" never conflict, a range may answer them),
+        another code of the same shape (``codes.names_another_code``), or, for a
+        row, a range that leaves out the quantity the question gives
+        (``question_cues.excludes_condition``)."""
+        if self._codes and names_another_code(candidate.text, self._codes):
+            return True
+        if self._conditions and candidate.item and excludes_condition(_key(candidate), self._conditions):
+            return True  # a row whose range leaves out the quantity the question gives: another row's case
+        if not self._numbered:
+            return False
+        found = numbered_names(candidate.text)
+        return any(term not in found and any(numbered_classifier(f) == numbered_classifier(term) for f in found)
+                   for term in self._numbered)
+
+    def label_score(self, candidate: Candidate) -> float:
+        """The score of the piece's label alone (0 without one): the tie-breaker
+        between two pieces that answer as well."""
+        if not candidate.label:
+            return 0.0
+        return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
+
+
+def _key(candidate: Candidate) -> str:
+    """What a piece's range is read from: a table row's first cell (its key: "满1年不满3年" of
+    "满1年不满3年 | 5天 | 入职满12个月后开始享受", whose note is no range of the row), else its text."""
+    return candidate.text.split(TABLE_CELL_SEPARATOR, 1)[0] if is_table_row(candidate.text) else candidate.text
+
+
+def _rescaled(similarity: Mapping[str, float], texts: list[str]) -> dict[str, float]:
+    """``similarity`` of ``texts`` min-max scaled to [0, 1] over them (0 for a text without one)."""
+    known = [similarity[t] for t in texts if t in similarity]
+    if not known:
+        return {}
+    low, high = min(known), max(known)
+    return {t: (similarity[t] - low) / (high - low) if high > low else 1.0 for t in texts if t in similarity}
