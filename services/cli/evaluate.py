@@ -143,11 +143,14 @@ def reference_of(row: dict) -> str:
 
 def gold_passages(row: dict) -> list[str]:
     """The row's gold passages given as text ("gold_text": a string or a
-    list), for corpora without stable ids; [] when it has none."""
+    list), for corpora without stable ids, a Markdown table row's outer pipes
+    dropped; [] when it has none."""
     value = row.get("gold_text")
     if isinstance(value, str):
         value = [value]
-    return [v for v in (value or []) if isinstance(v, str) and v.strip()]
+    # a Markdown table row copied with its outer pipes ("| 滿5年未滿10年 | 15日 |") is stored as "滿5年未滿10年 | 15日"
+    return [v.strip().strip("|").strip() if v.strip().startswith("|") and v.strip().endswith("|") else v
+            for v in (value or []) if isinstance(v, str) and v.strip().strip("|").strip()]
 
 
 #: Dashes NFKC leaves apart (hyphen, figure dash, en and em dash, horizontal bar, minus): a PDF printed by

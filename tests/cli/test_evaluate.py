@@ -148,6 +148,8 @@ def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
 
     assert gold_passages({"gold_text": "信息增长率"}) == ["信息增长率"]
     assert gold_passages({"gold_text": ["a", " "]}) == ["a"] and gold_passages({"gold": ["1"]}) == []
+    # a trial's Markdown row copied with its pipes was found in the results but never "quoted"
+    assert gold_passages({"gold_text": "| 滿5年未滿10年 | 15日 |"}) == ["滿5年未滿10年 | 15日"]
     gold = "信息增长率 = 新发现的块数 / 已知块数，低于 0.1 时停止迭代。"
     assert passage_matches(gold, "前文。\n信息增长率 = 新发现的块数 / 已知块数，\n低于 0.1 时停止迭代。后文")
     assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end

@@ -86,6 +86,7 @@ class Decision:
     threshold: float
     reason: str
     out_of_scope: bool = False
+    scope_note: bool = False  # the reason is a developer's note on the scope (a collection no store holds)
 
 
 def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:
@@ -214,19 +215,27 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
                     f"{'' if sig.has_dense else ': no vector hit in the top results'})")
 
 
-def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True) -> str:
+#: The no-answer message's lead when what was searched holds nothing (``scope_note``), in English and Chinese.
+EMPTY_SCOPE_EN = ("Nothing could be searched for this question (the collection chosen does not exist or is empty, or "
+                  "the filters match no document), so it cannot be answered.")
+EMPTY_SCOPE_ZH = "检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
+
+
+def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True, scope_note: bool = False) -> str:
     """The short no-answer message, in Chinese when the question has CJK characters, else in English;
     ``scope_reason`` (a domain pack's word that its corpora cannot hold the answer, or a searched collection
     no store holds) leads it when given; an English one under a Chinese question is said in Chinese, without
     its English words; in traditional characters under a question written in them. ``nearest``: whether nearest
-    sources are listed with it."""
-    if latin_script(question) and (not scope_reason or latin_script(scope_reason)):
-        return ((f"{scope_reason}; this question cannot be answered." if scope_reason else "The documents retrieved do "
-                 "not answer this question; the knowledge base may not cover it.")
-                + (" The nearest sources are listed below for reference only." if nearest else ""))
-    # An English note (a collection no store holds, filters that matched nothing) is for the developer, who reads
-    # it in the reply's timings and the CLI's "note:" lines; the answer a Chinese reader sees stays in Chinese.
-    lead = ("检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
-            if latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
+    sources are listed with it. ``scope_note``: ``scope_reason`` is a developer's note on what was searched, said
+    to the reader as EMPTY_SCOPE_EN / EMPTY_SCOPE_ZH (a trial's English users read "no store holds collection
+    'default': nothing was ingested into it (graphmesh collections list ...)" as the answer)."""
+    # A note on the scope (a collection no store holds, filters that matched nothing) is for the developer, who
+    # reads it in the reply's timings and the CLI's "note:" lines; the reader of the answer gets a plain sentence.
+    if latin_script(question) and (scope_note or not scope_reason or latin_script(scope_reason)):
+        lead = EMPTY_SCOPE_EN if scope_note else (f"{scope_reason}; this question cannot be answered." if scope_reason else
+                                                  "The documents retrieved do not answer this question; the knowledge "
+                                                  "base may not cover it.")
+        return lead + (" The nearest sources are listed below for reference only." if nearest else "")
+    lead = (EMPTY_SCOPE_ZH if scope_note or latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))

@@ -214,7 +214,8 @@ class FallbackChain:
             chosen.retrieval = first
             # a note is why nothing came back (a collection name mistyped): the answer leads with it
             chosen.decision = abstention.Decision(False, 0.0, self.settings.abstention.threshold,
-                                                  "; ".join(notes or ["no evidence retrieved"]), out_of_scope=bool(notes))
+                                                  "; ".join(notes or ["no evidence retrieved"]), out_of_scope=bool(notes),
+                                                  scope_note=bool(notes))
 
     def _decide(self, strategy: str, retrieval: Retrieval, chosen: Chosen, force: bool = False) -> bool | None:
         """Takes the abstention decision on ``retrieval`` when it is the

@@ -218,7 +218,8 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
                                                 label=source_label(cand)))
     search.timings.extend(trace_timings)
     return gateway_pb2.AnswerResponse(
-        answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else "", nearest=bool(nearest)),
+        answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else "", nearest=bool(nearest),
+                                            scope_note=decision.scope_note),
         mode=gateway_pb2.ANSWER_MODE_ABSTAINED, search=search,
         insufficient_sources=nearest, answerability=decision.answerability,
         answerability_threshold=decision.threshold,

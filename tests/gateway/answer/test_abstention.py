@@ -108,6 +108,9 @@ def test_no_answer_message_follows_the_question_language():
     message = abstention.no_answer_message("押金多少钱", note, nearest=False)
     assert message == "检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
     assert abstention.no_answer_message("How much is the deposit?", note, nearest=False).startswith("no store holds")
+    # marked as a note on the scope, it is said plainly in English too (the note stays in the timings)
+    assert abstention.no_answer_message("How much is the deposit?", note, nearest=False, scope_note=True) == \
+        abstention.EMPTY_SCOPE_EN
 
 
 def mesh(vector_scores, llm=None, embedding_model="", **overrides):
