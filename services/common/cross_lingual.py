@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from services.common.errors import InvalidArgument
-from services.common.text import CJK_SCRIPT, LATIN_SCRIPT, STOP_WORDS, query_keywords, writing_system
+from services.common.text import CJK_SCRIPT, LATIN_SCRIPT, STOP_WORDS, query_keywords, simplified, writing_system
 
 #: Glosses of a headword read, in CC-CEDICT's order (the common senses first): later ones are rare senses.
 #: A one-character headword (里, 位, 会: mostly function words in a question) gives its first gloss only.
@@ -292,17 +292,20 @@ def _forms(word: str, terms: list[str], synonyms: list[str]) -> list[str]:
 
 def _count_answer(word: str) -> re.Pattern[str] | None:
     """For a Chinese word asking a count (几天), what a Chinese passage answering it holds in its place
-    (a number, then 天: 五天, 14 天), so that it counts there as its translation ("days") counts in an
+    (a number, then 天 or 日: 五天, 14 天, 三日), so that it counts there as its translation ("days") counts in an
     English passage; None for any other word."""
     asked = _ASKED_COUNT.fullmatch(word)
-    return re.compile(_NUMERAL + re.escape(asked.group(1))) if asked else None
+    if not asked:
+        return None
+    unit = asked.group(1)
+    return re.compile(_NUMERAL + ("[天日]" if unit == "天" else re.escape(unit)))  # 三日 answers 几天 as 三天 does
 
 
 def words_held(text: str, words: Sequence[Translated]) -> list[bool]:
     """For each of the query's ``words``, whether ``text`` holds one of its
     forms (``_forms``: the word with its inflections, its synonyms and its
     translations, as ``word_coverage`` reads them; ``_holds``), unweighted."""
-    lowered = text.lower()
+    lowered = simplified(text).lower()  # the query's words come simplified (text.simplified)
     tokens = set(_LATIN_TOKEN.findall(lowered))
     return [any(_holds(lowered, tokens, f) for f in _forms(w, terms, synonyms)) for w, terms, synonyms in words]
 
@@ -325,7 +328,7 @@ def word_coverage(texts: Sequence[str], words: Sequence[Translated]) -> list[flo
     words = [(w, [] if len(w) == 1 and _CJK.match(w) else terms, synonyms) for w, terms, synonyms in words]
     if not words or not texts:
         return [0.0] * len(texts)
-    lowered = [t.lower() for t in texts]
+    lowered = [simplified(t).lower() for t in texts]  # the query's words come simplified (text.simplified)
     tokens = [set(_LATIN_TOKEN.findall(t)) for t in lowered]
     forms = [_forms(w, terms, synonyms) for w, terms, synonyms in words]
     counts = [_count_answer(w) for w, _, _ in words]
@@ -345,7 +348,7 @@ def share_held(text: str, words: Sequence[Translated]) -> float:
     much of the question a passage speaks to, in either writing system."""
     if not words:
         return 0.0
-    lowered = text.lower()
+    lowered = simplified(text).lower()  # the query's words come simplified (text.simplified)
     tokens = set(_LATIN_TOKEN.findall(lowered))
     held = [any(_holds(lowered, tokens, f) for f in _forms(w, terms, synonyms)) for w, terms, synonyms in words]
     return sum(held) / len(held)

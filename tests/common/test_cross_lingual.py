@@ -128,3 +128,11 @@ def test_the_shipped_dictionary_translates_both_ways():
     # however long the question, a word carries no more terms than a request may
     assert all(len(terms) <= MAX_TERMS_PER_WORD and len(synonyms) <= MAX_TERMS_PER_WORD
                for _, terms, synonyms in lexicon.concepts("time " * 40 + "leave take get make", "cjk"))
+
+
+def test_a_passage_in_traditional_characters_holds_the_questions_simplified_words():
+    """The query's words come simplified (text.simplified): a trial's English onboarding note ("days") went first
+    for 8 of 37 Chinese questions over Taiwan rules, whose traditional passages held none of those words."""
+    words = [("丧假", ["funeral leave"], []), ("几天", ["days"], [])]
+    taiwan, english = word_coverage(["員工祖父母喪亡者，給予喪假三日。", "The IT helpdesk is open five days a week."], words)
+    assert taiwan > english
