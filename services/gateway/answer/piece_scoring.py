@@ -59,7 +59,7 @@ def sentence_score(sentence: str, keywords: list[str], question_bigrams: set[str
         score = 0.5 * coverage + 0.5 * overlap
     else:
         score = coverage
-    if score and wants_number and (wants_number.search(sentence) if isinstance(wants_number, re.Pattern)
+    if score and wants_number and (wants_number.search(simplified(sentence)) if isinstance(wants_number, re.Pattern)
                                    else _HAS_NUMBER.search(sentence)):
         score += NUMBER_BONUS
     if item is None:
@@ -92,7 +92,7 @@ class PieceScorer:
     """
 
     def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None) -> None:
-        question = weekdays_alike(question)  # 星期一 and 礼拜一 as rules write them (周一); a number with its classifier
+        question = weekdays_alike(simplified(question))  # 星期一 and 礼拜一 as rules write them (周一); a number with its classifier
         # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
         keywords = keyword_terms(question, query_keywords(question)) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]

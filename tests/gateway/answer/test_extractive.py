@@ -564,3 +564,9 @@ def test_a_row_naming_another_code_of_the_same_shape_is_not_quoted_beside_the_as
     assert "2026-10-13" not in answer and "2026-10-27" not in answer
     parts = "主机轴承套件备件号为 2906-0980-00。空气滤芯备件号为 1622-0655-00，每 2000 h 更换。"
     assert "2906-0980-00" not in extractive_answer([parts], "1622-0655-00 是什么配件？")
+
+
+def test_a_traditional_question_asking_a_count_prefers_the_sentence_with_the_number():
+    """幾天 asks a count as 几天 does: the number bonus and the unit asked for apply."""
+    text = "補休最多須提前申請，並經主管核准。補休期限為6個月。"
+    assert extractive_answer([text], "補休最多能留幾個月？", max_sentences_per_source=1).splitlines()[1] == "補休期限為6個月。 [1]"
