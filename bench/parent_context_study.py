@@ -65,7 +65,7 @@ def gateway(mesh, **overrides):
 
 
 #: File types the own-documents sets are made of.
-DOCUMENT_SUFFIXES = (".txt", ".md", ".pdf", ".docx", ".html")
+DOCUMENT_SUFFIXES = (".txt", ".md", ".pdf", ".docx", ".html", ".csv")
 
 
 async def ingest(address: str, collection: str, folder: Path = DATA / "docs") -> None:

@@ -39,7 +39,13 @@ on, ingested as files into a collection without a domain pack:
   languages) and 12 out-of-scope ones;
 - mingheng_docs: a law firm's internal rules from a sixth fresh user's
   trial (.md with a table, .txt, .html, .docx, a Chromium .pdf), its 20
-  questions in staff's own words and 6 out-of-scope ones.
+  questions in staff's own words and 6 out-of-scope ones;
+- aftersales_docs, jiangzhou_docs, lumenfold_docs and taipei_docs: four
+  more fresh users' trials (an equipment maker's manuals with codes and a
+  .csv parts list; a city hotline's policies; an English SaaS handbook with
+  runbooks and two .csv files; a Taipei company's rules in traditional
+  characters with an English note), 45, 47, 45 and 45 questions and 12
+  out-of-scope ones each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -77,12 +83,16 @@ SETS = {
     "qiyue_docs": (7, {"out_of_scope_abstained": DATA / "qiyue_docs" / "out_of_scope.jsonl"}),
     "yuntu_docs": (8, {"out_of_scope_abstained": DATA / "yuntu_docs" / "out_of_scope.jsonl"}),
     "mingheng_docs": (6, {"out_of_scope_abstained": DATA / "mingheng_docs" / "out_of_scope.jsonl"}),
+    "aftersales_docs": (8, {"out_of_scope_abstained": DATA / "aftersales_docs" / "out_of_scope.jsonl"}),
+    "jiangzhou_docs": (8, {"out_of_scope_abstained": DATA / "jiangzhou_docs" / "out_of_scope.jsonl"}),
+    "lumenfold_docs": (9, {"out_of_scope_abstained": DATA / "lumenfold_docs" / "out_of_scope.jsonl"}),
+    "taipei_docs": (7, {"out_of_scope_abstained": DATA / "taipei_docs" / "out_of_scope.jsonl"}),
 }
 
 
 async def _ingest(address: str, name: str, expected: int) -> None:
     files = [gateway_pb2.IngestFile(name=f"{name}/{p.name}", content=p.read_bytes())
-             for p in sorted((DATA / name).iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"]
+             for p in sorted((DATA / name).iterdir()) if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html", ".csv") and p.stem != "README"]
     async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as ch:
         reply = await gateway_pb2_grpc.GatewayServiceStub(ch).Ingest(
             gateway_pb2.IngestRequest(files=files, collection=name.replace("_", "")), timeout=PATIENT_SECONDS)
