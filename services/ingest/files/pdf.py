@@ -240,14 +240,17 @@ _ENDS = "。！？!?；;：:”’」』）)】》"
 
 def _join(lines: list[str]) -> str:
     """Lines of one page as text: a wrapped line continues its sentence
-    (joined without a break; with a space between Latin words), while a
-    table row or a line ending a sentence keeps its line break."""
+    (joined without a break; with a space between Latin words, none after a
+    line ending in a word's hyphen), while a table row or a line ending a
+    sentence keeps its line break."""
     out = ""
     for line in lines:
         if not out:
             out = line
         elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS:
             out += "\n" + line
+        elif out[-1] == "-" and out[-2:-1].isalnum() and line[0].isascii() and line[0].isalnum():
+            out += line  # a name wrapped at its hyphen ("pg-" / "replica-2"): one word again, hyphen kept
         elif out[-1].isascii() and line[0].isascii():
             out += " " + line
         else:

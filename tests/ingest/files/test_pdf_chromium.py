@@ -92,3 +92,12 @@ def test_radicals_are_read_as_the_characters_they_stand_for():
     assert unified("部⻔员⼯⽤⻜机伙⻝") == "部门员工用飞机伙食"
     assert unified("客⼾名单") == "客户名单"  # simplified, as Chromium's simplified fonts mean it (the table says 戶)
     assert unified("没有部首的文字。") == "没有部首的文字。"
+
+
+def test_a_name_wrapped_at_its_hyphen_is_one_word_again():
+    """A trial's runbook PDF read "pg- replica-2": the line ended at the name's hyphen."""
+    from services.ingest.files.pdf import _join
+
+    assert _join(["Promote the standby pg-", "replica-2 with patronictl."]) == "Promote the standby pg-replica-2 with patronictl."
+    assert _join(["a list -", "then text"]) == "a list - then text"  # a dash standing alone is no word's hyphen
+    assert _join(["员工请假须提前申请-", "经主管批准"]) == "员工请假须提前申请-经主管批准"
