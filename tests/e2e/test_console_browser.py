@@ -263,15 +263,24 @@ async def test_search_mode_lists_evidence_with_channels_and_query_understanding(
 async def test_bad_requests_show_the_servers_message(browser, console):
     async with open_page(browser, console) as page:
         await page.check("input[name=mode][value=search]")
+        # an empty question is said in the page, not sent (a trial's got the server's English 400 twice)
+        sent: list[str] = []
+        page.on("request", lambda request: sent.append(request.url) if "/v1/query" in request.url else None)
         await page.fill("#ask-query", "   ")
         await page.click("#ask-submit")
+        await page.wait_for_function("() => document.querySelector('#ask-status').textContent === 'Type a question first.'")
+        assert not sent and await page.locator("#ask-error").is_hidden()
+        await shot(page, "error-empty-query")
+
+        long = "劳动合同" * 2600  # over the gateway's 10,000 characters: the server's message, field and all
+        await page.fill("#ask-query", long)
+        await page.click("#ask-submit")
         await page.wait_for_selector("#ask-error:not([hidden])", timeout=WAIT_MS)
-        status, body = await rest(console + "/v1/query:search", {"query": ""})
+        status, body = await rest(console + "/v1/query:search", {"query": long})
         assert status == 400
         assert (await page.inner_text("#ask-error .error-message")) == body["error"]["message"]
         assert "HTTP 400 · INVALID_ARGUMENT" in await page.inner_text("#ask-error")
         assert "query" in await page.locator("#ask-error .error-fields code").all_inner_texts()
-        await shot(page, "error-empty-query")
 
         await page.fill("#ask-query", "什么是实用新型？")
         await page.fill("#ask-topk", "500")
@@ -347,6 +356,41 @@ async def test_library_lists_collections_and_ingests_a_chinese_text_file(browser
         await page.click("#ask-submit")
         await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
         assert "合同法摘录" in await page.inner_text("#ask-output .source")
+
+
+async def test_library_lists_a_collections_documents_and_deletes_one(browser, console):
+    """A trial's office manager could see a collection's counts only: no file list, no way to delete the
+    outdated price list the console's own duplicate notice told her to delete."""
+    collection = "console_docs"
+    async with open_page(browser, console, lang="zh") as page:
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+        await page.click("#tab-library")
+        await page.wait_for_selector("#lib-collections[data-state=done]", timeout=WAIT_MS)
+        await page.fill("#lib-collection", collection)
+        await drop_files(page, [("旧价目表.txt", "洗牙每次500元。\n"), ("价目表.txt", "洗牙每次600元。\n")])
+        await ingested(page, 1)
+        await page.click(f"#lib-collections button.show-documents[data-collection={collection}]")
+        await page.wait_for_selector("#lib-documents[data-state=done]", timeout=WAIT_MS)
+        ids = await page.locator("#lib-documents li.document").evaluate_all("items => items.map((i) => i.dataset.id)")
+        assert sorted(ids) == ["价目表.txt", "旧价目表.txt"]
+        assert "集合 console_docs 中的文档" in await page.inner_text("#lib-documents h3")
+        await shot(page, "library-documents-zh")
+        await page.click("#lib-documents li.document[data-id='旧价目表.txt'] button.delete-document")
+        await page.wait_for_function("() => document.querySelectorAll('#lib-documents li.document').length === 1", timeout=WAIT_MS)
+        assert "已删除 旧价目表.txt" in await page.inner_text("#lib-status")
+        assert (await shown_collections(page))[collection]["documents"] == 1
+        shown = (await collections(console))[collection]
+        assert shown["documents"] == 1
+
+        # the collection asked about is kept across a reload (a trial's reload asked "default", which held nothing)
+        await page.click("#tab-ask")
+        await page.check("input[name=mode][value=search]")
+        await page.fill("#ask-query", "洗牙多少钱")
+        await page.click("#ask-submit")
+        await page.wait_for_selector("#ask-output[data-state=done]", timeout=WAIT_MS)
+        await page.reload()
+        await page.wait_for_selector("body[data-ready=true]")
+        assert await page.input_value("#ask-collection") == collection
 
 
 async def test_library_shows_the_servers_reason_for_a_failed_file(browser, console):

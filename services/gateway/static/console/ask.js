@@ -277,6 +277,9 @@ function deepIterations(reply) {
         it.proposed.map((p) => `${p.text} (${score(p.score)})`).join(" · ")) : null))));
 }
 
+/** Where the collection last asked about is kept (localStorage). */
+export const COLLECTION_STORAGE = "graphmesh.collection";
+
 /** Wires the Ask form. Returns {submit(), setQuestion(text)} for voice input. */
 export function setupAsk(root) {
   const form = root.querySelector("#ask-form");
@@ -290,12 +293,23 @@ export function setupAsk(root) {
   let last = null;  // {mode, reply} of the last finished request, re-rendered on language change
 
   const setStatus = (key, vars) => { status.textContent = key ? t(key, vars) : ""; };
+  // The collection last asked about comes back after a reload (a trial's reload sent questions to "default").
+  try {
+    const saved = localStorage.getItem(COLLECTION_STORAGE);
+    if (saved && collectionName(collection.value) === "default") collection.value = saved;
+  } catch { /* storage disabled */ }
 
   async function submit() {
     const mode = form.querySelector("input[name=mode]:checked").value;
     const query = normalizeQuestion(box.value);
     box.value = query;
+    if (!query) {  // said here, in the page's language, not as the server's 400
+      setStatus("ask.empty");
+      box.focus();
+      return;
+    }
     const body = { query, topK: Number(topK.value || 0), collections: [collectionName(collection.value)] };
+    try { localStorage.setItem(COLLECTION_STORAGE, body.collections[0]); } catch { /* storage disabled */ }
     if (controller) controller.abort();
     controller = new AbortController();
     const signal = controller.signal;

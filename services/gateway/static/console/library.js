@@ -7,7 +7,9 @@
 // the name and says per file whether it was stored, unchanged or failed).
 // As an import (the "import" box ticked, or files over LARGE_UPLOAD_BYTES)
 // the same request goes to POST /v1/documents:import, and the imports list
-// (imports.js) shows its progress.
+// (imports.js) shows its progress. A collection's name opens its documents
+// (GET /v1/collections/{c}/documents), each with a button deleting it
+// (POST /v1/collections/{c}/documents:batchDelete).
 import { get, post } from "./api.js";
 import { clear, collectionName, el, ms } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
@@ -75,7 +77,8 @@ function countsTable(rows, highlight) {
     el("thead", {}, el("tr", {}, el("th", { scope: "col", text: t("lib.collection") }),
       columns.map((c) => el("th", { scope: "col", class: "num", text: t(`lib.${c}`) })))),
     el("tbody", {}, rows.map((r) => el("tr", { class: r.name === highlight ? "current" : null, dataset: { collection: r.name } },
-      el("th", { scope: "row", text: r.name }),
+      el("th", { scope: "row" }, el("button", { type: "button", class: "show-documents link", dataset: { collection: r.name },
+        title: t("lib.showDocuments"), text: r.name })),
       columns.map((c) => el("td", { class: "num", dataset: { col: c }, text: String(r[c] ?? "–") }))))));
 }
 
@@ -128,6 +131,23 @@ function importRow(label, collection, op, traceId) {
     traceLine(traceId));
 }
 
+/** Documents of ``collection`` shown at most (its first page); the list says when there are more. */
+export const DOCUMENTS_SHOWN = 200;
+
+/** The documents list of one collection: title, id and chunks each, with a delete button. */
+function documentsList(collection, documents, more) {
+  return el("section", { class: "documents", dataset: { collection } },
+    el("h3", { text: t("lib.documentsOf", { collection }) }),
+    documents.length ? el("ul", { class: "document-list" }, documents.map((d) => {
+      const id = String(d.name || "").split("/documents/").slice(1).join("/documents/");
+      return el("li", { class: "document", dataset: { id } },
+        el("strong", { text: d.title || id }), " ", el("code", { text: id }),
+        el("span", { class: "dim", text: ` · ${t("lib.chunksN", { n: Number(d.chunkCount || 0) })}` }), " ",
+        el("button", { type: "button", class: "delete-document", dataset: { name: d.name || "", id }, text: t("lib.delete") }));
+    })) : el("p", { class: "dim empty", text: t("lib.noDocuments") }),
+    more ? el("p", { class: "dim", text: t("lib.moreDocuments", { n: DOCUMENTS_SHOWN }) }) : null);
+}
+
 /** Wires the Library panel. */
 export function setupLibrary(root) {
   const zone = root.querySelector("#lib-drop");
@@ -147,6 +167,47 @@ export function setupLibrary(root) {
   const asImport = root.querySelector("#lib-async");
   const imports = setupImports({ list: root.querySelector("#lib-operations"), errorBox: root.querySelector("#lib-ops-error"),
     refreshButton: root.querySelector("#lib-ops-refresh"), onFinished: () => refreshCollections() });
+
+  const documentsBox = root.querySelector("#lib-documents");
+  let shownCollection = "";
+
+  async function showDocuments(collection) {
+    shownCollection = collection;
+    documentsBox.dataset.state = "loading";
+    try {
+      const { data } = await get(`./v1/collections/${encodeURIComponent(collection)}/documents?pageSize=${DOCUMENTS_SHOWN}`);
+      hideError(listErrorBox);
+      clear(documentsBox);
+      documentsBox.append(documentsList(collection, data.documents || [], Boolean(data.nextPageToken)));
+      documentsBox.dataset.state = "done";
+    } catch (err) {
+      clear(documentsBox);
+      showError(listErrorBox, err);
+      documentsBox.dataset.state = "error";
+    }
+  }
+
+  async function deleteDocument(name, id) {
+    if (!window.confirm(t("lib.deleteConfirm", { id }))) return;
+    const parent = `collections/${shownCollection}`;
+    try {
+      await post(`./v1/${parent.split("/").map(encodeURIComponent).join("/")}/documents:batchDelete`, { names: [name] });
+      status.textContent = t("lib.deleted", { id });
+    } catch (err) {
+      showError(listErrorBox, err);
+    }
+    await refreshCollections();
+    await showDocuments(shownCollection);
+  }
+
+  table.addEventListener("click", (event) => {
+    const button = event.target.closest("button.show-documents");
+    if (button) showDocuments(button.dataset.collection);
+  });
+  documentsBox.addEventListener("click", (event) => {
+    const button = event.target.closest("button.delete-document");
+    if (button) deleteDocument(button.dataset.name, button.dataset.id);
+  });
 
   async function refreshCollections() {
     table.dataset.state = "loading";
