@@ -91,8 +91,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                                        getattr(args, "pack", "") or "")
     except grpc.RpcError as err:
         return _report_rpc_error(err)
-    for index, doc_id, reason in failures[:20]:
+    for index, doc_id, reason in failures[:SHOWN_FAILURES]:
         print(f"failed line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
+    if len(failures) > SHOWN_FAILURES:
+        print(f"... and {len(failures) - SHOWN_FAILURES} more failed lines", file=sys.stderr)
     print(json.dumps(totals, ensure_ascii=False))
     return 0 if not totals["failed"] else 1
 
@@ -203,7 +205,7 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
                             for fl in reply.failures)
             bar.update(reply.received)
 
-        lines = enumerate(ln for ln in f if ln.strip())
+        lines = ((number, ln) for number, ln in enumerate(f) if ln.strip())  # numbered as the file's lines, blanks counted
         if kind == "triples":
             # Group by predicate so each call carries few relation types (the
             # graph store writes one statement per type); failures still name
@@ -221,6 +223,10 @@ def ingest_file(path: Path, kind: str, batch_size: int = 0, collection: str = ""
             for future, _, _, _ in pending:
                 future.cancel()
     return totals, failures
+
+
+#: Failed lines an ingest prints one by one; it says how many more there were.
+SHOWN_FAILURES = 20
 
 
 def _print_search(reply: gateway_pb2.SearchResponse) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 import grpc
 
 from graphmesh.gateway.v1 import gateway_pb2, gateway_pb2_grpc
-from services.cli.client import _report_rpc_error, gateway_channel, ingest_file, proto_json
+from services.cli.client import SHOWN_FAILURES, _report_rpc_error, gateway_channel, ingest_file, proto_json
 from services.common.filters import DEFAULT_COLLECTION, KEY_PATTERN
 
 BATCH_BYTES = 16 * 1024 * 1024
@@ -285,8 +285,10 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
             inner, failures = ingest_file(path, "documents", 0, args.collection or "", getattr(args, "pack", "") or "")
         except grpc.RpcError as err:
             return _error(err)
-        for index, doc_id, reason in failures[:20]:
+        for index, doc_id, reason in failures[:SHOWN_FAILURES]:
             print(f"failed    {path.as_posix()} line {index + 1} id={doc_id or '?'}: {reason}", file=sys.stderr)
+        if len(failures) > SHOWN_FAILURES:
+            print(f"failed    {path.as_posix()}: ... and {len(failures) - SHOWN_FAILURES} more failed lines", file=sys.stderr)
         print(f"{'jsonl':9s} {path.as_posix()}: {json.dumps(inner, ensure_ascii=False)}", file=sys.stderr)
         totals["records"] += int(inner.get("received", 0))
         for key in ("stored", "unchanged", "failed", "chunks"):

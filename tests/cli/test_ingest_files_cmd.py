@@ -183,3 +183,24 @@ def test_prune_refuses_what_it_cannot_mirror(tmp_path, capsys):
     assert "--prune needs every path found and no JSONL file" in capsys.readouterr().err
     assert main(["ingest", "documents", str(tmp_path / "a.jsonl"), "--prune"]) == 2
     assert "--prune apply to `ingest files` only" in capsys.readouterr().err
+
+
+async def test_jsonl_failures_name_the_files_lines_and_a_repeated_id_is_reported(fake_gateway, monkeypatch, capsys, tmp_path):
+    """A trial's bulk import: after a blank line every failure named the line before its own; a repeated id
+    silently dropped the earlier record (received 3, stored 2, failed 0); past 20 failures the rest went unsaid."""
+    gw = await fake_gateway(ingest={"sentence_vectors": False})
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
+    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    data = tmp_path / "laws.jsonl"
+    data.write_text('{"id": "d1", "text": "甲"}\n\n{"id": "d2", "text": ""}\n{"id": "d1", "text": "丙"}\n', "utf-8")
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["ingest", "documents", str(data), "--collection", "laws"]) == 1
+    out, err = capsys.readouterr()
+    totals = json.loads(out.strip().splitlines()[-1])
+    assert totals["received"] == 3 and totals["stored"] + totals["unchanged"] + totals["failed"] == 3
+    assert "failed line 3 id=d2" in err  # the file's third line: the blank one counts
+    assert "failed line 1 id=d1: id 'd1' is repeated by a later record, which is the one stored" in err
+    many = tmp_path / "empty.jsonl"
+    many.write_text("".join(f'{{"id": "e{i}", "text": ""}}\n' for i in range(25)), "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "documents", str(many), "--collection", "laws"]) == 1
+    assert "... and 5 more failed lines" in capsys.readouterr().err

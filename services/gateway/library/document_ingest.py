@@ -53,6 +53,16 @@ def latest_records(docs: Sequence[ParsedDocument]) -> list[ParsedDocument]:
     return list({d.id: d for d in docs}.values())
 
 
+def superseded_failures(docs: Sequence[ParsedDocument]) -> list[types_pb2.IngestFailure]:
+    """An IngestFailure for each record of ``docs`` that a later record of
+    its id replaces (``latest_records`` keeps the last): a trial's repeated
+    id silently dropped the earlier record, and received no longer equalled
+    stored + unchanged + failed."""
+    last = {d.id: d.index for d in docs}
+    return [types_pb2.IngestFailure(index=d.index, id=d.id, reason=f"id {d.id!r} is repeated by a later record, which is the one stored")
+            for d in docs if last[d.id] != d.index]
+
+
 def unreadable_payload(response: gateway_pb2.IngestResponse, parse_failures: Sequence[ParseFailure]) -> InvalidArgument | None:
     """The error of a payload none of whose records could be read (naming
     the first one's line and field), None when some could."""
@@ -150,6 +160,7 @@ class DocumentIngest:
         trace.record(names.STAGE_PARSE, started)
         if not docs:
             return response, parse_failures
+        response.failures.extend(superseded_failures(docs))
         await self.store_parsed(latest_records(docs), pack, collection, deadline, trace, response)
         response.timings.extend(trace.timings)
         return response, parse_failures

@@ -22,7 +22,8 @@ from services.common import names
 from services.common.errors import DownstreamError, InvalidArgument
 from services.gateway.config_groups import OperationsSettings
 from services.gateway.downstream.guard import Deadline, Trace
-from services.gateway.library.document_ingest import DocumentIngest, count_ingest, failure_proto, latest_records, unreadable_payload
+from services.gateway.library.document_ingest import (DocumentIngest, count_ingest, failure_proto, latest_records,
+                                                      superseded_failures, unreadable_payload)
 from services.gateway.library.entity_ingest import EntityIngest
 from services.gateway.library.file_ingest import FileIngest
 from services.gateway.operations import state
@@ -192,6 +193,7 @@ class ImportRunner:
             await self._checkpoint(record, response, response.received, last=True)  # its counts say what failed
             raise unreadable
         latest = latest_records(docs)
+        response.failures.extend(superseded_failures(docs))  # as Ingest reports them
         received = response.received - len(latest)  # unreadable lines and records superseded by a later one of their id
         await self._checkpoint(record, response, received, last=not latest)
         for start, batch in state.batches(latest, self.settings.batch_records):

@@ -79,8 +79,9 @@ async def test_progress_after_each_batch_and_the_response_of_ingest(fake_gateway
         expander.gate.release()
     done = await until_done(gw, started.name)
     _, meta = await operation(gw, started.name)
-    # 7 lines: one not JSON (failed at once), doc-0 twice (the first superseded)
-    assert seen == [(2, 0, 1), (4, 2, 1), (6, 4, 1)] and (meta.total, meta.received, meta.stored, meta.failed) == (7, 7, 5, 1)
+    # 7 lines: one not JSON, doc-0 twice (the first superseded, reported as a file repeating another is): both failed
+    # at once, so that received = stored + unchanged + failed
+    assert seen == [(2, 0, 2), (4, 2, 2), (6, 4, 2)] and (meta.total, meta.received, meta.stored, meta.failed) == (7, 7, 5, 2)
     imported = gateway_pb2.IngestResponse()
     assert done.response.Unpack(imported)
     expander.open(100)
