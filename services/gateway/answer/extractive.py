@@ -147,7 +147,7 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             if chosen and (used + len(GAP) + len(sentence) > max_chars_per_source or (keywords and piece_score == 0)
                            or any(candidate.overlaps(c) or sentence in c.text or c.text in sentence for c in chosen)
                            or scorer.names_another_number(candidate)
-                           or (candidate.item and scorer.holds_condition(chosen[0]))):  # the row asked for: alone
+                           or (candidate.item and scorer.is_asked_row(chosen[0]))):  # the row asked for: alone
                 continue
             chosen.append(candidate)
             used += len(sentence) + (len(GAP) if used else 0)

@@ -120,7 +120,7 @@ class PieceScorer:
             lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
         return lexical + self._similarity.get(candidate.text, 0.0)
 
-    def holds_condition(self, candidate: Candidate) -> bool:
+    def is_asked_row(self, candidate: Candidate) -> bool:
         """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):
         the row that answers, which other rows of its table only crowd ("20kg" got the 10 to 25 kg row and another)."""
         return bool(self._conditions) and candidate.item and holds_condition(_key(candidate), self._conditions)

@@ -86,18 +86,23 @@ def in_unit(value: float, unit: str, target: str) -> float | None:
     return None if scale is None else value * scale[unit] / scale[target]
 
 
+def _comparable(text: str, conditions: list[tuple[float, str]]) -> list[tuple[float, float, float]]:
+    """(low, high, the condition's value in the range's unit) for each range of ``text`` (``numbers.ranges``)
+    and each of the ``conditions`` whose unit is the range's or converts to it."""
+    return [(low, high, converted) for low, high, unit in ranges(text) for value, asked in conditions
+            if (converted := in_unit(value, asked, unit)) is not None]
+
+
 def excludes_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
     """Whether ``text`` states a range of a quantity the ``conditions`` can be
     compared with (the same unit or one it converts to) and none of its
     ranges holds one of them: the 满6个月未满1年 row where the question says
     工作满1年, another row of the same table."""
-    comparable = [(low, high, converted) for low, high, unit in ranges(text) for value, asked in conditions
-                  if (converted := in_unit(value, asked, unit)) is not None]
+    comparable = _comparable(text, conditions)
     return bool(comparable) and not any(low <= value <= high for low, high, value in comparable)
 
 
 def holds_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
     """Whether ``text`` states a range (``numbers.ranges``) holding one of the ``conditions``
     (``condition_quantities``), in the same unit or one it converts to (提前两天 held by "24 to 72 hours")."""
-    return any(low <= converted <= high for low, high, unit in ranges(text) for value, asked in conditions
-               if (converted := in_unit(value, asked, unit)) is not None)
+    return any(low <= value <= high for low, high, value in _comparable(text, conditions))
