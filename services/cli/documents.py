@@ -354,6 +354,8 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 print(proto_json(reply, indent=None) if args.json else
                       f"deleted {reply.deleted_documents} documents: {', '.join(reply.document_ids) or '-'}\n" +
                       "\n".join(f"  {store}: {proto_json(c, indent=None)}" for store, c in sorted(reply.by_store.items())))
+                if not reply.deleted_documents and not args.json:
+                    _say_why_none(args)
                 missing = [i for i in args.ids if i not in set(reply.document_ids)]
                 if missing:  # the others were deleted; a script must still see that a named one was not there
                     print(f"not found in {_parent(args)}: {', '.join(missing)}", file=sys.stderr)
@@ -371,9 +373,23 @@ def cmd_documents(args: argparse.Namespace) -> int:
                     break
             if token and not args.json:
                 print(f"... more: --all, or --page-token {token}", file=sys.stderr)
+            if not shown and not args.page_token and not args.json:
+                _say_why_none(args)
             return 0
     except grpc.RpcError as err:
         return _error(err)
+
+
+def _say_why_none(args: argparse.Namespace) -> None:
+    """On stderr, that a list or delete touched no document and why: none
+    matches the filter, or the collection is empty (a collection that does
+    not exist is the gateway's NOT_FOUND). A trial's filtered `documents
+    list` printed nothing and returned 0, as if the filter were fine."""
+    where = f"collection {args.collection!r}" if args.collection else "any collection"
+    if args.filter:
+        print(f"no document in {where} matches --filter {args.filter!r}", file=sys.stderr)
+    elif not args.ids:
+        print(f"no documents in {where}", file=sys.stderr)
 
 
 def _describe(doc, full: bool = False) -> str:

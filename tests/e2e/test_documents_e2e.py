@@ -336,6 +336,21 @@ async def test_the_cli_lists_documents_page_by_page_with_the_token_it_prints(mes
     assert "not found in collections/分页: 分页/9" in out.err and "deleted 1 documents: 分页/4" in out.out
 
 
+async def test_a_cli_list_or_delete_whose_filter_matches_nothing_says_so(mesh, ingested, monkeypatch, capsys):
+    """A trial's filtered `documents list` printed nothing and returned 0, as if the filter were fine."""
+    from services.cli.main import main as cli
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", mesh.gateway)
+    nothing = 'status = "尚未施行"'
+    assert await asyncio.to_thread(cli, ["documents", "list", "--collection", "laws", "--filter", nothing]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and f"no document in collection 'laws' matches --filter '{nothing}'" in err
+    assert await asyncio.to_thread(cli, ["documents", "delete", "--collection", "laws", "--filter", nothing]) == 0
+    assert "matches --filter" in capsys.readouterr().err
+    assert await asyncio.to_thread(cli, ["documents", "list", "--collection", "laws", "--filter", 'status = "现行有效"']) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 8 and "matches" not in err
+
+
 async def test_a_file_whose_text_is_already_stored_is_stored_with_a_notice(stub):
     """The same text under another name (a copy, a download twice) is stored under its own id and
     says which document holds it already: stored before, or an earlier file of the same call."""
