@@ -542,6 +542,7 @@ async def shown_operation(page, name: str) -> dict:
         const bar = li.querySelector('progress');
         return { ...li.dataset, counts: li.querySelector('.op-counts').textContent, badge: li.querySelector('.badge').textContent,
                  error: li.querySelector('.op-error')?.textContent ?? null, cancel: li.querySelectorAll('.op-cancel').length,
+                 failures: [...li.querySelectorAll('.op-failures li')].map((f) => f.textContent),
                  value: bar.value, max: bar.max, collection: li.querySelector('.op-collection').textContent }; }""", name)
 
 
@@ -645,6 +646,9 @@ async def test_library_imports_show_progress_final_counts_and_cancel(browser, fa
         status, op = await asyncio.to_thread(_get, f"{gw.rest_url}/v1/{partial}")
         assert "error" not in op and (op["metadata"]["stored"], op["metadata"]["failed"]) == (1, 1)
         assert row["badge"] == "done, some failed"
+        # ... and says which record failed and why (a trial's failed import gave no reason).
+        failure = op["response"]["failures"][0]
+        assert row["failures"] == [f"line 2 ({failure['id']}): {failure['reason']}"] and "at most 512" in failure["reason"]
 
 
 @asynccontextmanager

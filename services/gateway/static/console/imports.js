@@ -47,6 +47,22 @@ export async function listOperations() {
   return [...running.filter((op) => !ended.has(op.name)), ...finished];
 }
 
+const FAILURES_SHOWN = 3;
+
+/**
+ * Why the records or files of a finished import failed, from its response (an IngestResponse): one line per failed
+ * file ("name: reason") or, for JSONL, per record ("line 3 (id): reason", 1-based), at most three, and how many more.
+ * A trial's import whose records all failed said only "failed".
+ */
+export function failureLines(op) {
+  const r = op.response || {};
+  const files = (r.files || []).filter((f) => f.status === "FILE_STATUS_FAILED").map((f) => `${f.name}: ${f.reason || ""}`);
+  const records = (r.failures || []).map((f) => `${t("imp.line", { n: Number(f.index || 0) + 1 })}${f.id ? ` (${f.id})` : ""}: ${f.reason || ""}`);
+  const lines = (r.files || []).length ? files : records;
+  const more = lines.length - FAILURES_SHOWN;
+  return more > 0 ? [...lines.slice(0, FAILURES_SHOWN), t("imp.more", { n: more })] : lines;
+}
+
 const STATE_TEXT = {
   running: () => t("imp.state.running"), cancelling: () => t("imp.state.cancelling"), done: () => t("imp.state.done"),
   cancelled: () => t("imp.state.cancelled"), failed: () => t("imp.state.failed"), partial: () => t("imp.state.partial"),
@@ -56,6 +72,11 @@ const BADGE = { running: "running", cancelling: "running", done: "stored", parti
 function time(value) {
   const date = value ? new Date(value) : null;
   return date && !Number.isNaN(date.getTime()) ? date.toLocaleTimeString() : "";
+}
+
+function failureList(op) {
+  const lines = failureLines(op);
+  return lines.length ? el("ul", { class: "op-failures" }, ...lines.map((text) => el("li", { text }))) : null;
 }
 
 function operationRow(op, onCancel) {
@@ -77,6 +98,7 @@ function operationRow(op, onCancel) {
         "aria-label": t("imp.cancelLabel", { name: op.name }), text: t("imp.cancel") }) : null),
     bar,
     op.error && op.error.message ? el("p", { class: state === "failed" ? "op-error" : "op-error dim", text: op.error.message }) : null,
+    op.done && !op.error ? failureList(op) : null,
     el("p", { class: "trace dim" }, el("code", { text: op.name })));
 }
 
