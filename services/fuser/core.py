@@ -27,6 +27,7 @@ import numpy as np
 
 from services.common import names
 from services.common.codes import codes_in, squashed
+from services.common.money import asks_price, states_price
 from services.common.cross_lingual import Translated, word_coverage
 from services.common.packed_context import source_label
 from services.common.text import TRUNCATION_MARK, truncate_at_boundary
@@ -379,6 +380,38 @@ def codes_first(items: list[Item], fused: dict[str, float], query: str) -> dict[
         return fused
     span = max(fused.values()) - min(fused.values()) + 1.0
     return {cid: score + span * held.get(cid, 0) for cid, score in fused.items()}
+
+
+#: How many of the first fused candidates ``price_first`` reorders.
+PRICE_POOL = 5
+
+
+def price_first(items: list[Item], fused: dict[str, float], query: str) -> dict[str, float]:
+    """``fused`` with the first PRICE_POOL candidates reordered so that those
+    stating a sum of money (``money.states_price``: "120元", or a price
+    table's row) come before those that state none, the fused order kept
+    within each group, when ``query`` asks what something costs
+    (``money.asks_price``: 多少钱, how much does it cost) and the first
+    states none; ``fused`` unchanged otherwise. Only the pool's scores are
+    permuted, so nothing outside it moves.
+
+    Why: a passage without a price cannot say what something costs, however
+    close its words. A trial's 猫咪打疫苗多少钱 had the vaccination schedule
+    (猫三联 three times, no price) first and the price list's row fourth, out
+    of the extractive answer's reach. GraphMesh's rule."""
+    if not fused or not asks_price(query):
+        return fused
+    by_id = {it.id: it for it in items}
+    ordered = sorted((cid for cid in fused if cid in by_id), key=lambda cid: (-fused[cid], _best_rank(by_id[cid]), cid))
+    pool = ordered[:PRICE_POOL]
+    priced = {cid for cid in pool if states_price(" ".join([*by_id[cid].heading_path, by_id[cid].text]))}
+    if not priced or pool[0] in priced:
+        return fused
+    scores = [fused[cid] - i * 1e-9 for i, cid in enumerate(pool)]  # strictly decreasing: ties would undo the order
+    reordered = dict(fused)
+    for cid, score in zip([c for c in pool if c in priced] + [c for c in pool if c not in priced], scores):
+        reordered[cid] = score
+    return reordered
 
 
 def rank(items: list[Item], fused: dict[str, float], top_k: int, one_per_document: bool = False) -> list[Item]:

@@ -37,6 +37,7 @@ class FuserServicer(fuser_pb2_grpc.FuserServiceServicer):
         else:
             fused = core.rrf_scores(items, weights, s.rrf_k)
         fused = core.codes_first(items, core.cross_script_first(items, fused, words, s.cross_script_cosine_gap), request.query)
+        fused = core.price_first(items, fused, request.query)
         if request.HasField("mmr_lambda"):
             if not 0.0 <= request.mmr_lambda <= 1.0:
                 raise InvalidArgument("mmr_lambda", "must be in [0, 1]")

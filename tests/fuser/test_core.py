@@ -405,3 +405,20 @@ def test_passages_holding_the_codes_the_query_names_come_first_in_fused_order():
     assert [it.id for it in core.rank(items, both, 4)][0] == "titled"
     assert core.codes_first(items, fused, "空气滤芯多久换") is fused  # no code: the fused order stands
     assert core.codes_first(items, fused, "GA-75VSD 换油周期") is fused  # held by none: nothing to tell apart
+
+
+def test_a_question_asking_a_price_gets_a_passage_stating_one_first_within_the_pool():
+    """A trial's 猫咪打疫苗多少钱 had the vaccination schedule (no price) first and the price list's row fourth."""
+    schedule = item("schedule", "pg.vector", 1, text="幼猫满8周龄打第一针猫三联疫苗，12周龄打第二针。")
+    care = item("care", "pg.vector", 2, text="打完疫苗后请在医院观察30分钟，7天内不要洗澡。")
+    prices = item("prices", "pg.keyword", 1, text="项目 | 类别 | 价格（元） | 备注\n猫三联疫苗 | 疫苗 | 120 | 每针")
+    free = item("free", "pg.keyword", 2, text="65周岁以上老年人可免费乘坐地铁。")
+    deep = item("deep", "pg.keyword", 3, text="绝育手术费800元。")
+    items = [schedule, care, prices, free, deep, *(item(f"x{i}", "pg.vector", 3 + i, text="其他说明。") for i in range(2))]
+    fused = {"schedule": 0.9, "care": 0.8, "prices": 0.7, "x0": 0.6, "free": 0.5, "x1": 0.4, "deep": 0.3}
+    order = [it.id for it in core.rank(items, core.price_first(items, fused, "猫咪打疫苗多少钱"), 7)]
+    assert order == ["prices", "free", "schedule", "care", "x0", "x1", "deep"]  # the pool of 5 only: "deep" stays
+    assert core.price_first(items, fused, "猫咪几周打疫苗") is fused  # no price asked
+    assert core.price_first(items, fused, "计时收费最小按多长时间算") is fused  # a duration asked, not a price
+    first_priced = {**fused, "prices": 0.95}
+    assert core.price_first(items, first_priced, "猫咪打疫苗多少钱") is first_priced  # the first states one already

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from services.common import money
 from services.common.numbers import quantities, ranges
 from services.common.text import simplified
 
@@ -19,7 +20,7 @@ _ENGLISH_AMOUNT = re.compile(r"\b(?:how (?:many|much|long|often|old|far|big|larg
 #: a time (多久, 几天, how long) is answered by a number with a unit of time, a sum of money (多少钱,
 #: 费用, how much ... cost) by one with a currency. A number of another kind ("3.2.0", a clause
 #: number) does not answer such a question, so only these get NUMBER_BONUS then.
-_NUM = r"(?:\d+(?:[.,]\d+)*|[零一二两三四五六七八九十百千万半]+)"
+_NUM = money.NUMBER
 _UNIT_KINDS = (
     (re.compile(r"多久|多长时间|多长时候|几天|几个?月|几年|几个?小时|几分钟|几周|几点|几号|哪天|什么时候|何时|时长|有效期|"
                 r"\bhow (?:long|soon)\b|\bwhen\b|\bhow many (?:days|hours|minutes|weeks|months|years)\b", re.IGNORECASE),
@@ -29,8 +30,7 @@ _UNIT_KINDS = (
                 re.IGNORECASE)),
     (re.compile(r"多少钱|几块钱|多少元|金额|费用|价格|价钱|收费|补贴|补助|工资|奖金|奖励|报销|预算|罚款|"
                 r"\bhow much\b.*\b(?:cost|costs|spend|spent|pay|paid|charge)\b|\b(?:price|fee|fees|budget|cost)\b", re.IGNORECASE),
-     re.compile(_NUM + r"\s*(?:元|块|万元|万|亿元|美元|英镑|欧元|角|分钱)|[¥￥$€£]\s*\d|"
-                + _NUM + r"\s*(?:dollars?|pounds?|euros?|cents?|yuan|RMB|USD|CNY|EUR|GBP)\b", re.IGNORECASE)),
+     money.STATED),
 )
 
 
@@ -89,8 +89,23 @@ def in_unit(value: float, unit: str, target: str) -> float | None:
 def _comparable(text: str, conditions: list[tuple[float, str]]) -> list[tuple[float, float, float]]:
     """(low, high, the condition's value in the range's unit) for each range of ``text`` (``numbers.ranges``)
     and each of the ``conditions`` whose unit is the range's or converts to it."""
-    return [(low, high, converted) for low, high, unit in ranges(text) for value, asked in conditions
+    return [(low, high, converted) for low, high, unit in _ranges_or_point(text) for value, asked in conditions
             if (converted := in_unit(value, asked, unit)) is not None]
+
+
+#: The longest text read as one point when it states a single quantity: a table row's key ("8月龄", "3年").
+POINT_KEY_MAX_CHARS = 12
+
+
+def _ranges_or_point(text: str) -> list[tuple[float, float, str]]:
+    """The ranges of ``text`` (``numbers.ranges``), or, for a short text stating one quantity with a unit and
+    no range (a row's key: "8月龄"), that quantity as a range of one point (a trial's 宝宝8个月打什么疫苗
+    quoted the 1月龄 and 2月龄 rows of a vaccination table)."""
+    found = ranges(text)
+    if found or len(text.strip()) > POINT_KEY_MAX_CHARS:
+        return found
+    points = quantities(text)
+    return [(points[0][0], points[0][0], points[0][1])] if len(points) == 1 and points[0][1] not in ("", "clock") else []
 
 
 def excludes_condition(text: str, conditions: list[tuple[float, str]]) -> bool:

@@ -363,6 +363,14 @@ def test_a_traditional_seniority_table_gives_the_row_whose_range_holds_the_quest
         assert row in quote and quote.count(" | ") <= 2, (question, quote)  # the header and that row
 
 
+def test_a_row_keyed_by_one_quantity_answers_a_question_giving_that_quantity():
+    """A trial's 宝宝8个月打什么疫苗 quoted the 1月龄 and 2月龄 rows of a vaccination table."""
+    table = ("接种月龄 | 疫苗 | 剂次\n出生时 | 乙肝疫苗、卡介苗 | 第1剂\n1月龄 | 乙肝疫苗 | 第2剂\n2月龄 | 脊灰灭活疫苗 | 第1剂\n"
+             "8月龄 | 麻腮风疫苗、乙脑减毒活疫苗 | 各第1剂\n18月龄 | 百白破疫苗、麻腮风疫苗 | 第4剂")
+    quote = extractive_answer([table], "宝宝8个月要打什么针").splitlines()[1]
+    assert "8月龄 | 麻腮风疫苗、乙脑减毒活疫苗 | 各第1剂" in quote and "1月龄" not in quote and "18月龄" not in quote
+
+
 def test_a_sentence_cut_at_a_semicolon_is_quoted_whole_a_rule_with_its_exception():
     # "爽约两次" was answered with "…暂停预约权限7天；" alone, the rest of its sentence left out
     text = ("四、取消与改约\n13. 开始前2小时内取消或无故不到的，记爽约一次，并扣除所预约的学时。\n"
