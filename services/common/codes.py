@@ -27,6 +27,31 @@ def codes_in(text: str) -> list[str]:
     return list(dict.fromkeys(CODE.findall(unicodedata.normalize("NFKC", text))))
 
 
+#: An identifier a question may name, beside codes: snake_case (max_retry_count), CamelCase with a capital
+#: inside (HighLatencyP99, GraphQL, MongoDB). In a question not in Latin script also a hyphenated name
+#: (refund-svc: an English question's carry-on is a word) and a word of three letters or more with a
+#: capital (Kafka, JVM: a lower-case one is as likely pinyin or an everyday word, such as battery).
+_SNAKE = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w-])")
+_CAMEL = re.compile(r"(?<![\w-])(?:[A-Z][a-z0-9]+|[a-z]+)(?:[A-Z][A-Za-z0-9]*)+(?![\w-])")
+_HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w-])")
+_CAPITALISED = re.compile(r"(?<![\w-])(?=[A-Za-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{2,}(?![\w-])")
+
+
+def names_in(text: str, latin: bool) -> list[str]:
+    """The codes of ``text`` (``codes_in``) and the identifiers it names
+    (``_SNAKE``, ``_CAMEL``; when ``latin`` is False, the text being a
+    question in another script, also ``_HYPHENATED`` and ``_CAPITALISED``),
+    distinct, in order of first appearance: what a passage must hold to be
+    about the same thing ("settlement-svc 连接池满了怎么办" over runbooks of
+    ledger-svc names settlement-svc)."""
+    text = unicodedata.normalize("NFKC", text)
+    found = [(m.start(), m.group()) for rx in (CODE, _SNAKE, _CAMEL) for m in rx.finditer(text)]
+    if not latin:
+        found += [(m.start(), m.group()) for rx in (_HYPHENATED, _CAPITALISED) for m in rx.finditer(text)]
+    names = list(dict.fromkeys(name for _, name in sorted(found)))
+    return [n for n in names if not any(n != o and n in o for o in names)]  # SEV5 inside SEV5-ack: the longer
+
+
 def squashed(text: str) -> str:
     """Lower case, NFKC, letters and digits only: GA-37VSD, ga37vsd and
     Ｇ Ａ－３７ＶＳＤ read alike, so ``squashed(code) in squashed(text)``

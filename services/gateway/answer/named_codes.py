@@ -15,18 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graphmesh.common.v1 import types_pb2
-from services.common.codes import codes_in, squashed
+from services.common.codes import names_in, squashed
 from services.common.text import latin_script
 
 
 def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> list[str]:
-    """The codes of ``question`` (``services.common.codes.CODE``) that none of ``results`` holds
+    """The codes and identifiers of ``question`` (``services.common.codes.names_in``: GA-75VSD,
+    settlement-svc, max_retry_count, MongoDB in a Chinese question) that none of ``results`` holds
     in its text, title or headings, spelling of case, width, hyphens and
     spaces aside ("GA37" is held by a passage on GA-37VSD); [] when the
     question names none or every one is held, and when there are no results."""
     if not results:
         return []
-    codes = codes_in(question)
+    codes = names_in(question, latin_script(question))
     if not codes:
         return []
     held = " ".join(squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)

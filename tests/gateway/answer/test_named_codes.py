@@ -23,3 +23,24 @@ def test_a_code_no_passage_holds_is_named_in_the_questions_language():
     assert not_found_reason("What does error E205 mean?", MANUAL) == 'None of the passages found mentions "E205"'
     assert not_found_reason("E102 怎么处理", MANUAL) is None
     assert not_found_reason("GA-75VSD 换油周期", []) is None  # nothing found is another rule's case
+
+
+RUNBOOKS = [candidate("r#1", "ledger-svc 连接池满了：先看 Grafana 面板，max_open_conns 默认 200。", "pg.keyword", 3.0),
+            candidate("r#2", "Redis 主从切换：执行 SENTINEL failover；告警 LedgerDBPoolExhausted 见上。", "pg.keyword", 2.0)]
+
+
+def test_identifiers_no_passage_holds_are_named_too():
+    """A trial's SRE runbooks: 11 of 12 questions about services, keys and alerts they do not hold were answered
+    with another service's steps (settlement-svc got ledger-svc's)."""
+    assert codes_not_found("settlement-svc 连接池满了怎么办", RUNBOOKS) == ["settlement-svc"]
+    assert codes_not_found("max_retry_count 默认是多少", RUNBOOKS) == ["max_retry_count"]
+    assert codes_not_found("HighLatencyP99 告警是什么意思", RUNBOOKS) == ["HighLatencyP99"]
+    assert codes_not_found("MongoDB 主从切换怎么做", RUNBOOKS) == ["MongoDB"]
+    assert codes_not_found("ledger-svc 的 JVM 堆内存设置多少", RUNBOOKS) == ["JVM"]
+    assert codes_not_found("LEDGER-SVC 连接池满了 max_open_conns 调多少", RUNBOOKS) == []  # held, any case
+    assert codes_not_found("redis 主从切换步骤", RUNBOOKS) == []
+    # a lower-case word in a Chinese question may be pinyin or an everyday word; an English question's
+    # hyphenated word is a word (carry-on)
+    assert codes_not_found("zuo ditie 怎么去", RUNBOOKS) == []
+    assert codes_not_found("What is the carry-on limit?", RUNBOOKS) == []
+    assert codes_not_found("What does max_idle_conns do?", RUNBOOKS) == ["max_idle_conns"]
