@@ -155,6 +155,8 @@ def test_gold_passages_given_as_text_match_the_chunk_that_holds_them():
     assert passage_matches(gold, "信息增长率 = 新发现的块数 / 已知块数，低于")  # most of it, cut at a chunk end
     assert not passage_matches(gold, "停止迭代。")
     assert passage_matches("办公时间8:30—17:00", "办公时间 8:30―17:00。")  # em dash and horizontal bar alike
+    assert passage_matches("缓存不一致时执行 `redis-cli DEL ledger:balance:<id>`，**不要**清全库。",
+                           "缓存不一致时执行 redis-cli DEL ledger:balance:<id>，不要清全库。")  # Markdown marks as parsed
     assert not passage_matches(gold, "")
 
 
