@@ -15,11 +15,13 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections import Counter
 
 from services.common.text import TABLE_CELL_SEPARATOR
 from services.ingest.files.docx_numbering import list_numbers
-from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata, title_line
-from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
+from services.ingest.files.model import (FileParseError, ParsedFile, SectionBuilder, author_metadata, could_be_title,
+                                         title_line)
+from services.ingest.files.outline import READER_LEVEL_OFFSET, outline_headings, table_of_contents
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
@@ -52,6 +54,33 @@ def _table_rows(table) -> list[str]:
     return rows
 
 
+def _look(paragraph) -> tuple[bool, int]:
+    """(centred, the largest size of its runs in EMU, 0 when none is set) of a paragraph."""
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+
+    centred = paragraph.alignment == WD_ALIGN_PARAGRAPH.CENTER
+    return centred, max((run.font.size or 0 for run in paragraph.runs), default=0)
+
+
+def _set_out_title(blocks: list[tuple[int, str]], looks: list[tuple[bool, int]]) -> tuple[str, list[tuple[int, str]]]:
+    """The title a document sets out in its first paragraph, in no Title or Heading style, and ``blocks``
+    without it: the first paragraph with text when it is centred or set larger than the body (the size most
+    of the text has), is not a heading and could be a title (``model.could_be_title``). ("", ``blocks``) when
+    there is none. A trial's regulations, titled in a centred 22 pt line over a subtitle and a document number,
+    were titled by their first chapter ("第一章 总则") or first heading."""
+    first = next((i for i, (_, text) in enumerate(blocks) if text.strip()), None)
+    if first is None or blocks[first][0] or not could_be_title(blocks[first][1].strip()):
+        return "", blocks
+    sizes = Counter()
+    for (_, text), (_, size) in zip(blocks, looks):
+        sizes[size] += len(text)
+    body = sizes.most_common(1)[0][0]
+    centred, size = looks[first]
+    if not centred and not (size and body and size > body):
+        return "", blocks
+    return blocks[first][1].strip(), [*blocks[:first], (0, ""), *blocks[first + 1:]]
+
+
 def parse_docx(data: bytes, name: str = "") -> ParsedFile:
     """A .docx as sections (module doc).
 
@@ -76,6 +105,7 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
     blocks: list[tuple[int, str]] = []  # (styled heading level or 0, text), tables as one block of rows
     labels: list[str] = []  # each block's automatic list number ("1.", "（二）"), put before its text at the end
     numbers = list_numbers(document)
+    looks: list[tuple[bool, int]] = []  # each block's (centred, largest run size in EMU)
     for element in document.element.body.iterchildren():
         if element.tag == f"{_W}p":
             paragraph = Paragraph(element, document)
@@ -85,18 +115,21 @@ def parse_docx(data: bytes, name: str = "") -> ParsedFile:
                 continue
             labels.append(numbers.label(element, element.style or "") if paragraph.text.strip() else "")
             blocks.append((_heading_level(paragraph, style), paragraph.text))
+            looks.append(_look(paragraph))
         elif element.tag == f"{_W}tbl":
             labels.append("")
+            looks.append((False, 0))
             blocks.append((0, "\n".join(_table_rows(Table(element, document)))))
+    if not title:
+        title, blocks = _set_out_title(blocks, looks)
     lines = [text if "\n" not in text else "|" for _, text in blocks]  # a table is one line of text here
     styled = {i for i, (level, _) in enumerate(blocks) if level}
     contents = table_of_contents(lines, styled or None)  # a typed table of contents: navigation, not content
     blocks = [(level, "" if i in contents else text) for i, (level, text) in enumerate(blocks)]
     lines = ["" if i in contents else line for i, line in enumerate(lines)]
-    if not any(level for level, _ in blocks):
-        numbered = numbered_headings(lines)
-        blocks = [(READER_LEVEL_OFFSET + numbered[i] if i in numbered else 0, text)
-                  for i, (_, text) in enumerate(blocks)]
+    if not any(level for level, _ in blocks):  # chapters (第一章, often centred bold) and numbered headings
+        found = outline_headings(lines)
+        blocks = [(found.get(i, 0), text) for i, (_, text) in enumerate(blocks)]
     # the outline above is read from the typed text alone: a numbered list is not a document's outline
     blocks = [(level, f"{label} {text.strip()}" if label and text.strip() else text) for label, (level, text) in zip(labels, blocks)]
     builder = SectionBuilder()

@@ -153,10 +153,14 @@ def title_line(sections: list[Section]) -> str:
     if len(sections) < 2 or sections[0].heading_path or len(sections[0].blocks) != 1:
         return ""
     text = sections[0].blocks[0].text.strip()
-    if ("\n" in text or not text or len(text) > TITLE_LINE_MAX_CHARS or count_tokens(text) > TITLE_LINE_MAX_TOKENS
-            or _ENDS_SENTENCE.search(text)):
-        return ""
-    return text
+    return text if could_be_title(text) else ""
+
+
+def could_be_title(text: str) -> bool:
+    """Whether ``text`` could be a title: one line, at most TITLE_LINE_MAX_TOKENS and TITLE_LINE_MAX_CHARS,
+    not ending like a sentence or a lead-in."""
+    return bool(text) and "\n" not in text and len(text) <= TITLE_LINE_MAX_CHARS \
+        and count_tokens(text) <= TITLE_LINE_MAX_TOKENS and not _ENDS_SENTENCE.search(text)
 
 
 def _cells(line: str) -> list[str]:

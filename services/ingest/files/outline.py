@@ -258,3 +258,20 @@ def numbered_headings(lines: list[str], resets: set[int] = frozenset()) -> dict[
             list_level, list_next = line.level, 2  # 1. again under the same heading: a list
         passed[line.level, line.parts] = line
     return found if len(found) >= MIN_HEADINGS else {}
+
+
+#: A chapter line of a Chinese document ("第一章 总则", 第…编 / 章 / 节), with its level (编 1, 章 2, 节 3); the
+#: space may be missing ("第一章总则": a PDF's text layer drops it), but not a sentence ("第三章的规定适用…。").
+CHAPTER = re.compile(r"^\s*第[一二三四五六七八九十百千零〇两0-9]+([编章节])(?:\s*[^\s，。；：,;:、的].{0,40}?)?\s*(?<![。；，,;])$")
+CHAPTER_LEVEL = {"编": 1, "章": 2, "节": 3}
+
+
+def outline_headings(lines: list[str]) -> dict[int, int]:
+    """{line index: level} of the headings of a file whose headings are not marked (a .txt, a .docx without
+    heading styles, a PDF whose headings are set at the body's size): its chapter lines (``CHAPTER``: levels
+    1 to 3) and the numbered headings under them (``numbered_headings``, at READER_LEVEL_OFFSET + level;
+    numbering restarts under each chapter)."""
+    chapters = {i: CHAPTER_LEVEL[m.group(1)] for i, line in enumerate(lines) if (m := CHAPTER.match(line))}
+    headings = {i: READER_LEVEL_OFFSET + level for i, level in numbered_headings(lines, set(chapters)).items()}
+    headings.update(chapters)
+    return headings

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from yosina import make_transliterator
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata
-from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
+from services.ingest.files.outline import READER_LEVEL_OFFSET, outline_headings, table_of_contents
 
 MEDIA_TYPE = "application/pdf"
 HEADING_RATIO = 1.2
@@ -55,6 +55,9 @@ GAP_EMS = 0.8
 WRAP_LEADING = 1.6
 #: A wrapped cell's text reaches to within this many ems of the next cell's start.
 WRAP_EMS = 2.5
+#: A cell's second line (a line break in the cell: "20000元" over "（40%）") sits at most this many font sizes
+#: below its first, closer than a table's rows stand apart (their cells' padding).
+CELL_LINE_LEADING = 1.25
 #: C0 control characters but tab, line feed and carriage return (the text runs' whitespace).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 #: A PDF title that is a file name (bm.html, report.docx): what a browser or converter puts when the page
@@ -124,15 +127,17 @@ def _page_lines(page, number: int) -> list[_Line]:
         else:
             lines.append([run])
     ordered = sorted(lines, key=lambda ln: -ln[0].y)
-    for line in ordered:
+    for i, line in enumerate(ordered):
         line.sort(key=lambda r: r.x)
+        ordered[i] = line = _fill_placeholders(line)
         _advance_stale_starts(line)
     columns = _column_starts(ordered)
     rows: list[_Cells] = []
     for line in ordered:
         cells = [[line[0].x, line[0].text, line[0].x + _width(line[0].text, line[0].size)]]
+        prose = _crosses_columns(line, columns)
         for prev, run in zip(line, line[1:]):
-            if _wide_gap(prev, run) or any(abs(run.x - x) <= COLUMN_TOLERANCE for x in columns):
+            if _wide_gap(prev, run) or (not prose and _starts_column(prev, run, columns)):
                 cells.append([run.x, run.text, run.x + _width(run.text, run.size)])
             else:
                 # Chromium puts the space between two words at the start of the second's run: "QF-LS-09" + " must"
@@ -147,6 +152,75 @@ def _page_lines(page, number: int) -> list[_Line]:
         else:
             rows.append(row)
     return [_Line(" | ".join(c[1] for c in row.cells), row.size, number) for row in rows]
+
+
+#: Punctuation a writer may set in a fallback font, leaving a space for it in the run of the main font.
+_PLACED_PUNCTUATION = re.compile(r"[\s\u2018-\u201f\u2026\u2014\u2013\u00b7'\"]+")
+#: How near, in ems, a punctuation run's start must be to a space of the run before it to be that space.
+PLACEHOLDER_EMS = 0.75
+
+
+def _fill_placeholders(line: list[_Run]) -> list[_Run]:
+    """``line`` (sorted by x) with each run of punctuation only that starts at a space of the run before it
+    put in that space, and in the next spaces after it for its next groups of marks. LibreOffice sets the curly quotes
+    of CJK text in a Latin font: the CJK run holds a space where each goes ("国家助学金和 三" then "助 岗位
+    津贴"), and the quotes come as runs of their own at those spaces' x ("“" at the first, "”" at the
+    second), so 和“三助”岗位津贴 read as 和 三“助 岗位津贴 … 招生”."""
+    out: list[_Run] = []
+    for run in line:
+        host = out[-1] if out else None
+        marks = run.text.split()  # one group per space it fills: "“ ”“ ”" after "为 同意 修改 三"
+        if host is not None and marks and _PLACED_PUNCTUATION.fullmatch(run.text):
+            filled = _filled(host, run.x, marks)
+            if filled is not None:
+                host.text = filled
+                continue
+        out.append(run)
+    return out
+
+
+def _filled(host: _Run, x: float, marks: list[str]) -> str | None:
+    """``host``'s text with ``marks`` (groups of marks) put in its space nearest ``x`` (within
+    PLACEHOLDER_EMS) and the spaces after it, one group each; None when there is no such space or too few
+    spaces after it."""
+    at, start = None, host.x
+    for i, ch in enumerate(host.text):
+        if ch == " " and abs(start - x) <= PLACEHOLDER_EMS * host.size:
+            at = i
+            break
+        start += _width(ch, host.size)
+    if at is None:
+        return None
+    spaces = [i for i, ch in enumerate(host.text) if ch == " " and i >= at][:len(marks)]
+    if len(spaces) < len(marks):
+        return None
+    chars = list(host.text)
+    for i, mark in zip(spaces, marks):
+        chars[i] = mark
+    return "".join(chars)
+
+
+#: A gap after CJK text, in ems, below which a run is the text's next word, wherever it starts: CJK widths
+#: are exact, and LibreOffice sets a fifth of an em between CJK text and digits ("每年 30000元").
+CJK_WORD_GAP_EMS = 0.3
+
+
+def _starts_column(prev: _Run, run: _Run, columns: list[float]) -> bool:
+    """Whether ``run`` starts a cell by starting at one of the page's table ``columns`` (``_column_starts``),
+    though its gap from ``prev`` is not wide: not when ``prev`` ends in CJK text and the gap is under
+    CJK_WORD_GAP_EMS (a 30000 in a sentence that started at a table's column x, a "/年）" after "资助标准（元")."""
+    if not any(abs(run.x - x) <= COLUMN_TOLERANCE for x in columns):
+        return False
+    wide = unicodedata.east_asian_width(prev.text[-1:] or " ") in ("W", "F")
+    return not (wide and run.x - (prev.x + _width(prev.text, prev.size)) < CJK_WORD_GAP_EMS * prev.size)
+
+
+def _crosses_columns(line: list[_Run], columns: list[float]) -> bool:
+    """Whether some run of ``line`` spans one of the page's table ``columns`` (the column's x half an em or
+    more inside its text): a line of prose that the columns of a table above or below must not cut ("东大研
+    〔2024〕9 号", whose 号 stands where a table's column starts)."""
+    return any(run.x + 0.5 * run.size < x < run.x + _width(run.text, run.size) - 0.5 * run.size
+               for run in line for x in columns)
 
 
 def _advance_stale_starts(line: list[_Run]) -> None:
@@ -222,20 +296,26 @@ def _continues(row: _Cells, line: _Cells) -> bool:
     too narrow for its text goes on below it in the same column): ``row`` has two cells or
     more, ``line`` fewer, set no further below than WRAP_LEADING x its size, each of its cells
     starting where one of ``row``'s does (within an em), and each cell it continues but the
-    last reaching to within WRAP_EMS ems of the next cell's start, as a wrapped cell does. A row
-    with an empty cell starts further down (the cells' padding) or under cells that end short."""
+    last reaching to within WRAP_EMS ems of the next cell's start, as a wrapped cell does, or
+    starting exactly where a cell after the first does at a line's spacing (CELL_LINE_LEADING:
+    a cell's own second line). A row with an empty cell starts further down (the cells' padding)
+    or under cells that end short."""
     if len(row.cells) < 2 or not 0 < len(line.cells) < len(row.cells) or row.y - line.y > WRAP_LEADING * line.size:
         return False
+    next_line = row.y - line.y <= CELL_LINE_LEADING * line.size  # a cell's own next line, not a row's padding
     for x, _, _ in line.cells:
         at = min(range(len(row.cells)), key=lambda i: abs(row.cells[i][0] - x))
         if abs(row.cells[at][0] - x) > line.size:
             return False
-        if at + 1 < len(row.cells) and row.cells[at][2] < row.cells[at + 1][0] - WRAP_EMS * row.size:
+        aligned = next_line and at > 0 and abs(row.cells[at][0] - x) <= COLUMN_TOLERANCE
+        if not aligned and at + 1 < len(row.cells) and row.cells[at][2] < row.cells[at + 1][0] - WRAP_EMS * row.size:
             return False
     return True
 
 
 _ENDS = "。！？!?；;：:”’」』）)】》"
+#: A line that opens an article of a regulation ("第五条 学位课成绩…"): it starts a line of its own.
+_ARTICLE = re.compile(r"第[一二三四五六七八九十百千零〇两0-9]+条")
 
 
 def _join(lines: list[str]) -> str:
@@ -247,7 +327,7 @@ def _join(lines: list[str]) -> str:
     for line in lines:
         if not out:
             out = line
-        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS:
+        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS or _ARTICLE.match(line):
             out += "\n" + line
         elif out[-1] == "-" and out[-2:-1].isalnum() and line[0].isascii() and line[0].isalnum():
             out += line  # a name wrapped at its hyphen ("pg-" / "replica-2"): one word again, hyphen kept
@@ -299,7 +379,10 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
 
     heading_sizes = sorted({round(ln.size, 1) for ln in lines if is_heading(ln)}, reverse=True)
     level = {size: i + 1 for i, size in enumerate(heading_sizes)}
-    numbered = {} if level else numbered_headings([line.text for line in lines])
+    # headings set in the body's size, under a larger title line at most: chapters and the numbered outline
+    sized = [i for i, ln in enumerate(lines) if round(ln.size, 1) in level and is_heading(ln)]
+    numbered = {} if len(sized) > 1 else {i: n for i, n in outline_headings([line.text for line in lines]).items()
+                                           if i not in sized}
     builder = SectionBuilder()
     paragraph: list[str] = []
     page_of = 0
@@ -307,8 +390,8 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
         if (round(line.size, 1) in level and is_heading(line)) or i in numbered:
             builder.add(_join(paragraph), page_of)
             paragraph = []
-            builder.heading(level[round(line.size, 1)] if i not in numbered else READER_LEVEL_OFFSET + numbered[i],
-                            line.text, numbered=i in numbered)
+            builder.heading(level[round(line.size, 1)] if i not in numbered else len(level) + numbered[i],
+                            line.text, numbered=numbered.get(i, 0) >= READER_LEVEL_OFFSET)
             continue
         if paragraph and line.page != page_of:
             builder.add(_join(paragraph), page_of)

@@ -14,17 +14,14 @@ a table of contents typed into the text is left out (``outline.table_of_contents
 from __future__ import annotations
 
 import codecs
-import re
 
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, title_line
-from services.ingest.files.outline import READER_LEVEL_OFFSET, numbered_headings, table_of_contents
+from services.ingest.files.outline import outline_headings, table_of_contents
 
 MEDIA_TYPE = "text/plain"
 _GB_FAMILY = ("gb2312", "gbk", "gb18030", "hz")
 #: charset-normalizer's names of single-byte code pages for Latin letters (cp1250, iso8859_2, mac_roman, latin_1...).
 _SINGLE_BYTE_LATIN = ("cp125", "cp8", "iso8859", "mac", "latin")
-_CHAPTER = re.compile(r"^\s*第[一二三四五六七八九十百千零〇两0-9]+([编章节])(?:\s+\S.{0,40})?\s*$")
-_LEVEL = {"编": 1, "章": 2, "节": 3}
 
 
 def decode_text(data: bytes) -> tuple[str, str]:
@@ -117,9 +114,7 @@ def parse_text(data: bytes, name: str = "") -> ParsedFile:
     all_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for i in table_of_contents(all_lines):  # navigation, not content
         all_lines[i] = ""
-    chapters = {i: _LEVEL[m.group(1)] for i, line in enumerate(all_lines) if (m := _CHAPTER.match(line))}
-    headings = {i: READER_LEVEL_OFFSET + level for i, level in numbered_headings(all_lines, set(chapters)).items()}
-    headings.update(chapters)
+    headings = outline_headings(all_lines)
     builder = SectionBuilder()
     lines: list[str] = []
     for i, line in enumerate(all_lines):
