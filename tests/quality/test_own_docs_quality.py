@@ -45,7 +45,13 @@ on, ingested as files into a collection without a domain pack:
   .csv parts list; a city hotline's policies; an English SaaS handbook with
   runbooks and two .csv files; a Taipei company's rules in traditional
   characters with an English note), 45, 47, 45 and 45 questions and 12
-  out-of-scope ones each.
+  out-of-scope ones each;
+- vet_docs, clinic_docs, gradschool_docs, runbook_docs and dongchuan_docs:
+  five more (a vet clinic's price list, schedule and roster, 25 questions;
+  a community health centre's outpatient pages, 50; two graduate schools'
+  regulations, one with Word files without heading styles and LibreOffice
+  PDFs, 50 and 54; an SRE team's mixed Chinese-English runbooks, 50), each
+  with its out-of-scope questions (6 or 12).
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -87,6 +93,11 @@ SETS = {
     "jiangzhou_docs": (8, {"out_of_scope_abstained": DATA / "jiangzhou_docs" / "out_of_scope.jsonl"}),
     "lumenfold_docs": (9, {"out_of_scope_abstained": DATA / "lumenfold_docs" / "out_of_scope.jsonl"}),
     "taipei_docs": (7, {"out_of_scope_abstained": DATA / "taipei_docs" / "out_of_scope.jsonl"}),
+    "vet_docs": (5, {}),  # none of its 6 out-of-scope questions refused yet: no floor that could fail
+    "clinic_docs": (8, {"out_of_scope_abstained": DATA / "clinic_docs" / "out_of_scope.jsonl"}),
+    "gradschool_docs": (8, {}),  # 1 of its 12 out-of-scope questions refused: no floor that could fail
+    "runbook_docs": (9, {"out_of_scope_abstained": DATA / "runbook_docs" / "out_of_scope.jsonl"}),
+    "dongchuan_docs": (6, {"out_of_scope_abstained": DATA / "dongchuan_docs" / "out_of_scope.jsonl"}),
 }
 
 
