@@ -370,3 +370,26 @@ async def test_a_file_whose_text_is_already_stored_is_stored_with_a_notice(stub)
                        "其他.md": ("FILE_STATUS_STORED", "")}
     elsewhere = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("门禁-分部.md", card)], collection="dups2"), timeout=600)
     assert (elsewhere.files[0].status, elsewhere.files[0].duplicate_of) == (gateway_pb2.FILE_STATUS_STORED, "")  # another collection
+
+
+async def test_a_file_ingested_again_without_metadata_keeps_what_it_had(stub):
+    """Two trials' folder re-syncs, without the --meta of their first ingest, emptied every year and team filter."""
+    def call(text: str, **metadata: str):
+        return stub.Ingest(gateway_pb2.IngestRequest(collection="元数据", files=[gateway_pb2.IngestFile(
+            name="运维/发布规范.md", content=f"# 发布规范\n\n{text}\n".encode(), metadata=metadata)]), timeout=600)
+
+    async def stored_metadata() -> dict[str, str]:
+        reply = await stub.GetDocument(gateway_pb2.GetDocumentRequest(name="collections/元数据/documents/运维/发布规范.md"))
+        return dict(reply.document.metadata)
+
+    assert (await call("周五全天禁止发布。", team="sre", year="2025")).files[0].status == gateway_pb2.FILE_STATUS_STORED
+    again = await call("周五全天禁止发布。")  # the same text, no metadata: unchanged, and its metadata kept
+    assert again.files[0].status == gateway_pb2.FILE_STATUS_UNCHANGED
+    assert (await stored_metadata())["team"] == "sre"
+    edited = await call("周五全天禁止发布，紧急修复须负责人审批。")  # new text, no metadata: stored with the old metadata
+    assert edited.files[0].status == gateway_pb2.FILE_STATUS_STORED and (await stored_metadata())["year"] == "2025"
+    hits = await stub.Search(gateway_pb2.SearchRequest(query="周五能发布吗", top_k=3, collections=["元数据"],
+                                                       filters=[types_pb2.MetadataFilter(key="team", equals="sre")]))
+    assert hits.results and "紧急修复" in hits.results[0].text
+    await call("周五全天禁止发布，紧急修复须负责人审批。", team="dba")  # given metadata replaces it
+    assert (await stored_metadata()).get("team") == "dba" and "year" not in await stored_metadata()

@@ -23,6 +23,10 @@ from services.ingest.document_ids import MAX_HEADING_CHARS, MAX_ID_CHARS, path_i
 from services.gateway.library.document_ingest import DocumentIngest
 from services.ingest.files import FileParseError, media_type_of, parse_file
 from services.gateway.downstream.guard import Deadline, Trace
+from services.gateway.search.collection_packs import PRIMARY
+
+#: The most ids one ListDocuments call takes.
+MAX_LISTED = 1000
 
 @dataclass(slots=True)
 class ParsedDocument:
@@ -34,10 +38,12 @@ class ParsedDocument:
     media_type: str
 
 
-def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig) -> ParsedDocument:
+def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: ChunkingConfig,
+                       kept: dict[str, str] | None = None) -> ParsedDocument:
     """Parses and chunks one file into its document (id = ``document_id``
     or the file name; title from the file, its first MAX_HEADING_CHARS characters; heading path [title];
-    metadata = what the file says, overridden by ``file.metadata``).
+    metadata = ``kept`` (what the stored document had, for a file given none), overridden by what the
+    file says, overridden by ``file.metadata``).
 
     Raises:
         FileParseError: bad id, unsupported or unparsable file, no text.
@@ -56,7 +62,7 @@ def document_from_file(file: gateway_pb2.IngestFile, collection: str, config: Ch
     parsed = parse_file(file.name, file.media_type, file.content)
     # a title is what the file says (a heading, <title>, the PDF's metadata): cut to what every store indexes
     title = parsed.title[:MAX_HEADING_CHARS] or doc_id
-    metadata = {**parsed.metadata, **dict(file.metadata)}
+    metadata = {**(kept or {}), **parsed.metadata, **dict(file.metadata)}
     record = chunk_sections(doc_id, title, [title], parsed.sections, metadata, config, collection=collection,
                             source=file.name)
     if not record.chunks:
@@ -96,6 +102,7 @@ class FileIngest:
         index_of: dict[str, int] = {}
         seen = {} if seen is None else seen
         config = self.documents.chunking_for(pack)
+        kept = await self._stored_metadata(files, collection, deadline)
         for i, file in enumerate(files):
             if len(file.content) > self.max_file_bytes:
                 # Refused before parsing: its chunks and vectors would not fit
@@ -104,7 +111,8 @@ class FileIngest:
                            f"{self.max_file_bytes / 1048576:g} MiB limit per file (GRAPHMESH_GATEWAY_INGEST__MAX_FILE_BYTES); split it")
                 continue
             try:
-                doc = await asyncio.to_thread(document_from_file, file, collection, config)
+                doc = await asyncio.to_thread(document_from_file, file, collection, config,
+                                              kept.get(outcomes[i].document_id))
             except FileParseError as err:
                 self._fail(response, outcomes[i], first + i, str(err))
                 continue
@@ -134,6 +142,23 @@ class FileIngest:
         response.files.extend(outcomes)
         response.timings.extend(trace.timings)
         return response
+
+    async def _stored_metadata(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
+                               deadline: Deadline) -> dict[str, dict[str, str]]:
+        """{document id: its stored metadata} of the ``files`` given no metadata that ``collection``
+        already holds: a file ingested again without its metadata keeps it (two trials' folder
+        re-syncs, without the --meta of the first ingest, emptied every year and team filter).
+        Best effort: a retriever that cannot be asked keeps nothing."""
+        ids = sorted({(f.document_id or f.name).strip() for f in files if not f.metadata} - {""})[:MAX_LISTED]
+        if not ids or not self.documents.retrievers:
+            return {}
+        primary = next((r for r in self.documents.retrievers if r.name == PRIMARY), self.documents.retrievers[0])
+        request = retriever_pb2.ListDocumentsRequest(ids=ids, collections=[collection], page_size=len(ids))
+        try:
+            reply = await primary.list_documents(request, deadline.left(30))
+        except DownstreamError:
+            return {}
+        return {d.id: dict(d.metadata) for d in reply.documents if d.metadata}
 
     async def _duplicates(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
                           deadline: Deadline) -> dict[str, str]:

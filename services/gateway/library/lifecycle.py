@@ -19,13 +19,12 @@ from graphmesh.gateway.v1 import gateway_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common.errors import DownstreamError, InvalidArgument, NotFound
 from services.common.filters import parse_filter, to_proto
-from services.gateway.search.collection_packs import CollectionPacks
+from services.gateway.search.collection_packs import PRIMARY, CollectionPacks
 from services.gateway.downstream.interfaces import Retriever
 from services.gateway.downstream.guard import Deadline
 from services.gateway.library.resource_names import (decode_page_token, document_name, encode_page_token, parse_collection_name,
                                              parse_document_name, parse_parent)
 
-PRIMARY = "retriever_pg"
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 MAX_DELETE_NAMES = 10_000

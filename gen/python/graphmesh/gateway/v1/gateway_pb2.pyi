@@ -1539,7 +1539,8 @@ class IngestFile(_message.Message):
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Metadata kept with the document, over what the file itself gives
-        (its title).
+        (its title). When empty, a document this id already names in the
+        collection keeps the metadata it was stored with.
         """
 
     def __init__(
