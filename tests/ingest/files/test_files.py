@@ -265,3 +265,16 @@ def test_a_text_that_merely_starts_like_a_pdf_is_read_as_text_and_a_pdf_after_bl
         assert led.media_type == "application/pdf" and led.title == mk.TITLE and "%PDF" not in led.text()
     with pytest.raises(FileParseError, match="not a readable PDF"):  # binary that is not a PDF stays refused
         parse_file("坏.txt", "", b"%PDF-1.7\n\xff\xfe garbage that is not a PDF")
+
+
+def test_a_markdown_front_matter_is_the_documents_metadata_not_its_text():
+    """A trial's runbook front matter (team, owner) was stored as its first chunk, under the heading "team: sre owner: 黄晨"."""
+    page = ("---\nteam: sre\nowner: 黄晨\ntags: [nginx, ingress]\nreviewed: 2026-03-01\nlinks: {wiki: x}\n"
+            "bad key: x\ntitle: Nginx reload\n---\n\n## 步骤\n\n先执行 nginx -t 检查语法。\n")
+    parsed = parse_file("nginx-reload.md", "", page.encode())
+    assert parsed.title == "Nginx reload"  # the front matter's title, no level-1 heading being there
+    assert {k: v for k, v in parsed.metadata.items() if k != "encoding"} == {
+        "team": "sre", "owner": "黄晨", "tags": "nginx, ingress", "reviewed": "2026-03-01"}
+    assert _sections(parsed) == [(["步骤"], "先执行 nginx -t 检查语法。")]
+    ruled = parse_file("a.md", "", "# 标题\n\n正文。\n\n---\n\n后文。\n".encode())  # a rule later on is no front matter
+    assert _sections(ruled) == [(["标题"], "正文。\n后文。")] and set(ruled.metadata) == {"encoding"}
