@@ -293,14 +293,22 @@ def _scope_notes(timings) -> list[str]:
     return [t.detail for t in timings if t.stage in names.SCOPE_NOTE_STAGES and t.detail]
 
 
+def _abstained_because(reply: gateway_pb2.AnswerResponse) -> str:
+    """Why an answer abstained: the reason its deciding attempt gives (the answerability under the threshold, or
+    the rule that refused: a code or name no source holds, words no dictionary knows), else the answerability
+    against the threshold. A trial's refusal by a rule printed "answerability 0.997 < 0.500"."""
+    if reply.attempts and reply.attempts[-1].reason:
+        return reply.attempts[-1].reason
+    return f"answerability {reply.answerability:.3f} < {reply.answerability_threshold:.3f}"
+
+
 def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
     """Citations, or the nearest sources of a no-answer, and the sentences
     the citation check found unsupported."""
     for c in reply.citations:
         print(f"  [{c.number}] {c.label} (document {c.document_id})")
     if reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and reply.insufficient_sources:
-        print(f"nearest sources (not sufficient to answer; answerability {reply.answerability:.3f} < "
-              f"{reply.answerability_threshold:.3f}):")
+        print(f"nearest sources (not sufficient to answer; {_abstained_because(reply)}):")
         for c in reply.insufficient_sources:
             print(f"  {c.number}. {c.label} (document {c.document_id})")
     for note in _scope_notes(reply.search.timings):

@@ -39,3 +39,14 @@ def test_an_answer_with_nothing_found_prints_why_and_no_empty_list_of_sources(ca
         timings=[types_pb2.StageTiming(stage=names.STAGE_COLLECTIONS, status=types_pb2.STAGE_STATUS_SKIPPED, detail=reason)])))
     out = capsys.readouterr().out
     assert f"note: {reason}" in out and "nearest sources" not in out
+
+
+def test_an_answer_refused_by_a_rule_says_the_rule_not_a_score_over_its_threshold(capsys):
+    """A trial's refusal by the dictionary rule printed "answerability 0.997 < 0.500"."""
+    rule = "evidence does not answer the question: none of its words is in the dictionary or in the top results"
+    _print_answer_notes(gateway_pb2.AnswerResponse(
+        mode=gateway_pb2.ANSWER_MODE_ABSTAINED, answerability=0.997, answerability_threshold=0.5,
+        attempts=[gateway_pb2.StrategyAttempt(reason=rule)],
+        insufficient_sources=[gateway_pb2.Citation(number=1, label="告警手册", document_id="alerts.md")]))
+    out = capsys.readouterr().out
+    assert f"nearest sources (not sufficient to answer; {rule}):" in out and "0.997 <" not in out
