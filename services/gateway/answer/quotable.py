@@ -166,7 +166,6 @@ def _list_run(lines: list[str], index: int) -> Candidate | None:
     return Candidate(" ".join(lines[index:last + 1]), False, index, last, lines[index], list_run=True)
 
 
-
 #: A header row holding a number (2023 | 2024, 婚假 | 十三天) may be a table's first data row, and stays quotable.
 _DIGIT = re.compile(r"\d|[零一二两三四五六七八九十百千万]")
 
@@ -220,6 +219,24 @@ def _whole_sentences(lines: list[str], sentences: list[int]) -> list[Candidate]:
             and len("".join(lines[i] for i in run)) <= CONTINUATION_MAX_CHARS]
 
 
+#: A line of code or a command: a comment or a prompt, or a line without CJK holding an option, a path or an
+#: operator ("kubectl -n ingress exec deploy/x -- nginx -s reload").
+_CODE_LINE = re.compile(r"^\s*(?:#|\$\s|//)|^[^\u2e80-\u9fff\uff00-\uffef]*(?:\s--?[A-Za-z]|[=/|{};$])"
+                        r"[^\u2e80-\u9fff\uff00-\uffef]*$")
+
+
+def lines_joined(lines: list[str]) -> str:
+    """Consecutive lines as one piece: joined by a space, as a sentence wrapped across lines reads, but by a line
+    break after a comment or between two lines of code (``_CODE_LINE``): a trial's "# 语法没问题再 reload" and
+    the kubectl command under it were quoted as one line, which a shell reads as a comment. (A comment's block
+    of commands, ``_commented_block``, keeps every line break.)"""
+    out = lines[0] if lines else ""
+    for prev, line in zip(lines, lines[1:]):
+        code = _CODE_LINE.search(prev) and (_COMMENT.match(prev) or _CODE_LINE.search(line))
+        out += ("\n" if code else " ") + line
+    return out
+
+
 def quotable_pieces(text: str) -> list[Candidate]:
     """Quotable pieces of one packed text in reading order: its sentences
     and lines, diagram frames trimmed; a line with a colon inside is offered
@@ -248,14 +265,14 @@ def quotable_pieces(text: str) -> list[Candidate]:
             # a lead-in over a commented block of code introduces the comment and its commands
             end = _commented_block(lines, at, at + 1) if follower and _COMMENT.match(follower) and at + 1 < len(lines) else None
             if end is not None and len(" ".join(lines[index:end + 1])) <= CONTINUATION_MAX_CHARS:
-                out.append(Candidate(" ".join(lines[index:end + 1]), False, index, end, line))
+                out.append(Candidate("\n".join(lines[index:end + 1]), False, index, end, line))
             elif follower and quotable(follower) and (_is_lead_in(line) or _is_question(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
-                out.append(Candidate(f"{line} {follower}", is_item(follower), index, at, line,
+                out.append(Candidate(lines_joined([line, follower]), is_item(follower), index, at, line,
                                      header_row=starts.get(at) == at and not _DIGIT.search(follower)))
             block = _commented_block(lines, index, at) if follower and _COMMENT.match(line) else None
             if block is not None:  # a comment over several commands labels all of them ("# 停止服务并备份" + stop + backup)
-                out.append(Candidate(" ".join(lines[index:block + 1]), False, index, block, line))
+                out.append(Candidate("\n".join(lines[index:block + 1]), False, index, block, line))
         elif index + 1 < len(lines) and _continues(line, lines[index + 1]) \
                 and len(line) + 1 + len(lines[index + 1]) <= CONTINUATION_MAX_CHARS:
             # "→ 超限自动截断 →" / "→ 最接近换行或句号处切断"; a command and the sentence saying what it does:
@@ -265,7 +282,7 @@ def quotable_pieces(text: str) -> list[Candidate]:
                     and len(" ".join(lines[index:last + 2])) <= CONTINUATION_MAX_CHARS:
                 last += 1
             follower = lines[index + 1]
-            out.append(Candidate(" ".join(lines[index:last + 1]), item, index, last,
+            out.append(Candidate(lines_joined(lines[index:last + 1]), item, index, last,
                                  follower if _describes(line, follower) else ""))
         header = starts[index] if starts.get(index, index) != index else -1
         pieces = [c.strip() for c in _COLON_SPLIT.split(line) if c.strip()]

@@ -44,7 +44,17 @@ def test_a_comment_line_is_quoted_with_the_command_it_describes():
     text = ("# 处理单个文件\npython scripts/process.py --file data/raw/a.pdf\n"
             "# 处理 raw 目录中的所有文件\npython scripts/process.py --dir data/raw/\n")
     answer = extractive_answer([text], "怎么把 raw 目录里的所有文件一次处理完？")
-    assert "# 处理 raw 目录中的所有文件 python scripts/process.py --dir data/raw/ [1]" in answer
+    # on lines of their own, as they run: a trial's "# 语法没问题再 reload" and the command under it were quoted as one
+    # line, which a shell reads as a comment
+    assert "# 处理 raw 目录中的所有文件\npython scripts/process.py --dir data/raw/ [1]" in answer
+
+
+def test_a_command_under_a_comment_is_quoted_on_its_own_line():
+    """A trial's runbook: "# 语法没问题再 reload" and the kubectl command under it were quoted as one line."""
+    text = ("Nginx 配置热加载\n修改 ingress 配置后先检查语法：\nkubectl -n ingress-nginx exec deploy/ingress-nginx -- nginx -t\n"
+            "# 语法没问题再 reload\nkubectl -n ingress-nginx exec deploy/ingress-nginx -- nginx -s reload\n如果 reload 失败，回滚 ConfigMap。")
+    answer = extractive_answer([text], "nginx reload 命令")
+    assert "# 语法没问题再 reload\nkubectl -n ingress-nginx exec deploy/ingress-nginx -- nginx -s reload" in answer
 
 
 def test_a_short_heading_is_quoted_with_the_line_under_it():
@@ -275,11 +285,11 @@ def test_a_comment_over_several_commands_is_quoted_with_all_of_them():
     source = ("升级前请先备份元数据库。私有化部署的客户需要执行以下升级命令：\n# 停止旧版本服务并备份元数据\nqlbi-ctl stop\n"
               "qlbi-ctl backup --target /data/backup/qlbi.tar.gz\n# 执行升级\nqlbi-ctl upgrade --version 3.2.0\n")
     texts = [p.text for p in pieces.quotable_pieces(source)]
-    assert "# 停止旧版本服务并备份元数据 qlbi-ctl stop qlbi-ctl backup --target /data/backup/qlbi.tar.gz" in texts
+    assert "# 停止旧版本服务并备份元数据\nqlbi-ctl stop\nqlbi-ctl backup --target /data/backup/qlbi.tar.gz" in texts
     # the lead-in introduces the comment and its commands, not the comment alone
-    assert "私有化部署的客户需要执行以下升级命令： # 停止旧版本服务并备份元数据 qlbi-ctl stop qlbi-ctl backup --target " \
+    assert "私有化部署的客户需要执行以下升级命令：\n# 停止旧版本服务并备份元数据\nqlbi-ctl stop\nqlbi-ctl backup --target " \
            "/data/backup/qlbi.tar.gz" in texts
-    assert "私有化部署的客户需要执行以下升级命令： # 停止旧版本服务并备份元数据" not in texts
+    assert not any(t.startswith("私有化部署的客户需要执行以下升级命令：") and t.endswith("备份元数据") for t in texts)
     answer = generation.extractive_answer([source], "升级前备份元数据的命令怎么写？")
     assert "qlbi-ctl backup --target /data/backup/qlbi.tar.gz" in answer and "upgrade" not in answer
 
