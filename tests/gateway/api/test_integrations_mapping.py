@@ -47,19 +47,32 @@ def test_the_question_is_the_last_user_turn_with_earlier_user_turns_before_it():
         "(Earlier: What is a patent?) And a utility model?"
     long_turn = chat.question_of([user("长" * 1000), user("问")])
     assert len(long_turn) == len("（上文：）问") + chat.CONTEXT_TURN_CHARS
+
+
+def test_only_a_follow_up_is_sent_with_the_turns_before_it():
+    """A trial's "周末开门吗" after two questions about prices was answered with the prices."""
+    prices = [user("挂号费多少"), user("流感疫苗多少钱")]
+    assert chat.question_of([*prices, user("周末开门吗")]) == "周末开门吗"
+    assert chat.question_of([user("职工医保退休的在社区看病能报多少"), user("那孩子呢？")]) == \
+        "（上文：职工医保退休的在社区看病能报多少）那孩子呢？"
+    assert chat.question_of([*prices, user("多少钱？")]).startswith("（上文：")  # too short to name anything
+    assert chat.question_of([user("什么是实用新型？"), user("它的保护期多长？")]).startswith("（上文：")
+    assert chat.question_of([user("Do you open on Saturday?"), user("What are the fees for a check-up package?")]) == \
+        "What are the fees for a check-up package?"
+    assert chat.question_of([user("Do you open on Saturday?"), user("What about Sunday?")]).startswith("(Earlier:")
     assert chat.question_of([user([{"type": "text", "text": "一"}, {"type": "text", "text": "二"}])]) == "一\n二"
 
 
 def test_earlier_turns_are_cut_to_fit_the_query_limit_beside_a_question_within_it():
     """A trial's 9,990-character question after one 100-character turn was refused as a 10,095-character query."""
-    question, turn = "问" * 9_900, user("上" * 100)
+    question, turn = "那" + "问" * 9_899, user("上" * 100)  # a follow-up: it opens with 那
     fitted = chat.question_of([turn, user(question)], max_chars=10_000)
     assert len(fitted) == 10_000 and fitted.endswith(question) and fitted.startswith("（上文：上")
-    assert chat.question_of([turn, user("问" * 9_990)], max_chars=10_000) == "问" * 9_990  # the trial's: no room left
-    three = [user("甲" * 150), user("乙" * 150), user("丙" * 150), user("问" * 9_700)]
+    assert chat.question_of([turn, user("那" * 9_990)], max_chars=10_000) == "那" * 9_990  # the trial's: no room left
+    three = [user("甲" * 150), user("乙" * 150), user("丙" * 150), user("那" * 9_700)]
     kept = chat.question_of(three, max_chars=10_000)  # the earliest turns go first
     assert len(kept) <= 10_000 and "甲" not in kept and "乙" not in kept and "丙" * 20 in kept
-    assert chat.question_of([turn, user("问" * 10_001)], max_chars=10_000) == "问" * 10_001  # Answer names it
+    assert chat.question_of([turn, user("那" * 10_001)], max_chars=10_000) == "那" * 10_001  # Answer names it
     assert chat.chat_request({"model": "graphmesh", "messages": [turn, user(question)]}, 10_000).answer.query == fitted
 
 

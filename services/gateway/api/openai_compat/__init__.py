@@ -24,7 +24,8 @@ Model names (MODEL_PREFIX):
 A named collection that is not stored (other than "default") is 404
 ``model_not_found``.
 
-The question is the last message, which must be a user message; the user
+The question is the last message, which must be a user message; when it is
+a follow-up (``follow_ups.leans_on_earlier``), the user
 turns before it (at most CONTEXT_TURNS, each cut to CONTEXT_TURN_CHARS) are
 prepended as ``（上文：turn1；turn2）`` (``(Earlier: turn1; turn2) `` when
 the question has no CJK character) so that a follow-up ("那第二款呢？") is

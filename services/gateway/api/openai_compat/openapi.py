@@ -15,8 +15,8 @@ _STR, _INT, _NUM, _BOOL = {"type": "string"}, {"type": "integer"}, {"type": "num
 OPENAPI_SCHEMAS: dict[str, dict] = {
     "ChatMessage": {
         "type": "object", "required": ["role"], "additionalProperties": True,
-        "description": "A chat message. Only user turns are used: the last one is the question, up to "
-                       f"{CONTEXT_TURNS} earlier ones are prepended to it as context.",
+        "description": "A chat message. Only user turns are used: the last one is the question, and when it is a "
+                       f"follow-up (\"那孩子呢？\") up to {CONTEXT_TURNS} earlier ones are prepended to it as context.",
         "properties": {
             "role": {"type": "string", "description": "system, developer, user, assistant, tool; the last message's must be user"},
             "content": {"description": "the text, or a list of {\"type\": \"text\", \"text\": ...} parts",
@@ -103,7 +103,8 @@ CHAT_DESCRIPTION = (
     "OpenAI-compatible chat completions over the Answer RPC (AnswerStream when streamed). The model name picks the "
     "collections and the answer profile: graphmesh = the default collection, graphmesh:<c1>[,<c2>...] = those "
     "collections, a suffix @fast (no cross-encoder) or @rerank (always the cross-encoder). The last message, a user "
-    "message, is the question; up to 3 earlier user turns are prepended to it as （上文：...）. The answer carries [n] "
+    "message, is the question; when it is a follow-up, up to 3 earlier user turns are prepended to it as （上文：...）. "
+    "The answer carries [n] "
     "citation marks, the sources in choices[0].message.citations (streamed: the last chunk's delta.citations) and how "
     "it was made in the top-level graphmesh object; an abstention is an ordinary reply that says the sources do not "
     "answer (graphmesh.abstained). Errors are in OpenAI's shape with the HTTP status of the gateway's error; the API key "

@@ -10,6 +10,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
 from services.common.filters import parse_filter, to_proto, validate_collections
 from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES, ignored_param_error
+from services.gateway.api.openai_compat.follow_ups import leans_on_earlier, with_earlier
 
 
 
@@ -44,7 +45,6 @@ IGNORED_PARAMS = frozenset(IGNORED_PARAM_RULES)
 EXTENSION_PARAMS = frozenset({"top_k", "filter"})
 KNOWN_PARAMS = frozenset({"model", "messages", "stream", "n", "logprobs", "top_logprobs", "tools", "tool_choice",
                           "functions", "function_call", "response_format"}) | IGNORED_PARAMS | EXTENSION_PARAMS
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 #: A surrogate code point: in a Python str parsed from JSON, only an unpaired one can occur.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MODEL = re.compile(r"^graphmesh(?::(?P<collections>[^@]*))?(?:@(?P<profile>[A-Za-z0-9_-]*))?$")
@@ -145,8 +145,8 @@ def message_text(content: Any, index: int) -> str:
 
 def question_of(messages: Any, max_chars: int = 10_000) -> str:
     """The query sent to Answer: the last message's text (it must be a user
-    message), with up to CONTEXT_TURNS earlier user turns prepended
-    (module docstring), the earliest dropped and the last one kept cut so
+    message), with up to CONTEXT_TURNS earlier user turns prepended when it
+    is a follow-up (``leans_on_earlier``; module docstring), the earliest dropped and the last one kept cut so
     that the query stays within ``max_chars`` (the gateway's
     ``max_query_chars``): a question the caller sent within the limit is
     never refused for its history. A question over the limit alone is
@@ -171,25 +171,20 @@ def question_of(messages: Any, max_chars: int = 10_000) -> str:
         raise bad(f"messages[{last}].role", f"the last message must be from the user (got {role[:20]!r})")
     if not question.strip():
         raise bad(f"messages[{last}].content", "the question must not be empty")
+    question = question.strip()
+    if not leans_on_earlier(question):
+        return question
     earlier = [" ".join(text.split())[:CONTEXT_TURN_CHARS] for r, text in turns[:-1] if r == "user" and text.strip()]
     earlier = earlier[-CONTEXT_TURNS:]
-    question = question.strip()
     while earlier:
-        query = _with_earlier(question, earlier)
+        query = with_earlier(question, earlier)
         spare = max_chars - len(query)
         if spare >= 0:
             return query
         if len(earlier) == 1 and len(earlier[0]) + spare >= MIN_EARLIER_CHARS:
-            return _with_earlier(question, [earlier[0][: len(earlier[0]) + spare]])
+            return with_earlier(question, [earlier[0][: len(earlier[0]) + spare]])
         earlier = earlier[1:]
     return question
-
-
-def _with_earlier(question: str, earlier: list[str]) -> str:
-    """``question`` after its ``earlier`` user turns, in the question's language."""
-    if _CJK.search(question):
-        return f"（上文：{'；'.join(earlier)}）{question}"
-    return f"(Earlier: {'; '.join(earlier)}) {question}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,33 @@
+"""Whether a chat question is a follow-up that needs the user turns before it, and the question with them
+(services.gateway.api.openai_compat.requests.question_of). Pure."""
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: A question that leans on the turns before it: it opens with 那 / 还有 / 另外 / 如果是, ends in 呢, points back
+#: (它, 这个, 那些, 刚才), or in English opens with and / what about / how about or points back (it, that, they).
+_FOLLOW_UP = re.compile(r"^\s*(?:那|还有|另外|如果是|要是|同样)|呢\s*[？?！!。.]?\s*$|它|这个|那个|这些|那些|上面|刚才|"
+                        r"^\s*(?:and|but|what about|how about|what if|same for)\b|\b(?:it|that|this|they|them|those|these)\b",
+                        re.IGNORECASE)
+#: A question this short names nothing of its own ("多少钱？", "How much?"): letters (CJK characters, or Latin words).
+FOLLOW_UP_MAX_CHARS, FOLLOW_UP_MAX_WORDS = 4, 3
+
+
+def leans_on_earlier(question: str) -> bool:
+    """Whether ``question`` is a follow-up that needs the user turns before it (``_FOLLOW_UP``, or at most
+    FOLLOW_UP_MAX_CHARS CJK characters / FOLLOW_UP_MAX_WORDS words): "那孩子呢？", "多少钱？". A question that
+    stands alone is sent alone: a trial's "周末开门吗" after two questions about vaccine prices was answered
+    with the prices."""
+    if _FOLLOW_UP.search(question):
+        return True
+    if _CJK.search(question):
+        return len(_CJK.findall(question)) <= FOLLOW_UP_MAX_CHARS
+    return len(re.findall(r"[A-Za-z0-9]+", question)) <= FOLLOW_UP_MAX_WORDS
+
+
+def with_earlier(question: str, earlier: list[str]) -> str:
+    """``question`` after its ``earlier`` user turns, in the question's language."""
+    if _CJK.search(question):
+        return f"（上文：{'；'.join(earlier)}）{question}"
+    return f"(Earlier: {'; '.join(earlier)}) {question}"
