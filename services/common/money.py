@@ -25,7 +25,8 @@ _PRICE_HEADER = re.compile(r"[（(]\s*(?:元|万元|人民币|RMB|CNY|USD|EUR|GB
 _TABLE_NUMBER = re.compile(r"\|\s*\d+(?:[.,]\d+)?(?:\s*[-–~～至]\s*\d+(?:[.,]\d+)?)?\s*(?:\||$)", re.MULTILINE)
 #: Words with which a question asks what something costs: 多少钱, 收费吗, how much does ... cost. Narrower than
 #: the words naming money (补贴, 报销, 罚款), which a question about how to claim one also holds.
-_ASKED = re.compile(r"多少钱|几块钱|多少元|多少块|价格|价钱|价位|收费(?:吗|标准|多少)|怎么收费|要钱|收钱|收多少|贵不贵|多贵|"
+_ASKED = re.compile(r"多少钱|几块钱|多少元|多少块|价格|价钱|价位|收费(?:吗|标准|多少)|怎么收费|收不收费|要钱|要不要钱|收钱|"
+                    r"交钱|付钱|花钱|自费吗|收多少|贵不贵|多贵|"
                     r"费用是多少|多少费用|免费吗|"
                     r"\bhow much\b.*\b(?:cost|costs|charge|charged|pay|fee|fees|price)\b|"
                     r"\b(?:price|prices|fee|fees|cost) (?:of|for)\b|\bwhat(?:'s| is| are) the (?:price|fee|cost)s?\b",

@@ -7,7 +7,7 @@ from services.common.money import asks_price, states_price
 
 
 @pytest.mark.parametrize("question, asks", [
-    ("猫咪打疫苗多少钱", True), ("我爸70岁坐地铁要钱吗", True), ("How much is the no-show fee?", True),
+    ("猫咪打疫苗多少钱", True), ("我爸70岁坐地铁要钱吗", True), ("家庭医生签约要交钱吗", True), ("How much is the no-show fee?", True),
     ("What's the price of a four-week bus ticket?", True), ("合伙人带队办案，一小时收多少钱？", True),
     ("計程車費用是多少", True),  # traditional characters read alike
     ("补贴怎么申请", False),  # names money, asks how

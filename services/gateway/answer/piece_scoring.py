@@ -14,8 +14,8 @@ from services.common.codes import codes_in, names_another_code
 from services.common.text import (TABLE_CELL_SEPARATOR, is_table_row, keyword_terms, numbered_classifier, numbered_names,
                                   query_keywords, simplified, weekdays_alike)
 from services.gateway.answer.pieces import Candidate
-from services.gateway.answer.question_cues import (asked_number, asks_list, condition_quantities, excludes_condition,
-                                                   holds_condition)
+from services.gateway.answer.question_cues import (asked_number, asks_list, asks_steps, condition_quantities,
+                                                   excludes_condition, holds_condition)
 from services.gateway.answer.quotable import NON_WORD, is_item
 
 #: Score factor of a list item or table row against a prose sentence.
@@ -24,6 +24,9 @@ ITEM_PENALTY = 0.85
 NUMBER_BONUS = 0.15
 #: Bonus of a piece whose range holds a quantity the question gives ("满5年不满10年 | 12天" for 干了6年): as NUMBER_BONUS.
 RANGE_BONUS = 0.15
+#: Bonus of numbered steps quoted from the first (``Candidate.steps``) in the first source when the question asks
+#: how to do something (``asks_steps``): as NUMBER_BONUS. A trial's "Redis 主从切换步骤" was answered from step 3.
+STEPS_BONUS = 0.15
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
 
 
@@ -102,9 +105,11 @@ class PieceScorer:
         self._conditions = condition_quantities(question) if question else []
         self._numbered = numbered_names(question) if question else []
         self._codes = codes_in(question) if question else []
-        if not asks_list(question):  # a list is quoted whole only when asked for
-            pieces = [[c for c in cs if not c.list_run] for cs in pieces]
+        self._asks_steps = asks_steps(question) if question else False
+        if not asks_list(question):  # a list is quoted whole only when asked for, numbered steps when asked how
+            pieces = [[c for c in cs if not c.list_run or (c.steps and self._asks_steps)] for cs in pieces]
             self.pieces = pieces
+        self._first_source = {id(c) for c in pieces[0]} if pieces else set()
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
         self._similarity = _rescaled(similarity, [c.text for cs in self.pieces for c in cs]) if similarity else {}
 
@@ -118,6 +123,8 @@ class PieceScorer:
             lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,
                                      self._idf, candidate.item)
             lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
+        if lexical and candidate.steps and self._asks_steps and id(candidate) in self._first_source:
+            lexical += STEPS_BONUS  # the best source's procedure; a later source's would pad the answer
         return lexical + self._similarity.get(candidate.text, 0.0)
 
     def is_asked_row(self, candidate: Candidate) -> bool:

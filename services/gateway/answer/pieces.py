@@ -39,6 +39,9 @@ class Candidate:
             names columns and answers nothing alone, so it is quoted only
             with a row of its table (a number in it may make it a first
             data row: 婚假 | 十三天).
+        steps: a list_run of numbered steps from the first, with no lead-in
+            (``quotable._steps_run``): offered when the question asks how
+            to do something (``asks_steps``).
     """
 
     text: str
@@ -52,6 +55,7 @@ class Candidate:
     header_row: bool = False
     whole_sentence: bool = False
     labelled_line: bool = False
+    steps: bool = False
 
     def holds(self, other: "Candidate") -> bool:
         """Whether ``other`` is one of this whole sentence's clauses (or lines), or a part of this labelled

@@ -55,6 +55,18 @@ def asks_list(question: str) -> bool:
     return any(cue in question for cue in _LIST_CUES) or bool(_ENGLISH_LIST.search(question))
 
 
+#: Question words asking how to do something, step by step.
+_STEPS_CUES = re.compile(r"步骤|流程|怎么操作|如何操作|操作方法|怎么做|怎么弄|怎么办理|如何办理|怎么切换|怎么处理|"
+                         r"\bhow (?:do|can|should) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bprocedure\b|\bprocess\b",
+                         re.IGNORECASE)
+
+
+def asks_steps(question: str) -> bool:
+    """Whether ``question`` asks how to do something (``_STEPS_CUES``: 步骤, 怎么办理, how do I): a procedure's
+    steps answer it, in order from the first."""
+    return bool(_STEPS_CUES.search(simplified(question)))
+
+
 def asks_amount(question: str) -> bool:
     """Whether ``question`` asks for an amount, count, period or threshold (Chinese or English cues)."""
     return any(cue in question for cue in _AMOUNT_CUES) or bool(_ENGLISH_AMOUNT.search(question))

@@ -13,6 +13,7 @@ import re
 from itertools import groupby
 
 from services.common.text import is_table_row, table_headers
+from services.gateway.answer.code_lines import COMMENT, FENCE_LINE, LETTER, commented_block, lines_joined
 from services.gateway.answer.pieces import Candidate
 from services.gateway.answer.sentences import text_pieces
 
@@ -63,7 +64,7 @@ def is_item(line: str) -> bool:
 def _is_lead_in(line: str) -> bool:
     """Whether ``line`` is a comment or a lead-in ending in a colon (not code)."""
     text = line.strip()
-    return bool(_COMMENT.match(text)) or (text.endswith(("：", ":")) and not _is_code(text))
+    return bool(COMMENT.match(text)) or (text.endswith(("：", ":")) and not _is_code(text))
 
 
 def _is_question(line: str) -> bool:
@@ -80,7 +81,7 @@ def is_label(line: str) -> bool:
     piece of a diagram, not code and without digits (a key-value or CSV
     row such as "Recall@5 100%" or "Bob,29,Paris" is itself the answer)."""
     text = line.strip()
-    if _COMMENT.match(text) or _is_question(text):
+    if COMMENT.match(text) or _is_question(text):
         return True
     if text.endswith(("：", ":")):
         return not _is_code(text)
@@ -100,8 +101,6 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]{4,}")
 _DIAGRAM = re.compile(r"[\u2190-\u21ff\u2500-\u257f\u25a0-\u25ff]")
 #: A digit: a line holding one is a row or a value, not a heading.
 _DIGIT = re.compile(r"\d")
-#: A code fence line of Markdown (```bash): passed over like a listing's line numbers.
-_FENCE_LINE = re.compile(r"^(```|~~~)")
 #: A line ending in an arrow, or starting with one: a flow that goes on.
 _ARROW_END = re.compile(r"[\u2190-\u21ff]\s*$|->\s*$")
 _ARROW_START = re.compile(r"^\s*(?:[\u2190-\u21ff]|->)")
@@ -111,10 +110,6 @@ CONTINUATION_MAX_CHARS = 160
 #: at most this many characters and items (a longer list is quoted up to the last item that fits).
 LIST_MAX_CHARS = 240
 LIST_MAX_ITEMS = 8
-#: A letter of any script (a line of only numbers is a code listing's line number).
-_LETTER = re.compile(r"[^\W\d_]")
-#: A comment line of code or configuration.
-_COMMENT = re.compile(r"^(?:#|//)\s*\S")
 #: Longest heading (characters) read as the label of the line after it.
 LABEL_MAX_CHARS = 24
 #: Lines looked past (line numbers of a code listing, blank frames) for
@@ -155,7 +150,7 @@ def _table_run(lines: list[str], index: int, starts: dict[int, int]) -> Candidat
 def _list_run(lines: list[str], index: int) -> Candidate | None:
     """The lead-in at ``lines[index]`` with the list items right after it
     (at least two, at most LIST_MAX_ITEMS and LIST_MAX_CHARS), or None."""
-    if not _is_lead_in(lines[index]) or _COMMENT.match(lines[index].strip()):
+    if not _is_lead_in(lines[index]) or COMMENT.match(lines[index].strip()):
         return None
     last = index
     while last + 1 < len(lines) and last - index < LIST_MAX_ITEMS and _LIST_ITEM.match(lines[last + 1]) \
@@ -164,6 +159,32 @@ def _list_run(lines: list[str], index: int) -> Candidate | None:
     if last - index < 2:
         return None
     return Candidate(" ".join(lines[index:last + 1]), False, index, last, lines[index], list_run=True)
+
+
+#: The longest run of numbered steps quoted whole: a procedure is read in full or from its start, longer than a
+#: list under a lead-in (LIST_MAX_CHARS).
+STEPS_MAX_CHARS = 400
+#: The first item of a numbered list: 1. / 1、 / （1） / 一、 / ①.
+_FIRST_STEP = re.compile(r"^\s*(?:1[.、．]|[（(]1[）)]|[（(]一[）)]|一、|①)")
+
+
+def _steps_run(lines: list[str], index: int) -> Candidate | None:
+    """A numbered list from its first item, with no lead-in line before it (its heading, 手动切换步骤, is
+    the chunk's heading path): the items in order (at least two, at most LIST_MAX_ITEMS and STEPS_MAX_CHARS),
+    or None. A question asking for steps is answered from step 1, in order: a trial's runbook answer began
+    at step 3 and skipped the check that must come first."""
+    if not _FIRST_STEP.match(lines[index]) or (index and _LIST_ITEM.match(lines[index - 1])):
+        return None
+    last = index
+    while last + 1 < len(lines) and last - index + 1 < LIST_MAX_ITEMS and _LIST_ITEM.match(lines[last + 1]) \
+            and not _FIRST_STEP.match(lines[last + 1]) and len(" ".join(lines[index:last + 2])) <= STEPS_MAX_CHARS:
+        last += 1
+    if last == index:
+        return None
+    more = last + 1 < len(lines) and _LIST_ITEM.match(lines[last + 1]) and not _FIRST_STEP.match(lines[last + 1])
+    # a step a line, as written; "…": the steps go on past what a quote holds
+    return Candidate("\n".join(lines[index:last + 1]) + (" …" if more else ""), False, index, last, lines[index],
+                     list_run=True, steps=True)
 
 
 #: A header row holding a number (2023 | 2024, 婚假 | 十三天) may be a table's first data row, and stays quotable.
@@ -185,7 +206,7 @@ def _describes(line: str, follower: str) -> bool:
     of code or a command without any CJK text, does ("python app.py
     --interactive" / "在您的终端中启动一个类似聊天的界面。")."""
     return not CJK.search(line) and bool(CJK.search(follower)) and bool(_ENDS_SENTENCE.search(follower)) \
-        and _LETTER.search(line) is not None
+        and LETTER.search(line) is not None
 
 
 def _continues(line: str, follower: str) -> bool:
@@ -193,20 +214,6 @@ def _continues(line: str, follower: str) -> bool:
     breaks after an arrow ("→ 超限自动截断 →" / "→ 最接近换行或句号处切断"), or
     the description of a command (``_describes``)."""
     return bool(_ARROW_END.search(line) or _ARROW_START.match(follower)) or _describes(line, follower)
-
-
-def _commented_block(lines: list[str], comment: int, first: int) -> int | None:
-    """The index of the last line of the code that the comment at ``comment`` labels, from its
-    first line ``first`` up to the next comment, fence or line without a letter, within
-    CONTINUATION_MAX_CHARS with the comment; None unless that is two lines or more."""
-    if first >= len(lines) or not _LETTER.search(lines[first]) or _COMMENT.match(lines[first]):
-        return None
-    last, size = first, len(lines[comment]) + 1 + len(lines[first])
-    while last + 1 < len(lines) and _LETTER.search(lines[last + 1]) and not _COMMENT.match(lines[last + 1]) \
-            and not _FENCE_LINE.match(lines[last + 1]) and size + 1 + len(lines[last + 1]) <= CONTINUATION_MAX_CHARS:
-        last += 1
-        size += 1 + len(lines[last])
-    return last if last > first else None
 
 
 def _whole_sentences(lines: list[str], sentences: list[int]) -> list[Candidate]:
@@ -217,24 +224,6 @@ def _whole_sentences(lines: list[str], sentences: list[int]) -> list[Candidate]:
     return [Candidate("".join(lines[i] for i in run), is_item(lines[run[0]]), run[0], run[-1], whole_sentence=True) for run in runs
             if len(run) > 1 and not any(_LIST_ITEM.match(lines[i]) for i in run[1:])
             and len("".join(lines[i] for i in run)) <= CONTINUATION_MAX_CHARS]
-
-
-#: A line of code or a command: a comment or a prompt, or a line without CJK holding an option, a path or an
-#: operator ("kubectl -n ingress exec deploy/x -- nginx -s reload").
-_CODE_LINE = re.compile(r"^\s*(?:#|\$\s|//)|^[^\u2e80-\u9fff\uff00-\uffef]*(?:\s--?[A-Za-z]|[=/|{};$])"
-                        r"[^\u2e80-\u9fff\uff00-\uffef]*$")
-
-
-def lines_joined(lines: list[str]) -> str:
-    """Consecutive lines as one piece: joined by a space, as a sentence wrapped across lines reads, but by a line
-    break after a comment or between two lines of code (``_CODE_LINE``): a trial's "# 语法没问题再 reload" and
-    the kubectl command under it were quoted as one line, which a shell reads as a comment. (A comment's block
-    of commands, ``_commented_block``, keeps every line break.)"""
-    out = lines[0] if lines else ""
-    for prev, line in zip(lines, lines[1:]):
-        code = _CODE_LINE.search(prev) and (_COMMENT.match(prev) or _CODE_LINE.search(line))
-        out += ("\n" if code else " ") + line
-    return out
 
 
 def quotable_pieces(text: str) -> list[Candidate]:
@@ -253,24 +242,24 @@ def quotable_pieces(text: str) -> list[Candidate]:
     starts = table_headers(lines)
     for index, line in enumerate(lines):
         item = is_item(line)
-        listed = _list_run(lines, index) or _table_run(lines, index, starts)
+        listed = _list_run(lines, index) or _table_run(lines, index, starts) or _steps_run(lines, index)
         if listed:
             out.append(listed)
         if is_label(line):
             # past line numbers of a code listing and code fences, up to the first line with words
             at = next((j for j in range(index + 1, min(len(lines), index + 1 + LABEL_REACH))
-                       if _LETTER.search(lines[j]) and not _FENCE_LINE.match(lines[j])), None)
+                       if LETTER.search(lines[j]) and not FENCE_LINE.match(lines[j])), None)
             follower = lines[at] if at is not None else ""
             # a heading introduces a longer body; a label and its line quoted together must fit a quote
             # a lead-in over a commented block of code introduces the comment and its commands
-            end = _commented_block(lines, at, at + 1) if follower and _COMMENT.match(follower) and at + 1 < len(lines) else None
+            end = commented_block(lines, at, at + 1, CONTINUATION_MAX_CHARS) if follower and COMMENT.match(follower) and at + 1 < len(lines) else None
             if end is not None and len(" ".join(lines[index:end + 1])) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate("\n".join(lines[index:end + 1]), False, index, end, line))
             elif follower and quotable(follower) and (_is_lead_in(line) or _is_question(line) or len(follower) > len(line)) \
                     and len(line) + 1 + len(follower) <= CONTINUATION_MAX_CHARS:
                 out.append(Candidate(lines_joined([line, follower]), is_item(follower), index, at, line,
                                      header_row=starts.get(at) == at and not _DIGIT.search(follower)))
-            block = _commented_block(lines, index, at) if follower and _COMMENT.match(line) else None
+            block = commented_block(lines, index, at, CONTINUATION_MAX_CHARS) if follower and COMMENT.match(line) else None
             if block is not None:  # a comment over several commands labels all of them ("# 停止服务并备份" + stop + backup)
                 out.append(Candidate("\n".join(lines[index:block + 1]), False, index, block, line))
         elif index + 1 < len(lines) and _continues(line, lines[index + 1]) \

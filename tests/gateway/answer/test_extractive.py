@@ -57,6 +57,18 @@ def test_a_command_under_a_comment_is_quoted_on_its_own_line():
     assert "# 语法没问题再 reload\nkubectl -n ingress-nginx exec deploy/ingress-nginx -- nginx -s reload" in answer
 
 
+def test_a_question_asking_how_gets_the_numbered_steps_from_the_first_in_order():
+    """A trial's "Redis 主从切换步骤" was answered from step 3, past the replication check that must come first."""
+    steps = ("1. 确认从库复制状态正常：master_link_status 必须是 up。\n2. 在业务低峰期操作，提前在群里通知。\n"
+             "3. 连接任意一个 sentinel 执行：SENTINEL failover mymaster。\n4. 确认新主库：SENTINEL get-master-addr-by-name。\n"
+             "5. 观察 5 分钟，确认没有 Redis 连接报错。\n切换完成后，原主库会作为从库自动加入。")
+    quote = _quote(extractive_answer([steps], "Redis 主从切换步骤"))
+    assert quote.startswith("1. 确认从库复制状态正常") and quote.index("2. ") < quote.index("3. ") < quote.index("5. ")
+    assert "切换完成后" not in quote
+    one = _quote(extractive_answer([steps], "切换后原主库怎么办？"))  # not asked how: the sentence that answers
+    assert "切换完成后，原主库会作为从库自动加入。" in one and not one.startswith("1. ")
+
+
 def test_a_short_heading_is_quoted_with_the_line_under_it():
     text = "文档处理\n将原始文档分割成文本块。\n深度 RAG 编排器\n协调迭代检索过程并综合生成最终答案。\n工作流程\n"
     answer = extractive_answer([text], "深度 RAG 编排器这个组件负责干什么？")
