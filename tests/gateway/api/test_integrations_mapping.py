@@ -60,6 +60,9 @@ def test_only_a_follow_up_is_sent_with_the_turns_before_it():
     assert chat.question_of([user("Do you open on Saturday?"), user("What are the fees for a check-up package?")]) == \
         "What are the fees for a check-up package?"
     assert chat.question_of([user("Do you open on Saturday?"), user("What about Sunday?")]).startswith("(Earlier:")
+    hospital = user("住院現金計劃啲等候期幾耐")  # Cantonese and traditional: 咁, 嗰個, 佢, 還有
+    for follow_up in ("咁意外又點計？", "優越計劃嗰個幾多", "佢包唔包門診", "還有什麼要注意"):
+        assert chat.question_of([hospital, user(follow_up)]).startswith("（上文：住院現金計劃"), follow_up
     assert chat.question_of([user([{"type": "text", "text": "一"}, {"type": "text", "text": "二"}])]) == "一\n二"
 
 

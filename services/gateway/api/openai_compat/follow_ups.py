@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 
+from services.common.text import simplified
+
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-#: A question that leans on the turns before it: it opens with 那 / 还有 / 另外 / 如果是, ends in 呢, points back
-#: (它, 这个, 那些, 刚才), or in English opens with and / what about / how about or points back (it, that, they).
-_FOLLOW_UP = re.compile(r"^\s*(?:那|还有|另外|如果是|要是|同样)|呢\s*[？?！!。.]?\s*$|它|这个|那个|这些|那些|上面|刚才|"
+#: A question that leans on the turns before it: it opens with 那 / 还有 / 另外 / 如果是 (Cantonese 咁), ends in 呢,
+#: points back (它, 这个, 那些, 刚才; Cantonese 佢, 嗰个, 又点), or in English opens with and / what about / how about
+#: or points back (it, that, they). Traditional characters read as simplified (還有, 這個).
+_FOLLOW_UP = re.compile(r"^\s*(?:那|还有|另外|如果是|要是|同样|咁)|呢\s*[？?！!。.]?\s*$|它|这个|那个|这些|那些|上面|刚才|"
+                        r"佢|嗰|𠮶|又点|又系|"  # OpenCC writes 嗰 as 𠮶
                         r"^\s*(?:and|but|what about|how about|what if|same for)\b|\b(?:it|that|this|they|them|those|these)\b",
                         re.IGNORECASE)
 #: A question this short names nothing of its own ("多少钱？", "How much?"): letters (CJK characters, or Latin words).
@@ -19,7 +23,7 @@ def leans_on_earlier(question: str) -> bool:
     FOLLOW_UP_MAX_CHARS CJK characters / FOLLOW_UP_MAX_WORDS words): "那孩子呢？", "多少钱？". A question that
     stands alone is sent alone: a trial's "周末开门吗" after two questions about vaccine prices was answered
     with the prices."""
-    if _FOLLOW_UP.search(question):
+    if _FOLLOW_UP.search(simplified(question)):
         return True
     if _CJK.search(question):
         return len(_CJK.findall(question)) <= FOLLOW_UP_MAX_CHARS
