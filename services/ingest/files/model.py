@@ -107,6 +107,20 @@ class SectionBuilder:
         self._stack.append((level, text))
         self.sections.append(Section([t for _, t in self._stack]))
 
+    def continue_heading(self, text: str) -> None:
+        """Appends ``text`` to the heading opened last, which holds no block yet: the next line of a heading
+        that wrapped (a PDF's long title set over three lines made three headings, two of them chunks that
+        held only their own words)."""
+        text = " ".join(text.split())
+        if not text or not self._stack or not self.sections or self.sections[-1].blocks:
+            return
+        level, opened = self._stack[-1]
+        joined = f"{opened} {text}" if opened[-1:].isascii() and text[:1].isascii() else opened + text
+        self._stack[-1] = (level, joined)
+        self.sections[-1].heading_path[-1] = joined
+        if self.first_heading == opened:
+            self.first_heading = joined
+
     def add(self, text: str, page: int | None = None) -> None:
         """Adds a block of ``text`` (blank text is dropped, line-number
         gutters removed: ``without_line_number_gutters``) to the open section."""

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from yosina import make_transliterator
 
+from services.common.numbers import quantities
 from services.ingest.files.model import FileParseError, ParsedFile, SectionBuilder, author_metadata
 from services.ingest.files.outline import READER_LEVEL_OFFSET, outline_headings, table_of_contents
 
@@ -144,6 +145,10 @@ def _page_lines(page, number: int) -> list[_Line]:
                 # (between CJK text and a number pypdf reports one too where the source has none: not kept)
                 words = cells[-1][1][-1:].isascii() and cells[-1][1][-1:].isalnum() and run.text[:1].isascii() \
                     and run.text[:1].isalnum()
+                if len(cells) == 1 and prev is line[0] and _LIST_MARKER.fullmatch(cells[-1][1]) \
+                        and run.x - cells[-1][2] >= MARKER_GAP_EMS * prev.size and not _counts(prev.text, run.text):
+                    cells[-1][1] = _marker(cells[-1][1]) + " "  # a list's number set apart from its text ("1Call")
+                    words = False
                 cells[-1][1] += (" " if run.spaced and words else "") + run.text
                 cells[-1][2] = run.x + _width(run.text, run.size)
         row = _Cells(cells, line[0].y, max(r.size for r in line))
@@ -198,6 +203,24 @@ def _filled(host: _Run, x: float, marks: list[str]) -> str | None:
     for i, mark in zip(spaces, marks):
         chars[i] = mark
     return "".join(chars)
+
+
+#: A list item's marker set as a run of its own before the item's text: a number, a letter, a bullet.
+_LIST_MARKER = re.compile(r"[(（]?\d{1,2}[.)）、]?|[(（]?[a-zA-Z][.)）]|[•·\-–*]")
+#: The gap, in ems, after which such a marker stands apart from the text after it.
+MARKER_GAP_EMS = 0.3
+
+
+def _counts(number: str, after: str) -> bool:
+    """Whether ``number`` and the text ``after`` it read as a quantity with its unit ("40" then "小时。", at the
+    start of a wrapped line): no list marker then."""
+    return any(unit for _, unit in quantities(number + after[:6]))
+
+
+def _marker(text: str) -> str:
+    """A list marker as the readers write one: a bare number with a full stop ("1" -> "1."), as a Markdown or
+    Word list item reads, so that the item is read as one; any other marker as it is."""
+    return f"{text}." if text.isdigit() else text
 
 
 #: A gap after CJK text, in ems, below which a run is the text's next word, wherever it starts: CJK widths
@@ -338,6 +361,16 @@ def _join(lines: list[str]) -> str:
     return out
 
 
+def _wrapped_heading_lines(lines: list[_Line], headings: list[int]) -> set[int]:
+    """The heading lines (indices among ``headings``, lines set larger than the body) that go on from the
+    line before them: that line is a heading of the same size on the same page, and it does not end like a
+    sentence or a clause. A long title wraps: "Hang On Insurance Company Limited - WorldCover" / "Travel
+    Protection: English Version of Selected" / "Sections" is one heading."""
+    marked = set(headings)
+    return {i for i in headings if i - 1 in marked and round(lines[i - 1].size, 1) == round(lines[i].size, 1)
+            and lines[i - 1].page == lines[i].page and lines[i - 1].text.rstrip()[-1:] not in _ENDS + "，,、"}
+
+
 def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     """A PDF as sections under font-size headings, blocks with page numbers.
 
@@ -386,7 +419,11 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     builder = SectionBuilder()
     paragraph: list[str] = []
     page_of = 0
+    wrapped = _wrapped_heading_lines(lines, [i for i in sized if i not in numbered])
     for i, line in enumerate(lines):
+        if i in wrapped:
+            builder.continue_heading(line.text)
+            continue
         if (round(line.size, 1) in level and is_heading(line)) or i in numbered:
             builder.add(_join(paragraph), page_of)
             paragraph = []

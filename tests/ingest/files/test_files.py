@@ -278,3 +278,27 @@ def test_a_markdown_front_matter_is_the_documents_metadata_not_its_text():
     assert _sections(parsed) == [(["步骤"], "先执行 nginx -t 检查语法。")]
     ruled = parse_file("a.md", "", "# 标题\n\n正文。\n\n---\n\n后文。\n".encode())  # a rule later on is no front matter
     assert _sections(ruled) == [(["标题"], "正文。\n后文。")] and set(ruled.metadata) == {"encoding"}
+
+
+def test_a_pdf_title_that_wraps_is_one_heading_and_a_list_keeps_its_numbers_apart():
+    """A trial's reportlab title over three lines made three headings, two of them chunks that held only their
+    own words; its numbered claim steps read "1Call the 24-hour hotline"."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import ListFlowable, ListItem, Paragraph, SimpleDocTemplate
+
+    styles = getSampleStyleSheet()
+    title = "Hang On Insurance Company Limited - WorldCover Travel Protection: English Version of Selected Sections"
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4).build([
+        Paragraph(title, styles["Title"]),
+        Paragraph("This English version covers the Claims section only.", styles["BodyText"]),
+        Paragraph("Section 9 - Claims", styles["Heading1"]),
+        ListFlowable([ListItem(Paragraph(t, styles["BodyText"])) for t in (
+            "Call the 24-hour hotline before any hospital admission overseas.",
+            "Report loss of baggage to the local police within 24 hours.")], bulletType="1")])
+    parsed = parse_file("travel.pdf", "", buffer.getvalue())
+    sections = _sections(parsed)
+    assert sections[0] == ([title], "This English version covers the Claims section only.")
+    assert sections[1] == (["Section 9 - Claims"], "1. Call the 24-hour hotline before any hospital admission "
+                           "overseas. 2. Report loss of baggage to the local police within 24 hours.")
