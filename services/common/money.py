@@ -23,10 +23,11 @@ _NO_CHARGE = re.compile(r"免费|不收费|不收取(?:任何)?费用|不另收�
 _PRICE_HEADER = re.compile(r"[（(]\s*(?:元|万元|人民币|RMB|CNY|USD|EUR|GBP|[¥￥$€£])\s*(?:/[^)）]{1,6})?[)）]|"
                            r"价格|价钱|收费|费用|金额|单价|\b(?:price|fee|cost)s?\b", re.IGNORECASE)
 _TABLE_NUMBER = re.compile(r"\|\s*\d+(?:[.,]\d+)?(?:\s*[-–~～至]\s*\d+(?:[.,]\d+)?)?\s*(?:\||$)", re.MULTILINE)
-#: Words with which a question asks what something costs: 多少钱, 收费吗, how much does ... cost. Narrower than
-#: the words naming money (补贴, 报销, 罚款), which a question about how to claim one also holds.
-_ASKED = re.compile(r"多少钱|几块钱|多少元|多少块|价格|价钱|价位|收费(?:吗|标准|多少)|怎么收费|收不收费|要钱|要不要钱|收钱|"
-                    r"交钱|付钱|花钱|自费吗|收多少|贵不贵|多贵|"
+#: Words with which a question asks what something costs: 多少钱, 收费吗, 价格是多少, how much does ... cost. Narrower
+#: than the words naming money (补贴, 报销, 罚款, a bare 价格), which a question about how to claim one, or a case's
+#: facts ("以100元的价格出售"), also hold.
+_ASKED = re.compile(r"多少钱|几块钱|多少元|多少块|(?:价格|价钱|价位|收费标准)(?:是|大概|一般)?(?:多少|几|怎么算|如何)|"
+                    r"什么价|多少价|收费(?:吗|多少)|怎么收费|收不收费|要钱|要不要钱|收钱|交钱|付钱|花钱|自费吗|收多少|贵不贵|多贵|"
                     r"费用是多少|多少费用|免费吗|"
                     r"\bhow much\b.*\b(?:cost|costs|charge|charged|pay|fee|fees|price)\b|"
                     r"\b(?:price|prices|fee|fees|cost) (?:of|for)\b|\bwhat(?:'s| is| are) the (?:price|fee|cost)s?\b",

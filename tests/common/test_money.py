@@ -11,6 +11,8 @@ from services.common.money import asks_price, states_price
     ("What's the price of a four-week bus ticket?", True), ("合伙人带队办案，一小时收多少钱？", True),
     ("計程車費用是多少", True),  # traditional characters read alike
     ("补贴怎么申请", False),  # names money, asks how
+    ("被告人以100元的价格出售给刘某毒品冰毒约0.1克", False),  # a case's facts name a price, ask none
+    ("洗牙价格是多少", True), ("一般什么价", True),
     ("计时收费最小按多长时间算？", False),  # asks a duration
     ("How much SO2 goes into the red grapes?", False),
 ])
