@@ -506,7 +506,8 @@ async def test_an_abstained_answer_is_badged_and_lists_its_nearest_sources_as_no
         assert await page.locator("#ask-output .answer-text a.cite").count() == 0
         assert "no answer" in await page.inner_text("#ask-output .strategy h3")
         nearest = await page.inner_text("#ask-output .answer .insufficient")
-        assert "not sufficient" in nearest and "测试法" in nearest
+        assert "not sufficient" in nearest and "测试法" in nearest and "answerability" not in nearest  # plain words
+        assert (await page.get_attribute("#ask-output .answer .insufficient p", "title")).startswith("answerability 0.")
 
 
 async def test_search_mode_numbers_every_packed_source_as_the_context_does(browser, fake_gateway):

@@ -210,7 +210,8 @@ def decide(sig: Signals, fits: Mapping[str, Fit], threshold: float = THRESHOLD, 
     if sig.first_holds_all:
         return Decision(True, score, threshold, "below the threshold, but the first result holds every word asked")
     return Decision(False, score, threshold,
-                    f"evidence does not answer the question: answerability {score:.3f} < {threshold:.3f} "
+                    f"evidence does not answer the question: answerability {math.floor(score * 1000) / 1000:.3f} < "
+                    f"{threshold:.3f} "  # cut down, never rounded up to the threshold ("0.500 < 0.500")
                     f"(vector cosine best {sig.dense_max:.3f}, second {sig.dense_second:.3f}"
                     f"{'' if sig.has_dense else ': no vector hit in the top results'})")
 

@@ -4,6 +4,7 @@ corpus does not answer, with fakes of the downstream services."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -409,3 +410,13 @@ async def test_a_question_naming_a_code_no_passage_holds_abstains_and_says_which
     assert coded.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and not coded.citations
     assert coded.answer.startswith("找到的资料中没有提到“GA-75VSD”，无法回答这个问题。")
     assert [s.document_id for s in coded.insufficient_sources] == ["d0", "d1"]  # listed for reference
+
+
+def test_a_score_just_under_the_threshold_never_reads_as_equal_to_it():
+    """A trial's refusal read "answerability 0.500 < 0.500" for a score of 0.4996."""
+    sig = abstention.signals(["量子", "计算机", "原理"], results(0.85, 0.84, 0.83))
+    score = abstention.decide(sig, LAW).answerability  # 0.00688: three decimals round it up to 0.007
+    decision = abstention.decide(sig, LAW, threshold=math.ceil(score * 1000) / 1000)
+    assert not decision.answerable and f"{score:.3f}" == f"{decision.threshold:.3f}"
+    shown = float(decision.reason.split("answerability ", 1)[1].split(" <", 1)[0])
+    assert shown < float(f"{decision.threshold:.3f}")

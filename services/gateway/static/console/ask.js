@@ -218,7 +218,10 @@ function answerNotes(answer) {
   const unsupported = answer.unsupportedSentences || [];
   return [
     nearest.length ? el("div", { class: "insufficient" },
-      el("p", { class: "dim", text: t("ask.insufficient", { a: score(answer.answerability || 0), th: score(answer.answerabilityThreshold || 0) }) }),
+      // plain words for the reader; the score and threshold (the score cut down, never rounded up to the
+      // threshold: a trial read "0.500 < 0.500") in the tooltip
+      el("p", { class: "dim", title: t("ask.insufficientScore", { a: (Math.floor((answer.answerability || 0) * 1000) / 1000).toFixed(3),
+        th: score(answer.answerabilityThreshold || 0) }), text: t("ask.insufficient") }),
       el("ol", {}, nearest.map((c) => el("li", { lang: "zh", text: c.label || c.documentId })))) : null,
     unsupported.length ? el("div", { class: "unsupported" },
       el("p", { class: "dim", text: t("ask.unsupported", { n: unsupported.length }) }),
