@@ -15,7 +15,7 @@ from services.common.text import (TABLE_CELL_SEPARATOR, is_table_row, keyword_te
                                   query_keywords, simplified, weekdays_alike)
 from services.gateway.answer.pieces import Candidate
 from services.gateway.answer.question_cues import (asked_number, asks_list, asks_steps, condition_quantities,
-                                                   excludes_condition, holds_condition)
+                                                   excludes_condition, header_unit, holds_condition)
 from services.gateway.answer.quotable import NON_WORD, is_item
 
 #: Score factor of a list item or table row against a prose sentence.
@@ -160,8 +160,18 @@ class PieceScorer:
 
 def _key(candidate: Candidate) -> str:
     """What a piece's range is read from: a table row's first cell (its key: "满1年不满3年" of
-    "满1年不满3年 | 5天 | 入职满12个月后开始享受", whose note is no range of the row), else its text."""
-    return candidate.text.split(TABLE_CELL_SEPARATOR, 1)[0] if is_table_row(candidate.text) else candidate.text
+    "满1年不满3年 | 5天 | 入职满12个月后开始享受", whose note is no range of the row), with the unit its column's
+    header names when the cell gives none (``header_unit``: "51-60" under "Age Band" reads 51-60岁), else its text."""
+    if not is_table_row(candidate.text):
+        return candidate.text
+    cell = candidate.text.split(TABLE_CELL_SEPARATOR, 1)[0]
+    unit = header_unit(candidate.header.split(TABLE_CELL_SEPARATOR, 1)[0]) if candidate.header else ""
+    bare = _BARE_RANGE.match(cell) if unit else None
+    return f"{bare.group(1)}{unit}{cell[bare.end(1):]}" if bare else cell
+
+
+#: A cell that starts with a number or a range of numbers and no unit after it ("51-60", "18-30 (renewal only)").
+_BARE_RANGE = re.compile(r"\s*(\d+(?:\.\d+)?(?:\s*[-–~～至到]\s*\d+(?:\.\d+)?)?)(?![\d.]|\s*[^\s(（])")
 
 
 def _rescaled(similarity: Mapping[str, float], texts: list[str]) -> dict[str, float]:

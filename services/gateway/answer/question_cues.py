@@ -120,6 +120,20 @@ def _ranges_or_point(text: str) -> list[tuple[float, float, str]]:
     return [(points[0][0], points[0][0], points[0][1])] if len(points) == 1 and points[0][1] not in ("", "clock") else []
 
 
+#: A table column's header naming what its numbers count, and their unit: an age band (年龄, Age Band) in years
+#: of age, a number of days (天数, 旅程日數, days), years of service (工龄, 年資).
+_HEADER_UNITS = ((re.compile(r"年龄|岁数|年纪|\bage\b", re.IGNORECASE), "岁"),
+                 (re.compile(r"天数|日数|\bdays\b|\bnights\b", re.IGNORECASE), "天"),
+                 (re.compile(r"工龄|年资|司龄|服务年限|\byears of service\b", re.IGNORECASE), "年"))
+
+
+def header_unit(header_cell: str) -> str:
+    """The unit of the numbers under a table column headed ``header_cell`` (``_HEADER_UNITS``), "" when it names
+    none. A trial's premium table keyed its rows "51-60" under "Age Band": 58歲 got no row of it."""
+    header_cell = simplified(header_cell)
+    return next((unit for pattern, unit in _HEADER_UNITS if pattern.search(header_cell)), "")
+
+
 def excludes_condition(text: str, conditions: list[tuple[float, str]]) -> bool:
     """Whether ``text`` states a range of a quantity the ``conditions`` can be
     compared with (the same unit or one it converts to) and none of its

@@ -393,6 +393,16 @@ def test_a_row_keyed_by_one_quantity_answers_a_question_giving_that_quantity():
     assert "8月龄 | 麻腮风疫苗、乙脑减毒活疫苗 | 各第1剂" in quote and "1月龄" not in quote and "18月龄" not in quote
 
 
+def test_a_row_keyed_by_a_bare_range_reads_its_unit_from_the_columns_header():
+    """A Hong Kong trial's premium table keyed its rows "51-60" under "Age Band": 58歲 was answered with another table."""
+    table = ("Age Band | Plan A | Plan B\n18-30 | HK$1,260 | HK$2,380\n31-40 | HK$1,580 | HK$2,980\n"
+             "51-60 | HK$3,320 | HK$6,280\n61-64 | HK$4,460 | HK$8,450")
+    quote = _quote(extractive_answer([table], "我58歲，計劃B年費幾錢"))
+    assert "51-60 | HK$3,320 | HK$6,280" in quote and "31-40" not in quote and "61-64" not in quote
+    days = "旅程日數 | 標準計劃 | 優越計劃\n1-5 | HK$145 | HK$235\n6-10 | HK$220 | HK$360\n11-18 | HK$310 | HK$495"
+    assert "6-10 | HK$220 | HK$360" in _quote(extractive_answer([days], "去日本玩8日，標準計劃幾錢"))
+
+
 def test_a_sentence_cut_at_a_semicolon_is_quoted_whole_a_rule_with_its_exception():
     # "爽约两次" was answered with "…暂停预约权限7天；" alone, the rest of its sentence left out
     text = ("四、取消与改约\n13. 开始前2小时内取消或无故不到的，记爽约一次，并扣除所预约的学时。\n"
