@@ -40,16 +40,30 @@ _CAPITALISED = re.compile(r"(?<![\w-])(?=[A-Za-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{2
 def names_in(text: str, latin: bool) -> list[str]:
     """The codes of ``text`` (``codes_in``) and the identifiers it names
     (``_SNAKE``, ``_CAMEL``; when ``latin`` is False, the text being a
-    question in another script, also ``_HYPHENATED`` and ``_CAPITALISED``),
-    distinct, in order of first appearance: what a passage must hold to be
-    about the same thing ("settlement-svc 连接池满了怎么办" over runbooks of
-    ledger-svc names settlement-svc)."""
+    question in another script, also ``_HYPHENATED`` and ``_CAPITALISED``;
+    when it is True, the capitalised words inside a sentence, ``_proper_names``:
+    Canada, Christmas, USB), distinct, in order of first appearance: what a
+    passage must hold to be about the same thing ("settlement-svc 连接池满了怎么办"
+    over runbooks of ledger-svc names settlement-svc)."""
     text = unicodedata.normalize("NFKC", text)
     found = [(m.start(), m.group()) for rx in (CODE, _SNAKE, _CAMEL) for m in rx.finditer(text)]
     if not latin:
         found += [(m.start(), m.group()) for rx in (_HYPHENATED, _CAPITALISED) for m in rx.finditer(text)]
+    else:
+        found += _proper_names(text)
     names = list(dict.fromkeys(name for _, name in sorted(found)))
     return [n for n in names if not any(n != o and n in o for o in names)]  # SEV5 inside SEV5-ack: the longer
+
+
+_WORD = re.compile(r"\b[A-Z][A-Za-z]{2,}\b")
+
+
+def _proper_names(text: str) -> list[tuple[int, str]]:
+    """(position, word) of each capitalised word of three letters or more that does not start a sentence: a
+    name ("shipping to Canada?", "a Facebook group", "USB charging points"). An English trial's shipping and
+    warranty questions about countries its pages do not list were answered with other countries' rows."""
+    return [(m.start(), m.group()) for m in _WORD.finditer(text)
+            if text[:m.start()].rstrip() and text[:m.start()].rstrip()[-1] not in ".?!:;\"'(“‘"]
 
 
 def squashed(text: str) -> str:

@@ -31,7 +31,12 @@ def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> li
     if not codes:
         return []
     held = " ".join(squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)
-    return [code for code in codes if squashed(code) not in held]
+    return [code for code in codes if squashed(code) not in held and _singular(squashed(code)) not in held]
+
+
+def _singular(word: str) -> str:
+    """An English plural's singular, near enough ("sundays" -> "sunday"); the word itself otherwise."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and word.isascii() and word.isalpha() else word
 
 
 def not_found_reason(question: str, results: Sequence[types_pb2.Candidate]) -> str | None:

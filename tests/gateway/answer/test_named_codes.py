@@ -44,3 +44,13 @@ def test_identifiers_no_passage_holds_are_named_too():
     assert codes_not_found("zuo ditie 怎么去", RUNBOOKS) == []
     assert codes_not_found("What is the carry-on limit?", RUNBOOKS) == []
     assert codes_not_found("What does max_idle_conns do?", RUNBOOKS) == ["max_idle_conns"]
+
+
+def test_an_english_question_naming_something_no_passage_holds_abstains_by_it():
+    """An English trial's "shipping to Canada?" was answered with other countries' rates."""
+    rates = [candidate("s#1", "United Kingdom | Royal Mail | £4.99 | 5-9 business days. We ship on Sundays too.", "pg.keyword", 3.0)]
+    assert codes_not_found("Do you ship to Canada?", rates) == ["Canada"]
+    assert codes_not_found("How long is shipping to the United Kingdom?", rates) == []
+    assert codes_not_found("Do you ship on Sundays?", rates) == []  # held
+    assert codes_not_found("Refund policy?", rates) == []  # a capital that starts the sentence names nothing
+    assert not_found_reason("Are there USB charging points?", rates) == 'None of the passages found mentions "USB"'
