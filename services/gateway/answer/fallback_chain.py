@@ -31,7 +31,7 @@ from services.common.cross_lingual import translation_from_message
 from services.common.errors import DownstreamError
 from services.gateway.answer import abstention
 from services.gateway.answer import fallback_rules
-from services.gateway.answer import named_codes
+from services.gateway.answer import named_codes, small_talk
 from services.gateway.downstream.interfaces import Expander
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -231,8 +231,10 @@ class FallbackChain:
         info = retrieval.response.query_info
         packs = [domains.PACKS.get(p, domains.GENERIC) for p in info.domain_packs]
         outside = [pack.out_of_scope(info.normalized_query) for pack in packs]
-        # every pack searched says its corpora cannot hold the answer, or the question names a code nothing found holds
-        scope = outside[0] if packs and all(outside) else named_codes.not_found_reason(info.normalized_query, results)
+        # nothing is asked (a greeting), every pack searched says its corpora cannot hold the answer, or the question
+        # names a code nothing found holds
+        scope = small_talk.reason(info.normalized_query) or (
+            outside[0] if packs and all(outside) else named_codes.not_found_reason(info.normalized_query, results))
         if scope:
             chosen.decision = abstention.Decision(False, 0.0, s.abstention.threshold, scope, out_of_scope=True)
             chosen.evidence = retrieval

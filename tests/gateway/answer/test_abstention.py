@@ -412,6 +412,18 @@ async def test_a_question_naming_a_code_no_passage_holds_abstains_and_says_which
     assert [s.document_id for s in coded.insufficient_sources] == ["d0", "d1"]  # listed for reference
 
 
+@ASYNC
+async def test_a_greeting_or_thanks_alone_is_not_answered():
+    """Three trials' chat pages answered "hi" and "谢谢医生" with quotes from their documents (answerability 0.99)."""
+    for greeting in ("谢谢医生🙏", "你好", "在吗？"):
+        reply = await mesh([0.9, 0.9]).answerer.answer(greeting, 5, None, Deadline(10))
+        assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and reply.answer.startswith("没有读到问题，只有问候或致谢"), greeting
+    english = await mesh([0.9, 0.9]).answerer.answer("Hi there, thanks!", 5, None, Deadline(10))
+    assert english.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and english.answer.startswith("No question was asked")
+    asked = await mesh([0.9, 0.9]).answerer.answer("你好，预算收入的计算单位是什么？", 5, None, Deadline(10))
+    assert asked.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE  # a greeting before a question: the question is answered
+
+
 def test_a_score_just_under_the_threshold_never_reads_as_equal_to_it():
     """A trial's refusal read "answerability 0.500 < 0.500" for a score of 0.4996."""
     sig = abstention.signals(["量子", "计算机", "原理"], results(0.85, 0.84, 0.83))

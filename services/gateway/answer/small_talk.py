@@ -1,0 +1,27 @@
+"""Greetings and thanks sent as a question ("hi", "你好", "谢谢医生"): nothing is asked, so nothing is
+answered, whatever the search finds. Three trials' chat pages answered "hi" and "谢谢医生" with quotes
+from their documents (answerability 0.99). Pure; GraphMesh's rule, not a reference design's."""
+from __future__ import annotations
+
+import re
+
+from services.common.text import latin_script, simplified
+
+#: Greetings and thanks, in Chinese (simplified, Cantonese) and English.
+_GREETING = re.compile(r"你好|您好|哈喽|哈啰|嗨|早上好|上午好|下午好|晚上好|早安|晚安|在吗|在不在|谢谢|多谢|感谢|辛苦了|拜拜|"
+                       r"再见|唔该|\b(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|thank you|thanks|thx|cheers|"
+                       r"bye|goodbye)\b", re.IGNORECASE)
+#: Words that address someone or soften a greeting, left over once it is taken away ("谢谢医生", "thanks a lot").
+_ADDRESS = re.compile(r"医生|大夫|老师|客服|亲|你们|您|大家|[晒啦呀啊哦哈喔嘛]|\b(?:there|doctor|team|everyone|all|guys|so much|very much|"
+                      r"a lot)\b", re.IGNORECASE)
+_NOT_A_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def reason(question: str) -> str | None:
+    """Why the answer abstains when ``question`` holds a greeting or thanks (``_GREETING``) and nothing else but
+    words of address (``_ADDRESS``), punctuation and emoji, in the question's language; None when it asks
+    something."""
+    text = simplified(question)
+    if not _GREETING.search(text) or _NOT_A_WORD.sub("", _ADDRESS.sub(" ", _GREETING.sub(" ", text))):
+        return None
+    return "No question was asked, only a greeting or thanks" if latin_script(question) else "没有读到问题，只有问候或致谢"
