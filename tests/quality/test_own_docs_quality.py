@@ -51,7 +51,13 @@ on, ingested as files into a collection without a domain pack:
   a community health centre's outpatient pages, 50; two graduate schools'
   regulations, one with Word files without heading styles and LibreOffice
   PDFs, 50 and 54; an SRE team's mixed Chinese-English runbooks, 50), each
-  with its out-of-scope questions (6 or 12).
+  with its out-of-scope questions (6 or 12);
+- ehs_docs, homvia_docs and hkinsure_docs: three more (a coatings factory's
+  safety procedures, Word files with and without heading styles and a
+  LibreOffice PDF; a cross-border shop's English customer pages and Chinese
+  agent notes; a Hong Kong broker's policy wordings in traditional Chinese and
+  English with premium tables by age and days), 50 questions and 12
+  out-of-scope ones each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -98,6 +104,9 @@ SETS = {
     "gradschool_docs": (8, {}),  # 1 of its 12 out-of-scope questions refused: no floor that could fail
     "runbook_docs": (9, {"out_of_scope_abstained": DATA / "runbook_docs" / "out_of_scope.jsonl"}),
     "dongchuan_docs": (6, {"out_of_scope_abstained": DATA / "dongchuan_docs" / "out_of_scope.jsonl"}),
+    "ehs_docs": (8, {"out_of_scope_abstained": DATA / "ehs_docs" / "out_of_scope.jsonl"}),
+    "homvia_docs": (8, {"out_of_scope_abstained": DATA / "homvia_docs" / "out_of_scope.jsonl"}),
+    "hkinsure_docs": (8, {}),  # none of its 12 out-of-scope questions refused yet: no floor that could fail
 }
 
 
