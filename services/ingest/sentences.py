@@ -26,16 +26,23 @@ _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+|[^\w\s]")
 _END = re.compile(r"(?:[。！？!?；;]+|…+|\.{3,}|\.(?=\s)|\n)[”’」』）)\]】》〉\"']*")
 
 
+#: A list item's number or letter before its full stop, at the start of a line ("8", "12", "b").
+_MARKER = re.compile(r"\s*(?:\d{1,3}|[A-Za-z])")
+
+
 def count_tokens(text: str) -> int:
     """Tokens of ``text`` (module doc)."""
     return len(_TOKEN.findall(text))
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, each with its terminator and closing quotes;
-    concatenated they give ``text`` back."""
+    """Sentences of ``text``, each with its terminator and closing quotes
+    (not after a list item's number: "8. 解锁恢复" is one); concatenated they
+    give ``text`` back."""
     out, start = [], 0
     for m in _END.finditer(text):
+        if m.group() == "." and _MARKER.fullmatch(text, start, m.start()):
+            continue  # "8." numbers the step after it: a chunk cut there left "8." alone at its end
         out.append(text[start : m.end()])
         start = m.end()
     if start < len(text):

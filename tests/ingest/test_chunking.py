@@ -29,6 +29,9 @@ def test_sentences_end_on_chinese_punctuation_and_keep_closing_quotes():
     assert "".join(split_sentences(text)) == text
     assert split_sentences("It works. Yes!\n第二行") == ["It works.", " Yes!", "\n", "第二行"]
     assert split_sentences("等等……然后") == ["等等……", "然后"]
+    # a step's number is no sentence: a chunk cut after "8." left it alone at its end (a trial's LOTO steps)
+    assert split_sentences("7. 验证。\n8. 解锁恢复：通知操作工后送电。") == ["7. 验证。", "\n", "8. 解锁恢复：通知操作工后送电。"]
+    assert split_sentences("See step 8. Then stop.") == ["See step 8.", " Then stop."]
 
 
 def test_short_record_is_one_chunk():
