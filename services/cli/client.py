@@ -274,14 +274,15 @@ def cmd_search(args: argparse.Namespace, answer: bool = False) -> int:
     if args.json:
         print(proto_json(reply))
         return 0
-    if answer:
-        _print_search(reply.search)
-        print(f"\nanswer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
+    if answer:  # the answer first, the evidence it was made from after it (a trial scrolled past ten results)
+        print(f"answer ({gateway_pb2.AnswerMode.Name(reply.mode).removeprefix('ANSWER_MODE_').lower()}):\n{reply.answer}")
         _print_answer_notes(reply)
         passed = [f"{gateway_pb2.FallbackStrategy.Name(a.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}: {a.reason}"
                   for a in reply.attempts if not a.answered]
         print(f"strategy: {gateway_pb2.FallbackStrategy.Name(reply.strategy).removeprefix('FALLBACK_STRATEGY_').lower()}"
               + (f" (passed over: {'; '.join(passed)})" if passed else ""))
+        print("\nevidence:")
+        _print_search(reply.search)
     else:
         _print_search(reply)
     return 0
