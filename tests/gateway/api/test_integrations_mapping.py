@@ -154,8 +154,13 @@ def test_stream_chunks_send_tokens_then_the_rest_and_the_citations():
 
 
 def test_models_and_the_edges_errors_in_openais_shape():
-    body = chat.models_body([types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh")])
+    laws = types_pb2.CollectionInfo(name="laws", documents=3, domain_pack="law_zh")
+    body = chat.models_body([types_pb2.CollectionInfo(name="default", documents=5), laws])
     assert [m["id"] for m in body["data"]] == ["graphmesh", "graphmesh:laws"] and body["data"][1]["documents"] == 3
+    # an empty default goes last, said empty: a chat page picks the first model (two trials' pages answered nothing)
+    body = chat.models_body([laws])
+    assert [m["id"] for m in body["data"]] == ["graphmesh:laws", "graphmesh"] and "empty" in body["data"][1]["description"]
+    assert [m["id"] for m in chat.models_body([])["data"]] == ["graphmesh"]  # nothing stored at all: the default alone
     edge = {"error": {"code": 415, "status": "INVALID_ARGUMENT", "message": "Content-Type must be application/json",
                       "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest",
                                    "fieldViolations": [{"field": "Content-Type", "description": "x"}]}]}}

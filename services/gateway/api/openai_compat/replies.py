@@ -104,14 +104,23 @@ def stream_chunks(event: gateway_pb2.AnswerStreamResponse, state: StreamState, c
 
 def models_body(collections: Iterable[Any], created: int = 0) -> dict:
     """The ``list`` of models: ``graphmesh`` (the default collection) and
-    ``graphmesh:<name>`` for every stored collection (CollectionInfo), each
-    with its counts and domain pack as extensions."""
-    data = [{"id": MODEL_PREFIX, "object": "model", "created": created, "owned_by": "graphmesh",
-             "description": "the default collection"}]
-    for c in collections:
-        data.append({"id": f"{MODEL_PREFIX}:{c.name}", "object": "model", "created": created, "owned_by": "graphmesh",
-                     "collection": c.name, "documents": c.documents, "domain_pack": c.domain_pack})
-    return {"object": "list", "data": data}
+    ``graphmesh:<name>`` for every other stored collection (CollectionInfo;
+    one named "default" gives the default's counts), each with its counts and
+    domain pack as extensions. ``graphmesh`` comes first unless the default
+    collection is empty while others hold documents: then it comes last, said
+    empty, since a chat page picks the first model (two trials' pages answered
+    every question "nothing is stored" from the empty default)."""
+    collections = list(collections)
+    default = next((c for c in collections if c.name == "default"), None)
+    others = [{"id": f"{MODEL_PREFIX}:{c.name}", "object": "model", "created": created, "owned_by": "graphmesh",
+               "collection": c.name, "documents": c.documents, "domain_pack": c.domain_pack}
+              for c in collections if c.name != "default"]
+    empty = (default is None or not default.documents) and any(m["documents"] for m in others)
+    first = {"id": MODEL_PREFIX, "object": "model", "created": created, "owned_by": "graphmesh",
+             "description": "the default collection" + (" (empty: name a collection, graphmesh:<name>)" if empty else "")}
+    if default is not None:
+        first.update(documents=default.documents, domain_pack=default.domain_pack)
+    return {"object": "list", "data": [*others, first] if empty else [first, *others]}
 
 
 #: gRPC code -> (HTTP status, OpenAI error type, code).

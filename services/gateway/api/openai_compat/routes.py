@@ -150,7 +150,7 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                     raise rpc_error(err) from None
         except Overloaded as busy:
             raise _overloaded(busy) from None
-        return models_body(c for c in reply.collections if c.name != "default")
+        return models_body(reply.collections)
 
     async def models(request: web.Request) -> web.StreamResponse:
         try:
