@@ -7,6 +7,8 @@ signal downgrades to factual lookup with a lower confidence.
 """
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +68,24 @@ def detect_question_type(query: str, domain_packs: Sequence[str] = ()) -> tuple[
     return best, 0.85 if len(matched) == 1 else 0.6
 
 
+#: HTML a user pasted with a question: script and style blocks with what they hold, comments, and the tags of
+#: common elements (the text between them is kept). A trial's pasted product page made the code rule refuse
+#: over "dataLayer" and "WELCOME10" from its tracking script and banner.
+_MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>|<!--.*?-->|</?(?:div|span|p|a|br|hr|img|ul|ol|li|table|tr|"
+                     r"td|th|thead|tbody|h[1-6]|strong|em|b|i|u|section|article|header|footer|nav|main|label|button|"
+                     r"input|form|select|option|textarea|html|head|body|meta|link|title|iframe|code|pre|small|sup|sub|"
+                     r"font|center|figure|figcaption|blockquote)\b[^<>]*>", re.IGNORECASE | re.DOTALL)
+
+
+def without_markup(query: str) -> str:
+    """``query`` without the HTML pasted with it (``_MARKUP``), its entities read (&amp; -> &); unchanged when it
+    holds none ("x<y" is no markup) or nothing but markup (then the markup is what is asked about)."""
+    if "<" not in query:
+        return query
+    stripped = _MARKUP.sub(" ", query)
+    return html.unescape(stripped) if stripped != query and re.search(r"\w", stripped) else query
+
+
 def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: Sequence[str] = (),
             translate: bool = True) -> QueryAnalysis:
     """Normalises ``query`` and extracts its keywords (at most
@@ -73,7 +93,7 @@ def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: 
     question type (``detect_question_type`` with ``domain_packs``) and,
     when ``translate``, its words in the other writing system
     (``cross_lingual.Lexicon.concepts``, at most MAX_TRANSLATED_WORDS)."""
-    normalized = simplified(normalize(query))
+    normalized = simplified(normalize(without_markup(query)))
     keywords, found = weighted_keywords(normalized, max_keywords)
     kind, confidence = detect_question_type(normalized, domain_packs)
     script = other_script(normalized) if translate else ""

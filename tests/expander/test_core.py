@@ -38,3 +38,16 @@ def test_a_traditional_question_is_analysed_in_simplified_characters():
     result = analyse("公積金貸款可以每個月自動扣公積金還嗎")
     assert result.normalized_query == "公积金贷款可以每个月自动扣公积金还吗"
     assert "公积金" in result.keywords and "贷款" in result.keywords
+
+
+def test_html_pasted_with_a_question_is_left_out_of_it():
+    """A trial pasted its product page before "how long warranty in australia": the code rule refused over
+    "dataLayer" and "WELCOME10" from its tracking script and banner."""
+    from services.expander.core import without_markup
+
+    page = ('<div class="product-title">Homvia KT-210 Electric Kettle</div><script>window.dataLayer=[];'
+            'gtag("WELCOME10")</script><!-- banner --><span>Ships &amp; returns</span> how long warranty in australia')
+    analysed = analyse(page)
+    assert analysed.normalized_query == "Homvia KT-210 Electric Kettle Ships & returns how long warranty in australia"
+    assert not any("datalayer" in k.lower() or "welcome10" in k.lower() for k in analysed.keywords)
+    assert without_markup("x<y 时怎么办") == "x<y 时怎么办" and without_markup("<br>") == "<br>"
