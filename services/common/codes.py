@@ -51,11 +51,16 @@ def names_in(text: str, latin: bool) -> list[str]:
         found += [(m.start(), m.group()) for rx in (_HYPHENATED, _CAPITALISED) for m in rx.finditer(text)]
     else:
         found += _proper_names(text)
+    if _ERROR_WORDS.search(text):  # "E4 error", "报E4": a one-letter, one-digit code (no P1 or Q1 otherwise)
+        found += [(m.start(), m.group()) for m in _SHORT_CODE.finditer(text)]
     names = list(dict.fromkeys(name for _, name in sorted(found)))
     return [n for n in names if not any(n != o and n in o for o in names)]  # SEV5 inside SEV5-ack: the longer
 
 
 _WORD = re.compile(r"\b[A-Z][A-Za-z]{2,}\b")
+#: A code of one capital and one digit (E4), named as a code only beside a word for an error or a code.
+_SHORT_CODE = re.compile(r"(?<![A-Za-z0-9.-])[A-Z]\d(?![A-Za-z0-9.])")
+_ERROR_WORDS = re.compile(r"\b(?:error|err|fault|alarm|code)s?\b|错误|故障|报警|代码|报错|提示|显示", re.IGNORECASE)
 
 
 def _proper_names(text: str) -> list[tuple[int, str]]:

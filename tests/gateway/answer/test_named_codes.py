@@ -54,3 +54,12 @@ def test_an_english_question_naming_something_no_passage_holds_abstains_by_it():
     assert codes_not_found("Do you ship on Sundays?", rates) == []  # held
     assert codes_not_found("Refund policy?", rates) == []  # a capital that starts the sentence names nothing
     assert not_found_reason("Are there USB charging points?", rates) == 'None of the passages found mentions "USB"'
+
+
+def test_a_one_digit_error_code_counts_beside_a_word_for_an_error():
+    """A trial's "AF-350 E4 error" was answered with the E1 row of an error table that stops at E3."""
+    table = [candidate("t#1", "AF-350 | E1 | 温度传感器故障；E2 | 加热管过热；E3 | 风扇卡住", "pg.keyword", 3.0)]
+    assert codes_not_found("AF-350 E4 error", table) == ["E4"]
+    assert codes_not_found("机器显示E4是什么意思", table) == ["E4"]
+    assert codes_not_found("AF-350 E2 故障怎么处理", table) == []
+    assert codes_not_found("P1 要几分钟内响应", table) == []  # no word for an error: P1 is a priority, not a code
