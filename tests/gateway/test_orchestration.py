@@ -628,6 +628,8 @@ async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_
     # note, "... (graphmesh collections list names those that exist)", as the answer); the note stays in the timings
     assert english.answer.startswith("Nothing could be searched for this question (the collection chosen does not exist")
     assert "no store holds" not in english.answer and "'nope'" in stages(english.search)["collections"].detail
+    typo = await mesh(pg=pg, graph=graph).answerer.answer("年假几天", 5, None, Deadline(10), scope=Scope(("LAWS",), ()))
+    assert "是要找资料集合“laws”（而不是“LAWS”）吗？" in typo.answer  # case aside, the look-alike is said
     typo = await mesh(pg=pg, graph=graph).answerer.answer("How many days of leave?", 5, None, Deadline(10),
                                                           scope=Scope(("Lwas",), ()))
     assert "'Lwas' looks like 'laws'" in stages(typo.search)["collections"].detail  # the stored name it looks like

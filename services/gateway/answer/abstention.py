@@ -48,6 +48,7 @@ questions must still be answered.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -232,11 +233,18 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     'default': nothing was ingested into it (graphmesh collections list ...)" as the answer)."""
     # A note on the scope (a collection no store holds, filters that matched nothing) is for the developer, who
     # reads it in the reply's timings and the CLI's "note:" lines; the reader of the answer gets a plain sentence.
+    guesses = _GUESS.findall(scope_reason) if scope_note else []  # a misspelt collection's look-alike: said to the reader
     if latin_script(question) and (scope_note or not scope_reason or latin_script(scope_reason)):
         lead = EMPTY_SCOPE_EN if scope_note else (f"{scope_reason}; this question cannot be answered." if scope_reason else
                                                   "The documents retrieved do not answer this question; the knowledge "
                                                   "base may not cover it.")
+        lead += "".join(f" Did you mean the collection \"{meant}\" (not \"{named}\")?" for named, meant in guesses)
         return lead + (" The nearest sources are listed below for reference only." if nearest else "")
     lead = (EMPTY_SCOPE_ZH if scope_note or latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
+    lead += "".join(f"是要找资料集合“{meant}”（而不是“{named}”）吗？" for named, meant in guesses)
     return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))
+
+
+#: The look-alike of a collection no store holds, as the search's scope note names it ("'EHS' looks like 'ehs'").
+_GUESS = re.compile(r"'([^']+)' looks like '([^']+)'")

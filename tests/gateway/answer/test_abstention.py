@@ -110,8 +110,13 @@ def test_no_answer_message_follows_the_question_language():
     assert message == "检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
     assert abstention.no_answer_message("How much is the deposit?", note, nearest=False).startswith("no store holds")
     # marked as a note on the scope, it is said plainly in English too (the note stays in the timings)
+    assert abstention.no_answer_message("How much is the deposit?", "no store holds collection 'x'", nearest=False,
+                                        scope_note=True) == abstention.EMPTY_SCOPE_EN
+    # ... with the look-alike of a misspelt collection said to the reader (a trial typed "EHS" for "ehs" in the console)
     assert abstention.no_answer_message("How much is the deposit?", note, nearest=False, scope_note=True) == \
-        abstention.EMPTY_SCOPE_EN
+        abstention.EMPTY_SCOPE_EN + ' Did you mean the collection "hotel" (not "hotle")?'
+    assert abstention.no_answer_message("押金多少钱", note, nearest=False, scope_note=True).endswith(
+        "是要找资料集合“hotel”（而不是“hotle”）吗？")
 
 
 def mesh(vector_scores, llm=None, embedding_model="", **overrides):
