@@ -10,12 +10,9 @@ from services.cli.main import main
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
 
 
-async def test_graphmesh_answer_prints_the_answer_before_its_evidence(fake_gateway, monkeypatch, capsys):
+async def test_graphmesh_answer_prints_the_answer_before_its_evidence(cli_gateway, capsys):
     """A trial's team leaders scrolled past ten full search results to find the answer."""
-    gw = await fake_gateway()
-    capsys.readouterr()
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway()
     assert await asyncio.to_thread(main, ["answer", "什么是实用新型？"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("answer (") and out.index("strategy:") < out.index("\nevidence:\n") < out.index("stages:")

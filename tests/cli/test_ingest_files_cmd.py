@@ -15,11 +15,8 @@ from services.cli.main import main
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
 
 
-async def test_a_jsonl_files_documents_count_in_the_totals(fake_gateway, monkeypatch, capsys, tmp_path):
-    gw = await fake_gateway(ingest={"sentence_vectors": False})
-    capsys.readouterr()  # the gateway's READY line
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+async def test_a_jsonl_files_documents_count_in_the_totals(cli_gateway, capsys, tmp_path):
+    await cli_gateway(ingest={"sentence_vectors": False})
     (tmp_path / "laws.jsonl").write_text("\n".join(json.dumps({"id": f"d{i}", "text": f"第{i}条 内容。"}, ensure_ascii=False)
                                                    for i in range(3)), "utf-8")
     (tmp_path / "手册.md").write_text("# 手册\n\n年假为十五天。\n", "utf-8")
@@ -33,11 +30,8 @@ async def test_a_jsonl_files_documents_count_in_the_totals(fake_gateway, monkeyp
     assert totals["chunks"] >= inner["chunks"] + 1
 
 
-async def test_a_file_with_the_same_text_as_another_says_so(fake_gateway, monkeypatch, capsys, tmp_path):
-    gw = await fake_gateway(ingest={"sentence_vectors": False})
-    capsys.readouterr()
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+async def test_a_file_with_the_same_text_as_another_says_so(cli_gateway, capsys, tmp_path):
+    await cli_gateway(ingest={"sentence_vectors": False})
     for name in ("报销.md", "报销-副本.md"):
         (tmp_path / name).write_text("# 报销\n\n差旅费须在出差结束后三十天内报销。\n", "utf-8")
     code = await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "报销.md"), str(tmp_path / "报销-副本.md"),
@@ -47,24 +41,18 @@ async def test_a_file_with_the_same_text_as_another_says_so(fake_gateway, monkey
     assert code == 0 and copy.startswith("stored") and "same text as" in copy and "报销.md'" in copy
 
 
-async def test_collections_list_with_none_says_so_on_stderr(fake_gateway, monkeypatch, capsys):
+async def test_collections_list_with_none_says_so_on_stderr(cli_gateway, capsys):
     """A trial's `collections list` on a new stack printed nothing at all."""
-    gw = await fake_gateway()
-    capsys.readouterr()
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway()
     assert await asyncio.to_thread(main, ["collections", "list"]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "no collections: nothing was ingested yet" in err
 
 
-async def test_a_file_name_that_is_not_utf8_fails_alone_and_the_others_are_stored(fake_gateway, monkeypatch, capsys,
+async def test_a_file_name_that_is_not_utf8_fails_alone_and_the_others_are_stored(cli_gateway, capsys,
                                                                                    tmp_path):
     """A trial's folder with a file named in another encoding ended in a traceback, and nothing was stored."""
-    gw = await fake_gateway(ingest={"sentence_vectors": False})
-    capsys.readouterr()
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway(ingest={"sentence_vectors": False})
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / os.fsdecode(b"\xff\xfe.txt")).write_text("乱码文件名。\n", "utf-8")
@@ -87,12 +75,9 @@ def test_collections_list_with_a_name_is_a_usage_error(capsys):
     assert "takes no name" in capsys.readouterr().err
 
 
-async def test_eval_over_a_collection_no_store_holds_is_an_error_naming_it(fake_gateway, monkeypatch, capsys, tmp_path):
+async def test_eval_over_a_collection_no_store_holds_is_an_error_naming_it(cli_gateway, capsys, tmp_path):
     """A trial's eval with a mistyped --collection scored 0.0 on every metric and exited 0."""
-    gw = await fake_gateway()
-    capsys.readouterr()
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway()
     dataset = tmp_path / "q.jsonl"
     dataset.write_text(json.dumps({"id": "a", "query": "年假几天", "gold_text": "年假为十五天"}, ensure_ascii=False), "utf-8")
     code = await asyncio.to_thread(main, ["eval", "--dataset", str(dataset), "--collection", "yuntuu",
@@ -128,16 +113,14 @@ async def test_every_command_sends_the_api_key_when_auth_is_on(fake_gateway, mon
     assert "UNAUTHENTICATED" in capsys.readouterr().err
 
 
-async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(fake_gateway, monkeypatch, capsys, tmp_path):
+async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(cli_gateway, capsys, tmp_path):
     """Two trials' gold lines that matched nothing stored (a typo; a PDF's ― for the source's —) scored as
     plain misses: eval now searches for the gold line itself and names the questions it still cannot find."""
     from tests.fakes import FakeRetriever, candidate
 
     pg = FakeRetriever("retriever_pg", [candidate("手册.md#1", "年假为十五天。办公时间8:30―17:00。", "pg.keyword", 2.0)])
     pg.collections = [types_pb2.CollectionInfo(name="hr", documents=1, domain_pack="generic")]
-    gw = await fake_gateway(pg=pg)
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway(pg=pg)
     dataset = tmp_path / "q.jsonl"
     rows = [{"id": "typo", "query": "年假几天", "gold_text": "年假共计二十天"},
             {"id": "dash", "query": "几点上班", "gold_text": "办公时间8:30—17:00"}]
@@ -153,12 +136,10 @@ async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(fake_ga
     assert [r["gold_text_unfound"] for r in saved["rows"]] == [True, False]
 
 
-async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(fake_gateway, monkeypatch, capsys, tmp_path):
+async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(cli_gateway, capsys, tmp_path):
     """A trial deleted a withdrawn policy's file and ingested the folder again: "unchanged", and the policy
     kept being answered. With --prune the collection mirrors the folder."""
-    gw = await fake_gateway(ingest={"sentence_vectors": False})
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway(ingest={"sentence_vectors": False})
     folder = tmp_path / "policies"
     folder.mkdir()
     (folder / "居住证.md").write_text("# 居住证\n\n受理后15个工作日内制证完成。\n", "utf-8")
@@ -185,12 +166,10 @@ def test_prune_refuses_what_it_cannot_mirror(tmp_path, capsys):
     assert "--prune apply to `ingest files` only" in capsys.readouterr().err
 
 
-async def test_jsonl_failures_name_the_files_lines_and_a_repeated_id_is_reported(fake_gateway, monkeypatch, capsys, tmp_path):
+async def test_jsonl_failures_name_the_files_lines_and_a_repeated_id_is_reported(cli_gateway, capsys, tmp_path):
     """A trial's bulk import: after a blank line every failure named the line before its own; a repeated id
     silently dropped the earlier record (received 3, stored 2, failed 0); past 20 failures the rest went unsaid."""
-    gw = await fake_gateway(ingest={"sentence_vectors": False})
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway(ingest={"sentence_vectors": False})
     data = tmp_path / "laws.jsonl"
     data.write_text('{"id": "d1", "text": "甲"}\n\n{"id": "d2", "text": ""}\n{"id": "d1", "text": "丙"}\n', "utf-8")
     capsys.readouterr()

@@ -20,12 +20,9 @@ async def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def test_async_ingest_then_list_get_and_cancel(fake_gateway, monkeypatch, capsys, tmp_path):
+async def test_async_ingest_then_list_get_and_cancel(cli_gateway, capsys, tmp_path):
     expander = GatedExpander()
-    gw = await fake_gateway(expander=expander, ingest={"sentence_vectors": False}, operations={"batch_records": 1})  # one Embed call per batch
-    capsys.readouterr()  # the gateway's READY line
-    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", gw.address)
-    monkeypatch.delenv("GRAPHMESH_API_KEY", raising=False)
+    await cli_gateway(expander=expander, ingest={"sentence_vectors": False}, operations={"batch_records": 1})  # one Embed call per batch
     data = tmp_path / "docs.jsonl"
     data.write_text("\n".join(json.dumps({"id": f"d{i}", "text": f"第{i}条 内容。"}, ensure_ascii=False) for i in range(3)), "utf-8")
     code, out, _ = await run(capsys, "ingest", "documents", str(data), "--collection", "hr", "--async")
