@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from services.common.text import in_script_of, is_table_row, latin_script
 from services.gateway.answer.piece_scoring import PieceScorer, sentence_score
-from services.gateway.answer.pieces import Candidate, headers_of, table_after
+from services.gateway.answer.pieces import Candidate, headers_of, table_after, table_rows
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list
 from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, ROW_SEPARATOR, quotable, quotable_pieces,
                                               row_separator)
@@ -153,6 +153,10 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
             used += len(sentence) + (len(GAP) if used else 0)
             if candidate.list_run:  # the list whole, alone: up to LIST_MAX_CHARS
                 budget = max(budget, len(sentence))
+        if number == 1 and chosen and chosen[0].header_at >= 0 and not scorer.finds_subject(found):
+            # a follow-up's new subject names no row ("那孩子呢？" over 中小学生和婴幼儿): the table's other rows, to read it in
+            rows = [c for c in table_rows(chosen[0].header_at, found) if not scorer.names_another_number(c)]
+            chosen, budget = rows or chosen, max(budget, sum(len(c.text) + len(GAP) for c in rows))
         table = table_after(chosen[0], found) if number == 1 and chosen and not chosen[0].item else []
         if table and not any(c.header_at == table[0].header_at for c in chosen):
             # the first source's sentence introducing a small table answers with it, and the question named no row:

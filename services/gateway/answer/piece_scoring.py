@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from services.common.codes import codes_in, names_another_code
 from services.common.text import (TABLE_CELL_SEPARATOR, is_table_row, keyword_terms, numbered_classifier, numbered_names,
                                   query_keywords, simplified, weekdays_alike)
+from services.gateway.answer.earlier_turns import split_earlier, swapped_subject
 from services.gateway.answer.pieces import Candidate
 from services.gateway.answer.question_cues import (asked_number, asks_list, asks_steps, condition_quantities,
                                                    excludes_condition, header_unit, holds_condition)
@@ -95,6 +96,9 @@ class PieceScorer:
     """
 
     def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None) -> None:
+        earlier, own = split_earlier(question)
+        if earlier:  # the turns' words without the label that marks them (上文)
+            question = f"{earlier} {own}"
         question = weekdays_alike(simplified(question))  # 星期一 and 礼拜一 as rules write them (周一); a number with its classifier
         # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
         keywords = keyword_terms(question, query_keywords(question)) if question else []
@@ -106,6 +110,12 @@ class PieceScorer:
         self._numbered = numbered_names(question) if question else []
         self._codes = codes_in(question) if question else []
         self._asks_steps = asks_steps(question) if question else False
+        subject = swapped_subject(own) if earlier else ""
+        #: a follow-up's new subject ("孩子" of "那孩子呢？"; its words of two characters or more), and the earlier
+        #: turns' words it replaces, whose rows answer the earlier question, not this one
+        self.subject = [w for w in {*keyword_terms(subject, query_keywords(subject)), subject} if len(w) >= min(2, len(subject))]
+        self._replaced = [k for k in keyword_terms(earlier, query_keywords(earlier))
+                          if not any(k in s or s in k for s in self.subject)] if subject else []
         if not asks_list(question):  # a list is quoted whole only when asked for, numbered steps when asked how
             pieces = [[c for c in cs if not c.list_run or (c.steps and self._asks_steps)] for cs in pieces]
             self.pieces = pieces
@@ -139,16 +149,30 @@ class PieceScorer:
         quantities such as "5天" never conflict, a range may answer them),
         another code of the same shape (``codes.names_another_code``), or, for a
         row, a range that leaves out the quantity the question gives
-        (``question_cues.excludes_condition``)."""
+        (``question_cues.excludes_condition``) or the earlier subject a follow-up swapped for
+        another (``names_earlier_subject``)."""
         if self._codes and names_another_code(candidate.text, self._codes):
             return True
         if self._conditions and candidate.item and excludes_condition(_key(candidate), self._conditions):
             return True  # a row whose range leaves out the quantity the question gives: another row's case
+        if self._replaced and candidate.item and self.names_earlier_subject(candidate):
+            return True
         if not self._numbered:
             return False
         found = numbered_names(candidate.text)
         return any(term not in found and any(numbered_classifier(f) == numbered_classifier(term) for f in found)
                    for term in self._numbered)
+
+    def names_earlier_subject(self, candidate: Candidate) -> bool:
+        """Whether the piece's key (a row's first cell, else its text) names a word of the earlier turns that a
+        follow-up swapped for its new subject, and not that subject: "退休人员 | 85% | 3万元" for "那孩子呢？" after
+        "退休人员门诊报销比例多少"."""
+        key = simplified(_key(candidate)).lower()
+        return any(k in key for k in self._replaced) and not any(s in key for s in self.subject)
+
+    def finds_subject(self, pieces: list[Candidate]) -> bool:
+        """Whether any of ``pieces`` names a follow-up's new subject (True for a question that swaps none)."""
+        return not self.subject or any(s in simplified(c.text).lower() for c in pieces for s in self.subject)
 
     def label_score(self, candidate: Candidate) -> float:
         """The score of the piece's label alone (0 without one): the tie-breaker

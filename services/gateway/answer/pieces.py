@@ -88,7 +88,13 @@ def table_after(lead: Candidate, found: list[Candidate]) -> list[Candidate]:
     ``lead`` (a sentence that introduces it: "住宿费按城市等级实行限额报销。"
     above a city-tier table), when header and rows together fit in
     TABLE_MAX_CHARS; [] otherwise."""
-    rows = [c for c in found if c.header_at == lead.last + 1 and c.item and not c.header_row and c.first == c.last]
+    return table_rows(lead.last + 1, found)
+
+
+def table_rows(header_at: int, found: list[Candidate]) -> list[Candidate]:
+    """The data rows of ``found`` under the header row at line ``header_at``, each once, when header and rows
+    together fit in TABLE_MAX_CHARS; [] otherwise."""
+    rows = [c for c in found if c.header_at == header_at and c.item and not c.header_row and c.first == c.last]
     rows = list({c.first: c for c in rows}.values())
     size = sum(len(c.text) for c in rows) + (len(rows[0].header) if rows else 0)
     return rows if rows and size <= TABLE_MAX_CHARS else []

@@ -610,3 +610,27 @@ def test_a_traditional_question_asking_a_count_prefers_the_sentence_with_the_num
     """幾天 asks a count as 几天 does: the number bonus and the unit asked for apply."""
     text = "補休最多須提前申請，並經主管核准。補休期限為6個月。"
     assert extractive_answer([text], "補休最多能留幾個月？", max_sentences_per_source=1).splitlines()[1] == "補休期限為6個月。 [1]"
+
+
+FEE_TABLE = ("人员类别 | 门诊报销比例 | 年度最高支付限额\n在职职工 | 70% | 2万元\n退休人员 | 85% | 3万元\n"
+             "中小学生和婴幼儿 | 60% | 4000元\n18至59岁居民 | 50% | 4000元")
+
+
+def test_a_follow_up_naming_a_new_subject_quotes_its_row_not_the_earlier_subjects():
+    # a trial's "那孩子呢" after 退休 quoted the retirees' row again; "企业版呢" after 免费版 the free plan's
+    answer = extractive_answer([FEE_TABLE], "（上文：退休人员门诊报销比例多少）那小学生呢？")
+    assert "中小学生和婴幼儿 | 60%" in answer and "退休人员" not in answer
+    plans = "套餐 | QPS 上限 | 每日配额\n免费版 Free | 5 | 1000\n专业版 Pro | 50 | 10万\n企业版 Enterprise | 200 | 不限"
+    answer = extractive_answer([plans], "（上文：免费版 QPS 多少）企业版呢")
+    assert "企业版 Enterprise | 200" in answer and "免费版" not in answer
+
+
+def test_a_follow_up_whose_new_subject_names_no_row_quotes_the_other_rows_to_read():
+    answer = extractive_answer([FEE_TABLE], "（上文：退休人员门诊报销比例多少）那孩子呢？")
+    assert "退休人员" not in answer
+    assert all(row in answer for row in ("在职职工 | 70%", "中小学生和婴幼儿 | 60%", "18至59岁居民 | 50%"))
+
+
+def test_a_follow_up_asking_more_of_the_same_subject_keeps_its_row():
+    answer = extractive_answer([FEE_TABLE], "（上文：退休人员门诊报销比例多少）多少钱封顶？")
+    assert "退休人员 | 85% | 3万元" in answer

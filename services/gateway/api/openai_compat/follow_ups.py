@@ -1,5 +1,6 @@
-"""Whether a chat question is a follow-up that needs the user turns before it, and the question with them
-(services.gateway.api.openai_compat.requests.question_of). Pure."""
+"""Whether a chat question is a follow-up that needs the user turns before it
+(services.gateway.api.openai_compat.requests.question_of writes them before it with
+services.gateway.answer.earlier_turns.with_earlier). Pure."""
 from __future__ import annotations
 
 import re
@@ -29,9 +30,3 @@ def leans_on_earlier(question: str) -> bool:
         return len(_CJK.findall(question)) <= FOLLOW_UP_MAX_CHARS
     return len(re.findall(r"[A-Za-z0-9]+", question)) <= FOLLOW_UP_MAX_WORDS
 
-
-def with_earlier(question: str, earlier: list[str]) -> str:
-    """``question`` after its ``earlier`` user turns, in the question's language."""
-    if _CJK.search(question):
-        return f"（上文：{'；'.join(earlier)}）{question}"
-    return f"(Earlier: {'; '.join(earlier)}) {question}"

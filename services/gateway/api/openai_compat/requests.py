@@ -9,8 +9,9 @@ from typing import Any
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
 from services.common.filters import parse_filter, to_proto, validate_collections
+from services.gateway.answer.earlier_turns import with_earlier
 from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES, ignored_param_error
-from services.gateway.api.openai_compat.follow_ups import leans_on_earlier, with_earlier
+from services.gateway.api.openai_compat.follow_ups import leans_on_earlier
 
 
 
