@@ -27,6 +27,7 @@ import subprocess
 import time
 import unicodedata
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -157,6 +158,12 @@ def gold_passages(row: dict) -> list[str]:
 #: Chromium gave 8:30―17:00 (U+2015) for the source's 8:30—17:00 (U+2014), and a gold line copied from the
 #: source matched nothing.
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63"})
+
+
+def quotes_gold(reply: gateway_pb2.AnswerResponse, passages: Sequence[str]) -> bool:
+    """Whether an answer (not a refusal: its closest passage, shown as no answer, does not count) holds one of
+    the gold ``passages`` given as text, spacing and punctuation widths aside (``_squeeze``)."""
+    return reply.mode != gateway_pb2.ANSWER_MODE_ABSTAINED and any(_squeeze(g) in _squeeze(reply.answer) for g in passages)
 
 
 def _squeeze(text: str) -> str:
@@ -401,7 +408,7 @@ async def run_queries(address: str, dataset: list[dict], top_k: int, concurrency
                 base.supports = [round(c.support, 3) for c in reply.citation_checks]
                 base.answer = reply.answer
                 if passages:
-                    base.answer_quotes_gold = any(_squeeze(g) in _squeeze(reply.answer) for g in passages)
+                    base.answer_quotes_gold = quotes_gold(reply, passages)
                 base.checks = [{"sentence": c.sentence, "cited": c.cited, "final": c.final,
                                 "outcome": gateway_pb2.CitationOutcome.Name(c.outcome).removeprefix("CITATION_OUTCOME_").lower(),
                                 "off_topic": c.off_topic}

@@ -270,3 +270,16 @@ def test_every_ablation_row_says_what_its_channel_is():
     assert not [label for label in labels if label.startswith(("- pg.", "+ pg.")) and
                 label.split(" ", 1)[1] == f"{label.split()[1]} ({label.split()[1]})"]
     assert any(label.startswith("- pg.vector (dense; weighs 0 where the collections mix") for label in labels)
+
+
+def test_an_answer_quotes_its_gold_passage_but_a_refusal_showing_it_as_closest_does_not():
+    from graphmesh.gateway.v1 import gateway_pb2
+    from services.cli.evaluate import quotes_gold
+
+    gold = ["周六、周日及法定节假日不得进行电钻施工。"]
+    answered = gateway_pb2.AnswerResponse(answer="（抽取式答案）\n周六、周日及法定节假日不得进行电钻施工。 [1]",
+                                          mode=gateway_pb2.ANSWER_MODE_EXTRACTIVE)
+    refused = gateway_pb2.AnswerResponse(answer="资料不足。\n[1] 中最接近的一句（未必回答了这个问题）：周六、周日及法定节假日不得进行电钻施工。",
+                                         mode=gateway_pb2.ANSWER_MODE_ABSTAINED)
+    assert quotes_gold(answered, gold) and not quotes_gold(refused, gold)
+    assert quotes_gold(answered, ["周六、周日及法定节假日 不得进行电钻施工。"])  # spacing aside

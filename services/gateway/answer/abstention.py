@@ -223,14 +223,17 @@ EMPTY_SCOPE_EN = ("Nothing could be searched for this question (the collection c
 EMPTY_SCOPE_ZH = "检索范围内没有可用的资料，无法回答这个问题（所选的资料集合不存在或为空，或筛选条件没有匹配的文档）。"
 
 
-def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True, scope_note: bool = False) -> str:
+def no_answer_message(question: str, scope_reason: str = "", nearest: bool = True, scope_note: bool = False,
+                      closest: str = "") -> str:
     """The short no-answer message, in Chinese when the question has CJK characters, else in English;
     ``scope_reason`` (a domain pack's word that its corpora cannot hold the answer, or a searched collection
     no store holds) leads it when given; an English one under a Chinese question is said in Chinese, without
     its English words; in traditional characters under a question written in them. ``nearest``: whether nearest
     sources are listed with it. ``scope_note``: ``scope_reason`` is a developer's note on what was searched, said
     to the reader as EMPTY_SCOPE_EN / EMPTY_SCOPE_ZH (a trial's English users read "no store holds collection
-    'default': nothing was ingested into it (graphmesh collections list ...)" as the answer)."""
+    'default': nothing was ingested into it (graphmesh collections list ...)" as the answer). ``closest``: the
+    first nearest source's closest piece (``extractive.closest_quote``), said after the message on a line of its
+    own as the closest text of source [1], not an answer."""
     # A note on the scope (a collection no store holds, filters that matched nothing) is for the developer, who
     # reads it in the reply's timings and the CLI's "note:" lines; the reader of the answer gets a plain sentence.
     guesses = _GUESS.findall(scope_reason) if scope_note else []  # a misspelt collection's look-alike: said to the reader
@@ -239,11 +242,13 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
                                                   "The documents retrieved do not answer this question; the knowledge "
                                                   "base may not cover it.")
         lead += "".join(f" Did you mean the collection \"{meant}\" (not \"{named}\")?" for named, meant in guesses)
-        return lead + (" The nearest sources are listed below for reference only." if nearest else "")
+        return lead + (" The nearest sources are listed below for reference only." if nearest else "") + \
+            (f"\nClosest passage, in [1] (it may not answer the question): {closest}" if closest else "")
     lead = (EMPTY_SCOPE_ZH if scope_note or latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     lead += "".join(f"是要找资料集合“{meant}”（而不是“{named}”）吗？" for named, meant in guesses)
-    return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))
+    return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "") +
+                        (f"\n[1] 中最接近的一句（未必回答了这个问题）：{closest}" if closest else ""))
 
 
 #: The look-alike of a collection no store holds, as the search's scope note names it ("'EHS' looks like 'ehs'").

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from services.common.text import in_script_of, is_table_row, latin_script
+from services.common.text import in_script_of, is_table_row, latin_script, simplified
 from services.gateway.answer.piece_scoring import PieceScorer, sentence_score
 from services.gateway.answer.pieces import Candidate, headers_of, table_after, table_rows
 from services.gateway.answer.question_cues import asked_number, asks_amount, asks_list
@@ -17,7 +17,7 @@ from services.gateway.answer.quotable import (CJK, LIST_MAX_CHARS, ROW_SEPARATOR
                                               row_separator)
 
 __all__ = ["EXTRACTIVE_LABEL", "EXTRACTIVE_LABEL_EN", "GAP", "LIST_MAX_CHARS", "ROW_SEPARATOR", "Candidate", "PieceScorer", "asks_amount",
-           "asked_number", "asks_list", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces", "sentence_score"]
+           "asked_number", "asks_list", "closest_quote", "extractive_answer", "extractive_label", "pieces_to_embed", "quotable", "quotable_pieces", "sentence_score"]
 
 
 EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自检索到的资料）"
@@ -172,3 +172,15 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         if quote and not any(line.rsplit(" [", 1)[0] == quote for line in lines[1:]):  # a copy's quote adds nothing
             lines.append(f"{quote} [{number}]")
     return "\n".join(lines)
+
+
+def closest_quote(text: str, question: str) -> str:
+    """The piece of one source ``text`` the extractive answer would quote for ``question`` (its best piece, with a
+    row's header), without citation mark; "" when it holds none of the question's content words. What an abstention
+    shows beside its nearest sources, so that a refused question whose answer is in the first source still shows
+    it, marked as not vouched for (three trials' residents and members read a bare refusal as "not in the
+    documents" while the answering line was first)."""
+    lines = extractive_answer([text], question, max_sources=1, max_sentences_per_source=1).splitlines()[1:]
+    quote = lines[0].rsplit(" [", 1)[0] if lines else ""
+    words = PieceScorer(question, []).keywords
+    return quote if quote and any(w in simplified(quote).lower() for w in words) else ""

@@ -206,7 +206,8 @@ def sources(retrieval: Retrieval) -> list[str]:
 
 def abstained_response(query: str, retrieval: Retrieval | None, decision: abstention.Decision,
                        trace_timings=()) -> gateway_pb2.AnswerResponse:
-    """The explicit no-answer: a short message in the question's language,
+    """The explicit no-answer: a short message in the question's language (with, when the answerability rule
+    said no rather than a scope rule, the first result's closest piece: ``extractive.closest_quote``),
     no citations, the first NEAREST_SOURCES results of ``retrieval`` listed
     as insufficient, the answerability and its threshold, and the search."""
     search = gateway_pb2.SearchResponse()
@@ -217,9 +218,12 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
             nearest.append(gateway_pb2.Citation(number=number, candidate_id=cand.id, document_id=cand.document_id,
                                                 label=source_label(cand)))
     search.timings.extend(trace_timings)
+    # the rule's no, not a scope's: the first source's closest piece is shown, marked as not an answer
+    closest = extractive.closest_quote(retrieval.response.results[0].text, query) \
+        if nearest and not decision.out_of_scope and retrieval is not None else ""
     return gateway_pb2.AnswerResponse(
         answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else "", nearest=bool(nearest),
-                                            scope_note=decision.scope_note),
+                                            scope_note=decision.scope_note, closest=closest),
         mode=gateway_pb2.ANSWER_MODE_ABSTAINED, search=search,
         insufficient_sources=nearest, answerability=decision.answerability,
         answerability_threshold=decision.threshold,

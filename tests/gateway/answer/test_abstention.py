@@ -100,6 +100,13 @@ def test_no_answer_message_and_extractive_label_follow_a_traditional_question():
     assert extractive_label("婚假有幾天？") == "（抽取式答案：未使用大模型，以下句子摘自檢索到的資料）"
 
 
+def test_no_answer_message_says_the_closest_passage_apart_in_the_questions_language():
+    assert abstention.no_answer_message("周末能装修吗", closest="周六、周日不得施工。").endswith(
+        "\n[1] 中最接近的一句（未必回答了这个问题）：周六、周日不得施工。")
+    assert abstention.no_answer_message("Can I drill at weekends?", closest="No drilling on Saturdays.").endswith(
+        "\nClosest passage, in [1] (it may not answer the question): No drilling on Saturdays.")
+
+
 def test_no_answer_message_follows_the_question_language():
     assert "资料不足" in abstention.no_answer_message("红烧肉怎么做？")
     assert abstention.no_answer_message("How do I cook rice?").startswith("The documents retrieved do not answer")
@@ -144,6 +151,18 @@ async def test_unrelated_question_abstains_with_nearest_sources_and_no_citations
     assert len(answer.attempts) == 1  # the chain stopped: rewrites cannot make the question answerable
     generate = {t.stage: t for t in answer.search.timings}["generate"]
     assert generate.status == types_pb2.STAGE_STATUS_SKIPPED and generate.detail.startswith("abstained")
+
+
+@ASYNC
+async def test_a_refusal_by_the_rule_shows_the_first_sources_closest_sentence_marked_as_not_an_answer():
+    """Three trials' users read a bare refusal as "not in the documents" while the answering line was first."""
+    refused = await mesh([0.84, 0.83]).answerer.answer("各级政府的收入要不要纳入预算？", 5, None, Deadline(10))
+    assert refused.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and not refused.citations
+    assert refused.answer.endswith("\n[1] 中最接近的一句（未必回答了这个问题）：" + BUDGET)
+    unrelated = await mesh([0.84, 0.83]).answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
+    assert "最接近的一句" not in unrelated.answer  # the first source holds none of its words
+    coded = await mesh([0.9, 0.9]).answerer.answer("GA-75VSD 预算收入的计算单位是什么？", 5, None, Deadline(10))
+    assert "最接近的一句" not in coded.answer  # a scope rule's no: nothing in the documents names it
 
 
 @ASYNC

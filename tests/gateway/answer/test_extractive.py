@@ -634,3 +634,11 @@ def test_a_follow_up_whose_new_subject_names_no_row_quotes_the_other_rows_to_rea
 def test_a_follow_up_asking_more_of_the_same_subject_keeps_its_row():
     answer = extractive_answer([FEE_TABLE], "（上文：退休人员门诊报销比例多少）多少钱封顶？")
     assert "退休人员 | 85% | 3万元" in answer
+
+
+def test_the_closest_quote_is_the_piece_the_answer_would_quote_or_nothing_when_no_word_is_shared():
+    rules = ("第七条　装修施工时间为工作日上午8:00至12:00、下午14:00至18:00。周六、周日及法定节假日不得进行电钻、电锤、切割等"
+             "产生噪音的施工。\n第八条　每年春节期间小区暂停一切装修施工。")
+    assert generation.closest_quote(rules, "周末可以打电钻不") == "周六、周日及法定节假日不得进行电钻、电锤、切割等产生噪音的施工。"
+    assert generation.closest_quote(rules, "北京明天天气怎么样") == ""
+    assert generation.closest_quote(FEE_TABLE, "退休人员报销比例") == "人员类别 | 门诊报销比例 | 年度最高支付限额 … 退休人员 | 85% | 3万元"
