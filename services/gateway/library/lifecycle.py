@@ -101,6 +101,7 @@ class DocumentLifecycle:
         Raises:
             InvalidArgument: parent, names (one not under parent) or filter;
                 neither names nor filter given.
+            NotFound: the parent or a name's collection is one no store holds (nothing was deleted).
             DownstreamError: a store failed (call again: deletion is idempotent).
         """
         collections = parse_parent(parent)
@@ -115,6 +116,8 @@ class DocumentLifecycle:
             if collections is not None and collection not in (None, collections[0]):
                 raise InvalidArgument(f"names[{i}]", f"is not under {parent}")
             groups.setdefault(collection or (collections[0] if collections else None), []).append(doc_id)
+        for collection in sorted({c for c in groups if c} | set(collections or ())):
+            await self._require(collection, deadline, deleting=True)  # a misspelt collection deleted nothing, said OK
         requests = [retriever_pb2.DeleteDocumentsRequest(ids=ids, collections=[c] if c else [], filters=to_proto(conditions))
                     for c, ids in groups.items()]
         if not names:

@@ -127,6 +127,7 @@ async def test_get_list_and_pages():
 
 async def test_delete_reaches_every_store_and_a_failing_store_fails_the_call():
     pg, graph = FakeRetriever("retriever_pg"), FakeRetriever("retriever_graph")
+    pg.collections = [types_pb2.CollectionInfo(name="hr", documents=2)]
     use = mesh(pg=pg, graph=graph)
     reply = await use.lifecycle.delete("collections/hr", ["collections/hr/documents/a", "collections/-/documents/b"], "",
                                        Deadline(5))
@@ -167,7 +168,11 @@ async def test_a_missing_collection_is_not_found_for_list_and_delete_but_the_def
     graph.collections = []
     use = mesh(pg=pg, graph=graph)
     for call in (lambda: use.lifecycle.list("collections/nosuch", 0, "", "", Deadline(5)),
-                 lambda: use.lifecycle.delete_collection("collections/nosuch", Deadline(5))):
+                 lambda: use.lifecycle.delete_collection("collections/nosuch", Deadline(5)),
+                 # a trial's DeleteDocuments under a misspelt collection answered OK, zero deleted
+                 lambda: use.lifecycle.delete("collections/nosuch", ["collections/nosuch/documents/a"], "", Deadline(5)),
+                 lambda: use.lifecycle.delete("collections/-", ["collections/nosuch/documents/a"], "", Deadline(5)),
+                 lambda: use.lifecycle.delete("collections/nosuch", [], 'status = "x"', Deadline(5))):
         with pytest.raises(NotFound) as err:
             await call()
         assert "'nosuch' does not exist" in str(err.value) and "looks like" not in str(err.value)
@@ -177,7 +182,7 @@ async def test_a_missing_collection_is_not_found_for_list_and_delete_but_the_def
     with pytest.raises(NotFound) as err:  # a delete names no look-alike: a trial's hint pointed it at the real collection
         await use.lifecycle.delete_collection("collections/Hr", Deadline(5))
     assert "'Hr' does not exist: nothing was deleted" in str(err.value) and "looks like" not in str(err.value)
-    assert not pg.calls or all(c[0] not in ("list_documents", "delete_collection") for c in pg.calls)
+    assert not pg.calls or all(c[0] not in ("list_documents", "delete_collection", "delete_documents") for c in pg.calls)
     assert not (await use.lifecycle.list("collections/default", 0, "", "", Deadline(5))).documents
     assert not (await use.lifecycle.list("collections/hr", 0, "", "", Deadline(5))).documents  # exists, lists what it holds
     # a collection another gateway created after this one's last read is found by a fresh read, not refused
