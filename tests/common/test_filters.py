@@ -189,3 +189,10 @@ def test_ranges_with_equal_closed_bounds_or_numbers_in_numeric_order_are_kept():
     assert flt.condition("n", "range", gte="5", lte="5", numeric=True).bounds()
     assert flt.condition("n", "range", gt="9", lt="10", numeric=True).bounds()  # "9" > "10" as text, not as numbers
     assert flt.condition("d", "range", gte="2020", lte="2021").bounds()
+
+
+def test_a_single_quoted_value_is_a_string_as_a_double_quoted_one_is():
+    # a trial's type='changelog' kept its quotes in the value and matched nothing, without a word why
+    assert flt.parse_filter("type='changelog'") == flt.parse_filter('type = "changelog"')
+    assert flt.parse_filter("t IN ('a b', \"c\")")[0].values == ("a b", "c")
+    assert flt.parse_filter("name = O'Brien")[0].values == ("O'Brien",)  # a quote inside a bare word stays in it
