@@ -34,14 +34,17 @@ def codes_in(text: str) -> list[str]:
 _SNAKE = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w-])")
 _CAMEL = re.compile(r"(?<![\w-])(?:[A-Z][a-z0-9]+|[a-z]+)(?:[A-Z][A-Za-z0-9]*)+(?![\w-])")
 _HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w-])")
-_CAPITALISED = re.compile(r"(?<![\w-])(?=[A-Za-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{2,}(?![\w-])")
+#: A capitalised word (MongoDB, Kafka) in a question in another script, or a run of them read as one name
+#: ("Too Many Requests", an error's English title: ``phrase_held``).
+_CAPITALISED = re.compile(r"(?<![\w-])(?=[A-Za-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,})*(?![\w-])")
 
 
 def names_in(text: str, latin: bool) -> list[str]:
     """The codes of ``text`` (``codes_in``) and the identifiers it names
     (``_SNAKE``, ``_CAMEL``; when ``latin`` is False, the text being a
     question in another script, also ``_HYPHENATED`` and ``_CAPITALISED``;
-    when it is True, the capitalised words inside a sentence, ``_proper_names``:
+    a run of capitalised words counting as one name; when it is True, the capitalised words inside a sentence,
+    ``_proper_names``:
     Canada, Christmas, USB), distinct, in order of first appearance: what a
     passage must hold to be about the same thing ("settlement-svc 连接池满了怎么办"
     over runbooks of ledger-svc names settlement-svc)."""

@@ -23,7 +23,8 @@ def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> li
     """The codes and identifiers of ``question`` (``services.common.codes.names_in``: GA-75VSD,
     settlement-svc, max_retry_count, MongoDB in a Chinese question) that none of ``results`` holds
     in its text, title or headings, spelling of case, width, hyphens and
-    spaces aside ("GA37" is held by a passage on GA-37VSD); [] when the
+    spaces aside ("GA37" is held by a passage on GA-37VSD), a run of capitalised words held by any of its
+    words (a trial's "429 Too Many Requests 怎么处理" was refused over "Too" and "Many"); [] when the
     question names none or every one is held, and when there are no results."""
     if not results:
         return []
@@ -31,7 +32,8 @@ def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> li
     if not codes:
         return []
     held = " ".join(squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)
-    return [code for code in codes if squashed(code) not in held and _singular(squashed(code)) not in held]
+    return [code for code in codes if not any(squashed(word) in held or _singular(squashed(word)) in held
+                                              for word in ([code, *code.split()] if " " in code else [code]))]
 
 
 def _singular(word: str) -> str:

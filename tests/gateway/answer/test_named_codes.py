@@ -63,3 +63,11 @@ def test_a_one_digit_error_code_counts_beside_a_word_for_an_error():
     assert codes_not_found("机器显示E4是什么意思", table) == ["E4"]
     assert codes_not_found("AF-350 E2 故障怎么处理", table) == []
     assert codes_not_found("P1 要几分钟内响应", table) == []  # no word for an error: P1 is a priority, not a code
+
+
+def test_a_run_of_capitalised_words_in_a_chinese_question_is_one_name_held_by_any_of_its_words():
+    # a trial's "429 Too Many Requests 怎么处理" was refused: 找到的资料中没有提到"Too"、"Many"
+    rows = [candidate("d", "42901 | 触发限流（HTTP 429） | 读取 Retry-After 头；单个 app 的 requests 上限见配额表", "pg.keyword", 1.0)]
+    assert codes_not_found("429 Too Many Requests 怎么处理", rows) == []
+    assert codes_not_found("429 Too Many Requests 和 MongoDB 怎么处理", rows) == ["MongoDB"]
+    assert codes_not_found("Service Unavailable 怎么处理", rows) == ["Service Unavailable"]
