@@ -31,8 +31,10 @@ with the question as asked:
                 None otherwise (not a weight: ``abstention.decide`` abstains
                 when it is False);
   first_holds_all  the first result holds the question's content words (two or more) and is first in
-                pg.vector and pg.keyword: answered whatever the fit says (docs/benchmarks.md, "Every
-                word of the question in the channels' common first").
+                pg.vector and pg.keyword, or holds its one content word and is first in pg.keyword (a trial's
+                "42901" and "429 怎么办" over an error-code table were refused at answerability 0.01): answered
+                whatever the fit says (docs/benchmarks.md, "Every word of the question in the channels' common
+                first").
 """
 from __future__ import annotations
 
@@ -114,8 +116,9 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate], tra
     near = " ".join(_text(c) for c in results[:COVERAGE_RESULTS])
     coverage = sum(w in near for w in words) / len(words) if words else 0.0
     lead, first = ({s.channel: s.rank for s in results[0].channel_scores}, _text(results[0])) if results else ({}, "")
-    holds_all = len(words) >= 2 and lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1 and \
-        all(w in first for w in words)
+    holds_all = all(w in first for w in words) and (
+        len(words) >= 2 and lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1
+        or len(words) == 1 and lead.get(names.PG_KEYWORD) == 1)  # one word: "42901", "descaling"
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
                    max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage, first_holds_all=holds_all)
 
