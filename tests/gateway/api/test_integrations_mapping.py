@@ -215,3 +215,12 @@ def test_a_chat_that_ran_out_of_its_own_deadline_says_so_in_our_words(details):
 
     err = rpc_error(grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(), details=details))
     assert err.status == 504 and err.message == DEADLINE_MESSAGE
+
+
+def test_thanks_after_a_question_is_no_follow_up():
+    # "谢谢" is four characters at most, but with the turns before it was answered as the earlier question again
+    from services.gateway.api.openai_compat import question_of
+    messages = [{"role": "user", "content": "公积金能取出来交房租吗"}, {"role": "assistant", "content": "可以。"},
+                {"role": "user", "content": "谢谢！"}]
+    assert question_of(messages) == "谢谢！"
+    assert question_of([*messages[:2], {"role": "user", "content": "多少钱？"}]) == "（上文：公积金能取出来交房租吗）多少钱？"

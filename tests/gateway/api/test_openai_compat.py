@@ -110,6 +110,36 @@ async def test_earlier_user_turns_are_prepended_to_the_question(fake_gateway):
     assert not any("你是助手" in q or "第十九条规定" in q for q in queries)
 
 
+class TurnsExpander(FakeExpander):
+    """Keywords the first result holds only when the earlier turn is in the query."""
+
+    async def expand(self, request, timeout):
+        self.keywords = ["公积金", "房租"] if "上文" in request.query else ["一个月", "最多"]
+        return await super().expand(request, timeout)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_question_refused_alone_is_asked_again_with_the_earlier_turns(fake_gateway, stream):
+    """A trial's "一个月最多能取多少？" after "公积金能取出来交房租吗" names no subject, is no follow-up by its words, and
+    was refused alone."""
+    pg = FakeRetriever("retriever_pg", [candidate("d0", "公积金可以按月提取支付房租，每月不超过1800元。", "pg.keyword", 2.0,
+                                                  vector_score=0.80)])
+    pg.collections = [types_pb2.CollectionInfo(name="default", documents=1, domain_pack="generic")]
+    expander = TurnsExpander()
+    gw = await fake_gateway(pg=pg, expander=expander)
+    messages = [{"role": "user", "content": "公积金能取出来交房租吗"}, {"role": "assistant", "content": "可以[1]。"},
+                {"role": "user", "content": "一个月最多能取多少？"}]
+    reply = await client(gw).chat.completions.create(model="graphmesh", messages=messages, stream=stream)
+    last = [chunk async for chunk in reply][-1] if stream else reply
+    assert last.graphmesh["abstained"] is False and "1800元" in last.graphmesh["answer"]
+    queries = [request.query for rpc, request in expander.calls if rpc == "expand"]
+    assert list(dict.fromkeys(queries)) == ["一个月最多能取多少？", "（上文：公积金能取出来交房租吗）一个月最多能取多少？"]
+    # a greeting refused alone is not asked again with the turns: that would answer the earlier question
+    expander.calls.clear()
+    thanks = await client(gw).chat.completions.create(model="graphmesh", messages=[*messages, {"role": "user", "content": "谢谢"}])
+    assert thanks.graphmesh["abstained"] is True and {r.query for rpc, r in expander.calls if rpc == "expand"} == {"谢谢"}
+
+
 async def test_an_abstention_is_an_ordinary_reply_that_says_so(fake_gateway):
     pg = FakeRetriever("retriever_pg", [candidate(f"d{i}", "预算收入和预算支出以人民币元为计算单位。", "pg.keyword", 2.0, vector_score=v)
                                         for i, v in enumerate([0.84, 0.83, 0.82])])

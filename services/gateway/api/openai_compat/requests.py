@@ -9,9 +9,8 @@ from typing import Any
 from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
 from services.common.filters import parse_filter, to_proto, validate_collections
-from services.gateway.answer.earlier_turns import with_earlier
 from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES, ignored_param_error
-from services.gateway.api.openai_compat.follow_ups import leans_on_earlier
+from services.gateway.api.openai_compat.follow_ups import leans_on_earlier, within
 
 
 
@@ -144,11 +143,11 @@ def message_text(content: Any, index: int) -> str:
     raise bad(param, "must be a string or a list of text parts", "invalid_type")
 
 
-def question_of(messages: Any, max_chars: int = 10_000) -> str:
+def question_of(messages: Any, max_chars: int = 10_000, follow_up: bool | None = None) -> str:
     """The query sent to Answer: the last message's text (it must be a user
     message), with up to CONTEXT_TURNS earlier user turns prepended when it
-    is a follow-up (``leans_on_earlier``; module docstring), the earliest dropped and the last one kept cut so
-    that the query stays within ``max_chars`` (the gateway's
+    is a follow-up (``leans_on_earlier``, or ``follow_up`` when given; module docstring), the earliest dropped
+    and the last one kept cut so that the query stays within ``max_chars`` (the gateway's
     ``max_query_chars``): a question the caller sent within the limit is
     never refused for its history. A question over the limit alone is
     returned as it is (Answer refuses it, naming the query).
@@ -173,19 +172,10 @@ def question_of(messages: Any, max_chars: int = 10_000) -> str:
     if not question.strip():
         raise bad(f"messages[{last}].content", "the question must not be empty")
     question = question.strip()
-    if not leans_on_earlier(question):
+    if not (leans_on_earlier(question) if follow_up is None else follow_up):
         return question
     earlier = [" ".join(text.split())[:CONTEXT_TURN_CHARS] for r, text in turns[:-1] if r == "user" and text.strip()]
-    earlier = earlier[-CONTEXT_TURNS:]
-    while earlier:
-        query = with_earlier(question, earlier)
-        spare = max_chars - len(query)
-        if spare >= 0:
-            return query
-        if len(earlier) == 1 and len(earlier[0]) + spare >= MIN_EARLIER_CHARS:
-            return with_earlier(question, [earlier[0][: len(earlier[0]) + spare]])
-        earlier = earlier[1:]
-    return question
+    return within(question, earlier[-CONTEXT_TURNS:], max_chars, MIN_EARLIER_CHARS)
 
 
 @dataclass(frozen=True)
@@ -197,6 +187,9 @@ class ChatRequest:
     model: Model
     answer: gateway_pb2.AnswerRequest
     stream: bool = False
+    #: the question with the earlier user turns before it, asked when the question alone was refused by the
+    #: answerability rule (``refused_alone``); None when it went with them already, or has none
+    with_earlier: gateway_pb2.AnswerRequest | None = None
 
 
 def unpaired_surrogate_at(value: Any, path: str = "") -> str | None:
@@ -281,4 +274,18 @@ def chat_request(body: Any, max_query_chars: int = 10_000) -> ChatRequest:
     answer = gateway_pb2.AnswerRequest(query=query, top_k=top_k, collections=list(model.collections), filters=filters)
     if model.rerank is not None:
         answer.rerank = model.rerank
-    return ChatRequest(body["model"].strip(), model, answer, bool(stream))
+    retry = question_of(body["messages"], max_query_chars, follow_up=True)
+    with_turns = None
+    if retry != query:
+        with_turns = gateway_pb2.AnswerRequest()
+        with_turns.CopyFrom(answer)
+        with_turns.query = retry
+    return ChatRequest(body["model"].strip(), model, answer, bool(stream), with_turns)
+
+
+def refused_alone(chat: ChatRequest, reply: gateway_pb2.AnswerResponse) -> bool:
+    """Whether to ask again with the earlier turns (``ChatRequest.with_earlier``): the question went alone and
+    the answerability rule refused it (a scope rule's no, such as a greeting's, has answerability 0). A trial's
+    "一个月最多能取多少？" after "公积金能取出来交房租吗" names no subject and was refused alone."""
+    return chat.with_earlier is not None and reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and \
+        0 < reply.answerability < reply.answerability_threshold

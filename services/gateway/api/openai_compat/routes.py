@@ -17,7 +17,7 @@ from services.gateway.api.edge_rules import request_timeout
 from services.gateway.api.openai_compat.replies import (StreamState, chunk_body, completion_body, completion_id, error_response,
                                                         models_body, openai_shape, rpc_error, stream_chunks)
 from services.gateway.api.openai_compat.requests import (CHAT_PATH, MODELS_PATH, UNSERVED_OPENAI_PATHS, ChatError, ChatRequest, bad,
-                                                         chat_request, is_openai_path, parse_model)
+                                                         chat_request, is_openai_path, parse_model, refused_alone)
 
 
 @web.middleware
@@ -95,6 +95,9 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                     if chat_req.stream:
                         return await _stream_reply(request, chat_req, remaining, metadata(request))
                     reply = await state["stub"].Answer(chat_req.answer, timeout=remaining, metadata=metadata(request))
+                    if refused_alone(chat_req, reply):
+                        again = await state["stub"].Answer(chat_req.with_earlier, timeout=remaining, metadata=metadata(request))
+                        reply = again if again.mode != gateway_pb2.ANSWER_MODE_ABSTAINED else reply
                 except grpc.aio.AioRpcError as err:
                     raise rpc_error(err) from None
         except ChatError as err:
@@ -106,17 +109,33 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
 
     async def _stream_reply(request: web.Request, chat_req: ChatRequest, timeout: float | None,
                             md: list[tuple[str, str]]) -> web.StreamResponse:
-        stream_request = gateway_pb2.AnswerStreamRequest()
-        stream_request.ParseFromString(chat_req.answer.SerializeToString())  # same fields, same numbers
-        call = state["stub"].AnswerStream(stream_request, timeout=timeout, metadata=md)
+        def streamed(answer: gateway_pb2.AnswerRequest):
+            stream_request = gateway_pb2.AnswerStreamRequest()
+            stream_request.ParseFromString(answer.SerializeToString())  # same fields, same numbers
+            return state["stub"].AnswerStream(stream_request, timeout=timeout, metadata=md)
+
+        call = streamed(chat_req.answer)
         cid, created, sent = completion_id(), int(time.time()), StreamState()
         response: web.StreamResponse | None = None
 
         async def send(chunk: dict) -> None:
             await response.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
 
-        try:
+        async def events():
+            nonlocal call
             async for event in call:
+                if event.WhichOneof("event") == "done" and refused_alone(chat_req, event.done):
+                    call = streamed(chat_req.with_earlier)  # stages send nothing: the reader sees one answer
+                    async for again in call:
+                        if again.WhichOneof("event") == "done" and again.done.mode == gateway_pb2.ANSWER_MODE_ABSTAINED:
+                            break
+                        yield again
+                    else:
+                        return
+                yield event
+
+        try:
+            async for event in events():
                 if response is None:
                     response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
                                                            "Cache-Control": "no-cache"})
