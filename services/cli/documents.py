@@ -21,6 +21,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import sys
 import unicodedata
 from pathlib import Path
@@ -258,6 +259,11 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                     f" ({outcome.chunks} chunk{'' if outcome.chunks == 1 else 's'})" if outcome.chunks else "")
                 if outcome.duplicate_of:
                     detail += f"; same text as {outcome.duplicate_of!r}, stored twice (delete one to keep one copy)"
+                if outcome.same_title_as:
+                    named = ", ".join(repr(o) for o in outcome.same_title_as)
+                    detail += (f"; same title as {named}, with other text: an older version? both answer, each with its "
+                               f"own figures (graphmesh documents delete {shlex.quote(outcome.same_title_as[0])} --collection "
+                               f"{shlex.quote(args.collection or DEFAULT_COLLECTION)} keeps this one)")
                 lines.append(f"{status:9s} {outcome.name}{detail}")
                 bar.write(lines[-1], file=sys.stderr)
             totals["chunks"] += reply.chunks

@@ -200,6 +200,11 @@ class RetrievalBackend(Protocol):
         digest} for the ``digests`` found ({} from a store that keeps none)."""
         ...
 
+    async def documents_by_title(self, collection: str, titles: list[str]) -> list[tuple[str, str]]:
+        """(title, id) of the stored documents of ``collection`` with one of ``titles`` ([] from a store that
+        keeps none)."""
+        ...
+
     async def suggest_expansions(self, keywords: list[str], limit: int, collections: list[str]) -> list[ExpansionTerm]:
         """Expansion terms for ``keywords`` from ``collections``; NotImplementedError if not offered."""
         ...
@@ -279,6 +284,10 @@ class StoreLifecycle:
     async def documents_by_text_digest(self, collection: str, digests: list[str]) -> dict[str, str]:
         lookup = getattr(self.store, "documents_by_text_digest", None)
         return await lookup(collection, digests) if lookup is not None else {}
+
+    async def documents_by_title(self, collection: str, titles: list[str]) -> list[tuple[str, str]]:
+        lookup = getattr(self.store, "documents_by_title", None)
+        return await lookup(collection, titles) if lookup is not None else []
 
 
 class EntityBackend(Protocol):
@@ -392,10 +401,17 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         if len(request.text_digests) > MAX_HASH_IDS:
             raise InvalidArgument("text_digests", f"at most {MAX_HASH_IDS} digests per call")
         reply = retriever_pb2.GetDocumentHashesResponse(content_hashes=await self._backend.document_hashes(list(request.document_ids)))
-        if request.text_digests:
+        if len(request.titles) > MAX_HASH_IDS:
+            raise InvalidArgument("titles", f"at most {MAX_HASH_IDS} titles per call")
+        if request.text_digests or request.titles:
             collection = flt.validate_collection(request.collection)
+        if request.text_digests:
             reply.documents_by_text_digest.update(
                 await self._backend.documents_by_text_digest(collection, list(request.text_digests)))
+        if request.titles:
+            reply.documents_by_title.extend(
+                retriever_pb2.TitledDocument(title=title, document_id=doc_id)
+                for title, doc_id in await self._backend.documents_by_title(collection, list(request.titles)))
         return reply
 
     async def SuggestExpansions(self, request: retriever_pb2.SuggestExpansionsRequest, context: grpc.aio.ServicerContext) -> retriever_pb2.SuggestExpansionsResponse:

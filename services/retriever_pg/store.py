@@ -303,6 +303,7 @@ def _migrations(dim: int) -> list[tuple[int, list[str]]]:
                 " encode(sha256(convert_to(string_agg(text, E'\\x1e' ORDER BY ordinal), 'UTF8')), 'hex') AS digest"
                 " FROM chunks GROUP BY document_id) s WHERE s.document_id = d.id",
                 "CREATE INDEX IF NOT EXISTS documents_text_digest_idx ON documents (collection, text_digest)",
+                "CREATE INDEX IF NOT EXISTS documents_title_idx ON documents (collection, title)",
             ],
         ),
     ]
@@ -1147,6 +1148,24 @@ class PgStore:
                 "SELECT text_digest, min(id) AS id FROM documents WHERE collection = $1"
                 " AND text_digest = ANY($2::text[]) GROUP BY text_digest", collection, wanted)
         return {r["text_digest"]: r["id"] for r in rows}
+
+    async def documents_by_title(self, collection: str, titles: list[str], per_title: int = 5) -> list[tuple[str, str]]:
+        """(title, id) of the stored documents of ``collection`` that have one of ``titles``, at most
+        ``per_title`` a title, by id: files stored under other names with the same title, as a revised
+        version saved as a new file often is.
+
+        Raises:
+            RuntimeError: not open. asyncpg.PostgresError: query failed.
+        """
+        wanted = [t for t in dict.fromkeys(titles) if t and storable_text(t)]
+        if not wanted:
+            return []
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT title, id FROM (SELECT title, id, row_number() OVER (PARTITION BY title ORDER BY id) AS n"
+                " FROM documents WHERE collection = $1 AND title = ANY($2::text[])) t WHERE n <= $3 ORDER BY title, id",
+                collection, wanted, per_title)
+        return [(r["title"], r["id"]) for r in rows]
 
     async def list_documents(self, ids: Sequence[str], collections: Sequence[str] | None,
                              conditions: Sequence[Condition], page_size: int, after_id: str = "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 
 import pytest
 
@@ -39,6 +40,22 @@ async def test_a_file_with_the_same_text_as_another_says_so(cli_gateway, capsys,
     err = capsys.readouterr().err
     copy = next(line for line in err.splitlines() if "报销-副本.md" in line)
     assert code == 0 and copy.startswith("stored") and "same text as" in copy and "报销.md'" in copy
+
+
+async def test_a_file_with_the_same_title_and_other_text_names_the_other_and_how_to_delete_it(cli_gateway, capsys,
+                                                                                               tmp_path):
+    await cli_gateway(ingest={"sentence_vectors": False})
+    (tmp_path / "报销2024.md").write_text("# 差旅报销办法\n\n住宿标准每晚400元。\n", "utf-8")
+    (tmp_path / "报销2026.md").write_text("# 差旅报销办法\n\n住宿标准每晚500元。\n", "utf-8")
+    code = await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "报销2024.md"), str(tmp_path / "报销2026.md"),
+                                          "--collection", "hr"])
+    err = capsys.readouterr().err
+    revised = next(line for line in err.splitlines() if "报销2026.md" in line)
+    stored_id = next(line for line in err.splitlines() if "报销2024.md" in line and "报销2026" not in line).split()[1]
+    assert code == 0 and revised.startswith("stored") and "same title as" in revised
+    assert revised.endswith(f"same title as {stored_id!r}, with other text: an older version? both answer, each with "
+                            f"its own figures (graphmesh documents delete {shlex.quote(stored_id)} --collection hr keeps this one)")
+    assert "same title" not in next(line for line in err.splitlines() if "报销2024.md" in line and "报销2026" not in line)
 
 
 async def test_collections_list_with_none_says_so_on_stderr(cli_gateway, capsys):

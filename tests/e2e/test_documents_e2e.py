@@ -372,6 +372,30 @@ async def test_a_file_whose_text_is_already_stored_is_stored_with_a_notice(stub)
     assert (elsewhere.files[0].status, elsewhere.files[0].duplicate_of) == (gateway_pb2.FILE_STATUS_STORED, "")  # another collection
 
 
+async def test_a_revised_file_stored_under_a_new_name_names_the_old_one_with_its_title(stub):
+    """Three trials' revised rules saved as a new file answered beside the old ones, 1500元 and 1800元 together,
+    and nothing said so."""
+    def md(name: str, body: str) -> gateway_pb2.IngestFile:
+        return gateway_pb2.IngestFile(name=name, content=f"# 公积金提取办法\n\n{body}\n".encode())
+
+    old = "未提供租赁备案证明的，每人每月提取额度不超过1500元。"
+    first = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("提取办法2024.md", old)], collection="revisions"),
+                              timeout=600)
+    assert list(first.files[0].same_title_as) == []
+    revised = await stub.Ingest(gateway_pb2.IngestRequest(files=[
+        md("提取办法2026.md", old.replace("1500", "1800")), md("提取办法2024-副本.md", old), md("提取办法2024.md", old)],
+        collection="revisions"), timeout=600)
+    outcome = {f.name: (gateway_pb2.FileStatus.Name(f.status), f.duplicate_of, list(f.same_title_as)) for f in revised.files}
+    assert outcome == {
+        "提取办法2026.md": ("FILE_STATUS_STORED", "", ["提取办法2024.md"]),
+        # the same text is a copy, said once as such; the 2026 file of this call has the same title and other text
+        "提取办法2024-副本.md": ("FILE_STATUS_STORED", "提取办法2024.md", ["提取办法2026.md"]),
+        "提取办法2024.md": ("FILE_STATUS_UNCHANGED", "", [])}  # nothing new stored: no notice
+    elsewhere = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("提取办法2025.md", "另一个城市的办法。")],
+                                                            collection="revisions2"), timeout=600)
+    assert list(elsewhere.files[0].same_title_as) == []  # another collection
+
+
 async def test_a_file_ingested_again_without_metadata_keeps_what_it_had(stub):
     """Two trials' folder re-syncs, without the --meta of their first ingest, emptied every year and team filter."""
     def call(text: str, **metadata: str):

@@ -272,6 +272,18 @@ async def test_each_document_s_writing_system_is_stored_and_every_hit_carries_it
     assert keyword and all(h.script == {"rules": "latin", "车辆": "cjk"}[h.document_id] for h in keyword)
 
 
+async def test_documents_with_a_title_asked_are_found_by_it_in_their_collection_only(store):
+    docs = [make_doc("制度2024.docx", ["第八条 每月提取额度不超过1500元。"], title="住房公积金提取管理办法"),
+            make_doc("制度2026.docx", ["第八条 每月提取额度不超过1800元。"], title="住房公积金提取管理办法"),
+            make_doc("其他.txt", ["第一条 另一份文件。"], title="居住证办事指南")]
+    assert (await store.ingest_documents(docs)).stored == 3
+    found = await store.documents_by_title("default", ["住房公积金提取管理办法", "没有的标题", ""])
+    assert found == [("住房公积金提取管理办法", "制度2024.docx"), ("住房公积金提取管理办法", "制度2026.docx")]
+    assert await store.documents_by_title("default", ["住房公积金提取管理办法"], per_title=1) == [
+        ("住房公积金提取管理办法", "制度2024.docx")]
+    assert await store.documents_by_title("elsewhere", ["住房公积金提取管理办法"]) == []
+
+
 async def test_a_document_with_the_same_text_under_another_id_is_found_by_its_text_digest(store):
     body = ["第一条 员工每年享有带薪年休假。", "第二条 年休假不得折算为现金。"]
     docs = [make_doc("手册.txt", body, title="员工手册"), make_doc("手册副本.txt", body, title="手册副本"),

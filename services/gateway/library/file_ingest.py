@@ -124,7 +124,7 @@ class FileIngest:
             parsed[doc.record.id], index_of[doc.record.id] = doc, i
             outcomes[i].pages, outcomes[i].media_type = doc.pages, doc.media_type
         trace.record(names.STAGE_PARSE, started)
-        duplicates = await self._duplicates(parsed, index_of, collection, deadline) if parsed else {}
+        duplicates, same_titles = await self._look_alikes(parsed, index_of, collection, deadline) if parsed else ({}, {})
         if parsed:
             result = await self.documents.store({k: d.record for k, d in parsed.items()}, {k: d.text for k, d in parsed.items()},
                                                 deadline, trace)
@@ -138,6 +138,7 @@ class FileIngest:
                     outcomes[i].status = gateway_pb2.FILE_STATUS_STORED
                     outcomes[i].chunks = len(parsed[doc_id].record.chunks)
                     outcomes[i].duplicate_of = duplicates.get(doc_id, "")
+                    outcomes[i].same_title_as.extend(same_titles.get(doc_id, ()))
             response.stored, response.unchanged, response.chunks = len(result.stored), len(result.unchanged), result.chunks
         response.files.extend(outcomes)
         response.timings.extend(trace.timings)
@@ -160,25 +161,30 @@ class FileIngest:
             return {}
         return {d.id: dict(d.metadata) for d in reply.documents if d.metadata}
 
-    async def _duplicates(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
-                          deadline: Deadline) -> dict[str, str]:
-        """{document id: id of another document of ``collection`` with the same
-        text (``text_digest``)}: one stored before (asked of the retrievers),
-        else an earlier file of this call. Best effort: a retriever that
-        cannot be asked gives no notice rather than failing the ingest."""
+    async def _look_alikes(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
+                           deadline: Deadline) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """({document id: id of another document of ``collection`` with the same text (``text_digest``)},
+        {document id: ids of other documents of ``collection`` with the same title and other text}): documents
+        stored before (asked of the retrievers), else earlier files of this call. A revised version saved as a new
+        file keeps its title and answered beside the old one with other figures (three trials). Best effort: a
+        retriever that cannot be asked gives no notice rather than failing the ingest."""
         digests = {doc_id: text_digest([c.text for c in sorted(doc.record.chunks, key=lambda c: c.ordinal)])
                    for doc_id, doc in parsed.items()}
+        titles = {doc_id: doc.record.title for doc_id, doc in parsed.items() if doc.record.title}
         request = retriever_pb2.GetDocumentHashesRequest(text_digests=sorted(set(digests.values()) - {""}),
-                                                         collection=collection)
+                                                         titles=sorted(set(titles.values())), collection=collection)
         replies = await asyncio.gather(*(r.get_document_hashes(request, deadline.left(30)) for r in self.documents.retrievers),
                                        return_exceptions=True)
         stored: dict[str, str] = {}
+        titled: dict[str, list[str]] = {}
         for reply in replies:
             if isinstance(reply, DownstreamError):
                 continue
             if isinstance(reply, BaseException):
                 raise reply
             stored.update(reply.documents_by_text_digest)
+            for found in reply.documents_by_title:
+                titled.setdefault(found.title, []).append(found.document_id)
         first_of: dict[str, str] = {}
         duplicates: dict[str, str] = {}
         for doc_id in sorted(index_of, key=index_of.get):
@@ -191,7 +197,18 @@ class FileIngest:
             first_of.setdefault(digest, doc_id)
             if other and other != doc_id:
                 duplicates[doc_id] = other
-        return duplicates
+        same_titles: dict[str, list[str]] = {}
+        earlier: dict[str, list[str]] = {}
+        for doc_id in sorted(index_of, key=index_of.get):
+            title = titles.get(doc_id)
+            if not title:
+                continue
+            others = [o for o in dict.fromkeys([*titled.get(title, ()), *earlier.get(title, ())])
+                      if o not in (doc_id, duplicates.get(doc_id))]
+            earlier.setdefault(title, []).append(doc_id)
+            if others:
+                same_titles[doc_id] = others
+        return duplicates, same_titles
 
     @staticmethod
     def _fail(response: gateway_pb2.IngestResponse, outcome: gateway_pb2.FileOutcome, index: int, reason: str) -> None:

@@ -570,6 +570,7 @@ class GetDocumentHashesRequest(_message.Message):
     DOCUMENT_IDS_FIELD_NUMBER: _builtins.int
     TEXT_DIGESTS_FIELD_NUMBER: _builtins.int
     COLLECTION_FIELD_NUMBER: _builtins.int
+    TITLES_FIELD_NUMBER: _builtins.int
     collection: _builtins.str
     """The collection "text_digests" are looked up in ("default" when empty)."""
     @_builtins.property
@@ -583,20 +584,54 @@ class GetDocumentHashesRequest(_message.Message):
         (at most 10,000): a file whose text is already stored under another id.
         """
 
+    @_builtins.property
+    def titles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Document titles to look up among the documents of "collection" (at most
+        10,000): a file stored before under another name with the same title, as
+        a revised version saved as a new file often is.
+        """
+
     def __init__(
         self,
         *,
         document_ids: _abc.Iterable[_builtins.str] | None = ...,
         text_digests: _abc.Iterable[_builtins.str] | None = ...,
         collection: _builtins.str = ...,
+        titles: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "document_ids", b"document_ids", "text_digests", b"text_digests"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "document_ids", b"document_ids", "text_digests", b"text_digests", "titles", b"titles"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetDocumentHashesRequest: _TypeAlias = GetDocumentHashesRequest  # noqa: Y015
+
+@_typing.final
+class TitledDocument(_message.Message):
+    """A stored document with one of the titles asked (GetDocumentHashesResponse)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TITLE_FIELD_NUMBER: _builtins.int
+    DOCUMENT_ID_FIELD_NUMBER: _builtins.int
+    title: _builtins.str
+    """The title, as asked."""
+    document_id: _builtins.str
+    """The stored document's id."""
+    def __init__(
+        self,
+        *,
+        title: _builtins.str = ...,
+        document_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["document_id", b"document_id", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TitledDocument: _TypeAlias = TitledDocument  # noqa: Y015
 
 @_typing.final
 class GetDocumentHashesResponse(_message.Message):
@@ -646,6 +681,7 @@ class GetDocumentHashesResponse(_message.Message):
 
     CONTENT_HASHES_FIELD_NUMBER: _builtins.int
     DOCUMENTS_BY_TEXT_DIGEST_FIELD_NUMBER: _builtins.int
+    DOCUMENTS_BY_TITLE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def content_hashes(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Content hash per stored document id; unknown ids are absent."""
@@ -657,15 +693,23 @@ class GetDocumentHashesResponse(_message.Message):
         that keeps no digests (retriever_graph) leaves it empty.
         """
 
+    @_builtins.property
+    def documents_by_title(self) -> _containers.RepeatedCompositeFieldContainer[Global___TitledDocument]:
+        """For each asked title, the stored documents of the collection that have
+        it (at most 5 per title, by id); a retriever that keeps no titles of its
+        own leaves it empty.
+        """
+
     def __init__(
         self,
         *,
         content_hashes: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         documents_by_text_digest: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        documents_by_title: _abc.Iterable[Global___TitledDocument] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hashes", b"content_hashes", "documents_by_text_digest", b"documents_by_text_digest"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_hashes", b"content_hashes", "documents_by_text_digest", b"documents_by_text_digest", "documents_by_title", b"documents_by_title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
