@@ -62,6 +62,11 @@ class GatewaySettings(ServiceSettings):
         for ``sentence.maxsim`` (services.gateway.search.sentence_vectors;
         about 1.9 KB a sentence with e5-small, so 64 MB holds about 35,000
         sentences); 0 asks the expander for every sentence.
+    quote_similarity_weight: the weight of a piece's dense similarity to the question (e5 cosine, min-max
+        scaled over the pieces) beside its word score when the extractive answer chooses what to quote within
+        one script (services.gateway.answer.cross_script; across scripts it weighs 1); 0: word scores alone, no
+        Embed call. 2.0: chosen by leaving each of 33 own-document sets out among 0, 0.1, 0.3, 1, 2 and 4 (every
+        fold chose 2; docs/benchmarks.md "Dense similarity in the extractive answer, re-measured").
     query_adapter_file: a query adapter (.npz, ``domains.pack.load_query_adapter``)
         used instead of every domain pack's own for channel pg.adapted: to
         measure a refitted adapter, or a cross-validation fold's; "" = each
@@ -113,6 +118,7 @@ class GatewaySettings(ServiceSettings):
     overlap_query_embedding: bool = True
     overlap_max_in_flight: int = Field(2, ge=1)
     sentence_cache_mb: int = Field(64, ge=0)
+    quote_similarity_weight: float = Field(2.0, ge=0)
     query_adapter_file: str = ""
     min_evidence_score: float = 0.3
     fallback_strategies: list[str] = Field(

@@ -1,16 +1,18 @@
-"""Dense similarity for the extractive answer across scripts: an English
-question over Chinese sources, or a Chinese one over English sources,
-shares no word and no character bigram with the sentence that answers it,
-so the extractive answer's word scoring alone quotes a source's first
-sentences. When any of the first sources is in the other script, each
-quotable piece of them is embedded passage-side by the expander and scored
-by its cosine to the question as well (``extractive.extractive_answer``'s
-``similarity``).
+"""Dense similarity for the extractive answer: each quotable piece of the first
+sources embedded passage-side by the expander and scored by its cosine to the
+question (``extractive.extractive_answer``'s ``similarity``), added to the
+word score with a weight (``similarity_weight``).
 
-Only across scripts: within one script the cosine as a tie-breaker lost
-quotes on the documents set (docs/benchmarks.md "Dense similarity in the
-extractive answer"); across scripts it gained (docs/benchmarks.md "Quotes
-across scripts"). A failing or slow expander leaves the word scoring alone.
+Across scripts (an English question over Chinese sources, or a Chinese one
+over English sources) the question shares no word and no character bigram with
+the sentence that answers it, so the word scoring alone quotes a source's
+first sentences: there the cosine weighs 1 (docs/benchmarks.md "Quotes across
+scripts"). Within one script it weighs the gateway's ``quote_similarity_weight``:
+on the documents set alone it lost quotes as a tie-breaker (docs/benchmarks.md
+"Dense similarity in the extractive answer"); over 33 own-document sets a weight
+of 2 quotes the answering line 40 times more often (docs/benchmarks.md
+"Dense similarity in the extractive answer, re-measured"). A failing or slow
+expander leaves the word scoring alone.
 """
 from __future__ import annotations
 
@@ -48,15 +50,20 @@ def other_script_sources(question: str, texts: list[str], max_sources: int = SCR
     return [i for i, text in enumerate(texts[:max_sources]) if latin_script(text) != script]
 
 
+def similarity_weight(question: str, texts: list[str], same_script_weight: float) -> float:
+    """The weight of the pieces' dense similarity beside their word score: 1 when any of the first
+    SCRIPT_SOURCES ``texts`` is written in another script than ``question`` (``other_script_sources``: every
+    source of an English question over Chinese documents, or the English first source of a Chinese question
+    among Chinese ones), else ``same_script_weight`` (the gateway's ``quote_similarity_weight``)."""
+    return 1.0 if other_script_sources(question, texts) else same_script_weight
+
+
 async def piece_similarity(expander: Expander | None, question: str, texts: list[str], deadline: Deadline,
-                           seconds: float, batch: int) -> dict[str, float] | None:
+                           seconds: float, batch: int, weight: float = 1.0) -> dict[str, float] | None:
     """{piece text: cosine to ``question``} of the quotable pieces of the
-    first SCRIPT_SOURCES ``texts`` (``extractive.pieces_to_embed``) when any
-    of them is written in another script than the question
-    (``other_script_sources``: every source of an English
-    question over Chinese documents, or the English first source of a
-    Chinese question among Chinese ones); None within one script, without
-    an expander, or when an Embed call fails or runs out of ``seconds``
+    first SCRIPT_SOURCES ``texts`` (``extractive.pieces_to_embed``) when their
+    similarity counts (``weight``, ``similarity_weight``, above 0); None when it
+    does not, without an expander, or when an Embed call fails or runs out of ``seconds``
     (then the word scoring answers alone). ``batch``: texts per Embed call.
 
     Every piece is embedded, not only the other script's: the scaled
@@ -65,7 +72,7 @@ async def piece_similarity(expander: Expander | None, question: str, texts: list
     and two sets written later, 185 quotes of the answering passage against
     179 with the other script's pieces alone and 172 with the three sources'
     script read together; docs/benchmarks.md "Quotes across scripts")."""
-    if expander is None or not other_script_sources(question, texts):
+    if expander is None or weight <= 0 or not question:
         return None
     pieces = extractive.pieces_to_embed(texts, SCRIPT_SOURCES)
     if not pieces:
@@ -78,7 +85,7 @@ async def piece_similarity(expander: Expander | None, question: str, texts: list
             request = expander_pb2.EmbedRequest(texts=pieces[start:start + batch], kind=expander_pb2.EMBED_KIND_PASSAGE)
             vectors.extend(v.values for v in (await expander.embed(request, deadline.left(seconds))).vectors)
     except (DownstreamError, asyncio.TimeoutError, IndexError) as err:
-        log.info("cross-script quote: no piece embeddings (%s); word scoring only", err)
+        log.info("extractive quote: no piece embeddings (%s); word scoring only", err)
         return None
     if len(vectors) != len(pieces):
         return None

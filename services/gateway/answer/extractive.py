@@ -106,7 +106,8 @@ def pieces_to_embed(texts: list[str], max_sources: int = 3) -> list[str]:
 
 
 def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3, max_chars_per_source: int = 160,
-                      max_sentences_per_source: int = 2, similarity: Mapping[str, float] | None = None) -> str:
+                      max_sentences_per_source: int = 2, similarity: Mapping[str, float] | None = None,
+                      similarity_weight: float = 1.0) -> str:
     """An answer quoted from the first ``max_sources`` packed texts: from
     each, the quotable sentences (``quotable``) that best cover the
     question's content words (``sentence_score``; ties keep reading order),
@@ -118,8 +119,9 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     after the first is skipped when none of its sentences shares a word
     with the question, or when its best covers the question less than
     LATER_SOURCE_MIN_SHARE of the first source's best. Without a question the leading sentences are quoted.
-    ``similarity`` (piece -> dense similarity to the question, ``pieces_to_embed``) adds to each piece's score."""
-    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity)
+    ``similarity`` (piece -> dense similarity to the question, ``pieces_to_embed``) adds to each piece's score,
+    times ``similarity_weight`` (``cross_script.similarity_weight``)."""
+    scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity, similarity_weight)
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
     lines = [extractive_label(question)]
     lead = 0.0  # the best score of the first source's pieces

@@ -27,7 +27,7 @@ from services.common.text import citation_numbers
 from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
 from services.gateway.answer.citation_grammar import citation_grammar
-from services.gateway.answer.cross_script import piece_similarity
+from services.gateway.answer.cross_script import piece_similarity, similarity_weight
 from services.gateway.downstream.interfaces import Expander, Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -64,11 +64,13 @@ class Generator:
 
     async def _extractive(self, query: str, retrieval: Retrieval, deadline: Deadline) -> str:
         """The extractive answer over ``retrieval``'s packed sources, with the
-        pieces' dense similarity when the question is in another script."""
+        pieces' dense similarity (``cross_script``: weight 1 across scripts, the
+        gateway's ``quote_similarity_weight`` within one)."""
         texts = packed(retrieval, drop_cut_clause=True)
+        weight = similarity_weight(query, texts, self.settings.quote_similarity_weight)
         similarity = await piece_similarity(self.expander, query, texts, deadline, self.settings.deadlines.expand,
-                                            self.settings.ingest.embed_batch)
-        return extractive.extractive_answer(texts, query, similarity=similarity)
+                                            self.settings.ingest.embed_batch, weight)
+        return extractive.extractive_answer(texts, query, similarity=similarity, similarity_weight=weight)
 
     async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
                        max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:

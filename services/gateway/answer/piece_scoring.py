@@ -95,7 +95,8 @@ class PieceScorer:
         pieces: the pieces given, per text.
     """
 
-    def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None) -> None:
+    def __init__(self, question: str, pieces: list[list[Candidate]], similarity: Mapping[str, float] | None = None,
+                 similarity_weight: float = 1.0) -> None:
         earlier, own = split_earlier(question)
         if earlier:  # the turns' words without the label that marks them (上文)
             question = f"{earlier} {own}"
@@ -121,13 +122,15 @@ class PieceScorer:
             self.pieces = pieces
         self._first_source = {id(c) for c in pieces[0]} if pieces else set()
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
-        self._similarity = _rescaled(similarity, [c.text for cs in self.pieces for c in cs]) if similarity else {}
+        self._similarity = {text: similarity_weight * value for text, value in
+                            _rescaled(similarity, [c.text for cs in self.pieces for c in cs]).items()} if similarity else {}
 
     def score(self, candidate: Candidate) -> float:
         """The piece's score, in [0, ~2.3]: ``sentence_score`` (with its header row and RANGE_BONUS when its
         range holds a quantity the question gives, ``question_cues.holds_condition``), plus its dense similarity
-        to the question min-max scaled over the pieces (``similarity``, given for a question in another script
-        than its sources, where no word is shared)."""
+        to the question min-max scaled over the pieces (``similarity``) times ``similarity_weight``
+        (``cross_script.similarity_weight``: 1 for a question in another script than its sources, where no word
+        is shared)."""
         lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
         if self._conditions and holds_condition(_key(candidate), self._conditions):  # a row's subject is in its header
             lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,

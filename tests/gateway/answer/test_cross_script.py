@@ -9,7 +9,7 @@ import pytest
 
 from graphmesh.expander.v1 import expander_pb2
 from services.gateway.answer import extractive
-from services.gateway.answer.cross_script import cross_script, other_script_sources, piece_similarity
+from services.gateway.answer.cross_script import cross_script, other_script_sources, piece_similarity, similarity_weight
 from services.gateway.downstream.guard import Deadline
 from tests.fakes import downstream_error
 
@@ -55,13 +55,41 @@ async def test_an_english_question_over_a_chinese_source_quotes_the_piece_closes
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_within_one_script_or_without_a_working_expander_words_alone_decide():
+async def test_with_a_weight_of_zero_or_without_a_working_expander_words_alone_decide():
     same = MeaningExpander()
-    assert await piece_similarity(same, "病假工资怎么发？", [SOURCE], Deadline(5), 1.0, batch=8) is None
+    weight = similarity_weight("病假工资怎么发？", [SOURCE], 0.0)
+    assert weight == 0.0 and await piece_similarity(same, "病假工资怎么发？", [SOURCE], Deadline(5), 1.0, 8, weight) is None
     assert not same.calls  # nothing embedded
     assert await piece_similarity(None, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None
     failing = MeaningExpander(fail=True)
     assert await piece_similarity(failing, QUESTION, [SOURCE], Deadline(5), 1.0, batch=8) is None and failing.calls
+
+
+def test_across_scripts_the_similarity_weighs_one_within_one_script_the_gateways_weight():
+    assert similarity_weight(QUESTION, [SOURCE], 0.3) == 1.0
+    assert similarity_weight("病假工资怎么发？", [SOURCE], 0.3) == 0.3
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_within_one_script_the_weighted_similarity_quotes_the_piece_closest_in_meaning():
+    # a trial's "脐橙开春施啥肥" got the summer rows: 开春 is no word of the 春梢肥 row, 施 and 肥 are in every row
+    question = "病假工资怎么发？"
+    source = "第十二条 病假工资的计算基数为上月工资。因病休息的前五天照发全薪。"
+
+    class Close(MeaningExpander):
+        async def embed(self, request, timeout):
+            self.calls.append(request)
+            near = lambda t: t == question or "照发全薪" in t  # noqa: E731
+            return expander_pb2.EmbedResponse(vectors=[expander_pb2.Vector(values=[1.0, 0.0] if near(t) else [0.0, 1.0])
+                                                       for t in request.texts], dimension=2)
+
+    weight = similarity_weight(question, [source], 1.0)
+    similarity = await piece_similarity(Close(), question, [source], Deadline(5), 1.0, 8, weight)
+    quoted = extractive.extractive_answer([source], question, max_sentences_per_source=1, similarity=similarity,
+                                          similarity_weight=weight).splitlines()[1]
+    assert quoted == "因病休息的前五天照发全薪。 [1]"
+    words_only = extractive.extractive_answer([source], question, max_sentences_per_source=1).splitlines()[1]
+    assert words_only == "第十二条 病假工资的计算基数为上月工资。 [1]"
 
 
 ENGLISH_SOURCE = "Sick leave must be reported before 9 am. The first five sick days each year are paid at full salary."
