@@ -637,6 +637,17 @@ async def test_an_answer_over_a_collection_no_store_holds_says_so_and_points_to_
     assert "'Lwas' looks like 'laws'" in stages(typo.search)["collections"].detail  # the developer's note
 
 
+async def test_an_answer_over_the_empty_default_names_the_one_collection_stored():
+    """A trial's console asked the default collection and was told it is empty, not that its "wuye" is stored."""
+    pg, graph = FakeRetriever("retriever_pg", []), FakeRetriever("retriever_graph", [])
+    pg.collections = [types_pb2.CollectionInfo(name="wuye", documents=6, domain_pack="generic")]
+    reply = await mesh(pg=pg, graph=graph).answerer.answer("物业费多少", 5, None, Deadline(10))
+    assert "是要找资料集合“wuye”（而不是“default”）吗？" in reply.answer
+    pg.collections.append(types_pb2.CollectionInfo(name="hr", documents=2, domain_pack="generic"))
+    several = await mesh(pg=pg, graph=graph).answerer.answer("物业费多少", 5, None, Deadline(10))
+    assert "是要找资料集合" not in several.answer  # two stored: no guess
+
+
 async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():
     from services.gateway.search.scope import scope_of
     empty = FakeRetriever("retriever_pg", [])

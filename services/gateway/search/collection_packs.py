@@ -123,7 +123,12 @@ class CollectionPacks:
 
     def closest_stored(self, collection: str) -> str:
         """The stored collection whose name ``collection`` looks like a
-        misspelling of (at most two edits, case aside), "" when none does."""
+        misspelling of (at most two edits, case aside), "" when none does; for
+        the default collection, the only one stored when there is one (a trial's
+        console asked the empty default and was told nothing of its "wuye")."""
+        if collection == DEFAULT_COLLECTION:
+            others = sorted(self._known - {DEFAULT_COLLECTION})
+            return others[0] if len(others) == 1 else ""
         return closest(collection, sorted(self._known), max_edits=2)
 
     async def require(self, collection: str, deadline: Deadline, deleting: bool = False) -> None:
