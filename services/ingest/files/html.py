@@ -7,7 +7,10 @@ h1..h6 become the heading path; block elements (p, li, div, blockquote,
 pre, dd, ...) end a block; a table becomes one block of rows
 ("cell | cell"); a code listing's line-number gutter (a first cell that a
 syntax highlighter marks as such, reading 1 2 3 ... beside the code) is
-dropped. Title: <title>, else the first h1, else the file name.
+dropped, and so are a breadcrumb (by its class, or a line opening 当前位置：) and a line of
+publishing facts with a view count (浏览次数：12873). Title: <title>, or the first heading when
+the <title> is that heading joined to the site's names (指南_办事服务_市公安局), else the first
+heading, else the file name.
 """
 from __future__ import annotations
 
@@ -19,7 +22,15 @@ from services.ingest.files.text import decode_text
 
 MEDIA_TYPE = "text/html"
 _DROP = ("script, style, noscript, template, nav, header, footer, aside, form, button, svg, iframe, "
-         "[role=navigation], [role=banner], [role=contentinfo]")
+         "[role=navigation], [role=banner], [role=contentinfo], [class*=breadcrumb], [id*=breadcrumb], "
+         "[aria-label=breadcrumb]")
+#: A page's chrome written as text: the breadcrumb trail (当前位置：首页 > …) and the line of its publishing facts
+#: with a view count (发布时间：… 浏览次数：12873). A trial's government page made a chunk of each.
+_CHROME_LINE = re.compile(r"^\s*(?:当前位置|您的位置|您现在的位置|您当前的位置|现在位置)\s*[:：]"
+                          r"|(?=.*(?:发布时间|发布日期|更新时间|来源|作者)\s*[:：])"
+                          r".*(?:浏览次数|阅读次数|点击次数|浏览量|阅读量|点击量|访问量|访问次数)\s*[:：]\s*\d")
+#: What a <title> joins the page's own title to the section's and site's names with (指南_办事服务_市公安局).
+_TITLE_SEPARATORS = re.compile(r"\s*[_|｜—–]\s*|\s+-\s+")
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _GUTTER_CLASS = re.compile(r"gutter|linenos|\blntd\b|line-?numbers")
 _BLOCKS = frozenset("p div li ul ol dl dt dd blockquote pre section article main figure figcaption caption address "
@@ -32,7 +43,9 @@ class _Reader:
         self.buffer: list[str] = []
 
     def flush(self) -> None:
-        self.builder.add("".join(self.buffer))
+        text = "".join(self.buffer)
+        if not _CHROME_LINE.search(text):
+            self.builder.add(text)
         self.buffer = []
 
     def walk(self, node) -> None:
@@ -112,5 +125,15 @@ def parse_html(data: bytes, name: str = "") -> ParsedFile:
         reader.walk(tree.body)
         reader.flush()
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if name else ""
-    return ParsedFile(title or reader.builder.first_heading or stem, reader.builder.build(), MEDIA_TYPE,
+    return ParsedFile(_page_title(title, reader.builder.first_heading) or stem, reader.builder.build(), MEDIA_TYPE,
                       metadata={"encoding": encoding})
+
+
+def _page_title(title: str, first_heading: str) -> str:
+    """The page's title: its <title>, or its first heading when the <title> is that heading joined to the
+    section's and the site's names ("杭州市居住证申领办事指南_办事服务_杭州市公安局" under its h1 "杭州市居住证申领办事指南":
+    every citation label carried the site); the first heading without a <title>."""
+    heading = " ".join(first_heading.split())
+    if title and heading and heading != title and heading in _TITLE_SEPARATORS.split(title):
+        return heading
+    return title or heading

@@ -188,6 +188,22 @@ def test_html_drops_navigation_and_scripts():
     assert sections[2] == ([mk.CHAPTER_2], "\n".join([mk.PARAGRAPH_3, "\n".join(_table_rows())]))
 
 
+def test_html_of_a_government_page_keeps_its_own_title_and_leaves_its_breadcrumb_and_view_count_out():
+    # a trial's 办事指南: every citation label carried the site's name, and the trail and the view count were chunks
+    page = ("<html><head><title>居住证申领办事指南_办事服务_杭州市公安局</title></head><body>"
+            "<div class=\"breadcrumb\">当前位置：<a href=\"/\">首页</a> &gt; 办事服务</div>"
+            "<p>您的位置：首页 > 户政服务</p><h1>居住证申领办事指南</h1>"
+            "<p class=\"meta\">发布时间：2026-02-10　来源：市公安局　浏览次数：12873</p>"
+            "<h2>一、申领条件</h2><p>在本市居住半年以上的，可以申领居住证。日均访问量：5000人次。</p></body></html>")
+    parsed = parse_file("指南.html", "text/html", page.encode())
+    assert parsed.title == "居住证申领办事指南"
+    text = parsed.text()
+    assert "当前位置" not in text and "您的位置" not in text and "浏览次数" not in text
+    assert "日均访问量：5000人次" in text  # a count in the content, with no publishing facts beside it, stays
+    plain = "<html><head><title>Release notes - Acme</title></head><body><h1>What changed</h1><p>x</p></body></html>"
+    assert parse_file("n.html", "text/html", plain.encode()).title == "Release notes - Acme"  # not its h1 joined
+
+
 def test_media_types_and_unsupported_files():
     assert media_type_of("a/b.PDF") == "application/pdf"
     assert media_type_of("x", "text/markdown; charset=utf-8") == "text/markdown"
