@@ -57,7 +57,13 @@ on, ingested as files into a collection without a domain pack:
   LibreOffice PDF; a cross-border shop's English customer pages and Chinese
   agent notes; a Hong Kong broker's policy wordings in traditional Chinese and
   English with premium tables by age and days), 50 questions and 12
-  out-of-scope ones each.
+  out-of-scope ones each;
+- wuye_docs, coop_docs, devdocs_docs and hotline_docs: four more (a property
+  manager's residents' handbook, fee tables, FAQ page and notices; a farmers'
+  cooperative's dosage tables, calendar, rules and a frost handout; a SaaS
+  company's mixed Chinese-English API docs with error-code tables and a
+  changelog; a city hotline's policy documents, points tables and FAQ), 50
+  questions and 12 out-of-scope ones each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -107,6 +113,10 @@ SETS = {
     "ehs_docs": (8, {"out_of_scope_abstained": DATA / "ehs_docs" / "out_of_scope.jsonl"}),
     "homvia_docs": (8, {"out_of_scope_abstained": DATA / "homvia_docs" / "out_of_scope.jsonl"}),
     "hkinsure_docs": (8, {}),  # none of its 12 out-of-scope questions refused yet: no floor that could fail
+    "wuye_docs": (6, {"out_of_scope_abstained": DATA / "wuye_docs" / "out_of_scope.jsonl"}),
+    "coop_docs": (8, {}),  # none of its 12 out-of-scope questions refused yet: no floor that could fail
+    "devdocs_docs": (9, {"out_of_scope_abstained": DATA / "devdocs_docs" / "out_of_scope.jsonl"}),
+    "hotline_docs": (7, {}),  # 1 of its 12 out-of-scope questions refused: no floor that could fail
 }
 
 
