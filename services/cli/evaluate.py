@@ -100,7 +100,8 @@ def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
 
     Raises:
         ValueError: naming the file and line: a line that is not JSON, or not a JSON object with a
-            non-empty "query"; an "id" that an earlier line has (its questions would be counted twice,
+            non-empty "query"; a "gold" that is not a list of strings (one id written bare, "gold": "a.docx", is
+            read as ["a.docx"]); an "id" that an earlier line has (its questions would be counted twice,
             and `eval compare` would keep one); no question at all.
     """
     rows = []
@@ -115,6 +116,11 @@ def load_dataset(path: Path, limit: int | None = None) -> list[dict]:
                 raise ValueError(f"{path}:{number}: not JSON ({err.msg}, column {err.colno})") from None
             if not isinstance(row, dict) or not str(row.get("query", "")).strip():
                 raise ValueError(f"{path}:{number}: expected a JSON object with a non-empty \"query\"")
+            if isinstance(row.get("gold"), str):  # one gold id written bare: its characters were read as ids
+                row["gold"] = [row["gold"]] if row["gold"] else []
+            if "gold" in row and not (isinstance(row["gold"], list) and
+                                      all(isinstance(g, (str, int)) and not isinstance(g, bool) for g in row["gold"])):
+                raise ValueError(f"{path}:{number}: \"gold\" must be a list of document ids (strings or numbers)")
             row.setdefault("id", str(number))
             key = str(row["id"])
             if key in seen:
@@ -179,7 +185,7 @@ def passage_matches(gold: str, text: str, min_share: float = 0.6) -> bool:
     """Whether a result ``text`` holds the gold passage: the whole passage
     (whitespace ignored), or a common stretch of at least ``min_share`` of
     it (a passage cut across two chunks still counts for the chunk holding
-    most of it)."""
+    most of it) that does not end where the two say different numbers."""
     g, t = _squeeze(gold), _squeeze(text)
     if not g or not t:
         return False
@@ -188,7 +194,14 @@ def passage_matches(gold: str, text: str, min_share: float = 0.6) -> bool:
     from difflib import SequenceMatcher
 
     match = SequenceMatcher(None, g, t, autojunk=False).find_longest_match(0, len(g), 0, len(t))
-    return match.size >= min_share * len(g)
+    if match.size < min_share * len(g):
+        return False
+    # the stretch ends where the two say different numbers (会费300元 in the gold, 会费200元 in the text): another
+    # passage, not a cut one (a trial's gold lines with wrong figures were scored as found at rank 1)
+    before = (g[match.a - 1], t[match.b - 1]) if match.a and match.b else ("", "")
+    after = (g[match.a + match.size], t[match.b + match.size]) \
+        if match.a + match.size < len(g) and match.b + match.size < len(t) else ("", "")
+    return not any(x.isdigit() and y.isdigit() and x != y for x, y in (before, after))
 
 
 def result_keys(results, gold: set[str]) -> list[str]:

@@ -283,3 +283,24 @@ def test_an_answer_quotes_its_gold_passage_but_a_refusal_showing_it_as_closest_d
                                          mode=gateway_pb2.ANSWER_MODE_ABSTAINED)
     assert quotes_gold(answered, gold) and not quotes_gold(refused, gold)
     assert quotes_gold(answered, ["周六、周日及法定节假日 不得进行电钻施工。"])  # spacing aside
+
+
+def test_a_gold_passage_with_another_figure_does_not_match_the_text_that_has_the_right_one():
+    # a trial's gold lines with wrong figures (会费300元 for the documents' 200元) were scored as found at rank 1
+    from services.cli.evaluate import passage_matches
+    text = "第十条 每户每年交会费200元，每年3月31日前交清。入社股金每户2000元。"
+    assert passage_matches("每户每年交会费200元，每年3月31日前交清。", text)
+    assert not passage_matches("每户每年交会费300元，每年3月31日前交清。", text)
+    assert not passage_matches("每户每年交会费200元，每年3月30日前交清。", text)
+    assert passage_matches("入社股金每户2000元。另见第十一条。", "……交清。入社股金每户2000元。")  # cut across chunks
+
+
+def test_a_gold_id_written_bare_is_one_id_and_a_gold_of_another_shape_is_refused(tmp_path):
+    # a trial's "gold": "docs/社员管理办法.docx" was split into its characters and scored silently
+    from services.cli.evaluate import load_dataset
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "q1", "query": "会费多少", "gold": "docs/社员管理办法.docx"}\n', "utf-8")
+    assert load_dataset(path)[0]["gold"] == ["docs/社员管理办法.docx"]
+    path.write_text('{"id": "q1", "query": "会费多少", "gold": {"id": "x"}}\n', "utf-8")
+    with pytest.raises(ValueError, match=r"q.jsonl:1: \"gold\" must be a list"):
+        load_dataset(path)
