@@ -232,23 +232,27 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     sources are listed with it. ``scope_note``: ``scope_reason`` is a developer's note on what was searched, said
     to the reader as EMPTY_SCOPE_EN / EMPTY_SCOPE_ZH (a trial's English users read "no store holds collection
     'default': nothing was ingested into it (graphmesh collections list ...)" as the answer). ``closest``: the
-    first nearest source's closest piece (``extractive.closest_quote``), said after the message on a line of its
-    own as the closest text of source [1], not an answer."""
+    first nearest source's closest piece (``extractive.closest_quote``): the message then says the documents may
+    not answer, quotes it as the closest text of source [1] and asks the reader to check it (two trials' users
+    read "the documents do not answer" above the answering line as a contradiction)."""
     # A note on the scope (a collection no store holds, filters that matched nothing) is for the developer, who
     # reads it in the reply's timings and the CLI's "note:" lines; the reader of the answer gets a plain sentence.
     guesses = _GUESS.findall(scope_reason) if scope_note else []  # a misspelt collection's look-alike: said to the reader
     if latin_script(question) and (scope_note or not scope_reason or latin_script(scope_reason)):
+        if closest and not scope_reason:  # not sure, rather than "not in the documents" over the answering line
+            return (f"Not sure the documents answer this question. The closest passage, in [1]: {closest}\n"
+                    "Check it against the sources listed below.")
         lead = EMPTY_SCOPE_EN if scope_note else (f"{scope_reason}; this question cannot be answered." if scope_reason else
                                                   "The documents retrieved do not answer this question; the knowledge "
                                                   "base may not cover it.")
         lead += "".join(f" Did you mean the collection \"{meant}\" (not \"{named}\")?" for named, meant in guesses)
-        return lead + (" The nearest sources are listed below for reference only." if nearest else "") + \
-            (f"\nClosest passage, in [1] (it may not answer the question): {closest}" if closest else "")
+        return lead + (" The nearest sources are listed below for reference only." if nearest else "")
+    if closest and not scope_reason:
+        return in_script_of(question, f"不确定资料是否回答了这个问题。[1] 中最接近的一句：{closest}\n请对照下面列出的资料核实。")
     lead = (EMPTY_SCOPE_ZH if scope_note or latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     lead += "".join(f"是要找资料集合“{meant}”（而不是“{named}”）吗？" for named, meant in guesses)
-    return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else "") +
-                        (f"\n[1] 中最接近的一句（未必回答了这个问题）：{closest}" if closest else ""))
+    return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))
 
 
 #: The look-alike of a collection no store holds, as the search's scope note names it ("'EHS' looks like 'ehs'").

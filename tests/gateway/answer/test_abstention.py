@@ -101,10 +101,12 @@ def test_no_answer_message_and_extractive_label_follow_a_traditional_question():
 
 
 def test_no_answer_message_says_the_closest_passage_apart_in_the_questions_language():
-    assert abstention.no_answer_message("周末能装修吗", closest="周六、周日不得施工。").endswith(
-        "\n[1] 中最接近的一句（未必回答了这个问题）：周六、周日不得施工。")
-    assert abstention.no_answer_message("Can I drill at weekends?", closest="No drilling on Saturdays.").endswith(
-        "\nClosest passage, in [1] (it may not answer the question): No drilling on Saturdays.")
+    assert abstention.no_answer_message("周末能装修吗", closest="周六、周日不得施工。") == (
+        "不确定资料是否回答了这个问题。[1] 中最接近的一句：周六、周日不得施工。\n请对照下面列出的资料核实。")
+    assert abstention.no_answer_message("Can I drill at weekends?", closest="No drilling on Saturdays.") == (
+        "Not sure the documents answer this question. The closest passage, in [1]: No drilling on Saturdays.\n"
+        "Check it against the sources listed below.")
+    assert abstention.no_answer_message("週末能裝修嗎", closest="週六不得施工。").startswith("不確定資料是否回答了這個問題")
 
 
 def test_no_answer_message_follows_the_question_language():
@@ -158,9 +160,9 @@ async def test_a_refusal_by_the_rule_shows_the_first_sources_closest_sentence_ma
     """Three trials' users read a bare refusal as "not in the documents" while the answering line was first."""
     refused = await mesh([0.84, 0.83]).answerer.answer("各级政府的收入要不要纳入预算？", 5, None, Deadline(10))
     assert refused.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and not refused.citations
-    assert refused.answer.endswith("\n[1] 中最接近的一句（未必回答了这个问题）：" + BUDGET)
+    assert refused.answer == f"不确定资料是否回答了这个问题。[1] 中最接近的一句：{BUDGET}\n请对照下面列出的资料核实。"
     unrelated = await mesh([0.84, 0.83]).answerer.answer("量子计算机的原理是什么？", 5, None, Deadline(10))
-    assert "最接近的一句" not in unrelated.answer  # the first source holds none of its words
+    assert "最接近的一句" not in unrelated.answer and "资料不足" in unrelated.answer  # the first source holds none of its words
     coded = await mesh([0.9, 0.9]).answerer.answer("GA-75VSD 预算收入的计算单位是什么？", 5, None, Deadline(10))
     assert "最接近的一句" not in coded.answer  # a scope rule's no: nothing in the documents names it
 
