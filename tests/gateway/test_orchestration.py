@@ -643,6 +643,8 @@ async def test_an_answer_over_the_empty_default_names_the_one_collection_stored(
     pg.collections = [types_pb2.CollectionInfo(name="wuye", documents=6, domain_pack="generic")]
     reply = await mesh(pg=pg, graph=graph).answerer.answer("物业费多少", 5, None, Deadline(10))
     assert "是要找资料集合“wuye”（而不是“default”）吗？" in reply.answer
+    note = stages(reply.search)["collections"].detail
+    assert note.endswith("; the only collection stored is 'wuye'") and "looks like" not in note  # a trial read it as odd
     pg.collections.append(types_pb2.CollectionInfo(name="hr", documents=2, domain_pack="generic"))
     several = await mesh(pg=pg, graph=graph).answerer.answer("物业费多少", 5, None, Deadline(10))
     assert "是要找资料集合" not in several.answer  # two stored: no guess

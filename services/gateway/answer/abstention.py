@@ -237,7 +237,9 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     read "the documents do not answer" above the answering line as a contradiction)."""
     # A note on the scope (a collection no store holds, filters that matched nothing) is for the developer, who
     # reads it in the reply's timings and the CLI's "note:" lines; the reader of the answer gets a plain sentence.
-    guesses = _GUESS.findall(scope_reason) if scope_note else []  # a misspelt collection's look-alike: said to the reader
+    # a misspelt collection's look-alike, or the one collection stored when the empty default was searched
+    guesses = _GUESS.findall(scope_reason) + [("default", only) for only in _ONLY_STORED.findall(scope_reason)] \
+        if scope_note else []
     if latin_script(question) and (scope_note or not scope_reason or latin_script(scope_reason)):
         if closest and not scope_reason:  # not sure, rather than "not in the documents" over the answering line
             return (f"Not sure the documents answer this question. The closest passage, in [1]: {closest}\n"
@@ -257,3 +259,5 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
 
 #: The look-alike of a collection no store holds, as the search's scope note names it ("'EHS' looks like 'ehs'").
 _GUESS = re.compile(r"'([^']+)' looks like '([^']+)'")
+#: The one collection stored, named when the empty default collection was searched.
+_ONLY_STORED = re.compile(r"the only collection stored is '([^']+)'")

@@ -15,6 +15,7 @@ from graphmesh.common.v1 import types_pb2
 from graphmesh.fuser.v1 import fuser_pb2
 from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
+from services.common.filters import DEFAULT_COLLECTION
 from services.gateway.search.collection_packs import CollectionPacks
 from services.gateway.search.fan_out import PG, retrieve_all
 from services.gateway.downstream.interfaces import Expander, Fuser, Reranker, Retriever
@@ -102,7 +103,8 @@ class SearchFlow:
         packs = await self.packs.for_search(scope.collections, deadline)
         missing = await self.packs.not_stored(scope.collections, deadline)
         if missing:  # an empty answer should say why, not look like a miss
-            guesses = [f"{m!r} looks like {close!r}" for m in missing if (close := self.packs.closest_stored(m))]
+            guesses = [(f"the only collection stored is {close!r}" if m == DEFAULT_COLLECTION else f"{m!r} looks like {close!r}")
+                       for m in missing if (close := self.packs.closest_stored(m))]
             trace.skip(names.STAGE_COLLECTIONS, f"no store holds collection {', '.join(map(repr, missing))}: nothing was "
                                           "ingested into it (graphmesh collections list names those that exist)"
                                           + (f"; {', '.join(guesses)}" if guesses else ""))
