@@ -261,9 +261,10 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                     detail += f"; same text as {outcome.duplicate_of!r}, stored twice (delete one to keep one copy)"
                 if outcome.same_title_as:
                     named = ", ".join(repr(o) for o in outcome.same_title_as)
-                    detail += (f"; same title as {named}, with other text: an older version? both answer, each with its "
-                               f"own figures (graphmesh documents delete {shlex.quote(outcome.same_title_as[0])} --collection "
-                               f"{shlex.quote(args.collection or DEFAULT_COLLECTION)} keeps this one)")
+                    detail += (f"; same title as {named}, with other text: two versions? both answer, each with its own "
+                               f"figures; delete the one no longer in force (graphmesh documents delete "
+                               f"{shlex.quote(outcome.same_title_as[0])} --collection "
+                               f"{shlex.quote(args.collection or DEFAULT_COLLECTION)}, or this one)")
                 lines.append(f"{status:9s} {outcome.name}{detail}")
                 bar.write(lines[-1], file=sys.stderr)
             totals["chunks"] += reply.chunks

@@ -53,8 +53,9 @@ async def test_a_file_with_the_same_title_and_other_text_names_the_other_and_how
     revised = next(line for line in err.splitlines() if "报销2026.md" in line)
     stored_id = next(line for line in err.splitlines() if "报销2024.md" in line and "报销2026" not in line).split()[1]
     assert code == 0 and revised.startswith("stored") and "same title as" in revised
-    assert revised.endswith(f"same title as {stored_id!r}, with other text: an older version? both answer, each with "
-                            f"its own figures (graphmesh documents delete {shlex.quote(stored_id)} --collection hr keeps this one)")
+    assert revised.endswith(f"same title as {stored_id!r}, with other text: two versions? both answer, each with its own "
+                            f"figures; delete the one no longer in force (graphmesh documents delete {shlex.quote(stored_id)} "
+                            f"--collection hr, or this one)")
     assert "same title" not in next(line for line in err.splitlines() if "报销2024.md" in line and "报销2026" not in line)
 
 
