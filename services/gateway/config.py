@@ -66,7 +66,9 @@ class GatewaySettings(ServiceSettings):
         scaled over the pieces) beside its word score when the extractive answer chooses what to quote within
         one script (services.gateway.answer.cross_script; across scripts it weighs 1); 0: word scores alone, no
         Embed call. 2.0: chosen by leaving each of 33 own-document sets out among 0, 0.1, 0.3, 1, 2 and 4 (every
-        fold chose 2; docs/benchmarks.md "Dense similarity in the extractive answer, re-measured").
+        fold chose 2), the similarity then also deciding whether later sources were quoted; with the words alone
+        deciding that (as now), 1,042 answering lines quoted of 1,419 against 1,023 (docs/benchmarks.md "Dense
+        similarity in the extractive answer, re-measured").
     query_adapter_file: a query adapter (.npz, ``domains.pack.load_query_adapter``)
         used instead of every domain pack's own for channel pg.adapted: to
         measure a refitted adapter, or a cross-validation fold's; "" = each

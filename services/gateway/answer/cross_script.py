@@ -10,7 +10,8 @@ first sentences: there the cosine weighs 1 (docs/benchmarks.md "Quotes across
 scripts"). Within one script it weighs the gateway's ``quote_similarity_weight``:
 on the documents set alone it lost quotes as a tie-breaker (docs/benchmarks.md
 "Dense similarity in the extractive answer"); over 33 own-document sets a weight
-of 2 quotes the answering line 40 times more often (docs/benchmarks.md
+of 2, the words alone deciding whether a later source is quoted, quotes the
+answering line 19 times more often (docs/benchmarks.md
 "Dense similarity in the extractive answer, re-measured"). A failing or slow
 expander leaves the word scoring alone.
 """

@@ -27,7 +27,7 @@ from services.common.text import citation_numbers
 from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
 from services.gateway.answer.citation_grammar import citation_grammar
-from services.gateway.answer.cross_script import piece_similarity, similarity_weight
+from services.gateway.answer.cross_script import other_script_sources, piece_similarity, similarity_weight
 from services.gateway.downstream.interfaces import Expander, Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -70,7 +70,8 @@ class Generator:
         weight = similarity_weight(query, texts, self.settings.quote_similarity_weight)
         similarity = await piece_similarity(self.expander, query, texts, deadline, self.settings.deadlines.expand,
                                             self.settings.ingest.embed_batch, weight)
-        return extractive.extractive_answer(texts, query, similarity=similarity, similarity_weight=weight)
+        return extractive.extractive_answer(texts, query, similarity=similarity, similarity_weight=weight,
+                                            similarity_ranks_only=not other_script_sources(query, texts))
 
     async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
                        max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:

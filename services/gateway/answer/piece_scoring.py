@@ -140,6 +140,11 @@ class PieceScorer:
             lexical += STEPS_BONUS  # the best source's procedure; a later source's would pad the answer
         return lexical + self._similarity.get(candidate.text, 0.0)
 
+    def words(self, candidate: Candidate) -> float:
+        """The piece's score without its dense similarity (``score`` less ``similarity``): how much of the
+        question's words and bigrams it holds."""
+        return self.score(candidate) - self._similarity.get(candidate.text, 0.0)
+
     def is_asked_row(self, candidate: Candidate) -> bool:
         """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):
         the row that answers, which other rows of its table only crowd ("20kg" got the 10 to 25 kg row and another)."""
