@@ -8,6 +8,7 @@ gateway's public gRPC API.
     list_collections  ListCollections    collections and their counts
     get_document      GetDocument        one document's record
     ingest_text       Ingest (one JSONL document record)
+    delete_document   DeleteDocuments    one document, from every store
 
 The gateway is the one at GRAPHMESH_GATEWAY_ADDR (TLS per GRAPHMESH_TLS_*,
 as every client of the mesh); the API key the server was started with
@@ -40,8 +41,8 @@ from services.common.clients import channel
 from services.common.errors import InvalidArgument
 from services.common.spelling import closest
 from services.mcp_server import tools
-from services.mcp_server.tools import (AnswerResult, CollectionsResult, Document, EntitiesResult, IngestResult,
-                                       SearchResult)
+from services.mcp_server.tools import (AnswerResult, CollectionsResult, DeleteResult, Document, EntitiesResult,
+                                       IngestResult, SearchResult)
 
 log = logging.getLogger("graphmesh.mcp")
 
@@ -51,7 +52,8 @@ INSTRUCTIONS = (
     "GraphMesh is a retrieval service over a document collection (Chinese first: laws, manuals, policies). "
     "Call list_collections to see what is stored, search to find passages, answer for a cited answer "
     "(quote its [n] marks with the listed sources; when it abstains, say the sources do not answer), "
-    "search_entities for named things, get_document for a document's record, ingest_text to add a text.")
+    "search_entities for named things, get_document for a document's record, ingest_text to add a text, "
+    "delete_document to remove one.")
 
 Query = Annotated[str, Field(description="The question or search text, in the documents' language (1 to 10,000 characters).",
                              min_length=1, max_length=10_000)]
@@ -148,7 +150,7 @@ class _StrictTools:
 
 
 def build_server(gateway: GatewayClient, name: str = "graphmesh") -> MCPServer:
-    """The MCP server with the six tools, each calling ``gateway``; a call
+    """The MCP server with the seven tools, each calling ``gateway``; a call
     with an argument a tool does not take fails naming it (``strict``)."""
     mcp = _StrictTools()
 
@@ -206,14 +208,28 @@ def build_server(gateway: GatewayClient, name: str = "graphmesh") -> MCPServer:
             collection: Annotated[str, Field(description="Collection to store it in (created when new): an ASCII letter or "
                                                          "digit, then up to 62 of A-Z a-z 0-9 _ -.", max_length=63)] = "default",
             title: Annotated[str, Field(description="The document's title (optional).", max_length=500)] = "",
-            metadata: Annotated[dict[str, str], Field(description="Metadata kept with the document, filterable in search "
-                                                                  "(e.g. {\"year\": \"2024\"}).")] = {},  # noqa: B006
+            metadata: Annotated[dict[str, str | int | float], Field(
+                description="Metadata kept with the document, filterable in search (e.g. {\"year\": \"2024\"}; a "
+                            "number is kept as its text).")] = {},  # noqa: B006
     ) -> IngestResult:
         try:
             request = tools.ingest_request(text, document_id, collection, title, metadata)
         except InvalidArgument as err:
             raise _invalid(err) from None
         return tools.ingest_result(await gateway.call("Ingest", request), request)
+
+    @mcp.tool(description=tools.DESCRIPTIONS["delete_document"],
+              annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))
+    async def delete_document(
+            document_id: Annotated[str, Field(description='The document id (search results\' document_id), or its full name '
+                                                          '"collections/{collection}/documents/{id}".', min_length=1, max_length=2000)],
+            collection: Annotated[str, Field(description='Its collection; "-" = the id in whichever collection holds it.',
+                                             max_length=63)] = "-") -> DeleteResult:
+        try:
+            request = tools.delete_request(document_id, collection)
+        except InvalidArgument as err:
+            raise _invalid(err) from None
+        return tools.delete_result(await gateway.call("DeleteDocuments", request))
 
     return MCPServer(name, title="GraphMesh", instructions=INSTRUCTIONS, version=_version(), tools=mcp.tools)
 

@@ -131,6 +131,13 @@ class IngestResult(TypedDict):
     failures: list[str]
 
 
+class DeleteResult(TypedDict):
+    """What one delete_document call deleted."""
+
+    deleted_documents: int
+    document_ids: list[str]
+
+
 # --- descriptions ----------------------------------------------------------------
 
 DESCRIPTIONS = {
@@ -155,6 +162,10 @@ DESCRIPTIONS = {
         "Store a text as a document in a collection (created when new), so that search and answer find it. "
         "Re-sending the same id with the same text changes nothing; a changed text replaces the document. "
         "Needs an API key with write access when the gateway requires keys."),
+    "delete_document": (
+        "Delete one stored document (its passages, vectors and graph nodes) by its id, from every store, so that "
+        "search and answer no longer find it: an outdated version, or a text ingested by mistake. An id not stored "
+        "deletes nothing (deleted_documents 0). Needs an API key with write access when the gateway requires keys."),
 }
 
 # --- requests ------------------------------------------------------------------------
@@ -199,7 +210,7 @@ def ingest_request(text: str, document_id: str, collection: str = "default", tit
     Raises:
         InvalidArgument: ``text`` or ``document_id`` empty ("text",
             "document_id"), ``text`` over MAX_INGEST_CHARS, a metadata value
-            that is not a string ("metadata").
+            that is neither a string nor a number ("metadata"; a number is stored as its text).
     """
     if not document_id.strip():
         raise InvalidArgument("document_id", "must not be empty")
@@ -211,11 +222,24 @@ def ingest_request(text: str, document_id: str, collection: str = "default", tit
     if title.strip():
         record["title"] = title.strip()
     if metadata:
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-            raise InvalidArgument("metadata", "keys and values must be strings")
-        record["metadata"] = dict(metadata)
+        if not all(isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                   for k, v in metadata.items()):
+            raise InvalidArgument("metadata", "keys must be strings, values strings or numbers")
+        record["metadata"] = {k: v if isinstance(v, str) else str(v) for k, v in metadata.items()}  # {"year": 2026}
     return gateway_pb2.IngestRequest(jsonl=json.dumps(record, ensure_ascii=False).encode("utf-8"),
                                      kind=gateway_pb2.INGEST_KIND_DOCUMENTS, collection=collection.strip())
+
+
+def delete_request(document_id: str, collection: str = "-") -> gateway_pb2.DeleteDocumentsRequest:
+    """A DeleteDocumentsRequest for one document (``document_name``) under ``collection`` ("-" = any).
+
+    Raises:
+        InvalidArgument: ``document_id`` empty ("document_id").
+    """
+    if not document_id.strip():
+        raise InvalidArgument("document_id", "must not be empty")
+    name = document_name(document_id.strip(), collection)
+    return gateway_pb2.DeleteDocumentsRequest(parent=name.split("/documents/", 1)[0], names=[name])
 
 
 # --- replies --------------------------------------------------------------------------
@@ -311,3 +335,8 @@ def error_message(err: grpc.RpcError) -> str:
     if code in _HINTS:
         parts.append(_HINTS[code])
     return "; ".join(dict.fromkeys(parts))
+
+
+def delete_result(reply: gateway_pb2.DeleteDocumentsResponse) -> DeleteResult:
+    """A DeleteDocumentsResponse as the delete_document tool's result."""
+    return DeleteResult(deleted_documents=reply.deleted_documents, document_ids=list(reply.document_ids))

@@ -1,7 +1,7 @@
 """The MCP server (services/mcp_server), started as `graphmesh mcp` would be
 (python -m services.mcp_server) and driven with the MCP SDK's own client
 over both transports, stdio and streamable HTTP, against the real gateway
-(servicer, interceptors) over fake downstream clients: the six tools with
+(servicer, interceptors) over fake downstream clients: the seven tools with
 their schemas, results from the gateway, errors a model can read, and
 ingest_text refused without the key when the gateway's auth is on."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.fakes import FakeLlm, FakeRetriever, candidate, entity
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = {"search", "answer", "search_entities", "list_collections", "get_document", "ingest_text"}
+TOOLS = {"search", "answer", "search_entities", "list_collections", "get_document", "ingest_text", "delete_document"}
 
 
 def server_env(gateway_address: str, api_key: str = "") -> dict[str, str]:
@@ -108,9 +108,14 @@ async def exercise(client: Client) -> None:
     assert [e["name"] for e in entities.structured_content["entities"]] == ["番茄"]
 
     stored = await client.call_tool("ingest_text", {"text": "第二条 新的条文。", "document_id": "mcp-1", "title": "新法",
-                                                    "metadata": {"year": "2025"}})
+                                                    "metadata": {"year": 2025, "status": "现行有效"}})  # a number as text
     assert not stored.is_error, stored.content
     assert stored.structured_content["stored"] and stored.structured_content["document_id"] == "mcp-1"
+    # a trial's agent could add a text and never take it back
+    assert tools["delete_document"].annotations.destructive_hint is True
+    deleted = await client.call_tool("delete_document", {"document_id": "mcp-1"})
+    assert not deleted.is_error, deleted.content
+    assert deleted.structured_content["document_ids"] == ["mcp-1"] and deleted.structured_content["deleted_documents"] == 1
 
     refused = await client.call_tool("search", {"query": "测试", "filter": "year != 3"})
     assert refused.is_error and "INVALID_ARGUMENT" in refused.content[0].text and "filter" in refused.content[0].text
