@@ -339,7 +339,8 @@ export function setupAsk(root) {
     const line = timeline();
     const slot = el("div", { class: "answer-slot" });
     const live = answerSection(null, output, "");
-    output.append(line.node, slot);
+    // the answer above the stage timeline: on a phone, a trial's staff scrolled past ten stage rows to each answer
+    output.append(slot, line.node);
     slot.append(live.node);
     const text = live.node.querySelector(".answer-text");
     let traceId = null;
@@ -372,8 +373,9 @@ export function setupAsk(root) {
     clear(output);
     const line = timeline();
     (data.timings || []).forEach(line.add);
-    output.append(degradedBanner(data.degraded, data.timings) || "", line.node,
-      sourcesSection(sourcesOf(data.results, data.context, [], data.contextIds)), queryInfo(data.queryInfo) || "", traceLine(traceId));
+    output.append(degradedBanner(data.degraded, data.timings) || "",
+      sourcesSection(sourcesOf(data.results, data.context, [], data.contextIds)), line.node, queryInfo(data.queryInfo) || "",
+      traceLine(traceId));
   }
 
   async function runDeep(body, signal) {
@@ -388,7 +390,7 @@ export function setupAsk(root) {
     const line = timeline();
     ((answer.search && answer.search.timings) || []).forEach(line.add);
     const slot = el("div", { class: "answer-slot" });
-    output.append(deepIterations(data), line.node, slot, traceLine(traceId));
+    output.append(slot, deepIterations(data), line.node, traceLine(traceId));
     renderAnswer(output, answer, slot);
   }
 
