@@ -242,7 +242,7 @@ if os.environ.get("STUDY") in ("dump", "dump-english", "dump-cross-en", "dump-ne
                     for name, folder in wanted:
                         collection = f"trial_{name.removesuffix('_docs')}"
                         await _ingest(stub, collection, {p.name: p.read_bytes() for p in sorted(folder.iterdir())
-                                                         if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html") and p.stem != "README"})
+                                                         if p.suffix in (".txt", ".md", ".pdf", ".docx", ".html", ".csv", ".tsv") and p.stem != "README"})
                         await _search(stub, out, collection, name, load_dataset(folder / "queries.jsonl"))
                         await _search(stub, out, collection, "ood", load_dataset(folder / "out_of_scope.jsonl"))
 
