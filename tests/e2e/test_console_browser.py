@@ -219,6 +219,9 @@ async def test_answer_streams_stages_then_answer_with_a_working_citation(browser
         assert events.index("done") > events.index("stage:expand")  # the timeline was drawn before the answer
         answer = await page.inner_text("#ask-output .answer-text")
         assert "二倍的工资" in answer
+        # the answer above the timeline: on a phone, a trial's staff scrolled past ten stage rows to every answer
+        assert await page.evaluate("document.querySelector('#ask-output .answer-slot').compareDocumentPosition("
+                                   "document.querySelector('#ask-output .timeline')) & Node.DOCUMENT_POSITION_FOLLOWING")
         strategy = done["strategy"].removeprefix("FALLBACK_STRATEGY_").lower()  # "standard" unless it timed out
         assert (await page.inner_text("#ask-output .strategy-name")) == strategy
         assert await page.locator("#ask-output table.attempts tbody tr").count() == len(done["attempts"])
