@@ -63,7 +63,10 @@ on, ingested as files into a collection without a domain pack:
   cooperative's dosage tables, calendar, rules and a frost handout; a SaaS
   company's mixed Chinese-English API docs with error-code tables and a
   changelog; a city hotline's policy documents, points tables and FAQ), 50
-  questions and 12 out-of-scope ones each.
+  questions and 12 out-of-scope ones each;
+- huoguo_docs and lab_docs: two more the same day (a hotpot chain's kitchen SOPs,
+  portion and allergen tables; a university instrument lab's booking rules,
+  fees, safety rules and an English microscope guide), 50 and 12 each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -117,6 +120,8 @@ SETS = {
     "coop_docs": (8, {}),  # none of its 12 out-of-scope questions refused yet: no floor that could fail
     "devdocs_docs": (9, {"out_of_scope_abstained": DATA / "devdocs_docs" / "out_of_scope.jsonl"}),
     "hotline_docs": (7, {}),  # 1 of its 12 out-of-scope questions refused: no floor that could fail
+    "huoguo_docs": (7, {"out_of_scope_abstained": DATA / "huoguo_docs" / "out_of_scope.jsonl"}),
+    "lab_docs": (7, {"out_of_scope_abstained": DATA / "lab_docs" / "out_of_scope.jsonl"}),
 }
 
 
