@@ -78,6 +78,8 @@ async def exported(mesh, llm_url) -> dict[str, list[set[str]]]:
         assert ingested.stored + ingested.unchanged == 3
         assert (await stub.Search(gateway_pb2.SearchRequest(query=QUESTION, top_k=3), timeout=60)).results
         await stub.Answer(gateway_pb2.AnswerRequest(query=QUESTION, top_k=3), timeout=60)
+        refused = await stub.Answer(gateway_pb2.AnswerRequest(query="量子计算机的原理是什么？", top_k=3), timeout=60)
+        assert refused.mode == gateway_pb2.ANSWER_MODE_ABSTAINED  # the abstention counter is observed too
         with pytest.raises(grpc.aio.AioRpcError):
             await stub.Search(gateway_pb2.SearchRequest(query=" ", top_k=3), timeout=60)  # an error code too
         # The test mesh's reranker has no model: a degraded response.
