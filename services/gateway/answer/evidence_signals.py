@@ -31,8 +31,9 @@ with the question as asked:
                 None otherwise (not a weight: ``abstention.decide`` abstains
                 when it is False);
   first_holds_all  the first result holds the question's content words (two or more) and is first in
-                pg.vector and pg.keyword, or holds its one content word and is first in pg.keyword (a trial's
-                "42901" and "429 怎么办" over an error-code table were refused at answerability 0.01): answered
+                pg.vector and pg.keyword, or holds its one content word, a specific one (``_specific``: a code,
+                three CJK characters, five letters), and is first in pg.keyword (a trial's "42901" and "429 怎么办"
+                over an error-code table were refused at answerability 0.01): answered
                 whatever the fit says (docs/benchmarks.md, "Every word of the question in the channels' common
                 first").
 """
@@ -118,9 +119,19 @@ def signals(keywords: Sequence[str], results: Sequence[types_pb2.Candidate], tra
     lead, first = ({s.channel: s.rank for s in results[0].channel_scores}, _text(results[0])) if results else ({}, "")
     holds_all = all(w in first for w in words) and (
         len(words) >= 2 and lead.get(names.PG_VECTOR) == lead.get(names.PG_KEYWORD) == 1
-        or len(words) == 1 and lead.get(names.PG_KEYWORD) == 1)  # one word: "42901", "descaling"
+        or len(words) == 1 and lead.get(names.PG_KEYWORD) == 1 and _specific(words[0]))
     return Signals(dense[0], dense[1], longest_found, len(both) / len(top) if top else 0.0, same,
                    max(rerank) if rerank else None, has_dense=dense[0] > 0.0, coverage=coverage, first_holds_all=holds_all)
+
+
+def _specific(word: str) -> bool:
+    """Whether one word alone names what a question is about: a code or number ("42901", "429"), three CJK
+    characters or more (实用新型), or five letters or more (descaling); not an everyday two-character word that
+    laws and manuals also use (计算 of 什么是云计算？, 海水 of 为什么海水是咸的？)."""
+    return any(c.isdigit() for c in word) or (len(word) >= 3 if _CJK_CHAR.search(word) else len(word) >= 5)
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 
 def _best(results: Sequence[types_pb2.Candidate], channel: str) -> types_pb2.Candidate | None:

@@ -406,10 +406,13 @@ def test_a_first_result_holding_every_word_asked_and_first_in_both_channels_is_a
     # a word the first result lacks, or a first result the keyword channel did not rank first: the fit decides
     assert not abstention.signals(["夜班", "津贴", "补发"], [night, other]).first_holds_all
     assert not abstention.signals(["夜班", "津贴"], [other, night]).first_holds_all
-    # one word held by the keyword channel's first (a trial's "42901" over an error-code table, refused at 0.01)
-    assert abstention.signals(["津贴"], [night, other]).first_holds_all
-    assert not abstention.signals(["补发"], [night, other]).first_holds_all
-    assert not abstention.signals(["津贴"], [other, night]).first_holds_all
+    # one specific word held by the keyword channel's first (a trial's "42901" over an error-code table, refused at
+    # 0.01); an everyday two-character word is not enough (计算 of 什么是云计算？ is in many laws)
+    assert abstention.signals(["夜班津贴"], [night, other]).first_holds_all
+    assert abstention.signals(["85"], [night, other]).first_holds_all
+    assert not abstention.signals(["津贴"], [night, other]).first_holds_all
+    assert not abstention.signals(["补发津贴"], [night, other]).first_holds_all
+    assert not abstention.signals(["夜班津贴"], [other, night]).first_holds_all
     assert not abstention.decide(abstention.signals(["夜班", "津贴", "补发"], [night, other]), generic).answerable
 
 
