@@ -126,13 +126,11 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     194)."""
     scorer = PieceScorer(question, [quotable_pieces(text) for text in texts[:max_sources]], similarity, similarity_weight)
     keywords, score, label_score = scorer.keywords, scorer.score, scorer.label_score
-    def decides(scored: tuple) -> float:  # what says whether a later source is quoted
-        return scorer.words(scored[3]) if similarity_ranks_only else scored[0]
-
     lines = [extractive_label(question)]
     lead = 0.0  # the best score of the first source's pieces
     for number, found in enumerate(scorer.pieces, start=1):
         scored = [(score(c), label_score(c), i, c) for i, c in enumerate(found)]
+        words = {id(c): s - scorer.similarity(c) for s, _, _, c in scored}  # each piece's word score alone
         # a whole sentence or labelled line answers as well as its best part, which it holds (quoted through it)
         scored = [(max([s, *(t[0] for t in scored if c.holds(t[3]) and quotable(t[3].text))]), b, i, c) for s, b, i, c in scored]
         candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row
@@ -140,7 +138,10 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         # another item's piece (P3's row, asked P1) last; best first; ties: list lead-in, label, whole sentence, fewer lines, order
         ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]), -t[0], -t[3].list_run, -t[1],
                                                    not t[3].whole_sentence, t[3].last - t[3].first, t[2]))
-        best = max(map(decides, ranked)) if similarity_ranks_only and ranked else decides(ranked[0]) if ranked else 0.0
+        if similarity_ranks_only:  # the words alone decide whether a later source is quoted
+            best = max((words[id(t[3])] for t in ranked), default=0.0)
+        else:
+            best = ranked[0][0] if ranked else 0.0
         if number == 1:
             lead = best
         elif keywords and (not ranked or best == 0 or best < LATER_SOURCE_MIN_SHARE * lead

@@ -138,12 +138,12 @@ class PieceScorer:
             lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
         if lexical and candidate.steps and self._asks_steps and id(candidate) in self._first_source:
             lexical += STEPS_BONUS  # the best source's procedure; a later source's would pad the answer
-        return lexical + self._similarity.get(candidate.text, 0.0)
+        return lexical + self.similarity(candidate)
 
-    def words(self, candidate: Candidate) -> float:
-        """The piece's score without its dense similarity (``score`` less ``similarity``): how much of the
-        question's words and bigrams it holds."""
-        return self.score(candidate) - self._similarity.get(candidate.text, 0.0)
+    def similarity(self, candidate: Candidate) -> float:
+        """The part of the piece's ``score`` that its dense similarity gives (0 without one): the rest is how
+        much of the question's words and bigrams it holds."""
+        return self._similarity.get(candidate.text, 0.0)
 
     def is_asked_row(self, candidate: Candidate) -> bool:
         """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):
