@@ -153,7 +153,8 @@ class FakeRetriever(_Fake):
         self.stored.extend(d.document.id for d in request.documents)
         new = {d.document.id for d in request.documents}  # listed and deleted as a store would
         self.documents = [*(d for d in getattr(self, "documents", []) if d.id not in new),
-                          *(types_pb2.StoredDocument(id=d.document.id, collection=d.document.collection, title=d.document.title)
+                          *(types_pb2.StoredDocument(id=d.document.id, collection=d.document.collection, title=d.document.title,
+                                                  source=d.document.source)
                             for d in request.documents)]
         return reply
 

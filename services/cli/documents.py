@@ -24,6 +24,7 @@ import re
 import shlex
 import sys
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -284,7 +285,8 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                     print(f"not pruned: {totals['failed']} files failed", file=sys.stderr)
                 else:
                     totals["pruned"] = len(prune_unseen(stub, args.collection or DEFAULT_COLLECTION,
-                                                        {doc_id for _, doc_id in files}, args.id_prefix or ""))
+                                                        {doc_id for _, doc_id in files},
+                                                        prune_scopes(args.paths, args.id_prefix or "")))
         except grpc.RpcError as err:
             return _error(err)
     for path, _ in jsonl:  # a JSONL file of documents: its documents count in the totals, as a file's do
@@ -304,12 +306,39 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     return 1 if totals["failed"] else 0
 
 
-def prune_unseen(stub, collection: str, seen: set[str], prefix: str = "") -> list[str]:
-    """Deletes the documents of ``collection`` whose id starts with ``prefix``
-    and is not in ``seen`` (the ids an ingest of files just sent), printing
-    one "pruned" line each; returns their ids. What `ingest files --prune`
-    does after its files are in: a file removed from the folder is removed
-    from the collection too (a trial's withdrawn policy kept being answered).
+def prune_scopes(paths: list[str], id_prefix: str = "") -> list[tuple[str, bool]]:
+    """Where ``ingest files --prune`` may delete, as (id prefix, recursive)
+    pairs, one per argument of ``paths``: a folder owns every id under
+    "<id_prefix><folder name>/"; a file or a glob owns the ids directly in its
+    own folder (recursively for a glob with a wildcard in a folder's place,
+    "docs/**/*.md"), "<id_prefix>" alone when
+    that folder is the current directory. A document outside every scope (the
+    files of another folder, a console upload, a JSONL record) is never pruned."""
+    scopes = []
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            scopes.append((f"{id_prefix}{path.resolve().name}/", True))
+            continue
+        base = path.parent if path.is_file() else glob_base(arg)
+        rel = os.path.relpath(base.resolve())
+        folder = "" if rel == "." or rel.startswith("..") else Path(rel).as_posix() + "/"
+        scopes.append((id_prefix + folder, path.is_file() is False and glob_base(arg) != path.parent))
+    return scopes
+
+
+def _in_scope(doc_id: str, scopes: list[tuple[str, bool]]) -> bool:
+    return any(doc_id.startswith(prefix) and (recursive or "/" not in doc_id[len(prefix):])
+               for prefix, recursive in scopes)
+
+
+def prune_unseen(stub, collection: str, seen: set[str], scopes: list[tuple[str, bool]]) -> list[str]:
+    """Deletes the documents of ``collection`` that came from a file, lie in
+    one of ``scopes`` (``prune_scopes``) and are not in ``seen`` (the ids an
+    ingest of files just sent), printing one "pruned" line each; returns their
+    ids. What `ingest files --prune` does after its files are in: a file
+    removed from the folder is removed from the collection too (a trial's
+    withdrawn policy kept being answered), and nothing the folder never held.
 
     Raises:
         grpc.RpcError: listing or deleting failed.
@@ -320,7 +349,7 @@ def prune_unseen(stub, collection: str, seen: set[str], prefix: str = "") -> lis
                                    timeout=120)
         for doc in reply.documents:
             doc_id = doc.name.split("/documents/", 1)[-1]
-            if doc_id.startswith(prefix) and doc_id not in seen:
+            if doc.source and doc_id not in seen and _in_scope(doc_id, scopes):
                 stale.append(doc_id)
         token = reply.next_page_token
         if not token:
@@ -418,6 +447,28 @@ def pad(text: str, width: int) -> str:
     return text + " " * max(0, width - columns)
 
 
+def confirmed_collection_delete(stub, name: str, answer: Callable[[str], str] = input) -> bool:
+    """Whether the user, shown what ``collections delete NAME`` would remove
+    (its documents and chunks), typed "y": a trial's mistyped command deleted
+    a whole collection without a word. Without a terminal nothing is asked and
+    the answer is no (scripts pass --yes). Prints why it refuses on stderr.
+
+    Raises:
+        grpc.RpcError: listing the collections failed.
+    """
+    held = next((c for c in stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60).collections
+                 if c.name == name), None)
+    what = (f"collection {name!r}: {held.documents} documents, {held.chunks} chunks, {held.entities} entities"
+            if held else f"collection {name!r} (not listed: nothing may be stored under it)")
+    if not sys.stdin.isatty():
+        print(f"error: deleting {what} needs --yes when no terminal can confirm it", file=sys.stderr)
+        return False
+    if answer(f"delete {what}? This cannot be undone [y/N] ").strip().lower() in ("y", "yes"):
+        return True
+    print("not deleted", file=sys.stderr)
+    return False
+
+
 def cmd_collections(args: argparse.Namespace) -> int:
     """collections list | delete NAME."""
     if args.action == "list" and args.name:  # "collections list hr" read as a filter would list them all
@@ -429,6 +480,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
             if args.action == "delete":
                 if not args.name:
                     print("error: collections delete takes NAME", file=sys.stderr)
+                    return 2
+                if not args.yes and not confirmed_collection_delete(stub, args.name):
                     return 2
                 reply = stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{args.name}"), timeout=600)
                 print(proto_json(reply, indent=None))
@@ -459,5 +512,6 @@ def add_parsers(sub) -> None:
     col = sub.add_parser("collections", help="list or delete collections")
     col.add_argument("action", choices=["list", "delete"])
     col.add_argument("name", nargs="?")
+    col.add_argument("--yes", action="store_true", help="delete: without asking (what scripts pass)")
     col.add_argument("--json", action="store_true")
 

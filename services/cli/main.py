@@ -115,8 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--id-prefix", default="", help="files: put before every document id")
     ingest.add_argument("--meta", action="append", metavar="KEY=VALUE", help="files: metadata for every document (repeatable)")
     ingest.add_argument("--prune", action="store_true",
-                        help="files: then delete the collection's documents (those under --id-prefix when given) that "
-                             "none of the files read produced, so that the collection mirrors the folder")
+                        help="files: then delete the documents of the collection that came from files in the folders given "
+                             "(under --id-prefix when given) and that none of the files read produced, so that the "
+                             "collection mirrors the folder; other folders' files and documents not from files stay")
     ingest.add_argument("--async", dest="run_async", action="store_true",
                         help="start a long-running import (ImportDocuments) and print its name; see `graphmesh operations`")
     for name in ("search", "answer"):

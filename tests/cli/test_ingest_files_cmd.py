@@ -11,6 +11,8 @@ import shlex
 import pytest
 
 from graphmesh.common.v1 import types_pb2
+from graphmesh.gateway.v1 import gateway_pb2
+from services.cli.documents import confirmed_collection_delete, prune_scopes
 from services.cli.main import main
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
@@ -131,6 +133,33 @@ async def test_every_command_sends_the_api_key_when_auth_is_on(fake_gateway, mon
     assert "UNAUTHENTICATED" in capsys.readouterr().err
 
 
+async def test_collections_delete_asks_first_and_a_script_passes_yes(cli_gateway, capsys, tmp_path):
+    """A trial noted that `collections delete` removes a whole collection without a word."""
+    await cli_gateway(ingest={"sentence_vectors": False})
+    (tmp_path / "手册.md").write_text("# 手册\n\n年假为十五天。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(tmp_path / "手册.md"), "--collection", "hr"]) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["collections", "delete", "hr"]) == 2  # no terminal under pytest
+    assert "error: deleting collection 'hr': " in capsys.readouterr().err
+    assert await asyncio.to_thread(main, ["collections", "list"]) == 0
+    assert capsys.readouterr().out.startswith("hr")
+    assert await asyncio.to_thread(main, ["collections", "delete", "hr", "--yes"]) == 0
+    assert "byStore" in capsys.readouterr().out  # DeleteCollection's reply: what each store deleted
+
+
+def test_collections_delete_goes_ahead_only_on_yes_at_a_terminal(monkeypatch, capsys):
+    class Stub:
+        def ListCollections(self, request, timeout):
+            return gateway_pb2.ListCollectionsResponse(collections=[types_pb2.CollectionInfo(name="hr", documents=3)])
+
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    asked = []
+    assert confirmed_collection_delete(Stub(), "hr", lambda prompt: asked.append(prompt) or "y")
+    assert "collection 'hr': 3 documents" in asked[0]
+    assert not confirmed_collection_delete(Stub(), "hr", lambda prompt: "")
+    assert "not deleted" in capsys.readouterr().err
+
+
 async def test_eval_names_the_questions_whose_gold_text_is_in_no_passage(cli_gateway, capsys, tmp_path):
     """Two trials' gold lines that matched nothing stored (a typo; a PDF's ― for the source's —) scored as
     plain misses: eval now searches for the gold line itself and names the questions it still cannot find."""
@@ -174,6 +203,40 @@ async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(cli_
     assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hotline", "--all"]) == 0
     listed = capsys.readouterr().out
     assert "居住证.md" in listed and "占道经营.txt" not in listed
+
+
+async def test_prune_keeps_other_folders_files_and_documents_not_from_files(cli_gateway, capsys, tmp_path):
+    """A trial noted that --prune of one folder would delete what another folder's files and a JSONL import
+    had stored in the same collection: a folder's prune reaches only the ids that folder gives."""
+    await cli_gateway(ingest={"sentence_vectors": False})
+    policies, notices = tmp_path / "policies", tmp_path / "notices"
+    policies.mkdir()
+    notices.mkdir()
+    (policies / "居住证.md").write_text("# 居住证\n\n受理后15个工作日内制证完成。\n", "utf-8")
+    (policies / "旧办法.txt").write_text("旧办法已废止。\n", "utf-8")
+    (notices / "停水.txt").write_text("周三停水一天。\n", "utf-8")
+    records = tmp_path / "faq.jsonl"
+    records.write_text('{"id": "faq-1", "text": "热线电话是12345。"}\n', "utf-8")
+    for argv in (["ingest", "files", str(policies), str(notices)], ["ingest", "documents", str(records)]):
+        assert await asyncio.to_thread(main, [*argv, "--collection", "hotline"]) == 0
+    (policies / "旧办法.txt").unlink()
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["ingest", "files", str(policies), "--collection", "hotline", "--prune"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
+    assert "pruned    policies/旧办法.txt" in err
+    assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hotline", "--all"]) == 0
+    listed = capsys.readouterr().out
+    assert "notices/停水.txt" in listed and "faq-1" in listed and "旧办法" not in listed
+
+
+def test_prune_scopes_are_the_folders_and_file_folders_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    (tmp_path / "docs" / "a.md").write_text("a", "utf-8")
+    assert prune_scopes(["docs"]) == [("docs/", True)]
+    assert prune_scopes(["docs/a.md"], "v2/") == [("v2/docs/", False)]
+    assert prune_scopes(["docs/*.md", "docs/**/*.md", "*.txt"]) == [("docs/", False), ("docs/", True), ("", False)]
 
 
 def test_prune_refuses_what_it_cannot_mirror(tmp_path, capsys):
