@@ -73,11 +73,12 @@ class GatewayClient:
         self._channel: grpc.aio.Channel | None = None
         self._stub: gateway_pb2_grpc.GatewayServiceStub | None = None
 
-    async def call(self, rpc: str, request):
+    async def call(self, rpc: str, request, fields: dict[str, str] | None = None):
         """The reply of GatewayService.``rpc``.
 
         Raises:
-            ToolError: the call failed; its message is tools.error_message's.
+            ToolError: the call failed; its message is tools.error_message's
+                (``fields`` renaming the request's fields to the tool's arguments).
         """
         if self._stub is None:
             self._channel = channel(self.address)
@@ -85,7 +86,7 @@ class GatewayClient:
         try:
             return await getattr(self._stub, rpc)(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
-            raise ToolError(tools.error_message(err)) from None
+            raise ToolError(tools.error_message(err, fields)) from None
 
     async def close(self) -> None:
         """Closes the channel (if opened)."""
@@ -216,7 +217,7 @@ def build_server(gateway: GatewayClient, name: str = "graphmesh") -> MCPServer:
             request = tools.ingest_request(text, document_id, collection, title, metadata)
         except InvalidArgument as err:
             raise _invalid(err) from None
-        return tools.ingest_result(await gateway.call("Ingest", request), request)
+        return tools.ingest_result(await gateway.call("Ingest", request, tools.INGEST_TEXT_FIELDS), request)
 
     @mcp.tool(description=tools.DESCRIPTIONS["delete_document"],
               annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False))

@@ -8,6 +8,7 @@ gateway with what they build."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12 (output schemas)
 
 import grpc
@@ -325,16 +326,30 @@ _HINTS = {
 }
 
 
-def error_message(err: grpc.RpcError) -> str:
+#: The gateway's field names for the one JSONL record ingest_text sends -> the tool's own arguments (a trial's
+#: agent was told of "jsonl[0].id", which it never wrote).
+INGEST_TEXT_FIELDS = {"jsonl[0].id": "document_id", "jsonl[0].text": "text", "jsonl[0].title": "title",
+                      "jsonl[0].metadata": "metadata", "jsonl[0]": "text"}
+
+
+def _renamed(text: str, fields: Mapping[str, str]) -> str:
+    for theirs in sorted(fields, key=len, reverse=True):  # jsonl[0].id before jsonl[0]
+        text = text.replace(theirs, fields[theirs])
+    return text
+
+
+def error_message(err: grpc.RpcError, fields: Mapping[str, str] | None = None) -> str:
     """A failed gateway call as one line for the model: the status code,
-    the gateway's message, each field at fault and what to do."""
+    the gateway's message, each field at fault and what to do. ``fields``
+    renames the request's fields to the tool's arguments
+    (``INGEST_TEXT_FIELDS``)."""
     code = err.code()
     parts = [f"{code.name}: {err.details() or ''}".rstrip(": ")]
     if isinstance(err, grpc.aio.AioRpcError) and rpc_status.from_call(err) is not None:
         parts += [f"field {f}: {d}" for f, d in field_violations(err)]
     if code in _HINTS:
         parts.append(_HINTS[code])
-    return "; ".join(dict.fromkeys(parts))
+    return _renamed("; ".join(dict.fromkeys(parts)), fields or {})
 
 
 def delete_result(reply: gateway_pb2.DeleteDocumentsResponse) -> DeleteResult:

@@ -111,6 +111,9 @@ async def exercise(client: Client) -> None:
                                                     "metadata": {"year": 2025, "status": "现行有效"}})  # a number as text
     assert not stored.is_error, stored.content
     assert stored.structured_content["stored"] and stored.structured_content["document_id"] == "mcp-1"
+    dotted = await client.call_tool("ingest_text", {"text": "第三条。", "document_id": "a/../b"})
+    # the gateway's "jsonl[0].id" is named as the argument the agent wrote
+    assert dotted.is_error and "document_id" in dotted.content[0].text and "jsonl" not in dotted.content[0].text
     # a trial's agent could add a text and never take it back
     assert tools["delete_document"].annotations.destructive_hint is True
     deleted = await client.call_tool("delete_document", {"document_id": "mcp-1"})
