@@ -12,11 +12,13 @@ not a reference design's.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from graphmesh.common.v1 import types_pb2
 from services.common.codes import names_in, squashed
 from services.common.text import latin_script
+from services.gateway.answer.earlier_turns import split_earlier
 
 
 def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> list[str]:
@@ -28,12 +30,48 @@ def codes_not_found(question: str, results: Sequence[types_pb2.Candidate]) -> li
     question names none or every one is held, and when there are no results."""
     if not results:
         return []
+    earlier, asked = split_earlier(question)  # a chat's "(Earlier: …)" wrapper is not the user's ("Earlier" was refused)
+    question = f"{earlier} {asked}".strip()
     codes = names_in(question, latin_script(question))
     if not codes:
         return []
-    held = " ".join(squashed(" ".join([c.title, *c.heading_path, c.text])) for c in results)
+    texts = [" ".join([c.title, *c.heading_path, c.text]) for c in results]
+    held = " ".join(squashed(t) for t in texts)
     return [code for code in codes if not any(squashed(word) in held or _singular(squashed(word)) in held
-                                              for word in ([code, *code.split()] if " " in code else [code]))]
+                                              for word in ([code, *code.split()] if " " in code else [code]))
+            and not _spelt_out(code, texts)]
+
+
+#: An acronym of two to six capitals (ODR, LSR, VTR), and the words a spelt-out name may hold whose
+#: initials it skips (Bill of Lading: BL or BOL).
+_ACRONYM = re.compile(r"[A-Z]{2,6}s?")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+_SKIPPABLE = {"of", "and", "the", "to", "for", "in", "on", "a", "an", "&"}
+
+
+def _spelt_out(code: str, texts: Sequence[str]) -> bool:
+    """Whether ``code``, an acronym (``_ACRONYM``), is held spelt out in one of ``texts``: consecutive
+    capitalised words whose initials make it, small lower-case words between them skipped ("Order Defect
+    Rate" for ODR, "Bill of Lading" for BL; a trial's "ODR 多少会封号" was refused with the answer first,
+    while "odr" in lower case was answered). Capitals are required so that initials do not line up by chance."""
+    if not _ACRONYM.fullmatch(code):
+        return False
+    target = code[:-1] if code.endswith("s") else code
+    for text in texts:
+        words = _WORD.findall(text)
+        for start in range(len(words)):
+            matched, at = 0, start
+            while at < len(words) and matched < len(target):
+                word = words[at]
+                small = word.lower() in _SKIPPABLE
+                if word[0] == target[matched] or (small and matched and word[0] == target[matched].lower()):
+                    matched += 1  # a small word may give its letter too (Bill of Lading: BOL)
+                elif not small or matched == 0:
+                    break
+                at += 1
+            if matched == len(target):
+                return True
+    return False
 
 
 def _singular(word: str) -> str:

@@ -1,4 +1,4 @@
-"""Greetings and thanks sent as a question ("hi", "你好", "谢谢医生"): nothing is asked, so nothing is
+"""Greetings, thanks and acknowledgements sent as a question ("hi", "你好", "谢谢医生", "好的"): nothing is asked, so nothing is
 answered, whatever the search finds. Three trials' chat pages answered "hi" and "谢谢医生" with quotes
 from their documents (answerability 0.99). Pure; GraphMesh's rule, not a reference design's."""
 from __future__ import annotations
@@ -8,9 +8,12 @@ import re
 from services.common.text import latin_script, simplified
 
 #: Greetings and thanks, in Chinese (simplified, Cantonese) and English.
+#: And acknowledgements (好的, 收到, ok): a trial's "好的谢谢" and "收到" after an answer were answered as the
+#: earlier question again, and "ok" was refused over the chat's own "(Earlier: …)" wrapper.
 _GREETING = re.compile(r"你好|您好|哈喽|哈啰|嗨|早上好|上午好|下午好|晚上好|早安|晚安|在吗|在不在|谢谢|多谢|感谢|辛苦了|拜拜|"
-                       r"再见|唔该|\b(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|thank you|thanks|thx|cheers|"
-                       r"bye|goodbye)\b", re.IGNORECASE)
+                       r"再见|唔该|好的|好滴|好嘞|收到|知道了|明白了?|了解了?|懂了|嗯嗯?|"
+                       r"\b(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|thank you|thanks|thx|cheers|"
+                       r"bye|goodbye|ok|okay|got it|noted)\b", re.IGNORECASE)
 #: Words that address someone or soften a greeting, left over once it is taken away ("谢谢医生", "thanks a lot").
 _ADDRESS = re.compile(r"医生|大夫|老师|客服|亲|你们|您|大家|[晒啦呀啊哦哈喔嘛]|\b(?:there|doctor|team|everyone|all|guys|so much|very much|"
                       r"a lot)\b", re.IGNORECASE)

@@ -454,6 +454,12 @@ async def test_a_greeting_or_thanks_alone_is_not_answered():
     assert english.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and english.answer.startswith("No question was asked")
     asked = await mesh([0.9, 0.9]).answerer.answer("你好，预算收入的计算单位是什么？", 5, None, Deadline(10))
     assert asked.mode == gateway_pb2.ANSWER_MODE_EXTRACTIVE  # a greeting before a question: the question is answered
+    # acknowledgements after an answer (a trial's "好的谢谢" and "收到" were answered as the earlier question again)
+    for thanks in ("好的谢谢", "收到", "ok", "OK 明白了", "嗯嗯 知道了"):
+        reply = await mesh([0.9, 0.9]).answerer.answer(thanks, 5, None, Deadline(10))
+        assert reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED, thanks
+    ok_with_earlier = await mesh([0.9, 0.9]).answerer.answer("(Earlier: 预算收入的计算单位是什么) unit?", 5, None, Deadline(10))
+    assert "Earlier" not in ok_with_earlier.answer  # the chat's wrapper is not a name the documents must hold
 
 
 def test_a_score_just_under_the_threshold_never_reads_as_equal_to_it():

@@ -71,3 +71,18 @@ def test_a_run_of_capitalised_words_in_a_chinese_question_is_one_name_held_by_an
     assert codes_not_found("429 Too Many Requests 怎么处理", rows) == []
     assert codes_not_found("429 Too Many Requests 和 MongoDB 怎么处理", rows) == ["MongoDB"]
     assert codes_not_found("Service Unavailable 怎么处理", rows) == ["Service Unavailable"]
+
+
+ACCOUNT_HEALTH = [candidate("a#1", "Account health. Keep the Order Defect Rate under 1 percent; the Late Shipment Rate "
+                                   "under 4 percent. A Bill of Lading goes with every sea shipment.", "pg.keyword", 3.0)]
+
+
+def test_an_acronym_spelt_out_by_capitalised_words_is_held():
+    """A trial's "ODR 多少会封号" was refused with the answering passage first ("找到的资料中没有提到“ODR”"), while
+    "odr 超过多少会封号" in lower case was answered."""
+    assert codes_not_found("ODR 多少会封号", ACCOUNT_HEALTH) == []
+    assert codes_not_found("LSR 要控制在多少", ACCOUNT_HEALTH) == []
+    assert codes_not_found("海运 BL 谁给", ACCOUNT_HEALTH) == [] and codes_not_found("BOL 谁给", ACCOUNT_HEALTH) == []
+    assert codes_not_found("VTR 要多少", ACCOUNT_HEALTH) == ["VTR"]  # spelt out nowhere
+    # initials of lower-case words do not count: they line up by chance in any long text
+    assert codes_not_found("KPU 是什么", [candidate("k#1", "keep percent under control", "pg.keyword", 1.0)]) == ["KPU"]
