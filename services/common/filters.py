@@ -243,7 +243,10 @@ def matches(metadata: Mapping[str, str], conditions: Iterable[Condition]) -> boo
 
 # ---------------------------------------------------------------- AIP-160
 
-_TOKEN = re.compile(r"""\s*(?:(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<op><=|>=|!=|=|<|>|\(|\)|,)|(?P<word>[^\s"=<>!(),]+))""")
+#: Strings in "double" or 'single' quotes, or in the quotes a Chinese input method types (“高一”, ‘高一’,
+#: 「高一」: a trial's filter 年级 = “高一” read the quotes as part of the value and matched nothing).
+_TOKEN = re.compile(r"""\s*(?:(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|“[^”]*”|‘[^’]*’|「[^」]*」)"""
+                    r"""|(?P<op><=|>=|!=|=|<|>|\(|\)|,)|(?P<word>[^\s"=<>!(),“”‘’「」]+))""")
 
 
 def _tokens(text: str, field: str) -> list[tuple[str, str]]:
@@ -265,7 +268,7 @@ def _tokens(text: str, field: str) -> list[tuple[str, str]]:
 def parse_filter(text: str, field: str = "filter") -> list[Condition]:
     """Conditions of an AIP-160 filter subset: terms joined by AND, each
     ``key = value``, ``key < value`` (also ``<=``, ``>``, ``>=``) or
-    ``key IN (v1, v2, ...)``. A value is a "quoted string" or a 'quoted string' (backslash
+    ``key IN (v1, v2, ...)``. A value is a "quoted string" or a 'quoted string' (or “”, ‘’, 「」; backslash
     escapes; a trial's type='changelog' kept its quotes as part of the value and matched nothing) or a bare word; a range against a bare number compares as
     numbers, otherwise as strings. Keys may carry a "metadata." prefix.
     Two range terms on one key (year >= 2000 AND year < 2010) make one range.

@@ -196,3 +196,11 @@ def test_a_single_quoted_value_is_a_string_as_a_double_quoted_one_is():
     assert flt.parse_filter("type='changelog'") == flt.parse_filter('type = "changelog"')
     assert flt.parse_filter("t IN ('a b', \"c\")")[0].values == ("a b", "c")
     assert flt.parse_filter("name = O'Brien")[0].values == ("O'Brien",)  # a quote inside a bare word stays in it
+
+
+def test_the_quotes_a_chinese_input_method_types_quote_a_string():
+    """A trial's 年级 = “高一” (typed with a Chinese input method) matched nothing: the quotes were in the value."""
+    assert flt.parse_filter("年级 = “高一”") == flt.parse_filter('年级 = "高一"')
+    assert flt.parse_filter("年级 IN (‘高一’, 「高二」)")[0].values == ("高一", "高二")
+    with pytest.raises(InvalidArgument):
+        flt.parse_filter("年级 = “高一")  # an unclosed quote is refused, not read as part of a value
