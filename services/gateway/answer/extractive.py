@@ -192,6 +192,6 @@ def closest_quote(text: str, question: str) -> str:
     it, marked as not vouched for (three trials' residents and members read a bare refusal as "not in the
     documents" while the answering line was first)."""
     lines = extractive_answer([text], question, max_sources=1, max_sentences_per_source=1).splitlines()[1:]
-    quote = lines[0].rsplit(" [", 1)[0] if lines else ""
+    quote = "\n".join(lines).rsplit(" [", 1)[0]  # a list or steps run is quoted a line an item
     words = PieceScorer(question, []).keywords
     return quote if quote and any(w in simplified(quote).lower() for w in words) else ""

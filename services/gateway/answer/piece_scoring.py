@@ -120,6 +120,10 @@ class PieceScorer:
         if not asks_list(question):  # a list is quoted whole only when asked for, numbered steps when asked how
             pieces = [[c for c in cs if not c.list_run or (c.steps and self._asks_steps)] for cs in pieces]
             self.pieces = pieces
+        else:  # and only when the list is what is asked about, not one of its items
+            pieces = [[c for c in cs if not c.list_run or (c.steps and self._asks_steps) or self._about_list(c)]
+                      for cs in pieces]
+            self.pieces = pieces
         self._first_source = {id(c) for c in pieces[0]} if pieces else set()
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
         self._similarity = {text: similarity_weight * value for text, value in
@@ -131,7 +135,8 @@ class PieceScorer:
         to the question min-max scaled over the pieces (``similarity``) times ``similarity_weight``
         (``cross_script.similarity_weight``: 1 for a question in another script than its sources, where no word
         is shared)."""
-        lexical = sentence_score(candidate.text, self.keywords, self._bigrams, self._wants_number, self._idf, candidate.item)
+        keywords, bigrams = self._row_terms(candidate)
+        lexical = sentence_score(candidate.text, keywords, bigrams, self._wants_number, self._idf, candidate.item)
         if self._conditions and holds_condition(_key(candidate), self._conditions):  # a row's subject is in its header
             lexical = sentence_score(f"{candidate.header} {candidate.text}", self.keywords, self._bigrams, self._wants_number,
                                      self._idf, candidate.item)
@@ -139,6 +144,27 @@ class PieceScorer:
         if lexical and candidate.steps and self._asks_steps and id(candidate) in self._first_source:
             lexical += STEPS_BONUS  # the best source's procedure; a later source's would pad the answer
         return lexical + self.similarity(candidate)
+
+    def _about_list(self, run: Candidate) -> bool:
+        """Whether a list run (lead-in and items, or steps) answers a question asking a list as a whole: its lead-in
+        holds a word of the question, or the question's words it holds are spread over more than one item. A
+        trial's "主图有什么要求" got the five items of 上架前准备, one of which, on 主图, answers."""
+        lines = [simplified(line).lower() for line in run.text.split("\n")]
+        held = [k for k in self.keywords if any(k in line for line in lines)]
+        if not held or (not run.steps and any(k in lines[0] for k in held)):
+            return True
+        return not any(all(k in line for k in held) for line in lines)
+
+    def _row_terms(self, candidate: Candidate) -> tuple[list[str], set[str]]:
+        """The question's keywords and bigrams that may score ``candidate``: for a table row, not those its header
+        names (a column name such as 办公室 is every row's; a trial's "数学老师是谁 办公室在哪" quoted the row whose
+        value was 体育馆一楼办公室, not 数学's), unless the row's own first cell holds them."""
+        if not (candidate.item and candidate.header):
+            return self.keywords, self._bigrams
+        header, key = simplified(candidate.header).lower(), simplified(_key(candidate)).lower()
+        column_bigrams = _bigrams(header) - _bigrams(key)
+        return ([k for k in self.keywords if k not in header or k in key],
+                {b for b in self._bigrams if b not in column_bigrams})
 
     def similarity(self, candidate: Candidate) -> float:
         """The part of the piece's ``score`` that its dense similarity gives (0 without one): the rest is how

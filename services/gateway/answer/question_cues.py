@@ -56,9 +56,11 @@ def asks_list(question: str) -> bool:
 
 
 #: Question words asking how to do something, step by step.
-_STEPS_CUES = re.compile(r"步骤|流程|怎么操作|如何操作|操作方法|怎么做|怎么弄|怎么办理|如何办理|怎么切换|怎么处理|"
-                         r"\bhow (?:do|can|should) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bprocedure\b|\bprocess\b",
-                         re.IGNORECASE)
+#: "怎么办" and its colloquial forms too (咋办, 咋整): a trial's "listing 被下架怎么办" was answered from step 2 on.
+_STEPS_CUES = re.compile(r"步骤|流程|怎么操作|如何操作|操作方法|怎么做|怎么弄|怎么办|咋办|咋整|咋弄|怎么搞|如何办理|怎么切换|"
+                         r"怎么处理|如何处理|怎样处理|"
+                         r"\bhow (?:do|can|should) (?:i|we|you)\b|\bhow to\b|\bsteps?\b|\bprocedure\b|\bprocess\b|"
+                         r"\bwhat (?:should|do) (?:i|we) do\b", re.IGNORECASE)
 
 
 def asks_steps(question: str) -> bool:

@@ -168,12 +168,24 @@ STEPS_MAX_CHARS = 400
 _FIRST_STEP = re.compile(r"^\s*(?:1[.、．]|[（(]1[）)]|[（(]一[）)]|一、|①)")
 
 
+#: The numbering styles of list markers: a line numbered in another style than a list's is an outer level (the
+#: heading "四、Listing 被下架怎么处理" over steps "1." to "5."), not an item of that list.
+_MARKER_STYLES = (re.compile(r"^\s*\d+[.、．]"), re.compile(r"^\s*[（(]\d+[）)]"), re.compile(r"^\s*[（(][一二三四五六七八九十]+[）)]"),
+                  re.compile(r"^\s*[一二三四五六七八九十]+、"), re.compile(r"^\s*[①-⑳]"))
+
+
+def _marker_style(line: str) -> int:
+    """Which of ``_MARKER_STYLES`` numbers ``line`` (-1: none of them, a bullet)."""
+    return next((i for i, style in enumerate(_MARKER_STYLES) if style.match(line)), -1)
+
+
 def _steps_run(lines: list[str], index: int) -> Candidate | None:
     """A numbered list from its first item, with no lead-in line before it (its heading, 手动切换步骤, is
     the chunk's heading path): the items in order (at least two, at most LIST_MAX_ITEMS and STEPS_MAX_CHARS),
     or None. A question asking for steps is answered from step 1, in order: a trial's runbook answer began
     at step 3 and skipped the check that must come first."""
-    if not _FIRST_STEP.match(lines[index]) or (index and _LIST_ITEM.match(lines[index - 1])):
+    if not _FIRST_STEP.match(lines[index]) or (index and _LIST_ITEM.match(lines[index - 1])
+                                               and _marker_style(lines[index - 1]) == _marker_style(lines[index])):
         return None
     last = index
     while last + 1 < len(lines) and last - index + 1 < LIST_MAX_ITEMS and _LIST_ITEM.match(lines[last + 1]) \

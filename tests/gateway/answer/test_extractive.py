@@ -642,3 +642,36 @@ def test_the_closest_quote_is_the_piece_the_answer_would_quote_or_nothing_when_n
     assert generation.closest_quote(rules, "周末可以打电钻不") == "周六、周日及法定节假日不得进行电钻、电锤、切割等产生噪音的施工。"
     assert generation.closest_quote(rules, "北京明天天气怎么样") == ""
     assert generation.closest_quote(FEE_TABLE, "退休人员报销比例") == "人员类别 | 门诊报销比例 | 年度最高支付限额 … 退休人员 | 85% | 3万元"
+
+
+TEACHERS = ("任课教师\n科目 | 任课教师 | 办公室\n语文 | 王丽 | 明德楼215\n数学 | 陈建国 | 明德楼217\n"
+            "体育 | 周磊 | 体育馆一楼办公室\n课表如有临时调整，班主任会在班级群里提前通知。")
+
+
+def test_a_word_that_names_a_column_does_not_pick_the_row():
+    """A trial's "数学老师是谁 办公室在哪" quoted the 体育 row, whose value 体育馆一楼办公室 holds the column name 办公室,
+    and left out 数学's."""
+    answer = extractive_answer([TEACHERS], "数学老师是谁 办公室在哪")
+    assert "数学 | 陈建国 | 明德楼217" in answer and "周磊" not in answer
+    assert "体育 | 周磊" in extractive_answer([TEACHERS], "体育老师办公室在哪")  # its own first cell still counts
+
+
+def test_what_to_do_is_answered_with_the_steps_from_the_first():
+    """A trial's "listing 被下架怎么办" quoted steps 2 to 5 and left out step 1, the check that comes first."""
+    steps = ("1. 先登录卖家后台，在“账户状况”页面查看具体违规原因，截图发到运营群。\n2. 如果是图片或标题违规，24小时内修改后重新提交审核。\n"
+             "3. 如果是知识产权投诉，马上转给法务同事处理。\n4. 同一条 listing 一个月内被下架两次的，要开复盘会。")
+    for question, text in (("listing 被下架怎么办", steps), ("listing被下架了咋整", steps),
+                           ("listing 被下架怎么办", "四、Listing 被下架怎么处理\n" + steps)):  # under an outline's heading
+        answer = extractive_answer([text], question)
+        assert "1. 先登录卖家后台" in answer and answer.index("1. 先登录") < answer.index("4. 同一条"), question
+
+
+PREPARATION = ("1. 新品上架前，产品经理要先在“新品立项表”里填好 SKU、成本价和竞品链接。\n2. 主图必须是纯白底，产品占画面85%以上。\n"
+               "3. 每个 listing 至少准备7张图：1张主图、4张卖点图。\n4. 标题不超过200个字符，品牌名放在最前面。")
+
+
+def test_a_list_is_quoted_whole_only_when_it_is_what_the_question_asks_about():
+    """A trial's "主图有什么要求" got all the items of 上架前准备; the one on 主图 answers."""
+    answer = extractive_answer([PREPARATION], "主图有什么要求")
+    assert "2. 主图必须是纯白底" in answer and "4. 标题" not in answer
+    assert "4. 标题不超过200个字符" in extractive_answer([PREPARATION], "上架前准备有哪些")  # the list's own subject
