@@ -22,3 +22,11 @@ def test_what_counts_as_a_code(text, codes):
 def test_codes_are_distinct_in_order_and_read_in_any_width():
     assert codes_in("Ｅ１０２ 和 E102、GA-37VSD") == ["E102", "GA-37VSD"]
     assert squashed("GA-37VSD") == squashed("ga 37 vsd") == "ga37vsd"
+
+
+def test_a_licence_plate_is_not_a_code():
+    """A trial's "浙A12345 做个小保养多少钱" was refused: no document held "A12345", the customer's own plate."""
+    from services.common.codes import names_in
+
+    assert codes_in("浙A12345 做个小保养多少钱") == [] and names_in("我车牌粤B·D12345，过年开门不", False) == []
+    assert codes_in("浙A12345 的 E102 报警") == ["E102"]  # a code beside the plate still counts
