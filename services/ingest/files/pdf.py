@@ -155,6 +155,8 @@ def _page_lines(page, number: int) -> list[_Line]:
         if rows and _continues(rows[-1], row):
             rows[-1].merge(row)
         else:
+            if rows and _centred_above(rows[-1], row, columns):
+                row.cells += rows.pop().cells  # the first line of a wrapped last cell, set above the row's middle
             rows.append(row)
     return [_Line(" | ".join(c[1] for c in row.cells), row.size, number) for row in rows]
 
@@ -336,6 +338,18 @@ def _continues(row: _Cells, line: _Cells) -> bool:
     return True
 
 
+def _centred_above(above: _Cells, row: _Cells, columns: list[float]) -> bool:
+    """Whether ``above`` is the first line of a cell of ``row`` that wrapped while the row's other cells sit
+    in its middle (reportlab's default: a trial's school calendar read "高一、高二年级；高三按全市联考安" /
+    "11月4日—11月6日 | 期中考试" / "排"): one cell, a line's spacing above the row (CELL_LINE_LEADING), past
+    the row's last cell and starting at a column start of the page. Its rest, below, then joins as any
+    wrapped cell does (``_continues``)."""
+    if len(above.cells) != 1 or len(row.cells) < 2 or not 0 < above.y - row.y <= CELL_LINE_LEADING * row.size:
+        return False
+    x = above.cells[0][0]
+    return x > row.cells[-1][2] and any(abs(x - c) <= COLUMN_TOLERANCE for c in columns)
+
+
 _ENDS = "。！？!?；;：:”’」』）)】》"
 #: A line that opens an article of a regulation ("第五条 学位课成绩…"): it starts a line of its own.
 _ARTICLE = re.compile(r"第[一二三四五六七八九十百千零〇两0-9]+条")
@@ -403,12 +417,22 @@ def parse_pdf(data: bytes, name: str = "") -> ParsedFile:
     for line in lines:
         sizes[round(line.size, 1)] += len(line.text)
     body = sizes.most_common(1)[0][0]
-    def is_heading(ln: _Line) -> bool:
+    def sized_heading(ln: _Line) -> bool:
         if len(ln.text) > MAX_HEADING_CHARS:
             return False
         if ln.size >= HEADING_RATIO * body:
             return True
         return ln.size >= SUBHEADING_RATIO * body and ln.text.rstrip()[-1:] not in _ENDS + "，,、"
+
+    # a paragraph set a little larger than the body (10.5 pt over a 10 pt table) is no sub-heading: its first
+    # line goes on in a line of its size that is no heading (a trial's school calendar made each paragraph's
+    # first line a heading, "…寒假自2027年1月23日起，下学期", and cut its sentence there)
+    paragraph_starts = {id(ln) for ln, below in zip(lines, lines[1:])
+                        if ln.size < HEADING_RATIO * body and below.page == ln.page
+                        and round(below.size, 1) == round(ln.size, 1) and not sized_heading(below)}
+
+    def is_heading(ln: _Line) -> bool:
+        return sized_heading(ln) and id(ln) not in paragraph_starts
 
     heading_sizes = sorted({round(ln.size, 1) for ln in lines if is_heading(ln)}, reverse=True)
     level = {size: i + 1 for i, size in enumerate(heading_sizes)}

@@ -318,3 +318,35 @@ def test_a_pdf_title_that_wraps_is_one_heading_and_a_list_keeps_its_numbers_apar
     assert sections[0] == ([title], "This English version covers the Claims section only.")
     assert sections[1] == (["Section 9 - Claims"], "1. Call the 24-hour hotline before any hospital admission "
                            "overseas. 2. Report loss of baggage to the local police within 24 hours.")
+
+
+def test_a_pdf_paragraph_set_larger_than_its_table_and_a_cell_wrapped_around_the_rows_middle():
+    """A trial's school calendar (reportlab, STSong-Light): each 10.5 pt paragraph's first line over a 10 pt
+    table became a heading, cut mid-sentence, and a row whose last cell wrapped, the others set in its middle,
+    read "高一、高二年级；高三按全市联考安" / "11月4日—11月6日 | 期中考试" / "排"."""
+    import io
+
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table, TableStyle
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    title = ParagraphStyle("t", fontName="STSong-Light", fontSize=16, leading=22)
+    body = ParagraphStyle("b", fontName="STSong-Light", fontSize=10.5, leading=16)
+    cell = ParagraphStyle("c", fontName="STSong-Light", fontSize=10, leading=14)
+    rows = [("日期", "事项", "备注"), ("8月31日", "学生报到注册", "全体学生，上午8:00—11:30"),
+            ("10月16日", "第一次月考", "语文、数学、英语三科"), ("11月4日—11月6日", "期中考试", "高一、高二年级；高三按全市联考安排"),
+            ("1月22日", "休业式，发放成绩单和寒假作业", "上午10:00"), ("1月23日", "寒假开始", "下学期2月22日报到")]
+    table = Table([[Paragraph(c, cell) for c in r] for r in rows], colWidths=[130, 170, 180])
+    table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black), ("VALIGN", (0, 0), (-1, -1), "MIDDLE")]))
+    intro = "本学期自2026年8月31日开始，至2027年1月22日结束，共21周。寒假自2027年1月23日起，下学期2月22日报到注册，2月23日正式上课。"
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4).build([Paragraph("第一学期校历", title), Paragraph(intro, body), table])
+    parsed = parse_file("校历.pdf", "", buffer.getvalue())
+    assert [s.heading_path for s in parsed.sections] == [["第一学期校历"]]
+    text = "\n".join(b.text for s in parsed.sections for b in s.blocks)
+    assert intro in text.split("\n")
+    assert [" | ".join(r) for r in rows] == [line for line in text.split("\n") if "|" in line]
