@@ -6,6 +6,7 @@ protobuf messages, so they can be tested without gRPC.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,21 @@ def text_digest(chunk_texts: Sequence[str]) -> str:
     if not chunk_texts:
         return ""
     return hashlib.sha256(DIGEST_SEPARATOR.join(chunk_texts).encode("utf-8")).hexdigest()
+
+
+#: What a revised version's title adds to the old one's, and nothing else: a year, a quarter, a version number, a
+#: date, a 版 mark, and the separators around them. Two trials' revisions saved under new file names
+#: (carrier_rates_2026Q4.csv and carrier_rates_2027Q1.csv, 维修配件价格表.csv and 维修配件价格表2027.csv) got
+#: no notice, since a CSV's title is its file name. One pattern for Python's re and PostgreSQL's
+#: regexp_replace (the store compares stored titles by it in SQL).
+VERSION_MARKS = (r"(19|20)[0-9]{2}([-./年][0-9]{1,2}([-./月][0-9]{1,2}日?)?月?)?|[qQ][1-4]|[vV][0-9]+([.][0-9]+)*"
+                 r"|最新版|修订版|新版|旧版|版本|版|[-_ .()（）【】]+")
+
+
+def version_key(title: str) -> str:
+    """``title`` lower-cased without ``VERSION_MARKS``: equal for the versions of one document saved under
+    names that differ by a year, quarter, version or date ("" when nothing else is left)."""
+    return re.sub(VERSION_MARKS, "", title.lower())
 
 
 @dataclass(slots=True)

@@ -81,6 +81,8 @@ from services.retriever_pg import lifecycle
 from services.retriever_pg.parent_context import SectionChunk
 from services.common.records import (
     text_digest,
+    VERSION_MARKS,
+    version_key,
     Deletion,
     StoredDocumentInfo,
     DocumentRecord,
@@ -1150,21 +1152,22 @@ class PgStore:
         return {r["text_digest"]: r["id"] for r in rows}
 
     async def documents_by_title(self, collection: str, titles: list[str], per_title: int = 5) -> list[tuple[str, str]]:
-        """(title, id) of the stored documents of ``collection`` that have one of ``titles``, at most
-        ``per_title`` a title, by id: files stored under other names with the same title, as a revised
-        version saved as a new file often is.
+        """(title, id) of the stored documents of ``collection`` whose title is one of ``titles`` but for a
+        year, quarter, version or date (``records.version_key``), at most ``per_title`` a title, by id: files
+        stored under other names with the same title, as a revised version saved as a new file often is.
 
         Raises:
             RuntimeError: not open. asyncpg.PostgresError: query failed.
         """
-        wanted = [t for t in dict.fromkeys(titles) if t and storable_text(t)]
-        if not wanted:
+        keys = [k for k in dict.fromkeys(version_key(t) for t in titles if t and storable_text(t)) if k]
+        if not keys:
             return []
         async with self._conn() as conn:
             rows = await conn.fetch(
-                "SELECT title, id FROM (SELECT title, id, row_number() OVER (PARTITION BY title ORDER BY id) AS n"
-                " FROM documents WHERE collection = $1 AND title = ANY($2::text[])) t WHERE n <= $3 ORDER BY title, id",
-                collection, wanted, per_title)
+                "SELECT title, id FROM (SELECT title, id, row_number() OVER (PARTITION BY key ORDER BY id) AS n FROM"
+                " (SELECT title, id, regexp_replace(lower(title), $4, '', 'g') AS key FROM documents"
+                "  WHERE collection = $1) d WHERE key = ANY($2::text[])) t WHERE n <= $3 ORDER BY title, id",
+                collection, keys, per_title, VERSION_MARKS)
         return [(r["title"], r["id"]) for r in rows]
 
     async def list_documents(self, ids: Sequence[str], collections: Sequence[str] | None,

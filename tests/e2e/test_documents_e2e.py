@@ -396,6 +396,21 @@ async def test_a_revised_file_stored_under_a_new_name_names_the_old_one_with_its
     assert list(elsewhere.files[0].same_title_as) == []  # another collection
 
 
+async def test_a_revision_whose_name_differs_by_its_year_or_quarter_names_the_old_one(stub):
+    """Two trials' revised rate sheets saved as carrier_rates_2027Q1.csv beside carrier_rates_2026Q4.csv, and
+    维修配件价格表2027.csv beside 维修配件价格表.csv, got no notice: a CSV's title is its file name."""
+    def csv(name: str, price: str) -> gateway_pb2.IngestFile:
+        return gateway_pb2.IngestFile(name=name, content=f"carrier,service,usd_per_kg\nUPS,air,{price}\n".encode())
+
+    first = await stub.Ingest(gateway_pb2.IngestRequest(files=[csv("carrier_rates_2026Q4.csv", "6.80"),
+                                                               csv("carrier_rates_eu.csv", "9.10")],
+                                                        collection="rates"), timeout=600)
+    assert [list(f.same_title_as) for f in first.files] == [[], []]  # another sheet, not a version
+    revised = await stub.Ingest(gateway_pb2.IngestRequest(files=[csv("carrier_rates_2027Q1.csv", "7.90")],
+                                                          collection="rates"), timeout=600)
+    assert list(revised.files[0].same_title_as) == ["carrier_rates_2026Q4.csv"]
+
+
 async def test_a_file_ingested_again_without_metadata_keeps_what_it_had(stub):
     """Two trials' folder re-syncs, without the --meta of their first ingest, emptied every year and team filter."""
     def call(text: str, **metadata: str):

@@ -17,7 +17,7 @@ from graphmesh.retriever.v1 import retriever_pb2
 from services.common import names
 from services.common.errors import DownstreamError
 from services.common.filters import DEFAULT_COLLECTION, metadata_key_problem
-from services.common.records import DocumentRecord, storable_text, text_digest
+from services.common.records import DocumentRecord, storable_text, text_digest, version_key
 from services.ingest.chunking import ChunkingConfig, chunk_sections
 from services.ingest.document_ids import MAX_HEADING_CHARS, MAX_ID_CHARS, path_id_problem
 from services.gateway.library.document_ingest import DocumentIngest
@@ -164,7 +164,8 @@ class FileIngest:
     async def _look_alikes(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
                            deadline: Deadline) -> tuple[dict[str, str], dict[str, list[str]]]:
         """({document id: id of another document of ``collection`` with the same text (``text_digest``)},
-        {document id: ids of other documents of ``collection`` with the same title and other text}): documents
+        {document id: ids of other documents of ``collection`` with the same title, but for a year, quarter, version or
+        date (``records.version_key``), and other text}): documents
         stored before (asked of the retrievers), else earlier files of this call. A revised version saved as a new
         file keeps its title and answered beside the old one with other figures (three trials). Best effort: a
         retriever that cannot be asked gives no notice rather than failing the ingest."""
@@ -183,8 +184,8 @@ class FileIngest:
             if isinstance(reply, BaseException):
                 raise reply
             stored.update(reply.documents_by_text_digest)
-            for found in reply.documents_by_title:
-                titled.setdefault(found.title, []).append(found.document_id)
+            for found in reply.documents_by_title:  # stored titles match but for a year, quarter or version
+                titled.setdefault(version_key(found.title), []).append(found.document_id)
         first_of: dict[str, str] = {}
         duplicates: dict[str, str] = {}
         for doc_id in sorted(index_of, key=index_of.get):
@@ -200,7 +201,7 @@ class FileIngest:
         same_titles: dict[str, list[str]] = {}
         earlier: dict[str, list[str]] = {}
         for doc_id in sorted(index_of, key=index_of.get):
-            title = titles.get(doc_id)
+            title = version_key(titles.get(doc_id, ""))
             if not title:
                 continue
             others = [o for o in dict.fromkeys([*titled.get(title, ()), *earlier.get(title, ())])
