@@ -67,6 +67,10 @@ on, ingested as files into a collection without a domain pack:
 - huoguo_docs and lab_docs: two more the same day (a hotpot chain's kitchen SOPs,
   portion and allergen tables; a university instrument lab's booking rules,
   fees, safety rules and an English microscope guide), 50 and 12 each.
+- autoservice_docs, school_docs and crossborder_docs: three more (a car
+  dealership's maintenance tables, warranty, price list and FAQ; a secondary
+  school's exam rules, timetables, calendar PDF and leave rules; a cross-border
+  e-commerce team's Chinese SOPs and English rate sheet and notes), 50 and 12 each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -122,6 +126,9 @@ SETS = {
     "hotline_docs": (7, {}),  # 1 of its 12 out-of-scope questions refused: no floor that could fail
     "huoguo_docs": (7, {"out_of_scope_abstained": DATA / "huoguo_docs" / "out_of_scope.jsonl"}),
     "lab_docs": (7, {"out_of_scope_abstained": DATA / "lab_docs" / "out_of_scope.jsonl"}),
+    "autoservice_docs": (7, {"out_of_scope_abstained": DATA / "autoservice_docs" / "out_of_scope.jsonl"}),
+    "school_docs": (7, {"out_of_scope_abstained": DATA / "school_docs" / "out_of_scope.jsonl"}),
+    "crossborder_docs": (8, {"out_of_scope_abstained": DATA / "crossborder_docs" / "out_of_scope.jsonl"}),
 }
 
 
