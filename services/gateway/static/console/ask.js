@@ -3,7 +3,7 @@
 // the sources, each source's channels, scores and evidence, the strategy
 // that answered and the services the answer was built without.
 import { post, stream } from "./api.js";
-import { append, clear, collectionName, el, enumName, ms, score } from "./dom.js";
+import { append, clear, collectionName, collectionNames, el, enumName, ms, score } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { showError, hideError, traceLine } from "./feedback.js";
 
@@ -311,8 +311,8 @@ export function setupAsk(root) {
       box.focus();
       return;
     }
-    const body = { query, topK: Number(topK.value || 0), collections: [collectionName(collection.value)] };
-    try { localStorage.setItem(COLLECTION_STORAGE, body.collections[0]); } catch { /* storage disabled */ }
+    const body = { query, topK: Number(topK.value || 0), collections: collectionNames(collection.value) };
+    try { localStorage.setItem(COLLECTION_STORAGE, body.collections.join(", ")); } catch { /* storage disabled */ }
     if (controller) controller.abort();
     controller = new AbortController();
     const signal = controller.signal;

@@ -64,3 +64,12 @@ export function enumName(value, prefix) {
 export function collectionName(value) {
   return String(value || "").trim() || "default";
 }
+
+/**
+ * The collections a search field names: split at commas (also "，" and "、") and spaces, each once, ["default"]
+ * when none (a trial typed "售后,售后3" to search two and got a 400 naming the whole string).
+ */
+export function collectionNames(value) {
+  const names = String(value || "").split(/[\s,，、;；]+/).filter(Boolean);
+  return names.length ? [...new Set(names)] : ["default"];
+}

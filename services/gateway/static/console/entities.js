@@ -4,7 +4,7 @@
 // category, definition, the evidence that matched, the relation that brought
 // it in and its score breakdown.
 import { post } from "./api.js";
-import { clear, collectionName, el, enumName, ms, percent, score } from "./dom.js";
+import { clear, collectionNames, el, enumName, ms, percent, score } from "./dom.js";
 import { onLanguage, t } from "./i18n.js";
 import { hideError, showError, traceLine } from "./feedback.js";
 import { degradedServices, normalizeQuestion } from "./ask.js";
@@ -117,7 +117,7 @@ export function setupEntities(root) {
     output.dataset.state = "running";
     try {
       const { data, traceId } = await post("./v1/entities:search",
-        { query, topK: Number(topK.value || 0), collections: [collectionName(collection.value)] });
+        { query, topK: Number(topK.value || 0), collections: collectionNames(collection.value) });
       last = { query, data, traceId };
       render(output, query, data, traceId);
       output.dataset.state = "done";

@@ -11,7 +11,9 @@ export function showError(box, err) {
   box.append(
     el("p", { class: "error-head" }, el("strong", { text: t("error.title") }), head ? ` ${head}` : ""),
     el("p", { class: "error-message", text: err.message || String(err) }));
-  const fields = err.fieldViolations || [];
+  // a field the message already states ("collections[0]: … is not a collection name") is not listed again
+  const said = err.message || "";
+  const fields = (err.fieldViolations || []).filter((f) => !said.includes(f.description || "\u0000"));
   if (fields.length) {
     box.append(el("ul", { class: "error-fields" }, fields.map((f) => el("li", {}, el("code", { text: f.field }), `: ${f.description}`))));
   }
