@@ -240,6 +240,7 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     totals["failed"] += len(unsendable)
     documents = [f for f in files if f not in jsonl and f not in unsendable]
     lines: list[str] = []
+    stored_ids: set[str] = set()  # the ids the files were stored under (another collection's id gets a prefix)
     # disable=None: no bar when stderr is not a terminal (its carriage returns would glue into a log file)
     with _channel() as ch, tqdm(total=sum(f.stat().st_size for f, _ in documents), unit="B", unit_scale=True,
                                 desc="ingest files", file=sys.stderr, disable=None) as bar:
@@ -258,6 +259,9 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 totals[status] += 1
                 detail = f": {outcome.reason}" if outcome.reason else (
                     f" ({outcome.chunks} chunk{'' if outcome.chunks == 1 else 's'})" if outcome.chunks else "")
+                if outcome.document_id and outcome.document_id != outcome.name:
+                    detail += f"; stored as {outcome.document_id!r}: another collection holds {outcome.name!r}"
+                stored_ids.add(outcome.document_id or outcome.name)
                 if outcome.duplicate_of:
                     detail += f"; same text as {outcome.duplicate_of!r}, stored twice (delete one to keep one copy)"
                 if outcome.same_title_as:
@@ -284,9 +288,11 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 if totals["failed"]:  # a file that failed may be one whose stored copy is all there is
                     print(f"not pruned: {totals['failed']} files failed", file=sys.stderr)
                 else:
-                    totals["pruned"] = len(prune_unseen(stub, args.collection or DEFAULT_COLLECTION,
-                                                        {doc_id for _, doc_id in files},
-                                                        prune_scopes(args.paths, args.id_prefix or "")))
+                    collection = args.collection or DEFAULT_COLLECTION
+                    scopes = prune_scopes(args.paths, args.id_prefix or "")
+                    scopes += [(f"{collection}/{prefix}", recursive) for prefix, recursive in scopes]
+                    totals["pruned"] = len(prune_unseen(stub, collection, {doc_id for _, doc_id in files} | stored_ids,
+                                                        scopes))
         except grpc.RpcError as err:
             return _error(err)
     for path, _ in jsonl:  # a JSONL file of documents: its documents count in the totals, as a file's do

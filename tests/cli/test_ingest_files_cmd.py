@@ -230,6 +230,26 @@ async def test_prune_keeps_other_folders_files_and_documents_not_from_files(cli_
     assert "notices/停水.txt" in listed and "faq-1" in listed and "旧办法" not in listed
 
 
+async def test_a_folder_another_collection_holds_is_stored_under_its_name_and_pruned_there(cli_gateway, capsys,
+                                                                                            tmp_path):
+    """Three trials' second collection of one folder failed file by file (ids are unique across collections)."""
+    await cli_gateway(ingest={"sentence_vectors": False})
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "作息.txt").write_text("早读7:20开始。\n", "utf-8")
+    (folder / "请假.txt").write_text("请假须提前一天。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade10"]) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11"]) == 0
+    err = capsys.readouterr().err
+    assert "stored as 'grade11/docs/作息.txt': another collection holds 'docs/作息.txt'" in err
+    (folder / "请假.txt").unlink()
+    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11", "--prune"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
+    assert "pruned    grade11/docs/请假.txt" in err and "grade11/docs/作息.txt:" not in err  # still in the folder
+
+
 def test_prune_scopes_are_the_folders_and_file_folders_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "docs" / "sub").mkdir(parents=True)

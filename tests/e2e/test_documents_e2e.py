@@ -411,6 +411,23 @@ async def test_a_revision_whose_name_differs_by_its_year_or_quarter_names_the_ol
     assert list(revised.files[0].same_title_as) == ["carrier_rates_2026Q4.csv"]
 
 
+async def test_a_file_another_collection_holds_is_stored_under_its_collections_name(stub):
+    """Three trials ingested one folder into a second collection and every file failed: "document id
+    'docs/…' is stored in collection 'jiaowu'; delete it there first or give another id"."""
+    def txt(text: str) -> gateway_pb2.IngestFile:
+        return gateway_pb2.IngestFile(name="docs/作息.txt", content=text.encode())
+
+    first = await stub.Ingest(gateway_pb2.IngestRequest(files=[txt("高一早读7:20开始。")], collection="grade10"), timeout=600)
+    second = await stub.Ingest(gateway_pb2.IngestRequest(files=[txt("高二早读7:10开始。")], collection="grade11"), timeout=600)
+    assert [(gateway_pb2.FileStatus.Name(f.status), f.document_id) for f in (*first.files, *second.files)] == [
+        ("FILE_STATUS_STORED", "docs/作息.txt"), ("FILE_STATUS_STORED", "grade11/docs/作息.txt")]
+    again = await stub.Ingest(gateway_pb2.IngestRequest(files=[txt("高二早读7:10开始。")], collection="grade11"), timeout=600)
+    assert [(gateway_pb2.FileStatus.Name(f.status), f.document_id) for f in again.files] == [
+        ("FILE_STATUS_UNCHANGED", "grade11/docs/作息.txt")]
+    found = await stub.Search(gateway_pb2.SearchRequest(query="早读几点开始", collections=["grade10"]), timeout=60)
+    assert {c.document_id for c in found.results} == {"docs/作息.txt"}  # each collection keeps its own text
+
+
 async def test_a_file_ingested_again_without_metadata_keeps_what_it_had(stub):
     """Two trials' folder re-syncs, without the --meta of their first ingest, emptied every year and team filter."""
     def call(text: str, **metadata: str):

@@ -94,6 +94,7 @@ class FileIngest:
         """
         pack = await self.documents.packs.for_ingest(collection, domain_pack, deadline)
         trace = Trace()
+        files = await self._in_own_collection(files, collection, deadline)
         response = gateway_pb2.IngestResponse(received=len(files))
         outcomes = [gateway_pb2.FileOutcome(name=f.name, document_id=(f.document_id or f.name).strip(),
                                             media_type=media_type_of(f.name, f.media_type)) for f in files]
@@ -143,6 +144,34 @@ class FileIngest:
         response.files.extend(outcomes)
         response.timings.extend(trace.timings)
         return response
+
+    async def _in_own_collection(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
+                                 deadline: Deadline) -> list[gateway_pb2.IngestFile]:
+        """``files``, each whose document id another collection holds given the id "<collection>/<id>" (its
+        FileOutcome.document_id says so): ids are unique across collections, and a file's id comes from its
+        name, so the same folder ingested into a second collection failed file by file (three trials:
+        "document id 'docs/…' is stored in collection 'jiaowu'"). The same file ingested again into this
+        collection gets the same id, so it is found unchanged. Best effort: a retriever that cannot be asked
+        renames nothing (the store then refuses the file, naming the other collection)."""
+        ids = sorted({(f.document_id or f.name).strip() for f in files} - {""})[:MAX_LISTED]
+        if not ids or not self.documents.retrievers:
+            return list(files)
+        primary = next((r for r in self.documents.retrievers if r.name == PRIMARY), self.documents.retrievers[0])
+        try:
+            reply = await primary.list_documents(retriever_pb2.ListDocumentsRequest(ids=ids, page_size=len(ids)),
+                                                 deadline.left(30))
+        except DownstreamError:
+            return list(files)
+        elsewhere = {d.id for d in reply.documents if d.collection != collection}
+        renamed = []
+        for file in files:
+            doc_id = (file.document_id or file.name).strip()
+            if doc_id in elsewhere:
+                file = gateway_pb2.IngestFile()
+                file.CopyFrom(files[len(renamed)])
+                file.document_id = f"{collection}/{doc_id}"
+            renamed.append(file)
+        return renamed
 
     async def _stored_metadata(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
                                deadline: Deadline) -> dict[str, dict[str, str]]:
