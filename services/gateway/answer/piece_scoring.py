@@ -168,8 +168,12 @@ class PieceScorer:
 
     def similarity(self, candidate: Candidate) -> float:
         """The part of the piece's ``score`` that its dense similarity gives (0 without one): the rest is how
-        much of the question's words and bigrams it holds."""
-        return self._similarity.get(candidate.text, 0.0)
+        much of the question's words and bigrams it holds. Steps answer as well as their closest step: a long run's
+        own vector is diluted (a trial's "listing 被下架怎么办" got steps 2 to 5, step 5 being closest alone)."""
+        own = self._similarity.get(candidate.text, 0.0)
+        if candidate.steps and self._asks_steps:
+            return max([own, *(self._similarity.get(line.strip(), 0.0) for line in candidate.text.split("\n"))])
+        return own
 
     def is_asked_row(self, candidate: Candidate) -> bool:
         """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):

@@ -664,6 +664,11 @@ def test_what_to_do_is_answered_with_the_steps_from_the_first():
                            ("listing 被下架怎么办", "四、Listing 被下架怎么处理\n" + steps)):  # under an outline's heading
         answer = extractive_answer([text], question)
         assert "1. 先登录卖家后台" in answer and answer.index("1. 先登录") < answer.index("4. 同一条"), question
+    # with each piece's dense similarity, where the whole run's vector is diluted and step 4 alone is closest
+    similarity = {p: 0.9 if p.startswith("4.") else 0.3 if "\n" in p else 0.5 for p in generation.pieces_to_embed([steps])}
+    answer = extractive_answer([steps], "listing 被下架怎么办", similarity=similarity, similarity_weight=2.0,
+                               similarity_ranks_only=True)
+    assert all(f"{n}. " in answer for n in range(1, 5)), answer  # the steps, all of them, in order
 
 
 PREPARATION = ("1. 新品上架前，产品经理要先在“新品立项表”里填好 SKU、成本价和竞品链接。\n2. 主图必须是纯白底，产品占画面85%以上。\n"
