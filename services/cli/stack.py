@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,6 +165,21 @@ def _port_from_env(name: str, default: int) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= 65535:
         raise ValueError(f"{name} must be a TCP port number, 1-65535; got {raw!r}")
     return int(raw)
+
+
+def check_port_settings(env: Mapping[str, str]) -> None:
+    """Checks every port setting of the stack in ``env`` (each service's GRAPHMESH_<SERVICE>_PORT and
+    _METRICS_PORT, GRAPHMESH_LLM_PORT) before anything starts: a trial's GRAPHMESH_GATEWAY_PORT=66051 failed
+    with a traceback once both stores were running.
+
+    Raises:
+        ValueError: a value is not a number 0-65535; the message names the variable.
+    """
+    names = [f"GRAPHMESH_{service.upper()}_{kind}" for service in DEFAULT_PORTS for kind in ("PORT", "METRICS_PORT")]
+    for name in [*names, "GRAPHMESH_LLM_PORT"]:
+        raw = env.get(name, "").strip()
+        if raw and not (raw.isdigit() and int(raw) <= 65535):
+            raise ValueError(f"{name} must be a TCP port number, 0-65535; got {raw!r}")
 
 
 def _set_unless_given(env: dict[str, str], new: str, old: str, value: str) -> None:
@@ -356,6 +372,7 @@ def up(detach: bool, llm: str | None = None) -> int:
     or until a service exits (then stops the rest and returns 1)."""
     try:
         cfg = StackConfig()
+        check_port_settings(os.environ)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -58,6 +58,20 @@ def test_a_taken_bolt_port_is_a_clear_error_and_nothing_is_left_running(tmp_path
     assert not (tmp_path / "logs" / "neo4j.log").exists()  # the launcher was never started
 
 
+def test_a_port_setting_out_of_range_is_named_before_anything_starts(tmp_path, monkeypatch, capsys):
+    """Two trials' GRAPHMESH_GATEWAY_PORT=66051 and GRAPHMESH_GATEWAY_METRICS_PORT=65551 ended in a traceback
+    (OverflowError from the port check) with both stores left running."""
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    for name, value in (("GRAPHMESH_GATEWAY_PORT", "66051"), ("GRAPHMESH_GATEWAY_METRICS_PORT", "65551"),
+                        ("GRAPHMESH_LLM_PORT", "x")):
+        monkeypatch.setenv(name, value)
+        assert stack.up(detach=True) == 2
+        err = capsys.readouterr().err
+        assert f"error: {name} must be a TCP port number, 0-65535; got '{value}'" in err and "Traceback" not in err
+        monkeypatch.delenv(name)
+    assert not (tmp_path / "pids.json").exists() and not (tmp_path / "logs").exists()  # nothing was started
+
+
 def test_a_failed_up_leaves_a_running_stack_alone(tmp_path, monkeypatch, capsys):
     """up run again while a stack runs but its Neo4j has died and another
     process holds the port: the error stops nothing the earlier up started."""
