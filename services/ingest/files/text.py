@@ -72,7 +72,11 @@ def _guess(data: bytes) -> tuple[str, str]:
 
     best = from_bytes(data).best()
     name = (best.encoding if best is not None else "").lower().replace("_", "")
-    if best is None or any(name.startswith(g) for g in _GB_FAMILY):
+    # UTF-16 or UTF-32 without a BOM is a guess charset-normalizer makes for short GBK text (a trial's one-line
+    # 早餐加一个煎蛋收5元。 was stored as Hangul, "utf_16_be"); without a NUL byte (a UTF-16 file's line ends and
+    # ASCII hold them) GB18030 is tried first then too
+    if best is None or any(name.startswith(g) for g in _GB_FAMILY) \
+            or (name.startswith(("utf16", "utf32")) and b"\x00" not in data):
         try:
             return data.decode("gb18030"), "gb18030"
         except UnicodeDecodeError:
