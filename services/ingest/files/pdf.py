@@ -364,7 +364,10 @@ def _join(lines: list[str]) -> str:
     for line in lines:
         if not out:
             out = line
-        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS or _ARTICLE.match(line):
+        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS or _ARTICLE.match(line) \
+                or (out[-1] == "." and out[-2:-1].isalpha() and not line[0].isascii()):
+            # an English sentence's end before a line in Chinese starts another paragraph (a trial's reply
+            # templates read "…within 3-5 days.模板B（产品有问题）：…" as one)
             out += "\n" + line
         elif out[-1] == "-" and out[-2:-1].isalnum() and line[0].isascii() and line[0].isalnum():
             out += line  # a name wrapped at its hyphen ("pg-" / "replica-2"): one word again, hyphen kept

@@ -350,3 +350,33 @@ def test_a_pdf_paragraph_set_larger_than_its_table_and_a_cell_wrapped_around_the
     text = "\n".join(b.text for s in parsed.sections for b in s.blocks)
     assert intro in text.split("\n")
     assert [" | ".join(r) for r in rows] == [line for line in text.split("\n") if "|" in line]
+
+
+def test_a_pdf_paragraph_ending_in_an_english_sentence_is_not_joined_to_the_chinese_one_after_it():
+    """A trial's reply templates read "…arrive within 3-5 days.模板B（产品有问题）：…" as one line, so an answer quoting
+    template A ran into template B."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    body = ParagraphStyle("b", fontName="STSong-Light", fontSize=10.5, leading=16)
+    templates = ["模板A（物流延误）：Sorry for the delay. Your parcel is on the way and will arrive within 3-5 days.",
+                 "模板B（产品有问题）：We are sorry the item did not work as expected. Could you send us a photo?"]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4).build([Paragraph(t, body) for t in templates])
+    lines = "\n".join(b.text for s in parse_file("模板.pdf", "", buffer.getvalue()).sections for b in s.blocks).split("\n")
+    assert templates == lines
+
+
+def test_a_one_line_gbk_text_is_read_as_gbk_and_bom_less_utf16_still_as_utf16():
+    """A trial's one-line GBK notice was stored as Hangul: charset-normalizer guessed UTF-16 without a BOM."""
+    from services.ingest.files.text import decode_text
+
+    line = "早餐加一个煎蛋收5元。\n"
+    assert decode_text(line.encode("gbk")) == (line, "gb18030")
+    assert decode_text(line.encode("utf-16-be"))[0] == line  # its line end holds a NUL byte: UTF-16 it is
