@@ -22,9 +22,10 @@ _NOT_A_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 def reason(question: str) -> str | None:
     """Why the answer abstains when ``question`` holds a greeting or thanks (``_GREETING``) and nothing else but
-    words of address (``_ADDRESS``), punctuation and emoji, in the question's language; None when it asks
-    something."""
+    words of address (``_ADDRESS``), punctuation and emoji, or only emoji and punctuation, in the question's
+    language; None when it asks something."""
     text = simplified(question)
-    if not _GREETING.search(text) or _NOT_A_WORD.sub("", _ADDRESS.sub(" ", _GREETING.sub(" ", text))):
+    emoji_alone = not _NOT_A_WORD.sub("", text)  # "👍", "🐶？": a chat's reaction, no question
+    if not emoji_alone and (not _GREETING.search(text) or _NOT_A_WORD.sub("", _ADDRESS.sub(" ", _GREETING.sub(" ", text)))):
         return None
     return "No question was asked, only a greeting or thanks" if latin_script(question) else "没有读到问题，只有问候或致谢"

@@ -155,6 +155,26 @@ async def test_an_abstention_is_an_ordinary_reply_that_says_so(fake_gateway):
     assert listed == [f"- {s['label'] or s['document_id']}" for s in reply.graphmesh["insufficient_sources"]]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reaction_alone_gets_a_reply_not_an_error(fake_gateway, stream):
+    """A trial's chat page showed "🐶？" as an HTTP 400 ("query: has no letter…"): a reaction is answered as small
+    talk, after an answer ("👍") too, and asks nothing of the stores."""
+    pg = stored_pg("default")
+    gw = await fake_gateway(pg=pg)
+    messages = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "试用期工资不得低于…"},
+                {"role": "user", "content": "👍"}]
+    for conversation in ([{"role": "user", "content": "🐶？"}], messages):
+        if stream:
+            chunks = [c async for c in await client(gw).chat.completions.create(model="graphmesh", stream=True,
+                                                                                 messages=conversation)]
+            text, extension = "".join(c.choices[0].delta.content or "" for c in chunks), chunks[-1].graphmesh
+        else:
+            reply = await client(gw).chat.completions.create(model="graphmesh", messages=conversation)
+            text, extension = reply.choices[0].message.content, reply.graphmesh
+        assert text.startswith("没有读到问题") and extension["abstained"] is True
+    assert not [c for c in pg.calls if c[0] == "retrieve"]  # nothing was searched
+
+
 BAD_INPUTS = [
     ({"messages": [{"role": "user", "content": QUESTION}]}, "model"),
     ({"model": "graphmesh:bad name", "messages": [{"role": "user", "content": QUESTION}]}, "model"),

@@ -10,6 +10,7 @@ from graphmesh.gateway.v1 import gateway_pb2
 from services.common.errors import InvalidArgument
 from services.common.filters import parse_filter, to_proto, validate_collections
 from services.gateway.api.openai_compat.ignored_params import IGNORED_PARAM_RULES, ignored_param_error
+from services.gateway.answer import small_talk
 from services.gateway.api.openai_compat.follow_ups import leans_on_earlier, within
 
 
@@ -190,6 +191,9 @@ class ChatRequest:
     #: the question with the earlier user turns before it, asked when the question alone was refused by the
     #: answerability rule (``refused_alone``); None when it went with them already, or has none
     with_earlier: gateway_pb2.AnswerRequest | None = None
+    #: the reply when the last message asks nothing the gateway could search for ("👍", "🐶？"): a chat's
+    #: reaction gets a reply, not the Answer RPC's 400 (a trial's chat page showed it as an error)
+    unasked: gateway_pb2.AnswerResponse | None = None
 
 
 def unpaired_surrogate_at(value: Any, path: str = "") -> str | None:
@@ -280,7 +284,9 @@ def chat_request(body: Any, max_query_chars: int = 10_000) -> ChatRequest:
         with_turns = gateway_pb2.AnswerRequest()
         with_turns.CopyFrom(answer)
         with_turns.query = retry
-    return ChatRequest(body["model"].strip(), model, answer, bool(stream), with_turns)
+    nothing = None if re.search(r"[^\W_]", query) else small_talk.reason(query)
+    unasked = gateway_pb2.AnswerResponse(answer=nothing, mode=gateway_pb2.ANSWER_MODE_ABSTAINED) if nothing else None
+    return ChatRequest(body["model"].strip(), model, answer, bool(stream), with_turns, unasked)
 
 
 def refused_alone(chat: ChatRequest, reply: gateway_pb2.AnswerResponse) -> bool:

@@ -94,7 +94,8 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                                                  f"{missing[0]!r}{hint} (GET /v1/models)", "model", "model_not_found")
                     if chat_req.stream:
                         return await _stream_reply(request, chat_req, remaining, metadata(request))
-                    reply = await state["stub"].Answer(chat_req.answer, timeout=remaining, metadata=metadata(request))
+                    reply = chat_req.unasked if chat_req.unasked is not None else await state["stub"].Answer(
+                        chat_req.answer, timeout=remaining, metadata=metadata(request))
                     if refused_alone(chat_req, reply):
                         again = await state["stub"].Answer(chat_req.with_earlier, timeout=remaining, metadata=metadata(request))
                         reply = again if again.mode != gateway_pb2.ANSWER_MODE_ABSTAINED else reply
@@ -114,7 +115,7 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
             stream_request.ParseFromString(answer.SerializeToString())  # same fields, same numbers
             return state["stub"].AnswerStream(stream_request, timeout=timeout, metadata=md)
 
-        call = streamed(chat_req.answer)
+        call = streamed(chat_req.answer) if chat_req.unasked is None else None
         cid, created, sent = completion_id(), int(time.time()), StreamState()
         response: web.StreamResponse | None = None
 
@@ -123,6 +124,9 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
 
         async def events():
             nonlocal call
+            if call is None:  # nothing asked: the reply alone
+                yield gateway_pb2.AnswerStreamResponse(done=chat_req.unasked)
+                return
             async for event in call:
                 if event.WhichOneof("event") == "done" and refused_alone(chat_req, event.done):
                     call = streamed(chat_req.with_earlier)  # stages send nothing: the reader sees one answer
@@ -148,7 +152,8 @@ def add_openai_routes(app: web.Application, state: dict, body_timeout: float = 6
                 raise
             await response.write(f"data: {json.dumps(rpc_error(err).body(), ensure_ascii=False)}\n\n".encode())
         except (asyncio.CancelledError, ConnectionResetError):
-            call.cancel()
+            if call is not None:
+                call.cancel()
             raise
         if response is None:
             raise ChatError(502, "the answer stream ended without an answer", None, "empty_stream", "server_error")
