@@ -25,10 +25,17 @@ EXTRACTIVE_LABEL = "（抽取式答案：未使用大模型，以下句子摘自
 EXTRACTIVE_LABEL_EN = "(Extractive answer: no LLM was used; the sentences below are quoted from the retrieved sources)"
 
 
+#: A token holding a digit: a code or number (SKU-A1023, UN3481), no word of any language.
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9_.-]*\d[A-Za-z0-9_.-]*")
+
+
 def extractive_label(question: str) -> str:
     """The label an extractive answer starts with, in the question's language (Chinese unless it is in Latin script,
-    in traditional characters under a question written in them)."""
-    return EXTRACTIVE_LABEL_EN if question and latin_script(question) else in_script_of(question, EXTRACTIVE_LABEL)
+    in traditional characters under a question written in them). A question of codes alone ("SKU-A1023", "UN3481")
+    is in no language: Chinese, as a trial's staff pasting codes expected."""
+    words = _CODE_TOKEN.sub(" ", question)
+    latin = bool(re.search(r"[A-Za-z]", words)) and latin_script(question)
+    return EXTRACTIVE_LABEL_EN if question and latin else in_script_of(question, EXTRACTIVE_LABEL)
 _ENDS_SENTENCE = re.compile(r"[。！？；.!?;]$")  # a quote ending a sentence: a table row after it needs no ROW_SEPARATOR
 _ENDS_CLAUSE = re.compile(r"[。！？；，、：」』”）]$")  # a quote ending in full-width punctuation, which needs no space after it
 #: A piece that starts with its own label ("支付渠道对接：林晓雯"): a new item, never glued to the line before.

@@ -680,3 +680,21 @@ def test_a_list_is_quoted_whole_only_when_it_is_what_the_question_asks_about():
     answer = extractive_answer([PREPARATION], "主图有什么要求")
     assert "2. 主图必须是纯白底" in answer and "4. 标题" not in answer
     assert "4. 标题不超过200个字符" in extractive_answer([PREPARATION], "上架前准备有哪些")  # the list's own subject
+
+
+CARDS = ("卡种 | 价格（元） | 有效期 | 可冻结\n次卡（10次） | 580 | 开卡起6个月 | 不可冻结\n半年卡 | 1680 | 180天 | 2次，累计最长30天\n"
+         "年卡 | 2680 | 365天 | 3次，累计最长60天\n两年卡 | 4580 | 730天 | 4次，累计最长90天")
+
+
+def test_the_row_a_cell_of_which_the_question_names_is_quoted_alone():
+    """A trial's "年卡能冻几次" got the 次卡 and 两年卡 rows, whose cells only hold 年卡, and not the 年卡 row."""
+    answer = extractive_answer([CARDS], "年卡能冻几次")
+    assert "年卡 | 2680" in answer and "半年卡" not in answer and "两年卡" not in answer
+    assert "两年卡 | 4580" in extractive_answer([CARDS], "两年卡多少钱")
+
+
+def test_a_question_of_codes_alone_gets_the_chinese_label():
+    """A trial's staff pasted bare codes (SKU-A1023, UN3481) and got an English label over Chinese quotes."""
+    assert generation.extractive_label("SKU-A1023") == EXTRACTIVE_LABEL
+    assert generation.extractive_label("UN3481") == EXTRACTIVE_LABEL
+    assert generation.extractive_label("What is SKU-A1023?") == generation.EXTRACTIVE_LABEL_EN
