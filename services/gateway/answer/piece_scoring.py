@@ -28,6 +28,12 @@ RANGE_BONUS = 0.15
 #: Bonus of numbered steps quoted from the first (``Candidate.steps``) in the first source when the question asks
 #: how to do something (``asks_steps``): as NUMBER_BONUS. A trial's "Redis 主从切换步骤" was answered from step 3.
 STEPS_BONUS = 0.15
+#: Bonus of a table row one of whose cells the question names whole (年卡 in "年卡能冻几次", 体验课 in "私教体验课多少钱"):
+#: that cell picks the row out of rows whose cells only hold the word (半年卡, 两年卡). Two trials' price tables
+#: were quoted without the row asked about.
+ROW_NAMED_BONUS = 0.3
+#: A cell that can name a row: two characters or more, not a number alone.
+_NAMING_CELL = re.compile(r"^(?=.*[^\d\s.,:%/-]).{2,}$")
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
 
 
@@ -104,6 +110,7 @@ class PieceScorer:
         # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
         keywords = keyword_terms(question, query_keywords(question)) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
+        self._question = question.lower()
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
         self._wants_number = asked_number(question)
@@ -143,7 +150,18 @@ class PieceScorer:
             lexical += RANGE_BONUS if lexical or self._similarity else 0.0  # across scripts no word is shared
         if lexical and candidate.steps and self._asks_steps and id(candidate) in self._first_source:
             lexical += STEPS_BONUS  # the best source's procedure; a later source's would pad the answer
+        if lexical and self.names_row(candidate):
+            lexical += ROW_NAMED_BONUS
         return lexical + self.similarity(candidate)
+
+    def names_row(self, candidate: Candidate) -> bool:
+        """Whether the piece is a table row below a header one of whose cells (not a column's name, nor a number
+        alone) the question holds whole."""
+        if not (candidate.item and candidate.header_at >= 0 and is_table_row(candidate.text)):
+            return False
+        header = simplified(candidate.header).lower()
+        cells = (simplified(c).strip().lower() for c in candidate.text.split(TABLE_CELL_SEPARATOR))
+        return any(_NAMING_CELL.match(c) and c in self._question and c not in header for c in cells)
 
     def _about_list(self, run: Candidate) -> bool:
         """Whether a list run (lead-in and items, or steps) answers a question asking a list as a whole: its lead-in
@@ -176,9 +194,11 @@ class PieceScorer:
         return own
 
     def is_asked_row(self, candidate: Candidate) -> bool:
-        """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``):
-        the row that answers, which other rows of its table only crowd ("20kg" got the 10 to 25 kg row and another)."""
-        return bool(self._conditions) and candidate.item and holds_condition(_key(candidate), self._conditions)
+        """Whether the piece is a row whose range holds a quantity the question gives (``question_cues.holds_condition``),
+        or one of whose cells the question names (``names_row``): the row that answers, which other rows of its table
+        only crowd ("20kg" got the 10 to 25 kg row and another; 年卡 got 半年卡's row too)."""
+        return (bool(self._conditions) and candidate.item and holds_condition(_key(candidate), self._conditions)) \
+            or self.names_row(candidate)
 
     def names_another_number(self, candidate: Candidate) -> bool:
         """Whether the piece names another item than the question under the
