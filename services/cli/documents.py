@@ -259,6 +259,8 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 totals[status] += 1
                 detail = f": {outcome.reason}" if outcome.reason else (
                     f" ({outcome.chunks} chunk{'' if outcome.chunks == 1 else 's'})" if outcome.chunks else "")
+                if outcome.replaced:
+                    detail += "; replaced the version stored under this id"
                 if outcome.document_id and outcome.document_id != outcome.name:
                     detail += f"; stored as {outcome.document_id!r}: another collection holds {outcome.name!r}"
                 stored_ids.add(outcome.document_id or outcome.name)

@@ -248,6 +248,10 @@ async def test_a_folder_another_collection_holds_is_stored_under_its_name_and_pr
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
     assert "pruned    grade11/docs/请假.txt" in err and "grade11/docs/作息.txt:" not in err  # still in the folder
+    (folder / "作息.txt").write_text("早读7:00开始。\n", "utf-8")  # edited: its stored version is replaced, and it says so
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11"]) == 0
+    assert "docs/作息.txt (1 chunk); replaced the version stored under this id; stored as 'grade11/docs/作息.txt'" \
+        in capsys.readouterr().err
 
 
 def test_prune_scopes_are_the_folders_and_file_folders_named(tmp_path, monkeypatch):

@@ -424,6 +424,11 @@ async def test_a_file_another_collection_holds_is_stored_under_its_collections_n
     again = await stub.Ingest(gateway_pb2.IngestRequest(files=[txt("高二早读7:10开始。")], collection="grade11"), timeout=600)
     assert [(gateway_pb2.FileStatus.Name(f.status), f.document_id) for f in again.files] == [
         ("FILE_STATUS_UNCHANGED", "grade11/docs/作息.txt")]
+    # an edited file replaces its stored version, and says so (two trials saw "stored" and could not tell)
+    edited = await stub.Ingest(gateway_pb2.IngestRequest(files=[txt("高二早读7:00开始。")], collection="grade11"), timeout=600)
+    assert [(gateway_pb2.FileStatus.Name(f.status), f.document_id, f.replaced) for f in edited.files] == [
+        ("FILE_STATUS_STORED", "grade11/docs/作息.txt", True)]
+    assert not first.files[0].replaced and not second.files[0].replaced  # new ids replace nothing
     found = await stub.Search(gateway_pb2.SearchRequest(query="早读几点开始", collections=["grade10"]), timeout=60)
     assert {c.document_id for c in found.results} == {"docs/作息.txt"}  # each collection keeps its own text
 

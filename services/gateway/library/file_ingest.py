@@ -94,7 +94,7 @@ class FileIngest:
         """
         pack = await self.documents.packs.for_ingest(collection, domain_pack, deadline)
         trace = Trace()
-        files = await self._in_own_collection(files, collection, deadline)
+        files, held = await self._in_own_collection(files, collection, deadline)
         response = gateway_pb2.IngestResponse(received=len(files))
         outcomes = [gateway_pb2.FileOutcome(name=f.name, document_id=(f.document_id or f.name).strip(),
                                             media_type=media_type_of(f.name, f.media_type)) for f in files]
@@ -137,6 +137,7 @@ class FileIngest:
                     outcomes[i].status = gateway_pb2.FILE_STATUS_UNCHANGED
                 else:
                     outcomes[i].status = gateway_pb2.FILE_STATUS_STORED
+                    outcomes[i].replaced = doc_id in held
                     outcomes[i].chunks = len(parsed[doc_id].record.chunks)
                     outcomes[i].duplicate_of = duplicates.get(doc_id, "")
                     outcomes[i].same_title_as.extend(same_titles.get(doc_id, ()))
@@ -146,22 +147,24 @@ class FileIngest:
         return response
 
     async def _in_own_collection(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
-                                 deadline: Deadline) -> list[gateway_pb2.IngestFile]:
-        """``files``, each whose document id another collection holds given the id "<collection>/<id>" (its
-        FileOutcome.document_id says so): ids are unique across collections, and a file's id comes from its
-        name, so the same folder ingested into a second collection failed file by file (three trials:
+                                 deadline: Deadline) -> tuple[list[gateway_pb2.IngestFile], set[str]]:
+        """(``files``, each whose document id another collection holds given the id "<collection>/<id>" (its
+        FileOutcome.document_id says so); the ids of theirs ``collection`` already holds, whose stored version a
+        changed file replaces (FileOutcome.replaced)). Ids are unique across collections, and a file's id comes
+        from its name, so the same folder ingested into a second collection failed file by file (three trials:
         "document id 'docs/…' is stored in collection 'jiaowu'"). The same file ingested again into this
         collection gets the same id, so it is found unchanged. Best effort: a retriever that cannot be asked
         renames nothing (the store then refuses the file, naming the other collection)."""
-        ids = sorted({(f.document_id or f.name).strip() for f in files} - {""})[:MAX_LISTED]
+        ids = sorted({(f.document_id or f.name).strip() for f in files} - {""})[:MAX_LISTED // 2]  # each asked twice
         if not ids or not self.documents.retrievers:
-            return list(files)
+            return list(files), set()
+        asked = [*ids, *(f"{collection}/{i}" for i in ids)]
         primary = next((r for r in self.documents.retrievers if r.name == PRIMARY), self.documents.retrievers[0])
         try:
-            reply = await primary.list_documents(retriever_pb2.ListDocumentsRequest(ids=ids, page_size=len(ids)),
+            reply = await primary.list_documents(retriever_pb2.ListDocumentsRequest(ids=asked, page_size=len(asked)),
                                                  deadline.left(30))
         except DownstreamError:
-            return list(files)
+            return list(files), set()
         elsewhere = {d.id for d in reply.documents if d.collection != collection}
         renamed = []
         for file in files:
@@ -171,7 +174,7 @@ class FileIngest:
                 file.CopyFrom(files[len(renamed)])
                 file.document_id = f"{collection}/{doc_id}"
             renamed.append(file)
-        return renamed
+        return renamed, {d.id for d in reply.documents if d.collection == collection}
 
     async def _stored_metadata(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
                                deadline: Deadline) -> dict[str, dict[str, str]]:

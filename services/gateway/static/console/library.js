@@ -117,6 +117,7 @@ function filesRow(names, collection, reply, traceId) {
         o.documentId && o.documentId !== o.name ? el("span", { class: "dim" }, " → ", el("code", { text: o.documentId })) : null,
         facts ? el("span", { class: "dim", text: ` · ${facts}` }) : null,
         o.reason ? el("p", { class: "file-reason", text: o.reason }) : null,
+        o.replaced ? el("p", { class: "file-replaced", text: t("lib.replaced") }) : null,
         o.duplicateOf ? el("p", { class: "file-duplicate", text: t("lib.duplicateOf", { id: o.duplicateOf }) }) : null,
         (o.sameTitleAs || []).length ? el("p", { class: "file-duplicate", text: t("lib.sameTitleAs", { ids: o.sameTitleAs.join(", ") }) }) : null);
     })),

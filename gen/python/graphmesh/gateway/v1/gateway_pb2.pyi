@@ -1575,10 +1575,13 @@ class FileOutcome(_message.Message):
     MEDIA_TYPE_FIELD_NUMBER: _builtins.int
     DUPLICATE_OF_FIELD_NUMBER: _builtins.int
     SAME_TITLE_AS_FIELD_NUMBER: _builtins.int
+    REPLACED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The file's name, as given."""
     document_id: _builtins.str
-    """Its document id."""
+    """Its document id: IngestFile.document_id, or the name; "<collection>/<id>"
+    when another collection holds that id (ids are unique across collections).
+    """
     status: Global___FileStatus.ValueType
     """Stored, unchanged or failed."""
     reason: _builtins.str
@@ -1595,11 +1598,17 @@ class FileOutcome(_message.Message):
     stored all the same, under its own id, and both will be found; delete
     one (DeleteDocuments) to keep a single copy. "" when none.
     """
+    replaced: _builtins.bool
+    """Whether a document of this id in the collection was replaced (status
+    STORED): an edited file, or another file that got the same id (a file
+    named from outside the current folder gets its bare name).
+    """
     @_builtins.property
     def same_title_as(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Other documents of the collection with the same title and other text
-        (stored before under another name, or earlier files of this call): often
-        an older version of this file, which answers beside it with its own
+        """Other documents of the collection with the same title, or one that
+        differs only by a year, quarter, version or date, and other text (stored
+        before under another name, or earlier files of this call): often an
+        older version of this file, which answers beside it with its own
         figures; delete it (DeleteDocuments) to keep answers to this one. Empty
         when none.
         """
@@ -1616,10 +1625,11 @@ class FileOutcome(_message.Message):
         media_type: _builtins.str = ...,
         duplicate_of: _builtins.str = ...,
         same_title_as: _abc.Iterable[_builtins.str] | None = ...,
+        replaced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "document_id", b"document_id", "duplicate_of", b"duplicate_of", "media_type", b"media_type", "name", b"name", "pages", b"pages", "reason", b"reason", "same_title_as", b"same_title_as", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "document_id", b"document_id", "duplicate_of", b"duplicate_of", "media_type", b"media_type", "name", b"name", "pages", b"pages", "reason", b"reason", "replaced", b"replaced", "same_title_as", b"same_title_as", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
