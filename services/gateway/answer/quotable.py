@@ -168,15 +168,14 @@ STEPS_MAX_CHARS = 400
 _FIRST_STEP = re.compile(r"^\s*(?:1[.、．]|[（(]1[）)]|[（(]一[）)]|一、|①)")
 
 
-#: The numbering styles of list markers: a line numbered in another style than a list's is an outer level (the
-#: heading "四、Listing 被下架怎么处理" over steps "1." to "5."), not an item of that list.
-_MARKER_STYLES = (re.compile(r"^\s*\d+[.、．]"), re.compile(r"^\s*[（(]\d+[）)]"), re.compile(r"^\s*[（(][一二三四五六七八九十]+[）)]"),
-                  re.compile(r"^\s*[一二三四五六七八九十]+、"), re.compile(r"^\s*[①-⑳]"))
+#: List markers by numbering style: another style than a list's is an outer level (四、 heading steps 1. to 5.).
+_MARKER_STYLE = re.compile(r"^\s*(?:(?P<arabic>\d+[.、．])|(?P<paren>[（(]\d+[）)])|(?P<paren_cn>[（(][一二三四五六七八九十]+[）)])"
+                           r"|(?P<cn>[一二三四五六七八九十]+、)|(?P<circled>[①-⑳]))")
 
 
-def _marker_style(line: str) -> int:
-    """Which of ``_MARKER_STYLES`` numbers ``line`` (-1: none of them, a bullet)."""
-    return next((i for i, style in enumerate(_MARKER_STYLES) if style.match(line)), -1)
+def _marker_style(line: str) -> str:
+    """The numbering style of ``line``'s list marker ("" for none, a bullet)."""
+    return getattr(_MARKER_STYLE.match(line), "lastgroup", None) or ""
 
 
 def _steps_run(lines: list[str], index: int) -> Candidate | None:
