@@ -196,13 +196,19 @@ async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(cli_
     capsys.readouterr()
     assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline"]) == 0
     assert "pruned" not in capsys.readouterr().err  # without --prune nothing is deleted
-    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline", "--prune"])
-    out, err = capsys.readouterr()
-    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
+    err, listed = await prune_one(folder, "hotline", capsys)
     assert "pruned    policies/占道经营.txt: not among the files read" in err
-    assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hotline", "--all"]) == 0
-    listed = capsys.readouterr().out
     assert "居住证.md" in listed and "占道经营.txt" not in listed
+
+
+async def prune_one(folder, collection: str, capsys) -> tuple[str, str]:
+    """`ingest files FOLDER --prune` into ``collection``, which must prune one document: (its stderr, then the
+    collection's document list)."""
+    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", collection, "--prune"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1, err
+    assert await asyncio.to_thread(main, ["documents", "list", "--collection", collection, "--all"]) == 0
+    return err, capsys.readouterr().out
 
 
 async def test_prune_keeps_other_folders_files_and_documents_not_from_files(cli_gateway, capsys, tmp_path):
@@ -221,12 +227,8 @@ async def test_prune_keeps_other_folders_files_and_documents_not_from_files(cli_
         assert await asyncio.to_thread(main, [*argv, "--collection", "hotline"]) == 0
     (policies / "旧办法.txt").unlink()
     capsys.readouterr()
-    code = await asyncio.to_thread(main, ["ingest", "files", str(policies), "--collection", "hotline", "--prune"])
-    out, err = capsys.readouterr()
-    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
+    err, listed = await prune_one(policies, "hotline", capsys)
     assert "pruned    policies/旧办法.txt" in err
-    assert await asyncio.to_thread(main, ["documents", "list", "--collection", "hotline", "--all"]) == 0
-    listed = capsys.readouterr().out
     assert "notices/停水.txt" in listed and "faq-1" in listed and "旧办法" not in listed
 
 
@@ -244,10 +246,8 @@ async def test_a_folder_another_collection_holds_is_stored_under_its_name_and_pr
     err = capsys.readouterr().err
     assert "stored as 'grade11/docs/作息.txt': another collection holds 'docs/作息.txt'" in err
     (folder / "请假.txt").unlink()
-    code = await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11", "--prune"])
-    out, err = capsys.readouterr()
-    assert code == 0 and json.loads(out.strip().splitlines()[-1])["pruned"] == 1
-    assert "pruned    grade11/docs/请假.txt" in err and "grade11/docs/作息.txt:" not in err  # still in the folder
+    err, listed = await prune_one(folder, "grade11", capsys)
+    assert "pruned    grade11/docs/请假.txt" in err and "grade11/docs/作息.txt" in listed  # still in the folder
     (folder / "作息.txt").write_text("早读7:00开始。\n", "utf-8")  # edited: its stored version is replaced, and it says so
     assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11"]) == 0
     assert "docs/作息.txt (1 chunk); replaced the version stored under this id; stored as 'grade11/docs/作息.txt'" \
