@@ -187,10 +187,8 @@ async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(cli_
     """A trial deleted a withdrawn policy's file and ingested the folder again: "unchanged", and the policy
     kept being answered. With --prune the collection mirrors the folder."""
     await cli_gateway(ingest={"sentence_vectors": False})
-    folder = tmp_path / "policies"
-    folder.mkdir()
-    (folder / "居住证.md").write_text("# 居住证\n\n受理后15个工作日内制证完成。\n", "utf-8")
-    (folder / "占道经营.txt").write_text("占道经营投诉由城管受理。\n", "utf-8")
+    folder = folder_of(tmp_path / "policies", {"居住证.md": "# 居住证\n\n受理后15个工作日内制证完成。\n",
+                                               "占道经营.txt": "占道经营投诉由城管受理。\n"})
     assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "hotline"]) == 0
     (folder / "占道经营.txt").unlink()
     capsys.readouterr()
@@ -199,6 +197,14 @@ async def test_prune_removes_the_documents_of_files_no_longer_in_the_folder(cli_
     err, listed = await prune_one(folder, "hotline", capsys)
     assert "pruned    policies/占道经营.txt: not among the files read" in err
     assert "居住证.md" in listed and "占道经营.txt" not in listed
+
+
+def folder_of(folder, files: dict[str, str]):
+    """``folder``, made, holding ``files`` (name -> UTF-8 text)."""
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, "utf-8")
+    return folder
 
 
 async def prune_one(folder, collection: str, capsys) -> tuple[str, str]:
@@ -236,10 +242,7 @@ async def test_a_folder_another_collection_holds_is_stored_under_its_name_and_pr
                                                                                             tmp_path):
     """Three trials' second collection of one folder failed file by file (ids are unique across collections)."""
     await cli_gateway(ingest={"sentence_vectors": False})
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "作息.txt").write_text("早读7:20开始。\n", "utf-8")
-    (folder / "请假.txt").write_text("请假须提前一天。\n", "utf-8")
+    folder = folder_of(tmp_path / "docs", {"作息.txt": "早读7:20开始。\n", "请假.txt": "请假须提前一天。\n"})
     assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade10"]) == 0
     capsys.readouterr()
     assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "grade11"]) == 0
