@@ -142,9 +142,12 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
         scored = [(max([s, *(t[0] for t in scored if c.holds(t[3]) and quotable(t[3].text))]), b, i, c) for s, b, i, c in scored]
         candidates = [t for t in scored if quotable(t[3].text) and not t[3].header_row
                       and not any(w.holds(t[3]) for _, _, _, w in scored)] or scored[:1]
-        # another item's piece (P3's row, asked P1) last; best first; ties: list lead-in, label, whole sentence, fewer lines, order
-        ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]), -t[0], -t[3].list_run, -t[1],
-                                                   not t[3].whole_sentence, t[3].last - t[3].first, t[2]))
+        # another item's piece (P3's row, asked P1; a row beside the one whose cell the question names) last; best
+        # first; ties: list lead-in, label, whole sentence, fewer lines, order
+        named = {t[3].header_at for t in candidates if scorer.names_row(t[3])}
+        ranked = sorted(candidates, key=lambda t: (scorer.names_another_number(t[3]) or (
+            t[3].header_at in named and t[3].item and not scorer.names_row(t[3])), -t[0], -t[3].list_run, -t[1],
+            not t[3].whole_sentence, t[3].last - t[3].first, t[2]))
         if similarity_ranks_only:  # the words alone decide whether a later source is quoted
             best = max((words[id(t[3])] for t in ranked), default=0.0)
         else:

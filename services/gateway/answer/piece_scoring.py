@@ -32,6 +32,7 @@ STEPS_BONUS = 0.15
 #: that cell picks the row out of rows whose cells only hold the word (半年卡, 两年卡). Two trials' price tables
 #: were quoted without the row asked about.
 ROW_NAMED_BONUS = 0.3
+CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 #: A cell that can name a row: two characters or more, not a number alone.
 _NAMING_CELL = re.compile(r"^(?=.*[^\d\s.,:%/-]).{2,}$")
 _HAS_NUMBER = re.compile(r"\d|[零一二两三四五六七八九十百千万]+(?:[年月日天个条项次倍元人岁%％]|分之)")
@@ -110,7 +111,8 @@ class PieceScorer:
         # (3号, 5排) counts as one word, so 3号仓库 is not quoted for 5号仓库's line
         keywords = keyword_terms(question, query_keywords(question)) if question else []
         self.keywords = [k for k in keywords if not any(k != o and k in o for o in keywords)]
-        self._question = question.lower()
+        # the question itself, not its earlier turns: a follow-up's swapped subject names its row, not the earlier one
+        self._question = weekdays_alike(simplified(own)).lower()
         self.pieces = pieces
         self._bigrams = _bigrams(question) if question else set()
         self._wants_number = asked_number(question)
@@ -132,6 +134,7 @@ class PieceScorer:
                       for cs in pieces]
             self.pieces = pieces
         self._first_source = {id(c) for c in pieces[0]} if pieces else set()
+        self._key_cell = {id(c): cell for cs in self.pieces for c, cell in _key_cells(cs).items()}
         self._idf = _idf([c.text for cs in pieces for c in cs], set(self.keywords) | self._bigrams)
         self._similarity = {text: similarity_weight * value for text, value in
                             _rescaled(similarity, [c.text for cs in self.pieces for c in cs]).items()} if similarity else {}
@@ -155,13 +158,13 @@ class PieceScorer:
         return lexical + self.similarity(candidate)
 
     def names_row(self, candidate: Candidate) -> bool:
-        """Whether the piece is a table row below a header one of whose cells (not a column's name, nor a number
-        alone) the question holds whole."""
-        if not (candidate.item and candidate.header_at >= 0 and is_table_row(candidate.text)):
-            return False
-        header = simplified(candidate.header).lower()
-        cells = (simplified(c).strip().lower() for c in candidate.text.split(TABLE_CELL_SEPARATOR))
-        return any(_NAMING_CELL.match(c) and c in self._question and c not in header for c in cells)
+        """Whether the piece is a table row whose cell in its table's key column (``_key_cells``; not a number
+        alone; in Chinese) the question holds whole: 年卡 of "年卡能冻几次", not S7 of "S7换条胎多少钱", a vehicle
+        column's value that many rows share."""
+        cell = self._key_cell.get(id(candidate), "")
+        # a Chinese cell: English key cells share words with the question's other parts ("free waiting time" in
+        # "the demurrage fee after the free waiting time" named the row before the one asked about)
+        return bool(cell) and bool(_NAMING_CELL.match(cell)) and bool(CJK_CHAR.search(cell)) and cell in self._question
 
     def _about_list(self, run: Candidate) -> bool:
         """Whether a list run (lead-in and items, or steps) answers a question asking a list as a whole: its lead-in
@@ -238,6 +241,24 @@ class PieceScorer:
         if not candidate.label:
             return 0.0
         return sentence_score(candidate.label, self.keywords, self._bigrams, False, self._idf, False)
+
+
+def _key_cells(pieces: list[Candidate]) -> dict[Candidate, str]:
+    """{row piece: its cell in its table's key column, simplified and lower-cased} for the table rows among ``pieces``
+    (of one text): the key column is a table's first column whose cells are all filled and all differ (卡种, or 项目
+    after a 类别 column of repeated 课包); a table without one has no key cells."""
+    tables: dict[int, dict[str, list[str]]] = {}
+    for c in pieces:
+        if c.item and c.header_at >= 0 and is_table_row(c.text):
+            tables.setdefault(c.header_at, {})[c.text] = [simplified(x).strip().lower()
+                                                          for x in c.text.split(TABLE_CELL_SEPARATOR)]
+    keys: dict[int, int] = {}
+    for at, rows in tables.items():
+        width = min(map(len, rows.values()))
+        keys[at] = next((i for i in range(width) if len(rows) >= 2 and all(r[i] for r in rows.values())
+                         and len({r[i] for r in rows.values()}) == len(rows)), -1)
+    return {c: tables[c.header_at][c.text][keys[c.header_at]] for c in pieces
+            if c.header_at in keys and keys[c.header_at] >= 0 and c.text in tables[c.header_at]}
 
 
 def _key(candidate: Candidate) -> str:

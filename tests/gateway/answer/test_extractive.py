@@ -691,6 +691,10 @@ def test_the_row_a_cell_of_which_the_question_names_is_quoted_alone():
     answer = extractive_answer([CARDS], "年卡能冻几次")
     assert "年卡 | 2680" in answer and "半年卡" not in answer and "两年卡" not in answer
     assert "两年卡 | 4580" in extractive_answer([CARDS], "两年卡多少钱")
+    # with each piece's dense similarity, the 次卡 row closest (次 and 冻结): the named row still comes first
+    similarity = {p: 0.9 if p.startswith("次卡") else 0.5 for p in generation.pieces_to_embed([CARDS])}
+    answer = extractive_answer([CARDS], "年卡能冻几次", similarity=similarity, similarity_weight=2.0, similarity_ranks_only=True)
+    assert "年卡 | 2680" in answer and "次卡" not in answer
 
 
 def test_a_question_of_codes_alone_gets_the_chinese_label():
