@@ -70,7 +70,12 @@ on, ingested as files into a collection without a domain pack:
 - autoservice_docs, school_docs and crossborder_docs: three more (a car
   dealership's maintenance tables, warranty, price list and FAQ; a secondary
   school's exam rules, timetables, calendar PDF and leave rules; a cross-border
-  e-commerce team's Chinese SOPs and English rate sheet and notes), 50 and 12 each.
+  e-commerce team's Chinese SOPs and English rate sheet and notes), 50 and 12 each;
+- gym_docs, warehouse_docs and guesthouse_docs: three more (a gym's card
+  prices, class timetable, trainer packages and membership agreement; a
+  logistics warehouse's receiving and picking SOPs, fee schedules, safety rules
+  and client labelling page; a guesthouse's room prices, house rules, travel
+  guide and an English guest FAQ), 50 and 12 each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -129,6 +134,9 @@ SETS = {
     "autoservice_docs": (7, {"out_of_scope_abstained": DATA / "autoservice_docs" / "out_of_scope.jsonl"}),
     "school_docs": (7, {"out_of_scope_abstained": DATA / "school_docs" / "out_of_scope.jsonl"}),
     "crossborder_docs": (8, {"out_of_scope_abstained": DATA / "crossborder_docs" / "out_of_scope.jsonl"}),
+    "gym_docs": (8, {}),  # 2 of its 12 out-of-scope questions refused: no floor that could fail
+    "warehouse_docs": (8, {"out_of_scope_abstained": DATA / "warehouse_docs" / "out_of_scope.jsonl"}),
+    "guesthouse_docs": (7, {"out_of_scope_abstained": DATA / "guesthouse_docs" / "out_of_scope.jsonl"}),
 }
 
 
