@@ -702,3 +702,11 @@ def test_a_question_of_codes_alone_gets_the_chinese_label():
     assert generation.extractive_label("SKU-A1023") == EXTRACTIVE_LABEL
     assert generation.extractive_label("UN3481") == EXTRACTIVE_LABEL
     assert generation.extractive_label("What is SKU-A1023?") == generation.EXTRACTIVE_LABEL_EN
+
+
+def test_a_refusals_closest_quote_keeps_every_line_of_the_steps_it_quotes():
+    """The closest quote took the first line of a steps run only, and then showed nothing when that line held none
+    of the question's words."""
+    steps = "1. 先登录卖家后台查看违规原因。\n2. 如果是图片违规，24小时内修改。\n3. 同一条 listing 一个月内被下架两次的，要开复盘会。"
+    quote = generation.closest_quote(steps, "listing 被下架怎么办")
+    assert quote.startswith("1. 先登录") and "3. 同一条 listing" in quote
