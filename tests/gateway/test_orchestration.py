@@ -647,7 +647,11 @@ async def test_an_answer_over_the_empty_default_names_the_one_collection_stored(
     assert note.endswith("; the only collection stored is 'wuye'") and "looks like" not in note  # a trial read it as odd
     pg.collections.append(types_pb2.CollectionInfo(name="hr", documents=2, domain_pack="generic"))
     several = await mesh(pg=pg, graph=graph).answerer.answer("物业费多少", 5, None, Deadline(10))
-    assert "是要找资料集合" not in several.answer  # two stored: no guess
+    assert "是要找资料集合" not in several.answer  # two stored: no guess, but both named (a trial's CLI got neither)
+    assert "已存的资料集合有：“hr”、“wuye”，请选其中一个再问。" in several.answer
+    assert "the collections stored are 'hr', 'wuye' (--collection NAME)" in stages(several.search)["collections"].detail
+    english = await mesh(pg=pg, graph=graph).answerer.answer("How much is the fee?", 5, None, Deadline(10))
+    assert "The collections stored are 'hr', 'wuye': ask one of them." in english.answer
 
 
 async def test_a_filtered_search_that_finds_nothing_says_what_filters_test():

@@ -240,6 +240,8 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
     # a misspelt collection's look-alike, or the one collection stored when the empty default was searched
     guesses = _GUESS.findall(scope_reason) + [("default", only) for only in _ONLY_STORED.findall(scope_reason)] \
         if scope_note else []
+    listed = _STORED.search(scope_reason) if scope_note else None  # the empty default searched beside several
+    stored = re.findall(r"'([^']+)'", listed.group(1)) if listed else []
     if latin_script(question) and (scope_note or not scope_reason or latin_script(scope_reason)):
         if closest and not scope_reason:  # not sure, rather than "not in the documents" over the answering line
             return (f"Not sure the documents answer this question. The closest passage, in [1]: {closest}\n"
@@ -248,12 +250,14 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
                                                   "The documents retrieved do not answer this question; the knowledge "
                                                   "base may not cover it.")
         lead += "".join(f" Did you mean the collection \"{meant}\" (not \"{named}\")?" for named, meant in guesses)
+        lead += f" The collections stored are {', '.join(map(repr, stored))}: ask one of them." if stored else ""
         return lead + (" The nearest sources are listed below for reference only." if nearest else "")
     if closest and not scope_reason:
         return in_script_of(question, f"不确定资料是否回答了这个问题。[1] 中最接近的一句：{closest}\n请对照下面列出的资料核实。")
     lead = (EMPTY_SCOPE_ZH if scope_note or latin_script(scope_reason) else f"{scope_reason}，无法回答这个问题。") if scope_reason \
         else "检索到的资料不足以回答这个问题，知识库中可能没有相关内容。"
     lead += "".join(f"是要找资料集合“{meant}”（而不是“{named}”）吗？" for named, meant in guesses)
+    lead += f"已存的资料集合有：{'、'.join(f'“{n}”' for n in stored)}，请选其中一个再问。" if stored else ""
     return in_script_of(question, lead + ("以下是最接近的资料，仅供参考，不能作为答案依据。" if nearest else ""))
 
 
@@ -261,3 +265,5 @@ def no_answer_message(question: str, scope_reason: str = "", nearest: bool = Tru
 _GUESS = re.compile(r"'([^']+)' looks like '([^']+)'")
 #: The one collection stored, named when the empty default collection was searched.
 _ONLY_STORED = re.compile(r"the only collection stored is '([^']+)'")
+#: The collections stored, named when the empty default collection was searched and several are.
+_STORED = re.compile(r"the collections stored are ((?:'[^']+'(?:, )?)+)")

@@ -121,6 +121,11 @@ class CollectionPacks:
             await self._refresh(deadline)
         return [c for c in wanted if c not in self._known] if self._listed else []
 
+    @property
+    def known(self) -> frozenset[str]:
+        """Every collection a store reported at the last listing (or stored since)."""
+        return frozenset(self._known)
+
     def closest_stored(self, collection: str) -> str:
         """The stored collection whose name ``collection`` looks like a
         misspelling of (at most two edits, case aside), "" when none does; for

@@ -105,6 +105,10 @@ class SearchFlow:
         if missing:  # an empty answer should say why, not look like a miss
             guesses = [(f"the only collection stored is {close!r}" if m == DEFAULT_COLLECTION else f"{m!r} looks like {close!r}")
                        for m in missing if (close := self.packs.closest_stored(m))]
+            stored = sorted(self.packs.known - {DEFAULT_COLLECTION})
+            if DEFAULT_COLLECTION in missing and len(stored) > 1:  # a trial's CLI asked the default beside hr and hr2
+                guesses.append("the collections stored are " + ", ".join(map(repr, stored[:8]))
+                               + (f" and {len(stored) - 8} more" if len(stored) > 8 else "") + " (--collection NAME)")
             trace.skip(names.STAGE_COLLECTIONS, f"no store holds collection {', '.join(map(repr, missing))}: nothing was "
                                           "ingested into it (graphmesh collections list names those that exist)"
                                           + (f"; {', '.join(guesses)}" if guesses else ""))
