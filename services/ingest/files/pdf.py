@@ -355,6 +355,13 @@ _ENDS = "。！？!?；;：:”’」』）)】》"
 _ARTICLE = re.compile(r"第[一二三四五六七八九十百千零〇两0-9]+条")
 
 
+def _latin_wrap(out: str, line: str) -> bool:
+    """Whether an English line ending in ")" or ":" wrapped into ``line``, a line going on in Latin letters: the
+    sentence goes on (a trial's "issued to Nordhavn Instruments (Shanghai)" / "Co., Ltd. with the company tax ID."
+    was quoted from "Co., Ltd.")."""
+    return out[-1] in "):" and out[-2:-1].isascii() and line[:1].isascii() and line[:1].isalnum()
+
+
 def _join(lines: list[str]) -> str:
     """Lines of one page as text: a wrapped line continues its sentence
     (joined without a break; with a space between Latin words, none after a
@@ -364,8 +371,8 @@ def _join(lines: list[str]) -> str:
     for line in lines:
         if not out:
             out = line
-        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or out[-1] in _ENDS or _ARTICLE.match(line) \
-                or (out[-1] == "." and out[-2:-1].isalpha() and not line[0].isascii()):
+        elif " | " in line or " | " in out.rsplit("\n", 1)[-1] or (out[-1] in _ENDS and not _latin_wrap(out, line)) \
+                or _ARTICLE.match(line) or (out[-1] == "." and out[-2:-1].isalpha() and not line[0].isascii()):
             # an English sentence's end before a line in Chinese starts another paragraph (a trial's reply
             # templates read "…within 3-5 days.模板B（产品有问题）：…" as one)
             out += "\n" + line

@@ -380,3 +380,20 @@ def test_a_one_line_gbk_text_is_read_as_gbk_and_bom_less_utf16_still_as_utf16():
     line = "早餐加一个煎蛋收5元。\n"
     assert decode_text(line.encode("gbk")) == (line, "gb18030")
     assert decode_text(line.encode("utf-16-be"))[0] == line  # its line end holds a NUL byte: UTF-16 it is
+
+
+def test_an_english_pdf_line_wrapped_after_a_closing_bracket_goes_on():
+    """A trial's expense policy read "…issued to Nordhavn Instruments (Shanghai)" / "Co., Ltd. with the company tax
+    ID." as two lines, and answers opened with "Co., Ltd."."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    sentence = ("Every invoice (fapiao) must be a VAT special invoice issued to Nordhavn Instruments (Shanghai) Co., "
+                "Ltd. with the company tax ID and the exact amount claimed, dated within the claim period.")
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4).build([Paragraph(sentence, getSampleStyleSheet()["Normal"])])
+    text = "\n".join(b.text for s in parse_file("policy.pdf", "", buffer.getvalue()).sections for b in s.blocks)
+    assert "\n" not in text.strip() and "(Shanghai) Co., Ltd." in text
