@@ -125,6 +125,7 @@ def run_demo(keep_up: bool = False) -> int:
     _banner("2/5 embedded stores and services")
     if stack.up(detach=True) != 0:
         return 1
+    stack.use_stack_addresses(started_here=True)  # the stack just started, on whatever ports it was given
     try:
         examples = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
         laws = {law for example in examples for law in example.get("laws", [])}

@@ -105,16 +105,21 @@ def recorded_addresses() -> dict[str, str]:
     return {k: v for k, v in recorded.items() if isinstance(k, str) and _recorded(k) and isinstance(v, str)}
 
 
-def use_stack_addresses() -> None:
+def use_stack_addresses(started_here: bool = False) -> None:
     """Points this CLI process at the stack ``graphmesh up`` started under
     GRAPHMESH_HOME: each service address it recorded (``recorded_addresses``) is set in the
     environment unless the environment sets it already. A stack beside
     another one answers on its own ports; without this, a command that
     exported only GRAPHMESH_HOME reached the default ports, the other
     stack's gateway. The gateway's REST port is read the same way. Nothing
-    is set when no stack was started there."""
+    is set when no stack was started there. ``started_here``: this process
+    has just started the stack (``demo``), whose addresses replace any read
+    before (a trial's ``make demo`` on moved ports ingested into 127.0.0.1:50051)."""
     for key, value in recorded_addresses().items():
-        os.environ.setdefault(key, value)
+        if started_here:
+            os.environ[key] = value
+        else:
+            os.environ.setdefault(key, value)
 
 
 def _read_pids() -> dict[str, int]:

@@ -83,3 +83,31 @@ def test_the_background_ingest_records_when_it_ended_also_on_failure(monkeypatch
     loader.start()
     loader.join(5)
     assert isinstance(loader.error, ConnectionError) and loader.finished >= before
+
+
+def test_the_demo_ingests_into_the_stack_it_started_on_its_own_ports(monkeypatch, tmp_path):
+    """A trial's `make demo` with GRAPHMESH_GATEWAY_PORT=43051 started its stack there, then ingested into
+    127.0.0.1:50051 (another stack's port, or nothing) and failed with a traceback."""
+    from services.cli import client, stack
+
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.delenv("GRAPHMESH_GATEWAY_ADDR", raising=False)
+    monkeypatch.setattr(demo, "cmd_datasets", lambda args: 0)
+
+    def up(detach: bool) -> int:  # what `graphmesh up` records for a stack on moved ports
+        stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:43051"})
+        return 0
+
+    dialled = []
+
+    def ingest(path, progress=True):
+        dialled.append(client.gateway_address())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(stack, "up", up)
+    monkeypatch.setattr(stack, "down", lambda: 0)
+    monkeypatch.setattr(demo, "_ingest", ingest)
+    monkeypatch.setattr(demo.gzip, "open", lambda *a, **k: __import__("io").BytesIO(line("刑法", "第一条") + b"\n"))
+    with pytest.raises(RuntimeError, match="stop here"):
+        demo.run_demo()
+    assert dialled == ["127.0.0.1:43051"]
