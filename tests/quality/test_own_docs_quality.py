@@ -75,7 +75,9 @@ on, ingested as files into a collection without a domain pack:
   prices, class timetable, trainer packages and membership agreement; a
   logistics warehouse's receiving and picking SOPs, fee schedules, safety rules
   and client labelling page; a guesthouse's room prices, house rules, travel
-  guide and an English guest FAQ), 50 and 12 each.
+  guide and an English guest FAQ), 50 and 12 each; expat_hr_docs (a foreign
+  company's Shanghai HR policies in English with two Chinese notices, asked
+  in English and Chinese), 50 and 12.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -137,6 +139,7 @@ SETS = {
     "gym_docs": (8, {}),  # 2 of its 12 out-of-scope questions refused: no floor that could fail
     "warehouse_docs": (8, {"out_of_scope_abstained": DATA / "warehouse_docs" / "out_of_scope.jsonl"}),
     "guesthouse_docs": (7, {"out_of_scope_abstained": DATA / "guesthouse_docs" / "out_of_scope.jsonl"}),
+    "expat_hr_docs": (7, {"out_of_scope_abstained": DATA / "expat_hr_docs" / "out_of_scope.jsonl"}),
 }
 
 
