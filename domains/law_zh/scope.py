@@ -40,6 +40,9 @@ _PATTERN = re.compile(rf"({_JURISDICTION})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
 _SITUATED = re.compile(rf"在({_JURISDICTION})[\u4e00-\u9fff]{{0,4}}?"
                        r"(离婚|结婚|被|犯|判|罚|打官司|起诉|继承|买房|租房|开公司|注册公司|交税|纳税|上班|打工|辞职|解雇|开除)")
 _PARTY = re.compile(rf"({_JURISDICTION})的?(员工|雇员|公司|企业|公民|法院|政府|警察)")
+#: Or the question's dealing happens there, named before what is done: "德国网购退货可以退几天" (a trial's got the
+#: PRC seven-day rule as if it applied in Germany).
+_DEALING = re.compile(rf"({_JURISDICTION})(网购|购物|买房|租房|离婚|结婚|看病)")
 
 #: A question that speaks of China itself asks about PRC law dealing with
 #: abroad (extradition, judicial assistance), which the corpus holds; so does
@@ -56,7 +59,7 @@ def out_of_scope(query: str) -> str | None:
     or None when it may be."""
     if any(word in query for word in _DOMESTIC):
         return None
-    match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query)
+    match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query) or _DEALING.search(query)
     if match is None:
         return None
     # the clause that names it, whole: the match alone ended mid-phrase (a trial's "在美国被")
