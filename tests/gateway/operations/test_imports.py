@@ -101,6 +101,10 @@ async def test_file_batches_give_the_outcomes_of_ingest(fake_gateway):
     imported = gateway_pb2.IngestResponse()
     assert done.response.Unpack(imported)
     direct = await gw.stub.Ingest(request, timeout=10)
+    # the same files again: each stored one replaced what the import stored (the fake store keeps no hashes)
+    assert [f.replaced for f in direct.files if f.status == gateway_pb2.FILE_STATUS_STORED] == [True, True]
+    for outcome in direct.files:
+        outcome.replaced = False
     assert without_timings(imported) == without_timings(direct)
     assert [f.index for f in imported.failures] == [1, 3] and "repeats file 0" in imported.failures[1].reason
 
