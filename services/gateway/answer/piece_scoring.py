@@ -28,10 +28,11 @@ RANGE_BONUS = 0.15
 #: Bonus of numbered steps quoted from the first (``Candidate.steps``) in the first source when the question asks
 #: how to do something (``asks_steps``): as NUMBER_BONUS. A trial's "Redis 主从切换步骤" was answered from step 3.
 STEPS_BONUS = 0.15
-#: Bonus of a table row one of whose cells the question names whole (年卡 in "年卡能冻几次", 体验课 in "私教体验课多少钱"):
-#: that cell picks the row out of rows whose cells only hold the word (半年卡, 两年卡). Two trials' price tables
-#: were quoted without the row asked about.
+#: Bonus of a table row whose key cell the question names whole (``PieceScorer.names_row``: 年卡 in "年卡能冻几次",
+#: 体验课 in "私教体验课多少钱"): it picks the row out of rows whose cells only hold the word (半年卡, 两年卡). Two
+#: trials' price tables were quoted without the row asked about.
 ROW_NAMED_BONUS = 0.3
+#: A Chinese character: a key cell names a row only in Chinese.
 CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 #: A cell that can name a row: two characters or more, not a number alone.
 _NAMING_CELL = re.compile(r"^(?=.*[^\d\s.,:%/-]).{2,}$")
