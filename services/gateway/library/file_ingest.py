@@ -103,7 +103,6 @@ class FileIngest:
         index_of: dict[str, int] = {}
         seen = {} if seen is None else seen
         config = self.documents.chunking_for(pack)
-        kept = await self._stored_metadata(files, collection, deadline)
         for i, file in enumerate(files):
             if len(file.content) > self.max_file_bytes:
                 # Refused before parsing: its chunks and vectors would not fit
@@ -113,7 +112,7 @@ class FileIngest:
                 continue
             try:
                 doc = await asyncio.to_thread(document_from_file, file, collection, config,
-                                              kept.get(outcomes[i].document_id))
+                                              None if file.metadata else held.get(outcomes[i].document_id))
             except FileParseError as err:
                 self._fail(response, outcomes[i], first + i, str(err))
                 continue
@@ -147,24 +146,25 @@ class FileIngest:
         return response
 
     async def _in_own_collection(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
-                                 deadline: Deadline) -> tuple[list[gateway_pb2.IngestFile], set[str]]:
+                                 deadline: Deadline) -> tuple[list[gateway_pb2.IngestFile], dict[str, dict[str, str]]]:
         """(``files``, each whose document id another collection holds given the id "<collection>/<id>" (its
-        FileOutcome.document_id says so); the ids of theirs ``collection`` already holds, whose stored version a
-        changed file replaces (FileOutcome.replaced)). Ids are unique across collections, and a file's id comes
+        FileOutcome.document_id says so); {id: stored metadata} of theirs ``collection`` already holds, whose stored
+        version a changed file replaces (FileOutcome.replaced), and whose metadata a file given none keeps (two
+        trials' folder re-syncs, without the --meta of the first ingest, emptied every year and team filter)). Ids are unique across collections, and a file's id comes
         from its name, so the same folder ingested into a second collection failed file by file (three trials:
         "document id 'docs/…' is stored in collection 'jiaowu'"). The same file ingested again into this
         collection gets the same id, so it is found unchanged. Best effort: a retriever that cannot be asked
-        renames nothing (the store then refuses the file, naming the other collection)."""
+        renames and keeps nothing (the store then refuses the file, naming the other collection)."""
         ids = sorted({(f.document_id or f.name).strip() for f in files} - {""})[:MAX_LISTED // 2]  # each asked twice
         if not ids or not self.documents.retrievers:
-            return list(files), set()
+            return list(files), {}
         asked = [*ids, *(f"{collection}/{i}" for i in ids)]
         primary = next((r for r in self.documents.retrievers if r.name == PRIMARY), self.documents.retrievers[0])
         try:
             reply = await primary.list_documents(retriever_pb2.ListDocumentsRequest(ids=asked, page_size=len(asked)),
                                                  deadline.left(30))
         except DownstreamError:
-            return list(files), set()
+            return list(files), {}
         elsewhere = {d.id for d in reply.documents if d.collection != collection}
         renamed = []
         for file in files:
@@ -174,24 +174,7 @@ class FileIngest:
                 file.CopyFrom(files[len(renamed)])
                 file.document_id = f"{collection}/{doc_id}"
             renamed.append(file)
-        return renamed, {d.id for d in reply.documents if d.collection == collection}
-
-    async def _stored_metadata(self, files: Sequence[gateway_pb2.IngestFile], collection: str,
-                               deadline: Deadline) -> dict[str, dict[str, str]]:
-        """{document id: its stored metadata} of the ``files`` given no metadata that ``collection``
-        already holds: a file ingested again without its metadata keeps it (two trials' folder
-        re-syncs, without the --meta of the first ingest, emptied every year and team filter).
-        Best effort: a retriever that cannot be asked keeps nothing."""
-        ids = sorted({(f.document_id or f.name).strip() for f in files if not f.metadata} - {""})[:MAX_LISTED]
-        if not ids or not self.documents.retrievers:
-            return {}
-        primary = next((r for r in self.documents.retrievers if r.name == PRIMARY), self.documents.retrievers[0])
-        request = retriever_pb2.ListDocumentsRequest(ids=ids, collections=[collection], page_size=len(ids))
-        try:
-            reply = await primary.list_documents(request, deadline.left(30))
-        except DownstreamError:
-            return {}
-        return {d.id: dict(d.metadata) for d in reply.documents if d.metadata}
+        return renamed, {d.id: dict(d.metadata) for d in reply.documents if d.collection == collection}
 
     async def _look_alikes(self, parsed: dict[str, ParsedDocument], index_of: dict[str, int], collection: str,
                            deadline: Deadline) -> tuple[dict[str, str], dict[str, list[str]]]:
