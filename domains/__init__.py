@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from domains.generic import PACK as GENERIC
@@ -83,6 +84,17 @@ def rewrite_prompts(packs: list[str] | tuple[str, ...]) -> RewritePrompts | None
     return first_part(packs, "rewrite_prompts")
 
 
+def source_caveat(metadata: Mapping[str, str], packs: list[str] | tuple[str, ...]) -> str:
+    """The caveat the first of ``packs`` with one gives a source of this
+    ``metadata`` (``DomainPack.source_caveat``), else ""."""
+    for name in packs:
+        pack = PACKS.get(name)
+        caveat = pack.source_caveat(metadata) if pack is not None else ""
+        if caveat:
+            return caveat
+    return ""
+
+
 def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Other names ``title`` is asked by under ``packs`` (every registered
     pack when None), in pack order, without repeats or the title itself."""
@@ -96,4 +108,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "QueryAdapter", "query_adapter", "answer_prompt", "citation_rules", "rewrite_prompts", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "QueryAdapter", "query_adapter", "answer_prompt", "citation_rules", "rewrite_prompts", "source_caveat", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 #: Bumped whenever a pack's parsing or the graph's keys change: documents
 #: linked by an older version report no content hash, so the next ingest
-#: sends them again. 2: keys and terms scoped per collection.
-DOCGRAPH_VERSION = 2
+#: sends them again. 2: keys and terms scoped per collection. 3: law_zh
+#: counts 已被修改 (the Criminal Law) as in force.
+DOCGRAPH_VERSION = 3
 KEY_SEPARATOR = "#"
 COLLECTION_SEPARATOR = "/"
 DEFAULT_COLLECTION = "default"

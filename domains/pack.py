@@ -48,6 +48,10 @@ the domain parts):
   for some question types (``QueryAdapter``; law_zh: lay consultations, whose
   words no statute uses), searched as channel pg.adapted beside the
   question's own vector.
+- ``source_caveat(metadata)``: what a reader must know of a cited source
+  before relying on it, as a short word from its own metadata (law_zh: the
+  status of a repealed or historical version, "已废止"); "" for none. Answers
+  carry it on the citation and in a note after the answer.
 """
 from __future__ import annotations
 
@@ -67,6 +71,11 @@ def _nothing(query: str) -> None:
 def _no_aliases(title: str) -> tuple[str, ...]:
     """The default of ``title_aliases``: a title has no other name."""
     return ()
+
+
+def _no_caveat(metadata: Mapping[str, str]) -> str:
+    """The default of ``source_caveat``: a source needs no caveat."""
+    return ""
 
 
 @dataclass(frozen=True)
@@ -246,6 +255,7 @@ class DomainPack:
         title_aliases: title -> other names it is asked by.
         query_adapter: the learned map of query vectors searched as
             pg.adapted (``QueryAdapter``), or None.
+        source_caveat: document metadata -> a short caveat word ("" none).
     """
 
     name: str
@@ -267,6 +277,7 @@ class DomainPack:
     rewrite_prompts: RewritePrompts | None = None
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
     query_adapter: QueryAdapter | None = None
+    source_caveat: Callable[[Mapping[str, str]], str] = _no_caveat
 
     @property
     def abstention_fitted(self) -> bool:

@@ -16,6 +16,9 @@ interpretations) as a domain pack.
   without the 中华人民共和国 prefix.
 - Recipes: ``recipes.json`` (profiles per question type and the channel
   weights, with the command and figures that fitted them).
+- Source caveat: an article of a repealed or historical version is cited
+  with its status (``source_caveat``), so an answer never passes it off as
+  the law in force.
 - Query adapter: ``query_adapter.npz``, a learned map of lay consultations'
   e5onnx vectors toward the articles that answer such questions, searched
   as channel pg.adapted (recipes.json "query_adapter" says how it was fitted).
@@ -34,7 +37,7 @@ from domains.pack import CitationRules, DomainPack, load_query_adapter, load_rec
 
 NAME = "law_zh"
 #: Calls into the pack's entry points ("classify", "document_facts",
-#: "query_lookups", "lookup_index", "out_of_scope").
+#: "query_lookups", "lookup_index", "out_of_scope", "source_caveat").
 USAGE: Counter[str] = Counter()
 
 
@@ -70,6 +73,15 @@ def out_of_scope(query: str) -> str | None:
     return scope.out_of_scope(query)
 
 
+def source_caveat(metadata) -> str:
+    """The status of a source that is not in force ("已废止", "历史版本"), else "" (facts.is_current)."""
+    from domains.law_zh import facts
+
+    USAGE["source_caveat"] += 1
+    status = str(metadata.get("status", "")).strip()
+    return "" if facts.is_current(status) else status
+
+
 _HERE = Path(__file__).resolve().parent
 _RECIPE = load_recipe(_HERE / "recipes.json")
 _ADAPTER = _RECIPE.get("query_adapter")
@@ -93,4 +105,5 @@ PACK = DomainPack(
     answer_prompt=ANSWER_PROMPT,
     rewrite_prompts=REWRITE_PROMPTS,
     query_adapter=load_query_adapter(_HERE / _ADAPTER["file"], _ADAPTER["source"]) if _ADAPTER else None,
+    source_caveat=source_caveat,
 )

@@ -14,8 +14,11 @@ from domains.law_zh import references as lr
 from services.common.records import DocumentRecord
 
 #: Status values of a document in force; a document without a status is
-#: current too.
-CURRENT_STATUSES = frozenset({"现行有效", "current", "in force"})
+#: current too. 已被修改 is the National Laws and Regulations Database's
+#: status of a law in force that later acts have amended: in the corpus it is
+#: the whole Criminal Law, whose amendments (刑法修正案) are documents of their
+#: own, and no other version of it is stored.
+CURRENT_STATUSES = frozenset({"现行有效", "已被修改", "current", "in force"})
 
 
 def law_and_article(doc: DocumentRecord) -> tuple[str, str]:

@@ -303,15 +303,21 @@ def _abstained_because(reply: gateway_pb2.AnswerResponse) -> str:
     return f"answerability {reply.answerability:.3f} < {reply.answerability_threshold:.3f}"
 
 
+def _cited(citation: gateway_pb2.Citation) -> str:
+    """A source's line after its number: label, caveat (a repealed law's 【已废止】) and document id."""
+    caveat = f" 【{citation.caveat}】" if citation.caveat else ""
+    return f"{citation.label}{caveat} (document {citation.document_id})"
+
+
 def _print_answer_notes(reply: gateway_pb2.AnswerResponse) -> None:
     """Citations, or the nearest sources of a no-answer, and the sentences
     the citation check found unsupported."""
     for c in reply.citations:
-        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        print(f"  [{c.number}] {_cited(c)}")
     if reply.mode == gateway_pb2.ANSWER_MODE_ABSTAINED and reply.insufficient_sources:
         print(f"nearest sources (not sufficient to answer; {_abstained_because(reply)}):")
         for c in reply.insufficient_sources:
-            print(f"  {c.number}. {c.label} (document {c.document_id})")
+            print(f"  {c.number}. {_cited(c)}")
     for note in _scope_notes(reply.search.timings):
         print(f"note: {note}")
     for u in reply.unsupported_sentences:
@@ -384,5 +390,5 @@ def cmd_deep(args: argparse.Namespace) -> int:
         print(f"iteration {it.number}: queries={list(it.queries)} new={len(it.new_chunk_ids)} growth={it.growth_rate:.3f}")
     print(f"stopped: {reply.stop_reason}\n\n{reply.answer.answer}")
     for c in reply.answer.citations:
-        print(f"  [{c.number}] {c.label} (document {c.document_id})")
+        print(f"  [{c.number}] {_cited(c)}")
     return 0

@@ -57,6 +57,8 @@ class Source(TypedDict):
     number: int
     document_id: str
     label: str
+    #: what to know before relying on it (a repealed law's "已废止"); "" when nothing
+    caveat: str
 
 
 class AnswerResult(TypedDict):
@@ -272,7 +274,7 @@ def search_result(reply: gateway_pb2.SearchResponse) -> SearchResult:
 
 
 def _sources(citations) -> list[Source]:
-    return [Source(number=c.number, document_id=c.document_id, label=c.label) for c in citations]
+    return [Source(number=c.number, document_id=c.document_id, label=c.label, caveat=c.caveat) for c in citations]
 
 
 def answer_result(reply: gateway_pb2.AnswerResponse) -> AnswerResult:

@@ -28,6 +28,7 @@ from services.gateway.answer import abstention
 from services.gateway.answer import extractive, grounding
 from services.gateway.answer.citation_grammar import citation_grammar
 from services.gateway.answer.cross_script import other_script_sources, piece_similarity, similarity_weight
+from services.gateway.answer.source_caveats import caveat_note, caveat_of
 from services.gateway.downstream.interfaces import Expander, Llm
 from services.gateway.config import GatewaySettings
 from services.gateway.search.fuse_request import Retrieval
@@ -140,6 +141,10 @@ class Generator:
                     "LLM answer unsupported by the sources: extractive answer"
             for check in checks:
                 CITATION_CHECKS.labels(check.outcome).inc()
+        citations = _citations(text, retrieval)
+        note = caveat_note(query, {c.number: c.caveat for c in citations})
+        if note:
+            text = f"{text}\n{note}"
         yield gateway_pb2.AnswerStreamResponse(stage=trace.timings[-1])
         search = gateway_pb2.SearchResponse()
         if retrieval is not None:
@@ -149,7 +154,7 @@ class Generator:
         unsupported = [gateway_pb2.UnsupportedSentence(sentence=c.sentence, cited=c.cited, reason=c.reason)
                        for c in checks if c.outcome == citation_check.UNSUPPORTED]
         yield gateway_pb2.AnswerStreamResponse(done=gateway_pb2.AnswerResponse(
-            answer=text, mode=mode, citations=_citations(text, retrieval), search=search,
+            answer=text, mode=mode, citations=citations, search=search,
             invalid_citations_removed=removed, fences_removed=fences,
             unsupported_sentences=unsupported, unsupported_count=len(unsupported),
             citation_checks=[gateway_pb2.CitationCheck(sentence=c.sentence, cited=c.cited, final=c.final,
@@ -217,9 +222,10 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
     nearest = []
     if retrieval is not None:
         search.CopyFrom(retrieval.response)
+        packs = list(retrieval.response.query_info.domain_packs)
         for number, cand in enumerate(retrieval.response.results[:NEAREST_SOURCES], start=1):
             nearest.append(gateway_pb2.Citation(number=number, candidate_id=cand.id, document_id=cand.document_id,
-                                                label=source_label(cand)))
+                                                label=source_label(cand), caveat=caveat_of(cand, packs)))
     search.timings.extend(trace_timings)
     # the rule's no, not a scope's: the first source's closest piece is shown, marked as not an answer
     closest = extractive.closest_quote(retrieval.response.results[0].text, query) \
@@ -235,14 +241,15 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
 
 def _citations(text: str, retrieval: Retrieval | None) -> list[gateway_pb2.Citation]:
     """The sources the answer cites, in number order: citation [n] is the
-    n-th packed candidate."""
+    n-th packed candidate, with its pack's caveat (``source_caveats``)."""
     if retrieval is None:
         return []
     numbers = set(citation_numbers(text))
+    packs = list(retrieval.response.query_info.domain_packs)
     citations = []
     for number, cid in enumerate(retrieval.cited_ids, start=1):
         if number in numbers and cid in retrieval.by_id:
             cand = retrieval.by_id[cid]
             citations.append(gateway_pb2.Citation(number=number, candidate_id=cid, document_id=cand.document_id,
-                                                  label=source_label(cand)))
+                                                  label=source_label(cand), caveat=caveat_of(cand, packs)))
     return citations

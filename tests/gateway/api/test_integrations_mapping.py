@@ -122,7 +122,7 @@ def test_a_completion_carries_the_answer_and_its_citations():
     choice = body["choices"][0]
     assert choice["message"]["content"] == "二倍工资[1]。" and choice["finish_reason"] == "stop"
     assert choice["message"]["citations"] == [{"number": 1, "document_id": "5689", "candidate_id": "5689#0",
-                                               "label": "劳动合同法 第八十二条"}]
+                                               "label": "劳动合同法 第八十二条", "caveat": ""}]
     assert body["graphmesh"]["mode"] == "llm" and body["graphmesh"]["strategy"] == "standard"
     assert body["graphmesh"]["degraded"] == []
 

@@ -37,7 +37,7 @@ async def test_a_chat_completion_is_the_answer_with_its_citations_as_marks_and_e
     assert reply.object == "chat.completion" and reply.id.startswith("chatcmpl-") and reply.model == "graphmesh"
     message = reply.choices[0].message
     assert message.role == "assistant" and "[1]" in message.content and reply.choices[0].finish_reason == "stop"
-    assert message.citations == [{"number": 1, "document_id": "1", "candidate_id": "1#0", "label": "测试法 第一条"}]
+    assert message.citations == [{"number": 1, "document_id": "1", "candidate_id": "1#0", "label": "测试法 第一条", "caveat": ""}]
     assert reply.graphmesh["mode"] == "llm" and reply.graphmesh["abstained"] is False
     assert reply.graphmesh["answer"] == message.content
 

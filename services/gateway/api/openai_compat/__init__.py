@@ -35,7 +35,7 @@ and earlier answers would only echo their own citations.
 
 Replies carry the answer with its [n] marks and, as extensions:
 ``choices[0].message.citations`` (streamed: ``choices[0].delta.citations``
-on the last chunk) = [{"number", "document_id", "candidate_id", "label"}],
+on the last chunk) = [{"number", "document_id", "candidate_id", "label", "caveat"}],
 and a top-level ``graphmesh`` object {"mode": "llm" | "extractive" |
 "abstained", "abstained", "strategy", "answerability",
 "answerability_threshold", "insufficient_sources", "answer", "degraded"}

@@ -45,7 +45,9 @@ OPENAPI_SCHEMAS: dict[str, dict] = {
     "Citation": {
         "type": "object", "description": "A source an answer's [number] mark points at (GraphMesh extension).",
         "properties": {"number": _INT, "document_id": _STR, "candidate_id": _STR,
-                       "label": {"type": "string", "description": "title and headings of the source"}}},
+                       "label": {"type": "string", "description": "title and headings of the source"},
+                       "caveat": {"type": "string", "description": "what to know before relying on the source "
+                                  "(a repealed law's status, 已废止); empty when nothing"}}},
     "Extension": {
         "type": "object", "description": "How the answer was made (GraphMesh extension, top level of the reply or last chunk).",
         "properties": {

@@ -18,7 +18,8 @@ from services.gateway.api.openai_compat.requests import ANSWER_MODES, MODEL_PREF
 
 
 def _citation(c: gateway_pb2.Citation) -> dict:
-    return {"number": c.number, "document_id": c.document_id, "candidate_id": c.candidate_id, "label": c.label}
+    return {"number": c.number, "document_id": c.document_id, "candidate_id": c.candidate_id, "label": c.label,
+            "caveat": c.caveat}
 
 
 def citations_of(reply: gateway_pb2.AnswerResponse) -> list[dict]:

@@ -256,7 +256,8 @@ function answerSection(answer, output, streamingText) {
     ? el("ol", { class: "citations" }, answer.citations.map((c) => el("li", {},
       el("a", { class: "cite", href: `#src-${c.number}`, dataset: { n: String(c.number) },
         onclick: (e) => { e.preventDefault(); revealSource(output, c.number); } }, `[${c.number}]`), " ",
-      el("span", { text: c.label || c.documentId }))))
+      el("span", { text: c.label || c.documentId }),
+      c.caveat ? el("span", { class: "caveat", text: ` 【${c.caveat}】` }) : null)))
     : null;
   return { node: el("section", { class: "card answer" }, el("h3", { text: t("ask.answer") }), body, citations,
     ...(answer ? answerNotes(answer) : [])), search };

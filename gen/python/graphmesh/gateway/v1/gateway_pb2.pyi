@@ -915,6 +915,7 @@ class Citation(_message.Message):
     CANDIDATE_ID_FIELD_NUMBER: _builtins.int
     DOCUMENT_ID_FIELD_NUMBER: _builtins.int
     LABEL_FIELD_NUMBER: _builtins.int
+    CAVEAT_FIELD_NUMBER: _builtins.int
     number: _builtins.int
     """Citation number as written in the answer, [n]."""
     candidate_id: _builtins.str
@@ -923,6 +924,12 @@ class Citation(_message.Message):
     """Document id."""
     label: _builtins.str
     """Title and headings of the source."""
+    caveat: _builtins.str
+    """What the reader must know of the source before relying on it, from its
+    collection's domain pack: law_zh gives the status of a repealed or
+    historical version ("已废止", "历史版本"). Empty when none. An answer
+    citing such a source ends with a note naming it.
+    """
     def __init__(
         self,
         *,
@@ -930,10 +937,11 @@ class Citation(_message.Message):
         candidate_id: _builtins.str = ...,
         document_id: _builtins.str = ...,
         label: _builtins.str = ...,
+        caveat: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_id", b"candidate_id", "document_id", b"document_id", "label", b"label", "number", b"number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidate_id", b"candidate_id", "caveat", b"caveat", "document_id", b"document_id", "label", b"label", "number", b"number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
