@@ -23,9 +23,12 @@ _NOT_A_WORD = re.compile(r"[\W_]+", re.UNICODE)
 def reason(question: str) -> str | None:
     """Why the answer abstains when ``question`` holds a greeting or thanks (``_GREETING``) and nothing else but
     words of address (``_ADDRESS``), punctuation and emoji, or only emoji and punctuation, in the question's
-    language; None when it asks something."""
+    language; None when it asks something. Emoji or punctuation alone ("👍", "？？？") are said to hold no words,
+    not to be a greeting (a trial's resident typing "？？？" was told it was one)."""
     text = simplified(question)
-    emoji_alone = not _NOT_A_WORD.sub("", text)  # "👍", "🐶？": a chat's reaction, no question
-    if not emoji_alone and (not _GREETING.search(text) or _NOT_A_WORD.sub("", _ADDRESS.sub(" ", _GREETING.sub(" ", text)))):
+    if not _NOT_A_WORD.sub("", text):  # "👍", "🐶？", "？？？": a chat's reaction, no question
+        return "No question was asked: the message has no words" if latin_script(question) \
+            else "没有读到问题：消息里没有文字，请输入要问的内容"
+    if not _GREETING.search(text) or _NOT_A_WORD.sub("", _ADDRESS.sub(" ", _GREETING.sub(" ", text))):
         return None
     return "No question was asked, only a greeting or thanks" if latin_script(question) else "没有读到问题，只有问候或致谢"
