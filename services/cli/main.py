@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--show", type=int, default=15, help="compare: queries listed per direction")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--limit", type=int)
-    ev.add_argument("--top-k", type=int, default=30, help="results asked per query (ranks count distinct ids)")
+    ev.add_argument("--top-k", type=int, default=None,
+                    help="results asked per query (ranks count distinct ids; default 30, or with --answers 10, "
+                         "what `graphmesh answer` asks, so the answers are the ones users get)")
     ev.add_argument("--concurrency", type=int, default=4)
     ev.add_argument("--timeout", type=seconds, default=60.0, help="seconds (default 60) per query")
     ev.add_argument("--ablate", action="store_true", help="switch stages off one at a time; print a table")
@@ -224,6 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         return stack.up(args.detach, llm=args.llm)
     if args.command == "down":
         return stack.down()
+    gateway_from_env = "GRAPHMESH_GATEWAY_ADDR" in os.environ
     stack.use_stack_addresses()  # every other command talks to the stack started under GRAPHMESH_HOME
     if args.command == "status":
         return stack.status()
@@ -280,6 +283,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return cmd_keys(args)
     if args.command == "mcp":
+        print(f"graphmesh mcp: {stack.gateway_origin(gateway_from_env)}", file=sys.stderr, flush=True)
         return _run_mcp(args)
     if args.command == "backup":
         from services.cli.backup_cmd import cmd_backup

@@ -122,6 +122,22 @@ def use_stack_addresses(started_here: bool = False) -> None:
             os.environ.setdefault(key, value)
 
 
+def gateway_origin(from_environment: bool) -> str:
+    """Which gateway this process talks to and why, in one line: the address the environment set
+    (``from_environment``), the one ``up`` recorded under GRAPHMESH_HOME, or the default, with how to point
+    elsewhere. Said by ``graphmesh mcp`` on stderr: an MCP client starts it with no GRAPHMESH_HOME, and a
+    trial's assistant listed another user's stack on the default ports without a word."""
+    from services.common.settings import MeshAddresses
+
+    address = MeshAddresses().gateway_addr
+    if from_environment:
+        return f"gateway {address} (GRAPHMESH_GATEWAY_ADDR)"
+    if "GRAPHMESH_GATEWAY_ADDR" in recorded_addresses():
+        return f"gateway {address}, the stack `graphmesh up` started under {state_dir()}"
+    return (f"gateway {address}, the default address: no stack was started under {state_dir()}; set GRAPHMESH_HOME "
+            "to the home of the stack to use, or GRAPHMESH_GATEWAY_ADDR")
+
+
 def _read_pids() -> dict[str, int]:
     try:
         return json.loads(_pids_file().read_text())

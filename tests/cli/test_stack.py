@@ -233,6 +233,22 @@ def test_config_show_names_the_addresses_up_recorded(tmp_path, monkeypatch, caps
     assert "  GRAPHMESH_GATEWAY_ADDR = 127.0.0.1:54051" in out and "GRAPHMESH_JUDGE_ADDR = 127.0.0.1:54057" not in out
 
 
+def test_mcp_says_which_gateway_it_reaches_and_why(tmp_path, monkeypatch):
+    """A trial's MCP client started `graphmesh mcp` with no GRAPHMESH_HOME, and its assistant listed another
+    user's stack on the default ports without a word: the default is named as such, with how to point elsewhere."""
+    monkeypatch.setenv("GRAPHMESH_HOME", str(tmp_path))
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", "unset")
+    monkeypatch.delenv("GRAPHMESH_GATEWAY_ADDR")
+    default = stack.gateway_origin(from_environment=False)
+    assert "the default address: no stack was started under" in default and str(tmp_path) in default
+    assert "GRAPHMESH_HOME" in default
+    stack._write_addresses({"GRAPHMESH_GATEWAY_ADDR": "127.0.0.1:54051"})
+    stack.use_stack_addresses()
+    assert stack.gateway_origin(from_environment=False) == \
+        f"gateway 127.0.0.1:54051, the stack `graphmesh up` started under {tmp_path.resolve()}"
+    assert stack.gateway_origin(from_environment=True) == "gateway 127.0.0.1:54051 (GRAPHMESH_GATEWAY_ADDR)"
+
+
 def test_an_up_whose_services_fail_to_start_stops_only_those_it_started(tmp_path, monkeypatch, capsys):
     """A trial killed retriever_pg and ran `graphmesh up` again; retriever_pg's port was taken, and the
     failed up stopped the gateway and every other running service."""
