@@ -17,6 +17,17 @@ from services.common.settings import MeshAddresses
 DATA_DIR = Path.home() / ".cache" / "graphmesh" / "datasets"
 
 
+#: Results an eval asks per question: 30 for Search, so ranks past ten are seen; with --answers the Answer
+#: default, 10 (Answer reads its top_k results' evidence: at 30 the answers differ from those users get).
+EVAL_SEARCH_TOP_K, EVAL_ANSWER_TOP_K = 30, 10
+
+
+def eval_top_k(answers: bool) -> int:
+    """Results an eval asks per question when --top-k is not given (a trial's --answers run at 30 refused 4 of
+    its 12 out-of-scope questions where `graphmesh answer` refused 6)."""
+    return EVAL_ANSWER_TOP_K if answers else EVAL_SEARCH_TOP_K
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """``graphmesh eval --dataset FILE``: runs the dataset through Search (or
     Answer + Judge with --answers), prints the totals, saves the run
@@ -24,6 +35,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     queries that got better or worse."""
     from services.cli import evaluate
 
+    if getattr(args, "top_k", None) is None:
+        args.top_k = eval_top_k(getattr(args, "answers", False))
     positional = list(getattr(args, "compare", None) or [])
     if positional:
         if positional[0] != "compare" or len(positional) != 3:

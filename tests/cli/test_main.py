@@ -73,3 +73,14 @@ def test_json_output_prints_zero_values_as_rest_does():
         types_pb2.ChannelScore(channel="pg.centred", score=0.0, rank=3)])])
     result = json.loads(proto_json(reply))["results"][0]
     assert result["fusedScore"] == 0 and result["channelScores"][0]["score"] == 0 and result["channelScores"][0]["rank"] == 3
+
+
+def test_eval_asks_answers_with_the_answer_commands_top_k_unless_told():
+    """A trial's `eval --answers` asked 30 results and refused 4 of 12 out-of-scope questions; `graphmesh answer`,
+    at 10, refused 6: the run scored answers users never get."""
+    from services.cli.main import build_parser
+    from services.cli.tools import eval_top_k
+
+    assert build_parser().parse_args(["eval", "--dataset", "q.jsonl", "--answers"]).top_k is None
+    assert eval_top_k(answers=True) == 10 and eval_top_k(answers=False) == 30
+    assert build_parser().parse_args(["eval", "--dataset", "q.jsonl", "--answers", "--top-k", "30"]).top_k == 30
