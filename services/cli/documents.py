@@ -241,6 +241,13 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
     documents = [f for f in files if f not in jsonl and f not in unsendable]
     lines: list[str] = []
     stored_ids: set[str] = set()  # the ids the files were stored under (another collection's id gets a prefix)
+    collection = args.collection or DEFAULT_COLLECTION
+    scopes = prune_scopes(args.paths, args.id_prefix or "") if getattr(args, "prune", False) else []
+    scopes += [(f"{collection}/{prefix}", recursive) for prefix, recursive in scopes]
+    file_ids = {doc_id for _, doc_id in files}
+
+    def pruned_later(doc_id: str) -> bool:  # what --prune deletes once the files are in
+        return bool(scopes) and doc_id not in file_ids | stored_ids and _in_scope(doc_id, scopes)
     # disable=None: no bar when stderr is not a terminal (its carriage returns would glue into a log file)
     with _channel() as ch, tqdm(total=sum(f.stat().st_size for f, _ in documents), unit="B", unit_scale=True,
                                 desc="ingest files", file=sys.stderr, disable=None) as bar:
@@ -266,12 +273,16 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 stored_ids.add(outcome.document_id or outcome.name)
                 if outcome.duplicate_of:
                     detail += f"; same text as {outcome.duplicate_of!r}, stored twice (delete one to keep one copy)"
-                if outcome.same_title_as:
-                    named = ", ".join(repr(o) for o in outcome.same_title_as)
+                # a version the folder no longer holds is pruned below: no advice to delete it (a trial's was both)
+                kept = [o for o in outcome.same_title_as if not pruned_later(o)]
+                if kept:
+                    named = ", ".join(repr(o) for o in kept)
                     detail += (f"; same title as {named}, with other text: two versions? both answer, each with its own "
                                f"figures; delete the one no longer in force (graphmesh documents delete "
-                               f"{shlex.quote(outcome.same_title_as[0])} --collection "
-                               f"{shlex.quote(args.collection or DEFAULT_COLLECTION)}, or this one)")
+                               f"{shlex.quote(kept[0])} --collection {shlex.quote(collection)}, or this one)")
+                elif outcome.same_title_as:
+                    named = ", ".join(repr(o) for o in outcome.same_title_as)
+                    detail += f"; replaces {named}, which --prune deletes (not among the files read)"
                 lines.append(f"{status:9s} {outcome.name}{detail}")
                 bar.write(lines[-1], file=sys.stderr)
             totals["chunks"] += reply.chunks
@@ -290,11 +301,7 @@ def cmd_ingest_files(args: argparse.Namespace) -> int:
                 if totals["failed"]:  # a file that failed may be one whose stored copy is all there is
                     print(f"not pruned: {totals['failed']} files failed", file=sys.stderr)
                 else:
-                    collection = args.collection or DEFAULT_COLLECTION
-                    scopes = prune_scopes(args.paths, args.id_prefix or "")
-                    scopes += [(f"{collection}/{prefix}", recursive) for prefix, recursive in scopes]
-                    totals["pruned"] = len(prune_unseen(stub, collection, {doc_id for _, doc_id in files} | stored_ids,
-                                                        scopes))
+                    totals["pruned"] = len(prune_unseen(stub, collection, file_ids | stored_ids, scopes))
         except grpc.RpcError as err:
             return _error(err)
     for path, _ in jsonl:  # a JSONL file of documents: its documents count in the totals, as a file's do
@@ -384,8 +391,13 @@ def cmd_documents(args: argparse.Namespace) -> int:
                     print("error: documents get takes one ID", file=sys.stderr)
                     return 2
                 view = gateway_pb2.DOCUMENT_VIEW_FULL if args.chunks else gateway_pb2.DOCUMENT_VIEW_BASIC
-                doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}",
-                                                                      view=view), timeout=60).document
+                try:
+                    doc = stub.GetDocument(gateway_pb2.GetDocumentRequest(name=f"{_parent(args)}/documents/{args.ids[0]}",
+                                                                          view=view), timeout=60).document
+                except grpc.RpcError as err:
+                    if err.code() == grpc.StatusCode.NOT_FOUND:
+                        _suggest_ids(stub, args, args.ids)
+                    raise
                 print(proto_json(doc) if args.json else _describe(doc, full=True))
                 return 0
             if args.action == "delete":
@@ -403,6 +415,7 @@ def cmd_documents(args: argparse.Namespace) -> int:
                 missing = [i for i in args.ids if i not in set(reply.document_ids)]
                 if missing:  # the others were deleted; a script must still see that a named one was not there
                     print(f"not found in {_parent(args)}: {', '.join(missing)}", file=sys.stderr)
+                    _suggest_ids(stub, args, missing)
                     return 1
                 return 0
             token, shown = args.page_token or "", 0
@@ -422,6 +435,40 @@ def cmd_documents(args: argparse.Namespace) -> int:
             return 0
     except grpc.RpcError as err:
         return _error(err)
+
+
+#: Documents listed at most when looking for the ids a missing one may have meant.
+SUGGEST_SCAN = 5000
+
+
+def id_look_alikes(missing: str, ids: list[str]) -> list[str]:
+    """Stored ``ids`` that ``missing`` may have meant: those whose last path part is ``missing`` (a file ingested
+    from a folder is stored as 规章/事故应急处置步骤.txt; a trial asked for 事故应急处置步骤.txt), else those it is
+    the end of (a collection's own prefix left off)."""
+    tail = missing.strip("/")
+    named = [i for i in ids if i.rsplit("/", 1)[-1] == tail]
+    return named or [i for i in ids if i.endswith("/" + tail)]
+
+
+def _suggest_ids(stub, args: argparse.Namespace, missing: list[str]) -> None:
+    """On stderr, for each id of ``missing``, the stored ids it may have meant (``id_look_alikes``), read from the
+    collection's first SUGGEST_SCAN documents."""
+    ids: list[str] = []
+    token = ""
+    try:
+        while len(ids) < SUGGEST_SCAN:
+            reply = stub.ListDocuments(gateway_pb2.ListDocumentsRequest(parent=_parent(args), page_size=1000,
+                                                                        page_token=token), timeout=60)
+            ids.extend(doc.name.rsplit("/documents/", 1)[-1] for doc in reply.documents)
+            token = reply.next_page_token
+            if not token:
+                break
+    except grpc.RpcError:
+        return
+    for name in missing:
+        meant = id_look_alikes(name, ids)
+        if meant:
+            print(f"did you mean {' or '.join(repr(m) for m in meant[:3])} (not {name!r})?", file=sys.stderr)
 
 
 def _say_why_none(args: argparse.Namespace) -> None:
@@ -477,6 +524,20 @@ def confirmed_collection_delete(stub, name: str, answer: Callable[[str], str] = 
     return False
 
 
+def _suggest_collection(stub, name: str) -> None:
+    """On stderr, the stored collection a mistyped ``name`` looks like (``spelling.closest``), as Answer says it: a
+    trial's `collections delete wuye-rst` got NOT_FOUND and no word of wuye-rest."""
+    from services.common.spelling import closest
+
+    try:
+        stored = [c.name for c in stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60).collections]
+    except grpc.RpcError:
+        return
+    meant = closest(name, stored)
+    if meant:
+        print(f"did you mean the collection {meant!r} (not {name!r})?", file=sys.stderr)
+
+
 def cmd_collections(args: argparse.Namespace) -> int:
     """collections list | delete NAME."""
     if args.action == "list" and args.name:  # "collections list hr" read as a filter would list them all
@@ -491,7 +552,13 @@ def cmd_collections(args: argparse.Namespace) -> int:
                     return 2
                 if not args.yes and not confirmed_collection_delete(stub, args.name):
                     return 2
-                reply = stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{args.name}"), timeout=600)
+                try:
+                    reply = stub.DeleteCollection(gateway_pb2.DeleteCollectionRequest(name=f"collections/{args.name}"),
+                                                  timeout=600)
+                except grpc.RpcError as err:
+                    if err.code() == grpc.StatusCode.NOT_FOUND:
+                        _suggest_collection(stub, args.name)
+                    raise
                 print(proto_json(reply, indent=None))
                 return 0
             reply = stub.ListCollections(gateway_pb2.ListCollectionsRequest(), timeout=60)

@@ -7,6 +7,7 @@ import pytest
 import os
 from pathlib import Path
 
+from services.cli import documents
 from services.cli.documents import expand_paths, links_outside, missing_message, skipped_files, unsupported_files
 from services.cli.main import build_parser
 
@@ -147,3 +148,13 @@ def test_a_folder_with_no_file_that_is_read_is_a_usage_error_not_an_empty_succes
     for folder in ("empty", "only_xlsx"):
         assert main(["ingest", "files", folder]) == 2
         assert f"error: no supported file in {folder}: supported types are" in capsys.readouterr().err
+
+
+def test_a_missing_documents_look_alikes_are_the_stored_ids_that_end_with_its_name():
+    """A trial's `documents delete 事故应急处置步骤.txt` deleted nothing with no hint: the file was stored from its
+    folder as 规章/事故应急处置步骤.txt."""
+    stored = ["规章/事故应急处置步骤.txt", "规章/实验室安全管理规定.md", "旧版/事故应急处置步骤.txt", "安全培训.md"]
+    assert documents.id_look_alikes("事故应急处置步骤.txt", stored) == ["规章/事故应急处置步骤.txt", "旧版/事故应急处置步骤.txt"]
+    assert documents.id_look_alikes("规章/实验室安全管理规定.md", ["ls2/规章/实验室安全管理规定.md"]) == \
+        ["ls2/规章/实验室安全管理规定.md"]
+    assert documents.id_look_alikes("应急处置步骤.txt", stored) == []  # a part of a name is not a look-alike

@@ -13,7 +13,7 @@ import pytest
 from graphmesh.common.v1 import types_pb2
 from graphmesh.gateway.v1 import gateway_pb2
 from services.cli.documents import confirmed_collection_delete, prune_scopes
-from services.cli.main import main
+from services.cli.main import build_parser, main
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.contract]
 
@@ -145,6 +145,32 @@ async def test_collections_delete_asks_first_and_a_script_passes_yes(cli_gateway
     assert capsys.readouterr().out.startswith("hr")
     assert await asyncio.to_thread(main, ["collections", "delete", "hr", "--yes"]) == 0
     assert "byStore" in capsys.readouterr().out  # DeleteCollection's reply: what each store deleted
+
+
+async def test_a_mistyped_collection_gets_the_stored_name_it_meant(cli_gateway, capsys, tmp_path):
+    """A trial's `collections delete wuye-rst` got NOT_FOUND with no word of the collection wuye-rest."""
+    await cli_gateway(ingest={"sentence_vectors": False})
+    (tmp_path / "须知.txt").write_text("烫伤时立即用冷水冲洗降温15分钟以上。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(tmp_path), "--collection", "wuye-rest"]) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["collections", "delete", "wuye-rst", "--yes"]) != 0
+    assert "did you mean the collection 'wuye-rest' (not 'wuye-rst')?" in capsys.readouterr().err
+
+
+def test_a_bare_file_name_not_found_gets_the_stored_ids_it_meant(capsys):
+    """A trial's `documents delete 事故应急处置步骤.txt` deleted nothing with no hint that the file was stored from its
+    folder as 规章/事故应急处置步骤.txt."""
+    from services.cli import documents
+
+    class Stub:
+        def ListDocuments(self, request, timeout):
+            names = ["规章/事故应急处置步骤.txt", "规章/实验室安全管理规定.md"]
+            return gateway_pb2.ListDocumentsResponse(documents=[
+                types_pb2.StoredDocument(name=f"{request.parent}/documents/{n}") for n in names])
+
+    args = build_parser().parse_args(["documents", "delete", "事故应急处置步骤.txt", "--collection", "ls2"])
+    documents._suggest_ids(Stub(), args, ["事故应急处置步骤.txt", "没有这个.txt"])
+    assert capsys.readouterr().err == "did you mean '规章/事故应急处置步骤.txt' (not '事故应急处置步骤.txt')?\n"
 
 
 def test_collections_delete_goes_ahead_only_on_yes_at_a_terminal(monkeypatch, capsys):

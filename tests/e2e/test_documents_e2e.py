@@ -454,3 +454,23 @@ async def test_a_file_ingested_again_without_metadata_keeps_what_it_had(stub):
     assert hits.results and "紧急修复" in hits.results[0].text
     await call("周五全天禁止发布，紧急修复须负责人审批。", team="dba")  # given metadata replaces it
     assert (await stored_metadata()).get("team") == "dba" and "year" not in await stored_metadata()
+
+
+async def test_a_new_version_whose_old_one_prune_deletes_is_not_told_to_delete_it(mesh, tmp_path, monkeypatch, capsys):
+    """A trial replaced 物业服务收费标准2026.md by its 2027 file and ran `ingest files --prune`: the 2027 line
+    advised deleting the 2026 document "no longer in force", and the next line pruned it."""
+    from services.cli.main import main
+
+    monkeypatch.setenv("GRAPHMESH_GATEWAY_ADDR", mesh.gateway)
+    folder = tmp_path / "物业资料"
+    folder.mkdir()
+    (folder / "收费标准2026.md").write_text("# 物业服务收费标准\n\n高层住宅每月每平方米2.6元。\n", "utf-8")
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "prune_versions"]) == 0
+    (folder / "收费标准2026.md").unlink()
+    (folder / "收费标准2027.md").write_text("# 物业服务收费标准\n\n高层住宅每月每平方米2.8元。\n", "utf-8")
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["ingest", "files", str(folder), "--collection", "prune_versions", "--prune"]) == 0
+    err = capsys.readouterr().err
+    new = next(line for line in err.splitlines() if "收费标准2027.md" in line)
+    assert new.endswith("; replaces '物业资料/收费标准2026.md', which --prune deletes (not among the files read)"), new
+    assert "no longer in force" not in err and "pruned    物业资料/收费标准2026.md" in err
