@@ -77,7 +77,11 @@ on, ingested as files into a collection without a domain pack:
   and client labelling page; a guesthouse's room prices, house rules, travel
   guide and an English guest FAQ), 50 and 12 each; expat_hr_docs (a foreign
   company's Shanghai HR policies in English with two Chinese notices, asked
-  in English and Chinese), 50 and 12.
+  in English and Chinese), 50 and 12;
+- jinxiu_docs and labsafety_docs: two more (a Hangzhou residential property
+  office's fee tables, renovation, pet and parking rules, holiday roster and
+  resident FAQ; a university chemistry lab's safety rules, chemical storage
+  table, waste and emergency procedures, two of them in English), 50 and 12 each.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -140,6 +144,8 @@ SETS = {
     "warehouse_docs": (8, {"out_of_scope_abstained": DATA / "warehouse_docs" / "out_of_scope.jsonl"}),
     "guesthouse_docs": (7, {"out_of_scope_abstained": DATA / "guesthouse_docs" / "out_of_scope.jsonl"}),
     "expat_hr_docs": (7, {"out_of_scope_abstained": DATA / "expat_hr_docs" / "out_of_scope.jsonl"}),
+    "jinxiu_docs": (7, {"out_of_scope_abstained": DATA / "jinxiu_docs" / "out_of_scope.jsonl"}),
+    "labsafety_docs": (8, {"out_of_scope_abstained": DATA / "labsafety_docs" / "out_of_scope.jsonl"}),
 }
 
 
