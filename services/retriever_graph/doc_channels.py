@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -105,7 +106,8 @@ UNWIND $ids AS id
 MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk {id: id})
 WHERE SCOPE
 RETURN c.id AS chunk_id, d.id AS document_id, d.title AS title, c.heading_path AS heading_path,
-       c.text AS text, c.ordinal AS ordinal
+       c.text AS text, c.ordinal AS ordinal, coalesce(d.collection, 'default') AS collection,
+       c.metadata AS chunk_metadata, d.metadata AS document_metadata
 """
 _FIRST_CHUNKS = """
 UNWIND $ids AS id
@@ -439,9 +441,14 @@ class DocChannels:
             if row is None or per_channel.get(channel, 0) >= top_k:
                 continue
             per_channel[channel] = per_channel.get(channel, 0) + 1
+            # collection and metadata as the store's own channels give them: without them a lookup's article of a
+            # repealed law reached the answer with no status, and was cited with no caveat (a trial's 水污染防治法第95条)
             hits.append(Hit(chunk_id=row["chunk_id"], document_id=row["document_id"], title=row["title"] or "",
                             heading_path=list(row["heading_path"] or []), text=row["text"] or "",
-                            ordinal=int(row["ordinal"] or 0), channel=channel, score=float(h.score), evidence=h.evidence))
+                            ordinal=int(row["ordinal"] or 0), channel=channel, score=float(h.score), evidence=h.evidence,
+                            collection=row["collection"],
+                            metadata={**json.loads(row["document_metadata"] or "{}"),
+                                      **json.loads(row["chunk_metadata"] or "{}")}))
         return hits
 
     # -- second stage ------------------------------------------------------------

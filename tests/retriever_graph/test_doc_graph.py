@@ -168,6 +168,27 @@ async def test_document_graph_channels_keep_to_the_search_scope(graph_store):
 
 
 @pytest.mark.asyncio(loop_scope="session")
+async def test_a_lookup_channels_hit_carries_its_documents_collection_and_metadata(graph_store):
+    """A trial's 水污染防治法第95条 came back through graph.article alone with no metadata and no collection, so
+    the repealed article was cited with no 已废止 caveat."""
+    from services.retriever_graph.doc_channels import DocChannels
+
+    await graph_store.ingest_documents(records())
+    docs = DocChannels(graph_store.driver, graph_store.database, refresh_seconds=0.0)
+    await docs.load()
+    hits = await docs.retrieve("刑法第一百五十三条", [], 10, ["graph.article"])
+    assert [(h.document_id, h.collection, h.metadata.get("status")) for h in hits] == [("4875", "default", AMENDED)]
+    cited = await docs.related("刑法第一百五十三条", [], [_seed("4875")], 10, ["graph.cites"])
+    assert cited and all(h.collection == "default" and h.metadata.get("status") == AMENDED for h in cited)
+
+
+def _seed(doc_id: str):
+    from services.common.retriever import SeedRecord
+
+    return SeedRecord(doc_id, f"{doc_id}#0", 1.0)
+
+
+@pytest.mark.asyncio(loop_scope="session")
 async def test_writing_a_generic_collection_does_not_rebuild_the_law_lookup_tables(graph_store):
     """The law pack's tables are rebuilt when stored facts change, not when
     documents of a generic collection arrive: that ingest runs no statute
