@@ -88,6 +88,7 @@ class Decision:
     reason: str
     out_of_scope: bool = False
     scope_note: bool = False  # the reason is a developer's note on the scope (a collection no store holds)
+    small_talk: bool = False  # nothing was asked (a greeting, thanks): answered in kind, no sources listed
 
 
 def pack_fits(packs: Iterable[DomainPack]) -> dict[str, Fit]:

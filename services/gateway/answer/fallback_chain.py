@@ -233,10 +233,12 @@ class FallbackChain:
         outside = [pack.out_of_scope(info.normalized_query) for pack in packs]
         # nothing is asked (a greeting), every pack searched says its corpora cannot hold the answer, or the question
         # names a code nothing found holds
-        scope = small_talk.reason(info.normalized_query) or (
+        chatted = small_talk.reason(info.normalized_query)
+        scope = chatted or (
             outside[0] if packs and all(outside) else named_codes.not_found_reason(info.normalized_query, results))
         if scope:
-            chosen.decision = abstention.Decision(False, 0.0, s.abstention.threshold, scope, out_of_scope=True)
+            chosen.decision = abstention.Decision(False, 0.0, s.abstention.threshold, scope, out_of_scope=True,
+                                                  small_talk=bool(chatted))
             chosen.evidence = retrieval
             return False
         fits = abstention.pack_fits(packs)

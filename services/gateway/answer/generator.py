@@ -25,7 +25,7 @@ from services.common.cross_lingual import translation_from_message
 from services.common.packed_context import source_label
 from services.common.text import citation_numbers
 from services.gateway.answer import abstention
-from services.gateway.answer import extractive, grounding
+from services.gateway.answer import extractive, grounding, small_talk
 from services.gateway.answer.citation_grammar import citation_grammar
 from services.gateway.answer.cross_script import other_script_sources, piece_similarity, similarity_weight
 from services.gateway.answer.source_caveats import caveat_note, caveat_of
@@ -237,6 +237,13 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
     as insufficient, the answerability and its threshold, and the search."""
     search = gateway_pb2.SearchResponse()
     nearest = []
+    if decision.small_talk:  # nothing was asked: answered in kind, no sources (a trial's "你好" got a source list)
+        if retrieval is not None:
+            search.CopyFrom(retrieval.response)
+        search.timings.extend(trace_timings)
+        return gateway_pb2.AnswerResponse(answer=small_talk.reply(query) or decision.reason,
+                                          mode=gateway_pb2.ANSWER_MODE_ABSTAINED, search=search,
+                                          answerability=decision.answerability, answerability_threshold=decision.threshold)
     if retrieval is not None:
         search.CopyFrom(retrieval.response)
         packs = list(retrieval.response.query_info.domain_packs)

@@ -21,3 +21,13 @@ def test_a_greeting_is_still_called_one():
 
 def test_a_question_is_not_small_talk():
     assert small_talk.reason("狗链子要多长？") is None
+
+
+def test_small_talk_is_answered_in_kind():
+    """A trial's parents' "你好" and "谢谢" got "无法回答这个问题" above a list of unrelated sources."""
+    assert small_talk.reply("你好") == "您好！请直接输入想问的问题，我会从资料里找答案。"
+    assert small_talk.reply("谢谢老师") == "不客气，还有问题可以继续问。"
+    assert small_talk.reply("Hello") == "Hello! Type your question and I will look for the answer in the documents."
+    assert small_talk.reply("thanks!") == "You're welcome. Ask another question any time."
+    assert small_talk.reply("？？？") == "没有读到问题：消息里没有文字，请输入要问的内容"
+    assert small_talk.reply("孩子发烧了还能去吗") is None

@@ -284,7 +284,7 @@ def chat_request(body: Any, max_query_chars: int = 10_000) -> ChatRequest:
         with_turns = gateway_pb2.AnswerRequest()
         with_turns.CopyFrom(answer)
         with_turns.query = retry
-    nothing = None if re.search(r"[^\W_]", query) else small_talk.reason(query)
+    nothing = None if re.search(r"[^\W_]", query) else small_talk.reply(query)
     unasked = gateway_pb2.AnswerResponse(answer=nothing, mode=gateway_pb2.ANSWER_MODE_ABSTAINED) if nothing else None
     return ChatRequest(body["model"].strip(), model, answer, bool(stream), with_turns, unasked)
 
