@@ -1,5 +1,6 @@
 """Questions outside what a law_zh corpus holds: the laws of another
-country or of the EU. The corpus holds PRC laws, regulations and judicial
+country or of the EU, the own laws of Hong Kong, Macao and Taiwan, and the
+common law or the GDPR. The corpus holds PRC laws, regulations and judicial
 interpretations (the Basic Laws of Hong Kong and Macao among them), so a
 question naming another jurisdiction's law, constitution, code, tax or
 court is not answerable from it, however close its articles look
@@ -44,6 +45,17 @@ _PARTY = re.compile(rf"({_JURISDICTION})的?(员工|雇员|公司|企业|公民|
 #: PRC seven-day rule as if it applied in Germany).
 _DEALING = re.compile(rf"({_JURISDICTION})(网购|购物|买房|租房|离婚|结婚|看病)")
 
+#: Hong Kong, Macao and Taiwan: the corpus holds the PRC's laws for them (the Basic Laws, the garrison and
+#: national security laws, the nationality law's interpretations, 台湾同胞投资保护法), not their own ordinances
+#: and codes. A question naming a law of the region itself is out of scope (a trial's 台湾地区劳动基准法 and 香港的租务
+#: 条例 got PRC articles as the answer) unless it names one of those PRC laws.
+_REGIONS = ("台湾地区", "台湾", "香港", "澳门")
+_REGION = re.compile(rf"({'|'.join(_REGIONS)})的?[\u4e00-\u9fff]{{0,{MAX_GAP}}}?"
+                     rf"(?<!司)(?<!执)({'|'.join(sorted(LEGAL_WORDS, key=len, reverse=True))})")
+_PRC_LAWS_FOR_REGIONS = ("基本法", "驻军法", "国家安全法", "国安法", "国籍法", "同胞投资", "光复", "特别行政区")
+#: Legal systems, not jurisdictions, the corpus holds nothing of: 普通法 (common law), GDPR.
+_SYSTEMS = re.compile(r"(普通法系?|英美法系?|大陆法系|GDPR|通用数据保护条例)", re.IGNORECASE)
+
 #: A question that speaks of China itself asks about PRC law dealing with
 #: abroad (extradition, judicial assistance), which the corpus holds; so does
 #: one about coming back (回国后个人所得税怎么交).
@@ -59,9 +71,13 @@ def out_of_scope(query: str) -> str | None:
     or None when it may be."""
     if any(word in query for word in _DOMESTIC):
         return None
-    match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query) or _DEALING.search(query)
+    match = _PATTERN.search(query) or _SITUATED.search(query) or _PARTY.search(query) or _DEALING.search(query) \
+        or _SYSTEMS.search(query)
+    if match is None and not any(name in query for name in _PRC_LAWS_FOR_REGIONS):
+        match = _REGION.search(query)
     if match is None:
         return None
     # the clause that names it, whole: the match alone ended mid-phrase (a trial's "在美国被")
     clause = _CLAUSE_END.split(query[match.start():], maxsplit=1)[0][:QUOTED_MAX_CHARS]
-    return f"知识库收录的是中华人民共和国的法律法规，不含{match.group(1)}的法律（问题问的是“{clause}”）"
+    held = match.group(1) if match.re is _SYSTEMS else f"{match.group(1)}的法律"
+    return f"知识库收录的是中华人民共和国的法律法规，不含{held}（问题问的是“{clause}”）"

@@ -90,7 +90,10 @@ async def test_collections_no_store_holds_are_named_and_nothing_is_said_without_
                                    "在美国离婚的话夫妻财产怎么分？", "在新加坡被狗咬了谁来赔偿？", "日本员工加班费怎么算？",
                                    "美国加州的最低工资是多少？",
                                    # a lay trial's dealing abroad, named before what is done
-                                   "德国网购退货可以退几天？", "日本买房要交什么税？"])
+                                   "德国网购退货可以退几天？", "日本买房要交什么税？",
+                                   # a paralegal trial's: a region's own law, a legal system, the GDPR
+                                   "台湾地区劳动基准法规定的加班费怎么算？", "香港的租务条例对押金有什么规定？",
+                                   "GDPR对个人数据跨境传输有什么要求？", "普通法下合同的对价是什么？"])
 def test_another_countrys_law_is_out_of_the_law_packs_scope(query):
     reason = domains.LAW_ZH.out_of_scope(query)
     assert reason and "中华人民共和国" in reason
@@ -105,7 +108,10 @@ def test_the_refusal_quotes_the_clause_that_names_the_jurisdiction_whole():
 @pytest.mark.parametrize("query", ["我在日本工作，回国后个人所得税怎么交？", "美国司法部门请求中国协助冻结财产，依据什么法律？",
                                    "盗窃罪怎么处罚？", "香港特别行政区基本法规定了什么？",
                                    "在中国的日本员工加班费怎么算？", "我在美国出差时公司扣了我的工资怎么办？",
-                                   "公司派我去德国工作，社保怎么交？", "美国留学回来落户有什么政策？"])
+                                   "公司派我去德国工作，社保怎么交？", "美国留学回来落户有什么政策？",
+                                   # the PRC laws for the regions, which the corpus holds
+                                   "香港特别行政区维护国家安全法第二十九条规定了什么？", "台湾同胞投资保护法规定了什么？",
+                                   "澳门特别行政区基本法规定居民有哪些权利？", "香港法院的判决在内地怎么执行？"])
 def test_prc_questions_that_name_abroad_stay_in_scope(query):
     assert domains.LAW_ZH.out_of_scope(query) is None
     assert domains.GENERIC.out_of_scope(query) is None
