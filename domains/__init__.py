@@ -95,6 +95,15 @@ def source_caveat(metadata: Mapping[str, str], packs: list[str] | tuple[str, ...
     return ""
 
 
+def rewrite_query(query: str, packs: list[str] | tuple[str, ...]) -> str:
+    """``query`` rewritten by each of ``packs`` in turn (``DomainPack.rewrite_query``; unknown names skipped)."""
+    for name in packs:
+        pack = PACKS.get(name)
+        if pack is not None:
+            query = pack.rewrite_query(query)
+    return query
+
+
 def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Other names ``title`` is asked by under ``packs`` (every registered
     pack when None), in pack order, without repeats or the title itself."""
@@ -108,4 +117,4 @@ def title_aliases(title: str, packs: list[str] | tuple[str, ...] | None = None) 
     return list(out)
 
 
-__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "QueryAdapter", "query_adapter", "answer_prompt", "citation_rules", "rewrite_prompts", "source_caveat", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]
+__all__ = ["AnswerExample", "AnswerPrompt", "CitationRules", "DEFAULT_PACK", "DomainPack", "QueryAdapter", "query_adapter", "answer_prompt", "citation_rules", "rewrite_prompts", "rewrite_query", "source_caveat", "title_aliases", "GENERIC", "LAW_ZH", "PACKS", "UnknownPack", "classify", "get_pack"]

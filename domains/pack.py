@@ -48,6 +48,9 @@ the domain parts):
   for some question types (``QueryAdapter``; law_zh: lay consultations, whose
   words no statute uses), searched as channel pg.adapted beside the
   question's own vector.
+- ``rewrite_query(query)``: the query in its corpus's own notation, before
+  its keywords are cut and it is embedded (law_zh: 第26条 -> 第二十六条, as
+  statutes number their articles).
 - ``source_caveat(metadata)``: what a reader must know of a cited source
   before relying on it, as a short word from its own metadata (law_zh: the
   status of a repealed or historical version, "已废止"); "" for none. Answers
@@ -71,6 +74,11 @@ def _nothing(query: str) -> None:
 def _no_aliases(title: str) -> tuple[str, ...]:
     """The default of ``title_aliases``: a title has no other name."""
     return ()
+
+
+def _as_asked(query: str) -> str:
+    """The default of ``rewrite_query``: the query as asked."""
+    return query
 
 
 def _no_caveat(metadata: Mapping[str, str]) -> str:
@@ -256,6 +264,7 @@ class DomainPack:
         query_adapter: the learned map of query vectors searched as
             pg.adapted (``QueryAdapter``), or None.
         source_caveat: document metadata -> a short caveat word ("" none).
+        rewrite_query: query -> the query in the corpus's own notation.
     """
 
     name: str
@@ -278,6 +287,7 @@ class DomainPack:
     title_aliases: Callable[[str], tuple[str, ...]] = _no_aliases
     query_adapter: QueryAdapter | None = None
     source_caveat: Callable[[Mapping[str, str]], str] = _no_caveat
+    rewrite_query: Callable[[str], str] = _as_asked
 
     @property
     def abstention_fitted(self) -> bool:

@@ -19,6 +19,9 @@ interpretations) as a domain pack.
 - Source caveat: an article of a repealed or historical version is cited
   with its status (``source_caveat``), so an answer never passes it off as
   the law in force.
+- Query rewrite: article numbers in Arabic numerals are written as the
+  statutes write them (第26条 -> 第二十六条) before keywords are cut
+  (``rewrite_query``).
 - Query adapter: ``query_adapter.npz``, a learned map of lay consultations'
   e5onnx vectors toward the articles that answer such questions, searched
   as channel pg.adapted (recipes.json "query_adapter" says how it was fitted).
@@ -37,7 +40,7 @@ from domains.pack import CitationRules, DomainPack, load_query_adapter, load_rec
 
 NAME = "law_zh"
 #: Calls into the pack's entry points ("classify", "document_facts",
-#: "query_lookups", "lookup_index", "out_of_scope", "source_caveat").
+#: "query_lookups", "lookup_index", "out_of_scope", "source_caveat", "rewrite_query").
 USAGE: Counter[str] = Counter()
 
 
@@ -82,6 +85,15 @@ def source_caveat(metadata) -> str:
     return "" if facts.is_current(status) else status
 
 
+def rewrite_query(query: str) -> str:
+    """``query`` with its article numbers in Arabic numerals written as the statutes write them (references
+    .article_numbers_in_chinese): 民法典第1077条 -> 民法典第一千零七十七条."""
+    from domains.law_zh import references
+
+    USAGE["rewrite_query"] += 1
+    return references.article_numbers_in_chinese(query)
+
+
 _HERE = Path(__file__).resolve().parent
 _RECIPE = load_recipe(_HERE / "recipes.json")
 _ADAPTER = _RECIPE.get("query_adapter")
@@ -106,4 +118,5 @@ PACK = DomainPack(
     rewrite_prompts=REWRITE_PROMPTS,
     query_adapter=load_query_adapter(_HERE / _ADAPTER["file"], _ADAPTER["source"]) if _ADAPTER else None,
     source_caveat=source_caveat,
+    rewrite_query=rewrite_query,
 )

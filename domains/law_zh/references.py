@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from services.common.numbers import chinese_to_int
+from services.common.numbers import chinese_to_int, int_to_chinese
 
 NUM = r"[零〇一二两三四五六七八九十百千万0-9]+"
 #: Prefix of PRC law names, usually left out when a law is cited.
@@ -160,7 +160,7 @@ def _law_before(prefix: str) -> tuple[str, str | None, str]:
     if _SELF.search(prefix):
         return "article", None, ""
     tail = re.search(r"[\u4e00-\u9fff]{1,30}$", prefix)
-    if tail and re.search(r"(法|条例|规定|办法|决定|解释)$", tail.group(0)):
+    if tail and re.search(r"(法|法典|条例|规定|办法|决定|解释)$", tail.group(0)):  # 民法典第1077条 (a trial's)
         return "named", None, tail.group(0)
     return "article", None, ""
 
@@ -462,6 +462,22 @@ def resolve(refs: Iterable[Reference], own_law: str, lookup: Callable[[str, str]
 def dict_lookup(index: Mapping[tuple[str, str], str]) -> Callable[[str, str], str | None]:
     """A ``resolve`` lookup over a {(law key, article key): document id} map."""
     return lambda law, article: index.get((law, article))
+
+
+#: An article number in Arabic numerals, with the number of an article inserted after it: 第26条, 第133条之1.
+_ARABIC_ARTICLE = re.compile(r"第\s*(\d{1,4})\s*条(?:之\s*(\d{1,2}))?")
+
+
+def article_numbers_in_chinese(text: str) -> str:
+    """``text`` with each article number written in Arabic numerals (第1077条, 第133条之1) in Chinese numerals
+    as the corpus's article labels and texts write it (第一千零七十七条, 第一百三十三条之一), so that the keyword
+    and full-text channels match them: asked in Arabic numerals, an article was first for 69 of 100 lookups
+    against 95 in Chinese numerals (a paralegal trial's 民法典第1077条 came second, 刑法第133条之一 third)."""
+    def chinese(match: re.Match) -> str:
+        sub = f"之{int_to_chinese(int(match.group(2)))}" if match.group(2) else ""
+        return f"第{int_to_chinese(int(match.group(1)))}条{sub}"
+
+    return _ARABIC_ARTICLE.sub(chinese, text)
 
 
 def article_mentions(query: str) -> list[Reference]:

@@ -41,6 +41,31 @@ def chinese_to_int(text: str) -> int | None:
     return total + section + (digit or 0)
 
 
+def int_to_chinese(number: int) -> str:
+    """``number`` (0 to 9,999) in Chinese numerals as statutes write article numbers: 10 -> 十, 15 -> 十五,
+    105 -> 一百零五, 110 -> 一百一十, 1010 -> 一千零一十; the inverse of ``chinese_to_int`` there.
+
+    Raises:
+        ValueError: ``number`` is outside 0 to 9,999.
+    """
+    if not 0 <= number <= 9999:
+        raise ValueError(f"{number} is outside 0 to 9,999")
+    digits = "零一二三四五六七八九"
+    if number == 0:
+        return digits[0]
+    out, zero = [], False
+    for value, unit in ((1000, "千"), (100, "百"), (10, "十"), (1, "")):
+        digit = number // value % 10
+        if digit == 0:
+            zero = bool(out)  # a gap after a written digit reads 零 before the next one
+            continue
+        if zero:
+            out.append("零")
+            zero = False
+        out.append(("" if unit == "十" and not out and digit == 1 else digits[digit]) + unit)
+    return "".join(out)
+
+
 def number_values(text: str) -> list[float]:
     """Values of the numbers in ``text`` (NFKC-normalised first), in order:
     Arabic and Chinese numerals alike; "1,000" is 1000, and "20万" is

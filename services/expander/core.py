@@ -88,12 +88,13 @@ def without_markup(query: str) -> str:
 
 def analyse(query: str, max_keywords: int = DEFAULT_MAX_KEYWORDS, domain_packs: Sequence[str] = (),
             translate: bool = True) -> QueryAnalysis:
-    """Normalises ``query`` and extracts its keywords (at most
+    """Normalises ``query`` (and rewrites it in the notation of ``domain_packs``' corpora: ``domains.rewrite_query``)
+    and extracts its keywords (at most
     ``max_keywords``, from the whole text: ``query_cut.weighted_keywords``),
     question type (``detect_question_type`` with ``domain_packs``) and,
     when ``translate``, its words in the other writing system
     (``cross_lingual.Lexicon.concepts``, at most MAX_TRANSLATED_WORDS)."""
-    normalized = simplified(normalize(without_markup(query)))
+    normalized = domains.rewrite_query(simplified(normalize(without_markup(query))), domain_packs)
     keywords, found = weighted_keywords(normalized, max_keywords)
     kind, confidence = detect_question_type(normalized, domain_packs)
     script = other_script(normalized) if translate else ""

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from services.common.numbers import HALF_OPEN_EPSILON, quantities, ranges
+from services.common.numbers import HALF_OPEN_EPSILON, chinese_to_int, int_to_chinese, quantities, ranges
 
 pytestmark = pytest.mark.unit
 INF = math.inf
@@ -53,3 +53,12 @@ def test_ranges_of_a_quantity(text, expected):
 ])
 def test_quantities_carry_their_unit_in_either_language(text, expected):
     assert quantities(text) == [(float(value), unit) for value, unit in expected]
+
+
+def test_int_to_chinese_writes_numbers_as_statutes_number_their_articles():
+    """As the law corpus's labels write them: 第十条, 第一百一十条, 第一千零一十条, 第一千零七十七条."""
+    assert [int_to_chinese(n) for n in (10, 15, 105, 110, 210, 1001, 1010, 1077, 1100)] == \
+        ["十", "十五", "一百零五", "一百一十", "二百一十", "一千零一", "一千零一十", "一千零七十七", "一千一百"]
+    assert all(chinese_to_int(int_to_chinese(n)) == n for n in range(10000))
+    with pytest.raises(ValueError):
+        int_to_chinese(10000)

@@ -51,3 +51,10 @@ def test_html_pasted_with_a_question_is_left_out_of_it():
     assert analysed.normalized_query == "Homvia KT-210 Electric Kettle Ships & returns how long warranty in australia"
     assert not any("datalayer" in k.lower() or "welcome10" in k.lower() for k in analysed.keywords)
     assert without_markup("x<y 时怎么办") == "x<y 时怎么办" and without_markup("<br>") == "<br>"
+
+
+def test_a_packs_notation_rewrites_the_query_before_its_keywords_are_cut():
+    """law_zh writes an article number as the statutes do; the generic path leaves the question as asked."""
+    law = analyse("民法典第1077条是什么内容", domain_packs=["law_zh"])
+    assert law.normalized_query == "民法典第一千零七十七条是什么内容"
+    assert analyse("民法典第1077条是什么内容", domain_packs=["generic"]).normalized_query == "民法典第1077条是什么内容"
