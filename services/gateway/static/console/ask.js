@@ -137,6 +137,8 @@ function sourceCard(row, index) {
     row.truncated === true ? el("span", { class: "flag truncated", text: t("src.truncated") }) : null,
     row.truncated === false ? el("span", { class: "flag whole", text: t("src.whole") }) : null,
     row.number === null ? el("span", { class: "flag", text: t("src.notPacked") }) : null,
+    // the document's own metadata (a law's status: a paralegal trial's console showed a repealed article unmarked)
+    ...Object.entries(c.metadata || {}).slice(0, META_SHOWN).map(([k, v]) => el("span", { class: "flag meta", text: `${k}: ${v}` })),
   ];
   const id = row.number !== null ? `src-${row.number}` : `res-${index}`;
   const heading = (c.headingPath && c.headingPath.length ? c.headingPath : [c.title || c.documentId]).filter(Boolean);
@@ -151,6 +153,9 @@ function sourceCard(row, index) {
       el("blockquote", { class: "src-text", lang: "zh", text: c.text || "" }),
       channelTable(c.channelScores)));
 }
+
+/** Metadata entries shown on a source card, at most. */
+const META_SHOWN = 4;
 
 function sourcesSection(rows) {
   const cited = rows.filter((r) => r.cited);
