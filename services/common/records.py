@@ -44,12 +44,14 @@ def text_digest(chunk_texts: Sequence[str]) -> str:
 #: no notice, since a CSV's title is its file name. One pattern for Python's re and PostgreSQL's
 #: regexp_replace (the store compares stored titles by it in SQL).
 VERSION_MARKS = (r"(19|20)[0-9]{2}([-./年][0-9]{1,2}([-./月][0-9]{1,2}日?)?月?)?|[qQ][1-4]|[vV][0-9]+([.][0-9]+)*"
-                 r"|最新版|修订版|新版|旧版|版本|版|[-_ .()（）【】]+")
+                 r"|最新版|修订版|新版|旧版|版本|版|[春夏秋冬]季|[上下]学期|第[一二三四]学期|[上下]半年"
+                 r"|[-_ .()（）【】]+")
 
 
 def version_key(title: str) -> str:
     """``title`` lower-cased without ``VERSION_MARKS``: equal for the versions of one document saved under
-    names that differ by a year, quarter, version or date ("" when nothing else is left)."""
+    names that differ by a year, quarter, season, term, version or date ("" when nothing else is left): a trial's
+    kindergarten's 2026年秋季学期 and 2027年春季学期 fee sheets answered side by side with no notice."""
     return re.sub(VERSION_MARKS, "", title.lower())
 
 

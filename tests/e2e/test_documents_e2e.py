@@ -411,6 +411,19 @@ async def test_a_revision_whose_name_differs_by_its_year_or_quarter_names_the_ol
     assert list(revised.files[0].same_title_as) == ["carrier_rates_2026Q4.csv"]
 
 
+async def test_a_revision_for_another_term_names_the_old_one(stub):
+    """A trial's kindergarten put its 2026 autumn fee sheet beside the 2027 spring one (titles 2026年秋季学期… and
+    2027年春季学期…) and got no notice; the answer quoted the old fee."""
+    def md(title: str, fee: str) -> gateway_pb2.IngestFile:
+        return gateway_pb2.IngestFile(name=f"{title}.md", content=f"# {title}\n\n保育教育费每月{fee}元。\n".encode())
+
+    await stub.Ingest(gateway_pb2.IngestRequest(files=[md("2026年秋季学期收费与退费标准", "1600")], collection="terms"),
+                      timeout=600)
+    revised = await stub.Ingest(gateway_pb2.IngestRequest(files=[md("2027年春季学期收费与退费标准", "1800")],
+                                                          collection="terms"), timeout=600)
+    assert list(revised.files[0].same_title_as) == ["2026年秋季学期收费与退费标准.md"]
+
+
 async def test_a_file_another_collection_holds_is_stored_under_its_collections_name(stub):
     """Three trials ingested one folder into a second collection and every file failed: "document id
     'docs/…' is stored in collection 'jiaowu'; delete it there first or give another id"."""
