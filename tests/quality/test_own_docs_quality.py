@@ -81,7 +81,9 @@ on, ingested as files into a collection without a domain pack:
 - jinxiu_docs and labsafety_docs: two more (a Hangzhou residential property
   office's fee tables, renovation, pet and parking rules, holiday roster and
   resident FAQ; a university chemistry lab's safety rules, chemical storage
-  table, waste and emergency procedures, two of them in English), 50 and 12 each.
+  table, waste and emergency procedures, two of them in English), 50 and 12 each;
+  xinghe_kg_docs (a kindergarten's parent handbook, fees, health, pick-up and
+  meal rules, calendar and FAQ, asked as parents ask in a chat), 50 and 12.
 
 Answer (extractive, no LLM) must put the answering passage first, answer
 the questions they answer, abstain on those they do not, and quote the
@@ -146,6 +148,7 @@ SETS = {
     "expat_hr_docs": (7, {"out_of_scope_abstained": DATA / "expat_hr_docs" / "out_of_scope.jsonl"}),
     "jinxiu_docs": (7, {"out_of_scope_abstained": DATA / "jinxiu_docs" / "out_of_scope.jsonl"}),
     "labsafety_docs": (8, {"out_of_scope_abstained": DATA / "labsafety_docs" / "out_of_scope.jsonl"}),
+    "xinghe_kg_docs": (7, {"out_of_scope_abstained": DATA / "xinghe_kg_docs" / "out_of_scope.jsonl"}),
 }
 
 
