@@ -261,7 +261,7 @@ async def test_search_mode_lists_evidence_with_channels_and_query_understanding(
         assert "retrieve.graph" in await page.inner_text("#ask-output .timeline")
         assert await page.locator("#ask-output dl.facts dd").count() >= 2  # normalised query, keywords, ...
         # each source's own metadata: a paralegal trial could not tell a repealed article from one in force
-        assert "status: 现行有效" in await page.locator("#ask-output .source .flag.meta").first.text_content()
+        assert "status: 现行有效" in await page.locator("#ask-output .source .flag.meta").all_text_contents()
         await shot(page, "ask-search")
         # several collections, as a trial typed them ("售后,售后3" was sent as one name, and refused)
         bodies: list[dict] = []

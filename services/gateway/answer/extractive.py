@@ -195,19 +195,13 @@ def extractive_answer(texts: list[str], question: str = "", max_sources: int = 3
     return "\n".join(lines)
 
 
-def closest_quote(text: str, question: str, similarity: Mapping[str, float] | None = None,
-                  similarity_weight: float = 1.0) -> str:
+def closest_quote(text: str, question: str) -> str:
     """The piece of one source ``text`` the extractive answer would quote for ``question`` (its best piece, with a
-    row's header), without citation mark; "" when it holds none of the question's content words and no dense
-    ``similarity`` (piece -> cosine, as ``extractive_answer`` takes it; one that tells the pieces apart) chose it.
-    What an abstention
+    row's header), without citation mark; "" when it holds none of the question's content words. What an abstention
     shows beside its nearest sources, so that a refused question whose answer is in the first source still shows
     it, marked as not vouched for (three trials' residents and members read a bare refusal as "not in the
-    documents" while the answering line was first; two later trials' lay questions, 狗链子 for 犬链 and HF for
-    氢氟酸, share no word with the line that answers them)."""
-    lines = extractive_answer([text], question, max_sources=1, max_sentences_per_source=1, similarity=similarity,
-                              similarity_weight=similarity_weight).splitlines()[1:]
+    documents" while the answering line was first)."""
+    lines = extractive_answer([text], question, max_sources=1, max_sentences_per_source=1).splitlines()[1:]
     quote = "\n".join(lines).rsplit(" [", 1)[0]  # a list or steps run is quoted a line an item
     words = PieceScorer(question, []).keywords
-    told_apart = bool(similarity) and len({round(v, 6) for v in similarity.values()}) > 1
-    return quote if quote and (told_apart or any(w in simplified(quote).lower() for w in words)) else ""
+    return quote if quote and any(w in simplified(quote).lower() for w in words) else ""

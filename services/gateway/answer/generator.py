@@ -63,33 +63,16 @@ class Generator:
         self.llm = llm
         self.expander = expander
 
-    async def _similarity(self, query: str, texts: list[str], deadline: Deadline) -> tuple[dict[str, float] | None, float]:
-        """(piece -> dense similarity to ``query``, its weight) for the pieces of ``texts`` (``cross_script``:
-        weight 1 across scripts, the gateway's ``quote_similarity_weight`` within one; None when it does not count
-        or the expander cannot say)."""
+    async def _extractive(self, query: str, retrieval: Retrieval, deadline: Deadline) -> str:
+        """The extractive answer over ``retrieval``'s packed sources, with the
+        pieces' dense similarity (``cross_script``: weight 1 across scripts, the
+        gateway's ``quote_similarity_weight`` within one)."""
+        texts = packed(retrieval, drop_cut_clause=True)
         weight = similarity_weight(query, texts, self.settings.quote_similarity_weight)
         similarity = await piece_similarity(self.expander, query, texts, deadline, self.settings.deadlines.expand,
                                             self.settings.ingest.embed_batch, weight)
-        return similarity, weight
-
-    async def _extractive(self, query: str, retrieval: Retrieval, deadline: Deadline) -> str:
-        """The extractive answer over ``retrieval``'s packed sources, with the pieces' dense similarity."""
-        texts = packed(retrieval, drop_cut_clause=True)
-        similarity, weight = await self._similarity(query, texts, deadline)
         return extractive.extractive_answer(texts, query, similarity=similarity, similarity_weight=weight,
                                             similarity_ranks_only=not other_script_sources(query, texts))
-
-    async def closest_quote(self, query: str, retrieval: Retrieval | None, decision: abstention.Decision,
-                            deadline: Deadline) -> str:
-        """What a refusal by the answerability rule (not a scope's) shows as the first result's closest piece
-        (``extractive.closest_quote``), chosen with the pieces' dense similarity as an answer's quote is: by words
-        alone a trial's "狗链子要多长" got the cat rule (流浪猫狗) beside the leash rule (犬链长度不超过1.5米).
-        "" for a scope refusal or no result."""
-        if retrieval is None or decision.out_of_scope or not retrieval.response.results:
-            return ""
-        text = retrieval.response.results[0].text
-        similarity, weight = await self._similarity(query, [text], deadline)
-        return extractive.closest_quote(text, query, similarity, weight)
 
     async def generate(self, query: str, retrieval: Retrieval | None, deadline: Deadline,
                        max_tokens: int | None = None) -> AsyncIterator[gateway_pb2.AnswerStreamResponse]:
@@ -230,9 +213,9 @@ def sources(retrieval: Retrieval) -> list[str]:
 
 
 def abstained_response(query: str, retrieval: Retrieval | None, decision: abstention.Decision,
-                       trace_timings=(), closest: str = "") -> gateway_pb2.AnswerResponse:
-    """The explicit no-answer: a short message in the question's language (with ``closest``, the first result's
-    closest piece when the answerability rule said no rather than a scope rule: ``Generator.closest_quote``),
+                       trace_timings=()) -> gateway_pb2.AnswerResponse:
+    """The explicit no-answer: a short message in the question's language (with, when the answerability rule
+    said no rather than a scope rule, the first result's closest piece: ``extractive.closest_quote``),
     no citations, the first NEAREST_SOURCES results of ``retrieval`` listed
     as insufficient, the answerability and its threshold, and the search."""
     search = gateway_pb2.SearchResponse()
@@ -251,7 +234,9 @@ def abstained_response(query: str, retrieval: Retrieval | None, decision: absten
             nearest.append(gateway_pb2.Citation(number=number, candidate_id=cand.id, document_id=cand.document_id,
                                                 label=source_label(cand), caveat=caveat_of(cand, packs)))
     search.timings.extend(trace_timings)
-    closest = closest if nearest and not decision.out_of_scope else ""
+    # the rule's no, not a scope's: the first source's closest piece is shown, marked as not an answer
+    closest = extractive.closest_quote(retrieval.response.results[0].text, query) \
+        if nearest and not decision.out_of_scope and retrieval is not None else ""
     return gateway_pb2.AnswerResponse(
         answer=abstention.no_answer_message(query, decision.reason if decision.out_of_scope else "", nearest=bool(nearest),
                                             scope_note=decision.scope_note, closest=closest),

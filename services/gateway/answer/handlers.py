@@ -71,9 +71,7 @@ class Answerer:
             trace = Trace()
             trace.skip(names.STAGE_GENERATE, f"abstained: {chosen.decision.reason}")
             yield gateway_pb2.AnswerStreamResponse(stage=trace.timings[-1])
-            evidence = chosen.evidence or chosen.retrieval
-            closest = await self.generator.closest_quote(query, evidence, chosen.decision, deadline)
-            done = abstained_response(query, evidence, chosen.decision, trace.timings, closest)
+            done = abstained_response(query, chosen.evidence or chosen.retrieval, chosen.decision, trace.timings)
             done.strategy = strategy
             done.attempts.extend(chosen.attempts)
             ABSTAINED.labels("low_evidence" if chosen.evidence is not None else "no_evidence").inc()

@@ -644,16 +644,6 @@ def test_the_closest_quote_is_the_piece_the_answer_would_quote_or_nothing_when_n
     assert generation.closest_quote(FEE_TABLE, "退休人员报销比例") == "人员类别 | 门诊报销比例 | 年度最高支付限额 … 退休人员 | 85% | 3万元"
 
 
-
-def test_a_refusals_closest_quote_weighs_the_pieces_similarity_as_an_answer_does():
-    pets = ("二、养犬管理\n1. 养犬须到派出所办理养犬登记，每户限养一只。\n2. 携犬出户必须束犬链，犬链长度不超过1.5米，"
-            "并由成年人牵领。\n3. 猫等其他宠物不得在公共区域散养，小区内禁止投喂流浪猫狗。")
-    leash, cats = "2. 携犬出户必须束犬链，犬链长度不超过1.5米，并由成年人牵领。", "3. 猫等其他宠物不得在公共区域散养，小区内禁止投喂流浪猫狗。"
-    assert generation.closest_quote(pets, "狗链子要多长") == cats  # by words alone: 狗 is in 流浪猫狗 only
-    similarity = {leash: 0.92, cats: 0.84, "1. 养犬须到派出所办理养犬登记，每户限养一只。": 0.85, "二、养犬管理": 0.8}
-    assert generation.closest_quote(pets, "狗链子要多长", similarity) == leash
-
-
 TEACHERS = ("任课教师\n科目 | 任课教师 | 办公室\n语文 | 王丽 | 明德楼215\n数学 | 陈建国 | 明德楼217\n"
             "体育 | 周磊 | 体育馆一楼办公室\n课表如有临时调整，班主任会在班级群里提前通知。")
 
